@@ -191,7 +191,10 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
         language = segment.direction.target.code
         error = result.error
         processed = None
-        if result.ok:
+        if result.ok and result.detail.get("finish_reason") == "length":
+            # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
+            error = "answer cut off at the token limit (finish_reason length)"
+        elif result.ok:
             try:
                 processed = process_output(result.text, segment.reference, language)
             except OutputRejected as exc:

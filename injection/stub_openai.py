@@ -9,7 +9,7 @@ By default it answers like a well-behaved model: it reads the prompt, makes one 
 type in the requested half, and answers in JSON when a response schema was asked for, else in free text
 after "Updated sentence:". Faults are scripted per request: ``script(match, "429", "500", "ok")`` makes the
 next requests whose prompt contains ``match`` fail with 429, then 500, then succeed. Behaviours: ok, 401, 429,
-500, 503, timeout, empty, refuse, malformed (a body that is not JSON), nochoices, offtarget (a different
+500, 503, timeout, empty, refuse, truncated (cut at max_tokens), malformed (a body that is not JSON), nochoices, offtarget (a different
 sentence), same (the reference unchanged), prose (a chatty answer with markdown around the sentence).
 
 Run by hand: ``python -m injection.stub_openai --port 8011 --latency 0.2``.
@@ -153,6 +153,10 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
         return 200, _completion("", prompt, model=model), {}
     if behaviour == "refuse":
         return 200, _completion(None, prompt, model=model, refusal="I can't help with introducing errors."), {}
+    if behaviour == "truncated":  # the answer stopped at max_tokens, mid-sentence
+        edited, _ = default_answer(prompt)
+        cut = json.dumps({"updated_sentence": edited}, ensure_ascii=False) if structured else f"Updated sentence: {edited}"
+        return 200, _completion(cut[: len(cut) // 2], prompt, model=model, finish="length"), {}
     edited, reference = default_answer(prompt)
     if behaviour == "offtarget":
         edited = "The weather in Paris was lovely yesterday and nobody mentioned the topic at all."

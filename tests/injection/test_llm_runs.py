@@ -74,9 +74,9 @@ def test_persistent_faults_fail_the_item_with_its_reason_and_it_can_be_retried_a
 
 @pytest.mark.parametrize(
     "behaviour, expected",
-    [("empty", "empty response"), ("refuse", "refused: I can't help")],
+    [("empty", "empty response"), ("refuse", "refused: I can't help"), ("truncated", "answer cut off at the token limit")],
 )
-def test_empty_and_refused_answers_are_recorded_failures(project, segments, stub, llm_env, behaviour, expected):
+def test_empty_refused_and_cut_off_answers_are_recorded_failures(project, segments, stub, llm_env, behaviour, expected):
     stub.script("Wisenschaftler", behaviour)
     run = _run(project, stub, error_types=["Mistranslation"], positions=["end"], directions=["en-de"])
     failed = InjectionItem.objects.get(run=run, status=InjectionItem.Status.FAILED)
