@@ -23,6 +23,10 @@ class StartRunForm(forms.Form):
     seed = forms.IntegerField(initial=42)
     temperature = forms.FloatField(initial=0.5, min_value=0, max_value=2)
     name = forms.SlugField(required=False, max_length=200)
+    engine_options = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="vllm backend only: arguments of vllm.LLM, one NAME=VALUE per line (e.g. gpu_memory_utilization=0.5)",
+    )
 
     def __init__(self, *args, **kwargs):
         from injection import backends  # noqa: F401  (fills the registry)
@@ -30,3 +34,11 @@ class StartRunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["backend"].choices = [(name, name) for name in sorted(BACKENDS)]
         self.fields["backend"].initial = "rule"
+
+    def clean_engine_options(self) -> dict:
+        from injection.backends.vllm_engine import parse_engine_options
+
+        try:
+            return parse_engine_options(self.cleaned_data["engine_options"].splitlines())
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None

@@ -63,6 +63,7 @@ class RunSpec:
     retry_base_delay: float = 0.5  # seconds; backoff doubles per attempt, with full jitter
     timeout: float = 60.0  # seconds per request
     poll_interval: float = 30.0  # Batch API status polls
+    engine_options: dict = field(default_factory=dict)  # keyword arguments of vllm.LLM (vllm backend only)
     created_by: object = None
 
 
@@ -96,6 +97,8 @@ def plan_run(spec: RunSpec) -> InjectionRun:
         problems.append("--max-attempts must be at least 1")
     if spec.timeout <= 0:
         problems.append("--timeout must be positive")
+    if spec.engine_options and spec.backend != "vllm":
+        problems.append(f"--engine-option: only the vllm backend takes engine options, not {spec.backend}")
     if problems:
         raise RunRejected("; ".join(problems))
     model = spec.model or ("rule" if spec.backend == "rule" else settings.LLM_MODEL)
@@ -111,6 +114,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
                 "temperature": spec.temperature, "seed": spec.seed, "concurrency": spec.concurrency, "rpm": spec.rpm,
                 "structured": spec.structured, "max_attempts": spec.max_attempts,
                 "retry_base_delay": spec.retry_base_delay, "timeout": spec.timeout, "poll_interval": spec.poll_interval,
+                **({"engine_options": spec.engine_options} if spec.engine_options else {}),
             },
             created_by=spec.created_by,
         )
@@ -152,6 +156,8 @@ def _backend_for(run: InjectionRun):
         options.update(base_url=run.base_url, concurrency=p.get("concurrency", 8), rpm=p.get("rpm"),
                        retry=RetryPolicy(max_attempts=p.get("max_attempts", 6), base_delay=p.get("retry_base_delay", 0.5)),
                        timeout=p.get("timeout", 60.0))
+    elif run.backend == "vllm":
+        options["engine_options"] = p.get("engine_options") or {}
     elif run.backend == "batch":
         def remember(batch_id: str) -> None:
             InjectionRun.objects.filter(pk=run.pk).update(parameters={**run.parameters, "batch_id": batch_id})

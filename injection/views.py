@@ -35,7 +35,7 @@ def runs(request):
             project=data["project"], kind=data["kind"], backend=data["backend"],
             directions=[d.code for d in data["directions"]], error_types=list(data["error_types"]), name=data["name"],
             model=data["model"], base_url=data["base_url"], concurrency=data["concurrency"], rpm=data["rpm"],
-            seed=data["seed"], temperature=data["temperature"], created_by=request.user,
+            seed=data["seed"], temperature=data["temperature"], engine_options=data["engine_options"], created_by=request.user,
         )
         try:
             with transaction.atomic():

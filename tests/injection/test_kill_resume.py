@@ -40,13 +40,13 @@ def _manage(env: dict, *args: str, **kwargs) -> subprocess.Popen:
 class WorkerDatabase:
     """The worker's own database, inspected with plain SQL (the test's Django connection is elsewhere)."""
 
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, suffix: str = "kill"):
         main = os.environ.get("DATABASE_URL", "")
         if main.startswith("postgres"):
             import psycopg
 
             self.admin_url = main.rsplit("/", 1)[0] + "/postgres"  # the maintenance database always exists
-            self.name = f"{os.environ.get('TEST_DATABASE_NAME', 'test_xqmeval')}_kill"
+            self.name = f"{os.environ.get('TEST_DATABASE_NAME', 'test_xqmeval')}_{suffix}"
             with psycopg.connect(self.admin_url, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.name}"')
                 conn.execute(f'CREATE DATABASE "{self.name}"')
@@ -54,7 +54,7 @@ class WorkerDatabase:
             self.connect = lambda: psycopg.connect(self.url)
         else:
             self.admin_url = ""
-            path = tmp_path / "worker.sqlite3"
+            path = tmp_path / f"worker-{suffix}.sqlite3"
             self.url = f"sqlite:///{path}"
             self.connect = lambda: sqlite3.connect(path, timeout=30)
 

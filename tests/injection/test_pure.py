@@ -221,13 +221,26 @@ def test_one_jsonl_builder_for_openai_batch_and_vllm_run_batch():
         parse_batch_output("not json")
 
 
+def test_engine_options_are_read_as_json_where_they_parse():
+    from injection.backends.vllm_engine import parse_engine_options
+
+    assert parse_engine_options(["gpu_memory_utilization=0.5", " enforce_eager=true", "", "dtype=bfloat16",
+                                 'hf_overrides={"rope_theta": 1e6}', "max_model_len = 4096"]) == {
+        "gpu_memory_utilization": 0.5, "enforce_eager": True, "dtype": "bfloat16", "hf_overrides": {"rope_theta": 1e6},
+        "max_model_len": 4096,
+    }
+    for bad in ("enforce_eager", "=1", "Max-Len=3", "model=x"):
+        with pytest.raises(ValueError):
+            parse_engine_options([bad])
+
+
 def test_vllm_backend_is_import_guarded():
     import importlib.util
 
     from injection.backends import BackendUnavailable, get_backend
 
     if importlib.util.find_spec("vllm") is None:
-        with pytest.raises(BackendUnavailable, match="pip install vllm"):
+        with pytest.raises(BackendUnavailable, match="requirements-vllm.txt"):
             get_backend("vllm", Sampling(model="Qwen/Qwen2.5-0.5B-Instruct"))
     else:  # pragma: no cover — a GPU worker with vllm installed
         assert get_backend("vllm", Sampling(model="Qwen/Qwen2.5-0.5B-Instruct")).name == "vllm"

@@ -120,3 +120,17 @@ def test_django_admin_lists_and_filters(client, admin_user, project, segments):
     assert response.context["cl"].result_count == run.candidates.count() - 1
     response = client.get(reverse("admin:injection_candidate_changelist"), {"segment__direction__id__exact": flagged.segment.direction_id})
     assert response.context["cl"].result_count == run.candidates.count()
+
+
+@pytest.mark.parametrize("backend, engine_options, message", [
+    ("vllm", "gpu_memory_utilization=0.5\nenforce_eager", "&#x27;enforce_eager&#x27; is not NAME=VALUE"),
+    ("rule", "enforce_eager=true", "only the vllm backend takes engine options"),
+])
+def test_engine_options_are_validated_in_the_start_form(client, admin_user, segments, backend, engine_options, message):
+    client.force_login(admin_user)
+    response = client.post(reverse("injection:runs"), {
+        "project": segments[0].project_id, "kind": "mqm", "backend": backend, "model": "m", "concurrency": 4, "seed": 1,
+        "temperature": 0.5, "engine_options": engine_options,
+    })
+    assert response.status_code == 200 and message in response.content.decode()
+    assert not InjectionRun.objects.exists()

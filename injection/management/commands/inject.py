@@ -37,6 +37,9 @@ class Command(BaseCommand):
         parser.add_argument("--max-attempts", type=int, default=6, help="tries per item on 429, 5xx and timeouts")
         parser.add_argument("--seed", type=int, default=42)
         parser.add_argument("--temperature", type=float, default=0.5)
+        parser.add_argument("--engine-option", action="append", default=[], metavar="NAME=VALUE",
+                            help="vllm backend: an argument of vllm.LLM, e.g. gpu_memory_utilization=0.5 or "
+                                 "max_model_len=4096 (repeatable; values read as JSON where they parse)")
         parser.add_argument("--no-structured", action="store_true", help="do not ask for JSON-schema output")
         parser.add_argument("--name", default="", help="run name (unique in the project)")
         parser.add_argument("--queue", action="store_true", help="run on the llm Celery queue instead of here")
@@ -78,12 +81,18 @@ class Command(BaseCommand):
             project = Project.objects.filter(name=opts["project"]).first()
             if project is None:
                 raise CommandError(f"no project {opts['project']!r}")
+            from injection.backends.vllm_engine import parse_engine_options
+
+            try:
+                engine_options = parse_engine_options(opts["engine_option"])
+            except ValueError as exc:
+                raise CommandError(f"--engine-option: {exc}") from None
             spec = services.RunSpec(
                 project=project, kind=opts["kind"], backend=opts["backend"] or settings.INJECTION_DEFAULT_BACKEND,
                 directions=_csv(opts["directions"]), error_types=_csv(opts["types"]), positions=_csv(opts["positions"]),
                 name=opts["name"], model=opts["model"], base_url=opts["base_url"], concurrency=opts["concurrency"],
                 rpm=opts["rpm"], seed=opts["seed"], temperature=opts["temperature"], structured=not opts["no_structured"],
-                timeout=opts["timeout"], max_attempts=opts["max_attempts"],
+                timeout=opts["timeout"], max_attempts=opts["max_attempts"], engine_options=engine_options,
             )
             try:
                 run = services.plan_run(spec)
