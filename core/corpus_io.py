@@ -47,22 +47,25 @@ def detect_format(name: str, explicit: str | None = None) -> str:
     return SUPPORTED_SUFFIXES[suffix]
 
 
-def read_corpus(data: bytes, name: str, columns: Columns = Columns(), fmt: str | None = None) -> list[CorpusRow]:
-    """Parse and validate a corpus file given as bytes (a path's contents or an upload)."""
+def read_records(data: bytes, name: str, fmt: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The raw records of a TSV/CSV/JSONL/parquet file given as bytes, each with where it was ("FILE line N")."""
     fmt = detect_format(name, fmt)
     if not data:
         raise CorpusError(name, ["the file is empty"])
     if fmt == "parquet":
-        records = _parquet_records(data, name)
-    else:
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise CorpusError(name, [f"not valid UTF-8 at byte {exc.start}: {exc.reason}"]) from None
-        if not text.strip():
-            raise CorpusError(name, ["the file is empty"])
-        records = _jsonl_records(text, name) if fmt == "jsonl" else _delimited_records(text, name, "\t" if fmt == "tsv" else ",")
-    return validate_records(records, name, columns)
+        return _parquet_records(data, name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(name, [f"not valid UTF-8 at byte {exc.start}: {exc.reason}"]) from None
+    if not text.strip():
+        raise CorpusError(name, ["the file is empty"])
+    return _jsonl_records(text, name) if fmt == "jsonl" else _delimited_records(text, name, "\t" if fmt == "tsv" else ",")
+
+
+def read_corpus(data: bytes, name: str, columns: Columns = Columns(), fmt: str | None = None) -> list[CorpusRow]:
+    """Parse and validate a corpus file given as bytes (a path's contents or an upload)."""
+    return validate_records(read_records(data, name, fmt), name, columns)
 
 
 def read_corpus_file(path: str | Path, columns: Columns = Columns(), fmt: str | None = None) -> list[CorpusRow]:

@@ -6,23 +6,14 @@ Imports system outputs to rate on the Likert screen. Columns: ``source``, ``text
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services
-from core.corpus_io import CorpusError, _delimited_records, _jsonl_records, _parquet_records, detect_format
+from core.corpus_io import CorpusError, read_records
 from core.models import Project
 from core.services import ImportRejected
 
 
 def read_rows(path: str, fmt: str | None) -> list[dict]:
-    fmt = detect_format(path, fmt)
     with open(path, "rb") as fh:
-        data = fh.read()
-    if fmt == "parquet":
-        records = _parquet_records(data, path)
-    else:
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise CorpusError(path, [f"not valid UTF-8 at byte {exc.start}: {exc.reason}"]) from None
-        records = _jsonl_records(text, path) if fmt == "jsonl" else _delimited_records(text, path, "\t" if fmt == "tsv" else ",")
+        records = read_records(fh.read(), path, fmt)
     return [{**{k: ("" if v is None else str(v)) for k, v in row.items()}, "_location": where} for where, row in records]
 
 
