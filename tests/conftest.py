@@ -15,6 +15,18 @@ SHARED_DATA = Path(os.environ.get("XQMEVAL_SHARED_DATA", REPO.parent / "shared" 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
+def stop_process_group(proc, timeout: float = 20) -> None:
+    """Stop a worker started with ``start_new_session=True``: SIGTERM to its group, SIGKILL if it lingers."""
+    import signal
+    import subprocess
+
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def need(condition: bool, what: str) -> None:
     """Skip when a service or data set is absent, or fail when the run requires all of them."""
     if condition:

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, stop_process_group
 from tests.injection.test_kill_resume import SETUP, WorkerDatabase, _manage
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -46,10 +45,6 @@ def test_queued_run_is_executed_by_an_llm_worker(tmp_path, stub, redis_url):
         assert "injection.execute_run" in (tmp_path / "worker.log").read_text()
     finally:
         if worker is not None:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
+            stop_process_group(worker)
         log.close()
         db.drop()

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 
 import pytest
 
 from core.units import Edit, apply_edit, split_units
-from tests.conftest import REPO, need
+from tests.conftest import REPO, need, stop_process_group
 from tests.injection.test_kill_resume import WorkerDatabase
 from tests.injection.test_rules import LANGUAGES, gold_pairs
 
@@ -121,9 +120,5 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
         assert log_text.count("Starting to load model") == 1, log_text[-4000:]
     finally:
         if worker is not None:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
+            stop_process_group(worker, timeout=30)
         db.drop()

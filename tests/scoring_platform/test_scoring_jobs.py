@@ -3,9 +3,7 @@ permissions, and the gpu-queue path end to end with a real scoring worker (.venv
 from __future__ import annotations
 
 import json
-import math
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -19,7 +17,7 @@ from exports import scoring_jobs
 from exports.models import MetricScore, Release, ScoringJob
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release
-from tests.conftest import REPO, need
+from tests.conftest import REPO, need, stop_process_group
 
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
 
@@ -187,11 +185,7 @@ def cpu_worker(broker, tmp_path):
     try:
         yield proc
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
         log.close()
 
 
