@@ -1,10 +1,12 @@
 """Agreement figures of a project, computed from the stored ReviewDecision and LikertRating rows.
 
 Everything on the dashboard, in the CSV/JSON downloads and in ``manage.py agreement`` comes from
-``project_report``: one place, so the three always show the same numbers. Results are cached under a key
+``compute_report``: one place, so the three always show the same numbers. Results are cached under a key
 that is a digest of the rows they are computed from, so any insert, save, delete or bulk update (which
-bypasses signals) changes the key and the next read recomputes; nothing is typed in or invalidated by
-hand, and no signal wiring can be forgotten.
+bypasses signals) changes the key and the next read misses; nothing is typed in or invalidated by hand,
+and no signal wiring can be forgotten. Downloads and the command compute on a miss (``project_report``);
+the pages only read the cache (``cached_report``) and leave computing to the refresh task
+(``agreement_refresh``), which fills the cache for every scope in ``dashboard_scopes``.
 
 Units of accept/reject agreement are (candidate, round) pairs: a round-2 re-review is a separate unit.
 Decisions with no round count as round 1. Inter-annotator agreement uses only ``source=annotator``
@@ -18,10 +20,12 @@ import hashlib
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, Iterable
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
 
 from annotation import agreement as ag
 from annotation.models import LikertRating, ReviewDecision
@@ -110,16 +114,36 @@ def _rating_rows(project: Project, languages: frozenset[str] | None) -> list[Rat
 # ---- the report ----------------------------------------------------------------------------------
 
 
+def _digest(project: Project, langs: frozenset[str] | None, private: bool, options: dict, decisions: list[DecisionRow], ratings: list[RatingRow]) -> str:
+    # The key is a digest of the very rows the figures come from, so a cached report can never be stale:
+    # reading the rows is cheap, the bootstrap is what the cache saves. v2: entries are {report, computed_at}.
+    return "agreement:v2:" + hashlib.sha256(
+        repr((project.pk, sorted(langs) if langs is not None else None, private, sorted(options.items()), decisions, ratings)).encode()
+    ).hexdigest()
+
+
 def _inputs(project: Project, languages: Iterable[str] | None, private: bool) -> tuple[str, list[DecisionRow], list[RatingRow], dict]:
     langs = frozenset(languages) if languages is not None else None
     options = bootstrap_options()
     decisions, ratings = _decision_rows(project, langs), _rating_rows(project, langs)
-    # The key is a digest of the very rows the figures come from, so a cached report can never be stale:
-    # reading the rows is cheap, the bootstrap is what the cache saves.
-    key = "agreement:v1:" + hashlib.sha256(
-        repr((project.pk, sorted(langs) if langs is not None else None, private, sorted(options.items()), decisions, ratings)).encode()
-    ).hexdigest()
-    return key, decisions, ratings, options
+    return _digest(project, langs, private, options, decisions, ratings), decisions, ratings, options
+
+
+def _latest_key(project: Project, langs: frozenset[str] | None, private: bool) -> str:
+    """Where the key of the scope's most recently computed report is kept: what a page shows, marked as of
+    its time, while the report of the current rows is being computed."""
+    scope = "all" if langs is None else ",".join(sorted(langs))
+    return f"agreement:latest:v2:{project.pk}:{scope}:{int(private)}"
+
+
+def _cache_seconds() -> int:
+    return int(getattr(settings, "AGREEMENT_CACHE_SECONDS", 24 * 3600))
+
+
+def _store(project: Project, langs: frozenset[str] | None, private: bool, key: str, report: dict) -> None:
+    timeout = _cache_seconds()
+    cache.set(key, {"report": report, "computed_at": timezone.now()}, timeout=timeout)
+    cache.set(_latest_key(project, langs, private), key, timeout=timeout)
 
 
 def report_cache_key(project: Project, *, languages: Iterable[str] | None = None, private: bool = True) -> str:
@@ -128,7 +152,7 @@ def report_cache_key(project: Project, *, languages: Iterable[str] | None = None
 
 
 def project_report(project: Project, *, languages: Iterable[str] | None = None, private: bool = True, use_cache: bool = True) -> dict[str, list[dict]]:
-    """Every agreement table of ``project``: ``{table name: [row dict, …]}``.
+    """Every agreement table of ``project``: ``{table name: [row dict, …]}``, computed now on a cache miss.
 
     ``languages`` restricts to those target languages (an annotator's view); ``private=False`` leaves out
     the tables that name reviewers. Cached under a digest of the input rows."""
@@ -136,11 +160,65 @@ def project_report(project: Project, *, languages: Iterable[str] | None = None, 
     if use_cache:
         cached = cache.get(key)
         if cached is not None:
-            return cached
+            return cached["report"]
     report = compute_report(decisions, ratings, private=private, **options)
     if use_cache:
-        cache.set(key, report, timeout=int(getattr(settings, "AGREEMENT_CACHE_SECONDS", 24 * 3600)))
+        _store(project, frozenset(languages) if languages is not None else None, private, key, report)
     return report
+
+
+@dataclass(frozen=True)
+class CachedReport:
+    """What the cache holds for a scope: the report of the rows stored now (``fresh``), else the last one
+    computed (stale, as of ``computed_at``), else nothing (``report is None``)."""
+
+    key: str  # the key of the current rows' report
+    report: dict[str, list[dict]] | None
+    computed_at: datetime | None
+    fresh: bool
+
+    def again(self) -> CachedReport:
+        """Look again for the current rows' report (a refresh that ran in-process may have stored it)."""
+        entry = cache.get(self.key)
+        return CachedReport(self.key, entry["report"], entry["computed_at"], True) if entry else self
+
+
+def cached_report(project: Project, scope: Scope) -> CachedReport:
+    """The scope's report from the cache only; never computes (that is the refresh task's job)."""
+    key = _inputs(project, scope.languages, scope.private)[0]
+    entry = cache.get(key)
+    if entry is not None:
+        return CachedReport(key, entry["report"], entry["computed_at"], True)
+    latest = cache.get(_latest_key(project, scope.languages, scope.private))
+    entry = cache.get(latest) if latest else None
+    if entry is not None:
+        return CachedReport(key, entry["report"], entry["computed_at"], False)
+    return CachedReport(key, None, None, False)
+
+
+def warm_reports(project: Project, scopes: Iterable[Scope], progress: Callable[[Scope, bool], None] | None = None) -> tuple[int, int]:
+    """Compute and cache the report of each scope whose current rows have none. Returns (computed, hits).
+
+    The rows are read once and narrowed per scope in Python: the same rows in the same order as
+    ``_inputs`` reads for that scope, hence the same keys as the pages and ``project_report`` use."""
+    options = bootstrap_options()
+    all_decisions, all_ratings = _decision_rows(project, None), _rating_rows(project, None)
+    computed = hits = 0
+    for scope in scopes:
+        langs = scope.languages
+        decisions = all_decisions if langs is None else [d for d in all_decisions if d.language in langs]
+        ratings = all_ratings if langs is None else [r for r in all_ratings if r.language in langs]
+        key = _digest(project, langs, scope.private, options, decisions, ratings)
+        hit = cache.get(key) is not None
+        if hit:
+            hits += 1
+            cache.set(_latest_key(project, langs, scope.private), key, timeout=_cache_seconds())
+        else:
+            _store(project, langs, scope.private, key, compute_report(decisions, ratings, private=scope.private, **options))
+            computed += 1
+        if progress is not None:
+            progress(scope, not hit)
+    return computed, hits
 
 
 def compute_report(decisions: list[DecisionRow], ratings: list[RatingRow], *, private: bool, resamples: int, seed: int, confidence: float) -> dict[str, list[dict]]:
@@ -415,6 +493,22 @@ def scope_for(user, project: Project) -> Scope | None:
 
 def report_for(project: Project, scope: Scope) -> dict[str, list[dict]]:
     return project_report(project, languages=scope.languages, private=scope.private)
+
+
+def dashboard_scopes(project: Project) -> list[Scope]:
+    """Every scope ``scope_for`` gives someone for this project now: the admins' (all languages, private)
+    and one per distinct set of the project's languages assigned to an active non-admin. The refresh task
+    computes these, so whoever opens the dashboard finds their report cached."""
+    from core.models import Profile
+
+    targets = set(project.directions.values_list("target__code", flat=True))
+    # Mirrors core.access.is_admin (role admin, staff or superuser): admins get the all-languages scope.
+    others = Profile.objects.filter(user__is_active=True, user__is_staff=False, user__is_superuser=False).exclude(role=Profile.Role.ADMIN)
+    per_user: dict[int, set[str]] = defaultdict(set)
+    for profile_id, code in Profile.languages.through.objects.filter(profile__in=others, language__code__in=targets).values_list("profile_id", "language__code"):
+        per_user[profile_id].add(code)
+    sets = {frozenset(codes) for codes in per_user.values()}
+    return [Scope(None, True), *(Scope(s, False) for s in sorted(sets, key=sorted))]
 
 
 LENIENCY_LIMIT = 1.0  # scale points; a rater this far above or below co-raters on average is flagged

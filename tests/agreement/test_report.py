@@ -131,7 +131,7 @@ def agreement_cache(request, settings):
 def test_cache_follows_the_stored_rows(world, agreement_cache):
     first = sel.project_report(world.project)
     key = sel.report_cache_key(world.project)
-    assert agreement_cache.get(key) == first  # stored under the digest of the current rows
+    assert agreement_cache.get(key)["report"] == first  # stored under the digest of the current rows
     assert sel.project_report(world.project) == first
     # a new decision
     d = ReviewDecision.objects.create(candidate=world.zh[0], reviewer=world.users["anna_de"], round=world.rounds[1], decision=R)
