@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from annotation import agreement_refresh
 from annotation import review_rules as rules
 from annotation import selectors
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
@@ -256,6 +257,7 @@ def submit_decision(
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
                 refresh_status(candidate, actor=user, first_round=rnd)
+            agreement_refresh.after_write(project.pk)
             return result, created
     except IntegrityError:
         # A concurrent twin of this very submission won the race: answer with what it stored.
@@ -348,6 +350,7 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
             )
             audit(admin, "adjudication.create", result, None, _decision_state(result))
         refresh_status(candidate, actor=admin)
+        agreement_refresh.after_write(candidate.segment.project_id)  # adjudications feed annotator quality
     return result
 
 
@@ -446,12 +449,14 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
                 own.idempotency_key = key
                 own.save()
                 audit(user, "rating.change", own, old, values)
+                agreement_refresh.after_write(item.project_id)
                 return own, False
             limit = selectors.raters_per_item(item.project)
             if LikertRating.objects.filter(item=item).count() >= limit:
                 raise Conflict(f"this item already has its {limit} ratings; take the next one")
             rating = LikertRating.objects.create(item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values)
             audit(user, "rating.create", rating, None, values)
+            agreement_refresh.after_write(item.project_id)
             return rating, True
     except IntegrityError:
         existing = LikertRating.objects.filter(idempotency_key=key, rater=user).first()
