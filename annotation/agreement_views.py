@@ -1,7 +1,11 @@
 """Agreement dashboard, downloads and plots: thin views over ``agreement_selectors`` and ``gold``.
 
 Admins see every table; annotators see aggregates over their own languages of the project (no table that
-names reviewers); anyone else gets 404 for the project or 403 for a page."""
+names reviewers); anyone else gets 404 for the project or 403 for a page.
+
+The pages (dashboard, annotator quality, plots) never compute the report: they show what the cache holds
+(current, or the last one marked as of its time) and ask ``agreement_refresh`` for a refresh on a miss.
+Downloads are explicit requests for the numbers and compute on a miss, like ``manage.py agreement``."""
 from __future__ import annotations
 
 from django.contrib import messages
@@ -11,13 +15,16 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from annotation import agreement_refresh as refresh
 from annotation import agreement_selectors as sel
 from annotation import agreement_tables as tables
 from annotation import gold, plots
 from core import access, selectors
+from core.plotting import empty as empty_plot
 from core.models import Project
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+REFRESH_SECONDS = 10  # how often a page waiting for the current report reloads itself
 
 # name → (drawing function over the report, admin only)
 PLOTS = {
@@ -47,12 +54,34 @@ def index(request):
     return render(request, "agreement/index.html", {"projects": selectors.visible_projects(request.user)})
 
 
+def _shown_report(project: Project, scope: sel.Scope) -> sel.CachedReport:
+    """The report a page shows, from the cache only. On a miss, ask for a refresh (debounced); without a
+    broker it has run in-process by the time it returns, so look again."""
+    shown = sel.cached_report(project, scope)
+    if not shown.fresh and refresh.page_missed(project.pk):
+        shown = shown.again()
+    return shown
+
+
+def _refresh_context(project: Project, shown: sel.CachedReport, scope: sel.Scope) -> dict:
+    state = refresh.status(project.pk)
+    failing = refresh.failing(state)
+    return {
+        "shown": shown,
+        "refresh_state": state,
+        "refresh_failing": failing,
+        "refresh_error": state.get("last_error", "") if failing and scope.private else "",  # the reason is for admins
+        "auto_refresh": REFRESH_SECONDS if not shown.fresh else None,  # reload until the current report is there
+    }
+
+
 @login_required
 def dashboard(request, project: str):
     project_obj, scope = _project_and_scope(request, project)
-    report = sel.report_for(project_obj, scope)
+    shown = _shown_report(project_obj, scope)
+    report = shown.report
     sections = []
-    for name in scope.tables:
+    for name in scope.tables if report is not None else ():
         if name in ("annotators", "likert_raters", "likert_items"):
             continue  # long tables: on the annotators page, or as downloads
         headers, cells = tables.display(report[name])
@@ -61,8 +90,9 @@ def dashboard(request, project: str):
         "project": project_obj, "scope": scope, "sections": sections, "is_admin": scope.private,
         "tables": [(name, sel.TABLE_TITLES[name]) for name in scope.tables],
         "plots": [name for name, (_, private) in PLOTS.items() if scope.private or not private],
-        "likert_items": len(report["likert_items"]), "bootstrap": sel.bootstrap_options(),
+        "likert_items": len(report["likert_items"]) if report is not None else None, "bootstrap": sel.bootstrap_options(),
         "languages": sorted(scope.languages) if scope.languages is not None else None,
+        **_refresh_context(project_obj, shown, scope),
     })
 
 
@@ -85,14 +115,16 @@ def annotators(request, project: str):
             for note in result.skipped:
                 messages.warning(request, note)
         return redirect("agreement:annotators", project=project_obj.name)
-    report = sel.report_for(project_obj, scope)
-    headers, cells = tables.display(report["annotators"])
-    rater_headers, rater_cells = tables.display(report["likert_raters"])
-    gold_headers, gold_cells = tables.display(gold.gold_overview(project_obj))
+    shown = _shown_report(project_obj, scope)
+    report = shown.report or {}
+    headers, cells = tables.display(report.get("annotators", []))
+    rater_headers, rater_cells = tables.display(report.get("likert_raters", []))
+    gold_headers, gold_cells = tables.display(gold.gold_overview(project_obj))  # a count query, not the report
     return render(request, "agreement/annotators.html", {
         "project": project_obj, "headers": headers, "cells": cells, "rules": sel.OUTLIER_RULES,
         "rater_headers": rater_headers, "rater_cells": rater_cells, "leniency_limit": sel.LENIENCY_LIMIT, "leniency_min_items": sel.LENIENCY_MIN_ITEMS,
         "gold_headers": gold_headers, "gold_cells": gold_cells, "max_rate": gold.MAX_RATE,
+        **_refresh_context(project_obj, shown, scope),
     })
 
 
@@ -128,6 +160,8 @@ def plot(request, project: str, plot: str):
     draw, private = PLOTS[plot]
     if private and not scope.private:
         raise PermissionDenied("this plot names reviewers and is for admins")
-    response = HttpResponse(draw(sel.report_for(project_obj, scope)), content_type="image/svg+xml")
+    report = _shown_report(project_obj, scope).report
+    body = draw(report) if report is not None else empty_plot("being computed: reload the page in a moment")
+    response = HttpResponse(body, content_type="image/svg+xml")
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response
