@@ -84,3 +84,79 @@ def world(db, project, admin_user, annotator_de, annotator_zh, languages):
             LikertRating.objects.create(item=item, rater=users[rater], informativeness=s[0], clarity=s[1], plausibility=s[2], faithfulness=s[3], time_spent_ms=20000)
         w.items.append(item)
     return w
+
+
+@pytest.fixture(autouse=True)
+def empty_report_cache():
+    """Each test starts without cached reports, queued refreshes or refresh states: SQLite reuses primary keys
+    after a rollback, so another test's entries for 'the same' project would otherwise be found."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    backend = caches["default"]
+    if isinstance(backend, LocMemCache):  # only the in-process cache: clear() on a shared Redis wipes other people's keys
+        backend.clear()
+    yield
+
+
+@dataclass
+class Broker:
+    """A real Redis broker with a queue of this test's own; ``messages()`` reads what was queued on it."""
+
+    url: str
+    queue: str
+
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+    def messages(self) -> list[dict]:
+        import base64
+        import json
+
+        out = []
+        for raw in reversed(self.client().lrange(self.queue, 0, -1)):  # kombu LPUSHes: oldest last
+            message = json.loads(raw)
+            args, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+            out.append({"task": message["headers"]["task"], "args": args, "kwargs": kwargs, "eta": message["headers"].get("eta")})
+        return out
+
+    def run_next(self):
+        """Take the oldest message off the queue and run it here, as a worker would."""
+        import base64
+        import json
+
+        from xqmeval.celery import app
+
+        message = json.loads(self.client().rpop(self.queue))
+        args, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+        return app.tasks[message["headers"]["task"]].apply(args=args, kwargs=kwargs)
+
+
+@pytest.fixture
+def broker(redis_url, settings):
+    """Celery with a Redis broker instead of running tasks in-process, as in production; the agreement
+    refresh goes to a queue of this test's own (``AGREEMENT_QUEUE``) that no worker consumes."""
+    import uuid
+
+    from xqmeval.celery import app
+
+    def forget_connections() -> None:
+        # The app caches its connection and producer pools from the configuration it first saw.
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    queue = f"agreement-test-{uuid.uuid4().hex}"
+    settings.AGREEMENT_QUEUE = queue
+    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
+    forget_connections()
+    app.conf.update(broker_url=redis_url, task_always_eager=False)
+    b = Broker(redis_url, queue)
+    try:
+        yield b
+    finally:
+        forget_connections()
+        app.conf.update(saved)
+        client = b.client()
+        client.delete(queue, *client.keys(f"*{queue}*"))
