@@ -114,6 +114,7 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
             assert prompt_tokens > 100 and completion_tokens > 0 and float(cost) == 0  # local model: no cost
             assert checks and flags, (error_type, text, checks)  # noise never reaches a reviewer unflagged
         assert languages_seen == set(LANGUAGES)
+        assert len({row[11] for row in candidates}) > len(LANGUAGES)  # each item's own prompt reached the engine
         for error, raw in db.rows("select error, raw_output from injection_injectionitem where status = 'failed'"):
             assert error.startswith(("unusable answer: ", "answer cut off")), error
         # The worker loaded the model once and kept the engine for the second run.
