@@ -338,6 +338,12 @@ def test_prewarm_command(client, world):
     call_command("agreement", "--prewarm", stdout=out, stderr=io.StringIO())  # every project
     assert "demo: 3 scope(s), 0 computed, 3 already cached" in out.getvalue()
     assert state_of(dashboard(client, world.users["admin"])) == "fresh"
+    err = io.StringIO()
+    call_command("agreement", "demo", "--prewarm", stdout=io.StringIO(), stderr=err)
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    assert ("no CACHE_URL" in err.getvalue()) == isinstance(caches["default"], LocMemCache)  # another process would not see it
     with pytest.raises(CommandError, match="do not apply"):
         call_command("agreement", "demo", "--prewarm", "--language", "de")
     with pytest.raises(CommandError, match="name a project"):

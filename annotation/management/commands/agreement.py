@@ -3,6 +3,8 @@
 refresh task does), with a progress bar; every project when none is named."""
 from __future__ import annotations
 
+from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import agreement_refresh as refresh
@@ -26,6 +28,8 @@ class Command(BaseCommand):
             if table or language:
                 raise CommandError("--prewarm computes every dashboard scope; --table and --language do not apply")
             projects = [self._project(project)] if project else list(Project.objects.order_by("name"))
+            if isinstance(caches["default"], LocMemCache):
+                self.stderr.write("warning: the cache is this process's memory (no CACHE_URL), so the web app will not see these reports")
             for p in projects:
                 self._prewarm(p, options["verbosity"])
             return
