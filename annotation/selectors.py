@@ -72,29 +72,30 @@ def round_scope(project: Project, rnd: ReviewRound) -> QuerySet[Candidate]:
     return qs.exclude(status=Candidate.Status.EXCLUDED).filter(sampled_in_rounds=rnd)
 
 
+def others_taken(rnd: ReviewRound, user, now, candidate=OuterRef("pk")):
+    """Reviews of ``candidate`` in this round that are not this user's: decisions plus live locks."""
+    decided = ReviewDecision.objects.filter(candidate=candidate, round=rnd, source=ANNOTATOR).exclude(reviewer=user)
+    locked = ReviewLock.objects.filter(candidate=candidate, round=rnd, expires_at__gt=now).exclude(reviewer=user)
+    return _count(decided) + _count(locked)
+
+
 def queue(user, project: Project, rnd: ReviewRound, codes: list[str], *, now=None) -> QuerySet[Candidate]:
     """What this reviewer may still be given in this round: their languages, not decided or skipped by
     them, and fewer than N reviews taken (decisions plus other reviewers' live locks)."""
     now = now or timezone.now()
     required = project.reviewers_per_candidate
-    decisions = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR)
-    others_locks = ReviewLock.objects.filter(candidate=OuterRef("pk"), round=rnd, expires_at__gt=now).exclude(reviewer=user)
+    own = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR, reviewer=user)
     return (
         round_scope(project, rnd)
         .filter(segment__direction__target__code__in=codes)
-        .filter(~Exists(decisions.filter(reviewer=user)))
+        .filter(~Exists(own))
         .filter(~Exists(ReviewSkip.objects.filter(candidate=OuterRef("pk"), round=rnd, reviewer=user)))
-        .annotate(taken=_count(decisions) + _count(others_locks))
+        # alias, not annotate: the count is only filtered on, so it is not computed a second time in the
+        # SELECT list, and count() needs no wrapping subquery. The user's own decisions are excluded
+        # above, so counting only others' decisions gives the same ``taken``.
+        .alias(taken=others_taken(rnd, user, now))
         .filter(taken__lt=required)
     )
-
-
-def taken_slots(candidate_id: int, rnd: ReviewRound, user, *, now=None) -> int:
-    """Reviews of this candidate in this round that are not this user's: decisions plus live locks."""
-    now = now or timezone.now()
-    decided = ReviewDecision.objects.filter(candidate_id=candidate_id, round=rnd, source=ANNOTATOR).exclude(reviewer=user)
-    locked = ReviewLock.objects.filter(candidate_id=candidate_id, round=rnd, expires_at__gt=now).exclude(reviewer=user)
-    return decided.order_by().values("id").union(locked.order_by().values("id"), all=True).count()
 
 
 def progress(user, project: Project, rnd: ReviewRound, codes: list[str]) -> dict:

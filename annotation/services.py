@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from annotation import agreement_refresh
@@ -153,16 +154,18 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
     expires = now + timedelta(seconds=lock_seconds())
     with transaction.atomic():
         _serialize_writers()
+        decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
         mine = (
             ReviewLock.objects.filter(
                 reviewer=user, round__project=project, round__is_open=True, expires_at__gt=now,
                 candidate__segment__direction__target__code__in=codes,
             )
+            .filter(~Exists(decided))  # the resume check in the same query
             .select_related("candidate__segment__direction__target", "round")
             .order_by("created_at")
             .first()
         )
-        if mine is not None and not ReviewDecision.objects.filter(candidate=mine.candidate, reviewer=user, round=mine.round).exists():
+        if mine is not None:
             ReviewLock.objects.filter(pk=mine.pk).update(expires_at=expires)
             return Assignment(mine.candidate, mine.round, expires, resumed=True)
         for rnd in selectors.open_rounds(project):
@@ -177,16 +180,40 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
                 with transaction.atomic():
                     # Try a few: a row we lock may have filled up between the query's snapshot and our lock.
                     for candidate in _for_update(base, skip_locked=skip_locked)[:5]:
-                        if selectors.taken_slots(candidate.pk, rnd, user, now=now) >= project.reviewers_per_candidate:
-                            continue
-                        held = ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd)
-                        if not held.update(expires_at=expires):  # an expired lock of ours is simply renewed
-                            ReviewLock.objects.create(candidate=candidate, reviewer=user, round=rnd, expires_at=expires)
-                        return Assignment(candidate, rnd, expires, resumed=False)
+                        if _take_slot(candidate.pk, user, rnd, project.reviewers_per_candidate, now, expires):
+                            return Assignment(candidate, rnd, expires, resumed=False)
                     transaction.set_rollback(True)
                 if connection.vendor == "sqlite":
                     break
     return None
+
+
+def _take_slot(candidate_id: int, user, rnd: ReviewRound, required: int, now, expires) -> bool:
+    """Lock the candidate for this reviewer if fewer than ``required`` reviews are taken; False if full.
+
+    Called while holding the candidate's row lock. The recount must be a statement of its own: the queue
+    query counted in a snapshot taken before the row lock was granted, and a reviewer who committed a lock
+    or decision in between is only visible to a later statement (every writer of locks and decisions holds
+    the same row lock, so none can commit between this statement's snapshot and its insert). Count and
+    insert in one statement, as the queue counts ``taken`` (``selectors.others_taken``); an expired lock of
+    ours is renewed by the upsert."""
+    lock, decision = ReviewLock._meta.db_table, ReviewDecision._meta.db_table
+    adapt = connection.ops.adapt_datetimefield_value  # SQLite stores datetimes as text: compare like with like
+    sql = f"""
+        INSERT INTO {lock} (candidate_id, reviewer_id, round_id, expires_at, created_at)
+        SELECT %s, %s, %s, %s, %s
+        WHERE (SELECT COUNT(*) FROM {decision} d WHERE d.candidate_id = %s AND d.round_id = %s AND d.source = %s
+                 AND (d.reviewer_id IS NULL OR d.reviewer_id <> %s))
+            + (SELECT COUNT(*) FROM {lock} l WHERE l.candidate_id = %s AND l.round_id = %s AND l.expires_at > %s
+                 AND l.reviewer_id <> %s) < %s
+        ON CONFLICT (candidate_id, reviewer_id, round_id) DO UPDATE SET expires_at = excluded.expires_at
+    """
+    params = [candidate_id, user.pk, rnd.pk, adapt(expires), adapt(timezone.now()),
+              candidate_id, rnd.pk, ANNOTATOR, user.pk,
+              candidate_id, rnd.pk, adapt(now), user.pk, required]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount == 1
 
 
 def release_expired_locks(now=None) -> int:
@@ -236,7 +263,8 @@ def submit_decision(
             candidate = visible_candidate(user, candidate_id, lock=True)
             rnd = round_for(user, candidate, round_id)
             project = candidate.segment.project
-            own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
+            state = _slot_state(user, candidate, rnd)
+            own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
             if own is not None:
                 old = _decision_state(own)
                 own.decision, own.reason, own.comment = decision, reason, comment or ""
@@ -247,7 +275,7 @@ def submit_decision(
                 audit(user, "decision.change", own, old, _decision_state(own))
                 result, created = own, False
             else:
-                _check_open_slot(user, candidate, rnd, project)
+                _check_open_slot(candidate, rnd, project, state)
                 result = ReviewDecision.objects.create(
                     candidate=candidate, reviewer=user, round=rnd, decision=decision, reason=reason,
                     comment=comment or "", time_spent_ms=time_spent_ms, idempotency_key=key, source=ANNOTATOR,
@@ -276,14 +304,32 @@ def _replay(user, key: str) -> ReviewDecision | None:
     return existing
 
 
-def _check_open_slot(user, candidate: Candidate, rnd: ReviewRound, project: Project) -> None:
+def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
+    """One query, read after the candidate's row lock (so in a snapshot that sees every committed review of
+    it): the reviewer's own decision in this round, whether the round still covers the candidate, and how
+    many reviews others have taken."""
+    project = candidate.segment.project
+    own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).order_by().values("pk")[:1]
+    return (
+        Candidate.objects.filter(pk=candidate.pk)
+        .annotate(
+            own=Subquery(own),
+            in_scope=Exists(selectors.round_scope(project, rnd).filter(pk=OuterRef("pk"))),
+            taken=selectors.others_taken(rnd, user, timezone.now()),
+        )
+        .values("own", "in_scope", "taken")
+        .get()
+    )
+
+
+def _check_open_slot(candidate: Candidate, rnd: ReviewRound, project: Project, state: dict) -> None:
     if not rnd.is_open:
         raise Conflict(f"round {rnd.number} is closed")
     if candidate.status == Candidate.Status.EXCLUDED:
         raise Conflict("this candidate was excluded and is no longer reviewed")
-    if not selectors.round_scope(project, rnd).filter(pk=candidate.pk).exists():
+    if not state["in_scope"]:
         raise Conflict(f"this candidate is not reviewed in round {rnd.number} (already decided)")
-    if selectors.taken_slots(candidate.pk, rnd, user) >= project.reviewers_per_candidate:
+    if state["taken"] >= project.reviewers_per_candidate:
         raise Conflict(
             f"this candidate already has its {project.reviewers_per_candidate} reviewers; your hold on it had expired"
         )
