@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -53,11 +53,13 @@ def open_rounds(project: Project) -> list[ReviewRound]:
     return rounds
 
 
-def _count(qs: QuerySet) -> Coalesce:
-    """A correlated COUNT subquery without GROUP BY on the outer query (allowed with FOR UPDATE)."""
-    return Coalesce(
-        Subquery(qs.order_by().values("candidate").annotate(c=Count("*")).values("c")[:1], output_field=IntegerField()),
-        Value(0),
+def _count(qs: QuerySet) -> Subquery:
+    """A correlated ``(SELECT COUNT(*) … WHERE …)``: one row, 0 when nothing matches, and no GROUP BY on
+    either query (allowed with FOR UPDATE). COUNT as a plain function, not the ``Count`` aggregate, so the
+    subquery gets no GROUP BY … LIMIT 1 to plan and run for every candidate the queue looks at."""
+    return Subquery(
+        qs.order_by().annotate(c=Func(Value(1), function="COUNT", output_field=IntegerField())).values("c"),
+        output_field=IntegerField(),
     )
 
 
