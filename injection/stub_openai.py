@@ -153,11 +153,10 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
         return 200, _completion("", prompt, model=model), {}
     if behaviour == "refuse":
         return 200, _completion(None, prompt, model=model, refusal="I can't help with introducing errors."), {}
+    edited, reference = default_answer(prompt)
     if behaviour == "truncated":  # the answer stopped at max_tokens, mid-sentence
-        edited, _ = default_answer(prompt)
         cut = json.dumps({"updated_sentence": edited}, ensure_ascii=False) if structured else f"Updated sentence: {edited}"
         return 200, _completion(cut[: len(cut) // 2], prompt, model=model, finish="length"), {}
-    edited, reference = default_answer(prompt)
     if behaviour == "offtarget":
         edited = "The weather in Paris was lovely yesterday and nobody mentioned the topic at all."
     elif behaviour == "same":

@@ -66,7 +66,7 @@ def _engine_dead(exc: BaseException) -> bool:
     return any(cls.__name__ == "EngineDeadError" for cls in type(exc).__mro__)
 
 
-def _platform_defaults(vllm, options: dict, seeded: bool) -> dict:
+def _platform_defaults(options: dict, seeded: bool) -> dict:
     options = dict(options)
     try:
         from vllm.platforms import current_platform
@@ -138,7 +138,7 @@ class VLLMEngineBackend(Backend):
         if not requests:
             return
         seed = self.sampling.seed if self.sampling.seed is not None else 0
-        options = _platform_defaults(self._vllm, self.engine_options, self.sampling.seed is not None)
+        options = _platform_defaults(self.engine_options, self.sampling.seed is not None)
         engine = _engine(self._vllm, self.sampling.model, seed, options)
         params = self._sampling_params()
         for start in range(0, len(requests), self.chunk_size):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.conftest import REPO, stop_process_group
-from tests.injection.test_kill_resume import SETUP, WorkerDatabase, _manage
+from tests.injection.test_kill_resume import WorkerDatabase, _manage, prepare
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -21,10 +21,7 @@ def test_queued_run_is_executed_by_an_llm_worker(tmp_path, stub, redis_url):
     log = open(tmp_path / "worker.log", "w")
     worker = None
     try:
-        for args in (("migrate", "-v0"), ("shell", "-c", SETUP)):
-            proc = _manage(env, *args)
-            out, _ = proc.communicate(timeout=300)
-            assert proc.returncode == 0, out
+        prepare(env)
         worker = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "xqmeval", "worker", "-Q", "llm", "--pool", "solo", "--without-gossip",
              "--without-mingle", "--without-heartbeat", "-n", f"llm-{os.getpid()}@%h", "--loglevel", "INFO"],

@@ -37,6 +37,14 @@ def _manage(env: dict, *args: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "manage.py", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
+def prepare(env: dict) -> None:
+    """Migrate the worker's database and load the small gold pairs (project demo), as the worker will see them."""
+    for args in (("migrate", "-v0"), ("shell", "-c", SETUP)):
+        proc = _manage(env, *args)
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+
+
 class WorkerDatabase:
     """The worker's own database, inspected with plain SQL (the test's Django connection is elsewhere)."""
 
@@ -90,10 +98,7 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, stub):
 def _kill_and_resume(db: WorkerDatabase, stub) -> None:
     env = {**os.environ, "DATABASE_URL": db.url, "OPENAI_API_KEY": "sk-local", "PYTHONPATH": str(REPO)}
     env.pop("CELERY_BROKER_URL", None)
-    for args in (("migrate", "-v0"), ("shell", "-c", SETUP)):
-        proc = _manage(env, *args)
-        out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, out
+    prepare(env)
     stub.state.latency = 0.25
     worker = _manage(env, "inject", "demo", "--directions", "en-de,en-zh", "--kind", "mqm", "--backend", "openai",
                      "--base-url", stub.base_url, "--model", "gpt-4o", "--concurrency", "2", "--name", "killed")
@@ -140,10 +145,7 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
     try:
         env = {**os.environ, "DATABASE_URL": db.url, "OPENAI_API_KEY": "sk-local", "PYTHONPATH": str(REPO)}
         env.pop("CELERY_BROKER_URL", None)
-        for args in (("migrate", "-v0"), ("shell", "-c", SETUP)):
-            proc = _manage(env, *args)
-            out, _ = proc.communicate(timeout=300)
-            assert proc.returncode == 0, out
+        prepare(env)
         stub.state.latency = 0.25
         worker = _manage(env, "inject", "demo", "--backend", "openai", "--base-url", stub.base_url, "--concurrency", "2", "--name", "cancelled")
         deadline = time.monotonic() + 120
