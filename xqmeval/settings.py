@@ -181,6 +181,7 @@ AGREEMENT_BOOTSTRAP_RESAMPLES = int(os.environ.get("AGREEMENT_BOOTSTRAP_RESAMPLE
 AGREEMENT_BOOTSTRAP_SEED = int(os.environ.get("AGREEMENT_BOOTSTRAP_SEED", "0"))
 AGREEMENT_CONFIDENCE = float(os.environ.get("AGREEMENT_CONFIDENCE", "0.95"))
 AGREEMENT_CACHE_SECONDS = int(os.environ.get("AGREEMENT_CACHE_SECONDS", str(24 * 3600)))
+AGREEMENT_REFRESH_DELAY = int(os.environ.get("AGREEMENT_REFRESH_DELAY", "30"))  # seconds: a burst of submissions, one run
 
 CACHES = {
     "default": (
