@@ -8,8 +8,8 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
-from core.corpus_io import Columns, CorpusError, read_corpus
-from core.languages import UnknownDirection, parse_direction
+from core.corpus.domain import Columns, CorpusError, read_corpus
+from core.domain.languages import UnknownDirection, parse_direction
 from core.models import Direction, GoldSegment, Language, Profile, Project
 from core.services import ImportRejected, import_corpus_rows
 
@@ -102,7 +102,7 @@ class ProjectAdmin(admin.ModelAdmin):
         return render(request, "admin/core/upload.html", context)
 
     def import_xqmeval_view(self, request):
-        from injection.xqmeval_import import import_xqmeval
+        from annotation.review.xqmeval_import import import_xqmeval
 
         form = XQMEvalUploadForm(request.POST or None, request.FILES or None)
         project_name = request.POST.get("project_name", "")

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from core.languages import CHAR, TOKEN
+from core.domain.languages import CHAR, TOKEN
 
 
 class Language(models.Model):

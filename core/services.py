@@ -7,9 +7,9 @@ from typing import Iterable
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from core.corpus_io import CorpusRow
-from core.errors import InputErrors
-from core.languages import language_info, parse_direction
+from core.corpus.domain import CorpusRow
+from core.domain.errors import InputErrors
+from core.domain.languages import language_info, parse_direction
 from core.models import Direction, GoldSegment, Language, Profile, Project
 
 

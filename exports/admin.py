@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
-from exports import services
+from exports.benchmark import services
 from exports.models import BenchmarkBuild, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
 
 

@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils.html import format_html
 
 from injection import services
-from injection.checks import CHECKS
+from injection.domain.checks import CHECKS
 from injection.models import Candidate, InjectionItem, InjectionRun
 
 

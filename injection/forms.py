@@ -5,7 +5,7 @@ from django import forms
 
 from core.models import Direction, Project
 from injection.backends.base import BACKENDS
-from injection.edit_types import EDIT_TYPES, KINDS
+from injection.domain.edit_types import EDIT_TYPES, KINDS
 
 
 class StartRunForm(forms.Form):

@@ -71,7 +71,7 @@ def failure_reasons(run: InjectionRun) -> list[tuple[str, int]]:
 def marked_parts(candidate: Candidate) -> tuple[str, str, str]:
     """(before, edited, after) of a candidate in its reference's units, for display with the edit
     highlighted; each part is escaped by the template (never marked safe)."""
-    from core.units import join_units, split_units
+    from core.domain.units import join_units, split_units
 
     language = candidate.segment.direction.target.code
     units = split_units(candidate.segment.reference, language)

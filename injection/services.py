@@ -25,12 +25,12 @@ from core.models import GoldSegment, Project
 from injection.backends import BackendUnavailable, EditTask, GenerationRequest, GenerationResult, Sampling, get_backend
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
-from injection.checks import run_checks
-from injection.edit_types import KINDS, MQM, NONE, edit_type, resolve_types
+from injection.domain.checks import run_checks
+from injection.domain.edit_types import KINDS, MQM, NONE, edit_type, resolve_types
 from injection.models import Candidate, InjectionItem, InjectionRun
-from injection.postprocess import OutputRejected, candidate_fields, process_output
-from injection.pricing import estimate_cost
-from injection.prompts import build_prompt
+from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
+from injection.domain.pricing import estimate_cost
+from injection.domain.prompts import build_prompt
 
 logger = logging.getLogger(__name__)
 

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "injection",
     "annotation",
     "exports",
+    "xqmeval",  # the site: home page, demo set-up command
 ]
 
 MIDDLEWARE = [
@@ -137,7 +138,7 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["exports.scoring_jobs"]  # scoring: send tasks to scoring workers, ingest their files
+CELERY_IMPORTS = ["exports.scores.jobs"]  # scoring: send tasks to scoring workers, ingest their files
 CELERY_TASK_ROUTES = {
     "injection.*": {"queue": "llm"},
     "scoring.*": {"queue": "gpu"},

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from core import views as core_views
+from xqmeval import views as core_views
 
 # Each area owns its URL module; this file only mounts them.
 urlpatterns = [
@@ -11,13 +11,13 @@ urlpatterns = [
     path("healthz", core_views.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("review/", include("annotation.urls")),  # review queue, review and Likert screens, adjudication
-    path("agreement/", include("annotation.agreement_urls")),  # agreement dashboard, plots, downloads
+    path("review/", include("annotation.review.urls")),  # review queue, review and Likert screens, adjudication
+    path("agreement/", include("annotation.agreement.urls")),  # agreement dashboard, plots, downloads
     path("injection/", include("injection.urls")),  # injection runs: start, watch, cancel, retry
-    path("benchmarks/", include("exports.urls")),  # merging counts, releases, scores
-    path("scores/", include("exports.scoring_urls")),  # metric scores by release, direction, level; scoring jobs
-    path("api/review/", include("annotation.api_urls")),
-    path("api/benchmarks/", include("exports.api_urls")),
+    path("benchmarks/", include("exports.benchmark.urls")),  # merging counts, releases, scores
+    path("scores/", include("exports.scores.urls")),  # metric scores by release, direction, level; scoring jobs
+    path("api/review/", include("annotation.review.api_urls")),
+    path("api/benchmarks/", include("exports.benchmark.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),

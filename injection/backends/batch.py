@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, Sampling, register_backend
 from injection.backends.openai_chat import OpenAIChatBackend, api_key_for
-from injection.prompts import RESPONSE_SCHEMA
+from injection.domain.prompts import RESPONSE_SCHEMA
 
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = {"completed", "failed", "expired", "cancelled"}

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.backends.limits import RateLimiter, RetryPolicy
-from injection.prompts import RESPONSE_SCHEMA
+from injection.domain.prompts import RESPONSE_SCHEMA
 
 logger = logging.getLogger(__name__)
 

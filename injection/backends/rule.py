@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, register_backend
-from injection.rules import DonorPool, RuleRefused, rule_edit
+from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 
 
 @register_backend

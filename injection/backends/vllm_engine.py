@@ -16,7 +16,7 @@ import re
 from typing import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
-from injection.prompts import RESPONSE_SCHEMA
+from injection.domain.prompts import RESPONSE_SCHEMA
 
 logger = logging.getLogger(__name__)
 _OPTION_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scoring.metrics.neural import NeuralScorer
-from scoring.models import offline
+from scoring.model_files import offline
 from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from scoring.metrics.neural import NeuralScorer, batches
-from scoring.models import resolve_model
+from scoring.model_files import resolve_model
 from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
 
 SCORE_TOKEN = "<extra_id_10>"

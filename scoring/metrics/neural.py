@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from scoring.models import ResolvedModel, library_version, resolve_model, torch_device, torch_dtype
+from scoring.model_files import ResolvedModel, library_version, resolve_model, torch_device, torch_dtype
 from scoring.registry import BatchResult, Segment
 
 

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from annotation import agreement_selectors as sel
-from annotation import gold
+from annotation.agreement import selectors as sel
+from annotation.review import gold
 from annotation.models import ReviewDecision
-from core.units import diff_edit
+from core.domain.units import diff_edit
 from injection.models import Candidate, InjectionRun
 
 

@@ -17,11 +17,11 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import agreement_refresh as refresh
-from annotation import agreement_selectors as sel
-from annotation import services
+from annotation.agreement import refresh
+from annotation.agreement import selectors as sel
+from annotation.review import services
 from annotation.models import ReviewDecision
-from annotation.tasks import refresh_agreement
+from annotation.review.tasks import refresh_agreement
 from core.services import create_user
 from tests.conftest import need
 from tests.review.factories import make_candidate
@@ -250,7 +250,7 @@ def test_without_a_broker_a_submission_computes_nothing(world, django_capture_on
 
 def test_a_failure_is_recorded_with_its_reason_and_shown(client, world, settings, caplog):
     settings.AGREEMENT_CONFIDENCE = 1.5  # a bad setting: the bootstrap refuses it
-    with caplog.at_level(logging.INFO, logger="annotation.agreement_refresh"):
+    with caplog.at_level(logging.INFO, logger="annotation.agreement.refresh"):
         html = dashboard(client, world.users["admin"])  # no broker: the refresh runs in-process, and fails
         assert state_of(html) == "computing" and "The last update failed" in html and "confidence" in html
         state = refresh.status(world.project.pk)

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from annotation import agreement as ag
-from annotation import agreement_selectors as sel
-from annotation import gold
+from annotation.agreement.domain import statistics as ag
+from annotation.agreement import selectors as sel
+from annotation.review import gold
 from annotation.models import ReviewDecision, ReviewRound
-from core.units import diff_edit
+from core.domain.units import diff_edit
 from injection.models import Candidate
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
 @pytest.fixture
 def xq_de(shared_data, db):
-    from injection.xqmeval_import import import_xqmeval, read_directory
+    from annotation.review.xqmeval_import import import_xqmeval, read_directory
 
     files = [f for f in read_directory(shared_data) if f[0].startswith("en-de-")]
     lines = (shared_data / "decisions.csv").read_text(encoding="utf-8").splitlines(True)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from annotation import agreement as ag
+from annotation.agreement.domain import statistics as ag
 
 TOL = 1e-9
 

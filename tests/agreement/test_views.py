@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation import agreement_selectors as sel
+from annotation.agreement import selectors as sel
 from core.services import create_user
 from injection.models import Candidate
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from core.models import GoldSegment
 from core.services import import_corpus_rows
-from core.corpus_io import CorpusRow
+from core.corpus.domain import CorpusRow
 from injection.models import Candidate
 
 REPO = Path(__file__).resolve().parents[2]

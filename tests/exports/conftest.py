@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core.units import parse_marked
-from exports.merging import PoolCandidate
+from core.domain.units import parse_marked
+from exports.benchmark.domain import PoolCandidate
 
 
 def read_pools(shared: Path):
@@ -41,7 +41,7 @@ def shared_pools(shared_data):
 
 def import_languages(project_name: str, shared: Path, languages: list[str]):
     """Import the candidate files and decisions of ``languages`` through ``import_xqmeval``."""
-    from injection.xqmeval_import import import_xqmeval
+    from annotation.review.xqmeval_import import import_xqmeval
 
     files = [(p.name, p.read_bytes()) for p in sorted((shared / "candidates").glob("*.parquet")) if p.name.split("-")[1] in languages]
     out = io.StringIO()

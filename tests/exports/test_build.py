@@ -8,8 +8,9 @@ import pytest
 from django.core.management import call_command
 
 from core.models import Project
-from exports import selectors, services
-from exports.merging import merge_segment
+from exports.benchmark import selectors
+from exports.benchmark import services
+from exports.benchmark.domain import merge_segment
 from exports.models import BenchmarkBuild, MergedSegment, PseudoTranslation
 from injection.models import Candidate
 from tests.exports.conftest import import_languages

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.languages import CHAR, unit_of
-from core.units import CLOSE_TAG, OPEN_TAG, Edit, apply_edit, spans_conflict, split_units
-from exports.merging import PoolCandidate, count_valid_combinations, counts_table, merge_segment
+from core.domain.languages import CHAR, unit_of
+from core.domain.units import CLOSE_TAG, OPEN_TAG, Edit, apply_edit, spans_conflict, split_units
+from exports.benchmark.domain import PoolCandidate, count_valid_combinations, counts_table, merge_segment
 
 LANGUAGES = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 

@@ -3,7 +3,7 @@ import pytest
 
 from core.models import Direction
 from exports.models import MetricScore, Release
-from exports.services import build_benchmark
+from exports.benchmark.services import build_benchmark
 from core.models import Project
 from tests.exports.conftest import import_languages
 

@@ -12,9 +12,9 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from core.models import Project
-from exports import services
+from exports.benchmark import services
 from exports.models import PseudoSystem, PseudoTranslation, Release
-from exports.release_files import ReleaseConflict, verify_release
+from exports.release.domain.release_files import ReleaseConflict, verify_release
 from injection.models import Candidate
 from tests.exports.conftest import import_languages
 from tests.exports.hub_server import HubServer, git_blob_sha1
@@ -224,7 +224,7 @@ def test_push_needs_the_token_from_the_environment(built, tmp_path, hub, monkeyp
 
 
 def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, monkeypatch):
-    from exports import release_files
+    from exports.release.domain import release_files
 
     first = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
     # another parquet encoding (as a newer writer might produce): other bytes, same content, accepted

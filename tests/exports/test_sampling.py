@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from exports.sampling import (
+from exports.release.domain.sampling import (
     SamplingError,
     SamplingPlan,
     default_level_mixes,
@@ -113,7 +113,7 @@ def test_sampling_is_without_replacement_and_pinned():
 
 
 def test_default_mixes_stop_at_the_highest_level_every_direction_has():
-    from exports.sampling import resolve_for_pool
+    from exports.release.domain.sampling import resolve_for_pool
 
     pool = {"en-de": {0: ["a"], 1: ["b"], 2: ["c"], 3: ["d"]}, "en-zh": {0: ["e"], 1: ["f"], 2: ["g"]}}
     plan = resolve_for_pool(SamplingPlan(n=4, multilingual_systems=3, multilingual_repetitions=1), pool)

@@ -6,8 +6,8 @@ import pytest
 from huggingface_hub.errors import HfHubHTTPError
 
 from exports.models import BenchmarkBuild
-from exports.services import ReleaseError
-from exports.tasks import build_benchmark_task, is_transient
+from exports.benchmark.services import ReleaseError
+from exports.benchmark.tasks import build_benchmark_task, is_transient
 
 
 def _http_error(status: int) -> HfHubHTTPError:

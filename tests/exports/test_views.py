@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from core.models import GoldSegment
 from core.services import create_user
-from core.units import Edit, apply_edit
+from core.domain.units import Edit, apply_edit
 from exports.models import BenchmarkBuild, PseudoSystem, PseudoTranslation, Release
 from injection.models import Candidate, InjectionRun
 from tests.exports.hub_server import HubServer
@@ -88,7 +88,7 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
 
 
 def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, seeded, django_capture_on_commit_callbacks):
-    from exports import services
+    from exports.benchmark import services
 
     services.build_benchmark(seeded)
     client.force_login(annotator_de)
@@ -112,7 +112,7 @@ def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, se
 
 
 def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, seeded, tmp_path):
-    from exports import services
+    from exports.benchmark import services
 
     services.build_benchmark(seeded)
     services.create_release(seeded, "0.1.0", out_dir=tmp_path / "r")

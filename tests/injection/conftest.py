@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from injection.stub_openai import StubServer
+from tests.support.stub_openai import StubServer
 
 # Small gold pairs (FLORES+ devtest style) for the fast tests; the shared data drives the full ones.
 PAIRS = {
@@ -32,7 +32,7 @@ def stub():
 
 @pytest.fixture
 def segments(project):
-    from core.corpus_io import CorpusRow
+    from core.corpus.domain import CorpusRow
     from core.services import import_corpus_rows
 
     for direction, pairs in PAIRS.items():

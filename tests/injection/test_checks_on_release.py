@@ -7,8 +7,8 @@ import collections
 import pandas as pd
 import pytest
 
-from core.units import MarkupError, count_edited_regions, parse_marked
-from injection.checks import run_checks
+from core.domain.units import MarkupError, count_edited_regions, parse_marked
+from injection.domain.checks import run_checks
 
 pytestmark = pytest.mark.shared_data
 

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from core.units import halves_markup
+from core.domain.units import halves_markup
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
 SETUP = """
 from core.services import ensure_project, import_corpus_rows
-from core.corpus_io import CorpusRow
+from core.corpus.domain import CorpusRow
 from tests.injection.conftest import PAIRS
 project, _ = ensure_project("demo")
 for direction, pairs in PAIRS.items():

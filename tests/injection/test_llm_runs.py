@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.units import apply_edit, split_units
+from core.domain.units import apply_edit, split_units
 from injection import services
 from injection.models import Candidate, InjectionItem, InjectionRun
 
@@ -24,7 +24,7 @@ def _run(project, stub, **overrides) -> InjectionRun:
 def _spans_round_trip(run: InjectionRun) -> None:
     for candidate in run.candidates.select_related("segment__direction__target"):
         language = candidate.segment.direction.target.code
-        from core.units import Edit
+        from core.domain.units import Edit
 
         edit = Edit(candidate.span_start, candidate.span_end, tuple(split_units(candidate.edit_text, language)))
         assert split_units(apply_edit(candidate.segment.reference, edit, language), language) == split_units(candidate.text, language)
@@ -191,7 +191,7 @@ def test_the_key_is_never_stored(project, segments, stub, monkeypatch):
 def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, project, stub, llm_env, backend):
     import pandas as pd
 
-    from core.corpus_io import CorpusRow
+    from core.corpus.domain import CorpusRow
     from core.services import add_directions, import_corpus_rows
 
     languages = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]

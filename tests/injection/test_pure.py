@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from core.units import Edit, diff_edit
+from core.domain.units import Edit, diff_edit
 from injection.backends.base import EditTask, GenerationRequest, Sampling
 from injection.backends.batch import build_batch_lines, parse_batch_output, to_jsonl
 from injection.backends.limits import RateLimiter, RetryPolicy
-from injection.checks import CHECKS, english_guess, run_checks
-from injection.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
-from injection.postprocess import OutputRejected, extract_sentence, process_output
-from injection.pricing import estimate_cost
-from injection.prompts import TEMPLATES, build_prompt
+from injection.domain.checks import CHECKS, english_guess, run_checks
+from injection.domain.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
+from injection.domain.postprocess import OutputRejected, extract_sentence, process_output
+from injection.domain.pricing import estimate_cost
+from injection.domain.prompts import TEMPLATES, build_prompt
 
 REF = "Der Hund schläft heute im grünen Haus am See."
 
@@ -65,7 +65,7 @@ def test_chinese_span_in_characters():
 
 def _checks(candidate, *, error_type="Mistranslation", position="end", kind="mqm", language="de", source="", reference=REF, **kw):
     edit = diff_edit(reference, candidate, language)
-    from core.units import count_edited_regions
+    from core.domain.units import count_edited_regions
 
     return run_checks(reference=reference, candidate_text=candidate, edit=edit, language=language, kind=kind, error_type=error_type,
                       position=position, source=source, regions=count_edited_regions(reference, candidate, language), **kw)
@@ -247,7 +247,7 @@ def test_vllm_backend_is_import_guarded():
 
 
 def test_edited_regions_merges_one_character_anchors_but_not_real_gaps():
-    from injection.checks import edited_regions
+    from injection.domain.checks import edited_regions
 
     ref = "研究人员认为这种恐龙的羽毛可能用于展示。"
     one_phrase = "研究人员认为这种鸟类的翅膀大概用于展示。"  # 恐龙→鸟类, 羽毛→翅膀, 可能→大概 around 的 (one rewritten phrase)

@@ -7,12 +7,12 @@ import collections
 import pandas as pd
 import pytest
 
-from core.units import apply_edit, count_edited_regions, diff_edit, position_of_edit, split_units
+from core.domain.units import apply_edit, count_edited_regions, diff_edit, position_of_edit, split_units
 from injection import services
-from injection.checks import run_checks
-from injection.edit_types import MQM, PERTURBATION, types_of
+from injection.domain.checks import run_checks
+from injection.domain.edit_types import MQM, PERTURBATION, types_of
 from injection.models import Candidate, InjectionItem
-from injection.rules import DonorPool, RuleRefused, rule_edit
+from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 
 LANGUAGES = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 # What a rule cannot do, by design (needs a lexicon or a word segmenter): the only refusals allowed.
@@ -92,7 +92,7 @@ def test_refusal_reason_for_a_one_word_reference():
 @pytest.mark.shared_data
 @pytest.mark.django_db
 def test_rule_run_on_shared_data_records_candidates_or_reasons(shared_data, project):
-    from core.corpus_io import CorpusRow
+    from core.corpus.domain import CorpusRow
     from core.services import add_directions, import_corpus_rows
 
     add_directions(project, [f"en-{lang}" for lang in LANGUAGES])

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from core.units import Edit, apply_edit, split_units
+from core.domain.units import Edit, apply_edit, split_units
 from tests.conftest import REPO, need, stop_process_group
 from tests.injection.test_kill_resume import WorkerDatabase
 from tests.injection.test_rules import LANGUAGES, gold_pairs
@@ -28,7 +28,7 @@ VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 PER_LANGUAGE = 4
 SETUP = """
 import json, os
-from core.corpus_io import CorpusRow
+from core.corpus.domain import CorpusRow
 from core.services import add_directions, ensure_project, import_corpus_rows
 project, _ = ensure_project("demo")
 rows = json.load(open(os.environ["XQ_TEST_ROWS"], encoding="utf-8"))

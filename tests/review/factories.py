@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.models import GoldSegment
-from core.units import apply_edit, diff_edit, join_units, split_units
+from core.domain.units import apply_edit, diff_edit, join_units, split_units
 from injection.models import Candidate, InjectionRun
 
 # (direction, source, reference, candidate) — candidates differ from the reference by one edit.

@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.models import RatingItem, ReviewLock
-from annotation.tasks import release_expired_locks
+from annotation.review.tasks import release_expired_locks
 from tests.review.factories import make_candidates
 
 pytestmark = pytest.mark.django_db

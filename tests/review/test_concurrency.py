@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from django.db import connection, connections
 
-from annotation import services
+from annotation.review import services
 from annotation.models import ReviewDecision
 from core.services import create_user
 from injection.models import Candidate

@@ -1,5 +1,5 @@
 """The pure rules of review: highlighting from offsets, pool rules, Likert validation, sampling."""
-from annotation import review_rules as rules
+from annotation.review import domain as rules
 
 
 def kinds(pieces):

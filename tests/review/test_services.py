@@ -4,7 +4,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation import selectors, services
+from annotation.review import selectors
+from annotation.review import services
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock
 from core.services import create_user
 from injection.models import Candidate

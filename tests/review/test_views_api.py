@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
+from annotation.review import services
 from annotation.models import LikertRating, RatingItem, ReviewDecision
 from core.services import create_user
 from injection.models import Candidate

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from scipy import stats
 
 from core.models import Direction
-from exports.metaeval_selectors import release_meta_evaluation
+from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem, Release
 
 pytestmark = pytest.mark.django_db

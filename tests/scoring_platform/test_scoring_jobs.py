@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 
-from exports import scoring_jobs
+from exports.scores import jobs as scoring_jobs
 from exports.models import MetricScore, Release, ScoringJob
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release

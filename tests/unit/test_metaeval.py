@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from exports.metaeval import (
+from exports.metaeval.domain import (
     average_over_directions,
     coefficient_of_variation,
     cross_lingual_cv,
@@ -118,7 +118,7 @@ def test_paired_t_test_matches_scipy():
 
 # ---- pseudo systems ----------------------------------------------------------------------------------
 
-from exports.metaeval import SystemSample, lgn_from_systems, monolingual_system_tau, multilingual_study, system_score  # noqa: E402
+from exports.metaeval.domain import SystemSample, lgn_from_systems, monolingual_system_tau, multilingual_study, system_score  # noqa: E402
 
 
 def biased_world(repetitions=4, per_level=6):

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.units import (
+from core.domain.units import (
     Edit,
     MarkupError,
     apply_edit,

@@ -7,9 +7,9 @@ from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import agreement_refresh as refresh
-from annotation import agreement_selectors as sel
-from annotation import agreement_tables as tables
+from annotation.agreement import refresh
+from annotation.agreement import selectors as sel
+from annotation.agreement.domain import tables
 from core.models import Project
 
 

@@ -5,7 +5,8 @@ kept). ``--limit`` draws a seeded random sample.
 """
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import review_rules, services
+from annotation.review import domain as review_rules
+from annotation.review import services
 from core.models import Project
 
 

@@ -1,9 +1,9 @@
 """python manage.py import_corpus PROJECT FILE --direction en-de  |  --hf DATASET [--config C] [--split S]"""
 from django.core.management.base import BaseCommand, CommandError
 
-from core.corpus_io import Columns, CorpusError, read_corpus_file, read_hf_dataset
+from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
 from core.services import ImportRejected, ensure_project, import_corpus_rows
-from core.languages import UnknownDirection, parse_direction
+from core.domain.languages import UnknownDirection, parse_direction
 
 
 class Command(BaseCommand):

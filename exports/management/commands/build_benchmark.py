@@ -4,7 +4,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from core.models import Project
-from exports import services
+from exports.benchmark import services
 from exports.models import BenchmarkBuild
 
 

@@ -6,7 +6,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from exports.management.commands.score import find_release
-from exports.metaeval_selectors import MetaEvaluationError, release_meta_evaluation
+from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from core.models import Project
-from exports import services
-from exports.release_files import ReleaseConflict
+from exports.benchmark import services
+from exports.release.domain.release_files import ReleaseConflict
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from exports import scoring_jobs
+from exports.scores import jobs as scoring_jobs
 from exports.models import Release, ScoringJob
 
 

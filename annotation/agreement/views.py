@@ -1,0 +1,168 @@
+"""Agreement dashboard, downloads and plots: thin views over ``agreement_selectors`` and ``gold``.
+
+Admins see every table; annotators see aggregates over their own languages of the project (no table that
+names reviewers); anyone else gets 404 for the project or 403 for a page.
+
+The pages (dashboard, annotator quality, plots) never compute the report: they show what the cache holds
+(current, or the last one marked as of its time) and ask ``agreement_refresh`` for a refresh on a miss.
+Downloads are explicit requests for the numbers and compute on a miss, like ``manage.py agreement``."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from annotation.agreement import refresh
+from annotation.agreement import selectors as sel
+from annotation.agreement.domain import tables
+from annotation.review import gold
+from annotation.agreement.domain import plots
+from core import access, selectors
+from core.domain.plotting import empty as empty_plot
+from core.models import Project
+
+FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+REFRESH_SECONDS = 10  # how often a page waiting for the current report reloads itself
+
+# name → (drawing function over the report, admin only)
+PLOTS = {
+    "by-language": (lambda r: plots.agreement_by_group(r["languages"], lambda x: x["language"], "Agreement by language"), False),
+    "by-error-type": (
+        lambda r: plots.agreement_by_group(
+            [x for x in r["error_types"] if x["language"] == sel.ALL], lambda x: x["error_type"], "Agreement by error type (all languages)"
+        ),
+        False,
+    ),
+    "rwg": (lambda r: plots.rwg_distribution(r["likert_items"], sel.DIMENSIONS), False),
+    "score-vs-agreement": (lambda r: plots.agreement_vs_score(r["likert_dimensions"]), False),
+    "annotators": (lambda r: plots.annotator_quality(r["annotators"]), True),
+}
+
+
+def _project_and_scope(request, name: str) -> tuple[Project, sel.Scope]:
+    project = get_object_or_404(Project, name=name)
+    scope = sel.scope_for(request.user, project)
+    if scope is None:
+        raise Http404("no such project among those you may see")
+    return project, scope
+
+
+@login_required
+def index(request):
+    return render(request, "agreement/index.html", {"projects": selectors.visible_projects(request.user)})
+
+
+def _shown_report(project: Project, scope: sel.Scope) -> sel.CachedReport:
+    """The report a page shows, from the cache only. On a miss, ask for a refresh (debounced); without a
+    broker it has run in-process by the time it returns, so look again."""
+    shown = sel.cached_report(project, scope)
+    if not shown.fresh and refresh.page_missed(project.pk):
+        shown = shown.again()
+    return shown
+
+
+def _refresh_context(project: Project, shown: sel.CachedReport, scope: sel.Scope) -> dict:
+    state = refresh.status(project.pk)
+    failing = refresh.failing(state)
+    return {
+        "shown": shown,
+        "refresh_state": state,
+        "refresh_failing": failing,
+        "refresh_error": state.get("last_error", "") if failing and scope.private else "",  # the reason is for admins
+        "auto_refresh": REFRESH_SECONDS if not shown.fresh else None,  # reload until the current report is there
+    }
+
+
+@login_required
+def dashboard(request, project: str):
+    project_obj, scope = _project_and_scope(request, project)
+    shown = _shown_report(project_obj, scope)
+    report = shown.report
+    sections = []
+    for name in scope.tables if report is not None else ():
+        if name in ("annotators", "likert_raters", "likert_items"):
+            continue  # long tables: on the annotators page, or as downloads
+        headers, cells = tables.display(report[name])
+        sections.append({"name": name, "title": sel.TABLE_TITLES[name], "headers": headers, "cells": cells})
+    return render(request, "agreement/dashboard.html", {
+        "project": project_obj, "scope": scope, "sections": sections, "is_admin": scope.private,
+        "tables": [(name, sel.TABLE_TITLES[name]) for name in scope.tables],
+        "plots": [name for name, (_, private) in PLOTS.items() if scope.private or not private],
+        "likert_items": len(report["likert_items"]) if report is not None else None, "bootstrap": sel.bootstrap_options(),
+        "languages": sorted(scope.languages) if scope.languages is not None else None,
+        **_refresh_context(project_obj, shown, scope),
+    })
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def annotators(request, project: str):
+    project_obj, scope = _project_and_scope(request, project)
+    if not access.is_admin(request.user):
+        raise PermissionDenied("annotator quality is for admins")
+    if request.method == "POST":
+        try:
+            rate = float(request.POST.get("rate", ""))
+            seed = int(request.POST.get("seed", "0") or 0)
+            result = gold.plant_gold(project_obj, rate, seed=seed, created_by=request.user)
+        except ValueError as exc:
+            messages.error(request, f"Nothing planted: {exc}")
+        else:
+            planted = ", ".join(f"{d} {a}: {n}" for (d, a), n in sorted(result.planted.items())) or "nothing (already at that rate)"
+            messages.success(request, f"Gold items planted: {planted}")
+            for note in result.skipped:
+                messages.warning(request, note)
+        return redirect("agreement:annotators", project=project_obj.name)
+    shown = _shown_report(project_obj, scope)
+    report = shown.report or {}
+    headers, cells = tables.display(report.get("annotators", []))
+    rater_headers, rater_cells = tables.display(report.get("likert_raters", []))
+    gold_headers, gold_cells = tables.display(gold.gold_overview(project_obj))  # a count query, not the report
+    return render(request, "agreement/annotators.html", {
+        "project": project_obj, "headers": headers, "cells": cells, "rules": sel.OUTLIER_RULES,
+        "rater_headers": rater_headers, "rater_cells": rater_cells, "leniency_limit": sel.LENIENCY_LIMIT, "leniency_min_items": sel.LENIENCY_MIN_ITEMS,
+        "gold_headers": gold_headers, "gold_cells": gold_cells, "max_rate": gold.MAX_RATE,
+        **_refresh_context(project_obj, shown, scope),
+    })
+
+
+@login_required
+def download(request, project: str, table: str, fmt: str):
+    project_obj, scope = _project_and_scope(request, project)
+    if fmt not in FORMATS:
+        raise Http404(f"format must be one of {', '.join(FORMATS)}")
+    if table == "gold":
+        if not scope.private:
+            raise PermissionDenied("gold scores are for admins")
+        rows = gold.gold_overview(project_obj)
+    elif table in sel.PRIVATE_TABLES and not scope.private:
+        raise PermissionDenied("this table names reviewers and is for admins")
+    elif table not in sel.TABLES:
+        raise Http404(f"no table {table!r}")
+    else:
+        rows = sel.report_for(project_obj, scope)[table]
+    if fmt == "csv":
+        body = tables.to_csv(rows)
+    else:
+        body = tables.to_json({"project": project_obj.name, "table": table, "rows": rows})
+    response = HttpResponse(body, content_type=FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{project_obj.name}-{table}.{fmt}"'
+    return response
+
+
+@login_required
+def plot(request, project: str, plot: str):
+    project_obj, scope = _project_and_scope(request, project)
+    if plot not in PLOTS:
+        raise Http404(f"no plot {plot!r}")
+    draw, private = PLOTS[plot]
+    if private and not scope.private:
+        raise PermissionDenied("this plot names reviewers and is for admins")
+    report = _shown_report(project_obj, scope).report
+    body = draw(report) if report is not None else empty_plot("being computed: reload the page in a moment")
+    response = HttpResponse(body, content_type="image/svg+xml")
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return response

@@ -1,0 +1,44 @@
+"""python manage.py import_xqmeval PROJECT DIR [--decisions FILE] [--strict]"""
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from core.services import ImportRejected
+from annotation.review.xqmeval_import import import_xqmeval
+
+
+class Command(BaseCommand):
+    help = "Import released XQ-MEval candidates (en-{lang}-{ErrorType}.parquet) and their review decisions."
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="project name (created when it does not exist)")
+        parser.add_argument("directory", help="directory with the candidate parquet files (or its parent with candidates/)")
+        parser.add_argument("--decisions", help="decisions.csv: one final accepted/rejected decision per candidate")
+        parser.add_argument("--strict", action="store_true", help="treat a candidate with several <v> regions as an error")
+
+    def handle(self, *args, **opts):
+        from tqdm import tqdm
+
+        started = time.perf_counter()
+        bar = tqdm(desc="candidates", unit="cand", disable=opts["verbosity"] == 0)
+        try:
+            result = import_xqmeval(opts["project"], opts["directory"], opts["decisions"], strict=opts["strict"], progress=bar.update)
+        except ImportRejected as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
+        elapsed = time.perf_counter() - started
+        w = self.stdout.write
+        w(f"project {result.project}{' (created)' if result.project_created else ''}: "
+          f"{result.segments_created} gold segments, {result.candidates_created} candidates "
+          f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions "
+          f"({result.decisions_unchanged} unchanged) in {elapsed:.1f} s")
+        if result.per_direction_type:
+            for (direction, etype), n in sorted(result.per_direction_type.items()):
+                w(f"  {direction} {etype}: {n}")
+        if result.flagged:
+            w("automatic checks flagged: " + ", ".join(f"{k} {v}" for k, v in sorted(result.flagged.items())))
+        if result.status_counts:
+            w("candidate status: " + ", ".join(f"{k} {v}" for k, v in sorted(result.status_counts.items())))
+        if not result.changed:
+            w(self.style.SUCCESS("nothing changed (already imported)"))

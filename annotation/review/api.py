@@ -1,0 +1,261 @@
+"""REST API for review queues, decisions, skips, ratings and adjudication (same rules as the screens).
+
+Thin over services/selectors; a refused request answers ``{"detail", "field"}`` with the service's
+status (400 invalid, 403 admins only, 404 not yours or absent, 409 conflict).
+"""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.review import domain as rules
+from annotation.review import selectors
+from annotation.review import services
+from annotation.models import LikertRating, ReviewDecision
+from core import selectors as core_selectors
+
+
+def _refused(exc: services.ReviewError) -> Response:
+    return Response({"detail": exc.message, "field": exc.field}, status=exc.status)
+
+
+def _project(user, name):
+    return get_object_or_404(core_selectors.visible_projects(user), name=name)
+
+
+# ---- serializers ------------------------------------------------------------------------------------
+
+class PieceSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    kind = serializers.ChoiceField(choices=[rules.PLAIN, rules.EDIT, rules.MARKER])
+
+
+class CandidateSerializer(serializers.Serializer):
+    """A candidate as the review screen shows it; highlights come from the stored span offsets."""
+
+    id = serializers.IntegerField(source="candidate.id")
+    direction = serializers.CharField()
+    language = serializers.CharField(source="language.code")
+    rtl = serializers.BooleanField(source="language.rtl")
+    error_type = serializers.CharField(source="candidate.error_type")
+    position = serializers.CharField(source="candidate.position")
+    source = serializers.CharField()
+    reference_pieces = PieceSerializer(many=True)
+    candidate_pieces = PieceSerializer(many=True)
+    span = serializers.SerializerMethodField()
+    guideline = serializers.SerializerMethodField()
+    warnings = serializers.ListField(child=serializers.DictField())
+
+    def get_span(self, obj) -> list[int]:
+        return [obj["candidate"].span_start, obj["candidate"].span_end]
+
+    def get_guideline(self, obj) -> dict:
+        g = obj["guideline"]
+        return {"type": g.name, "summary": g.summary, "accept": list(g.accept), "reject": list(g.reject)}
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    round = serializers.IntegerField(required=False)
+
+
+class AssignmentSerializer(serializers.Serializer):
+    candidate = CandidateSerializer(allow_null=True)
+    round = serializers.IntegerField(allow_null=True, help_text="round id to send back with the decision")
+    resumed = serializers.BooleanField()
+
+
+class DecisionInSerializer(serializers.Serializer):
+    candidate = serializers.IntegerField()
+    decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=60)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    round = serializers.IntegerField(required=False, allow_null=True)
+    idempotency_key = serializers.CharField(max_length=64)
+
+
+class DecisionSerializer(serializers.ModelSerializer):
+    round_number = serializers.IntegerField(source="round.number", allow_null=True, read_only=True)
+
+    class Meta:
+        model = ReviewDecision
+        fields = ["id", "candidate", "round", "round_number", "decision", "reason", "comment", "source", "is_final",
+                  "time_spent_ms", "idempotency_key", "created_at", "updated_at"]
+
+
+class SkipInSerializer(serializers.Serializer):
+    candidate = serializers.IntegerField()
+    reason = serializers.ChoiceField(choices=sorted(rules.reason_codes(rules.SKIP_REASONS)))
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    round = serializers.IntegerField(required=False, allow_null=True)
+
+
+class RatingItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    direction = serializers.CharField(source="direction.code")
+    rtl = serializers.BooleanField(source="direction.target.rtl")
+    source = serializers.CharField()
+    reference = serializers.CharField()
+    text = serializers.CharField()
+    system = serializers.CharField()
+
+
+class RatingInSerializer(serializers.Serializer):
+    item = serializers.IntegerField()
+    informativeness = serializers.IntegerField(required=False, allow_null=True)
+    clarity = serializers.IntegerField(required=False, allow_null=True)
+    plausibility = serializers.IntegerField(required=False, allow_null=True)
+    faithfulness = serializers.IntegerField(required=False, allow_null=True)
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    idempotency_key = serializers.CharField(max_length=64)
+
+
+class RatingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LikertRating
+        fields = ["id", "item", *rules.DIMENSION_NAMES, "time_spent_ms", "idempotency_key", "created_at", "updated_at"]
+
+
+class AdjudicationInSerializer(serializers.Serializer):
+    candidate = serializers.IntegerField()
+    decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+LANG = OpenApiParameter("lang", str, description="one of your target languages (default: all of them)")
+
+
+# ---- views ------------------------------------------------------------------------------------------
+
+class NextCandidateView(APIView):
+    """Take (or resume) the next candidate to review; it is held for you until the lock expires."""
+
+    @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
+    def post(self, request, project):
+        project = _project(request.user, project)
+        got = services.next_candidate(request.user, project, language=request.query_params.get("lang"))
+        if got is None:
+            return Response({"candidate": None, "round": None, "resumed": False})
+        data = {"candidate": selectors.candidate_view(got.candidate), "round": got.round.pk, "resumed": got.resumed}
+        return Response(AssignmentSerializer(data).data)
+
+
+class ProgressView(APIView):
+    @extend_schema(parameters=[LANG], responses=ProgressSerializer(many=True))
+    def get(self, request, project):
+        project = _project(request.user, project)
+        codes = selectors.language_codes(request.user, request.query_params.get("lang"))
+        return Response([selectors.progress(request.user, project, rnd, codes) for rnd in selectors.open_rounds(project)])
+
+
+class CandidateView(APIView):
+    @extend_schema(responses=CandidateSerializer)
+    def get(self, request, pk):
+        try:
+            candidate = services.visible_candidate(request.user, pk)
+        except services.ReviewError as exc:
+            return _refused(exc)
+        return Response(CandidateSerializer(selectors.candidate_view(candidate)).data)
+
+
+class DecisionsView(ListAPIView):
+    """Your decisions (admins: everyone's); POST stores one, idempotently by ``idempotency_key``."""
+
+    serializer_class = DecisionSerializer
+
+    def get_queryset(self):
+        qs = selectors.decisions_of(self.request.user).order_by("-updated_at")
+        if candidate := self.request.query_params.get("candidate"):
+            qs = qs.filter(candidate_id=candidate) if candidate.isdigit() else qs.none()
+        return qs
+
+    @extend_schema(request=DecisionInSerializer, responses={201: DecisionSerializer, 200: DecisionSerializer})
+    def post(self, request):
+        data = DecisionInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            decision, created = services.submit_decision(
+                request.user, v["candidate"], v["decision"], idempotency_key=v["idempotency_key"],
+                reason=v.get("reason", ""), comment=v.get("comment", ""), time_spent_ms=v.get("time_spent_ms"),
+                round_id=v.get("round"),
+            )
+        except services.ReviewError as exc:
+            return _refused(exc)
+        return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class SkipsView(APIView):
+    @extend_schema(request=SkipInSerializer, responses={201: None})
+    def post(self, request):
+        data = SkipInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            skip = services.skip_candidate(request.user, v["candidate"], v["reason"], comment=v.get("comment", ""), round_id=v.get("round"))
+        except services.ReviewError as exc:
+            return _refused(exc)
+        return Response({"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED)
+
+
+class NextRatingItemView(APIView):
+    @extend_schema(request=None, parameters=[LANG], responses=RatingItemSerializer)
+    def post(self, request, project):
+        project = _project(request.user, project)
+        item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
+        return Response({"item": RatingItemSerializer(item).data if item else None})
+
+
+class RatingItemView(APIView):
+    @extend_schema(responses=RatingItemSerializer)
+    def get(self, request, pk):
+        try:
+            item = services.visible_rating_item(request.user, pk)
+        except services.ReviewError as exc:
+            return _refused(exc)
+        return Response(RatingItemSerializer(item).data)
+
+
+class RatingsView(ListAPIView):
+    """Your Likert ratings (admins: everyone's); POST stores one; all four dimensions are required."""
+
+    serializer_class = RatingSerializer
+
+    def get_queryset(self):
+        return selectors.ratings_of(self.request.user).order_by("-updated_at")
+
+    @extend_schema(request=RatingInSerializer, responses={201: RatingSerializer, 200: RatingSerializer})
+    def post(self, request):
+        data = RatingInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            rating, created = services.submit_rating(
+                request.user, v["item"], {n: v.get(n) for n in rules.DIMENSION_NAMES},
+                idempotency_key=v["idempotency_key"], time_spent_ms=v.get("time_spent_ms"),
+            )
+        except services.ReviewError as exc:
+            return _refused(exc)
+        return Response(RatingSerializer(rating).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class AdjudicationsView(APIView):
+    """Admins: record the final decision on a candidate."""
+
+    @extend_schema(request=AdjudicationInSerializer, responses={201: DecisionSerializer})
+    def post(self, request):
+        data = AdjudicationInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            decision = services.adjudicate(request.user, v["candidate"], v["decision"], comment=v.get("comment", ""))
+        except services.ReviewError as exc:
+            return _refused(exc)
+        return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,254 @@
+"""Read-only queries for the review and rating screens, the admin pages and the API."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.review import domain as rules
+from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from core import access
+from core.models import Language, Project
+from core.domain.units import split_units
+from injection.models import Candidate
+
+ANNOTATOR = ReviewDecision.Source.ANNOTATOR
+
+
+def work_languages(user):
+    """Languages whose items this user may review or rate: admins all, annotators theirs, viewers none
+    (viewers read aggregate pages only)."""
+    if access.is_admin(user) or access.is_annotator(user):
+        return access.allowed_languages(user)
+    return Language.objects.none()
+
+
+def language_codes(user, language: str | None = None) -> list[str]:
+    """The target languages this user works on (one, when asked and allowed)."""
+    codes = list(work_languages(user).values_list("code", flat=True))
+    if language:
+        return [language] if language in codes else []
+    return codes
+
+
+def visible_candidates(user) -> QuerySet[Candidate]:
+    return Candidate.objects.filter(segment__direction__target__in=work_languages(user))
+
+
+def visible_rating_items(user) -> QuerySet[RatingItem]:
+    return RatingItem.objects.filter(direction__target__in=work_languages(user))
+
+
+def first_round(project: Project) -> ReviewRound:
+    rnd, _ = ReviewRound.objects.get_or_create(project=project, number=1)
+    return rnd
+
+
+def open_rounds(project: Project) -> list[ReviewRound]:
+    rounds = list(ReviewRound.objects.filter(project=project, is_open=True).order_by("number"))
+    if not rounds and not ReviewRound.objects.filter(project=project).exists():
+        rounds = [first_round(project)]
+    return rounds
+
+
+def _count(qs: QuerySet) -> Subquery:
+    """A correlated ``(SELECT COUNT(*) … WHERE …)``: one row, 0 when nothing matches, and no GROUP BY on
+    either query (allowed with FOR UPDATE). COUNT as a plain function, not the ``Count`` aggregate, so the
+    subquery gets no GROUP BY … LIMIT 1 to plan and run for every candidate the queue looks at."""
+    return Subquery(
+        qs.order_by().annotate(c=Func(Value(1), function="COUNT", output_field=IntegerField())).values("c"),
+        output_field=IntegerField(),
+    )
+
+
+def round_scope(project: Project, rnd: ReviewRound) -> QuerySet[Candidate]:
+    """Candidates a round covers: round 1 every undecided one, later rounds their sample."""
+    qs = Candidate.objects.filter(segment__project=project)
+    if rnd.number == 1:
+        # Decided candidates (N reviews, imported or adjudicated) are no longer pending; filtering on the
+        # indexed status keeps the queue scan proportional to the work left, not to the project.
+        final = ReviewDecision.objects.filter(candidate=OuterRef("pk"), is_final=True)
+        return qs.filter(status=Candidate.Status.PENDING).filter(~Exists(final))
+    return qs.exclude(status=Candidate.Status.EXCLUDED).filter(sampled_in_rounds=rnd)
+
+
+def others_taken(rnd: ReviewRound, user, now, candidate=OuterRef("pk")):
+    """Reviews of ``candidate`` in this round that are not this user's: decisions plus live locks."""
+    decided = ReviewDecision.objects.filter(candidate=candidate, round=rnd, source=ANNOTATOR).exclude(reviewer=user)
+    locked = ReviewLock.objects.filter(candidate=candidate, round=rnd, expires_at__gt=now).exclude(reviewer=user)
+    return _count(decided) + _count(locked)
+
+
+def queue(user, project: Project, rnd: ReviewRound, codes: list[str], *, now=None) -> QuerySet[Candidate]:
+    """What this reviewer may still be given in this round: their languages, not decided or skipped by
+    them, and fewer than N reviews taken (decisions plus other reviewers' live locks)."""
+    now = now or timezone.now()
+    required = project.reviewers_per_candidate
+    own = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR, reviewer=user)
+    return (
+        round_scope(project, rnd)
+        .filter(segment__direction__target__code__in=codes)
+        .filter(~Exists(own))
+        .filter(~Exists(ReviewSkip.objects.filter(candidate=OuterRef("pk"), round=rnd, reviewer=user)))
+        # alias, not annotate: the count is only filtered on, so it is not computed a second time in the
+        # SELECT list, and count() needs no wrapping subquery. The user's own decisions are excluded
+        # above, so counting only others' decisions gives the same ``taken``.
+        .alias(taken=others_taken(rnd, user, now))
+        .filter(taken__lt=required)
+    )
+
+
+def progress(user, project: Project, rnd: ReviewRound, codes: list[str]) -> dict:
+    done = ReviewDecision.objects.filter(
+        reviewer=user, round=rnd, candidate__segment__project=project, candidate__segment__direction__target__code__in=codes
+    ).count()
+    remaining = queue(user, project, rnd, codes).count()
+    return {"done": done, "remaining": remaining, "round": rnd.number}
+
+
+# ---- the review screen ------------------------------------------------------------------------------
+
+def candidate_view(candidate: Candidate) -> dict:
+    """Everything the review screen shows, with highlights drawn from the stored span offsets."""
+    segment = candidate.segment
+    target = segment.direction.target
+    lang = target.code
+    edit_units = len(split_units(candidate.edit_text, lang))
+    cand_start, cand_end = rules.candidate_span(candidate.span_start, edit_units)
+    checks = candidate.checks or {}
+    warnings = [
+        {"name": name, "detail": (checks.get(name) or {}).get("detail", "")} for name in (candidate.flags or [])
+    ]
+    return {
+        "candidate": candidate,
+        "language": target,
+        "direction": segment.direction.code,
+        "source": segment.source,
+        "reference_pieces": rules.highlight(segment.reference, candidate.span_start, candidate.span_end, lang),
+        "candidate_pieces": rules.highlight(candidate.text, cand_start, cand_end, lang),
+        "edit_kind": "deletion" if edit_units == 0 else ("insertion" if candidate.span_start == candidate.span_end else "replacement"),
+        "guideline": rules.guideline_for(candidate.error_type),
+        "general_rule": rules.GENERAL_RULE,
+        "warnings": warnings,
+    }
+
+
+def own_decision(user, candidate: Candidate, rnd: ReviewRound | None) -> ReviewDecision | None:
+    return ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
+
+
+# ---- ratings ----------------------------------------------------------------------------------------
+
+def raters_per_item(project: Project) -> int:
+    return int((project.options or {}).get("raters_per_item", 2))
+
+
+def rating_queue(user, project: Project, codes: list[str]) -> QuerySet[RatingItem]:
+    rated = LikertRating.objects.filter(item=OuterRef("pk"))
+    return (
+        RatingItem.objects.filter(project=project, direction__target__code__in=codes)
+        .filter(~Exists(rated.filter(rater=user)))
+        .annotate(n=Coalesce(Subquery(rated.order_by().values("item").annotate(c=Count("*")).values("c")[:1]), Value(0)))
+        .filter(n__lt=raters_per_item(project))
+        .order_by("id")
+    )
+
+
+def rating_progress(user, project: Project, codes: list[str]) -> dict:
+    done = LikertRating.objects.filter(rater=user, item__project=project, item__direction__target__code__in=codes).count()
+    return {"done": done, "remaining": rating_queue(user, project, codes).count()}
+
+
+# ---- admin pages ------------------------------------------------------------------------------------
+
+def language_progress(project: Project) -> list[dict]:
+    """Per target language: candidates by status and how many reviews are still missing in round 1."""
+    rnd = first_round(project)
+    required = project.reviewers_per_candidate
+    reviews = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR)
+    rows = (
+        Candidate.objects.filter(segment__project=project)
+        .annotate(lang=F("segment__direction__target__code"), n=_count(reviews))
+        .values("lang", "status", "n")
+    )
+    table: dict[str, dict] = {}
+    for row in rows:
+        t = table.setdefault(row["lang"], {"language": row["lang"], "total": 0, "pending": 0, "accepted": 0, "rejected": 0, "excluded": 0, "reviews": 0, "missing_reviews": 0})
+        t["total"] += 1
+        t[row["status"]] += 1
+        t["reviews"] += row["n"]
+        if row["status"] == Candidate.Status.PENDING:
+            t["missing_reviews"] += max(0, required - row["n"])
+    return sorted(table.values(), key=lambda t: t["language"])
+
+
+def annotator_stats(project: Project, *, now=None) -> list[dict]:
+    now = now or timezone.now()
+    rows: dict[int, dict] = {}
+    for d in (
+        ReviewDecision.objects.filter(candidate__segment__project=project, source=ANNOTATOR)
+        .values("reviewer_id", "reviewer__username", "decision", "time_spent_ms", "created_at", "candidate__segment__direction__target__code")
+    ):
+        r = rows.setdefault(d["reviewer_id"], {"username": d["reviewer__username"], "decisions": 0, "accepted": 0, "times": [], "last_hour": 0, "languages": set()})
+        r["decisions"] += 1
+        r["accepted"] += d["decision"] == "accept"
+        if d["time_spent_ms"]:
+            r["times"].append(d["time_spent_ms"])
+        r["last_hour"] += d["created_at"] >= now - timedelta(hours=1)
+        r["languages"].add(d["candidate__segment__direction__target__code"])
+    out = []
+    for r in rows.values():
+        med = rules.median(r["times"])
+        out.append({
+            "username": r["username"],
+            "languages": ", ".join(sorted(r["languages"])),
+            "decisions": r["decisions"],
+            "accept_percent": 100 * r["accepted"] / r["decisions"],
+            "median_seconds": None if med is None else med / 1000,
+            "per_hour": rules.decisions_per_hour(r["decisions"], sum(r["times"])),
+            "last_hour": r["last_hour"],
+        })
+    return sorted(out, key=lambda r: r["username"])
+
+
+def disagreements(project: Project) -> QuerySet[Candidate]:
+    """Round-1 candidates whose reviewers disagree and that no final decision has settled."""
+    rnd = first_round(project)
+    base = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR)
+    return (
+        Candidate.objects.filter(segment__project=project)
+        .filter(Exists(base.filter(decision="accept")), Exists(base.filter(decision="reject")))
+        .filter(~Exists(ReviewDecision.objects.filter(candidate=OuterRef("pk"), is_final=True)))
+        .select_related("segment__direction__target")
+        .prefetch_related("decisions__reviewer")
+        .order_by("segment_id", "id")
+    )
+
+
+def round_summaries(project: Project) -> list[dict]:
+    out = []
+    for rnd in ReviewRound.objects.filter(project=project).order_by("number"):
+        decided = ReviewDecision.objects.filter(round=rnd, source=ANNOTATOR)
+        size = round_scope(project, rnd).count() if rnd.number > 1 else None
+        out.append({"round": rnd, "size": size, "decisions": decided.count(), "reviewers": decided.values("reviewer").distinct().count()})
+    return out
+
+
+def decisions_of(user) -> QuerySet[ReviewDecision]:
+    """Decisions a user may read: an admin all; an annotator only their own, and not those of a candidate
+    that an open later round re-reviews (that round must stay blind to the earlier decision)."""
+    qs = ReviewDecision.objects.select_related("candidate", "round")
+    if access.is_admin(user):
+        return qs
+    later = ReviewRound.objects.filter(is_open=True, candidates=OuterRef("candidate"), number__gt=OuterRef("round__number"))
+    return qs.filter(reviewer=user).filter(~Exists(later))
+
+
+def ratings_of(user) -> QuerySet[LikertRating]:
+    qs = LikertRating.objects.select_related("item")
+    if access.is_admin(user):
+        return qs
+    return qs.filter(rater=user)
+

@@ -1,0 +1,633 @@
+"""Write operations of review and rating: assignment with locks, decisions, skips, adjudication, rounds,
+Likert ratings, rating-item import, annotator accounts. Every change is audited.
+
+Concurrency. "Never more than N reviews of a candidate" is enforced where the slot is taken: inside a
+transaction holding the candidate's row lock (``SELECT … FOR UPDATE``; when looking for work, ``SKIP
+LOCKED`` so concurrent reviewers pass each other instead of queueing). SQLite has no row locks: there
+the transaction first takes SQLite's database write lock, which serialises the same critical sections.
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import Exists, OuterRef, Subquery
+from django.utils import timezone
+
+from annotation.agreement import refresh as agreement_refresh
+from annotation.review import domain as rules
+from annotation.review import selectors
+from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from core import access
+from core.models import Direction, Project
+from injection.models import Candidate
+
+ANNOTATOR = ReviewDecision.Source.ANNOTATOR
+
+
+def lock_seconds() -> int:
+    return int(getattr(settings, "REVIEW_LOCK_SECONDS", 900))
+
+
+class ReviewError(Exception):
+    """A request the service refuses; ``status`` is the HTTP status the views and API answer with."""
+
+    status = 400
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class Invalid(ReviewError):
+    status = 400
+
+
+class NotFound(ReviewError):
+    # Items of other languages answer 404, not 403: their existence is not disclosed.
+    status = 404
+
+
+class Forbidden(ReviewError):
+    status = 403
+
+
+class Conflict(ReviewError):
+    status = 409
+
+
+def audit(actor, action: str, obj, old=None, new=None) -> AuditEvent:
+    return AuditEvent.objects.create(
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        object_type=obj._meta.label_lower,
+        object_id=str(obj.pk),
+        old=old,
+        new=new,
+    )
+
+
+def _serialize_writers() -> None:
+    """On SQLite take the database write lock now, so the reads below cannot go stale before our write."""
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE annotation_reviewround SET is_open = is_open WHERE 0")
+
+
+def _for_update(qs, *, skip_locked: bool = False):
+    if connection.vendor == "sqlite":
+        return qs
+    return qs.select_for_update(skip_locked=skip_locked, of=("self",))
+
+
+def _require_admin(user) -> None:
+    if not access.is_admin(user):
+        raise Forbidden("admins only")
+
+
+def visible_candidate(user, candidate_id, *, lock: bool = False) -> Candidate:
+    qs = selectors.visible_candidates(user).select_related("segment__direction__target", "segment__project")
+    if lock:
+        qs = _for_update(qs)
+    try:
+        return qs.get(pk=candidate_id)
+    except (Candidate.DoesNotExist, ValueError, TypeError):
+        raise NotFound(f"candidate {candidate_id} not found") from None
+
+
+def _clean_time(ms) -> int | None:
+    if ms in (None, ""):
+        return None
+    try:
+        ms = int(ms)
+    except (TypeError, ValueError):
+        raise Invalid("time_spent_ms must be an integer", "time_spent_ms") from None
+    # Cap at a day: a tab left open overnight must not distort the medians.
+    return max(0, min(ms, 86_400_000))
+
+
+def _clean_key(key) -> str:
+    key = (key or "").strip()
+    if not key or len(key) > 64:
+        raise Invalid("idempotency_key is required (1–64 characters, one per submission)", "idempotency_key")
+    return key
+
+
+# ---- assignment -------------------------------------------------------------------------------------
+
+@dataclass
+class Assignment:
+    candidate: Candidate
+    round: ReviewRound
+    expires_at: datetime
+    resumed: bool
+
+
+def next_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+    """The reviewer's current item (resume) or a new one, held by a lock with expiry; None when done."""
+    codes = selectors.language_codes(user, language)
+    if not codes:
+        return None
+    for attempt in range(DEADLOCK_RETRIES):
+        try:
+            return _next_candidate(user, project, codes)
+        except OperationalError as exc:
+            # PostgreSQL aborted us to break a lock cycle; the other reviewer went on, so try again.
+            if not _is_deadlock(exc) or attempt == DEADLOCK_RETRIES - 1:
+                raise
+    return None
+
+
+DEADLOCK_RETRIES = 3
+
+
+def _is_deadlock(exc: OperationalError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == "40P01" or "deadlock detected" in str(exc)
+
+
+def _next_candidate(user, project: Project, codes) -> Assignment | None:
+    now = timezone.now()
+    expires = now + timedelta(seconds=lock_seconds())
+    with transaction.atomic():
+        _serialize_writers()
+        decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
+        mine = (
+            ReviewLock.objects.filter(
+                reviewer=user, round__project=project, round__is_open=True, expires_at__gt=now,
+                candidate__segment__direction__target__code__in=codes,
+            )
+            .filter(~Exists(decided))  # the resume check in the same query
+            .select_related("candidate__segment__direction__target", "round")
+            .order_by("created_at")
+            .first()
+        )
+        if mine is not None:
+            ReviewLock.objects.filter(pk=mine.pk).update(expires_at=expires)
+            return Assignment(mine.candidate, mine.round, expires, resumed=True)
+        for rnd in selectors.open_rounds(project):
+            base = selectors.queue(user, project, rnd, codes, now=now).order_by("segment_id", "id")
+            base = base.select_related("segment__direction__target")
+            # SKIP LOCKED lets concurrent reviewers pass each other; when everything left is locked for a
+            # moment by someone else's short transaction, wait for it rather than report an empty queue.
+            for skip_locked in (True, False):
+                # Each pass in a savepoint: rows it locked but could not use (they filled up between the
+                # query's snapshot and our lock) are released when it rolls back, so a blocking second pass
+                # never waits while holding rows another reviewer's second pass waits for (a deadlock).
+                with transaction.atomic():
+                    # Try a few: a row we lock may have filled up between the query's snapshot and our lock.
+                    for candidate in _for_update(base, skip_locked=skip_locked)[:5]:
+                        if _take_slot(candidate.pk, user, rnd, project.reviewers_per_candidate, now, expires):
+                            return Assignment(candidate, rnd, expires, resumed=False)
+                    transaction.set_rollback(True)
+                if connection.vendor == "sqlite":
+                    break
+    return None
+
+
+def _take_slot(candidate_id: int, user, rnd: ReviewRound, required: int, now, expires) -> bool:
+    """Lock the candidate for this reviewer if fewer than ``required`` reviews are taken; False if full.
+
+    Called while holding the candidate's row lock. The recount must be a statement of its own: the queue
+    query counted in a snapshot taken before the row lock was granted, and a reviewer who committed a lock
+    or decision in between is only visible to a later statement (every writer of locks and decisions holds
+    the same row lock, so none can commit between this statement's snapshot and its insert). Count and
+    insert in one statement, as the queue counts ``taken`` (``selectors.others_taken``); an expired lock of
+    ours is renewed by the upsert."""
+    lock, decision = ReviewLock._meta.db_table, ReviewDecision._meta.db_table
+    adapt = connection.ops.adapt_datetimefield_value  # SQLite stores datetimes as text: compare like with like
+    sql = f"""
+        INSERT INTO {lock} (candidate_id, reviewer_id, round_id, expires_at, created_at)
+        SELECT %s, %s, %s, %s, %s
+        WHERE (SELECT COUNT(*) FROM {decision} d WHERE d.candidate_id = %s AND d.round_id = %s AND d.source = %s
+                 AND (d.reviewer_id IS NULL OR d.reviewer_id <> %s))
+            + (SELECT COUNT(*) FROM {lock} l WHERE l.candidate_id = %s AND l.round_id = %s AND l.expires_at > %s
+                 AND l.reviewer_id <> %s) < %s
+        ON CONFLICT (candidate_id, reviewer_id, round_id) DO UPDATE SET expires_at = excluded.expires_at
+    """
+    params = [candidate_id, user.pk, rnd.pk, adapt(expires), adapt(timezone.now()),
+              candidate_id, rnd.pk, ANNOTATOR, user.pk,
+              candidate_id, rnd.pk, adapt(now), user.pk, required]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount == 1
+
+
+def release_expired_locks(now=None) -> int:
+    """Housekeeping (periodic task): expired locks no longer count, deleting them keeps the table small."""
+    deleted, _ = ReviewLock.objects.filter(expires_at__lte=now or timezone.now()).delete()
+    return deleted
+
+
+def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
+    project = candidate.segment.project
+    if round_id not in (None, ""):
+        try:
+            return ReviewRound.objects.get(pk=round_id, project=project)
+        except (ReviewRound.DoesNotExist, ValueError, TypeError):
+            raise Invalid(f"round {round_id} is not a round of project {project.name}", "round") from None
+    lock = ReviewLock.objects.filter(candidate=candidate, reviewer=user, round__is_open=True).select_related("round").order_by("-round__number").first()
+    if lock:
+        return lock.round
+    return selectors.first_round(project)
+
+
+# ---- decisions --------------------------------------------------------------------------------------
+
+def _decision_state(d: ReviewDecision) -> dict:
+    return {"decision": d.decision, "reason": d.reason, "comment": d.comment}
+
+
+def submit_decision(
+    user, candidate_id, decision: str, *, idempotency_key: str, reason: str = "", comment: str = "",
+    time_spent_ms=None, round_id=None,
+) -> tuple[ReviewDecision, bool]:
+    """Store (or change) this reviewer's decision. Returns (decision, created). A repeated submission with
+    the same idempotency key returns the stored decision unchanged, so clients may retry freely."""
+    key = _clean_key(idempotency_key)
+    if decision not in ReviewDecision.Decision.values:
+        raise Invalid("decision must be 'accept' or 'reject'", "decision")
+    reason = (reason or "").strip()
+    if reason and (decision != "reject" or reason not in rules.reason_codes(rules.REJECT_REASONS)):
+        raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
+    time_spent_ms = _clean_time(time_spent_ms)
+    try:
+        with transaction.atomic():
+            _serialize_writers()
+            replay = _replay(user, key)
+            if replay:
+                return replay, False
+            candidate = visible_candidate(user, candidate_id, lock=True)
+            rnd = round_for(user, candidate, round_id)
+            project = candidate.segment.project
+            state = _slot_state(user, candidate, rnd)
+            own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
+            if own is not None:
+                old = _decision_state(own)
+                own.decision, own.reason, own.comment = decision, reason, comment or ""
+                own.idempotency_key = key
+                if time_spent_ms is not None:
+                    own.time_spent_ms = (own.time_spent_ms or 0) + time_spent_ms
+                own.save()
+                audit(user, "decision.change", own, old, _decision_state(own))
+                result, created = own, False
+            else:
+                _check_open_slot(candidate, rnd, project, state)
+                result = ReviewDecision.objects.create(
+                    candidate=candidate, reviewer=user, round=rnd, decision=decision, reason=reason,
+                    comment=comment or "", time_spent_ms=time_spent_ms, idempotency_key=key, source=ANNOTATOR,
+                )
+                audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
+                created = True
+            ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
+            if rnd.number == 1:
+                refresh_status(candidate, actor=user, first_round=rnd)
+            agreement_refresh.after_write(project.pk)
+            return result, created
+    except IntegrityError:
+        # A concurrent twin of this very submission won the race: answer with what it stored.
+        replay = _replay(user, key)
+        if replay:
+            return replay, False
+        raise Conflict("this candidate was decided concurrently; reload") from None
+
+
+def _replay(user, key: str) -> ReviewDecision | None:
+    existing = ReviewDecision.objects.filter(idempotency_key=key).first()
+    if existing is None:
+        return None
+    if existing.reviewer_id != user.id:
+        raise Conflict("idempotency key already used by another submission", "idempotency_key")
+    return existing
+
+
+def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
+    """One query, read after the candidate's row lock (so in a snapshot that sees every committed review of
+    it): the reviewer's own decision in this round, whether the round still covers the candidate, and how
+    many reviews others have taken."""
+    project = candidate.segment.project
+    own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).order_by().values("pk")[:1]
+    return (
+        Candidate.objects.filter(pk=candidate.pk)
+        .annotate(
+            own=Subquery(own),
+            in_scope=Exists(selectors.round_scope(project, rnd).filter(pk=OuterRef("pk"))),
+            taken=selectors.others_taken(rnd, user, timezone.now()),
+        )
+        .values("own", "in_scope", "taken")
+        .get()
+    )
+
+
+def _check_open_slot(candidate: Candidate, rnd: ReviewRound, project: Project, state: dict) -> None:
+    if not rnd.is_open:
+        raise Conflict(f"round {rnd.number} is closed")
+    if candidate.status == Candidate.Status.EXCLUDED:
+        raise Conflict("this candidate was excluded and is no longer reviewed")
+    if not state["in_scope"]:
+        raise Conflict(f"this candidate is not reviewed in round {rnd.number} (already decided)")
+    if state["taken"] >= project.reviewers_per_candidate:
+        raise Conflict(
+            f"this candidate already has its {project.reviewers_per_candidate} reviewers; your hold on it had expired"
+        )
+
+
+def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound | None = None) -> Candidate:
+    """Set the candidate's status from its round-1 and final decisions under the project's pool rule."""
+    if candidate.status == Candidate.Status.EXCLUDED:
+        return candidate
+    project = candidate.segment.project
+    rnd = first_round or selectors.first_round(project)
+    decisions, final = [], None
+    for decision, source, is_final, round_id in (
+        ReviewDecision.objects.filter(candidate=candidate).order_by("updated_at").values_list("decision", "source", "is_final", "round_id")
+    ):
+        if is_final:
+            final = decision  # the latest final decision wins
+        elif source == ANNOTATOR and round_id == rnd.pk:
+            decisions.append(decision)
+    outcome = rules.pool_outcome(project.pool_rule, decisions, final, project.reviewers_per_candidate)
+    if (candidate.status, candidate.status_reason) != (outcome.status, outcome.reason):
+        old = {"status": candidate.status, "status_reason": candidate.status_reason}
+        Candidate.objects.filter(pk=candidate.pk).update(status=outcome.status, status_reason=outcome.reason)
+        candidate.status, candidate.status_reason = outcome.status, outcome.reason
+        audit(actor, "candidate.status", candidate, old, {"status": outcome.status, "status_reason": outcome.reason})
+    return candidate
+
+
+def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_id=None) -> ReviewSkip:
+    if reason not in rules.reason_codes(rules.SKIP_REASONS):
+        raise Invalid(f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason")
+    with transaction.atomic():
+        _serialize_writers()
+        candidate = visible_candidate(user, candidate_id, lock=True)
+        rnd = round_for(user, candidate, round_id)
+        skip, created = ReviewSkip.objects.get_or_create(
+            candidate=candidate, reviewer=user, round=rnd, defaults={"reason": reason, "comment": comment or ""}
+        )
+        ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
+        if created:
+            audit(user, "review.skip", skip, None, {"candidate": candidate.pk, "reason": reason, "comment": comment or ""})
+    return skip
+
+
+def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> ReviewDecision:
+    """The admin's final decision on a candidate (typically one whose reviewers disagree)."""
+    _require_admin(admin)
+    if decision not in ReviewDecision.Decision.values:
+        raise Invalid("decision must be 'accept' or 'reject'", "decision")
+    with transaction.atomic():
+        _serialize_writers()
+        candidate = visible_candidate(admin, candidate_id, lock=True)
+        existing = ReviewDecision.objects.filter(candidate=candidate, source=ReviewDecision.Source.ADJUDICATION).first()
+        if existing:
+            old = _decision_state(existing)
+            existing.decision, existing.comment, existing.reviewer = decision, comment, admin
+            existing.save()
+            audit(admin, "adjudication.change", existing, old, _decision_state(existing))
+            result = existing
+        else:
+            result = ReviewDecision.objects.create(
+                candidate=candidate, reviewer=admin, decision=decision, comment=comment,
+                source=ReviewDecision.Source.ADJUDICATION, is_final=True,
+            )
+            audit(admin, "adjudication.create", result, None, _decision_state(result))
+        refresh_status(candidate, actor=admin)
+        agreement_refresh.after_write(candidate.segment.project_id)  # adjudications feed annotator quality
+    return result
+
+
+def set_pool_rule(admin, project: Project, rule: str) -> int:
+    """Change the project's pool rule and re-derive every reviewed candidate's status. Returns changes."""
+    _require_admin(admin)
+    if rule not in rules.POOL_RULES:
+        raise Invalid(f"unknown pool rule {rule!r}", "pool_rule")
+    with transaction.atomic():
+        old = project.pool_rule
+        project.pool_rule = rule
+        project.save(update_fields=["pool_rule"])
+        audit(admin, "project.pool_rule", project, {"pool_rule": old}, {"pool_rule": rule})
+        changed = 0
+        reviewed = Candidate.objects.filter(segment__project=project, decisions__isnull=False).distinct()
+        for candidate in reviewed.select_related("segment__project"):
+            before = candidate.status
+            if refresh_status(candidate, actor=admin).status != before:
+                changed += 1
+    return changed
+
+
+# ---- rounds -----------------------------------------------------------------------------------------
+
+def open_round(admin, project: Project, *, sample_size: int, seed: int, languages: list[str] | None = None) -> ReviewRound:
+    """A new, independent round on a seeded random sample of reviewed candidates (stability check)."""
+    _require_admin(admin)
+    if sample_size < 1:
+        raise Invalid("sample size must be at least 1", "sample_size")
+    population = Candidate.objects.filter(
+        segment__project=project, status__in=[Candidate.Status.ACCEPTED, Candidate.Status.REJECTED]
+    )
+    if languages:
+        population = population.filter(segment__direction__target__code__in=languages)
+    ids = list(population.values_list("id", flat=True))
+    if not ids:
+        raise Invalid("no reviewed candidates to sample from", "sample_size")
+    with transaction.atomic():
+        selectors.first_round(project)
+        number = (ReviewRound.objects.filter(project=project).order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        rnd = ReviewRound.objects.create(project=project, number=number, sample_size=sample_size, seed=seed)
+        chosen = rules.sample_ids(ids, sample_size, seed)
+        rnd.candidates.set(chosen)
+        audit(admin, "round.open", rnd, None, {"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []})
+    return rnd
+
+
+def close_round(admin, rnd: ReviewRound) -> ReviewRound:
+    _require_admin(admin)
+    if rnd.is_open:
+        rnd.is_open = False
+        rnd.save(update_fields=["is_open"])
+        audit(admin, "round.close", rnd, {"is_open": True}, {"is_open": False})
+    return rnd
+
+
+# ---- ratings ----------------------------------------------------------------------------------------
+
+def next_rating_item(user, project: Project, *, language: str | None = None) -> RatingItem | None:
+    codes = selectors.language_codes(user, language)
+    if not codes:
+        return None
+    return selectors.rating_queue(user, project, codes).select_related("direction__target").first()
+
+
+def visible_rating_item(user, item_id) -> RatingItem:
+    try:
+        return selectors.visible_rating_items(user).select_related("direction__target", "project").get(pk=item_id)
+    except (RatingItem.DoesNotExist, ValueError, TypeError):
+        raise NotFound(f"rating item {item_id} not found") from None
+
+
+def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None) -> tuple[LikertRating, bool]:
+    key = _clean_key(idempotency_key)
+    missing = rules.missing_dimensions(scores)
+    if missing:
+        raise Invalid(f"rate every dimension from 1 to 5; missing: {', '.join(missing)}", missing[0])
+    values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
+    time_spent_ms = _clean_time(time_spent_ms)
+    try:
+        with transaction.atomic():
+            _serialize_writers()
+            existing = LikertRating.objects.filter(idempotency_key=key).first()
+            if existing:
+                if existing.rater_id != user.id:
+                    raise Conflict("idempotency key already used by another submission", "idempotency_key")
+                return existing, False
+            item = visible_rating_item(user, item_id)
+            # Lock the item so concurrent raters cannot both take its last slot.
+            _for_update(RatingItem.objects.filter(pk=item.pk)).get()
+            own = LikertRating.objects.filter(item=item, rater=user).first()
+            if own:
+                old = {n: getattr(own, n) for n in rules.DIMENSION_NAMES}
+                for n, v in values.items():
+                    setattr(own, n, v)
+                own.idempotency_key = key
+                own.save()
+                audit(user, "rating.change", own, old, values)
+                agreement_refresh.after_write(item.project_id)
+                return own, False
+            limit = selectors.raters_per_item(item.project)
+            if LikertRating.objects.filter(item=item).count() >= limit:
+                raise Conflict(f"this item already has its {limit} ratings; take the next one")
+            rating = LikertRating.objects.create(item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values)
+            audit(user, "rating.create", rating, None, values)
+            agreement_refresh.after_write(item.project_id)
+            return rating, True
+    except IntegrityError:
+        existing = LikertRating.objects.filter(idempotency_key=key, rater=user).first()
+        if existing:
+            return existing, False
+        raise Conflict("this item was rated concurrently; reload") from None
+
+
+@dataclass
+class RatingImport:
+    created: int = 0
+    unchanged: int = 0
+
+
+def import_system_outputs(project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = "") -> RatingImport:
+    """Import system outputs to rate. Each row: ``source``, ``text`` (the output), optional ``reference``,
+    ``system``, ``id``. All rows are checked first; any problem rejects the file, nothing written."""
+    from core.services import ImportRejected
+
+    direction = Direction.objects.filter(code=direction_code).first()
+    if direction is None or not project.directions.filter(pk=direction.pk).exists():
+        raise ImportRejected(source_name, [f"--direction: {direction_code} is not a direction of project {project.name}"])
+    errors: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    parsed = []
+    for i, row in enumerate(rows, start=1):
+        where = row.get("_location") or f"{source_name}:{i}"
+        src, text = (row.get("source") or "").strip(), (row.get("text") or "").strip()
+        sys_name = (row.get("system") or system or "").strip()
+        ext = str(row.get("id") or i).strip()
+        if not src:
+            errors.append(f"{where}: field 'source' is empty")
+        if not text:
+            errors.append(f"{where}: field 'text' is empty")
+        if (sys_name, ext) in seen:
+            errors.append(f"{where}: duplicate id {ext!r} for system {sys_name!r}")
+        seen.add((sys_name, ext))
+        parsed.append((ext, sys_name, src, (row.get("reference") or "").strip(), text))
+    if errors:
+        raise ImportRejected(source_name, errors)
+    existing = {
+        (i.system, i.external_id): i
+        for i in RatingItem.objects.filter(project=project, direction=direction, kind=RatingItem.Kind.SYSTEM_OUTPUT)
+    }
+    result = RatingImport()
+    new = []
+    for ext, sys_name, src, ref, text in parsed:
+        old = existing.get((sys_name, ext))
+        if old is None:
+            new.append(RatingItem(project=project, direction=direction, kind=RatingItem.Kind.SYSTEM_OUTPUT,
+                                  external_id=ext, system=sys_name, source=src, reference=ref, text=text))
+        elif (old.source, old.reference, old.text) == (src, ref, text):
+            result.unchanged += 1
+        else:
+            errors.append(f"{source_name}: id {ext!r} of system {sys_name!r} already imported with different text")
+    if errors:
+        raise ImportRejected(source_name, errors)
+    with transaction.atomic():
+        RatingItem.objects.bulk_create(new, batch_size=1000)
+    result.created = len(new)
+    return result
+
+
+def _ratable(project: Project, kind: str, objects, fk: str, text_of) -> int:
+    """Make objects ratable as RatingItems of ``kind`` (``fk`` names the link); existing items are kept."""
+    have = set(RatingItem.objects.filter(project=project, kind=kind).values_list(f"{fk}_id", flat=True))
+    new = [
+        RatingItem(project=project, direction=o.segment.direction, kind=kind, external_id=str(o.pk),
+                   source=o.segment.source, reference=o.segment.reference, text=text_of(o), **{fk: o})
+        for o in objects.select_related("segment__direction") if o.pk not in have
+    ]
+    RatingItem.objects.bulk_create(new, batch_size=1000)
+    return len(new)
+
+
+def rating_items_for_candidates(project: Project, candidates) -> int:
+    """Make candidates ratable (e.g. accepted ones); existing items are kept."""
+    return _ratable(project, RatingItem.Kind.CANDIDATE, candidates, "candidate", lambda c: c.text)
+
+
+def rating_items_for_pseudo_translations(project: Project, pseudo_translations) -> int:
+    """Make pseudo translations ratable (the text with k errors, shown with its source and reference)."""
+    return _ratable(project, RatingItem.Kind.PSEUDO_TRANSLATION, pseudo_translations, "pseudo_translation", lambda p: p.text)
+
+
+# ---- annotator accounts -----------------------------------------------------------------------------
+
+def assign_languages(admin, user, codes: list[str]) -> None:
+    from core.models import Profile
+    from core.services import ensure_language
+
+    _require_admin(admin)
+    with transaction.atomic():
+        profile, _ = Profile.objects.get_or_create(user=user)
+        old = sorted(profile.languages.values_list("code", flat=True))
+        try:
+            languages = [ensure_language(c) for c in codes]
+        except (KeyError, ValueError) as exc:
+            raise Invalid(f"unknown language code: {exc}", "languages") from None
+        profile.languages.set(languages)
+        audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
+
+
+def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
+    """Create an annotator without a usable password; returns (user, uidb64, token) for a set-password
+    link the admin sends them (Django's password-reset token: single use, expires)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.tokens import default_token_generator
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    from core.services import create_user
+
+    _require_admin(admin)
+    username = (username or "").strip()
+    if not username:
+        raise Invalid("username is required", "username")
+    if get_user_model().objects.filter(username=username).exists():
+        raise Conflict(f"user {username!r} already exists", "username")
+    with transaction.atomic():
+        try:
+            user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)
+        except (KeyError, ValueError) as exc:
+            raise Invalid(f"unknown language code: {exc}", "languages") from None
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        audit(admin, "annotator.invite", user, None, {"username": username, "languages": sorted(languages)})
+    return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

@@ -1,0 +1,278 @@
+"""Review, rating and review-admin screens. Thin: reads through selectors, writes through services.
+
+Every view requires login; items of other languages answer 404 (selectors.visible_*). The screens post
+with a CSRF token; the keyboard-driven pages send the same forms through the JSON API with retries.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import SetPasswordForm
+from django.contrib.auth.tokens import default_token_generator
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.encoding import force_str
+from django.utils.http import urlsafe_base64_decode
+from django.views.decorators.http import require_http_methods
+
+from annotation.review import domain as rules
+from annotation.review import selectors
+from annotation.review import services
+from annotation.models import ReviewRound
+from core import access
+from core import selectors as core_selectors
+from core.models import Language, Project
+
+
+def _project(user, name: str) -> Project:
+    return get_object_or_404(core_selectors.visible_projects(user), name=name)
+
+
+def _admin_only(user) -> None:
+    if not access.is_admin(user):
+        raise PermissionDenied("admins only")
+
+
+def _error(request, exc: services.ReviewError, template="review/error.html"):
+    return render(request, template, {"message": exc.message}, status=exc.status)
+
+
+def _lang_param(request) -> str | None:
+    return request.GET.get("lang") or request.POST.get("lang") or None
+
+
+# ---- annotator screens ------------------------------------------------------------------------------
+
+@login_required
+def index(request):
+    """Per project and language: the reviewer's progress and a start/resume link; the rating queue."""
+    rows = []
+    for project in core_selectors.visible_projects(request.user).order_by("name"):
+        rnds = selectors.open_rounds(project)
+        for code in selectors.language_codes(request.user):
+            if not project.directions.filter(target__code=code).exists():
+                continue
+            review = [
+                selectors.progress(request.user, project, rnd, [code]) | {"round": rnd.number} for rnd in rnds
+            ]
+            rating = selectors.rating_progress(request.user, project, [code])
+            rows.append({"project": project, "language": Language.objects.get(code=code), "review": review, "rating": rating})
+    return render(request, "review/index.html", {"rows": rows, "is_admin": access.is_admin(request.user)})
+
+
+@login_required
+def next_item(request, project):
+    project = _project(request.user, project)
+    lang = _lang_param(request)
+    got = services.next_candidate(request.user, project, language=lang)
+    if got is None:
+        return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "review"})
+    url = reverse("review:candidate", args=[project.name, got.candidate.pk])
+    query = f"?round={got.round.pk}" + (f"&lang={lang}" if lang else "")
+    return redirect(url + query)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def candidate(request, project, pk):
+    project = _project(request.user, project)
+    try:
+        cand = services.visible_candidate(request.user, pk)
+        if cand.segment.project_id != project.pk:
+            raise Http404
+        rnd = services.round_for(request.user, cand, request.GET.get("round") or request.POST.get("round"))
+    except services.ReviewError as exc:
+        return _error(request, exc)
+    lang = _lang_param(request)
+    next_url = reverse("review:next", args=[project.name]) + (f"?lang={lang}" if lang else "")
+    if request.method == "POST":  # the no-JavaScript path; the keyboard path posts the same fields to the API
+        try:
+            action = request.POST.get("action")
+            if action == "skip":
+                services.skip_candidate(request.user, cand.pk, request.POST.get("skip_reason", ""), comment=request.POST.get("comment", ""), round_id=rnd.pk)
+            else:
+                services.submit_decision(
+                    request.user, cand.pk, action or "", idempotency_key=request.POST.get("idempotency_key", ""),
+                    reason=request.POST.get("reason", ""), comment=request.POST.get("comment", ""),
+                    time_spent_ms=request.POST.get("time_spent_ms"), round_id=rnd.pk,
+                )
+        except services.ReviewError as exc:
+            messages.error(request, exc.message)
+            return redirect(request.get_full_path())
+        return redirect(next_url)
+    codes = [cand.segment.direction.target.code]
+    context = selectors.candidate_view(cand) | {
+        "project": project,
+        "round": rnd,
+        "own": selectors.own_decision(request.user, cand, rnd),
+        "progress": selectors.progress(request.user, project, rnd, codes),
+        "reject_reasons": rules.REJECT_REASONS,
+        "skip_reasons": rules.SKIP_REASONS,
+        "idempotency_key": uuid.uuid4().hex,
+        "next_url": next_url,
+        "lang": lang,
+        "config": {
+            "candidate": cand.pk,
+            "round": rnd.pk,
+            "nextUrl": next_url,
+            "decisionsUrl": reverse("review_api:decisions"),
+            "skipsUrl": reverse("review_api:skips"),
+        },
+    }
+    return render(request, "review/review.html", context)
+
+
+@login_required
+def my_decisions(request):
+    decisions = selectors.decisions_of(request.user).filter(reviewer=request.user).select_related(
+        "candidate__segment__project", "candidate__segment__direction"
+    ).order_by("-updated_at")[:500]
+    return render(request, "review/mine.html", {"decisions": decisions})
+
+
+@login_required
+def next_rating(request, project):
+    project = _project(request.user, project)
+    lang = _lang_param(request)
+    item = services.next_rating_item(request.user, project, language=lang)
+    if item is None:
+        return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "rating"})
+    return redirect(reverse("review:rate", args=[item.pk]) + (f"?lang={lang}" if lang else ""))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rate(request, pk):
+    try:
+        item = services.visible_rating_item(request.user, pk)
+    except services.ReviewError as exc:
+        return _error(request, exc)
+    lang = _lang_param(request)
+    next_url = reverse("review:rate_next", args=[item.project.name]) + (f"?lang={lang}" if lang else "")
+    own = selectors.ratings_of(request.user).filter(item=item, rater=request.user).first()
+    if request.method == "POST":
+        scores = {name: request.POST.get(name) for name in rules.DIMENSION_NAMES}
+        try:
+            services.submit_rating(request.user, item.pk, scores, idempotency_key=request.POST.get("idempotency_key", ""),
+                                   time_spent_ms=request.POST.get("time_spent_ms"))
+        except services.ReviewError as exc:
+            messages.error(request, exc.message)
+            return redirect(request.get_full_path())
+        return redirect(next_url)
+    dims = [
+        {"dimension": d, "anchors": list(enumerate(d.anchors, start=1)), "value": getattr(own, d.name) if own else None}
+        for d in rules.DIMENSIONS
+    ]
+    return render(request, "review/rate.html", {
+        "item": item, "language": item.direction.target, "dimensions": dims, "own": own,
+        "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
+        "idempotency_key": uuid.uuid4().hex, "next_url": next_url,
+        "config": {"item": item.pk, "nextUrl": next_url, "ratingsUrl": reverse("review_api:ratings"),
+                   "dimensions": list(rules.DIMENSION_NAMES)},
+    })
+
+
+# ---- admin screens ----------------------------------------------------------------------------------
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def manage(request, project):
+    _admin_only(request.user)
+    project = _project(request.user, project)
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "open_round":
+                langs = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
+                rnd = services.open_round(request.user, project, sample_size=int(request.POST.get("sample_size") or 0),
+                                          seed=int(request.POST.get("seed") or 0), languages=langs or None)
+                messages.success(request, f"Round {rnd.number} opened on {rnd.candidates.count()} candidates.")
+            elif request.POST.get("action") == "close_round":
+                services.close_round(request.user, get_object_or_404(ReviewRound, pk=request.POST.get("round"), project=project))
+                messages.success(request, "Round closed.")
+            elif request.POST.get("action") == "pool_rule":
+                changed = services.set_pool_rule(request.user, project, request.POST.get("pool_rule", ""))
+                messages.success(request, f"Pool rule set; {changed} candidate status(es) changed.")
+        except ValueError:
+            messages.error(request, "sample size and seed must be integers")
+        except services.ReviewError as exc:
+            messages.error(request, exc.message)
+        return redirect("review:manage", project=project.name)
+    return render(request, "review/manage.html", {
+        "project": project,
+        "languages": selectors.language_progress(project),
+        "annotators": selectors.annotator_stats(project),
+        "rounds": selectors.round_summaries(project),
+        "pool_rules": Project.PoolRule.choices,
+        "disagreements": selectors.disagreements(project).count(),
+    })
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudication(request, project):
+    _admin_only(request.user)
+    project = _project(request.user, project)
+    if request.method == "POST":
+        try:
+            services.adjudicate(request.user, request.POST.get("candidate"), request.POST.get("decision", ""),
+                                comment=request.POST.get("comment", ""))
+            messages.success(request, "Final decision recorded.")
+        except services.ReviewError as exc:
+            messages.error(request, exc.message)
+        return redirect("review:adjudication", project=project.name)
+    items = [selectors.candidate_view(c) | {"decisions": [d for d in c.decisions.all() if d.source == "annotator"]}
+             for c in selectors.disagreements(project)[:200]]
+    return render(request, "review/adjudication.html", {"project": project, "items": items})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def annotators(request):
+    _admin_only(request.user)
+    User = get_user_model()
+    invite_link = None
+    if request.method == "POST":
+        codes = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
+        try:
+            if request.POST.get("action") == "invite":
+                user, uid, token = services.invite_annotator(request.user, request.POST.get("username", ""),
+                                                             email=request.POST.get("email", ""), languages=codes)
+                invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
+                messages.success(request, f"Annotator {user.username} created. Send them the link below to set a password.")
+            else:
+                user = get_object_or_404(User, pk=request.POST.get("user"))
+                services.assign_languages(request.user, user, codes)
+                messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
+        except services.ReviewError as exc:
+            messages.error(request, exc.message)
+        if invite_link is None:
+            return redirect("review:annotators")
+    users = User.objects.select_related("profile").prefetch_related("profile__languages").order_by("username")
+    rows = [{"user": u, "role": getattr(getattr(u, "profile", None), "role", ""),
+             "languages": " ".join(l.code for l in u.profile.languages.all()) if hasattr(u, "profile") else ""} for u in users]
+    return render(request, "review/annotators.html", {"rows": rows, "invite_link": invite_link})
+
+
+@require_http_methods(["GET", "POST"])
+def invite(request, uidb64, token):
+    """Set the first password from an invitation link (the only page reachable without login)."""
+    User = get_user_model()
+    try:
+        user = User.objects.get(pk=force_str(urlsafe_base64_decode(uidb64)))
+    except (User.DoesNotExist, ValueError, TypeError, OverflowError):
+        user = None
+    if user is None or not default_token_generator.check_token(user, token):
+        return render(request, "review/error.html", {"message": "This invitation link is invalid or was already used."}, status=400)
+    form = SetPasswordForm(user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        services.audit(user, "annotator.password_set", user)
+        messages.success(request, "Password set. Log in to start reviewing.")
+        return redirect("login")
+    return render(request, "review/invite.html", {"form": form, "invited": user})
+

@@ -1,0 +1,245 @@
+"""Reading the released XQ-MEval candidate files and decisions. Pure Python (no Django).
+
+Files: ``en-{lang}-{ErrorType}.parquet`` with columns language, count_id, segment_id, error_type,
+error_position, src, ref, mt (``<v>…</v>`` marks the edit), reject; and ``decisions.csv`` with language,
+error_type, count_id, segment_id, error_position, decision. Every problem is collected with its file and
+row before anything is written.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from core.domain.errors import InputErrors
+from core.domain.languages import KNOWN_LANGUAGES
+from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
+
+ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
+POSITIONS = ("head", "end")
+FILE_RE = re.compile(r"^(?P<src>[a-z]{2,3})-(?P<tgt>[a-z]{2,3})-(?P<type>[A-Za-z]+)\.parquet$")
+CANDIDATE_COLUMNS = ("language", "count_id", "segment_id", "error_type", "error_position", "src", "ref", "mt")
+DECISION_COLUMNS = ("language", "error_type", "count_id", "segment_id", "error_position", "decision")
+DECISION_VALUES = {"accepted": "accept", "rejected": "reject"}
+_TAG_RE = re.compile(r"</?v>")
+
+
+class XQMEvalFormatError(InputErrors):
+    def __init__(self, errors: list[str]):
+        super().__init__("", errors)
+
+
+@dataclass(frozen=True)
+class XQCandidate:
+    direction: str
+    language: str
+    error_type: str
+    count_id: int
+    segment_id: str
+    position: str
+    src: str
+    ref: str
+    text: str  # candidate without markup
+    edit: Edit
+    regions: int
+    outside_ok: bool
+    outside_detail: str
+    marked: str
+    location: str
+    reference_mismatch: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.language, self.error_type, self.count_id)
+
+
+@dataclass
+class XQRelease:
+    candidates: list[XQCandidate] = field(default_factory=list)
+    gold: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (direction, segment_id) -> (src, ref)
+    decisions: dict[tuple[str, str, int], str] = field(default_factory=dict)  # candidate key -> accept|reject
+
+
+def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | None = None, *, strict: bool = False) -> XQRelease:
+    """Parse and validate candidate files (name, content) and an optional decisions CSV.
+
+    ``strict``: a candidate with more than one ``<v>`` region is an error. Otherwise it is kept (the
+    published data has two such GPT-4o outputs, both rejected by the reviewers), its edit spans all regions
+    and the ``single_region`` check flags it."""
+    import pyarrow.parquet as pq
+
+    errors: list[str] = []
+    release = XQRelease()
+    seen_keys: dict[tuple[str, str, int], str] = {}
+    if not files:
+        raise XQMEvalFormatError(["no candidate files (expected en-{lang}-{ErrorType}.parquet)"])
+    rows: list[tuple[dict, str, str, str, int, str, str]] = []  # (row, lang, direction, etype, count_id, segment_id, loc)
+    for name, data in sorted(files):
+        match = FILE_RE.match(name.rsplit("/", 1)[-1])
+        if not match:
+            errors.append(f"{name}: file name is not en-{{lang}}-{{ErrorType}}.parquet")
+            continue
+        src_lang, lang, etype = match["src"], match["tgt"], match["type"]
+        if etype not in ERROR_TYPES:
+            errors.append(f"{name}: unknown error type {etype!r} (expected one of {', '.join(ERROR_TYPES)})")
+            continue
+        if lang not in KNOWN_LANGUAGES or src_lang not in KNOWN_LANGUAGES:
+            errors.append(f"{name}: unknown direction {src_lang}-{lang}")
+            continue
+        direction = f"{src_lang}-{lang}"
+        if not data:
+            errors.append(f"{name}: the file is empty")
+            continue
+        try:
+            table = pq.read_table(io.BytesIO(data))
+        except Exception as exc:
+            errors.append(f"{name}: not a readable parquet file ({exc})")
+            continue
+        missing = [c for c in CANDIDATE_COLUMNS if c not in table.column_names]
+        if missing:
+            errors.append(f"{name}: missing column(s) {', '.join(missing)}; found {', '.join(table.column_names)}")
+            continue
+        if table.num_rows == 0:
+            errors.append(f"{name}: no rows")
+            continue
+        for i, row in enumerate(table.select(list(CANDIDATE_COLUMNS)).to_pylist(), start=1):
+            loc = f"{name} row {i}"
+            problems = []
+            for col in CANDIDATE_COLUMNS:
+                if row[col] is None or (isinstance(row[col], str) and not row[col].strip()):
+                    problems.append(f"empty {col!r}")
+            if problems:
+                errors.append(f"{loc}: {', '.join(problems)}")
+                continue
+            if row["language"] != lang:
+                errors.append(f"{loc}: language {row['language']!r} does not match the file's {lang!r}")
+                continue
+            if row["error_type"] != etype:
+                errors.append(f"{loc}: error_type {row['error_type']!r} does not match the file's {etype!r}")
+                continue
+            if row["error_position"] not in POSITIONS:
+                errors.append(f"{loc}: error_position {row['error_position']!r} is not head or end")
+                continue
+            try:
+                count_id = int(row["count_id"])
+                segment_id = str(int(row["segment_id"]))
+            except (TypeError, ValueError):
+                errors.append(f"{loc}: count_id and segment_id must be integers")
+                continue
+            key = (lang, etype, count_id)
+            if key in seen_keys:
+                errors.append(f"{loc}: duplicate count_id {count_id} (first at {seen_keys[key]})")
+                continue
+            seen_keys[key] = loc
+            rows.append((row, lang, direction, etype, count_id, segment_id, loc))
+
+    # The gold pair of a segment is what the files agree on. The published data has one file whose copy
+    # of a reference is corrupted (en-id segment 265 in the Omission file: a quote moved); its rows are
+    # read against the agreed reference and flagged, or rejected with --strict.
+    votes: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for row, _, direction, _, _, segment_id, loc in rows:
+        votes[(direction, segment_id)][(row["src"], row["ref"])] += 1
+    for gold_key, counter in votes.items():
+        ranked = counter.most_common()
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            errors.append(f"segment {gold_key[0]}#{gold_key[1]}: files disagree on its src/ref with no majority")
+            continue
+        release.gold[gold_key] = ranked[0][0]
+    for row, lang, direction, etype, count_id, segment_id, loc in rows:
+        gold = release.gold.get((direction, segment_id))
+        if gold is None:
+            continue
+        mismatch = ""
+        if (row["src"], row["ref"]) != gold:
+            if strict:
+                errors.append(f"{loc}: segment {segment_id} has a different src/ref than the other files")
+                continue
+            mismatch = "this row's copy of the reference differs from the other files'; read against the agreed reference"
+            row = {**row, "src": gold[0], "ref": gold[1]}
+        try:
+            candidate = _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, strict, mismatch)
+        except MarkupError as exc:
+            errors.append(f"{loc}: mt markup: {exc}")
+            continue
+        release.candidates.append(candidate)
+    if decisions is not None:
+        _read_decisions(decisions, release, errors)
+    if errors:
+        raise XQMEvalFormatError(errors)
+    return release
+
+
+def _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, strict, mismatch="") -> XQCandidate:
+    mt, ref = row["mt"], row["ref"]
+    tags = _TAG_RE.findall(mt)
+    regions = tags.count("<v>")
+    if regions > 1 and tags.count("</v>") == regions and tags == ["<v>", "</v>"] * regions:
+        if strict:
+            raise MarkupError(f"{regions} <v>…</v> regions, expected exactly one")
+        text = strip_markup(mt)
+        edit = diff_edit(ref, text, lang) or Edit(0, 0, ())
+        outside_ok, detail = True, ""
+    else:
+        parsed = parse_marked(mt, ref, lang)  # raises MarkupError for none/unbalanced/nested
+        text, edit, outside_ok, detail = parsed.text, parsed.edit, parsed.outside_matches_reference, parsed.outside_diff
+        regions = 1
+    return XQCandidate(
+        direction=direction,
+        language=lang,
+        error_type=etype,
+        count_id=count_id,
+        segment_id=segment_id,
+        position=row["error_position"],
+        src=row["src"],
+        ref=ref,
+        text=text,
+        edit=edit,
+        regions=regions,
+        outside_ok=outside_ok,
+        outside_detail=detail,
+        marked=mt,
+        location=loc,
+        reference_mismatch=mismatch,
+    )
+
+
+def _read_decisions(decisions: tuple[str, bytes], release: XQRelease, errors: list[str]) -> None:
+    name, data = decisions
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{name}: not valid UTF-8 at byte {exc.start}")
+        return
+    if not text.strip():
+        errors.append(f"{name}: the file is empty")
+        return
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in DECISION_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        errors.append(f"{name} line 1: missing column(s) {', '.join(missing)}")
+        return
+    by_key = {c.key: c for c in release.candidates}
+    for row in reader:
+        loc = f"{name} line {reader.line_num}"
+        try:
+            key = (row["language"], row["error_type"], int(row["count_id"]))
+        except (TypeError, ValueError):
+            errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
+            continue
+        candidate = by_key.get(key)
+        if candidate is None:
+            errors.append(f"{loc}: no candidate {row['language']}/{row['error_type']}/{row['count_id']} in the candidate files")
+            continue
+        if str(row["segment_id"]).strip() != candidate.segment_id or row["error_position"] != candidate.position:
+            errors.append(f"{loc}: segment_id/error_position disagree with {candidate.location}")
+            continue
+        value = DECISION_VALUES.get(row["decision"].strip())
+        if value is None:
+            errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
+            continue
+        if key in release.decisions and release.decisions[key] != value:
+            errors.append(f"{loc}: a second, different decision for the same candidate")
+            continue
+        release.decisions[key] = value

@@ -1,8 +1,0 @@
-from django.urls import path
-
-from exports import api
-
-app_name = "benchmarks_api"
-urlpatterns = [
-    path("<slug:project>/", api.ProjectBenchmark.as_view(), name="project"),
-]

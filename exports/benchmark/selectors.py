@@ -1,0 +1,243 @@
+"""Read-only queries of the benchmark, shared by views, admin, API, commands and the release writer."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Count
+
+from core import access
+from core.models import GoldSegment, Project
+from exports.benchmark import domain as merging
+from exports.models import BenchmarkBuild, PseudoTranslation, Release
+from injection.models import Candidate
+
+
+def level_counts(project: Project) -> dict:
+    """Per direction and level: pseudo translations in all, and min/max per gold pair (Tables 4 and 8)."""
+    per_pair: dict[str, dict[int, dict[int, int]]] = defaultdict(dict)
+    for code, seg_id in GoldSegment.objects.filter(project=project).values_list("direction__code", "id"):
+        per_pair[code][seg_id] = {}
+    rows = (
+        PseudoTranslation.objects.filter(segment__project=project)
+        .values_list("segment__direction__code", "segment_id", "level")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for code, seg_id, level, n in rows:
+        per_pair[code].setdefault(seg_id, {})[level] = n
+    return merging.counts_table(dict(per_pair), project.max_errors)
+
+
+def excluded_candidates(project: Project) -> list[dict]:
+    """Candidates kept out of the merge (unplaceable, or excluded by checks), with their reasons, in a
+    stable order (direction, segment, type, position)."""
+    rows = (
+        Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.EXCLUDED)
+        .values_list(
+            "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "span_start", "span_end", "status_reason"
+        )
+    )
+    out = [
+        {
+            "direction": d,
+            "segment_id": seg,
+            "candidate": f"{etype}.{pos}",
+            "error_type": etype,
+            "position": pos,
+            "external_id": ext,
+            "span_start": s,
+            "span_end": e,
+            "reason": reason,
+        }
+        for d, seg, etype, pos, ext, s, e, reason in rows
+    ]
+    out.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
+    return out
+
+
+def natural_key(value: str):
+    """Numeric ids in numeric order, others after them in text order (FLORES+ line indices are numbers)."""
+    return (0, int(value), "") if str(value).isdigit() else (1, 0, str(value))
+
+
+def visible_projects(user):
+    from core.selectors import visible_projects as core_visible
+
+    return core_visible(user)
+
+
+def latest_build(project: Project) -> BenchmarkBuild | None:
+    return BenchmarkBuild.objects.filter(project=project).order_by("-created_at", "-id").first()
+
+
+def releases_of(project: Project):
+    return Release.objects.filter(project=project).order_by("-created_at", "-id")
+
+
+def may_manage(user) -> bool:
+    return access.is_admin(user)
+
+
+def agreement_figures(project: Project) -> dict | None:
+    """Accept/reject agreement per target language from the review decisions, for the dataset card
+    (None when no candidate has two reviewers' decisions, e.g. imported final decisions only)."""
+    from annotation.agreement.selectors import project_report
+
+    rows = project_report(project, private=False).get("languages", [])
+    figures = {}
+    for row in rows:
+        if not row.get("units_with_2_or_more"):
+            continue
+        parts = [f"{row['units_with_2_or_more']} doubly reviewed candidates"]
+        for key, label in (("percent_agreement", "percent agreement"), ("krippendorff_alpha", "Krippendorff's α (nominal)"), ("fleiss_kappa", "Fleiss' κ")):
+            value = row.get(key)
+            if value is not None:
+                parts.append(f"{label} {value:.3f}")
+        figures[row["language"]] = ", ".join(parts)
+    return figures or None
+
+
+def triplet_rows(project: Project) -> dict[str, list[dict]]:
+    """Every triplet of the project's current pseudo translations, per direction, in release order
+    (segment id in natural order, level, span positions). Nothing here depends on database ids except the
+    rare label of a candidate that shares its (type, position) with another one. Read with a plain cursor:
+    the ORM's per-value converters would cost seconds on ~60,000 rows."""
+    import json
+
+    from django.db import connection
+
+    from core.domain.languages import unit_of
+
+    segments = {
+        seg_id: (direction, unit_of(target), ext, src, ref)
+        for seg_id, direction, target, ext, src, ref in GoldSegment.objects.filter(project=project).values_list(
+            "id", "direction__code", "direction__target__code", "external_id", "source", "reference"
+        )
+    }
+    qn = connection.ops.quote_name
+    table = qn(PseudoTranslation._meta.db_table)
+    seg_table = qn(GoldSegment._meta.db_table)
+    sql = (
+        f"SELECT p.{qn('segment_id')}, p.{qn('level')}, p.{qn('text')}, p.{qn('marked_text')}, p.{qn('error_types')}, "
+        f"p.{qn('mqm_penalty')}, p.{qn('spans')} FROM {table} p JOIN {seg_table} s ON s.{qn('id')} = p.{qn('segment_id')} "
+        f"WHERE s.{qn('project_id')} = %s"
+    )
+    out: dict[str, list[tuple]] = defaultdict(list)
+    loads = json.loads
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project.pk])
+        while batch := cursor.fetchmany(5000):
+            for seg_id, level, text, marked, error_types, penalty, spans in batch:
+                direction, unit, ext, src, ref = segments[seg_id]
+                if isinstance(spans, str):  # SQLite returns JSON as text, PostgreSQL as decoded values
+                    spans = loads(spans)
+                    error_types = loads(error_types)
+                labels = [s["label"] for s in spans]
+                row = {
+                    "triplet_id": f"{direction}/{ext}/{'+'.join(labels) if labels else 'reference'}",
+                    "direction": direction,
+                    "segment_id": ext,
+                    "src": src,
+                    "ref": ref,
+                    "mt": text,
+                    "mt_marked": marked,
+                    "num_errors": level,
+                    "mqm_penalty": penalty,
+                    "human_score": -penalty,
+                    "error_types": list(error_types),
+                    "spans": [
+                        {
+                            "candidate": s["label"],
+                            "error_type": s["error_type"],
+                            "ref_start": s["ref_start"],
+                            "ref_end": s["ref_end"],
+                            "mt_start": s["mt_start"],
+                            "mt_end": s["mt_end"],
+                        }
+                        for s in spans
+                    ],
+                    "unit": unit,
+                }
+                order = (natural_key(ext), level, [(s["ref_start"], s["ref_end"], s["label"]) for s in spans])
+                out[direction].append((order, row))
+    result = {}
+    for direction, rows in out.items():
+        rows.sort(key=lambda item: item[0])
+        result[direction] = [row for _, row in rows]
+    return result
+
+
+def visible_directions(user, project: Project) -> set[str] | None:
+    """Direction codes of ``project`` this user may see; None means all (admins)."""
+    if access.is_admin(user):
+        return None
+    languages = set(access.allowed_languages(user).values_list("code", flat=True))
+    return {d.code for d in project.directions.select_related("target") if d.target.code in languages}
+
+
+def release_summary(release: Release) -> dict:
+    return {
+        "version": release.version,
+        "status": release.status,
+        "content_hash": release.content_hash,
+        "stage": release.stage,
+        "progress": release.progress,
+        "error": release.error,
+        "triplets": (release.manifest or {}).get("triplets"),
+        "hub_repo": release.hub_repo,
+        "hub_revision": release.hub_revision,
+        "push_status": release.push_status,
+        "created_at": release.created_at.isoformat() if release.created_at else None,
+    }
+
+
+def build_summary(build: BenchmarkBuild | None) -> dict | None:
+    if build is None:
+        return None
+    return {
+        "id": build.pk,
+        "status": build.status,
+        "percent": build.percent,
+        "done_segments": build.done_segments,
+        "total_segments": build.total_segments,
+        "rebuilt_segments": build.rebuilt_segments,
+        "pseudo_created": build.pseudo_created,
+        "excluded": build.excluded,
+        "error": build.error,
+    }
+
+
+def benchmark_page(project: Project, directions: set[str] | None) -> dict:
+    """What the project page and the API show: counts (visible directions), latest build, releases,
+    excluded candidates by direction."""
+    counts = level_counts(project)
+    if directions is not None:
+        counts = {d: row for d, row in counts.items() if d in directions}
+    levels = sorted({int(k) for row in counts.values() for k in row["levels"]})
+    table = [
+        {
+            "direction": d,
+            "gold_pairs": row["gold_pairs"],
+            "cells": [row["levels"][str(k)] for k in levels],
+            "total": row["total"],
+            "min_per_pair": row["min_per_pair"],
+            "max_per_pair": row["max_per_pair"],
+        }
+        for d, row in sorted(counts.items())
+    ]
+    excluded = [e for e in excluded_candidates(project) if directions is None or e["direction"] in directions]
+    return {
+        "counts": counts,
+        "levels": levels,
+        "table": table,
+        "build": latest_build(project),
+        "releases": list(releases_of(project)),
+        "excluded": excluded,
+    }
+
+
+def progress_status(project: Project) -> dict:
+    return {
+        "build": build_summary(latest_build(project)),
+        "releases": [release_summary(r) for r in releases_of(project)],
+    }

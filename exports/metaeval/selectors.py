@@ -1,0 +1,92 @@
+"""Meta-evaluation of a scored release: reads MetricScore and PseudoSystem rows, computes with
+``exports.metaeval`` (pure). Scores are oriented so that higher is better before any τ (MetricX is
+negated); cross-lingual CV is computed on the metric's own scale."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from exports.metaeval import domain as metaeval
+from exports.models import MetricScore, PseudoSystem, Release
+
+
+class MetaEvaluationError(ValueError):
+    pass
+
+
+def _orientation(metric: str) -> tuple[str, float]:
+    from scoring.registry import MetricError, get_metric
+
+    try:
+        direction = get_metric(metric).direction
+    except MetricError:
+        direction = "higher"
+    return direction, (-1.0 if direction == "lower" else 1.0)
+
+
+def _systems(release: Release, kind: str, directions: set[str] | None) -> list[metaeval.SystemSample]:
+    rows = PseudoSystem.objects.filter(release=release, kind=kind).select_related("direction").order_by("repetition", "name")
+    systems = []
+    for row in rows:
+        sample = metaeval.SystemSample(
+            row.name, row.repetition, row.human_score, row.triplet_ids, row.direction.code if row.direction else None, row.level
+        )
+        if directions is not None and {metaeval.direction_of(t) for t in sample.triplet_ids} - directions:
+            continue  # a system with triplets outside the visible directions
+        systems.append(sample)
+    return systems
+
+
+def release_meta_evaluation(release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b") -> dict:
+    """Triplet-level τ per direction, monolingual system-level τ per direction (mean over repetitions),
+    cross-lingual CV per level, and the multilingual study (plain averaging vs LGN, paired t-test) when every
+    direction of the release is visible and scored."""
+    if variant not in metaeval.TAU_VARIANTS:
+        raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_VARIANTS)}")
+    better, sign = _orientation(metric)
+    qs = MetricScore.objects.filter(release=release, metric=metric)
+    if directions is not None:
+        qs = qs.filter(direction__code__in=directions)
+    rows = list(qs.values_list("triplet_id", "direction__code", "level", "score"))
+    if not rows:
+        raise MetaEvaluationError(f"release {release}: no {metric} scores")
+    raw = {t: s for t, _, _, s in rows}
+    oriented = {t: sign * s for t, s in raw.items()}
+    per_direction: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for triplet, direction, level, score in rows:
+        if level is not None:
+            per_direction[direction][0].append(sign * score)
+            per_direction[direction][1].append(-5.0 * level)
+    result: dict = {"metric": metric, "better": better, "variant": variant, "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
+    for direction, (metric_scores, human) in sorted(per_direction.items()):
+        tau = metaeval.kendall_tau(metric_scores, human, variant)
+        result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n})
+
+    visible = set(per_direction) if directions is not None else None
+    mono = [s for s in _systems(release, PseudoSystem.Kind.MONOLINGUAL, visible) if all(t in raw for t in s.triplet_ids)]
+    if mono:
+        result["system_level"] = metaeval.monolingual_system_tau(mono, oriented, variant)
+        # Cross-lingual CV at each level: the monolingual system scores of the directions, on the metric's
+        # own scale, averaged over repetitions first (SPEC §9; sample std).
+        means: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for system in mono:
+            means[system.level][system.direction].append(metaeval.system_score(system, raw))
+        for level in sorted(means):
+            per_dir = {d: float(np.mean(v)) for d, v in means[level].items()}
+            cv = metaeval.coefficient_of_variation(list(per_dir.values())) if len(per_dir) >= 2 else None
+            result["cv"].append({"level": level, "cv": cv, "directions": len(per_dir), "std": "sample"})
+
+    multi = _systems(release, PseudoSystem.Kind.MULTILINGUAL, visible)
+    all_directions = set(MetricScore.objects.filter(release=release).values_list("direction__code", flat=True).distinct())
+    if multi and mono and visible in (None, all_directions) and all(t in raw for s in multi for t in s.triplet_ids):
+        study = metaeval.multilingual_study(multi, oriented, metaeval.lgn_from_systems(mono, oriented), variant)
+        result["multilingual"] = {
+            "repetitions": study.repetitions,
+            "tau_plain": study.tau_plain,
+            "tau_lgn": study.tau_lgn,
+            "t": study.test.statistic if study.test else None,
+            "p": study.test.pvalue if study.test else None,
+            "note": "" if study.test else "difference constant over repetitions (or a single repetition): no t-test",
+        }
+    return result

@@ -1,0 +1,458 @@
+"""The files of a benchmark release: Hugging Face dataset layout, byte-identical when rebuilt. No Django.
+
+Layout (a contract with the scoring worker; keep it)::
+
+    README.md                      dataset card, YAML metadata with one config per direction
+    manifest.json                  files with sha256 and size, counts, sampling plan, content hash
+    <direction>/test.parquet       one row per triplet (s, r̃, r)
+    systems/monolingual.parquet    one row per (pseudo system, triplet)
+    systems/multilingual.parquet
+    excluded_candidates.csv        candidates kept out of the merge, with reasons
+    <direction>/test.jsonl|.tsv    on request
+
+Byte identity: rows arrive in a fixed order, parquet is written with fixed options and no timestamps, JSON
+with sorted keys, and nothing depends on the clock, the machine or database ids. The *content hash*
+(``content_digest``) covers what the release says — rows, systems, exclusions, counts, sampling plan — not
+the bytes of one encoding, so JSONL/TSV may be added to an existing version and a newer pyarrow does not
+turn the same content into a "different" version; the manifest records each file's sha256 and the writer
+versions.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import yaml
+
+from exports.release.domain.sampling import SystemDraw
+
+SCHEMA_VERSION = 1
+EXTRA_FORMATS = ("jsonl", "tsv")
+PARQUET_OPTIONS = dict(
+    compression="zstd",
+    use_dictionary=True,
+    write_statistics=True,
+    version="2.6",
+    data_page_version="1.0",
+    store_schema=True,
+    row_group_size=1 << 17,
+)
+
+SPAN_TYPE = pa.struct(
+    [
+        ("candidate", pa.string()),
+        ("error_type", pa.string()),
+        ("ref_start", pa.int32()),
+        ("ref_end", pa.int32()),
+        ("mt_start", pa.int32()),
+        ("mt_end", pa.int32()),
+    ]
+)
+TRIPLET_SCHEMA = pa.schema(
+    [
+        ("triplet_id", pa.string()),
+        ("direction", pa.string()),
+        ("segment_id", pa.string()),
+        ("src", pa.string()),
+        ("ref", pa.string()),
+        ("mt", pa.string()),
+        ("mt_marked", pa.string()),
+        ("num_errors", pa.int32()),
+        ("mqm_penalty", pa.int32()),
+        ("human_score", pa.int32()),
+        ("error_types", pa.list_(pa.string())),
+        ("spans", pa.list_(SPAN_TYPE)),
+        ("unit", pa.string()),
+    ]
+)
+SYSTEM_SCHEMA = pa.schema(
+    [
+        ("system_id", pa.string()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("repetition", pa.int32()),
+        ("seed", pa.int64()),
+        ("human_score", pa.float64()),
+        ("level_mix", pa.string()),
+        ("direction", pa.string()),
+        ("level", pa.int32()),
+        ("triplet_id", pa.string()),
+    ]
+)
+LONG_TEXT_COLUMNS = ("src", "ref", "mt", "mt_marked")
+EXCLUDED_COLUMNS = ["direction", "segment_id", "candidate", "error_type", "position", "external_id", "span_start", "span_end", "reason"]
+
+CITATION = """@misc{xqmeval2026,
+  title         = {XQ-MEval: A Dataset with Cross-lingual Parallel Quality for Benchmarking Translation Metrics},
+  author        = {Liu and Qu, Zhi and others},
+  year          = {2026},
+  eprint        = {2604.14934},
+  archivePrefix = {arXiv},
+  primaryClass  = {cs.CL}
+}"""
+
+
+class ReleaseConflict(Exception):
+    """Different content under an existing version, or an output directory holding another release."""
+
+
+@dataclass
+class ReleaseContent:
+    name: str
+    version: str
+    title: str
+    description: str
+    license: str
+    source_language: str
+    directions: dict[str, list[dict]]  # direction -> triplet rows in release order
+    monolingual: list[SystemDraw]
+    multilingual: list[SystemDraw]
+    excluded: list[dict]
+    counts: dict
+    sampling_plan: dict
+    build: dict = field(default_factory=dict)  # how it was built: pool rule, max_errors, sources
+    agreement: dict | None = None
+    shortfalls: list[str] = field(default_factory=list)
+
+    @property
+    def target_languages(self) -> list[str]:
+        return sorted({d.split("-", 1)[1] for d in self.directions})
+
+    @property
+    def total_triplets(self) -> int:
+        return sum(len(rows) for rows in self.directions.values())
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _canonical_json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, **PARQUET_OPTIONS)
+
+
+def _triplet_table(rows: list[dict]) -> pa.Table:
+    columns = {name: [r[name] for r in rows] for name in TRIPLET_SCHEMA.names}
+    return pa.Table.from_pydict(columns, schema=TRIPLET_SCHEMA)
+
+
+def _system_table(systems: list[SystemDraw]) -> pa.Table:
+    """One row per (system, triplet). Per-system and per-block values are repeated with ``take`` in
+    Arrow rather than in Python lists: the multilingual table has about a million rows."""
+    sizes = np.array([s.size for s in systems], dtype=np.int64)
+    per_system = np.repeat(np.arange(len(systems), dtype=np.int64), sizes)
+    blocks = [b for s in systems for b in s.blocks]
+    per_block = np.repeat(np.arange(len(blocks), dtype=np.int64), np.array([len(b[2]) for b in blocks], dtype=np.int64))
+
+    def repeat(values, index, typ):
+        return pc.take(pa.array(values, type=typ), pa.array(index))
+
+    columns = {
+        "system_id": repeat([s.system_id for s in systems], per_system, pa.string()),
+        "kind": repeat([s.kind for s in systems], per_system, pa.string()),
+        "name": repeat([s.name for s in systems], per_system, pa.string()),
+        "repetition": repeat([s.repetition for s in systems], per_system, pa.int32()),
+        "seed": repeat([s.seed for s in systems], per_system, pa.int64()),
+        "human_score": repeat([s.human_score for s in systems], per_system, pa.float64()),
+        "level_mix": repeat(
+            [_canonical_json({str(k): v for k, v in sorted(s.level_mix.items())}) for s in systems], per_system, pa.string()
+        ),
+        "direction": repeat([b[0] for b in blocks], per_block, pa.string()),
+        "level": repeat([b[1] for b in blocks], per_block, pa.int32()),
+        "triplet_id": pa.array([t for b in blocks for t in b[2]], type=pa.string()),
+    }
+    return pa.Table.from_pydict(columns, schema=SYSTEM_SCHEMA)
+
+
+def _write_jsonl(rows: list[dict], path: Path) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for r in rows:
+            fh.write(json.dumps({name: r[name] for name in TRIPLET_SCHEMA.names}, ensure_ascii=False) + "\n")
+
+
+def _write_tsv(rows: list[dict], path: Path) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+        writer.writerow(TRIPLET_SCHEMA.names)
+        for r in rows:
+            writer.writerow(
+                [_canonical_json(r[n]) if isinstance(r[n], (list, dict)) else r[n] for n in TRIPLET_SCHEMA.names]
+            )
+
+
+def _write_excluded(rows: list[dict], path: Path) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(EXCLUDED_COLUMNS)
+        for r in rows:
+            writer.writerow([r[c] for c in EXCLUDED_COLUMNS])
+
+
+def size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return label
+    return "1M<n<10M"
+
+
+def content_digest(content: ReleaseContent) -> str:
+    """sha256 of what the release *says*: every triplet row (columns in schema order), every system draw,
+    the excluded candidates, counts and sampling plan, as compact JSON. Independent of the file encodings
+    (a newer pyarrow may write other parquet bytes for the same content), so it identifies a version's
+    content. One ``json.dumps`` per direction keeps it in C: ~60,000 rows hash in well under a second."""
+    h = hashlib.sha256()
+
+    def section(tag: str, value, canonical: bool = False) -> None:
+        text = _canonical_json(value) if canonical else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        h.update(tag.encode() + b"\t" + text.encode() + b"\n")
+
+    section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
+    names = [n for n in TRIPLET_SCHEMA.names if n not in LONG_TEXT_COLUMNS]
+    for direction in sorted(content.directions):
+        rows = content.directions[direction]
+        # small fields as JSON (rows are built with a fixed key order, so no key sorting is needed) …
+        section(f"triplets {direction}", [[row[n] for n in names] for row in rows])
+        # … and the long texts length-prefixed: JSON-escaping ~40 MB of text would cost seconds
+        h.update("".join(f"{len(row[n])}:{row[n]}" for row in rows for n in LONG_TEXT_COLUMNS).encode())
+    section(
+        "systems",
+        [
+            [d.system_id, d.kind, d.name, d.repetition, d.seed, [[k, v] for k, v in sorted(d.level_mix.items())], d.blocks]
+            for d in content.monolingual + content.multilingual
+        ],
+    )
+    section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
+    return h.hexdigest()
+
+
+def write_release(
+    content: ReleaseContent, out_dir: str | Path, formats: tuple[str, ...] = (), progress=None, expected_hash: str | None = None
+) -> dict:
+    """Write the release into ``out_dir`` and return its manifest. Refuses (``ReleaseConflict``) when
+    ``out_dir`` already holds a release with a different content hash; the same release is rewritten with
+    the same bytes (with the same writer libraries); with ``expected_hash`` (the hash recorded for an existing version) any other content is
+    refused before a file is touched. Files are staged in a temporary directory next to ``out_dir`` and moved in at the end."""
+    unknown = set(formats) - set(EXTRA_FORMATS)
+    if unknown:
+        raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(EXTRA_FORMATS)}")
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    step = progress or (lambda stage, pct: None)
+    content_hash = content_digest(content)
+    if expected_hash and expected_hash != content_hash:
+        raise ReleaseConflict(
+            f"version {content.version} was released with content hash {expected_hash}, but the current data give "
+            f"{content_hash}: a released version is immutable, release the new content under a new version"
+        )
+    existing = _existing_hash(out_dir)
+    if existing is not None and existing != content_hash:
+        raise ReleaseConflict(
+            f"{out_dir} already holds a release with content hash {existing}; this build has {content_hash}. "
+            "Use another output directory (and another version)."
+        )
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    try:
+        canonical: list[str] = []
+        derived: list[str] = []
+        directions = sorted(content.directions)
+        for i, direction in enumerate(directions):
+            rows = content.directions[direction]
+            _write_parquet(_triplet_table(rows), staging / direction / "test.parquet")
+            canonical.append(f"{direction}/test.parquet")
+            if "jsonl" in formats:
+                _write_jsonl(rows, staging / direction / "test.jsonl")
+                derived.append(f"{direction}/test.jsonl")
+            if "tsv" in formats:
+                _write_tsv(rows, staging / direction / "test.tsv")
+                derived.append(f"{direction}/test.tsv")
+            step(f"triplets {direction}", int(60 * (i + 1) / max(len(directions), 1)))
+        _write_parquet(_system_table(content.monolingual), staging / "systems" / "monolingual.parquet")
+        step("monolingual systems", 70)
+        _write_parquet(_system_table(content.multilingual), staging / "systems" / "multilingual.parquet")
+        step("multilingual systems", 85)
+        canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
+        _write_excluded(content.excluded, staging / "excluded_candidates.csv")
+        canonical.append("excluded_candidates.csv")
+
+        hashes = {path: sha256_file(staging / path) for path in canonical + derived}
+
+        (staging / "README.md").write_text(dataset_card(content, content_hash, canonical), encoding="utf-8")
+        hashes["README.md"] = sha256_file(staging / "README.md")
+        manifest = {
+            "name": content.name,
+            "version": content.version,
+            "schema_version": SCHEMA_VERSION,
+            "content_hash": content_hash,
+            "files": {p: {"sha256": hashes[p], "bytes": (staging / p).stat().st_size} for p in sorted(hashes)},
+            "canonical_files": sorted(canonical),
+            "counts": content.counts,
+            "sampling_plan": content.sampling_plan,
+            "systems": {"monolingual": len(content.monolingual), "multilingual": len(content.multilingual)},
+            "shortfalls": content.shortfalls,
+            "excluded_candidates": len(content.excluded),
+            "triplets": content.total_triplets,
+            "build": content.build,
+            "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for path in sorted(hashes) + ["manifest.json"]:
+            target = out_dir / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / path, target)
+        step("written", 100)
+        return manifest
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _existing_hash(out_dir: Path) -> str | None:
+    manifest = out_dir / "manifest.json"
+    if not manifest.is_file():
+        if out_dir.is_dir() and any(out_dir.iterdir()):
+            raise ReleaseConflict(f"{out_dir} is not empty and holds no release manifest; choose an empty directory")
+        return None
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8"))["content_hash"]
+    except (ValueError, KeyError) as exc:
+        raise ReleaseConflict(f"{manifest} is unreadable ({exc}); refusing to overwrite") from None
+
+
+def verify_release(out_dir: str | Path) -> list[str]:
+    """Problems found comparing the files in ``out_dir`` with its manifest ([] when intact)."""
+    out_dir = Path(out_dir)
+    manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    problems = []
+    for path, info in manifest["files"].items():
+        f = out_dir / path
+        if not f.is_file():
+            problems.append(f"{path}: missing")
+        elif sha256_file(f) != info["sha256"]:
+            problems.append(f"{path}: sha256 differs from the manifest")
+    return problems
+
+
+# ---- dataset card --------------------------------------------------------------------------------------
+
+
+def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str]) -> str:
+    configs = [
+        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]} for d in sorted(content.directions)
+    ]
+    configs += [
+        {"config_name": "systems-monolingual", "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}]},
+        {"config_name": "systems-multilingual", "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}]},
+    ]
+    meta = {
+        "license": content.license,
+        "language": [content.source_language, *content.target_languages],
+        "multilinguality": ["translation"],
+        "size_categories": [size_category(content.total_triplets)],
+        "task_categories": ["translation"],
+        "pretty_name": content.title or content.name,
+        "tags": ["mt-evaluation", "mqm", "metric-benchmark", "xq-meval"],
+        "configs": configs,
+    }
+    out = io.StringIO()
+    out.write("---\n")
+    out.write(yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000))
+    out.write("---\n\n")
+    w = out.write
+    w(f"# {_md(content.title or content.name)} — version {_md(content.version)}\n\n")
+    if content.description:
+        w(_md(content.description) + "\n\n")
+    w(
+        "Triplets *(source, pseudo translation, reference)* at six controlled quality levels for benchmarking "
+        "MT evaluation metrics, built the XQ-MEval way: single major MQM errors injected into gold references, "
+        "reviewed by native speakers, and merged into pseudo translations with *k* = 0…5 errors "
+        "(human score −5·*k*).\n\n"
+    )
+    w(f"Content hash: `{content_hash}` (sha256 over every triplet, pseudo system, excluded candidate, the counts and the sampling plan; file checksums in `manifest.json`).\n\n")
+    w("## Loading\n\n```python\nfrom datasets import load_dataset\n\n")
+    first = sorted(content.directions)[0] if content.directions else "en-de"
+    w(f'triplets = load_dataset("<this repo or directory>", "{first}", split="test")\n')
+    w('systems = load_dataset("<this repo or directory>", "systems-monolingual", split="test")\n```\n\n')
+    w("## Columns\n\n")
+    for name, text in [
+        ("triplet_id", "unique in the release: `direction/segment_id/constituent candidates` (`reference` for level 0)"),
+        ("direction, segment_id", "translation direction and the gold pair's id (FLORES+ devtest line index for XQ-MEval)"),
+        ("src, ref, mt", "source, gold reference, pseudo translation"),
+        ("mt_marked", "the pseudo translation with each edit marked `<v>…</v>` (an omission is an empty `<v></v>`)"),
+        ("num_errors, mqm_penalty, human_score", "*k*, 5·*k*, −5·*k*"),
+        ("error_types", "the types of the *k* errors, in text order"),
+        ("spans", "per edit: candidate, type, `[ref_start, ref_end)` in the reference's units, `[mt_start, mt_end)` in the pseudo translation's units"),
+        ("unit", "how spans count: `token` (whitespace tokens) or `char` (characters, for zh/ja/lo/th/my/km/bo)"),
+    ]:
+        w(f"- `{name}`: {text}\n")
+    w("\nPseudo systems (`systems-*` configs): one row per (system, triplet) with `system_id`, `kind`, `repetition`, "
+      "`seed`, `human_score` (predetermined: mean of −5·*k*), `level_mix`, `direction`, `level`, `triplet_id`.\n\n")
+    w("## How it was built\n\n")
+    for key in sorted(content.build):
+        w(f"- {key}: {_md(str(content.build[key]))}\n")
+    w(
+        "- merging (SPEC §6): every combination of *k* = 1…max_errors accepted candidates of a gold pair whose spans "
+        "do not conflict (at least one unchanged unit between two edits); level 0 is the reference; a candidate whose "
+        "text outside its span differs from the reference is excluded and listed in `excluded_candidates.csv`.\n"
+    )
+    w(
+        "- pseudo systems (SPEC §7): monolingual systems draw `n` triplets of one level in one direction without "
+        "replacement; multilingual systems use the same level mix in every direction; every draw has its own seed "
+        "derived from the plan's base seed (see the sampling plan in `manifest.json`).\n\n"
+    )
+    w("## Counts\n\nPseudo translations per direction and level; in brackets the minimum–maximum per gold pair.\n\n")
+    levels = sorted({int(k) for d in content.counts.values() for k in d["levels"]})
+    w("| direction | pairs | " + " | ".join(f"k={k}" for k in levels) + " | total |\n")
+    w("|---|---:|" + "---:|" * len(levels) + "---:|\n")
+    for direction in sorted(content.counts):
+        row = content.counts[direction]
+        cells = [
+            f"{row['levels'][str(k)]['total']:,} ({row['levels'][str(k)]['min_per_pair']}–{row['levels'][str(k)]['max_per_pair']})"
+            for k in levels
+        ]
+        w(f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells) + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n")
+    w(f"\nExcluded candidates: {len(content.excluded)} (see `excluded_candidates.csv`).\n\n")
+    w("## Review agreement\n\n")
+    if content.agreement:
+        for key in sorted(content.agreement):
+            w(f"- {key}: {_md(str(content.agreement[key]))}\n")
+    else:
+        w("Not available for this release (no per-reviewer decisions were recorded).\n")
+    w("\n## Sampling plan\n\n```json\n" + json.dumps(content.sampling_plan, sort_keys=True, indent=2) + "\n```\n\n")
+    if content.shortfalls:
+        w("Draws with fewer triplets than asked for (all available taken):\n\n")
+        for s in content.shortfalls:
+            w(f"- {_md(s)}\n")
+        w("\n")
+    w("## Files\n\n")
+    for path in sorted(canonical):
+        w(f"- `{path}`\n")
+    w("\n## License\n\n")
+    w(f"`{content.license}`. The gold pairs come from FLORES+ (CC BY-SA 4.0); derived data keeps the license of its inputs.\n\n")
+    w("## Citation\n\n```bibtex\n" + CITATION + "\n```\n")
+    return out.getvalue()
+
+
+def _md(text: str) -> str:
+    """Text from the database in markdown: no raw HTML, no line breaks that would end a list item."""
+    return text.replace("<", "&lt;").replace(">", "&gt;").replace("\r", " ").replace("\n", " ")

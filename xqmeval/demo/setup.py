@@ -1,0 +1,85 @@
+"""Demo data. Idempotent: running it again changes nothing."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from core.corpus.domain import CorpusRow
+from core.services import add_directions, create_user, ensure_project, import_corpus_rows
+
+CORPUS = Path(__file__).with_name("corpus.jsonl")
+TARGETS = ("de", "zh", "ar")
+PROJECT = "demo"
+# username, password, role, languages — printed by the command; demo only, never for production.
+ACCOUNTS = [
+    ("admin", "demo-admin-pass", "admin", ()),
+    ("anna", "demo-anna-pass", "annotator", ("de", "ar")),
+    ("li", "demo-li-pass", "annotator", ("zh", "de")),
+]
+
+SHARED_XQMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xqmeval"
+
+
+def inject_rule_candidates(project, log) -> None:
+    """Single-error candidates from the offline rule backend, so the review queues have work."""
+    from injection.models import InjectionRun
+    from injection.services import RunSpec, execute_run, plan_run
+
+    if InjectionRun.objects.filter(project=project, name="demo-rule-mqm").exists():
+        log("  rule-based candidates already there")
+        return
+    run = execute_run(plan_run(RunSpec(project=project, kind="mqm", backend="rule", name="demo-rule-mqm", seed=42)).pk)
+    log(f"  {run.done} candidates from the rule backend ({run.failed} items without a candidate, reasons recorded)")
+
+
+def import_release_xqmeval(project, log) -> None:
+    """Where ../shared/data/xqmeval exists: the real XQ-MEval release as project 'xqmeval', merged into pseudo
+    translations and released as version 1.0.0, so the benchmark and scores pages have content."""
+    from exports.models import Release
+    from exports.benchmark.services import build_benchmark, create_release
+    from annotation.review.xqmeval_import import import_xqmeval
+    from core.models import Project
+
+    if not (SHARED_XQMEVAL / "candidates").is_dir():
+        log(f"  skipped: no XQ-MEval data at {SHARED_XQMEVAL}")
+        return
+    result = import_xqmeval("xqmeval", SHARED_XQMEVAL / "candidates", SHARED_XQMEVAL / "decisions.csv")
+    log(f"  xqmeval: {result.candidates_created} candidates imported, {result.candidates_unchanged} unchanged")
+    xq = Project.objects.get(name="xqmeval")
+    built = build_benchmark(xq)
+    log(f"  xqmeval: benchmark built ({built.rebuilt} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)")
+    if not Release.objects.filter(project=xq, version="1.0.0").exists():
+        release = create_release(xq, "1.0.0")
+        log(f"  xqmeval: release {release.version} at {release.path}")
+
+
+# Demo steps of later stages: (name, function(project, log)); each is idempotent.
+DEMO_STEPS: list[tuple[str, Callable]] = [
+    ("rule-based MQM candidates for the demo corpus", inject_rule_candidates),
+    ("the XQ-MEval release: import, merge, release", import_release_xqmeval),
+]
+
+
+def demo_corpus() -> dict[str, list[CorpusRow]]:
+    rows: dict[str, list[CorpusRow]] = {t: [] for t in TARGETS}
+    for number, line in enumerate(CORPUS.read_text(encoding="utf-8").splitlines(), start=1):
+        record = json.loads(line)
+        for target in TARGETS:
+            rows[target].append(CorpusRow(record["id"], record["source"], record[target], f"{CORPUS.name} line {number}"))
+    return rows
+
+
+def setup_demo(log: Callable[[str], None] = print) -> None:
+    users = {name: create_user(name, password, role=role, languages=langs) for name, password, role, langs in ACCOUNTS}
+    project, _ = ensure_project(PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"])
+    add_directions(project, [f"en-{t}" for t in TARGETS])
+    for target, rows in demo_corpus().items():
+        result = import_corpus_rows(project, f"en-{target}", rows, CORPUS.name)
+        log(f"en-{target}: {result.created} gold segments imported, {result.unchanged} unchanged")
+    for name, step in DEMO_STEPS:
+        log(f"demo step: {name}")
+        step(project, log)
+    log("demo accounts (demo only):")
+    for name, password, role, langs in ACCOUNTS:
+        log(f"  {name:6s} / {password:16s} {role}{' for ' + ', '.join(langs) if langs else ''}")
