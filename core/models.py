@@ -1,4 +1,4 @@
-"""Languages, directions, projects, gold segments and user roles."""
+"""Languages, directions, projects, gold segments and user roles; the status vocabulary of every job."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -109,3 +109,39 @@ class Profile(models.Model):
     @property
     def is_admin(self) -> bool:
         return self.role == self.Role.ADMIN or self.user.is_superuser
+
+
+class JobStatus(models.TextChoices):
+    """The one status vocabulary of long-running work: injection runs, benchmark builds and scoring jobs use
+    it as is; a release's Hub push (``exports.Release.PushStatus``) uses its member names with the values
+    it has always stored."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class Job(models.Model):
+    """Abstract base of the job models: a ``JobStatus`` and the reason of the last failure. Each job keeps
+    the progress counters that fit its work and reports them as ``percent``."""
+
+    Status = JobStatus
+
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def percent(self) -> int:
+        raise NotImplementedError

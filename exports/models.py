@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from core.models import Direction, GoldSegment, Project
+from core.models import Direction, GoldSegment, Job, Project
 from injection.models import Candidate
 
 
@@ -36,6 +36,15 @@ class Release(models.Model):
         READY = "ready"
         FAILED = "failed"
 
+    class PushStatus(models.TextChoices):
+        """The Hub push, in the job vocabulary's member names (core.models.JobStatus), with the values stored
+        since pushes began."""
+
+        NONE = "", "not pushed"
+        RUNNING = "pushing", "pushing"
+        DONE = "pushed", "pushed"
+        FAILED = "failed", "failed"
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="releases")
     version = models.CharField(max_length=40)
     content_hash = models.CharField(max_length=64, blank=True)
@@ -48,7 +57,7 @@ class Release(models.Model):
     stage = models.CharField(max_length=40, blank=True, help_text="what the build or push is doing now")
     progress = models.PositiveSmallIntegerField(default=0, help_text="percent of the current build or push")
     error = models.TextField(blank=True, help_text="why the last build or push failed")
-    push_status = models.CharField(max_length=10, blank=True, help_text="'', pushing, pushed or failed")
+    push_status = models.CharField(max_length=10, blank=True, choices=PushStatus.choices, default=PushStatus.NONE)
     pushed_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -70,24 +79,17 @@ class MergedSegment(models.Model):
     built_at = models.DateTimeField(auto_now=True)
 
 
-class BenchmarkBuild(models.Model):
+class BenchmarkBuild(Job):
     """One merge of a project's pool into pseudo translations (progress, outcome, counts)."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmark_builds")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    # status and error: from core.models.Job
     total_segments = models.PositiveIntegerField(default=0)
     done_segments = models.PositiveIntegerField(default=0)
     rebuilt_segments = models.PositiveIntegerField(default=0)
     pseudo_created = models.PositiveIntegerField(default=0)
     excluded = models.PositiveIntegerField(default=0, help_text="candidates newly excluded as unplaceable")
     counts = models.JSONField(default=dict, blank=True, help_text="per direction and level: total, min and max per gold pair")
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -141,22 +143,19 @@ class MetricScore(models.Model):
         indexes = [models.Index(fields=["release", "metric", "direction"])]
 
 
-class ScoringJob(models.Model):
+class ScoringJob(Job):
     """One (release, metric, direction) task on the gpu queue."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="scoring_jobs")
     metric = models.CharField(max_length=80)
     direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    error = models.TextField(blank=True)
+    # status and error: from core.models.Job; live progress is in the result backend (exports.scores.selectors)
     output_path = models.CharField(max_length=500, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["release", "metric", "direction"], name="scoring_job_unique")]
+
+    @property
+    def percent(self) -> int:
+        return 100 if self.status == self.Status.DONE else 0

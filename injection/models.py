@@ -4,21 +4,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from core.models import GoldSegment, Project
+from core.models import GoldSegment, Job, Project
 
 
-class InjectionRun(models.Model):
+class InjectionRun(Job):
     """One run of a backend over (project, directions, kinds, types, positions), or one import.
 
     Every candidate belongs to a run; (run, gold segment, kind, type, position) is unique, which is what
     makes a retried or resumed run exactly-once."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="injection_runs")
     name = models.CharField(max_length=200)
@@ -30,14 +23,13 @@ class InjectionRun(models.Model):
     error_types = models.JSONField(default=list, blank=True)
     positions = models.JSONField(default=list, blank=True)
     parameters = models.JSONField(default=dict, blank=True, help_text="temperature, seed, concurrency, rpm, …")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # status and error: from core.models.Job
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
-    error = models.TextField(blank=True)
     # The worker executing the run holds a lease it renews while it works: a task redelivered by the broker
     # while that worker still runs finds the lease live and does not send every request a second time.
     lease_owner = models.CharField(max_length=200, blank=True)
@@ -53,6 +45,10 @@ class InjectionRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.name}/{self.name}"
+
+    @property
+    def percent(self) -> int:
+        return int(100 * (self.done + self.failed) / self.total) if self.total else (100 if self.status == self.Status.DONE else 0)
 
 
 class Candidate(models.Model):
