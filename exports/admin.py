@@ -6,7 +6,8 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
-from exports.benchmark import services
+from exports.benchmark import tasks as benchmark_tasks
+from exports.release import tasks as release_tasks
 from exports.models import BenchmarkBuild, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
 
 
@@ -64,7 +65,7 @@ class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.action(description="Build these projects' benchmarks again (changed gold pairs)")
     def build_again(self, request, queryset):
         for project in {b.project for b in queryset.select_related("project")}:
-            services.start_build(project, request.user)
+            benchmark_tasks.start_build(project=project, user=request.user)
         self.message_user(request, "Build(s) started; see the newest rows.", messages.INFO)
 
 
@@ -96,7 +97,7 @@ class ReleaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 self.message_user(request, f"{release}: no Hub repo recorded; push it from the benchmark page", messages.WARNING)
                 continue
             try:
-                services.start_push(release, release.hub_repo)
+                release_tasks.start_push(release=release, repo_id=release.hub_repo)
             except Exception as exc:  # recorded on the release as well
                 self.message_user(request, f"{release}: {exc}", messages.ERROR)
             else:

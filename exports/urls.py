@@ -1,14 +1,34 @@
+"""The two URL trees users know, each spanning several stages: /benchmarks/ (benchmark build, releases)
+and /scores/ (metric scores, meta-evaluation). Mounted by ``xqmeval.urls``; the view modules are the
+stages' own. Lives at the app's top because it imports from several stages, as ``xqmeval.urls`` does."""
 from django.urls import path
 
-from exports.benchmark import views
+from exports.benchmark import views as benchmark_views
+from exports.metaeval import views as metaeval_views
+from exports.release import views as release_views
+from exports.scores import views as scores_views
 
-app_name = "benchmarks"
-urlpatterns = [
-    path("", views.index, name="index"),
-    path("<slug:project>/", views.project_page, name="project"),
-    path("<slug:project>/status.json", views.status, name="status"),
-    path("<slug:project>/counts.svg", views.counts_plot, name="counts_plot"),
-    path("<slug:project>/build", views.build, name="build"),
-    path("<slug:project>/release", views.release, name="release"),
-    path("<slug:project>/releases/<str:version>/push", views.push, name="push"),
-]
+benchmarks = (
+    [
+        path("", release_views.index, name="index"),
+        path("<slug:project>/", release_views.project_page, name="project"),
+        path("<slug:project>/status.json", benchmark_views.status, name="status"),
+        path("<slug:project>/counts.svg", benchmark_views.counts_plot, name="counts_plot"),
+        path("<slug:project>/build", benchmark_views.build, name="build"),
+        path("<slug:project>/release", release_views.release, name="release"),
+        path("<slug:project>/releases/<str:version>/push", release_views.push, name="push"),
+    ],
+    "benchmarks",
+)
+
+scores = (
+    [
+        path("", scores_views.index, name="index"),
+        path("<int:release_id>/", scores_views.release_scores, name="release"),
+        path("<int:release_id>/progress", scores_views.progress, name="progress"),
+        path("<int:release_id>/trend.svg", scores_views.trend_plot, name="trend_plot"),
+        path("<int:release_id>/metaeval/", metaeval_views.metaeval_page, name="metaeval"),
+        path("<int:release_id>/start", scores_views.start, name="start"),
+    ],
+    "scores",
+)

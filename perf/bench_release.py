@@ -13,7 +13,7 @@ the same run, for ratios that survive a busier machine:
 Also: the incremental rebuild with nothing changed and after one changed decision, re-exporting the same
 version (must give the same bytes) and the release with JSONL and TSV.
 
-Run: ``.venv/bin/python benchmarks/bench_release.py [--data ../shared/data/xqmeval] [--json]``
+Run: ``.venv/bin/python perf/bench_release.py [--data ../shared/data/xqmeval] [--json]``
 """
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ def naive_counts(pools) -> int:
 
 def run(data: Path, scratch: Path) -> dict:
     from core.models import Project
-    from exports.benchmark import services
+    from exports.benchmark.services import build_benchmark
+    from exports.release import services
     from exports.models import PseudoTranslation
     from exports.release.domain.release_files import sha256_file
     from injection.models import Candidate
@@ -87,11 +88,11 @@ def run(data: Path, scratch: Path) -> dict:
     t_import, _ = timed(import_xqmeval, "bench", data / "candidates", data / "decisions.csv")
     project = Project.objects.get(name="bench")
 
-    t_merge, result = timed(services.build_benchmark, project)
-    t_noop, noop = timed(services.build_benchmark, project)
+    t_merge, result = timed(build_benchmark, project)
+    t_noop, noop = timed(build_benchmark, project)
     victim = Candidate.objects.filter(segment__project=project, status="accepted").order_by("id").first()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
-    t_one, one = timed(services.build_benchmark, project)
+    t_one, one = timed(build_benchmark, project)
 
     pools = [
         [(c.span_start, c.span_end) for c in seg_cands]

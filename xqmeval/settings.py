@@ -138,7 +138,16 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["exports.scores.jobs"]  # scoring: send tasks to scoring workers, ingest their files
+# Each stage's task module (autodiscover_tasks() finds only <app>.tasks). Task names are fixed in the
+# decorators, so queued messages and routes do not depend on where a module lives.
+CELERY_IMPORTS = [
+    "injection.tasks",
+    "annotation.review.tasks",
+    "annotation.agreement.tasks",
+    "exports.benchmark.tasks",
+    "exports.release.tasks",
+    "exports.scores.tasks",  # scoring: send tasks to scoring workers, ingest their files
+]
 CELERY_TASK_ROUTES = {
     "injection.*": {"queue": "llm"},
     "scoring.*": {"queue": "gpu"},

@@ -3,19 +3,21 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from xqmeval import views as core_views
+from exports import urls as exports_urls
+from xqmeval import views as site_views
 
-# Each area owns its URL module; this file only mounts them.
+# Each stage owns its URL module; this file only mounts them (exports.urls groups the stages under the two
+# trees users know, /benchmarks/ and /scores/).
 urlpatterns = [
-    path("", core_views.home, name="home"),
-    path("healthz", core_views.healthz, name="healthz"),
+    path("", site_views.home, name="home"),
+    path("healthz", site_views.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("review/", include("annotation.review.urls")),  # review queue, review and Likert screens, adjudication
     path("agreement/", include("annotation.agreement.urls")),  # agreement dashboard, plots, downloads
     path("injection/", include("injection.urls")),  # injection runs: start, watch, cancel, retry
-    path("benchmarks/", include("exports.benchmark.urls")),  # merging counts, releases, scores
-    path("scores/", include("exports.scores.urls")),  # metric scores by release, direction, level; scoring jobs
+    path("benchmarks/", include(exports_urls.benchmarks)),  # merging counts, releases, scores
+    path("scores/", include(exports_urls.scores)),  # metric scores by release, direction, level; scoring jobs
     path("api/review/", include("annotation.review.api_urls")),
     path("api/benchmarks/", include("exports.benchmark.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -5,7 +5,10 @@ from collections import defaultdict
 
 from django.db.models import Count
 
+from annotation.agreement.selectors import project_report
 from core import access
+from core import selectors as core_selectors
+from core.domain.languages import unit_of
 from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
 from exports.models import BenchmarkBuild, PseudoTranslation, Release
@@ -61,9 +64,7 @@ def natural_key(value: str):
 
 
 def visible_projects(user):
-    from core.selectors import visible_projects as core_visible
-
-    return core_visible(user)
+    return core_selectors.visible_projects(user)
 
 
 def latest_build(project: Project) -> BenchmarkBuild | None:
@@ -81,8 +82,6 @@ def may_manage(user) -> bool:
 def agreement_figures(project: Project) -> dict | None:
     """Accept/reject agreement per target language from the review decisions, for the dataset card
     (None when no candidate has two reviewers' decisions, e.g. imported final decisions only)."""
-    from annotation.agreement.selectors import project_report
-
     rows = project_report(project, private=False).get("languages", [])
     figures = {}
     for row in rows:
@@ -105,8 +104,6 @@ def triplet_rows(project: Project) -> dict[str, list[dict]]:
     import json
 
     from django.db import connection
-
-    from core.domain.languages import unit_of
 
     segments = {
         seg_id: (direction, unit_of(target), ext, src, ref)

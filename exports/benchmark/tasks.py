@@ -1,15 +1,16 @@
-"""Celery tasks of the benchmark (queue ``default``): merging, releases, Hub pushes.
+"""Celery tasks of the benchmark stage (queue ``default``), and the function that starts one.
 
-Idempotent: a build only rewrites changed gold pairs; a release regenerates the same bytes or is refused;
-a push skips files already on the Hub and a commit already tagged. Transient database faults are retried
-with backoff; failures are recorded on the build or release with their reason."""
+Idempotent: a build only rewrites changed gold pairs. Transient database faults are retried with backoff;
+failures are recorded on the build with their reason. Tasks are entry points like views: this module
+imports the services, never the reverse."""
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 
 from exports.benchmark import services
-from exports.models import BenchmarkBuild, Release
+from core.models import Project
+from exports.models import BenchmarkBuild
 
 RETRY = dict(autoretry_for=(OperationalError,), retry_backoff=True, retry_backoff_max=60, max_retries=3)
 
@@ -21,38 +22,8 @@ def build_benchmark_task(build_id: int, force: bool = False) -> dict:
     return {"build": build.pk, "status": build.status, "pseudo_created": build.pseudo_created}
 
 
-@shared_task(name="exports.create_release", **RETRY)
-def create_release_task(project_id: int, version: str, formats: list[str] | None = None, push_repo: str = "", private: bool = True, user_id: int | None = None) -> dict:
-    from django.contrib.auth import get_user_model
-
-    from core.models import Project
-
-    project = Project.objects.get(pk=project_id)
-    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
-    release = services.create_release(project, version, formats=tuple(formats or ()), user=user)
-    if push_repo:
-        release = services.push_release(release, push_repo, private=private)
-    return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
-
-
-def is_transient(exc: Exception) -> bool:
-    import httpx
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if isinstance(exc, httpx.TransportError):
-        return True
-    response = getattr(exc, "response", None)
-    return isinstance(exc, HfHubHTTPError) and response is not None and response.status_code >= 500
-
-
-@shared_task(name="exports.push_release", bind=True, max_retries=3)
-def push_release_task(self, release_id: int, repo_id: str, private: bool = True) -> dict:
-    release = Release.objects.select_related("project").get(pk=release_id)
-    try:
-        release = services.push_release(release, repo_id, private=private)
-    except Exception as exc:
-        if not is_transient(exc):
-            raise  # bad request, no token, refused by the Hub: recorded on the release; retrying cannot help
-        # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
-        raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries))
-    return {"release": release.pk, "hub_revision": release.hub_revision}
+def start_build(*, project: Project, user=None, force: bool = False) -> BenchmarkBuild:
+    """Record a build and hand it to the worker once the transaction commits (in-process without a broker)."""
+    build = services.create_build(project=project, user=user)
+    transaction.on_commit(lambda: build_benchmark_task.delay(build.pk, force))
+    return build

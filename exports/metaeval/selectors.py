@@ -9,6 +9,7 @@ import numpy as np
 
 from exports.metaeval import domain as metaeval
 from exports.models import MetricScore, PseudoSystem, Release
+from scoring.registry import MetricError, get_metric
 
 
 class MetaEvaluationError(ValueError):
@@ -16,8 +17,6 @@ class MetaEvaluationError(ValueError):
 
 
 def _orientation(metric: str) -> tuple[str, float]:
-    from scoring.registry import MetricError, get_metric
-
     try:
         direction = get_metric(metric).direction
     except MetricError:

@@ -1,65 +1,28 @@
-"""Scoring releases on the worker queues: send one task per (metric, direction), track ScoringJob rows,
-ingest the parquet files the workers write into MetricScore, and read scores by direction and level.
+"""Write operations of the scoring stage: ScoringJob rows for the worker queues, and ingesting the parquet
+files the workers write into MetricScore.
 
-The workers run the Django-free ``scoring`` package in their own virtualenv (``scoring/worker.py``); this
-module sends tasks to them by name and never imports torch or sacrebleu. Routing is by resource: metrics
-that need a GPU go to queue ``gpu``, the rest to ``scoring`` (which GPU and CPU workers both consume).
+The workers run the Django-free ``scoring`` package in their own virtualenv (``scoring/worker.py``);
+``exports.scores.tasks`` sends tasks to them by name, and this module never imports torch, sacrebleu or
+Celery. A part file is checked by the pure ``exports.scores.domain`` before anything is written.
 
 A job's Celery task id is derived from the job (``xqmeval-score-<job id>``), so its state and progress
 can be read from the result backend at any time without storing anything else.
 """
 from __future__ import annotations
 
-import json
-import math
-from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from celery import shared_task
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Avg, Count
 
 from core.models import Direction
 from exports.models import MetricScore, Release, ScoringJob
-from scoring.registry import MetricError, get_metric
+from exports.scores.domain import ScoringError, read_part  # noqa: F401  (ScoringError: raised here, caught by callers)
+from exports.scores.selectors import JobState, backend_state
+from scoring.registry import MetricError, MetricSpec, get_metric
 from scoring.release import open_release
-from scoring.runner import META_KEY, part_path
-from scoring.queues import TASK_NAME, queue_for
+from scoring.runner import part_path
 
 BULK_BATCH = 2000
-REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
-
-
-class ScoringError(Exception):
-    """Scoring cannot start or a worker's output cannot be ingested; the message says why."""
-
-
-@dataclass
-class JobState:
-    job: ScoringJob
-    state: str  # the Celery state as last seen
-    done: int = 0
-    total: int = 0
-
-    @property
-    def percent(self) -> int:
-        if self.job.status == ScoringJob.Status.DONE:
-            return 100
-        return int(100 * self.done / self.total) if self.total else 0
-
-
-def _celery_app():
-    from xqmeval.celery import app
-
-    return app
-
-
-def task_id_for(job: ScoringJob) -> str:
-    return f"xqmeval-score-{job.pk}"
-
 
 def scores_dir(release: Release) -> Path:
     if not release.path:
@@ -74,19 +37,13 @@ def release_directions(release: Release) -> list[str]:
         raise ScoringError(str(exc)) from None
 
 
-def start_scoring(
-    release: Release,
-    metrics: list[str],
-    directions: list[str] | None = None,
-    options: dict[str, Any] | None = None,
-    force: bool = False,
-) -> list[ScoringJob]:
-    """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``."""
-    if not getattr(settings, "CELERY_BROKER_URL", "") and not _celery_app().conf.broker_url:
-        raise ScoringError(
-            "scoring runs on scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start "
-            "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
-        )
+def prepare_scoring(
+    *, release: Release, metrics: list[str], directions: list[str] | None = None, force: bool = False
+) -> tuple[list[ScoringJob], list[tuple[ScoringJob, MetricSpec, str]]]:
+    """Check a scoring request and record one job per (metric, direction), inside the caller's transaction.
+
+    Returns every job, and those to send (new, failed, or all with ``force``) as (job, metric, direction
+    code); jobs done or still in flight are left alone."""
     if release.status != Release.Status.READY:
         raise ScoringError(f"release {release} is {release.status}, not ready")
     try:
@@ -104,64 +61,38 @@ def start_scoring(
     missing = [d for d in wanted if d not in by_code]
     if missing:
         raise ScoringError(f"direction(s) {', '.join(missing)} are not known to the platform")
-
-    app = _celery_app()
-    out = str(scores_dir(release))
+    scores_dir(release)
     jobs, to_send = [], []
-    with transaction.atomic():
-        for spec in specs:
-            for code in wanted:
-                job, created = ScoringJob.objects.select_for_update().get_or_create(
-                    release=release, metric=spec.name, direction=by_code[code]
-                )
-                jobs.append(job)
-                if not (created or force or job.status == ScoringJob.Status.FAILED):
-                    continue  # done, or queued and still in flight
-                job.status = ScoringJob.Status.PENDING
-                job.error = ""
-                job.output_path = ""
-                job.save(update_fields=["status", "error", "output_path", "updated_at"])
-                to_send.append((job, spec.name, code))
-
-        def send() -> None:
-            for job, name, code in to_send:
-                tid = task_id_for(job)
-                app.AsyncResult(tid).forget()  # a re-run must not be read as the previous attempt's result
-                app.send_task(
-                    TASK_NAME,
-                    kwargs={"release_dir": release.path, "metric": name, "direction": code, "out_dir": out, "options": options or {}},
-                    queue=queue_for(name),
-                    task_id=tid,
-                )
-
-        transaction.on_commit(send)
-    return jobs
+    for spec in specs:
+        for code in wanted:
+            job, created = ScoringJob.objects.select_for_update().get_or_create(release=release, metric=spec.name, direction=by_code[code])
+            jobs.append(job)
+            if not (created or force or job.status == ScoringJob.Status.FAILED):
+                continue  # done, or queued and still in flight
+            job.status = ScoringJob.Status.PENDING
+            job.error = ""
+            job.output_path = ""
+            job.save(update_fields=["status", "error", "output_path", "updated_at"])
+            to_send.append((job, spec, code))
+    return jobs, to_send
 
 
-def poll_scoring(release: Release) -> list[JobState]:
-    """Bring every job of ``release`` up to date with its task; ingest the files of finished ones."""
-    app = _celery_app()
+def sync_jobs(*, release: Release, app) -> list[JobState]:
+    """Bring every job of ``release`` up to date with its task (``app``: the Celery app whose result backend
+    holds the states); ingest the files of finished ones, record the reasons of failed ones."""
     states = []
     for job in ScoringJob.objects.filter(release=release).select_related("direction").order_by("metric", "direction__code"):
-        if job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
-            states.append(JobState(job, state=job.status.upper()))
-            continue
-        result = app.AsyncResult(task_id_for(job))
-        state, info = result.state, result.info
-        js = JobState(job, state=state)
-        if state in ("STARTED", "PROGRESS", "RETRY"):
-            if isinstance(info, dict):
-                js.done, js.total = int(info.get("done", 0)), int(info.get("total", 0))
-            if job.status != ScoringJob.Status.RUNNING:
-                job.status = ScoringJob.Status.RUNNING
-                job.save(update_fields=["status", "updated_at"])
-        elif state == "SUCCESS":
+        js = backend_state(job, app)
+        if js.state in ("STARTED", "PROGRESS", "RETRY") and job.status == ScoringJob.Status.PENDING:
+            job.status = ScoringJob.Status.RUNNING
+            job.save(update_fields=["status", "updated_at"])
+        elif js.state == "SUCCESS" and job.status not in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
             try:
-                n = ingest_job(job)
-                js.done = js.total = n
+                js.done = js.total = ingest_job(job)
             except ScoringError as exc:
                 _fail(job, str(exc))
-        elif state == "FAILURE":
+        elif js.state == "FAILURE" and job.status not in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
+            info = js.info
             _fail(job, f"{type(info).__name__}: {info}" if isinstance(info, BaseException) else str(info))
         states.append(js)
     return states
@@ -187,106 +118,17 @@ def ingest_job(job: ScoringJob) -> int:
 
 
 def ingest_part(release: Release, metric: str, direction: Direction, path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
-        raise ScoringError(f"{path}: the worker reported success but the file is missing (is {path.parent} shared with the workers?)")
-    import pyarrow as pa
-
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise ScoringError(f"{path}: missing column(s) {', '.join(missing)}")
-    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-    if meta.get("metric") != metric:
-        raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
-    signature = meta.get("signature") or {}
-    cols = table.to_pydict()
-    levels = cols.get("num_errors") or [None] * table.num_rows
-    seen = set()
-    rows = []
-    for i, (d, tid, score, level) in enumerate(zip(cols["direction"], cols["triplet_id"], cols["score"], levels)):
-        if d != direction.code:
-            raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction.code!r}")
-        if tid in seen:
-            raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
-        if score is None or not math.isfinite(score):
-            raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
-        seen.add(tid)
-        rows.append(
-            MetricScore(
-                release=release, metric=metric, direction=direction, triplet_id=str(tid),
-                level=None if level is None else int(level), score=float(score), signature=signature,
-            )
+    """Replace the MetricScore rows of (release, metric, direction) with the part file's; nothing is written
+    when the file is refused."""
+    part = read_part(path, metric=metric, direction=direction.code)
+    rows = [
+        MetricScore(
+            release=release, metric=metric, direction=direction, triplet_id=row.triplet_id,
+            level=row.level, score=row.score, signature=part.signature,
         )
+        for row in part.rows
+    ]
     with transaction.atomic():
         MetricScore.objects.filter(release=release, metric=metric, direction=direction).delete()
         MetricScore.objects.bulk_create(rows, batch_size=BULK_BATCH)
     return len(rows)
-
-
-@shared_task(name="exports.scoring_jobs.collect_scores")
-def collect_scores(release_id: int) -> dict:
-    """Celery entry (default queue): sync job states and ingest finished files of one release."""
-    release = Release.objects.get(pk=release_id)
-    states = poll_scoring(release)
-    counts: dict[str, int] = defaultdict(int)
-    for s in states:
-        counts[s.job.status] += 1
-    return dict(counts)
-
-
-# ---- reads --------------------------------------------------------------------------------------------
-
-
-def score_table(release: Release, directions: list[str] | None = None) -> list[dict]:
-    """Mean score per metric, direction and level (k), plus the mean over all levels, for the UI.
-
-    ``directions`` limits the rows (annotators see only their languages)."""
-    qs = MetricScore.objects.filter(release=release)
-    if directions is not None:
-        qs = qs.filter(direction__code__in=directions)
-    agg = qs.values("metric", "direction__code", "level").annotate(mean=Avg("score"), n=Count("id"))
-    table: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
-    for row in agg:
-        table[row["metric"]][row["direction__code"]][row["level"]] = (row["mean"], row["n"])
-    levels = sorted({lvl for m in table.values() for d in m.values() for lvl in d if lvl is not None})
-    out = []
-    for metric in sorted(table, key=str.lower):
-        try:
-            spec = get_metric(metric)
-            better, scale = spec.direction, spec.report_scale
-        except MetricError:
-            better, scale = "?", 1.0
-        rows = []
-        for code in sorted(table[metric]):
-            cells = table[metric][code]
-            n = sum(c[1] for c in cells.values())
-            total = sum(c[0] * c[1] for c in cells.values())
-            rows.append(
-                {
-                    "direction": code,
-                    "levels": [None if lvl not in cells else cells[lvl][0] * scale for lvl in levels],
-                    "all": total / n * scale if n else None,
-                    "n": n,
-                }
-            )
-        if len(rows) > 1:
-            # Across directions, each direction weighs the same (XQ-MEval averages over languages).
-            def mean(values):
-                values = [v for v in values if v is not None]
-                return sum(values) / len(values) if values else None
-
-            rows.append(
-                {
-                    "direction": "mean of directions",
-                    "levels": [mean(r["levels"][i] for r in rows) for i in range(len(levels))],
-                    "all": mean(r["all"] for r in rows),
-                    "n": sum(r["n"] for r in rows),
-                }
-            )
-        out.append({"metric": metric, "better": better, "scale": scale, "levels": levels, "rows": rows})
-    return out

@@ -1,21 +1,23 @@
-"""Scores of releases by metric, direction and level; starting scoring (admins). Thin over scoring_jobs."""
+"""Scores of releases by metric, direction and level; starting scoring (admins). Thin over the stage's
+selectors and tasks. Pages only read: finished jobs are ingested by the ``collect_scores`` task."""
 from __future__ import annotations
 
 from django.contrib import messages
+from celery import current_app
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from core.access import allowed_languages, is_admin
-from exports.benchmark import plots
-from exports.scores import jobs as scoring_jobs
+from core.access import allowed_languages, is_admin, require_admin
 from exports.models import Release
+from exports.scores import plots, selectors, tasks
+from exports.scores.domain import ScoringError
 from scoring.registry import all_metrics
 
 
-def _visible_directions(user, release: Release) -> list[str] | None:
+def visible_directions(user, release: Release) -> list[str] | None:
     """None: all (admins); otherwise the directions into the user's languages."""
     if is_admin(user):
         return None
@@ -33,14 +35,14 @@ def index(request):
 
 
 def _context(request, release: Release) -> dict:
-    visible = _visible_directions(request.user, release)
+    visible = visible_directions(request.user, release)
     if visible is not None and not visible:
         raise PermissionDenied("no direction of this release is in your languages")
     admin = is_admin(request.user)
-    jobs = scoring_jobs.poll_scoring(release) if admin else []
+    jobs = selectors.job_states(release=release, app=current_app) if admin else []
     return {
         "release": release,
-        "tables": scoring_jobs.score_table(release, visible),
+        "tables": selectors.score_table(release, visible),
         "jobs": jobs,
         "running": any(s.job.status in ("pending", "running") for s in jobs),  # the page refreshes itself
         "is_admin": admin,
@@ -57,9 +59,8 @@ def release_scores(request, release_id: int):
 @login_required
 def progress(request, release_id: int):
     release = get_object_or_404(Release, pk=release_id)
-    if not is_admin(request.user):
-        raise PermissionDenied
-    states = scoring_jobs.poll_scoring(release)
+    require_admin(request.user)
+    states = selectors.job_states(release=release, app=current_app)
     return JsonResponse(
         {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.job.status, "percent": s.percent, "error": s.job.error} for s in states]}
     )
@@ -69,12 +70,11 @@ def progress(request, release_id: int):
 @require_POST
 def start(request, release_id: int):
     release = get_object_or_404(Release, pk=release_id)
-    if not is_admin(request.user):
-        raise PermissionDenied
+    require_admin(request.user)
     metrics = request.POST.getlist("metric")
     try:
-        jobs = scoring_jobs.start_scoring(release, metrics, force=bool(request.POST.get("force")))
-    except scoring_jobs.ScoringError as exc:
+        jobs = tasks.start_scoring(release=release, metrics=metrics, force=bool(request.POST.get("force")))
+    except ScoringError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
@@ -85,36 +85,11 @@ def start(request, release_id: int):
 def trend_plot(request, release_id: int):
     """One metric's mean score by level and direction (``?metric=NAME``), limited to visible directions."""
     release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
-    visible = _visible_directions(request.user, release)
+    visible = visible_directions(request.user, release)
     if visible is not None and not visible:
         raise PermissionDenied("no direction of this release is in your languages")
     metric = request.GET.get("metric", "")
-    table = next((t for t in scoring_jobs.score_table(release, visible) if t["metric"] == metric), None)
+    table = next((t for t in selectors.score_table(release, visible) if t["metric"] == metric), None)
     if table is None:
         raise Http404(f"no scores of metric {metric!r} in this release")
     return HttpResponse(plots.score_trend(table["metric"], table["better"], table["levels"], table["rows"]), content_type="image/svg+xml")
-
-
-@login_required
-def metaeval_page(request, release_id: int):
-    """Meta-evaluation of one metric (``?metric=NAME&variant=b``) against the predetermined human scores."""
-    from exports.metaeval.domain import TAU_VARIANTS
-    from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
-
-    release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
-    visible = _visible_directions(request.user, release)
-    if visible is not None and not visible:
-        raise PermissionDenied("no direction of this release is in your languages")
-    metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "b")
-    if variant not in TAU_VARIANTS:
-        variant = "b"
-    try:
-        result = release_meta_evaluation(release, metric, directions=visible, variant=variant)
-    except MetaEvaluationError as exc:
-        raise Http404(str(exc)) from None
-    rows = [{**row, "system": result["system_level"].get(row["direction"])} for row in result["triplet_level"]]
-    return render(
-        request,
-        "scores/metaeval.html",
-        {"release": release, "result": result, "rows": rows, "variants": TAU_VARIANTS, "variant": variant, "metric": metric},
-    )

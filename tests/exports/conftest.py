@@ -10,8 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core.domain.units import parse_marked
+from core.domain.units import Edit, apply_edit, parse_marked
+from core.models import GoldSegment
 from exports.benchmark.domain import PoolCandidate
+from injection.models import Candidate, InjectionRun
 
 
 def read_pools(shared: Path):
@@ -54,3 +56,38 @@ def import_languages(project_name: str, shared: Path, languages: list[str]):
             if row[0] in languages:
                 writer.writerow(row)
     return import_xqmeval(project_name, files=files, decisions=("decisions.csv", out.getvalue().encode()))
+
+
+REFS = {
+    "en-de": "Der Hund läuft schnell über die grüne Wiese zum alten Haus am Fluss .",
+    "en-zh": "我们今天下午去公园散步然后回家。",
+}
+
+
+@pytest.fixture
+def seeded(project, settings, tmp_path):
+    """Two gold pairs per direction (en-de, en-zh) with four accepted candidates each, one unplaceable."""
+    settings.RELEASES_DIR = tmp_path / "releases"
+    project.options = {"sampling": {"n": 2, "monolingual_repetitions": 2, "multilingual_repetitions": 2, "multilingual_systems": 2}}
+    project.save()
+    run = InjectionRun.objects.create(project=project, name="manual", backend="rule")
+    for code, ref in REFS.items():
+        direction = project.directions.get(code=code)
+        language = code.split("-")[1]
+        for seg_no in range(2):
+            seg = GoldSegment.objects.create(project=project, direction=direction, external_id=str(seg_no), source=f"source {seg_no}", reference=ref)
+            edits = [
+                ("Addition", "head", Edit(1, 1, ("sehr",) if language == "de" else ("很",))),
+                ("Omission", "head", Edit(3, 4, ())),
+                ("Mistranslation", "end", Edit(8, 9, ("blaue",) if language == "de" else ("家",))),
+                ("Untranslated", "end", Edit(10, 11, ("old",) if language == "de" else ("x",))),
+            ]
+            for etype, pos, edit in edits:
+                text = apply_edit(ref, edit, language)
+                if etype == "Untranslated" and seg_no == 1:
+                    text = "<b>bold</b> " + text  # changed outside its span: unplaceable
+                Candidate.objects.create(
+                    run=run, segment=seg, error_type=etype, position=pos, text=text, span_start=edit.start, span_end=edit.end,
+                    edit_text=(" " if language == "de" else "").join(edit.replacement), status="accepted",
+                )
+    return project

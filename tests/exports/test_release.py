@@ -12,7 +12,8 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from core.models import Project
-from exports.benchmark import services
+from exports.benchmark.services import build_benchmark
+from exports.release import services
 from exports.models import PseudoSystem, PseudoTranslation, Release
 from exports.release.domain.release_files import ReleaseConflict, verify_release
 from injection.models import Candidate
@@ -30,7 +31,7 @@ def built(db, shared_data):
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    services.build_benchmark(project)
+    build_benchmark(project)
     return project
 
 
@@ -97,7 +98,7 @@ def test_rebuilding_from_the_same_inputs_gives_the_same_bytes(built, tmp_path):
     assert files_of(tmp_path / "a") == files_of(tmp_path / "b")
     # rebuild every pseudo translation (new database ids) and release from scratch: still the same bytes
     old_ids = set(PseudoTranslation.objects.values_list("id", flat=True))
-    services.build_benchmark(built, force=True)
+    build_benchmark(built, force=True)
     assert not old_ids & set(PseudoTranslation.objects.values_list("id", flat=True))
     Release.objects.all().delete()
     again = services.create_release(built, "1.0.0", out_dir=tmp_path / "c")
@@ -110,7 +111,7 @@ def test_a_released_version_is_immutable(built, tmp_path):
     before = files_of(tmp_path / "a")
     victim = Candidate.objects.filter(segment__project=built, status="accepted").order_by("id").first()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
-    services.build_benchmark(built)
+    build_benchmark(built)
     with pytest.raises(ReleaseConflict, match="immutable"):
         services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
     with pytest.raises(ReleaseConflict, match="immutable"):

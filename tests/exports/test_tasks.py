@@ -5,9 +5,11 @@ import httpx
 import pytest
 from huggingface_hub.errors import HfHubHTTPError
 
-from exports.models import BenchmarkBuild
-from exports.benchmark.services import ReleaseError
-from exports.benchmark.tasks import build_benchmark_task, is_transient
+from core.models import GoldSegment
+from exports.models import BenchmarkBuild, PseudoTranslation
+from exports.benchmark.tasks import build_benchmark_task
+from exports.release.services import ReleaseError
+from exports.release.tasks import is_transient
 
 
 def _http_error(status: int) -> HfHubHTTPError:
@@ -24,11 +26,20 @@ def test_only_network_faults_and_server_errors_are_retried():
 
 
 @pytest.mark.django_db
-def test_build_task_runs_a_recorded_build_and_is_idempotent(project):
-    build = BenchmarkBuild.objects.create(project=project)
+def test_build_task_runs_a_recorded_build_and_is_idempotent(seeded):
+    """On a project with a pool to merge, so that a second run that rewrote anything would show."""
+    build = BenchmarkBuild.objects.create(project=seeded)
     first = build_benchmark_task.delay(build.pk).get()
-    assert first["status"] == "done"
+    assert first["status"] == "done" and first["pseudo_created"] > 0
     build.refresh_from_db()
-    assert build.status == "done" and build.total_segments == 0 and build.counts == {}
+    segments = GoldSegment.objects.filter(project=seeded).count()
+    assert build.status == "done" and build.total_segments == segments and build.rebuilt_segments == segments
+    assert set(build.counts) == {"en-de", "en-zh"}
+    rows = set(PseudoTranslation.objects.filter(segment__project=seeded).values_list("pk", "key", "text"))
+    assert len(rows) == first["pseudo_created"]
     # running the same build again changes nothing and still ends done
-    assert build_benchmark_task.delay(build.pk).get()["status"] == "done"
+    again = build_benchmark_task.delay(build.pk).get()
+    assert again == {"build": build.pk, "status": "done", "pseudo_created": 0}
+    build.refresh_from_db()
+    assert build.status == "done" and build.rebuilt_segments == 0
+    assert set(PseudoTranslation.objects.filter(segment__project=seeded).values_list("pk", "key", "text")) == rows

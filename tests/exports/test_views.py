@@ -5,49 +5,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from core.models import GoldSegment
 from core.services import create_user
-from core.domain.units import Edit, apply_edit
 from exports.models import BenchmarkBuild, PseudoSystem, PseudoTranslation, Release
-from injection.models import Candidate, InjectionRun
 from tests.exports.hub_server import HubServer
 
 pytestmark = pytest.mark.django_db
-
-REFS = {
-    "en-de": "Der Hund läuft schnell über die grüne Wiese zum alten Haus am Fluss .",
-    "en-zh": "我们今天下午去公园散步然后回家。",
-}
-
-
-@pytest.fixture
-def seeded(project, settings, tmp_path):
-    """Two gold pairs per direction (en-de, en-zh) with four accepted candidates each, one unplaceable."""
-    settings.RELEASES_DIR = tmp_path / "releases"
-    project.options = {"sampling": {"n": 2, "monolingual_repetitions": 2, "multilingual_repetitions": 2, "multilingual_systems": 2}}
-    project.save()
-    run = InjectionRun.objects.create(project=project, name="manual", backend="rule")
-    for code, ref in REFS.items():
-        direction = project.directions.get(code=code)
-        language = code.split("-")[1]
-        for seg_no in range(2):
-            seg = GoldSegment.objects.create(project=project, direction=direction, external_id=str(seg_no), source=f"source {seg_no}", reference=ref)
-            edits = [
-                ("Addition", "head", Edit(1, 1, ("sehr",) if language == "de" else ("很",))),
-                ("Omission", "head", Edit(3, 4, ())),
-                ("Mistranslation", "end", Edit(8, 9, ("blaue",) if language == "de" else ("家",))),
-                ("Untranslated", "end", Edit(10, 11, ("old",) if language == "de" else ("x",))),
-            ]
-            for etype, pos, edit in edits:
-                text = apply_edit(ref, edit, language)
-                if etype == "Untranslated" and seg_no == 1:
-                    text = "<b>bold</b> " + text  # changed outside its span: unplaceable
-                Candidate.objects.create(
-                    run=run, segment=seg, error_type=etype, position=pos, text=text, span_start=edit.start, span_end=edit.end,
-                    edit_text=(" " if language == "de" else "").join(edit.replacement), status="accepted",
-                )
-    return project
-
 
 def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seeded, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
@@ -113,9 +75,10 @@ def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, se
 
 def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, seeded, tmp_path):
     from exports.benchmark import services
+    from exports.release import services as release_services
 
     services.build_benchmark(seeded)
-    services.create_release(seeded, "0.1.0", out_dir=tmp_path / "r")
+    release_services.create_release(seeded, "0.1.0", out_dir=tmp_path / "r")
     client.force_login(admin_user)
     direction = seeded.directions.get(code="en-de")
     for model, query in [

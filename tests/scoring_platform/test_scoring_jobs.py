@@ -13,8 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 
-from exports.scores import jobs as scoring_jobs
+from celery import current_app
+
 from exports.models import MetricScore, Release, ScoringJob
+from exports.scores import selectors, services, tasks
+from exports.scores.domain import ScoringError
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release
 from tests.conftest import REPO, need, stop_process_group
@@ -51,30 +54,30 @@ def test_ingest_and_score_table_by_direction_and_level(release, languages):
     for d in ("en-de", "en-zh"):
         write_part(release, "chrF++", d)
         job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d])
-        assert scoring_jobs.ingest_job(job) == n
+        assert services.ingest_job(job) == n
         job.refresh_from_db()
         assert job.status == ScoringJob.Status.DONE and job.output_path.endswith(f"{d}.parquet")
     assert MetricScore.objects.filter(release=release, metric="chrF++").count() == 2 * n
     one = MetricScore.objects.get(release=release, metric="chrF++", triplet_id="en-de:0:3:0")
     assert one.level == 3 and one.score == 70.0 and one.signature["tokenizer"] == "13a"
     # ingesting again replaces, never duplicates
-    scoring_jobs.ingest_job(ScoringJob.objects.get(release=release, metric="chrF++", direction=languages["en-de"]))
+    services.ingest_job(ScoringJob.objects.get(release=release, metric="chrF++", direction=languages["en-de"]))
     assert MetricScore.objects.filter(release=release, metric="chrF++").count() == 2 * n
-    [table] = scoring_jobs.score_table(release)
+    [table] = selectors.score_table(release)
     assert table["metric"] == "chrF++" and table["better"] == "higher" and table["levels"] == [0, 1, 2, 3, 4, 5]
     de = next(r for r in table["rows"] if r["direction"] == "en-de")
     assert de["levels"] == [100.0, 90.0, 80.0, 70.0, 60.0, 50.0] and de["n"] == n
     assert de["all"] == pytest.approx(sum(100.0 - 10 * r["num_errors"] for r in release_rows("en-de")) / n)
     assert table["rows"][-1]["direction"] == "mean of directions" and table["rows"][-1]["levels"][5] == 50.0
-    assert scoring_jobs.score_table(release, ["en-de"])[0]["rows"] == [de]  # one direction: no mean row
+    assert selectors.score_table(release, ["en-de"])[0]["rows"] == [de]  # one direction: no mean row
 
 
 def test_unreadable_worker_file_is_a_clear_error(release, languages):
     path = part_path(Path(release.path) / "scores", "chrF++", "en-de")
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not parquet")
-    with pytest.raises(scoring_jobs.ScoringError, match="not a readable parquet file"):
-        scoring_jobs.ingest_part(release, "chrF++", languages["en-de"], path)
+    with pytest.raises(ScoringError, match="not a readable parquet file"):
+        services.ingest_part(release, "chrF++", languages["en-de"], path)
 
 
 @pytest.mark.parametrize(
@@ -88,15 +91,15 @@ def test_unreadable_worker_file_is_a_clear_error(release, languages):
 def test_bad_worker_file_is_refused_and_nothing_written(release, languages, overrides, error):
     assert len(release_rows("en-de")) == 48
     write_part(release, "chrF++", "en-de", overrides=overrides)
-    with pytest.raises(scoring_jobs.ScoringError, match=error):
-        scoring_jobs.ingest_part(release, "chrF++", languages["en-de"], part_path(Path(release.path) / "scores", "chrF++", "en-de"))
+    with pytest.raises(ScoringError, match=error):
+        services.ingest_part(release, "chrF++", languages["en-de"], part_path(Path(release.path) / "scores", "chrF++", "en-de"))
     assert not MetricScore.objects.exists()
 
 
 def test_ingest_refuses_a_file_of_another_metric(release, languages):
     path = write_part(release, "TER", "en-de")
-    with pytest.raises(scoring_jobs.ScoringError, match="holds metric 'TER'"):
-        scoring_jobs.ingest_part(release, "chrF++", languages["en-de"], path)
+    with pytest.raises(ScoringError, match="holds metric 'TER'"):
+        services.ingest_part(release, "chrF++", languages["en-de"], path)
 
 
 def test_start_without_broker_says_how_to_run_workers(release, settings):
@@ -106,8 +109,8 @@ def test_start_without_broker_says_how_to_run_workers(release, settings):
     old = app.conf.broker_url
     app.conf.broker_url = None
     try:
-        with pytest.raises(scoring_jobs.ScoringError, match="CELERY_BROKER_URL"):
-            scoring_jobs.start_scoring(release, ["chrF++"])
+        with pytest.raises(ScoringError, match="CELERY_BROKER_URL"):
+            tasks.start_scoring(release=release, metrics=["chrF++"])
     finally:
         app.conf.broker_url = old
     assert not ScoringJob.objects.exists()
@@ -116,7 +119,7 @@ def test_start_without_broker_says_how_to_run_workers(release, settings):
 def test_scores_page_by_direction_and_level_and_permissions(client, release, languages, admin_user, annotator_de, annotator_zh):
     for d in ("en-de", "en-zh"):
         write_part(release, "chrF++", d, scores=[(7.0 if d == "en-de" else 3.0) + r["num_errors"] for r in release_rows(d)])
-        scoring_jobs.ingest_job(ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d]))
+        services.ingest_job(ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d]))
     url = reverse("scores:release", args=[release.pk])
     client.force_login(admin_user)
     page = client.get(url).content.decode()
@@ -192,7 +195,7 @@ def cpu_worker(broker, tmp_path):
 def wait_for(release, metric_jobs: int, timeout: float = 120.0, log: Path | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = scoring_jobs.poll_scoring(release)
+        states = services.sync_jobs(release=release, app=current_app)
         if len([s for s in states if s.job.status in ("done", "failed")]) >= metric_jobs:
             return states
         time.sleep(0.5)
@@ -209,7 +212,7 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     from scoring.queues import GPU_QUEUE
 
     n = len(release_rows("en-de"))
-    jobs = scoring_jobs.start_scoring(release, ["chrF++", "TER"])
+    jobs = tasks.start_scoring(release=release, metrics=["chrF++", "TER"])
     assert len(jobs) == 4
     states = wait_for(release, 4, log=tmp_path / "worker.log")
     assert all(s.job.status == "done" for s in states), [(s.job.metric, s.job.error) for s in states]
@@ -221,32 +224,32 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
         db = {(s.direction.code, s.triplet_id): (s.score, s.level) for s in MetricScore.objects.filter(release=release, metric=metric).select_related("direction")}
         for row in table:
             assert db[(row["direction"], row["triplet_id"])] == (row["score"], row["num_errors"])
-    chrf_by_level = {t["metric"]: t for t in scoring_jobs.score_table(release)}["chrF++"]["rows"][0]["levels"]
+    chrf_by_level = {t["metric"]: t for t in selectors.score_table(release)}["chrF++"]["rows"][0]["levels"]
     assert chrf_by_level[0] == 100.0 and chrf_by_level[5] < chrf_by_level[1] < 100.0
     signature = MetricScore.objects.filter(release=release, metric="TER").first().signature
     assert signature["library"] == "sacrebleu" and "tok:" in signature["sacrebleu_signature"]
 
     # done jobs are not sent again
-    again = scoring_jobs.start_scoring(release, ["chrF++", "TER"])
+    again = tasks.start_scoring(release=release, metrics=["chrF++", "TER"])
     assert {j.pk for j in again} == {j.pk for j in jobs}
-    assert all(s.job.status == "done" for s in scoring_jobs.poll_scoring(release))
+    assert all(s.job.status == "done" for s in services.sync_jobs(release=release, app=current_app))
 
     # a worker-side failure is recorded with its reason
-    scoring_jobs.start_scoring(release, ["spBLEU"], directions=["en-de"], options={"spm_model": str(tmp_path / "missing.model")})
+    tasks.start_scoring(release=release, metrics=["spBLEU"], directions=["en-de"], options={"spm_model": str(tmp_path / "missing.model")})
     failed = [s for s in wait_for(release, 5, log=tmp_path / "worker.log") if s.job.metric == "spBLEU"][0]
     assert failed.job.status == "failed" and "missing.model" in failed.job.error and "does not exist" in failed.job.error
 
     # a GPU metric goes to the gpu queue, which this CPU worker does not consume
     r = redis_lib.Redis.from_url(broker)
     before = r.llen(GPU_QUEUE)
-    [comet] = scoring_jobs.start_scoring(release, ["COMET-22"], directions=["en-de"])
+    [comet] = tasks.start_scoring(release=release, metrics=["COMET-22"], directions=["en-de"])
     assert r.llen(GPU_QUEUE) == before + 1
     time.sleep(2)
     comet.refresh_from_db()
     assert comet.status == "pending"
     # take our message back off the queue so no GPU worker scores a test release later
     for raw in r.lrange(GPU_QUEUE, 0, -1):
-        if scoring_jobs.task_id_for(comet).encode() in raw:
+        if selectors.task_id_for(comet).encode() in raw:
             r.lrem(GPU_QUEUE, 1, raw)
 
 

@@ -2,12 +2,17 @@
 
 Turns existing candidates or pseudo translations into Likert rating items (idempotent: existing items are
 kept). ``--limit`` draws a seeded random sample.
+
+An exports command although it makes rating items: it reads pseudo translations (exports) as well as
+candidates, and only a later stage may import both; the items are written by the annotation services.
 """
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.review import domain as review_rules
 from annotation.review import services
 from core.models import Project
+from exports.models import PseudoTranslation
+from injection.models import Candidate
 
 
 class Command(BaseCommand):
@@ -22,9 +27,6 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **opts):
-        from exports.models import PseudoTranslation
-        from injection.models import Candidate
-
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")

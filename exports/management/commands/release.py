@@ -4,7 +4,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from core.models import Project
-from exports.benchmark import services
+from exports.release import services
 from exports.release.domain.release_files import ReleaseConflict
 
 

@@ -9,8 +9,11 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from exports.scores import jobs as scoring_jobs
+from celery import current_app
+
 from exports.models import Release, ScoringJob
+from exports.scores import services, tasks
+from exports.scores.domain import ScoringError
 
 
 def find_release(text: str) -> Release:
@@ -61,14 +64,14 @@ class Command(BaseCommand):
         if extra:
             options["extra"] = extra
         try:
-            jobs = scoring_jobs.start_scoring(
-                release,
-                [m for m in opts["metrics"].split(",") if m.strip()],
+            jobs = tasks.start_scoring(
+                release=release,
+                metrics=[m for m in opts["metrics"].split(",") if m.strip()],
                 directions=opts["directions"].split(",") if opts["directions"] else None,
                 options=options,
                 force=opts["force"],
             )
-        except scoring_jobs.ScoringError as exc:
+        except ScoringError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{len(jobs)} job(s) for {release}")
         if opts["no_wait"]:
@@ -77,7 +80,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         bar = tqdm(total=len(ids), unit="job", desc=f"scoring {release}", disable=opts["verbosity"] == 0)
         while True:
-            states = [s for s in scoring_jobs.poll_scoring(release) if s.job.pk in ids]
+            states = [s for s in services.sync_jobs(release=release, app=current_app) if s.job.pk in ids]
             finished = [s for s in states if s.job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED)]
             bar.n = len(finished)
             running = [f"{s.job.metric}/{s.job.direction.code} {s.percent}%" for s in states if s.job.status == ScoringJob.Status.RUNNING]

@@ -1,0 +1,62 @@
+"""Celery tasks of the release stage (queue ``default``), and the functions that start them.
+
+Idempotent: a release regenerates the same bytes or is refused; a push skips files already on the Hub and
+a commit already tagged. Transient database faults are retried with backoff; failures are recorded on the
+release with their reason. Tasks are entry points like views: this module imports the services, never the
+reverse."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from core.models import Project
+from exports.benchmark.tasks import RETRY
+from exports.models import Release
+from exports.release import services
+
+
+@shared_task(name="exports.create_release", **RETRY)
+def create_release_task(project_id: int, version: str, formats: list[str] | None = None, push_repo: str = "", private: bool = True, user_id: int | None = None) -> dict:
+    project = Project.objects.get(pk=project_id)
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    release = services.create_release(project, version, formats=tuple(formats or ()), user=user)
+    if push_repo:
+        release = services.push_release(release, push_repo, private=private)
+    return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
+
+
+def is_transient(exc: Exception) -> bool:
+    import httpx
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if isinstance(exc, httpx.TransportError):
+        return True
+    response = getattr(exc, "response", None)
+    return isinstance(exc, HfHubHTTPError) and response is not None and response.status_code >= 500
+
+
+@shared_task(name="exports.push_release", bind=True, max_retries=3)
+def push_release_task(self, release_id: int, repo_id: str, private: bool = True) -> dict:
+    release = Release.objects.select_related("project").get(pk=release_id)
+    try:
+        release = services.push_release(release, repo_id, private=private)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise  # bad request, no token, refused by the Hub: recorded on the release; retrying cannot help
+        # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
+        raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries))
+    return {"release": release.pk, "hub_revision": release.hub_revision}
+
+
+def start_release(*, project: Project, version: str, formats=(), push_repo: str = "", private: bool = True, user=None) -> None:
+    """Validate a release request from the UI and hand it to the worker; the Release row shows progress."""
+    services.check_release_request(project=project, version=version, push_repo=push_repo)
+    user_id = user.pk if getattr(user, "pk", None) else None
+    transaction.on_commit(lambda: create_release_task.delay(project.pk, version, list(formats), push_repo, private, user_id))
+
+
+def start_push(*, release: Release, repo_id: str, private: bool = True) -> None:
+    """Validate a push request from the UI, mark the release, and hand the push to the worker."""
+    services.prepare_push(release=release, repo_id=repo_id)
+    transaction.on_commit(lambda: push_release_task.delay(release.pk, repo_id, private))

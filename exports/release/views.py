@@ -1,0 +1,65 @@
+"""The benchmark page (latest build, counts, releases) and the release and push actions. Thin over tasks and
+selectors; actions are for admins, the page for anyone who may see the project (their directions only)."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from core import access
+from core.models import Project
+from exports.benchmark import selectors
+from exports.benchmark.views import ADMINS_ONLY, visible_project_and_directions
+from exports.release import services, tasks
+from exports.release.domain.release_files import EXTRA_FORMATS
+
+
+@login_required
+def index(request):
+    return render(request, "benchmarks/index.html", {"projects": selectors.visible_projects(request.user)})
+
+
+@login_required
+def project_page(request, project: str):
+    project_obj, directions = visible_project_and_directions(request, project)
+    context = selectors.benchmark_page(project_obj, directions)
+    context.update({"project": project_obj, "is_admin": access.is_admin(request.user), "formats": EXTRA_FORMATS})
+    return render(request, "benchmarks/project.html", context)
+
+
+@login_required
+@require_POST
+def release(request, project: str):
+    access.require_admin(request.user, message=ADMINS_ONLY)
+    project_obj = get_object_or_404(Project, name=project)
+    version = request.POST.get("version", "").strip()
+    formats = [f for f in request.POST.getlist("formats") if f in EXTRA_FORMATS]
+    push_repo = request.POST.get("push_repo", "").strip()
+    try:
+        tasks.start_release(project=project_obj, version=version, formats=formats, push_repo=push_repo, private=request.POST.get("public") != "1", user=request.user)
+    except services.ReleaseError as exc:
+        messages.error(request, str(exc))
+    except Exception as exc:  # eager mode runs the task here: show the recorded failure, not a 500
+        messages.error(request, f"release {version} failed: {type(exc).__name__}: {exc}")
+    else:
+        messages.info(request, f"Release {version} started.")
+    return redirect("benchmarks:project", project=project_obj.name)
+
+
+@login_required
+@require_POST
+def push(request, project: str, version: str):
+    access.require_admin(request.user, message=ADMINS_ONLY)
+    project_obj = get_object_or_404(Project, name=project)
+    release_obj = get_object_or_404(selectors.releases_of(project_obj), version=version)
+    repo_id = request.POST.get("repo_id", "").strip()
+    try:
+        tasks.start_push(release=release_obj, repo_id=repo_id, private=request.POST.get("public") != "1")
+    except services.ReleaseError as exc:
+        messages.error(request, str(exc))
+    except Exception as exc:
+        messages.error(request, f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
+    else:
+        messages.info(request, f"Push of {version} to {repo_id} started.")
+    return redirect("benchmarks:project", project=project_obj.name)

@@ -1,0 +1,82 @@
+"""Celery side of the scoring stage: sending one task per (metric, direction) to the scoring workers, and
+the ``collect_scores`` task that ingests what they write.
+
+Scoring tasks run on separate workers (``celery -A scoring.worker``, the Django-free ``scoring`` package in
+its own virtualenv), so they are sent by name (``app.send_task``), with the app taken from
+``celery.current_app`` rather than imported from ``xqmeval.celery``. Routing is by resource: metrics that
+need a GPU go to queue ``gpu``, the rest to ``scoring`` (which GPU and CPU workers both consume). Each one
+carries ``collect_scores`` as its callback (success or failure), queued on ``default`` for a platform
+worker: finished files are ingested there, never by a page view.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from celery import current_app, shared_task
+from django.conf import settings
+from django.db import transaction
+
+from exports.models import Release, ScoringJob
+from exports.scores import services
+from exports.scores.domain import ScoringError
+from exports.scores.selectors import task_id_for
+from scoring.queues import TASK_NAME, queue_for
+
+COLLECT_QUEUE = "default"
+COLLECT_RETRIES = 10  # a callback may arrive just before the worker stores its result: look again
+COLLECT_RETRY_SECONDS = 3
+
+
+@shared_task(name="exports.scoring_jobs.collect_scores", bind=True, max_retries=COLLECT_RETRIES)
+def collect_scores(self, release_id: int, job_id: int | None = None) -> dict:
+    """Sync job states and ingest the finished files of one release (default queue). With ``job_id`` (the
+    job whose task just ended), look again shortly while the backend does not show that task finished."""
+    release = Release.objects.filter(pk=release_id).first()
+    if release is None:
+        return {"release": release_id, "missing": True}
+    states = services.sync_jobs(release=release, app=current_app)
+    waiting = [s for s in states if s.job.pk == job_id and s.job.status in (ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING)]
+    if waiting and not self.request.is_eager and self.request.retries < self.max_retries:
+        raise self.retry(countdown=COLLECT_RETRY_SECONDS)
+    counts: dict[str, int] = defaultdict(int)
+    for s in states:
+        counts[s.job.status] += 1
+    return dict(counts)
+
+
+def start_scoring(
+    *,
+    release: Release,
+    metrics: list[str],
+    directions: list[str] | None = None,
+    options: dict[str, Any] | None = None,
+    force: bool = False,
+) -> list[ScoringJob]:
+    """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``."""
+    app = current_app
+    if not getattr(settings, "CELERY_BROKER_URL", "") and not app.conf.broker_url:
+        raise ScoringError(
+            "scoring runs on scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start "
+            "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
+        )
+    out = str(services.scores_dir(release)) if release.path else ""
+    with transaction.atomic():
+        jobs, to_send = services.prepare_scoring(release=release, metrics=metrics, directions=directions, force=force)
+
+        def send() -> None:
+            for job, spec, code in to_send:
+                tid = task_id_for(job)
+                app.AsyncResult(tid).forget()  # a re-run must not be read as the previous attempt's result
+                collect = collect_scores.si(release.pk, job.pk).set(queue=COLLECT_QUEUE)
+                app.send_task(
+                    TASK_NAME,
+                    kwargs={"release_dir": release.path, "metric": spec.name, "direction": code, "out_dir": out, "options": options or {}},
+                    queue=queue_for(spec.name),
+                    task_id=tid,
+                    link=collect,
+                    link_error=collect,
+                )
+
+        transaction.on_commit(send)
+    return jobs
