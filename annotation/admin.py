@@ -1,8 +1,19 @@
 """Django admin for review data. Decisions and ratings are read-only here: they change only through the
-review services, which audit every change (the review admin pages are under /review/<project>/manage/)."""
-from django.contrib import admin
+review services, which audit every change (the review admin pages are under /review/<project>/manage/).
+
+Also the XQ-MEval upload on the project admin: the release brings candidates *and* review decisions, so
+its importer is the review stage's (``annotation.review.xqmeval_import``); this module re-registers
+``core.admin.ProjectAdmin`` with the upload view added (URL name ``admin:core_project_import_xqmeval``)."""
+from django import forms
+from django.contrib import admin, messages
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
 
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.review.xqmeval_import import import_xqmeval
+from core.admin import ProjectAdmin as CoreProjectAdmin
+from core.models import Project
+from core.services import ImportRejected
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -59,3 +70,72 @@ class AuditEventAdmin(ReadOnly):
     list_display = ["at", "actor", "action", "object_type", "object_id", "old", "new"]
     list_filter = ["action", "object_type"]
     search_fields = ["object_id", "actor__username"]
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+class XQMEvalUploadForm(forms.Form):
+    candidate_files = MultipleFileField(help_text="the en-{lang}-{ErrorType}.parquet files")
+    decisions = forms.FileField(required=False, help_text="decisions.csv (optional)")
+    strict = forms.BooleanField(required=False, help_text="treat a candidate with several <v> regions as an error")
+
+
+class ProjectAdmin(CoreProjectAdmin):
+    def get_urls(self):
+        extra = [path("import-xqmeval/", self.admin_site.admin_view(self.import_xqmeval_view), name="core_project_import_xqmeval")]
+        return extra + super().get_urls()
+
+    def import_xqmeval_view(self, request):
+        form = XQMEvalUploadForm(request.POST or None, request.FILES or None)
+        project_name = request.POST.get("project_name", "")
+        if request.method == "POST" and form.is_valid():
+            if not project_name:
+                messages.error(request, "project_name: required")
+            else:
+                files = [(f.name, f.read()) for f in form.cleaned_data["candidate_files"]]
+                decisions = form.cleaned_data.get("decisions")
+                try:
+                    result = import_xqmeval(
+                        project_name,
+                        files=files,
+                        decisions=(decisions.name, decisions.read()) if decisions else None,
+                        strict=form.cleaned_data["strict"],
+                        owner=request.user,
+                    )
+                except ImportRejected as exc:
+                    for line in exc.errors:
+                        messages.error(request, line)
+                    messages.error(request, "Nothing imported.")
+                else:
+                    messages.success(
+                        request,
+                        f"{result.project}: {result.segments_created} gold segments, {result.candidates_created} candidates "
+                        f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions imported.",
+                    )
+                    return redirect(reverse("admin:core_project_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "project_name": project_name,
+            "title": "Import XQ-MEval candidates",
+            "xqmeval": True,
+        }
+        return render(request, "admin/core/upload.html", context)
+
+
+admin.site.unregister(Project)
+admin.site.register(Project, ProjectAdmin)

@@ -10,7 +10,7 @@ against the point-estimate-only baseline (1 resample) measured in the same run:
 and, for one language (round 1 and 2 units, gold left out), the vectorised bootstrap of Krippendorff's α against calling the
 ``krippendorff`` package once per resample.
 
-Run: ``.venv/bin/python benchmarks/agreement_report.py [--resamples 1000]``
+Run: ``.venv/bin/python perf/agreement_report.py [--resamples 1000]``
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from annotation.agreement.selectors import DecisionRow, RatingRow, compute_report  # noqa: E402
+from annotation.agreement.domain.report import DecisionRow, RatingRow, compute_report  # noqa: E402
 
 LANGS = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 TYPES = ["Addition", "Mistranslation", "Omission", "Untranslated"]

@@ -2,14 +2,16 @@
 
 At XQ-MEval scale the report takes seconds (bootstrap intervals for every table), so the dashboard never
 computes it: the task ``annotation.refresh_agreement`` (queue ``default``) computes and caches it for every
-scope the dashboard serves (``agreement_selectors.dashboard_scopes``), and the pages show what the cache
+scope the dashboard serves (``annotation.agreement.selectors.dashboard_scopes``), and the pages show what the cache
 holds: the report of the current rows, else the last one computed (marked as of its time), else a
 "being computed" state; either way they ask for a refresh. Downloads and ``manage.py agreement`` still
 compute on a miss, through the same function, so every place shows the same numbers.
 
-Triggers: decisions, adjudications and ratings (``after_write``, from the services, once the transaction
-commits), a page that misses (``page_missed``; after a failure at most once a minute, as waiting pages
-reload themselves), and ``manage.py agreement --prewarm`` (runs ``refresh_project`` in the command).
+Triggers (``annotation.agreement.tasks``): decisions, adjudications and ratings (``after_write``, the
+receiver of the ``annotations_written`` signal that the review and rating services send; it queues once
+the transaction commits), a page that misses (``page_missed``; after a failure at most once a minute, as
+waiting pages reload themselves), and ``manage.py agreement --prewarm`` (runs ``refresh_project`` in the
+command). This module holds the state and the run; it never imports the task module.
 
 Debounce: ``cache.add`` of a per-project pending key: the first trigger queues the task, the others find
 the key and do nothing. The task deletes the key when it starts, before it reads the rows, so a change
@@ -30,7 +32,6 @@ from typing import Callable
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
 from django.utils import timezone
 
 from annotation.agreement import selectors as sel
@@ -107,52 +108,33 @@ def _safely(fn: Callable, *args, **kwargs) -> None:
         logger.exception("could not record the agreement refresh state")
 
 
-# ---- triggers --------------------------------------------------------------------------------------
+# ---- the pending mark (debounce) ----------------------------------------------------------------------
 
 
-def request_refresh(project_id: int, *, countdown: int = 0) -> bool:
-    """Queue one refresh of the project unless one is already queued. True when this call queued it.
-
-    Without a broker (development) the task runs here, in-process; a failure is then recorded and logged,
-    not raised, so a page that asked still renders."""
-    from annotation.review.tasks import refresh_agreement
-
+def claim_pending(project_id: int, *, countdown: int = 0) -> bool:
+    """Mark a refresh of the project as queued unless one already is. True when this call marked it (and
+    so must queue the run: ``annotation.agreement.tasks.request_refresh``)."""
     if not cache.add(_pending_key(project_id), timezone.now(), timeout=countdown + PENDING_GRACE_SECONDS):
         return False
     _update_status(project_id, state="queued", queued_at=timezone.now())
-    try:
-        refresh_agreement.apply_async((project_id,), countdown=countdown or None, queue=queue_name())
-    except Exception as exc:
-        if refresh_agreement.app.conf.task_always_eager:
-            return True  # it ran here and failed; the task recorded and logged why
-        # The broker refused the message: free the key so the next trigger tries again.
-        cache.delete(_pending_key(project_id))
-        record_failure(project_id, exc)
-        return False
     return True
 
 
-def page_missed(project_id: int) -> bool:
-    """A page found no report of the current rows: queue a refresh now (someone is waiting), unless the
-    last run failed less than a minute ago. True when one was queued (or, without a broker, has run)."""
+def release_pending(project_id: int, exc: BaseException) -> None:
+    """The broker refused the message: free the mark so the next trigger tries again, and record why."""
+    cache.delete(_pending_key(project_id))
+    record_failure(project_id, exc)
+
+
+def page_may_ask(project_id: int) -> bool:
+    """A page that missed may ask for a refresh, unless the last run failed less than a minute ago."""
     state = status(project_id)
-    if state.get("state") == "failed" and timezone.now() - state["last_error_at"] < timedelta(seconds=PAGE_RETRY_AFTER_FAILURE_SECONDS):
-        return False
-    return request_refresh(project_id)
+    return not (state.get("state") == "failed" and timezone.now() - state["last_error_at"] < timedelta(seconds=PAGE_RETRY_AFTER_FAILURE_SECONDS))
 
 
-def after_write(project_id: int) -> None:
-    """Call inside the transaction that wrote decisions or ratings: after it commits, queue a refresh that
-    runs ``delay_seconds()`` later, so a burst of writes is one computation. Nothing when the transaction
-    rolls back.
-
-    Without a broker nothing is queued: the run would happen inside the annotator's submission; the
-    dashboard asks for it on its next view instead."""
-    from annotation.review.tasks import refresh_agreement
-
-    if refresh_agreement.app.conf.task_always_eager:
-        return
-    transaction.on_commit(lambda: _safely(request_refresh, project_id, countdown=delay_seconds()))
+def safely(fn: Callable, *args, **kwargs) -> None:
+    """Run ``fn``; log, never raise, when it fails (a trigger must not break the write that fired it)."""
+    _safely(fn, *args, **kwargs)
 
 
 # ---- the run ---------------------------------------------------------------------------------------

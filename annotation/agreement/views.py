@@ -1,10 +1,11 @@
-"""Agreement dashboard, downloads and plots: thin views over ``agreement_selectors`` and ``gold``.
+"""Agreement dashboard, downloads and plots: thin views over ``annotation.agreement.selectors`` and
+``annotation.review.gold``.
 
 Admins see every table; annotators see aggregates over their own languages of the project (no table that
 names reviewers); anyone else gets 404 for the project or 403 for a page.
 
 The pages (dashboard, annotator quality, plots) never compute the report: they show what the cache holds
-(current, or the last one marked as of its time) and ask ``agreement_refresh`` for a refresh on a miss.
+(current, or the last one marked as of its time) and ask ``annotation.agreement.tasks.page_missed`` for a refresh on a miss.
 Downloads are explicit requests for the numbers and compute on a miss, like ``manage.py agreement``."""
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.agreement import refresh
+from annotation.agreement import refresh, tasks
 from annotation.agreement import selectors as sel
 from annotation.agreement.domain import tables
 from annotation.review import gold
@@ -59,7 +60,7 @@ def _shown_report(project: Project, scope: sel.Scope) -> sel.CachedReport:
     """The report a page shows, from the cache only. On a miss, ask for a refresh (debounced); without a
     broker it has run in-process by the time it returns, so look again."""
     shown = sel.cached_report(project, scope)
-    if not shown.fresh and refresh.page_missed(project.pk):
+    if not shown.fresh and tasks.page_missed(project.pk):
         shown = shown.again()
     return shown
 

@@ -17,8 +17,8 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
-from annotation.agreement import refresh as agreement_refresh
 from annotation.review import domain as rules
+from annotation.signals import annotations_written
 from annotation.review import selectors
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
 from core import access
@@ -285,7 +285,7 @@ def submit_decision(
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
                 refresh_status(candidate, actor=user, first_round=rnd)
-            agreement_refresh.after_write(project.pk)
+            annotations_written.send(sender=__name__, project_id=project.pk)
             return result, created
     except IntegrityError:
         # A concurrent twin of this very submission won the race: answer with what it stored.
@@ -396,7 +396,7 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
             )
             audit(admin, "adjudication.create", result, None, _decision_state(result))
         refresh_status(candidate, actor=admin)
-        agreement_refresh.after_write(candidate.segment.project_id)  # adjudications feed annotator quality
+        annotations_written.send(sender=__name__, project_id=candidate.segment.project_id)  # adjudications feed annotator quality
     return result
 
 
@@ -495,14 +495,14 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
                 own.idempotency_key = key
                 own.save()
                 audit(user, "rating.change", own, old, values)
-                agreement_refresh.after_write(item.project_id)
+                annotations_written.send(sender=__name__, project_id=item.project_id)
                 return own, False
             limit = selectors.raters_per_item(item.project)
             if LikertRating.objects.filter(item=item).count() >= limit:
                 raise Conflict(f"this item already has its {limit} ratings; take the next one")
             rating = LikertRating.objects.create(item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values)
             audit(user, "rating.create", rating, None, values)
-            agreement_refresh.after_write(item.project_id)
+            annotations_written.send(sender=__name__, project_id=item.project_id)
             return rating, True
     except IntegrityError:
         existing = LikertRating.objects.filter(idempotency_key=key, rater=user).first()

@@ -18,10 +18,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.agreement import refresh
+from annotation.agreement import tasks as agreement_tasks
 from annotation.agreement import selectors as sel
 from annotation.review import services
 from annotation.models import ReviewDecision
-from annotation.review.tasks import refresh_agreement
+from annotation.agreement.tasks import refresh_agreement
 from core.services import create_user
 from tests.conftest import need
 from tests.review.factories import make_candidate
@@ -316,7 +317,7 @@ def test_a_transient_database_fault_is_retried_by_the_worker(world, broker, lock
     try:
         holder.execute("LOCK TABLE annotation_reviewdecision IN ACCESS EXCLUSIVE MODE")
         with start_worker(app, pool="solo", perform_ping_check=False, queues=[broker.queue], loglevel="WARNING", shutdown_timeout=30):
-            assert refresh.request_refresh(pk)
+            assert agreement_tasks.request_refresh(pk)
             state = wait_until(lambda: (s := refresh.status(pk)).get("state") == "retrying" and s, "a retry")
             assert "lock timeout" in state["last_error"] and refresh.failing(state)
             holder.rollback()  # the lock goes; the retry, due within 2 s, reads the rows

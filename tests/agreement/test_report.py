@@ -177,3 +177,12 @@ def test_likert_raters_table(world):
     assert anna["mean_abs_difference"] == pytest.approx(sum(abs(d) for d in diffs) / len(diffs), abs=TOL)
     assert anna["flags"] == ""  # too few shared items to flag anyone
     assert "likert_raters" not in sel.project_report(world.project, languages=["de"], private=False, use_cache=False)
+
+
+def test_pure_report_builder_uses_the_stored_vocabulary():
+    """The report builder is Django-free, so it spells the stored values itself: they must be the models'."""
+    from annotation.agreement.domain import report
+
+    assert (report.ACCEPT, report.REJECT) == (ReviewDecision.Decision.ACCEPT, ReviewDecision.Decision.REJECT)
+    assert (report.ANNOTATOR, report.ADJUDICATION) == (ReviewDecision.Source.ANNOTATOR, ReviewDecision.Source.ADJUDICATION)
+    assert report.DIMENSIONS == LikertRating.DIMENSIONS

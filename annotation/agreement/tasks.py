@@ -1,0 +1,87 @@
+"""Celery task of the agreement stage, and the triggers that queue it (see ``annotation.agreement.refresh``).
+
+Idempotent: a scope whose rows are unchanged is a cache hit. Tasks are entry points like views: this module
+imports ``refresh`` (state and the run), never the reverse. The review and rating stages do not import
+this module either: their services send ``annotation.signals.annotations_written``, and
+``AnnotationConfig.ready()`` connects ``on_annotations_written`` here.
+"""
+from __future__ import annotations
+
+from celery import shared_task
+from celery.utils.time import get_exponential_backoff_interval
+from django.db import InterfaceError, OperationalError, transaction
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from annotation.agreement import refresh
+
+# Faults that a later attempt can get past: the database or the Redis cache briefly unreachable, a lock
+# or statement timeout. Anything else (a bug, a bad setting) fails at once.
+TRANSIENT = (OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError)
+
+
+@shared_task(name="annotation.refresh_agreement", bind=True, max_retries=5)
+def refresh_agreement(self, project_id: int) -> dict:
+    """Compute and cache the project's agreement report for every dashboard scope (see refresh).
+
+    Retries and failures are recorded here rather than in on_retry/on_failure, which Celery skips when a
+    task runs in-process with CELERY_TASK_EAGER_PROPAGATES (development): the state must be there too."""
+    try:
+        result = refresh.refresh_project(project_id)
+    except TRANSIENT as exc:
+        # In-process, a retry would only keep the waiting request longer: the next trigger runs it again.
+        if self.request.is_eager or self.request.retries >= self.max_retries:
+            refresh.record_failure(project_id, exc)
+            raise
+        refresh.record_retry(project_id, exc, self.request.retries + 1)
+        countdown = get_exponential_backoff_interval(factor=2, retries=self.request.retries, maximum=120, full_jitter=True)
+        raise self.retry(exc=exc, countdown=countdown)
+    except Exception as exc:
+        refresh.record_failure(project_id, exc)
+        raise
+    return result.as_dict() if result else {"project": project_id, "missing": True}
+
+
+# ---- triggers --------------------------------------------------------------------------------------
+
+
+def request_refresh(project_id: int, *, countdown: int = 0) -> bool:
+    """Queue one refresh of the project unless one is already queued. True when this call queued it.
+
+    Without a broker (development) the task runs here, in-process; a failure is then recorded and logged,
+    not raised, so a page that asked still renders."""
+    if not refresh.claim_pending(project_id, countdown=countdown):
+        return False
+    try:
+        refresh_agreement.apply_async((project_id,), countdown=countdown or None, queue=refresh.queue_name())
+    except Exception as exc:
+        if refresh_agreement.app.conf.task_always_eager:
+            return True  # it ran here and failed; the task recorded and logged why
+        refresh.release_pending(project_id, exc)
+        return False
+    return True
+
+
+def page_missed(project_id: int) -> bool:
+    """A page found no report of the current rows: queue a refresh now (someone is waiting), unless the
+    last run failed less than a minute ago. True when one was queued (or, without a broker, has run)."""
+    if not refresh.page_may_ask(project_id):
+        return False
+    return request_refresh(project_id)
+
+
+def after_write(project_id: int) -> None:
+    """Call inside the transaction that wrote decisions or ratings: after it commits, queue a refresh that
+    runs ``delay_seconds()`` later, so a burst of writes is one computation. Nothing when the transaction
+    rolls back.
+
+    Without a broker nothing is queued: the run would happen inside the annotator's submission; the
+    dashboard asks for it on its next view instead."""
+    if refresh_agreement.app.conf.task_always_eager:
+        return
+    transaction.on_commit(lambda: refresh.safely(request_refresh, project_id, countdown=refresh.delay_seconds()))
+
+
+def on_annotations_written(sender, *, project_id: int, **kwargs) -> None:
+    """Receiver of ``annotation.signals.annotations_written``."""
+    after_write(project_id)
