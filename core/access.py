@@ -6,9 +6,11 @@ is one of their assigned languages, and change only their own work. Viewers read
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 
-from core.models import Language, Profile
+from core.models import Language, Profile, Project
 
 
 def profile_of(user) -> Profile | None:
@@ -48,3 +50,20 @@ def may_see_language(user, language_code: str) -> bool:
     if is_admin(user):
         return True
     return allowed_languages(user).filter(code=language_code).exists()
+
+
+def require_admin(user, *, message: str = "admins only", error: type[Exception] = PermissionDenied) -> None:
+    """Raise ``error(message)`` (by default PermissionDenied, HTTP 403) unless ``user`` is an admin. Views
+    and services call this instead of testing ``is_admin`` themselves."""
+    if not is_admin(user):
+        raise error(message)
+
+
+def visible_project(user, name: str) -> Project:
+    """The project named ``name`` if ``user`` may see it (admins: every project; others: projects with a
+    direction into one of their languages); HTTP 404 otherwise, so a stranger cannot tell it exists."""
+    if is_admin(user):
+        projects = Project.objects.all()
+    else:
+        projects = Project.objects.filter(directions__target__in=allowed_languages(user)).distinct()
+    return get_object_or_404(projects, name=name)

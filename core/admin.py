@@ -1,4 +1,7 @@
-"""Admin for languages, directions, projects, gold segments and roles, with the two imports as uploads."""
+"""Admin for languages, directions, projects, gold segments and roles, with the corpus import as an upload.
+
+The XQ-MEval upload (candidates and decisions) belongs to the review stage: ``annotation.admin`` extends
+``ProjectAdmin`` with it."""
 from __future__ import annotations
 
 from django import forms
@@ -43,28 +46,6 @@ class CorpusUploadForm(forms.Form):
         return value
 
 
-class MultipleFileInput(forms.ClearableFileInput):
-    allow_multiple_selected = True
-
-
-class MultipleFileField(forms.FileField):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(*args, **kwargs)
-
-    def clean(self, data, initial=None):
-        single = super().clean
-        if isinstance(data, (list, tuple)):
-            return [single(d, initial) for d in data]
-        return [single(data, initial)]
-
-
-class XQMEvalUploadForm(forms.Form):
-    candidate_files = MultipleFileField(help_text="the en-{lang}-{ErrorType}.parquet files")
-    decisions = forms.FileField(required=False, help_text="decisions.csv (optional)")
-    strict = forms.BooleanField(required=False, help_text="treat a candidate with several <v> regions as an error")
-
-
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["name", "title", "source_language", "reviewers_per_candidate", "max_errors", "pool_rule", "owner", "created_at"]
@@ -76,7 +57,6 @@ class ProjectAdmin(admin.ModelAdmin):
     def get_urls(self):
         extra = [
             path("<int:pk>/import-corpus/", self.admin_site.admin_view(self.import_corpus_view), name="core_project_import_corpus"),
-            path("import-xqmeval/", self.admin_site.admin_view(self.import_xqmeval_view), name="core_project_import_xqmeval"),
         ]
         return extra + super().get_urls()
 
@@ -99,45 +79,6 @@ class ProjectAdmin(admin.ModelAdmin):
                 messages.success(request, f"{upload.name}: {result.created} gold segments imported, {result.unchanged} unchanged.")
                 return redirect(reverse("admin:core_project_change", args=[project.pk]))
         context = {**self.admin_site.each_context(request), "form": form, "project": project, "title": f"Import a corpus into {project.name}"}
-        return render(request, "admin/core/upload.html", context)
-
-    def import_xqmeval_view(self, request):
-        from annotation.review.xqmeval_import import import_xqmeval
-
-        form = XQMEvalUploadForm(request.POST or None, request.FILES or None)
-        project_name = request.POST.get("project_name", "")
-        if request.method == "POST" and form.is_valid():
-            if not project_name:
-                messages.error(request, "project_name: required")
-            else:
-                files = [(f.name, f.read()) for f in form.cleaned_data["candidate_files"]]
-                decisions = form.cleaned_data.get("decisions")
-                try:
-                    result = import_xqmeval(
-                        project_name,
-                        files=files,
-                        decisions=(decisions.name, decisions.read()) if decisions else None,
-                        strict=form.cleaned_data["strict"],
-                        owner=request.user,
-                    )
-                except ImportRejected as exc:
-                    for line in exc.errors:
-                        messages.error(request, line)
-                    messages.error(request, "Nothing imported.")
-                else:
-                    messages.success(
-                        request,
-                        f"{result.project}: {result.segments_created} gold segments, {result.candidates_created} candidates "
-                        f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions imported.",
-                    )
-                    return redirect(reverse("admin:core_project_changelist"))
-        context = {
-            **self.admin_site.each_context(request),
-            "form": form,
-            "project_name": project_name,
-            "title": "Import XQ-MEval candidates",
-            "xqmeval": True,
-        }
         return render(request, "admin/core/upload.html", context)
 
 

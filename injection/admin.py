@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html
 
-from injection import services
+from injection import services, tasks
 from injection.domain.checks import CHECKS
 from injection.models import Candidate, InjectionItem, InjectionRun
 
@@ -48,7 +48,7 @@ class InjectionRunAdmin(admin.ModelAdmin):
         with transaction.atomic():
             for run in queryset:
                 services.resume(run)
-                services.enqueue(run)
+                tasks.enqueue(run=run)
         messages.success(request, f"{queryset.count()} run(s) queued on 'llm'.")
 
     @admin.action(description="Cancel the selected runs")
@@ -62,7 +62,7 @@ class InjectionRunAdmin(admin.ModelAdmin):
         with transaction.atomic():
             for run in queryset:
                 total += services.reset_failed(run)
-                services.enqueue(run)
+                tasks.enqueue(run=run)
         messages.success(request, f"{total} failed item(s) queued again.")
 
 
@@ -79,7 +79,7 @@ class InjectionItemAdmin(admin.ModelAdmin):
         with transaction.atomic():
             for run in InjectionRun.objects.filter(pk__in=queryset.values("run")):
                 services.reset_failed(run, list(queryset.filter(run=run).values_list("pk", flat=True)))
-                services.enqueue(run)
+                tasks.enqueue(run=run)
         messages.success(request, "Selected failed items queued again.")
 
 

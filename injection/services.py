@@ -277,23 +277,97 @@ def _lease_seconds(run: InjectionRun) -> float:
     return max(LEASE_SECONDS, 4 * float(run.parameters.get("poll_interval") or 0))
 
 
+class RunLease:
+    """This worker's hold on a run: taken at most once while no live lease exists, renewed while the worker
+    works, and looked at (with the run's cancel flag) no more often than every ``check_every_s``."""
+
+    def __init__(self, run: InjectionRun, owner: str, seconds: float, *, check_every_s: float) -> None:
+        self.run, self.owner, self.seconds, self.check_every_s = run, owner, seconds, check_every_s
+        self.cancelled = False
+        self.restart_clock()
+
+    @classmethod
+    def acquire(cls, run: InjectionRun, *, check_every_s: float) -> RunLease | None:
+        """Take the run (status running, lease recorded), or None when it is cancelled or another worker's
+        lease is live. Conditional, so that a cancel arriving meanwhile is not overwritten."""
+        owner, seconds = _lease_owner(), _lease_seconds(run)
+        now = timezone.now()
+        taken = (
+            InjectionRun.objects.filter(pk=run.pk)
+            .exclude(status=InjectionRun.Status.CANCELLED)
+            .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
+            .update(
+                status=InjectionRun.Status.RUNNING, started_at=run.started_at or now, error="",
+                lease_owner=owner, lease_expires_at=now + timedelta(seconds=seconds),
+            )
+        )
+        return cls(run, owner, seconds, check_every_s=check_every_s) if taken else None
+
+    def restart_clock(self) -> None:
+        self.looked_at = self.renewed_at = time.monotonic()
+
+    def should_stop(self) -> bool:
+        """True once the run is cancelled; raises LeaseLost when another worker (or a resume) took it over."""
+        now = time.monotonic()
+        if now - self.looked_at >= self.check_every_s:
+            self.looked_at = now
+            row = InjectionRun.objects.filter(pk=self.run.pk).values("status", "lease_owner").first()
+            if row is None or row["lease_owner"] != self.owner:
+                raise LeaseLost(f"run {self.run.pk} was taken over by {row and row['lease_owner'] or 'nobody'}")
+            self.cancelled = row["status"] == InjectionRun.Status.CANCELLED
+            if now - self.renewed_at >= min(RENEW_EVERY_S, self.seconds / 4):
+                self.renewed_at = now
+                renewed = InjectionRun.objects.filter(pk=self.run.pk, lease_owner=self.owner).update(
+                    lease_expires_at=timezone.now() + timedelta(seconds=self.seconds)
+                )
+                if not renewed:
+                    raise LeaseLost(f"run {self.run.pk} was taken over")
+        return self.cancelled
+
+
+class ResultBuffer:
+    """Results held until one transaction records them: at most ``COMMIT_EVERY_N`` results or
+    ``COMMIT_EVERY_S`` seconds. A commit costs far more than a row (an fsync), and a worker killed before the
+    commit only loses answers that are re-asked on resume, exactly like requests still in flight."""
+
+    def __init__(self, run: InjectionRun, requests: dict[str, GenerationRequest], *, discount: float, remote: bool,
+                 progress: ProgressCallback | None) -> None:
+        self.run, self.requests, self.discount, self.remote, self.progress = run, requests, discount, remote, progress
+        self.results: list[GenerationResult] = []
+        self.oldest_at = 0.0
+
+    def add(self, result: GenerationResult) -> None:
+        if not self.results:
+            self.oldest_at = time.monotonic()
+        self.results.append(result)
+        if len(self.results) >= COMMIT_EVERY_N or time.monotonic() - self.oldest_at >= COMMIT_EVERY_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.results:
+            return
+        run = self.run
+        with transaction.atomic():
+            for result in self.results:
+                item = record_result(run, int(result.custom_id), result, self.requests[result.custom_id], discount=self.discount, remote=self.remote)
+                # In-memory counts between the periodic recounts, so a progress bar moves with every result.
+                if item.status == InjectionItem.Status.DONE:
+                    run.done += 1
+                elif item.status == InjectionItem.Status.FAILED:
+                    run.failed += 1
+                run.prompt_tokens += result.prompt_tokens
+                run.completion_tokens += result.completion_tokens
+        self.results.clear()
+        if self.progress:
+            self.progress(run)
+
+
 def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_every_s: float = PROGRESS_EVERY_S) -> InjectionRun:
     """Generate every pending item of a run. Safe to call again after a crash or a cancel-and-resume; a
     second worker given the same run while the first still holds its lease does nothing."""
     run = InjectionRun.objects.select_related("project").get(pk=run_id)
-    owner, lease = _lease_owner(), _lease_seconds(run)
-    now = timezone.now()
-    # Conditional, so that a cancel arriving meanwhile is not overwritten and a live lease is respected.
-    started = (
-        InjectionRun.objects.filter(pk=run.pk)
-        .exclude(status=InjectionRun.Status.CANCELLED)
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
-        .update(
-            status=InjectionRun.Status.RUNNING, started_at=run.started_at or now, error="",
-            lease_owner=owner, lease_expires_at=now + timedelta(seconds=lease),
-        )
-    )
-    if not started:
+    lease = RunLease.acquire(run, check_every_s=check_every_s)
+    if lease is None:
         run.refresh_from_db()
         if run.status != InjectionRun.Status.CANCELLED:
             logger.info("run %s is being executed by %s (lease until %s): not executed twice", run.pk, run.lease_owner, run.lease_expires_at)
@@ -305,75 +379,31 @@ def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_
     refresh_counters(run)
     if progress:
         progress(run)
-    buffer: list[GenerationResult] = []
+    buffer: ResultBuffer | None = None
     try:
         backend = _backend_for(run)
         sampling = _sampling(run)
         requests = {str(item.pk): _request(item, sampling) for item in items}
-        discount = getattr(backend, "discount", 0.0)
-        last = [time.monotonic(), False, time.monotonic()]  # last look, cancelled, last renewal
-
-        def should_stop() -> bool:
-            now = time.monotonic()
-            if now - last[0] >= check_every_s:
-                last[0] = now
-                row = InjectionRun.objects.filter(pk=run.pk).values("status", "lease_owner").first()
-                if row is None or row["lease_owner"] != owner:
-                    raise LeaseLost(f"run {run.pk} was taken over by {row and row['lease_owner'] or 'nobody'}")
-                last[1] = row["status"] == InjectionRun.Status.CANCELLED
-                if now - last[2] >= min(RENEW_EVERY_S, lease / 4):
-                    last[2] = now
-                    renewed = InjectionRun.objects.filter(pk=run.pk, lease_owner=owner).update(
-                        lease_expires_at=timezone.now() + timedelta(seconds=lease)
-                    )
-                    if not renewed:
-                        raise LeaseLost(f"run {run.pk} was taken over")
-            return last[1]
-
+        buffer = ResultBuffer(run, requests, discount=getattr(backend, "discount", 0.0), remote=backend.remote, progress=progress)
+        lease.restart_clock()
         since = time.monotonic()
-        buffered_at = 0.0
-
-        def flush() -> None:
-            # One commit for a group of results: a commit costs far more than a row (an fsync), and a
-            # worker killed before the commit only loses answers that are re-asked on resume, exactly
-            # like requests still in flight.
-            with transaction.atomic():
-                for result in buffer:
-                    item = record_result(run, int(result.custom_id), result, requests[result.custom_id], discount=discount, remote=backend.remote)
-                    # In-memory counts between the periodic recounts, so a progress bar moves with every result.
-                    if item.status == InjectionItem.Status.DONE:
-                        run.done += 1
-                    elif item.status == InjectionItem.Status.FAILED:
-                        run.failed += 1
-                    run.prompt_tokens += result.prompt_tokens
-                    run.completion_tokens += result.completion_tokens
-            buffer.clear()
-            if progress:
-                progress(run)
-
-        for result in backend.generate(list(requests.values()), should_stop):
+        for result in backend.generate(list(requests.values()), lease.should_stop):
             if result.custom_id not in requests:
                 logger.warning("run %s: result for unknown custom_id %r ignored", run.pk, result.custom_id)
                 continue
-            if not buffer:
-                buffered_at = time.monotonic()
-            buffer.append(result)
-            if len(buffer) >= COMMIT_EVERY_N or time.monotonic() - buffered_at >= COMMIT_EVERY_S:
-                flush()
+            buffer.add(result)
             if time.monotonic() - since >= PROGRESS_EVERY_S:
                 since = time.monotonic()
-                if buffer:
-                    flush()
+                buffer.flush()
                 refresh_counters(run)
                 if progress:
                     progress(run)
-        if buffer:
-            flush()
+        buffer.flush()
         backend.close()
     except LeaseLost as exc:
         # What this worker already holds is kept (recording is exactly-once); the run is the new owner's.
-        if buffer:
-            flush()
+        if buffer is not None:
+            buffer.flush()
         logger.warning("run %s: %s; this worker stops", run.pk, exc)
         run.refresh_from_db()
         return run
@@ -434,13 +464,6 @@ def resume(run: InjectionRun) -> None:
     at its next look and stops."""
     InjectionRun.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
     InjectionRun.objects.filter(pk=run.pk).exclude(status=InjectionRun.Status.RUNNING).update(status=InjectionRun.Status.PENDING)
-
-
-def enqueue(run: InjectionRun) -> None:
-    """Execute a run on the `llm` Celery queue once the surrounding transaction commits."""
-    from injection.tasks import execute_run_task
-
-    transaction.on_commit(lambda: execute_run_task.delay(run.pk))
 
 
 # ---- offline batch files (`vllm run-batch`, or an OpenAI batch run by hand) -----------------------------

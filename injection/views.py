@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import JsonResponse
@@ -15,19 +14,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core import access
-from injection import selectors, services
+from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
 
 
-def _admin_only(request) -> None:
-    if not access.is_admin(request.user):
-        raise PermissionDenied("injection runs are managed by admins")
+ADMINS_ONLY = "injection runs are managed by admins"
 
 
 @login_required
 def runs(request):
-    _admin_only(request)
+    access.require_admin(request.user, message=ADMINS_ONLY)
     form = StartRunForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -40,7 +37,7 @@ def runs(request):
         try:
             with transaction.atomic():
                 run = services.plan_run(spec)
-                services.enqueue(run)
+                tasks.enqueue(run=run)
         except services.RunRejected as exc:
             form.add_error(None, str(exc))
         else:
@@ -52,7 +49,7 @@ def runs(request):
 
 @login_required
 def run_detail(request, pk: int):
-    _admin_only(request)
+    access.require_admin(request.user, message=ADMINS_ONLY)
     run = get_object_or_404(InjectionRun.objects.select_related("project"), pk=pk)
     candidates = run.candidates.all()
     return render(request, "injection/run.html", {
@@ -67,14 +64,14 @@ def run_detail(request, pk: int):
 
 @login_required
 def run_progress(request, pk: int):
-    _admin_only(request)
+    access.require_admin(request.user, message=ADMINS_ONLY)
     return JsonResponse(selectors.run_progress(get_object_or_404(InjectionRun, pk=pk)))
 
 
 @login_required
 @require_POST
 def run_cancel(request, pk: int):
-    _admin_only(request)
+    access.require_admin(request.user, message=ADMINS_ONLY)
     run = get_object_or_404(InjectionRun, pk=pk)
     if services.cancel_run(run):
         messages.success(request, f"Run {run.name} cancelled; answers already in flight are still saved.")
@@ -87,7 +84,7 @@ def run_cancel(request, pk: int):
 @require_POST
 def run_retry(request, pk: int):
     """Retry the failed items (or the one given as `item`), or resume a cancelled/interrupted run."""
-    _admin_only(request)
+    access.require_admin(request.user, message=ADMINS_ONLY)
     run = get_object_or_404(InjectionRun, pk=pk)
     item = request.POST.get("item")
     with transaction.atomic():
@@ -96,7 +93,7 @@ def run_retry(request, pk: int):
             count = run.total - run.done - run.failed
         else:
             count = services.reset_failed(run, [int(item)] if item and item.isdigit() else None)
-        services.enqueue(run)
+        tasks.enqueue(run=run)
     messages.success(request, f"{count} item(s) of run {run.name} queued again.")
     return redirect("injection:run", pk=pk)
 

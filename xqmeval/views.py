@@ -3,7 +3,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import render
 
-from core import selectors
+from xqmeval import selectors
 
 
 @login_required

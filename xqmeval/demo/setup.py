@@ -5,8 +5,15 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from annotation.review.xqmeval_import import import_xqmeval
 from core.corpus.domain import CorpusRow
+from core.models import Project
 from core.services import add_directions, create_user, ensure_project, import_corpus_rows
+from exports.benchmark.services import build_benchmark
+from exports.models import Release
+from exports.release.services import create_release
+from injection.models import InjectionRun
+from injection.services import RunSpec, execute_run, plan_run
 
 CORPUS = Path(__file__).with_name("corpus.jsonl")
 TARGETS = ("de", "zh", "ar")
@@ -23,9 +30,6 @@ SHARED_XQMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" 
 
 def inject_rule_candidates(project, log) -> None:
     """Single-error candidates from the offline rule backend, so the review queues have work."""
-    from injection.models import InjectionRun
-    from injection.services import RunSpec, execute_run, plan_run
-
     if InjectionRun.objects.filter(project=project, name="demo-rule-mqm").exists():
         log("  rule-based candidates already there")
         return
@@ -36,11 +40,6 @@ def inject_rule_candidates(project, log) -> None:
 def import_release_xqmeval(project, log) -> None:
     """Where ../shared/data/xqmeval exists: the real XQ-MEval release as project 'xqmeval', merged into pseudo
     translations and released as version 1.0.0, so the benchmark and scores pages have content."""
-    from exports.models import Release
-    from exports.benchmark.services import build_benchmark, create_release
-    from annotation.review.xqmeval_import import import_xqmeval
-    from core.models import Project
-
     if not (SHARED_XQMEVAL / "candidates").is_dir():
         log(f"  skipped: no XQ-MEval data at {SHARED_XQMEVAL}")
         return
