@@ -4,7 +4,7 @@ With latency L per request and C requests in flight, no client can do better tha
 second. We report the achieved rate as a fraction of that bound (target ≥ 0.9) and the speed-up over one
 request at a time (what the published XQ-MEval script does), measured in the same run.
 
-    .venv/bin/python benchmarks/bench_injection.py [--latency 0.2] [--concurrency 32] [--requests 1280] [--end-to-end]
+    .venv/bin/python perf/bench_injection.py [--latency 0.2] [--concurrency 32] [--requests 1280] [--end-to-end]
 
 --end-to-end also runs the whole service path (plan, generate, post-process, checks, one transaction per
 result) on a temporary SQLite database.

@@ -7,7 +7,7 @@ latency of /healthz (one ``SELECT 1`` through the same stack), so the figures re
 over between machines. Afterwards the database is checked: no candidate has more than N decisions,
 every candidate has exactly N, and every decision the server confirmed (201) is stored exactly once.
 
-    .venv/bin/python benchmarks/bench_review.py --candidates 400 --annotators 32 --workers 4
+    .venv/bin/python perf/bench_review.py --candidates 400 --annotators 32 --workers 4
 
 Needs PostgreSQL (``--admin-url``, default postgres://postgres@127.0.0.1:5432/postgres); it creates and
 drops its own database ``xqmeval_bench_review``.

@@ -2,7 +2,7 @@
 
 Run in the scoring virtualenv:
 
-    .venv-scoring/bin/python benchmarks/bench_scoring.py [--release DIR] [--spm-model FILE] [--repeats 3]
+    .venv-scoring/bin/python perf/bench_scoring.py [--release DIR] [--spm-model FILE] [--repeats 3]
 
 ``scoring`` does more than the loop (reads the parquet, checks it, hashes the input for resumption,
 writes per-triplet parquet with signatures and a summary); the target is at least 0.9 of the direct

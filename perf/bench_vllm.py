@@ -5,8 +5,8 @@ backend adds chunking (results are persisted per chunk, and cancellation is look
 and the pipeline adds post-processing and the automatic checks. Each is reported as a rate and as a
 fraction of the baseline measured in the same run (the engine is loaded once and warmed up first).
 
-    .venv-vllm/bin/python benchmarks/bench_vllm.py --model DIR [--requests 1024] [--engine-option NAME=VALUE ...]
-    .venv-vllm/bin/python benchmarks/bench_vllm.py --tiny   # the tests' tiny chat model, on the CPU build
+    .venv-vllm/bin/python perf/bench_vllm.py --model DIR [--requests 1024] [--engine-option NAME=VALUE ...]
+    .venv-vllm/bin/python perf/bench_vllm.py --tiny   # the tests' tiny chat model, on the CPU build
 
 Prompts are XQ-MEval MQM prompts over the shared references of all 9 languages (../shared/data/xqmeval).
 """

@@ -13,7 +13,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from scoring.registry import MetricError, get_metric, parse_metric_list
+from scoring.registry import Family, MetricError, Segment, all_metrics, get_metric, parse_metric_list
 from scoring.release import open_release
 from scoring.runner import META_KEY, ScoreOptions, part_path, score_direction, score_release
 
@@ -172,12 +172,29 @@ def test_interrupted_direction_resumes_from_checkpointed_chunks(release, tmp_pat
         assert got[r["triplet_id"]] == direct.sentence_score(r["mt"], [r["ref"]]).score
 
 
-def test_registry_declares_what_each_metric_needs():
-    assert get_metric("chrf++").needs_reference and not get_metric("chrf++").needs_source
-    assert get_metric("COMETKiwi-22").family == "QE" and not get_metric("COMETKiwi-22").needs_reference
-    assert get_metric("MetricX-23").direction == "lower" and get_metric("MetricX-23").score_range == (0.0, 25.0)
-    assert get_metric("TER").direction == "lower"
-    assert get_metric("spbleu").device == "cpu" and get_metric("COMET-22").device == "gpu"
+def test_each_string_metric_scores_as_its_registry_entry_declares(spm_model):
+    """The registry's data (which way is better, the range, reading the reference but not the source) checked
+    against each string metric's own scores, rather than restated."""
+    specs = [m for m in all_metrics() if m.family == Family.SEQUENCE]
+    assert specs
+    ref = "The quick brown fox jumps over the lazy dog near the old river bank ."
+    damaged = "A slow red cat sat under a busy dog far from the lake ."
+    for spec in specs:
+        scorer = spec.build(**ScoreOptions(spm_model=str(spm_model)).for_metric())
+        same, worse, other_source, other_ref = scorer.score([
+            Segment(src="source one", mt=ref, ref=ref, target_lang="en"),
+            Segment(src="source one", mt=damaged, ref=ref, target_lang="en"),
+            Segment(src="an entirely different source", mt=ref, ref=ref, target_lang="en"),
+            Segment(src="source one", mt=ref, ref=damaged, target_lang="en"),
+        ]).scores
+        assert (same > worse) if spec.higher_is_better else (same < worse), (spec.name, same, worse)
+        low, high = spec.score_range
+        assert all((low is None or s >= low - 1e-9) and (high is None or s <= high + 1e-9) for s in (same, worse)), (spec.name, same, worse)
+        assert (same != other_ref) == spec.needs_reference, spec.name
+        assert (same != other_source) == spec.needs_source, spec.name
+
+
+def test_unknown_metric_in_a_list_is_named():
     with pytest.raises(MetricError, match="unknown metric 'nope'"):
         parse_metric_list("chrf++,nope")
 

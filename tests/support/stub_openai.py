@@ -12,7 +12,7 @@ next requests whose prompt contains ``match`` fail with 429, then 500, then succ
 500, 503, timeout, empty, refuse, truncated (cut at max_tokens), malformed (a body that is not JSON), nochoices, offtarget (a different
 sentence), same (the reference unchanged), prose (a chatty answer with markdown around the sentence).
 
-Run by hand: ``python -m injection.stub_openai --port 8011 --latency 0.2``.
+Run by hand: ``python -m tests.support.stub_openai --port 8011 --latency 0.2``.
 """
 from __future__ import annotations
 
