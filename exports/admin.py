@@ -7,8 +7,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from exports.benchmark import tasks as benchmark_tasks
-from exports.release import tasks as release_tasks
 from exports.models import BenchmarkBuild, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
+from exports.release import tasks as release_tasks
 
 
 class ReadOnlyMixin:

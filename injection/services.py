@@ -27,10 +27,10 @@ from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
 from injection.domain.checks import run_checks
 from injection.domain.edit_types import KINDS, MQM, NONE, edit_type, resolve_types
-from injection.models import Candidate, InjectionItem, InjectionRun
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
 from injection.domain.pricing import estimate_cost
 from injection.domain.prompts import build_prompt
+from injection.models import Candidate, InjectionItem, InjectionRun
 
 logger = logging.getLogger(__name__)
 

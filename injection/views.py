@@ -18,7 +18,6 @@ from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
 
-
 ADMINS_ONLY = "injection runs are managed by admins"
 
 

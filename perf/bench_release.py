@@ -77,13 +77,13 @@ def naive_counts(pools) -> int:
 
 
 def run(data: Path, scratch: Path) -> dict:
+    from annotation.review.xqmeval_import import import_xqmeval
     from core.models import Project
     from exports.benchmark.services import build_benchmark
-    from exports.release import services
     from exports.models import PseudoTranslation
+    from exports.release import services
     from exports.release.domain.release_files import sha256_file
     from injection.models import Candidate
-    from annotation.review.xqmeval_import import import_xqmeval
 
     t_import, _ = timed(import_xqmeval, "bench", data / "candidates", data / "decisions.csv")
     project = Project.objects.get(name="bench")

@@ -18,9 +18,8 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.agreement import refresh, tasks
 from annotation.agreement import selectors as sel
-from annotation.agreement.domain import tables
+from annotation.agreement.domain import plots, tables
 from annotation.review import gold
-from annotation.agreement.domain import plots
 from core import access, selectors
 from core.domain.plotting import empty as empty_plot
 from core.models import Project

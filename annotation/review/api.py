@@ -12,10 +12,9 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.review import domain as rules
-from annotation.review import selectors
-from annotation.review import services
 from annotation.models import LikertRating, ReviewDecision
+from annotation.review import domain as rules
+from annotation.review import selectors, services
 from core import selectors as core_selectors
 
 

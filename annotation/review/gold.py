@@ -24,8 +24,8 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 
 from annotation.models import AuditEvent, ReviewDecision
-from core.models import GoldSegment, Project
 from core.domain.units import Edit, apply_edit, half_boundary, join_units, split_units
+from core.models import GoldSegment, Project
 from injection.models import Candidate, InjectionRun
 
 GOLD_RUN_NAME = "gold"

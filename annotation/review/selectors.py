@@ -7,11 +7,11 @@ from django.db.models import Count, Exists, F, Func, IntegerField, OuterRef, Que
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.review import domain as rules
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.review import domain as rules
 from core import access
-from core.models import Language, Project
 from core.domain.units import split_units
+from core.models import Language, Project
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR

@@ -17,10 +17,10 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
-from annotation.review import domain as rules
-from annotation.signals import annotations_written
-from annotation.review import selectors
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.review import domain as rules
+from annotation.review import selectors
+from annotation.signals import annotations_written
 from core import access
 from core.models import Direction, Project
 from injection.models import Candidate

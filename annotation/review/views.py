@@ -20,10 +20,9 @@ from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_http_methods
 
-from annotation.review import domain as rules
-from annotation.review import selectors
-from annotation.review import services
 from annotation.models import ReviewRound
+from annotation.review import domain as rules
+from annotation.review import selectors, services
 from core import access
 from core import selectors as core_selectors
 from core.models import Language, Project

@@ -14,11 +14,11 @@ from typing import Callable
 
 from django.db import transaction
 
+from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
 from core.models import GoldSegment, Project
 from core.services import ImportRejected, add_directions, ensure_direction, ensure_project
 from injection.domain.checks import run_checks
 from injection.models import Candidate, InjectionRun
-from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
 
 RUN_NAME = "xqmeval-release"
 STATUS_OF_DECISION = {"accept": Candidate.Status.ACCEPTED, "reject": Candidate.Status.REJECTED}

@@ -1,7 +1,6 @@
 """The benchmark counts plot as SVG (see core.domain.plotting). No Django import."""
 from __future__ import annotations
 
-
 import matplotlib.pyplot as plt
 
 from core.domain.plotting import empty, svg

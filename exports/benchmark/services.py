@@ -14,8 +14,8 @@ from typing import Callable
 from django.db import connection, transaction
 from django.utils import timezone
 
-from core.models import GoldSegment, Project
 from core.domain.units import Edit, split_units
+from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
 from exports.benchmark import selectors
 from exports.models import BenchmarkBuild, MergedSegment, PseudoTranslation

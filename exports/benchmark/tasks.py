@@ -8,8 +8,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError, transaction
 
-from exports.benchmark import services
 from core.models import Project
+from exports.benchmark import services
 from exports.models import BenchmarkBuild
 
 RETRY = dict(autoretry_for=(OperationalError,), retry_backoff=True, retry_backoff_max=60, max_retries=3)

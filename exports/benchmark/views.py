@@ -11,9 +11,7 @@ from django.views.decorators.http import require_POST
 
 from core import access
 from core.models import Project
-from exports.benchmark import plots
-from exports.benchmark import selectors
-from exports.benchmark import tasks
+from exports.benchmark import plots, selectors, tasks
 
 
 def visible_project_and_directions(request, name: str) -> tuple[Project, set[str] | None]:

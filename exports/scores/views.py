@@ -2,8 +2,8 @@
 selectors and tasks. Pages only read: finished jobs are ingested by the ``collect_scores`` task."""
 from __future__ import annotations
 
-from django.contrib import messages
 from celery import current_app
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse

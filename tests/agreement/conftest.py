@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewRound
+from core.domain.units import split_units
 from core.models import GoldSegment
 from core.services import create_user
-from core.domain.units import split_units
 from injection.models import Candidate, InjectionRun
 
 A, R = "accept", "reject"

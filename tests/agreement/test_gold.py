@@ -6,8 +6,8 @@ import math
 import pytest
 
 from annotation.agreement import selectors as sel
-from annotation.review import gold
 from annotation.models import ReviewDecision
+from annotation.review import gold
 from core.domain.units import diff_edit
 from injection.models import Candidate, InjectionRun
 

@@ -18,11 +18,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.agreement import refresh
-from annotation.agreement import tasks as agreement_tasks
 from annotation.agreement import selectors as sel
-from annotation.review import services
-from annotation.models import ReviewDecision
+from annotation.agreement import tasks as agreement_tasks
 from annotation.agreement.tasks import refresh_agreement
+from annotation.models import ReviewDecision
+from annotation.review import services
 from core.services import create_user
 from tests.conftest import need
 from tests.review.factories import make_candidate

@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from annotation.agreement.domain import statistics as ag
 from annotation.agreement import selectors as sel
+from annotation.agreement.domain import statistics as ag
 from annotation.models import LikertRating, ReviewDecision
 from tests.agreement.conftest import DE_R1, ZH_R1, A, R
 

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from annotation.agreement.domain import statistics as ag
 from annotation.agreement import selectors as sel
-from annotation.review import gold
+from annotation.agreement.domain import statistics as ag
 from annotation.models import ReviewDecision, ReviewRound
+from annotation.review import gold
 from core.domain.units import diff_edit
 from injection.models import Candidate
 

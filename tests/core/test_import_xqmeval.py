@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import ReviewDecision
-from core.models import GoldSegment
 from core.domain.units import Edit, apply_edit, find_marked_region, mark_edit, split_units, strip_markup
+from core.models import GoldSegment
 from injection.models import Candidate
 
 pytestmark = [pytest.mark.shared_data]

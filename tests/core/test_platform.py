@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from core.corpus.domain import CorpusRow
 from core.models import GoldSegment
 from core.services import import_corpus_rows
-from core.corpus.domain import CorpusRow
 from injection.models import Candidate
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from core.models import Project
-from exports.benchmark import selectors
-from exports.benchmark import services
+from exports.benchmark import selectors, services
 from exports.benchmark.domain import merge_segment
 from exports.models import BenchmarkBuild, MergedSegment, PseudoTranslation
 from injection.models import Candidate

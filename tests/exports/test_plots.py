@@ -1,10 +1,9 @@
 """The counts plot of the benchmark page and the score-trend plot of the scores page."""
 import pytest
 
-from core.models import Direction
-from exports.models import MetricScore, Release
+from core.models import Direction, Project
 from exports.benchmark.services import build_benchmark
-from core.models import Project
+from exports.models import MetricScore, Release
 from tests.exports.conftest import import_languages
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]

@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 
 from core.models import Project
 from exports.benchmark.services import build_benchmark
-from exports.release import services
 from exports.models import PseudoSystem, PseudoTranslation, Release
+from exports.release import services
 from exports.release.domain.release_files import ReleaseConflict, verify_release
 from injection.models import Candidate
 from tests.exports.conftest import import_languages

@@ -6,8 +6,8 @@ import pytest
 from huggingface_hub.errors import HfHubHTTPError
 
 from core.models import GoldSegment
-from exports.models import BenchmarkBuild, PseudoTranslation
 from exports.benchmark.tasks import build_benchmark_task
+from exports.models import BenchmarkBuild, PseudoTranslation
 from exports.release.services import ReleaseError
 from exports.release.tasks import is_transient
 

@@ -11,8 +11,8 @@ from core.domain.units import apply_edit, count_edited_regions, diff_edit, posit
 from injection import services
 from injection.domain.checks import run_checks
 from injection.domain.edit_types import MQM, PERTURBATION, types_of
-from injection.models import Candidate, InjectionItem
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
+from injection.models import Candidate, InjectionItem
 
 LANGUAGES = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 # What a rule cannot do, by design (needs a lexicon or a word segmenter): the only refusals allowed.

@@ -1,8 +1,8 @@
 """Build review data through the ORM: gold segments, an injection run and candidates with real spans."""
 from __future__ import annotations
 
-from core.models import GoldSegment
 from core.domain.units import apply_edit, diff_edit, join_units, split_units
+from core.models import GoldSegment
 from injection.models import Candidate, InjectionRun
 
 # (direction, source, reference, candidate) — candidates differ from the reference by one edit.

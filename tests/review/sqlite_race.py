@@ -20,8 +20,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
-from annotation.review import services  # noqa: E402
 from annotation.models import ReviewDecision  # noqa: E402
+from annotation.review import services  # noqa: E402
 from core.models import GoldSegment  # noqa: E402
 from core.services import add_directions, create_user, ensure_project  # noqa: E402
 from injection.models import Candidate, InjectionRun  # noqa: E402

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 from django.db import connection, connections
 
-from annotation.review import services
 from annotation.models import ReviewDecision
+from annotation.review import services
 from core.services import create_user
 from injection.models import Candidate
 from tests.conftest import need

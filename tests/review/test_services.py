@@ -4,9 +4,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation.review import selectors
-from annotation.review import services
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock
+from annotation.review import selectors, services
 from core.services import create_user
 from injection.models import Candidate
 from tests.review.factories import make_candidates

@@ -5,8 +5,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.review import services
 from annotation.models import LikertRating, RatingItem, ReviewDecision
+from annotation.review import services
 from core.services import create_user
 from injection.models import Candidate
 from tests.review.factories import make_candidate, make_candidates

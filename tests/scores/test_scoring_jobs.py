@@ -11,9 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from django.urls import reverse
-
 from celery import current_app
+from django.urls import reverse
 
 from exports.models import MetricScore, Release, ScoringJob
 from exports.scores import selectors, services, tasks

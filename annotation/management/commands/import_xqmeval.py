@@ -3,8 +3,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from core.services import ImportRejected
 from annotation.review.xqmeval_import import import_xqmeval
+from core.services import ImportRejected
 
 
 class Command(BaseCommand):

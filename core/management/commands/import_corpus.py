@@ -2,8 +2,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
-from core.services import ImportRejected, ensure_project, import_corpus_rows
 from core.domain.languages import UnknownDirection, parse_direction
+from core.services import ImportRejected, ensure_project, import_corpus_rows
 
 
 class Command(BaseCommand):

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError
-
 from celery import current_app
+from django.core.management.base import BaseCommand, CommandError
 
 from exports.models import Release, ScoringJob
 from exports.scores import services, tasks
