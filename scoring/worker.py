@@ -6,7 +6,7 @@ anywhere (string metrics, SBERT). A GPU machine consumes both, a CPU machine onl
     CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q gpu,scoring -c 1
     CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q scoring
 
-The platform (``exports.scoring_jobs``) sends tasks by name; results (a small summary) and progress go
+The platform (``exports.scores.tasks``) sends tasks by name; results (a small summary) and progress go
 to the result backend (CELERY_RESULT_BACKEND, default: the broker). Scores themselves are written as
 parquet files next to the release, which the platform ingests.
 """

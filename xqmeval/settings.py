@@ -184,7 +184,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# ---- Agreement (annotation/agreement_selectors.py) --------------------------------------------------
+# ---- Agreement (annotation/agreement/selectors.py) -------------------------------------------------
 # Review: how long a reviewer holds a candidate before it returns to the queue.
 REVIEW_LOCK_SECONDS = int(os.environ.get("REVIEW_LOCK_SECONDS", "900"))
 AGREEMENT_BOOTSTRAP_RESAMPLES = int(os.environ.get("AGREEMENT_BOOTSTRAP_RESAMPLES", "1000"))

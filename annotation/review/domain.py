@@ -245,7 +245,7 @@ _TOKEN_RE = re.compile(r"\S+")
 
 
 def _unit_offsets(text: str, language: str) -> list[tuple[int, int]]:
-    """Character offsets [a, b) of each unit of ``text`` (same units as core.units.split_units)."""
+    """Character offsets [a, b) of each unit of ``text`` (same units as core.domain.units.split_units)."""
     if unit_of(language) == CHAR:
         return [(i, i + 1) for i in range(len(text))]
     return [m.span() for m in _TOKEN_RE.finditer(text)]

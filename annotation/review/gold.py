@@ -5,7 +5,7 @@ Two kinds, both obvious to a careful native speaker (issue 5):
 - *reject*: the unchanged reference offered as a candidate of some error type — there is no error, so it
   must be rejected;
 - *accept*: a clear error — a copy of a candidate that the project already accepted and that passed every
-  automatic check, or, where there is none, an obvious Omission built with ``core.units`` (the whole second half of the reference
+  automatic check, or, where there is none, an obvious Omission built with ``core.domain.units`` (the whole second half of the reference
   removed).
 
 Gold candidates are ordinary ``injection.Candidate`` rows with ``is_gold=True`` and ``gold_answer`` in one

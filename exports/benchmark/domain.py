@@ -2,10 +2,10 @@
 
 For one gold pair, every combination of ``k = 1…max_errors`` pool candidates whose spans pairwise do not
 conflict is spliced into the reference; level 0 is the reference itself. Spans are in reference units
-(``core.units``). A candidate that cannot be placed is excluded with its reason, never dropped silently.
+(``core.domain.units``). A candidate that cannot be placed is excluded with its reason, never dropped silently.
 
 Enumeration: candidates sorted by span start. With ``a.start <= b.start`` two spans are compatible iff
-``a.end < b.start`` (``core.units.spans_conflict``), so a set sorted by start is conflict-free iff each
+``a.end < b.start`` (``core.domain.units.spans_conflict``), so a set sorted by start is conflict-free iff each
 consecutive pair is — compatibility along a chain is transitive because ``b.start <= b.end``. Each
 candidate's compatible successors are therefore a suffix of the sorted list (found by bisection), and a
 depth-first walk visits exactly the valid combinations, never a conflicting prefix.

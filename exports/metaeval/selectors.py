@@ -1,5 +1,5 @@
 """Meta-evaluation of a scored release: reads MetricScore and PseudoSystem rows, computes with
-``exports.metaeval`` (pure). Scores are oriented so that higher is better before any τ (MetricX is
+``exports.metaeval.domain`` (pure). Scores are oriented so that higher is better before any τ (MetricX is
 negated); cross-lingual CV is computed on the metric's own scale."""
 from __future__ import annotations
 

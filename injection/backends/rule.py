@@ -1,4 +1,4 @@
-"""The offline rule-based backend (``injection.rules``): no network, no key, deterministic for a seed."""
+"""The offline rule-based backend (``injection.domain.rule_edits``): no network, no key, deterministic for a seed."""
 from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator

@@ -2,8 +2,8 @@
 
 SPEC §1, following the published post-processing: strip markdown, take the text after the last answer
 prefix, keep the longest line, remove the half tags. The span is then computed by diff against the
-reference in the language's unit (``core.units.diff_edit``); the model's own markup is never trusted.
-Length and locality are *checks* (``injection.checks``), not rejections: a candidate is flagged, not
+reference in the language's unit (``core.domain.units.diff_edit``); the model's own markup is never trusted.
+Length and locality are *checks* (``injection.domain.checks``), not rejections: a candidate is flagged, not
 dropped. Only an answer with no sentence in it at all is a failure.
 """
 from __future__ import annotations

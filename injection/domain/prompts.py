@@ -3,7 +3,7 @@
 
 Every template carries a version string that is stored on each candidate; change the wording and bump the
 version, never edit a released version in place. The MQM prompts show the halves as
-``<head>…</head> <end>…</end>`` (``core.units.halves_markup``, SPEC §1) and walk the model through the
+``<head>…</head> <end>…</end>`` (``core.domain.units.halves_markup``, SPEC §1) and walk the model through the
 published steps: select a sub-part of the marked half, select a segment, edit it as the type requires,
 substitute it back, output the updated sentence.
 """

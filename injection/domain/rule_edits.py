@@ -14,7 +14,7 @@ What a rule can do without a language model:
   not have: those are refused with a reason.
 
 Every choice is tried in a seeded random order and kept only if the diff against the reference
-(``core.units``) gives one edit in the requested half; otherwise the next choice is tried, and when none
+(``core.domain.units``) gives one edit in the requested half; otherwise the next choice is tried, and when none
 fits, ``RuleRefused`` says why.
 """
 from __future__ import annotations

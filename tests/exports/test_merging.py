@@ -1,4 +1,4 @@
-"""exports.merging on the real XQ-MEval data (all 9 languages) and on generated inputs (hypothesis)."""
+"""exports.benchmark.domain (merging) on the real XQ-MEval data (all 9 languages) and on generated inputs (hypothesis)."""
 from __future__ import annotations
 
 import itertools

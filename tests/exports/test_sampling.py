@@ -1,4 +1,4 @@
-"""exports.sampling: pseudo systems with predetermined quality (SPEC §7). Pure."""
+"""exports.release.domain.sampling: pseudo systems with predetermined quality (SPEC §7). Pure."""
 from __future__ import annotations
 
 import random

@@ -1,4 +1,4 @@
-"""exports.metaeval against scipy and hand-computed cases."""
+"""exports.metaeval.domain against scipy and hand-computed cases."""
 import itertools
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""core.units: span units, diffs, markup, conflicts. Pure Python, no database."""
+"""core.domain.units: span units, diffs, markup, conflicts. Pure Python, no database."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

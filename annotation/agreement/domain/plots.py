@@ -1,6 +1,6 @@
 """Agreement plots as SVG text, drawn server-side with matplotlib (Agg). No Django import.
 
-Each function takes rows of a report table (``agreement_selectors.project_report``) and returns an SVG
+Each function takes rows of a report table (``annotation.agreement.selectors.project_report``) and returns an SVG
 document. The views serve them as ``image/svg+xml`` for ``<img>`` tags, so text inside (language codes,
 error types, user names) is never interpreted as HTML by the page; matplotlib XML-escapes it anyway.
 """
