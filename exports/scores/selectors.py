@@ -28,6 +28,16 @@ class JobState:
             return 100
         return int(100 * self.done / self.total) if self.total else 0
 
+    @property
+    def status(self) -> str:
+        """What to show: the job's own status once it is finished; ``running`` while its task runs or has
+        ended and waits for ``collect_scores``; else the job's status (pending)."""
+        if self.job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
+            return self.job.status
+        if self.state in ("STARTED", "PROGRESS", "RETRY", "SUCCESS", "FAILURE"):
+            return ScoringJob.Status.RUNNING
+        return self.job.status
+
 
 def task_id_for(job: ScoringJob) -> str:
     return f"xqmeval-score-{job.pk}"

@@ -44,7 +44,7 @@ def _context(request, release: Release) -> dict:
         "release": release,
         "tables": selectors.score_table(release, visible),
         "jobs": jobs,
-        "running": any(s.job.status in ("pending", "running") for s in jobs),  # the page refreshes itself
+        "running": any(s.status in ("pending", "running") for s in jobs),  # the page refreshes itself
         "is_admin": admin,
         "metrics": all_metrics() if admin else [],
     }
@@ -62,7 +62,7 @@ def progress(request, release_id: int):
     require_admin(request.user)
     states = selectors.job_states(release=release, app=current_app)
     return JsonResponse(
-        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.job.status, "percent": s.percent, "error": s.job.error} for s in states]}
+        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.status, "percent": s.percent, "error": s.job.error} for s in states]}
     )
 
 

@@ -141,6 +141,32 @@ def test_untrusted_text_in_job_errors_is_escaped(client, release, languages, adm
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
 
 
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_scores_page_only_reads_and_collect_scores_ingests(client, broker, release, languages, admin_user):
+    """A job whose task has finished shows as such, but viewing the page or its progress writes nothing; the
+    collect_scores task (each scoring task's callback) ingests the file."""
+    from xqmeval.celery import app
+
+    n = len(release_rows("en-de"))
+    write_part(release, "chrF++", "en-de")
+    job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
+    task_id = selectors.task_id_for(job)
+    app.backend.store_result(task_id, {"metric": "chrF++", "direction": "en-de"}, "SUCCESS")
+    try:
+        client.force_login(admin_user)
+        assert client.get(reverse("scores:release", args=[release.pk])).status_code == 200
+        progress = client.get(reverse("scores:progress", args=[release.pk])).json()
+        assert progress["jobs"] == [{"metric": "chrF++", "direction": "en-de", "status": "running", "percent": 0, "error": ""}]
+        job.refresh_from_db()
+        assert job.status == ScoringJob.Status.PENDING and not MetricScore.objects.filter(release=release).exists()
+        assert tasks.collect_scores.apply(args=[release.pk, job.pk]).get() == {"done": 1}
+        job.refresh_from_db()
+        assert job.status == ScoringJob.Status.DONE and MetricScore.objects.filter(release=release).count() == n
+    finally:
+        app.backend.forget(task_id)
+
+
 # ---- end to end: platform -> Redis -> real scoring worker (.venv-scoring) -> files -> MetricScore -------
 
 
@@ -189,6 +215,17 @@ def cpu_worker(broker, tmp_path):
     finally:
         stop_process_group(proc)
         log.close()
+        drop_collect_callbacks(broker)
+
+
+def drop_collect_callbacks(broker: str) -> None:
+    """Remove the collect_scores callbacks the scoring tasks queued (no platform worker runs in these tests)."""
+    import redis as redis_lib
+
+    r = redis_lib.Redis.from_url(broker)
+    for raw in r.lrange("default", 0, -1):
+        if b"exports.scoring_jobs.collect_scores" in raw:
+            r.lrem("default", 1, raw)
 
 
 def wait_for(release, metric_jobs: int, timeout: float = 120.0, log: Path | None = None):
@@ -216,6 +253,11 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     states = wait_for(release, 4, log=tmp_path / "worker.log")
     assert all(s.job.status == "done" for s in states), [(s.job.metric, s.job.error) for s in states]
     assert MetricScore.objects.filter(release=release).count() == 4 * n
+    # each scoring task queued its collect_scores callback for a platform worker (queue default)
+    r = redis_lib.Redis.from_url(broker)
+    callbacks = [raw for raw in r.lrange("default", 0, -1) if b"exports.scoring_jobs.collect_scores" in raw]
+    assert len(callbacks) == 4
+    drop_collect_callbacks(broker)
     # each ingested score is exactly the worker's file, levels come from the release
     for metric in ("chrF++", "TER"):
         table = pq.read_table(Path(release.path) / "scores" / f"{metric.lower().replace('+', 'p')}.parquet").to_pylist()
@@ -239,7 +281,6 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     assert failed.job.status == "failed" and "missing.model" in failed.job.error and "does not exist" in failed.job.error
 
     # a GPU metric goes to the gpu queue, which this CPU worker does not consume
-    r = redis_lib.Redis.from_url(broker)
     before = r.llen(GPU_QUEUE)
     [comet] = tasks.start_scoring(release=release, metrics=["COMET-22"], directions=["en-de"])
     assert r.llen(GPU_QUEUE) == before + 1
