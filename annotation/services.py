@@ -21,7 +21,8 @@ from annotation import agreement_refresh
 from annotation import review_rules as rules
 from annotation import selectors
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
-from core import access
+from core import access, bidi
+from core.corpus_io import text_cell
 from core.models import Direction, Project
 from injection.models import Candidate
 
@@ -528,11 +529,25 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
     errors: list[str] = []
     seen: set[tuple[str, str]] = set()
     parsed = []
+    limits = {"id": RatingItem._meta.get_field("external_id").max_length, "system": RatingItem._meta.get_field("system").max_length}
     for i, row in enumerate(rows, start=1):
         where = row.get("_location") or f"{source_name}:{i}"
-        src, text = (row.get("source") or "").strip(), (row.get("text") or "").strip()
-        sys_name = (row.get("system") or system or "").strip()
-        ext = str(row.get("id") or i).strip()
+        cells = {}
+        for col in ("id", "source", "reference", "system", "text"):
+            value = row.get(col)
+            if value is None or (isinstance(value, float) and value != value):
+                cells[col] = ""
+                continue
+            value, problem = text_cell(value, integer_ok=col == "id")
+            problem = problem or bidi.spanning_problem(value)
+            if not problem and col in limits and limits[col] and len(value.strip()) > limits[col]:
+                problem = f"is {len(value.strip())} characters long, at most {limits[col]} fit"
+            if problem:
+                errors.append(f"{where}: field {col!r} {problem}")
+            cells[col] = value
+        src, text = cells["source"].strip(), cells["text"].strip()
+        sys_name = (cells["system"] or system or "").strip()
+        ext = (cells["id"] or str(i)).strip()
         if not src:
             errors.append(f"{where}: field 'source' is empty")
         if not text:
@@ -540,7 +555,7 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
         if (sys_name, ext) in seen:
             errors.append(f"{where}: duplicate id {ext!r} for system {sys_name!r}")
         seen.add((sys_name, ext))
-        parsed.append((ext, sys_name, src, (row.get("reference") or "").strip(), text))
+        parsed.append((ext, sys_name, src, cells["reference"].strip(), text))
     if errors:
         raise ImportRejected(source_name, errors)
     existing = {
