@@ -23,6 +23,7 @@ from annotation import selectors
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
 from core import access, bidi
 from core.corpus_io import text_cell
+from core.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Direction, Project
 from injection.models import Candidate
 
@@ -227,8 +228,8 @@ def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
     project = candidate.segment.project
     if round_id not in (None, ""):
         try:
-            return ReviewRound.objects.get(pk=round_id, project=project)
-        except (ReviewRound.DoesNotExist, ValueError, TypeError):
+            return ReviewRound.objects.get(pk=id_param(round_id) or 0, project=project)
+        except ReviewRound.DoesNotExist:
             raise Invalid(f"round {round_id} is not a round of project {project.name}", "round") from None
     lock = ReviewLock.objects.filter(candidate=candidate, reviewer=user, round__is_open=True).select_related("round").order_by("-round__number").first()
     if lock:
@@ -427,6 +428,10 @@ def open_round(admin, project: Project, *, sample_size: int, seed: int, language
     _require_admin(admin)
     if sample_size < 1:
         raise Invalid("sample size must be at least 1", "sample_size")
+    if sample_size > MAX_POSITIVE_INT:
+        raise Invalid(f"sample size must be at most {MAX_POSITIVE_INT}", "sample_size")
+    if not -MAX_ID - 1 <= seed <= MAX_ID:
+        raise Invalid("seed must fit in 64 bits", "seed")
     population = Candidate.objects.filter(
         segment__project=project, status__in=[Candidate.Status.ACCEPTED, Candidate.Status.REJECTED]
     )
@@ -635,6 +640,18 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     username = (username or "").strip()
     if not username:
         raise Invalid("username is required", "username")
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    try:  # Django's own rules: letters, digits and @/./+/-/_ only, at most 150 characters
+        get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD).clean(username, None)
+    except ValidationError as exc:
+        raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise Invalid("email: enter a valid email address", "email") from None
     if get_user_model().objects.filter(username=username).exists():
         raise Conflict(f"user {username!r} already exists", "username")
     with transaction.atomic():
