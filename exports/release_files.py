@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from core.spreadsheet import safe_cell
 from exports.sampling import SystemDraw
 
 SCHEMA_VERSION = 1
@@ -205,7 +206,7 @@ def _write_excluded(rows: list[dict], path: Path) -> None:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(EXCLUDED_COLUMNS)
         for r in rows:
-            writer.writerow([r[c] for c in EXCLUDED_COLUMNS])
+            writer.writerow([safe_cell(r[c]) for c in EXCLUDED_COLUMNS])  # a table for people: opened in spreadsheets
 
 
 def size_category(n: int) -> str:
