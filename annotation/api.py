@@ -112,6 +112,16 @@ class RatingItemSerializer(serializers.Serializer):
     system = serializers.CharField()
 
 
+class NextRatingItemSerializer(serializers.Serializer):
+    item = RatingItemSerializer(allow_null=True, help_text="null when nothing is left to rate")
+
+
+class SkipOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    candidate = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
 class RatingInSerializer(serializers.Serializer):
     item = id_field()
     informativeness = serializers.IntegerField(required=False, allow_null=True)
@@ -198,7 +208,7 @@ class DecisionsView(ListAPIView):
 
 
 class SkipsView(APIView):
-    @extend_schema(request=SkipInSerializer, responses={201: None})
+    @extend_schema(request=SkipInSerializer, responses={201: SkipOutSerializer})
     def post(self, request):
         data = SkipInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -211,7 +221,7 @@ class SkipsView(APIView):
 
 
 class NextRatingItemView(APIView):
-    @extend_schema(request=None, parameters=[LANG], responses=RatingItemSerializer)
+    @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
         project = _project(request.user, project)
         item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))

@@ -11,6 +11,7 @@ from axes.backends import AxesStandaloneBackend
 from django.conf import settings
 from django.http import JsonResponse
 from django.shortcuts import render
+from drf_spectacular.authentication import BasicScheme
 from rest_framework.authentication import BasicAuthentication
 from rest_framework.exceptions import APIException, AuthenticationFailed
 
@@ -68,3 +69,9 @@ class ThrottledBasicAuthentication(BasicAuthentication):
                 raise LockedOut(lockout_message()) from None
             raise
         return found
+
+
+class ThrottledBasicScheme(BasicScheme):
+    """The OpenAPI security scheme of ThrottledBasicAuthentication: plain HTTP Basic."""
+
+    target_class = "core.auth.ThrottledBasicAuthentication"

@@ -32,8 +32,11 @@ def test_screens_work_under_the_content_security_policy(project, languages, anno
     login(page, "anna_de", "anna-pass-123")
     page.goto(f"/review/{project.name}/next/")
     page.wait_for_selector("#candidate-text")
-    page.keyboard.press("a")  # review.js runs: the keyboard accept moves to the next candidate
-    page.wait_for_function("() => !location.pathname.endsWith('/next/')")
+    first = page.url
+    with page.expect_navigation():
+        page.keyboard.press("a")  # review.js runs: the keyboard accept moves to the next candidate
+    page.wait_for_selector("#candidate-text")
+    assert page.url != first
     page.goto(f"/review/{project.name}/rate/next/")
     page.wait_for_selector("[data-dimension]")
     assert seen["violations"] == [], seen["violations"]
