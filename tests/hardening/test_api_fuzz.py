@@ -37,7 +37,21 @@ def _basic(username: str, password: str) -> dict:
 
 
 @pytest.fixture
-def accounts(db, project, languages):
+def keep_connection():
+    """The WSGI app closes the database connection after each request (request_finished); the test's own
+    transaction lives on it. Django's test client disconnects the same handler while it calls the app."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def accounts(db, project, languages, keep_connection):
     from core.services import create_user
 
     with_fast_hasher = {"PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}

@@ -33,7 +33,8 @@ print(json.dumps(out))
 
 def test_healthz_is_exempt_from_the_ssl_redirect_under_production_settings(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}, **PRODUCTION,
-           "XQMEVAL_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "xqmeval.settings"}
+           "XQMEVAL_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
+           "DATABASE_URL": f"sqlite:///{tmp_path}/probe.sqlite3"}  # SELECT 1 needs no shared database
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     import json
