@@ -8,7 +8,7 @@ from annotation.models import RatingItem
 from tests.e2e.conftest import login
 from tests.review.factories import make_candidates
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def watch(page) -> dict:

@@ -26,6 +26,8 @@ CONFIG = SchemathesisConfig.from_dict({
     "phases": {"coverage": {"enabled": False}, "stateful": {"enabled": False}},
     "generation": {"max-examples": EXAMPLES, "mode": "all", "deterministic": True},
 })
+pytestmark = pytest.mark.slow
+
 schema = schemathesis.openapi.from_dict(
     json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True))), config=CONFIG
 )
