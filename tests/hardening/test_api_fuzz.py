@@ -69,7 +69,8 @@ def accounts(db, project, languages, keep_connection):
 def _run(case, headers, project_name):
     if "project" in (case.path_parameters or {}):
         case.path_parameters["project"] = project_name  # a real project: answers with data, not only 404
-    case.call_and_validate(app=APP, headers=headers, checks=CHECKS)
+    response = case.call_and_validate(app=APP, headers=headers, checks=CHECKS)
+    assert response.status_code != 401, "the fuzz must reach the endpoint, authenticated"
 
 
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
