@@ -7,12 +7,14 @@ import matplotlib.pyplot as plt
 
 from core.plotting import empty, svg
 
+NOTHING_BUILT = "nothing built yet: build the benchmark to see pseudo translations per level"
+
 
 def level_counts(counts: dict) -> str:
     """Pseudo translations per quality level k, one line per direction (XQ-MEval Table 4 as a picture:
     counts grow then shrink with k). ``counts`` is ``merging.counts_table``'s output."""
-    if not counts:
-        return empty("no pseudo translations yet: build the benchmark first")
+    if not any(row["total"] for row in counts.values()):  # no direction, or nothing merged yet
+        return empty(NOTHING_BUILT)
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for direction, row in sorted(counts.items()):
         levels = sorted(row["levels"], key=int)
@@ -30,7 +32,7 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
     for lower-is-better metrics) monotonically with k, at the same height in every language."""
     rows = [r for r in rows if any(v is not None for v in r["levels"])]
     if not rows or not levels:
-        return empty(f"no {metric} scores yet")
+        return empty(no_scores(metric))
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for row in rows:
         points = [(k, v) for k, v in zip(levels, row["levels"]) if v is not None]
@@ -42,3 +44,7 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=3)
     return svg(fig)
+
+
+def no_scores(metric: str) -> str:
+    return f"no {metric} scores yet"

@@ -242,6 +242,15 @@ def collect_scores(release_id: int) -> dict:
 # ---- reads --------------------------------------------------------------------------------------------
 
 
+def known_metric(release: Release, metric: str) -> bool:
+    """A metric of the registry, or one this release has scoring jobs for."""
+    try:
+        get_metric(metric)
+    except MetricError:
+        return ScoringJob.objects.filter(release=release, metric=metric).exists()
+    return True
+
+
 def score_table(release: Release, directions: list[str] | None = None) -> list[dict]:
     """Mean score per metric, direction and level (k), plus the mean over all levels, for the UI.
 

@@ -11,7 +11,7 @@
       const s = document.getElementById("build-status"), p = document.getElementById("build-progress"), d = document.getElementById("build-detail");
       if (s) s.textContent = data.build.status;
       if (p) p.value = data.build.percent;
-      if (d) d.textContent = `${data.build.done_segments}/${data.build.total_segments} gold pairs, ${data.build.rebuilt_segments} rebuilt, ${data.build.pseudo_created} pseudo translations written, ${data.build.excluded} excluded`;
+      if (d) d.textContent = `${data.build.done_segments}/${data.build.total_segments} gold pairs, ${data.build.rebuilt_segments} rebuilt, ${data.build.pseudo_created} pseudo translations written, ${data.build.excluded} excluded, ${data.build.transplanted} transplanted`;
       busy = busy || ["pending", "running"].includes(data.build.status);
     }
     for (const r of data.releases) {

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from core.units import parse_marked
+from core.units import Edit, apply_edit, parse_marked, split_units
 from exports.merging import PoolCandidate
 
 
@@ -54,3 +55,20 @@ def import_languages(project_name: str, shared: Path, languages: list[str]):
             if row[0] in languages:
                 writer.writerow(row)
     return import_xqmeval(project_name, files=files, decisions=("decisions.csv", out.getvalue().encode()))
+
+
+def without_drift(text: str) -> str:
+    """The text without punctuation, whitespace and width differences (an oracle written apart from the
+    merger's unit-wise ``content_key``: it works on whole strings)."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if not ch.isspace() and not unicodedata.category(ch).startswith("P"))
+
+
+def locatable_anywhere(reference: str, language: str, c: PoolCandidate) -> bool:
+    """Some span of the reference takes the candidate's edit so that the result is the candidate up to drift."""
+    n = len(split_units(reference, language))
+    target = without_drift(c.text)
+    return any(
+        without_drift(apply_edit(reference, Edit(s, e, c.edit.replacement), language)) == target
+        for s in range(n + 1)
+        for e in range(s, n + 1)
+    )

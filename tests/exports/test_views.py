@@ -42,6 +42,8 @@ def seeded(project, settings, tmp_path):
                 text = apply_edit(ref, edit, language)
                 if etype == "Untranslated" and seg_no == 1:
                     text = "<b>bold</b> " + text  # changed outside its span: unplaceable
+                if etype == "Mistranslation" and seg_no == 1 and language == "de":
+                    text = text[: -len(" .")] + " !"  # drift outside its span (punctuation): transplanted
                 Candidate.objects.create(
                     run=run, segment=seg, error_type=etype, position=pos, text=text, span_start=edit.start, span_end=edit.end,
                     edit_text=(" " if language == "de" else "").join(edit.replacement), status="accepted",
@@ -61,6 +63,10 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     html = client.get(page).content.decode()
     assert "en-de" in html and "en-zh" in html and "Excluded candidates (2)" in html
     assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html  # untrusted text escaped
+    assert build.transplanted == 1 and "Transplanted candidates (1)" in html and "1 transplanted" in html
+    assert "&#x27;.&#x27; → &#x27;!&#x27;" in html
+    flagged = PseudoTranslation.objects.filter(segment__project=seeded, flags=["transplanted"])
+    assert flagged.count() == 4 and all(p.text.endswith(" .") for p in flagged)  # the reference's own stop
 
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0", "formats": ["jsonl"]})
