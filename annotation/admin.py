@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
 from annotation.review.xqmeval_import import import_xqmeval
 from core.admin import ProjectAdmin as CoreProjectAdmin
+from core.admin import report_errors
 from core.models import Project
 from core.services import ImportRejected
 
@@ -117,9 +118,7 @@ class ProjectAdmin(CoreProjectAdmin):
                         owner=request.user,
                     )
                 except ImportRejected as exc:
-                    for line in exc.errors:
-                        messages.error(request, line)
-                    messages.error(request, "Nothing imported.")
+                    report_errors(request, exc.errors, "Nothing imported.")
                 else:
                     messages.success(
                         request,

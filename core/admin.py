@@ -30,6 +30,19 @@ class DirectionAdmin(admin.ModelAdmin):
     list_filter = ["source", "target"]
 
 
+SHOWN_ERRORS = 20  # an upload with thousands of bad rows: the first ones, then how many more
+
+
+def report_errors(request, errors: list[str], closing: str, *, level=messages.ERROR) -> None:
+    """One message per problem for the first SHOWN_ERRORS, then one line with the count of the rest."""
+    for line in errors[:SHOWN_ERRORS]:
+        messages.add_message(request, level, line)
+    if len(errors) > SHOWN_ERRORS:
+        messages.add_message(request, level, f"… and {len(errors) - SHOWN_ERRORS} more problem(s) ({len(errors)} in all).")
+    if closing:
+        messages.add_message(request, level, closing)
+
+
 class CorpusUploadForm(forms.Form):
     file = forms.FileField(help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference")
     direction = forms.CharField(help_text="e.g. en-de")
@@ -72,10 +85,9 @@ class ProjectAdmin(admin.ModelAdmin):
                 rows = read_corpus(upload.read(), upload.name, columns)
                 result = import_corpus_rows(project, form.cleaned_data["direction"], rows, upload.name)
             except (CorpusError, ImportRejected) as exc:
-                for line in exc.errors:
-                    messages.error(request, line)
-                messages.error(request, f"{upload.name}: nothing imported.")
+                report_errors(request, exc.errors, f"{upload.name}: nothing imported.")
             else:
+                report_errors(request, result.warnings, "", level=messages.WARNING)
                 messages.success(request, f"{upload.name}: {result.created} gold segments imported, {result.unchanged} unchanged.")
                 return redirect(reverse("admin:core_project_change", args=[project.pk]))
         context = {**self.admin_site.each_context(request), "form": form, "project": project, "title": f"Import a corpus into {project.name}"}

@@ -8,9 +8,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from core.corpus.domain import CorpusRow
+from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import language_info, parse_direction
 from core.models import Direction, GoldSegment, Language, Profile, Project
+
+ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
 
 
 class ImportRejected(InputErrors):
@@ -31,6 +34,18 @@ def ensure_direction(code: str) -> Direction:
         code=code, defaults={"source": ensure_language(source), "target": ensure_language(target)}
     )
     return direction
+
+
+def project_name_problem(name: str) -> str:
+    """'' when ``name`` can name a project (a slug that fits the column), else why not."""
+    from django.core.exceptions import ValidationError
+
+    field = Project._meta.get_field("name")
+    try:
+        field.clean(name, None)
+    except ValidationError as exc:
+        return " ".join(exc.messages)
+    return ""
 
 
 def ensure_project(name: str, *, source_language: str = "en", owner=None, **fields) -> tuple[Project, bool]:
@@ -75,33 +90,43 @@ class CorpusImportResult:
     created: int = 0
     unchanged: int = 0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusRow], source_name: str) -> CorpusImportResult:
     """Import gold pairs atomically and idempotently.
 
     Re-importing the same rows changes nothing; a row whose id exists with different text is an error.
-    Any error rejects the whole file: nothing is written."""
+    Any error rejects the whole file: nothing is written (no Direction either: the direction is checked
+    against the project before it is created)."""
     try:
-        direction = ensure_direction(direction_code)
+        source, _ = parse_direction(direction_code)
     except ValueError as exc:
         raise ImportRejected(source_name, [f"--direction: {exc}"]) from None
-    if direction.source.code != project.source_language.code:
+    if source != project.source_language.code:
         raise ImportRejected(
             source_name,
             [f"--direction: {direction_code} does not start from project {project.name}'s source language {project.source_language.code}"],
         )
+    errors = [
+        f"{row.location}: id {row.external_id[:40]!r}… is {len(row.external_id)} characters long, at most {ID_LENGTH} fit"
+        for row in rows
+        if len(row.external_id) > ID_LENGTH
+    ]
+    if errors:
+        raise ImportRejected(source_name, errors)
+    direction = Direction.objects.filter(code=direction_code).first()
     existing = {
-        seg.external_id: seg for seg in GoldSegment.objects.filter(project=project, direction=direction).only("external_id", "source", "reference")
-    }
-    errors: list[str] = []
+        seg.external_id: seg
+        for seg in GoldSegment.objects.filter(project=project, direction=direction).only("external_id", "source", "reference")
+    } if direction else {}
     to_create: list[GoldSegment] = []
     result = CorpusImportResult()
     for row in rows:
         old = existing.get(row.external_id)
         if old is None:
             to_create.append(
-                GoldSegment(project=project, direction=direction, external_id=row.external_id, source=row.source, reference=row.reference)
+                GoldSegment(project=project, external_id=row.external_id, source=row.source, reference=row.reference)
             )
         elif old.source == row.source and old.reference == row.reference:
             result.unchanged += 1
@@ -110,7 +135,16 @@ def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusR
     if errors:
         raise ImportRejected(source_name, errors)
     with transaction.atomic():
+        direction = ensure_direction(direction_code)
         project.directions.add(direction)
+        for segment in to_create:
+            segment.direction = direction
         GoldSegment.objects.bulk_create(to_create, batch_size=1000)
     result.created = len(to_create)
+    result.warnings = [
+        f"{row.location}: {col} has bidirectional mark(s) {', '.join(found)} (kept; usual in right-to-left text)"
+        for row in rows
+        for col, text in (("source", row.source), ("reference", row.reference))
+        if (found := bidi.controls(text, bidi.MARKS))
+    ]
     return result

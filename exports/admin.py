@@ -23,13 +23,13 @@ class ReadOnlyMixin:
 
 @admin.register(PseudoTranslation)
 class PseudoTranslationAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("id", "segment", "direction", "level", "mqm_penalty", "types", "marked_text")
+    list_display = ("id", "segment", "direction", "level", "mqm_penalty", "types", "flags", "marked_text")
     list_filter = ("segment__project", "segment__direction", "level")
     search_fields = ("marked_text", "segment__external_id", "key")
     list_select_related = ("segment__direction",)
     raw_id_fields = ("segment",)
     exclude = ("candidates",)
-    readonly_fields = ("segment", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "constituents", "created_at")
+    readonly_fields = ("segment", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "constituents", "created_at")
 
     @admin.display(ordering="segment__direction__code")
     def direction(self, obj):
@@ -53,7 +53,7 @@ class MergedSegmentAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(BenchmarkBuild)
 class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("id", "project", "status", "progress_bar", "rebuilt_segments", "pseudo_created", "excluded", "created_at", "finished_at")
+    list_display = ("id", "project", "status", "progress_bar", "rebuilt_segments", "pseudo_created", "excluded", "transplanted", "created_at", "finished_at")
     list_filter = ("project", "status")
     readonly_fields = [f.name for f in BenchmarkBuild._meta.fields] + ["progress_bar"]
     actions = ["build_again"]

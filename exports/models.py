@@ -19,7 +19,10 @@ class PseudoTranslation(models.Model):
     candidates = models.ManyToManyField(Candidate, blank=True, related_name="pseudo_translations")
     error_types = models.JSONField(default=list)
     mqm_penalty = models.PositiveSmallIntegerField(help_text="5 per major error")
-    spans = models.JSONField(default=list, help_text="per edit: type, ref [start, end), own [start, end)")
+    spans = models.JSONField(default=list, help_text="per edit: type, ref [start, end), own [start, end), flags when any")
+    flags = models.JSONField(
+        default=list, blank=True, help_text="'transplanted' when an edit comes from a candidate whose text outside its span drifts from the reference"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -88,7 +91,8 @@ class BenchmarkBuild(Job):
     done_segments = models.PositiveIntegerField(default=0)
     rebuilt_segments = models.PositiveIntegerField(default=0)
     pseudo_created = models.PositiveIntegerField(default=0)
-    excluded = models.PositiveIntegerField(default=0, help_text="candidates newly excluded as unplaceable")
+    excluded = models.PositiveIntegerField(default=0, help_text="candidates excluded as unplaceable")
+    transplanted = models.PositiveIntegerField(default=0, help_text="candidates placed by transplanting their edit (drift outside the span)")
     counts = models.JSONField(default=dict, blank=True, help_text="per direction and level: total, min and max per gold pair")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -16,11 +16,11 @@ class StartRunForm(forms.Form):
     error_types = forms.MultipleChoiceField(choices=sorted({(name, name) for _, name in EDIT_TYPES}), required=False,
                                             help_text="none selected: every type of the kind")
     backend = forms.ChoiceField(choices=[])
-    model = forms.CharField(required=False, help_text="e.g. gpt-4o; empty: LLM_MODEL")
-    base_url = forms.CharField(required=False, help_text="OpenAI-compatible endpoint, e.g. a vLLM server; never a key")
+    model = forms.CharField(required=False, max_length=200, help_text="e.g. gpt-4o; empty: LLM_MODEL")
+    base_url = forms.CharField(required=False, max_length=500, help_text="OpenAI-compatible endpoint, e.g. a vLLM server; never a key")
     concurrency = forms.IntegerField(min_value=1, max_value=512, initial=8)
     rpm = forms.FloatField(required=False, min_value=1, help_text="requests-per-minute budget")
-    seed = forms.IntegerField(initial=42)
+    seed = forms.IntegerField(initial=42, min_value=-(2**63), max_value=2**63 - 1)
     temperature = forms.FloatField(initial=0.5, min_value=0, max_value=2)
     name = forms.SlugField(required=False, max_length=200)
     engine_options = forms.CharField(

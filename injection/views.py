@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core import access
+from core.domain.params import id_param
 from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
@@ -91,7 +92,7 @@ def run_retry(request, pk: int):
             services.resume(run)
             count = run.total - run.done - run.failed
         else:
-            count = services.reset_failed(run, [int(item)] if item and item.isdigit() else None)
+            count = services.reset_failed(run, [id_param(item)] if id_param(item) else None)
         tasks.enqueue(run=run)
     messages.success(request, f"{count} item(s) of run {run.name} queued again.")
     return redirect("injection:run", pk=pk)
@@ -101,9 +102,11 @@ def run_retry(request, pk: int):
 def candidates(request):
     qs = selectors.visible_candidates(request.user)
     run_id = request.GET.get("run")
+    if run_id and id_param(run_id) is None:
+        qs = qs.none()  # names no run: no rows (not every candidate)
     qs = selectors.filter_candidates(
         qs, flag=request.GET.get("flag", ""), direction=request.GET.get("direction", ""),
-        error_type=request.GET.get("type", ""), run=int(run_id) if run_id and run_id.isdigit() else None,
+        error_type=request.GET.get("type", ""), run=id_param(run_id),
         clean=request.GET.get("clean") == "1",
     )
     page = Paginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))

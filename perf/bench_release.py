@@ -1,4 +1,4 @@
-"""Import, merge and release of the whole shared XQ-MEval data (9 directions, ~62,700 pseudo translations).
+"""Import, merge and release of the whole shared XQ-MEval data (9 directions, ~62,900 pseudo translations).
 
 Targets (issue 6): merge (``build_benchmark``, database writes included) ≤ 15 s, release ≤ 10 s. Runs
 against a fresh SQLite file in a temporary directory (or the database of ``DATABASE_URL`` when
@@ -94,8 +94,9 @@ def run(data: Path, scratch: Path) -> dict:
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
     t_one, one = timed(build_benchmark, project)
 
+    # the span each candidate was placed at: a transplanted one's edit may sit elsewhere than its stored span
     pools = [
-        [(c.span_start, c.span_end) for c in seg_cands]
+        [tuple(c.checks["transplanted"]["span"]) if "transplanted" in c.flags else (c.span_start, c.span_end) for c in seg_cands]
         for seg_cands in _placed_pools(project)
     ]
     t_naive, naive_total = timed(naive_counts, pools)
@@ -141,7 +142,7 @@ def _placed_pools(project):
     from exports.benchmark.services import pool_queryset
 
     by_segment = defaultdict(list)
-    for cand in pool_queryset(project).only("segment_id", "span_start", "span_end"):
+    for cand in pool_queryset(project).only("segment_id", "span_start", "span_end", "flags", "checks"):
         by_segment[cand.segment_id].append(cand)
     return [by_segment.get(seg_id, []) for seg_id in GoldSegment.objects.filter(project=project).values_list("id", flat=True)]
 

@@ -1,7 +1,10 @@
 """Shared fixtures. Real database (SQLite by default, PostgreSQL with DATABASE_URL), nothing of ours mocked.
 
-REQUIRE_SERVICES=1 (set by the README's test command and CI) turns every 'service or data missing' skip
-into a failure, so a green run always means PostgreSQL, Redis, the browser and the shared data were used.
+REQUIRE_SERVICES=1 (set by the README's test command and CI) turns every 'service missing' skip into a
+failure, so a green run always means PostgreSQL, Redis and the browser were used. The shared XQ-MEval data
+(``XQMEVAL_SHARED_DATA``, default ``../shared/data/xqmeval``) is mandatory in CI (``CI=true``, or
+``REQUIRE_SHARED_DATA=1``); elsewhere — a fresh clone has no ``../shared`` — the tests that read it skip,
+and the run ends with one line saying how many and how to provide the data.
 """
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("XQMEVAL_SHARED_DATA", REPO.parent / "shared" / "data" / "xqmeval"))
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+REQUIRE_SHARED_DATA = IN_CI or os.environ.get("REQUIRE_SHARED_DATA") == "1"
+SHARED_DATA_MISSING = "shared XQ-MEval data"  # the start of the skip reason, counted at the end of the run
 
 
 def stop_process_group(proc, timeout: float = 20) -> None:
@@ -27,19 +33,47 @@ def stop_process_group(proc, timeout: float = 20) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def need(condition: bool, what: str) -> None:
-    """Skip when a service or data set is absent, or fail when the run requires all of them."""
+def need(condition: bool, what: str, required: bool | None = None) -> None:
+    """Skip when a service or data set is absent, or fail when the run requires it (``required``; by default
+    ``REQUIRE_SERVICES``)."""
     if condition:
         return
-    if REQUIRE_SERVICES:
+    if REQUIRE_SERVICES if required is None else required:
         pytest.fail(f"required but missing: {what}")
     pytest.skip(f"missing: {what}")
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    need((SHARED_DATA / "candidates").is_dir(), f"shared XQ-MEval data at {SHARED_DATA}")
+    need((SHARED_DATA / "candidates").is_dir(), f"{SHARED_DATA_MISSING} at {SHARED_DATA}", required=REQUIRE_SHARED_DATA)
     return SHARED_DATA
+
+
+def shared_data_skips(terminalreporter) -> int:
+    """How many tests of this run skipped for want of the shared data."""
+    count = 0
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        count += f"missing: {SHARED_DATA_MISSING}" in reason
+    return count
+
+
+def pytest_unconfigure(config):
+    """The last line of a run in which tests skipped for want of the shared data: how many, and how to
+    provide it (after pytest's own summary, so it is the line a newcomer sees)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    skipped = shared_data_skips(reporter)
+    if skipped:
+        reporter.write_line(
+            f"{skipped} test(s) skipped: no {SHARED_DATA_MISSING} at {SHARED_DATA}. To run them, put the XQ-MEval release "
+            "there (candidates/*.parquet and decisions.csv) or point XQMEVAL_SHARED_DATA at such a directory; "
+            "CI=true makes them mandatory.",
+            yellow=True,
+            bold=True,
+        )
 
 
 @pytest.fixture

@@ -49,6 +49,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served by us (no CDN)
+    "csp",
+    "axes",  # keep last among apps whose backends it wraps (django-axes docs)
     "core",
     "injection",
     "annotation",
@@ -65,6 +68,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lockout into the lockout answer
 ]
 
 ROOT_URLCONF = "xqmeval.urls"
@@ -127,6 +132,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 
+# ---- Login throttling (django-axes; core/auth.py) ----------------------------------------------------------
+AUTHENTICATION_BACKENDS = ["core.auth.ThrottledBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_MINUTES = float(os.environ.get("AXES_COOLOFF_MINUTES", "15"))
+AXES_COOLOFF_TIME = AXES_COOLOFF_MINUTES / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account and per client
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "core.auth.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+# Behind reverse proxies every client looks like the proxy: PROXY_COUNT proxies in front makes the
+# client the address they appended to X-Forwarded-For (core.auth.client_ip).
+XQMEVAL_PROXY_COUNT = int(os.environ.get("PROXY_COUNT", "0"))
+AXES_CLIENT_IP_CALLABLE = "core.auth.client_ip"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -170,9 +190,15 @@ INJECTION_DEFAULT_BACKEND = os.environ.get("INJECTION_BACKEND", "rule")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        # Basic auth for scripts (throttled like the login form); API_BASIC_AUTH=0 turns it off.
+        *(["core.auth.ThrottledBasicAuthentication"] if env_bool("API_BASIC_AUTH", True) else []),
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "core.parsers.JSONParser",  # 400 for deeply nested bodies
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
@@ -182,6 +208,30 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Review queues, decisions, ratings and releases of the xqmeval benchmark platform.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page need a login like the API itself (the platform is not public).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# ---- Content-Security-Policy (django-csp): scripts, styles, images and requests from this site only; no
+# inline script or style anywhere (templates load static files; plots are <img> SVGs). -------------------
+from csp.constants import NONE, SELF  # noqa: E402
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],  # Swagger UI's icons are data: URIs
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
 }
 
 # ---- Agreement (annotation/agreement/selectors.py) -------------------------------------------------
@@ -213,6 +263,7 @@ LOGGING = {
 if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from exports import urls as exports_urls
 from xqmeval import views as site_views
@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/review/", include("annotation.review.api_urls")),
     path("api/benchmarks/", include("exports.benchmark.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Swagger UI from drf-spectacular-sidecar (our static files, no CDN); its settings script is a separate request (CSP).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"), name="api-docs"),
     path("admin/", admin.site.urls),
 ]

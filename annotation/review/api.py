@@ -16,6 +16,7 @@ from annotation.models import LikertRating, ReviewDecision
 from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import selectors as core_selectors
+from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 
 
 def _refused(exc: services.ReviewError) -> Response:
@@ -57,6 +58,11 @@ class CandidateSerializer(serializers.Serializer):
         return {"type": g.name, "summary": g.summary, "accept": list(g.accept), "reject": list(g.reject)}
 
 
+def id_field(**kwargs) -> serializers.IntegerField:
+    """An id in a request body: a 400 for values no row can have (never a database overflow)."""
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
+
+
 class ProgressSerializer(serializers.Serializer):
     done = serializers.IntegerField()
     remaining = serializers.IntegerField()
@@ -70,12 +76,12 @@ class AssignmentSerializer(serializers.Serializer):
 
 
 class DecisionInSerializer(serializers.Serializer):
-    candidate = serializers.IntegerField()
+    candidate = id_field()
     decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=60)
     comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
-    round = serializers.IntegerField(required=False, allow_null=True)
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
+    round = id_field(required=False, allow_null=True)
     idempotency_key = serializers.CharField(max_length=64)
 
 
@@ -89,10 +95,10 @@ class DecisionSerializer(serializers.ModelSerializer):
 
 
 class SkipInSerializer(serializers.Serializer):
-    candidate = serializers.IntegerField()
+    candidate = id_field()
     reason = serializers.ChoiceField(choices=sorted(rules.reason_codes(rules.SKIP_REASONS)))
     comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-    round = serializers.IntegerField(required=False, allow_null=True)
+    round = id_field(required=False, allow_null=True)
 
 
 class RatingItemSerializer(serializers.Serializer):
@@ -106,13 +112,23 @@ class RatingItemSerializer(serializers.Serializer):
     system = serializers.CharField()
 
 
+class NextRatingItemSerializer(serializers.Serializer):
+    item = RatingItemSerializer(allow_null=True, help_text="null when nothing is left to rate")
+
+
+class SkipOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    candidate = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
 class RatingInSerializer(serializers.Serializer):
-    item = serializers.IntegerField()
+    item = id_field()
     informativeness = serializers.IntegerField(required=False, allow_null=True)
     clarity = serializers.IntegerField(required=False, allow_null=True)
     plausibility = serializers.IntegerField(required=False, allow_null=True)
     faithfulness = serializers.IntegerField(required=False, allow_null=True)
-    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     idempotency_key = serializers.CharField(max_length=64)
 
 
@@ -123,7 +139,7 @@ class RatingSerializer(serializers.ModelSerializer):
 
 
 class AdjudicationInSerializer(serializers.Serializer):
-    candidate = serializers.IntegerField()
+    candidate = id_field()
     decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
     comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
 
@@ -171,8 +187,8 @@ class DecisionsView(ListAPIView):
 
     def get_queryset(self):
         qs = selectors.decisions_of(self.request.user).order_by("-updated_at")
-        if candidate := self.request.query_params.get("candidate"):
-            qs = qs.filter(candidate_id=candidate) if candidate.isdigit() else qs.none()
+        if (candidate := self.request.query_params.get("candidate")) is not None:
+            qs = qs.filter(candidate_id=cid) if (cid := id_param(candidate)) else qs.none()
         return qs
 
     @extend_schema(request=DecisionInSerializer, responses={201: DecisionSerializer, 200: DecisionSerializer})
@@ -192,7 +208,7 @@ class DecisionsView(ListAPIView):
 
 
 class SkipsView(APIView):
-    @extend_schema(request=SkipInSerializer, responses={201: None})
+    @extend_schema(request=SkipInSerializer, responses={201: SkipOutSerializer})
     def post(self, request):
         data = SkipInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -205,7 +221,7 @@ class SkipsView(APIView):
 
 
 class NextRatingItemView(APIView):
-    @extend_schema(request=None, parameters=[LANG], responses=RatingItemSerializer)
+    @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
         project = _project(request.user, project)
         item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))

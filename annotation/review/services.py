@@ -22,6 +22,9 @@ from annotation.review import domain as rules
 from annotation.review import selectors
 from annotation.signals import annotations_written
 from core import access
+from core.corpus.domain import text_cell
+from core.domain import bidi
+from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Direction, Project
 from injection.models import Candidate
 
@@ -226,8 +229,8 @@ def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
     project = candidate.segment.project
     if round_id not in (None, ""):
         try:
-            return ReviewRound.objects.get(pk=round_id, project=project)
-        except (ReviewRound.DoesNotExist, ValueError, TypeError):
+            return ReviewRound.objects.get(pk=id_param(round_id) or 0, project=project)
+        except ReviewRound.DoesNotExist:
             raise Invalid(f"round {round_id} is not a round of project {project.name}", "round") from None
     lock = ReviewLock.objects.filter(candidate=candidate, reviewer=user, round__is_open=True).select_related("round").order_by("-round__number").first()
     if lock:
@@ -426,6 +429,10 @@ def open_round(admin, project: Project, *, sample_size: int, seed: int, language
     _require_admin(admin)
     if sample_size < 1:
         raise Invalid("sample size must be at least 1", "sample_size")
+    if sample_size > MAX_POSITIVE_INT:
+        raise Invalid(f"sample size must be at most {MAX_POSITIVE_INT}", "sample_size")
+    if not -MAX_ID - 1 <= seed <= MAX_ID:
+        raise Invalid("seed must fit in 64 bits", "seed")
     population = Candidate.objects.filter(
         segment__project=project, status__in=[Candidate.Status.ACCEPTED, Candidate.Status.REJECTED]
     )
@@ -528,11 +535,25 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
     errors: list[str] = []
     seen: set[tuple[str, str]] = set()
     parsed = []
+    limits = {"id": RatingItem._meta.get_field("external_id").max_length, "system": RatingItem._meta.get_field("system").max_length}
     for i, row in enumerate(rows, start=1):
         where = row.get("_location") or f"{source_name}:{i}"
-        src, text = (row.get("source") or "").strip(), (row.get("text") or "").strip()
-        sys_name = (row.get("system") or system or "").strip()
-        ext = str(row.get("id") or i).strip()
+        cells = {}
+        for col in ("id", "source", "reference", "system", "text"):
+            value = row.get(col)
+            if value is None or (isinstance(value, float) and value != value):
+                cells[col] = ""
+                continue
+            value, problem = text_cell(value, integer_ok=col == "id")
+            problem = problem or bidi.spanning_problem(value)
+            if not problem and col in limits and limits[col] and len(value.strip()) > limits[col]:
+                problem = f"is {len(value.strip())} characters long, at most {limits[col]} fit"
+            if problem:
+                errors.append(f"{where}: field {col!r} {problem}")
+            cells[col] = value
+        src, text = cells["source"].strip(), cells["text"].strip()
+        sys_name = (cells["system"] or system or "").strip()
+        ext = (cells["id"] or str(i)).strip()
         if not src:
             errors.append(f"{where}: field 'source' is empty")
         if not text:
@@ -540,7 +561,7 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
         if (sys_name, ext) in seen:
             errors.append(f"{where}: duplicate id {ext!r} for system {sys_name!r}")
         seen.add((sys_name, ext))
-        parsed.append((ext, sys_name, src, (row.get("reference") or "").strip(), text))
+        parsed.append((ext, sys_name, src, cells["reference"].strip(), text))
     if errors:
         raise ImportRejected(source_name, errors)
     existing = {
@@ -620,6 +641,18 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     username = (username or "").strip()
     if not username:
         raise Invalid("username is required", "username")
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    try:  # Django's own rules: letters, digits and @/./+/-/_ only, at most 150 characters
+        get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD).clean(username, None)
+    except ValidationError as exc:
+        raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise Invalid("email: enter a valid email address", "email") from None
     if get_user_model().objects.filter(username=username).exists():
         raise Conflict(f"user {username!r} already exists", "username")
     with transaction.atomic():

@@ -24,6 +24,7 @@ from annotation.models import ReviewRound
 from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
+from core.domain.params import id_param
 from core import selectors as core_selectors
 from core.models import Language, Project
 
@@ -191,7 +192,7 @@ def manage(request, project):
                                           seed=int(request.POST.get("seed") or 0), languages=langs or None)
                 messages.success(request, f"Round {rnd.number} opened on {rnd.candidates.count()} candidates.")
             elif request.POST.get("action") == "close_round":
-                services.close_round(request.user, get_object_or_404(ReviewRound, pk=request.POST.get("round"), project=project))
+                services.close_round(request.user, get_object_or_404(ReviewRound, pk=id_param(request.POST.get("round")) or 0, project=project))
                 messages.success(request, "Round closed.")
             elif request.POST.get("action") == "pool_rule":
                 changed = services.set_pool_rule(request.user, project, request.POST.get("pool_rule", ""))
@@ -244,7 +245,7 @@ def annotators(request):
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
                 messages.success(request, f"Annotator {user.username} created. Send them the link below to set a password.")
             else:
-                user = get_object_or_404(User, pk=request.POST.get("user"))
+                user = get_object_or_404(User, pk=id_param(request.POST.get("user")) or 0)
                 services.assign_languages(request.user, user, codes)
                 messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
         except services.ReviewError as exc:

@@ -16,7 +16,7 @@ from django.db import transaction
 
 from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
 from core.models import GoldSegment, Project
-from core.services import ImportRejected, add_directions, ensure_direction, ensure_project
+from core.services import ImportRejected, add_directions, ensure_direction, ensure_project, project_name_problem
 from injection.domain.checks import run_checks
 from injection.models import Candidate, InjectionRun
 
@@ -77,6 +77,9 @@ def import_xqmeval(
     except XQMEvalFormatError as exc:
         raise ImportRejected(str(directory or "upload"), exc.errors) from None
 
+    problem = project_name_problem(project_name)
+    if problem:
+        raise ImportRejected("project", [f"project name {project_name[:40]!r}: {problem}"])
     with transaction.atomic():
         project, created = ensure_project(project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created)

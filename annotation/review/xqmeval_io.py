@@ -13,6 +13,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from core.corpus.domain import text_cell, type_name
+from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import KNOWN_LANGUAGES
 from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
@@ -21,6 +23,8 @@ ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
 POSITIONS = ("head", "end")
 FILE_RE = re.compile(r"^(?P<src>[a-z]{2,3})-(?P<tgt>[a-z]{2,3})-(?P<type>[A-Za-z]+)\.parquet$")
 CANDIDATE_COLUMNS = ("language", "count_id", "segment_id", "error_type", "error_position", "src", "ref", "mt")
+INTEGER_COLUMNS = ("count_id", "segment_id")
+GOLD_COLUMNS = ("src", "ref")  # the candidate (mt) is LLM text: flagged by the bidi_controls check, not refused
 DECISION_COLUMNS = ("language", "error_type", "count_id", "segment_id", "error_position", "decision")
 DECISION_VALUES = {"accepted": "accept", "rejected": "reject"}
 _TAG_RE = re.compile(r"</?v>")
@@ -108,8 +112,16 @@ def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | 
             loc = f"{name} row {i}"
             problems = []
             for col in CANDIDATE_COLUMNS:
-                if row[col] is None or (isinstance(row[col], str) and not row[col].strip()):
+                value = row[col]
+                if value is None or (isinstance(value, str) and not value.strip()):
                     problems.append(f"empty {col!r}")
+                elif col in INTEGER_COLUMNS:
+                    if not (isinstance(value, int) and not isinstance(value, bool)) and not (isinstance(value, str) and value.strip().isdigit()):
+                        problems.append(f"{col!r} must be a whole number, got {type_name(value)} ({value!r})")
+                elif not isinstance(value, str):
+                    problems.append(f"{col!r} {text_cell(value)[1]}")
+                elif col in GOLD_COLUMNS and bidi.spanning_problem(value):
+                    problems.append(f"{col!r} {bidi.spanning_problem(value)}")
             if problems:
                 errors.append(f"{loc}: {', '.join(problems)}")
                 continue

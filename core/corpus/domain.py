@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.domain import bidi
 from core.domain.errors import InputErrors
 
 SUPPORTED_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
@@ -156,6 +157,37 @@ def _parquet_records(data: bytes, name: str) -> list[tuple[str, dict[str, Any]]]
 # ---- validation ----------------------------------------------------------------------------------
 
 
+def type_name(value: Any) -> str:
+    """How a JSON/parquet reader calls a value's type, for error messages."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return type(value).__name__
+
+
+def text_cell(value: Any, *, integer_ok: bool = False) -> tuple[str, str]:
+    """A cell as text, or a problem: JSONL/parquet values that are not strings are never stringified
+    (``["a"]``, ``{"x": 1}``, ``true``, ``1.5`` would become text no one wrote). ``integer_ok``: an id
+    column may hold whole numbers (a parquet int64 line index), never booleans or floats."""
+    if isinstance(value, str):
+        return value, ""
+    if integer_ok and isinstance(value, int) and not isinstance(value, bool):
+        return str(value), ""
+    wanted = "a string or a whole number" if integer_ok else "a string"
+    return "", f"must be {wanted}, got {type_name(value)} ({_short(value)})"
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, bytes) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+
 def validate_records(
     records: list[tuple[str, dict[str, Any]]], name: str, columns: Columns, present: set[str] | None = None
 ) -> list[CorpusRow]:
@@ -178,7 +210,10 @@ def validate_records(
             if value is None or (isinstance(value, float) and value != value):
                 errors.append(f"{location}: empty {col!r}")
                 continue
-            value = str(value)
+            value, problem = text_cell(value, integer_ok=role == "id")
+            if problem:
+                errors.append(f"{location}: {col!r} {problem}")
+                continue
             if role != "id":
                 value = value.strip()
             if not value.strip():
@@ -186,6 +221,10 @@ def validate_records(
                 continue
             if "\x00" in value:
                 errors.append(f"{location}: {col!r} contains a NUL character")
+                continue
+            problem = bidi.spanning_problem(value)
+            if problem:
+                errors.append(f"{location}: {col!r} {problem}")
                 continue
             values[role] = value.strip() if role == "id" else value
         if len(values) != 3:

@@ -18,7 +18,16 @@ plt.rcParams["svg.fonttype"] = "none"  # text stays text (searchable, smaller)
 plt.rcParams["figure.constrained_layout.use"] = True  # titles and suptitles never overlap
 
 
+NO_DATA = "no data yet"
+
+
 def svg(fig: Figure) -> str:
+    """The figure as SVG text. A figure none of whose axes holds data would draw a meaningless axis
+    (matplotlib's default −0.04…0.04): it becomes the empty state instead."""
+    shown = [ax for ax in fig.axes if ax.axison]
+    if shown and not any(ax.has_data() for ax in shown):
+        plt.close(fig)
+        return empty(NO_DATA)
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
@@ -26,7 +35,7 @@ def svg(fig: Figure) -> str:
 
 
 def empty(message: str) -> str:
-    """A small figure that says why there is nothing to plot."""
+    """A small figure that says why there is nothing to plot (and no axis)."""
     fig, ax = plt.subplots(figsize=(5, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#666")

@@ -9,11 +9,22 @@ Enumeration: candidates sorted by span start. With ``a.start <= b.start`` two sp
 consecutive pair is — compatibility along a chain is transitive because ``b.start <= b.end``. Each
 candidate's compatible successors are therefore a suffix of the sorted list (found by bisection), and a
 depth-first walk visits exactly the valid combinations, never a conflicting prefix.
+
+Transplanting (issue 12): a candidate whose text outside its marked span differs from the reference only
+by *drift* — punctuation (a quote mark, a comma, a bracket), whitespace or character width (NFKC) — is
+placed all the same: its edit (the units inside the span) is transplanted onto the reference, whose own
+text stands everywhere else, and the candidate and every pseudo translation it enters carry the flag
+``transplanted`` with the drift described. The edit is located by the units that carry content: the
+candidate's content before the span must be the reference's first content units, its content after the
+span the reference's last ones. Where any content differs outside the span, the edit cannot be located
+and the candidate is excluded with the reason.
 """
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+import difflib
+import unicodedata
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 from core.domain.languages import CHAR, unit_of
@@ -21,6 +32,7 @@ from core.domain.units import CLOSE_TAG, OPEN_TAG, Edit, outside_matches, split_
 
 MQM_MAJOR_PENALTY = 5  # one major error (Freitag et al. 2021)
 DEFAULT_MAX_ERRORS = 5
+TRANSPLANTED = "transplanted"  # the flag of a candidate (and its pseudo translations) placed despite drift
 
 
 @dataclass(frozen=True)
@@ -29,13 +41,20 @@ class PoolCandidate:
 
     ``label`` is a name stable across databases (e.g. ``Addition.head``) used in triplet ids and files;
     ``id`` is the database id (or any unique, orderable key). ``text`` (the whole candidate, without markup)
-    is checked against the reference outside the span when given."""
+    is checked against the reference outside the span when given: the candidate's own units in the span
+    are ``text[edit.start : edit.start + len(edit.replacement)]`` (how spans are read from markup and from
+    diffs). ``drift`` is set by placement when the edit was transplanted (see the module docstring)."""
 
     id: int | str
     error_type: str
     edit: Edit
     label: str = ""
     text: str | None = None
+    drift: str = ""
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return (TRANSPLANTED,) if self.drift else ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,7 @@ class SpanRecord:
     ref_end: int
     mt_start: int
     mt_end: int
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,6 +88,7 @@ class Pseudo:
     text: str
     marked_text: str
     spans: tuple[SpanRecord, ...]
+    flags: tuple[str, ...] = ()  # sorted union of the spans' flags
 
     @property
     def mqm_penalty(self) -> int:
@@ -103,27 +124,53 @@ def _id_order(value):
 
 
 def placement_problem(reference_units: Sequence[str], reference: str, candidate: PoolCandidate, language: str) -> str | None:
-    """Why ``candidate`` cannot be placed into the reference, or None when it can."""
+    """Why ``candidate`` cannot be placed into the reference, or None when it can (possibly transplanted)."""
+    placed = place_candidate(reference_units, reference, candidate, language)
+    return placed if isinstance(placed, str) else None
+
+
+def place_candidate(reference_units: Sequence[str], reference: str, candidate: PoolCandidate, language: str) -> PoolCandidate | str:
+    """The candidate as it is placed into the reference — itself, or with its edit relocated and ``drift``
+    set when its text outside the span drifts from the reference — or the reason it cannot be placed."""
     edit = candidate.edit
     n = len(reference_units)
-    if not 0 <= edit.start <= edit.end <= n:
-        return f"span [{edit.start}, {edit.end}) lies outside the reference ({n} units)"
     if unit_of(language) != CHAR and any(not u or any(ch.isspace() for ch in u) for u in edit.replacement):
         return "the edited text's units are not whitespace tokens"
     if unit_of(language) == CHAR and any(len(u) != 1 for u in edit.replacement):
         return "the edited text's units are not single characters"
-    if tuple(reference_units[edit.start : edit.end]) == tuple(edit.replacement):
-        return "the edit changes nothing"
-    if candidate.text is not None:
+    in_range = 0 <= edit.start <= edit.end <= n
+    placed = candidate
+    if candidate.text is not None and not (in_range and outside_matches(reference, candidate.text, edit, language)):
+        # Drift outside the span (its own units in the span: from ``edit.start``, as markup and diffs give them).
         cand_units = split_units(candidate.text, language)
-        tail = n - edit.end
-        if not outside_matches(reference, candidate.text, edit, language):
-            return f"the candidate's text outside span [{edit.start}, {edit.end}) differs from the reference: " + _outside_difference(
-                reference_units, cand_units, edit
+        own_end = edit.start + len(edit.replacement)
+        if edit.start < 0 or own_end > len(cand_units) or tuple(cand_units[edit.start : own_end]) != tuple(edit.replacement):
+            if not in_range:
+                return f"span [{edit.start}, {edit.end}) lies outside the reference ({n} units)"
+            return (
+                f"the candidate's text outside span [{edit.start}, {edit.end}) differs from the reference ("
+                + _outside_difference(reference_units, cand_units, edit)
+                + ") and its recorded edit is not where the span starts in it: the edit cannot be located"
             )
-        if tuple(cand_units[edit.start : len(cand_units) - tail]) != tuple(edit.replacement):
+        located = locate_edit(reference_units, cand_units, edit.start, own_end, "" if unit_of(language) == CHAR else " ")
+        if isinstance(located, str):
+            return (
+                f"the candidate's text outside span [{edit.start}, {edit.end}) differs from the reference beyond punctuation, "
+                f"whitespace and character width ({located}): the edit cannot be located"
+            )
+        start, end, drift = located
+        if not drift:  # the text outside matches, but around another span than the recorded one
+            drift = f"the recorded span [{edit.start}, {edit.end}) is [{start}, {end}) in the reference"
+        placed = replace(candidate, edit=Edit(start, end, tuple(edit.replacement)), drift=drift)
+    elif not in_range:
+        return f"span [{edit.start}, {edit.end}) lies outside the reference ({n} units)"
+    elif candidate.text is not None:
+        cand_units = split_units(candidate.text, language)
+        if tuple(cand_units[edit.start : len(cand_units) - (n - edit.end)]) != tuple(edit.replacement):
             return "the candidate's text inside the span differs from its recorded edit"
-    return None
+    if tuple(reference_units[placed.edit.start : placed.edit.end]) == tuple(placed.edit.replacement):
+        return "the edit changes nothing"
+    return placed
 
 
 def _outside_difference(ref: Sequence[str], cand: Sequence[str], edit: Edit) -> str:
@@ -139,19 +186,90 @@ def _outside_difference(ref: Sequence[str], cand: Sequence[str], edit: Edit) -> 
     return "lengths differ"
 
 
+def content_key(unit: str) -> str:
+    """A unit with drift removed: NFKC (full-width forms become their ASCII/half-width forms), then without
+    punctuation (Unicode category P*: quotes, brackets, commas, stops, dashes) and whitespace. Units whose
+    key is empty carry no content and may appear, vanish or change outside a span as drift."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", unit) if not (ch.isspace() or unicodedata.category(ch).startswith("P")))
+
+
+def locate_edit(ref: Sequence[str], cand: Sequence[str], own_start: int, own_end: int, joiner: str = " ") -> tuple[int, int, str] | str:
+    """Where the candidate's edit ``cand[own_start:own_end]`` lies in the reference when the text around it
+    differs from the reference by drift only: ``(start, end, drift description)`` in reference units, or
+    the first content difference (a string) when the edit cannot be located.
+
+    The content units (non-empty ``content_key``) before the edit must equal the reference's first ones
+    and those after it the reference's last ones; the span then runs from just after the last content unit
+    of the prefix to just before the first content unit of the suffix, less the content-free units that
+    both texts have there (a stop before the span stays outside it when the candidate keeps one). ``joiner``
+    joins units in the drift description ('' for character units)."""
+    pre, post = cand[:own_start], cand[own_end:]
+    ref_keys = [content_key(u) for u in ref]
+    content = [i for i, k in enumerate(ref_keys) if k]
+    pre_keys = [k for k in map(content_key, pre) if k]
+    post_keys = [k for k in map(content_key, post) if k]
+    m, p = len(pre_keys), len(post_keys)
+    for i, (want, got) in enumerate(zip((ref_keys[j] for j in content[:m]), pre_keys)):
+        if want != got:
+            return f"before the span: reference {ref[content[i]]!r}, candidate {_nth_content(pre, i)!r}"
+    if m > len(content):
+        return f"before the span: the candidate has {m} content units, the reference {len(content)} in all"
+    if m + p > len(content):
+        return f"the candidate has {m + p} content units outside the span, the reference {len(content)} in all"
+    tail_ref = content[len(content) - p :]
+    for i, (want, got) in enumerate(zip((ref_keys[j] for j in tail_ref), post_keys)):
+        if want != got:
+            return f"after the span: reference {ref[tail_ref[i]]!r}, candidate {_nth_content(post, i)!r}"
+    start = content[m - 1] + 1 if m else 0
+    trailing = len(pre) - (max(i for i, u in enumerate(pre) if content_key(u)) + 1 if m else 0)
+    while trailing and start < len(ref) and not ref_keys[start]:
+        start, trailing = start + 1, trailing - 1
+    end = tail_ref[0] if p else len(ref)
+    leading = (min(i for i, u in enumerate(post) if content_key(u)) if p else len(post))
+    while leading and end > start and not ref_keys[end - 1]:
+        end, leading = end - 1, leading - 1
+    drift = "; ".join(
+        part
+        for part in (_describe_drift("before the span", ref[:start], pre, joiner), _describe_drift("after the span", ref[end:], post, joiner))
+        if part
+    )
+    return start, end, drift
+
+
+def _nth_content(units: Sequence[str], i: int) -> str:
+    return [u for u in units if content_key(u)][i]
+
+
+def _describe_drift(where: str, ref: Sequence[str], cand: Sequence[str], joiner: str) -> str:
+    """The differing runs of two unit sequences that differ by drift only: ``'existante.' → 'existante,'``,
+    ``'"' added``, ``'"' dropped``."""
+    matcher = difflib.SequenceMatcher(a=list(ref), b=list(cand), autojunk=False)
+    parts = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        a, b = joiner.join(ref[i1:i2]), joiner.join(cand[j1:j2])
+        if tag == "replace":
+            parts.append(f"{a!r} → {b!r}")
+        elif tag == "insert":
+            parts.append(f"{b!r} added")
+        elif tag == "delete":
+            parts.append(f"{a!r} dropped")
+    return f"{where}: " + ", ".join(parts) if parts else ""
+
+
 def place_candidates(
     reference: str, language: str, candidates: Iterable[PoolCandidate]
 ) -> tuple[list[PoolCandidate], list[Exclusion]]:
-    """Split a pool into placeable candidates (sorted by span) and exclusions with their reasons."""
+    """Split a pool into placeable candidates (sorted by span; a transplanted one with its located edit and
+    its drift) and exclusions with their reasons."""
     ref_units = split_units(reference, language)
     placeable: list[PoolCandidate] = []
     exclusions: list[Exclusion] = []
     for cand in sorted(candidates, key=lambda c: _id_order(c.id)):
-        problem = placement_problem(ref_units, reference, cand, language)
-        if problem:
-            exclusions.append(Exclusion(cand.id, cand.label, cand.error_type, problem))
+        placed = place_candidate(ref_units, reference, cand, language)
+        if isinstance(placed, str):
+            exclusions.append(Exclusion(cand.id, cand.label, cand.error_type, placed))
         else:
-            placeable.append(cand)
+            placeable.append(placed)
     placeable.sort(key=lambda c: (c.edit.start, c.edit.end, _id_order(c.id)))
     return placeable, exclusions
 
@@ -218,7 +336,7 @@ def _splice(ref_units: Sequence[str], chosen: Sequence[PoolCandidate], is_char: 
         marked.append(OPEN_TAG + inner + CLOSE_TAG)
         own_start = e.start + shift
         own_end = own_start + len(e.replacement)
-        spans.append(SpanRecord(cand.id, cand.label, cand.error_type, e.start, e.end, own_start, own_end))
+        spans.append(SpanRecord(cand.id, cand.label, cand.error_type, e.start, e.end, own_start, own_end, cand.flags))
         shift += len(e.replacement) - (e.end - e.start)
         cursor = e.end
     tail = joiner.join(ref_units[cursor:])
@@ -233,6 +351,7 @@ def _splice(ref_units: Sequence[str], chosen: Sequence[PoolCandidate], is_char: 
         text=joiner.join(plain),
         marked_text=joiner.join(marked),
         spans=tuple(spans),
+        flags=tuple(sorted({f for c in chosen for f in c.flags})),
     )
 
 

@@ -6,11 +6,14 @@ import matplotlib.pyplot as plt
 from core.domain.plotting import empty, svg
 
 
+NOTHING_BUILT = "nothing built yet: build the benchmark to see pseudo translations per level"
+
+
 def level_counts(counts: dict) -> str:
     """Pseudo translations per quality level k, one line per direction (XQ-MEval Table 4 as a picture:
     counts grow then shrink with k). ``counts`` is ``merging.counts_table``'s output."""
-    if not counts:
-        return empty("no pseudo translations yet: build the benchmark first")
+    if not any(row["total"] for row in counts.values()):  # no direction, or nothing merged yet
+        return empty(NOTHING_BUILT)
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for direction, row in sorted(counts.items()):
         levels = sorted(row["levels"], key=int)

@@ -58,6 +58,35 @@ def excluded_candidates(project: Project) -> list[dict]:
     return out
 
 
+def transplanted_candidates(project: Project) -> list[dict]:
+    """Pool candidates placed by transplanting their edit onto the reference (flag ``transplanted``): their
+    text outside the span drifts from the reference. With the span the edit was placed at (reference units)
+    and the drift, in the same order as the exclusions.
+    The flag is read in Python: JSON containment is not portable to SQLite, and the pool is small."""
+    rows = Candidate.objects.filter(
+        segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.ACCEPTED, flags__icontains=merging.TRANSPLANTED
+    ).values_list(
+        "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "flags", "checks"
+    )
+    out = [
+        {
+            "direction": d,
+            "segment_id": seg,
+            "candidate": f"{etype}.{pos}",
+            "error_type": etype,
+            "position": pos,
+            "external_id": ext,
+            "span_start": (checks.get(merging.TRANSPLANTED, {}).get("span") or [None, None])[0],
+            "span_end": (checks.get(merging.TRANSPLANTED, {}).get("span") or [None, None])[1],
+            "drift": checks.get(merging.TRANSPLANTED, {}).get("drift", ""),
+        }
+        for d, seg, etype, pos, ext, flags, checks in rows
+        if merging.TRANSPLANTED in (flags or [])
+    ]
+    out.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
+    return out
+
+
 def natural_key(value: str):
     """Numeric ids in numeric order, others after them in text order (FLORES+ line indices are numbers)."""
     return (0, int(value), "") if str(value).isdigit() else (1, 0, str(value))
@@ -116,7 +145,7 @@ def triplet_rows(project: Project) -> dict[str, list[dict]]:
     seg_table = qn(GoldSegment._meta.db_table)
     sql = (
         f"SELECT p.{qn('segment_id')}, p.{qn('level')}, p.{qn('text')}, p.{qn('marked_text')}, p.{qn('error_types')}, "
-        f"p.{qn('mqm_penalty')}, p.{qn('spans')} FROM {table} p JOIN {seg_table} s ON s.{qn('id')} = p.{qn('segment_id')} "
+        f"p.{qn('mqm_penalty')}, p.{qn('spans')}, p.{qn('flags')} FROM {table} p JOIN {seg_table} s ON s.{qn('id')} = p.{qn('segment_id')} "
         f"WHERE s.{qn('project_id')} = %s"
     )
     out: dict[str, list[tuple]] = defaultdict(list)
@@ -124,11 +153,12 @@ def triplet_rows(project: Project) -> dict[str, list[dict]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [project.pk])
         while batch := cursor.fetchmany(5000):
-            for seg_id, level, text, marked, error_types, penalty, spans in batch:
+            for seg_id, level, text, marked, error_types, penalty, spans, flags in batch:
                 direction, unit, ext, src, ref = segments[seg_id]
                 if isinstance(spans, str):  # SQLite returns JSON as text, PostgreSQL as decoded values
                     spans = loads(spans)
                     error_types = loads(error_types)
+                    flags = loads(flags)
                 labels = [s["label"] for s in spans]
                 row = {
                     "triplet_id": f"{direction}/{ext}/{'+'.join(labels) if labels else 'reference'}",
@@ -154,6 +184,7 @@ def triplet_rows(project: Project) -> dict[str, list[dict]]:
                         for s in spans
                     ],
                     "unit": unit,
+                    "flags": list(flags),
                 }
                 order = (natural_key(ext), level, [(s["ref_start"], s["ref_end"], s["label"]) for s in spans])
                 out[direction].append((order, row))
@@ -200,13 +231,14 @@ def build_summary(build: BenchmarkBuild | None) -> dict | None:
         "rebuilt_segments": build.rebuilt_segments,
         "pseudo_created": build.pseudo_created,
         "excluded": build.excluded,
+        "transplanted": build.transplanted,
         "error": build.error,
     }
 
 
 def benchmark_page(project: Project, directions: set[str] | None) -> dict:
     """What the project page and the API show: counts (visible directions), latest build, releases,
-    excluded candidates by direction."""
+    excluded candidates and candidates placed by transplanting their edit, by direction."""
     counts = level_counts(project)
     if directions is not None:
         counts = {d: row for d, row in counts.items() if d in directions}
@@ -223,6 +255,7 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
         for d, row in sorted(counts.items())
     ]
     excluded = [e for e in excluded_candidates(project) if directions is None or e["direction"] in directions]
+    transplanted = [t for t in transplanted_candidates(project) if directions is None or t["direction"] in directions]
     return {
         "counts": counts,
         "levels": levels,
@@ -230,6 +263,7 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
         "build": latest_build(project),
         "releases": list(releases_of(project)),
         "excluded": excluded,
+        "transplanted": transplanted,
     }
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.domain.units import Edit, split_units
@@ -24,6 +26,7 @@ from injection.models import Candidate
 Progress = Callable[[int, int], None]  # (done, total)
 
 EXCLUSION_PREFIX = "merge: cannot be placed: "
+_WAS_ACCEPTED = re.compile(r" \(was accepted(?:: (?P<reason>.*))?\)$", re.S)
 BULK_BATCH = 2000
 
 
@@ -31,6 +34,19 @@ def pool_queryset(project: Project):
     """The filtered pool (SPEC glossary): accepted MQM candidates, never planted gold items."""
     return Candidate.objects.filter(
         segment__project=project, status=Candidate.Status.ACCEPTED, kind=Candidate.Kind.MQM, is_gold=False
+    )
+
+
+def _merge_candidates(project: Project):
+    """What a build places: the pool, and the candidates an earlier build excluded as unplaceable (accepted
+    by the reviewers; placing is recomputed every build, so one that can be placed now returns to the pool)."""
+    return _placeable_states(Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False))
+
+
+def _placeable_states(candidates):
+    """Accepted, or excluded by a merge (a candidate whose status changed meanwhile is left alone)."""
+    return candidates.filter(
+        Q(status=Candidate.Status.ACCEPTED) | Q(status=Candidate.Status.EXCLUDED, status_reason__startswith=EXCLUSION_PREFIX)
     )
 
 
@@ -45,22 +61,35 @@ class BuildResult:
     unchanged: int = 0
     pseudo_created: int = 0
     pseudo_deleted: int = 0
-    excluded: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, reason), newly excluded
+    excluded: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, reason)
+    transplanted: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, drift), placed with the flag
+    restored: int = 0  # candidates excluded by an earlier build that are placed now
     counts: dict = field(default_factory=dict)
 
 
 def _fingerprint(reference: str, language: str, max_errors: int, placed: list[merging.PoolCandidate]) -> str:
-    payload = [reference, language, max_errors, [(c.id, c.label, c.error_type, c.edit.start, c.edit.end, list(c.edit.replacement)) for c in placed]]
+    # The drift only where there is one: the fingerprints of gold pairs without transplants stay as they were.
+    payload = [
+        reference,
+        language,
+        max_errors,
+        [(c.id, c.label, c.error_type, c.edit.start, c.edit.end, list(c.edit.replacement), *([c.drift] if c.drift else [])) for c in placed],
+    ]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
-def _pool_by_segment(project: Project) -> dict[int, list[merging.PoolCandidate]]:
-    rows = pool_queryset(project).values_list(
-        "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code"
+def _pool_by_segment(project: Project, state: dict[int, tuple[str, bool]] | None = None) -> dict[int, list[merging.PoolCandidate]]:
+    """The candidates to place, per gold pair; ``state`` (when given) receives each one's (status, whether
+    it carries the ``transplanted`` flag)."""
+    rows = _merge_candidates(project).values_list(
+        "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code",
+        "status", "flags",
     )
     by_segment: dict[int, list[tuple]] = defaultdict(list)
     for row in rows:
-        by_segment[row[1]].append(row)
+        by_segment[row[1]].append(row[:9])
+        if state is not None:
+            state[row[0]] = (row[9], merging.TRANSPLANTED in (row[10] or []))
     pools: dict[int, list[merging.PoolCandidate]] = {}
     for segment_id, cand_rows in by_segment.items():
         labels = [candidate_label(r[2], r[3]) for r in cand_rows]
@@ -81,7 +110,9 @@ def _pool_by_segment(project: Project) -> dict[int, list[merging.PoolCandidate]]
 def build_benchmark(project: Project, *, progress: Progress | None = None, build: BenchmarkBuild | None = None, force: bool = False) -> BuildResult:
     """Merge the project's pool into pseudo translations, rebuilding only gold pairs whose placed pool
     (or reference, or max_errors) changed since the last build. Unplaceable candidates get status
-    ``excluded`` with the reason. Each direction is committed on its own, so an interrupted build resumes
+    ``excluded`` with the reason; candidates placed by transplanting their edit (text outside the span
+    drifts from the reference) get the ``transplanted`` flag; candidates an earlier build excluded are
+    placed again when they can be. Each direction is committed on its own, so an interrupted build resumes
     where it stopped."""
     max_errors = project.max_errors
     segments = list(
@@ -90,7 +121,8 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
         .order_by("direction__code", "id")
         .only("id", "reference", "external_id", "direction__code", "direction__target__code")
     )
-    pools = _pool_by_segment(project)
+    candidate_state: dict[int, tuple[str, bool]] = {}
+    pools = _pool_by_segment(project, candidate_state)
     states = dict(MergedSegment.objects.filter(segment__project=project).values_list("segment_id", "fingerprint"))
     result = BuildResult(segments=len(segments))
     if build is not None:
@@ -105,11 +137,13 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
     for direction_code in sorted(by_direction):
         plans = []  # (segment, fingerprint, SegmentMerge)
         direction_exclusions: list[tuple[int, str]] = []
+        direction_placed: list[tuple[int, str, int, int]] = []  # (candidate id, drift or '', placed span)
         for seg in by_direction[direction_code]:
             language = seg.direction.target.code
             placed, exclusions = merging.place_candidates(seg.reference, language, pools.get(seg.id, []))
             fingerprint = _fingerprint(seg.reference, language, max_errors, placed)
             direction_exclusions += [(exc.candidate_id, exc.reason) for exc in exclusions]
+            direction_placed += [(c.id, c.drift, c.edit.start, c.edit.end) for c in placed]
             if not force and states.get(seg.id) == fingerprint:
                 result.unchanged += 1  # same placed pool: its pseudo translations stand, no need to merge
                 continue
@@ -120,9 +154,12 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
             # anyway); each deletes a gold pair's rows before writing them, so the later one simply wins.
             Project.objects.select_for_update().filter(pk=project.pk).first()
             _exclude(direction_exclusions)
+            rebuilt_ids = {c.id for _, _, merged in plans for c in merged.placed}
+            result.restored += _mark_placed(direction_placed, candidate_state, rebuilt_ids)
             if plans:
                 _write_direction(plans, result)
         result.excluded += direction_exclusions
+        result.transplanted += [(cid, drift) for cid, drift, _, _ in direction_placed if drift]
         done += len(by_direction[direction_code])
         if progress:
             progress(done, len(segments))
@@ -136,15 +173,72 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
 
 
 def _exclude(exclusions: list[tuple[int, str]]) -> None:
+    """Unplaceable candidates: status ``excluded`` with the reason (and what their status said before), and
+    no ``transplanted`` flag."""
     if not exclusions:
         return
     reasons = dict(exclusions)
-    to_update = list(Candidate.objects.filter(id__in=reasons, status=Candidate.Status.ACCEPTED).only("id", "status", "status_reason"))
-    for cand in to_update:
-        was = f" (was accepted: {cand.status_reason})" if cand.status_reason else " (was accepted)"
-        cand.status = Candidate.Status.EXCLUDED
-        cand.status_reason = EXCLUSION_PREFIX + reasons[cand.id] + was
-    Candidate.objects.bulk_update(to_update, ["status", "status_reason"], batch_size=BULK_BATCH)
+    to_update = []
+    for cand in _placeable_states(Candidate.objects.filter(id__in=reasons)).only("id", "status", "status_reason", "flags", "checks"):
+        if cand.status == Candidate.Status.ACCEPTED:
+            was = f" (was accepted: {cand.status_reason})" if cand.status_reason else " (was accepted)"
+        else:  # excluded by an earlier build: keep what it was before, with today's reason
+            match = _WAS_ACCEPTED.search(cand.status_reason)
+            was = match.group(0) if match else " (was accepted)"
+        reason = EXCLUSION_PREFIX + reasons[cand.id] + was
+        changed = _set_transplanted(cand, "", None)
+        if (cand.status, cand.status_reason) != (Candidate.Status.EXCLUDED, reason) or changed:
+            cand.status, cand.status_reason = Candidate.Status.EXCLUDED, reason
+            to_update.append(cand)
+    Candidate.objects.bulk_update(to_update, ["status", "status_reason", "flags", "checks"], batch_size=BULK_BATCH)
+
+
+def _mark_placed(placed: list[tuple[int, str, int, int]], state: dict[int, tuple[str, bool]], rebuilt: set[int]) -> int:
+    """Placed candidates: back to ``accepted`` when an earlier build had excluded them (with the reason
+    their status had before), and the ``transplanted`` flag set (with the drift) exactly on those placed
+    despite drift. ``state`` is each candidate's (status, has the flag) as read, ``rebuilt`` the candidates
+    of the gold pairs merged again; only rows that may change are read again, only changed ones written.
+    Returns how many came back into the pool."""
+    # A flagged candidate whose drift or span changed is in a rebuilt gold pair (its fingerprint changed):
+    # its flag is rewritten there; the flag's presence decides here.
+    drifts = {
+        cid: (drift, (start, end))
+        for cid, drift, start, end in placed
+        if state[cid][0] == Candidate.Status.EXCLUDED or bool(drift) != state[cid][1] or (drift and cid in rebuilt)
+    }
+    if not drifts:
+        return 0
+    to_update, restored = [], 0
+    for cand in _placeable_states(Candidate.objects.filter(id__in=drifts)).only("id", "status", "status_reason", "flags", "checks"):
+        changed = _set_transplanted(cand, *drifts[cand.id])
+        if cand.status == Candidate.Status.EXCLUDED:
+            match = _WAS_ACCEPTED.search(cand.status_reason)
+            cand.status, cand.status_reason = Candidate.Status.ACCEPTED, (match.group("reason") or "") if match else ""
+            restored += 1
+            changed = True
+        if changed:
+            to_update.append(cand)
+    Candidate.objects.bulk_update(to_update, ["status", "status_reason", "flags", "checks"], batch_size=BULK_BATCH)
+    return restored
+
+
+def _set_transplanted(cand: Candidate, drift: str, span: tuple[int, int] | None) -> bool:
+    """Set (drift given) or clear the ``transplanted`` flag and its entry in ``checks`` (the drift, and the
+    span the edit was placed at, in reference units); True when changed."""
+    flag = merging.TRANSPLANTED
+    flags = [f for f in (cand.flags or []) if f != flag] + ([flag] if drift else [])
+    checks = {k: v for k, v in (cand.checks or {}).items() if k != flag}
+    if drift:
+        checks[flag] = {
+            "passed": False,
+            "detail": f"edit transplanted onto the reference at span [{span[0]}, {span[1]}); drift outside the span: {drift}",
+            "span": list(span),
+            "drift": drift,
+        }
+    if flags == (cand.flags or []) and checks == (cand.checks or {}):
+        return False
+    cand.flags, cand.checks = flags, checks
+    return True
 
 
 def _write_direction(plans, result: BuildResult) -> None:
@@ -172,17 +266,18 @@ def _write_direction(plans, result: BuildResult) -> None:
                     "ref_end": s.ref_end,
                     "mt_start": s.mt_start,
                     "mt_end": s.mt_end,
+                    **({"flags": list(s.flags)} if s.flags else {}),
                 }
                 for s in p.spans
             ]
             key = p.key
             members[(seg.id, key)] = p.candidate_ids
             rows.append(
-                (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), now)
+                (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), _json(list(p.flags)), now)
             )
     qn = connection.ops.quote_name
     table = qn(PseudoTranslation._meta.db_table)
-    columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "created_at"]
+    columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "created_at"]
     insert = f"INSERT INTO {table} ({', '.join(qn(c) for c in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
     with connection.cursor() as cursor:
         for i in range(0, len(rows), BULK_BATCH * 5):
@@ -224,12 +319,13 @@ def run_build(build: BenchmarkBuild, progress: Progress | None = None, force: bo
         raise
     build.status = BenchmarkBuild.Status.DONE
     build.excluded = len({cid for cid, _ in result.excluded})
+    build.transplanted = len({cid for cid, _ in result.transplanted})
     build.counts = result.counts
     build.done_segments = result.segments
     build.rebuilt_segments = result.rebuilt
     build.pseudo_created = result.pseudo_created
     build.finished_at = timezone.now()
-    build.save(update_fields=["status", "excluded", "counts", "done_segments", "rebuilt_segments", "pseudo_created", "finished_at"])
+    build.save(update_fields=["status", "excluded", "transplanted", "counts", "done_segments", "rebuilt_segments", "pseudo_created", "finished_at"])
     return build
 
 

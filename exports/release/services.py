@@ -70,6 +70,7 @@ def release_content(project: Project, version: str, plan: SamplingPlan, progress
         monolingual=mono,
         multilingual=multi,
         excluded=selectors.excluded_candidates(project),
+        transplanted=selectors.transplanted_candidates(project),
         counts=selectors.level_counts(project),
         sampling_plan=plan.to_dict(),
         build={
@@ -135,7 +136,7 @@ def create_release(
         release.path = str(out_dir)
         if not released:
             release.content_hash = manifest["content_hash"]
-            release.manifest = {k: manifest[k] for k in ("content_hash", "counts", "sampling_plan", "files", "triplets", "systems", "shortfalls", "excluded_candidates")}
+            release.manifest = {k: manifest[k] for k in ("content_hash", "counts", "sampling_plan", "files", "triplets", "systems", "shortfalls", "excluded_candidates", "transplanted_candidates")}
             release.status = Release.Status.READY
             release.stage = "ready"
             release.progress = 100

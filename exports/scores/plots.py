@@ -14,7 +14,7 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
     for lower-is-better metrics) monotonically with k, at the same height in every language."""
     rows = [r for r in rows if any(v is not None for v in r["levels"])]
     if not rows or not levels:
-        return empty(f"no {metric} scores yet")
+        return empty(no_scores(metric))
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for row in rows:
         points = [(k, v) for k, v in zip(levels, row["levels"]) if v is not None]
@@ -26,3 +26,7 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=3)
     return svg(fig)
+
+
+def no_scores(metric: str) -> str:
+    return f"no {metric} scores yet"

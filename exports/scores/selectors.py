@@ -62,6 +62,15 @@ def job_states(*, release: Release, app) -> list[JobState]:
 
 
 
+def known_metric(release: Release, metric: str) -> bool:
+    """A metric of the registry, or one this release has scoring jobs for."""
+    try:
+        get_metric(metric)
+    except MetricError:
+        return ScoringJob.objects.filter(release=release, metric=metric).exists()
+    return True
+
+
 def score_table(release: Release, directions: list[str] | None = None) -> list[dict]:
     """Mean score per metric, direction and level (k), plus the mean over all levels, for the UI.
 

@@ -91,5 +91,7 @@ def trend_plot(request, release_id: int):
     metric = request.GET.get("metric", "")
     table = next((t for t in selectors.score_table(release, visible) if t["metric"] == metric), None)
     if table is None:
-        raise Http404(f"no scores of metric {metric!r} in this release")
+        if not selectors.known_metric(release, metric):
+            raise Http404(f"no scores of metric {metric!r} in this release")
+        table = {"metric": metric, "better": "", "levels": [], "rows": []}  # a metric with no scores (yet): the empty state
     return HttpResponse(plots.score_trend(table["metric"], table["better"], table["levels"], table["rows"]), content_type="image/svg+xml")

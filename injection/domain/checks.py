@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from core.domain import bidi
 from core.domain.languages import CHAR, unit_of
 from core.domain.units import Edit, join_units, position_of_edit, split_units
 from injection.domain.edit_types import CHARS_PER_WORD, EDIT_TYPES, MQM, PERTURBATION
@@ -51,6 +52,14 @@ def check(name: str):
         return fn
 
     return register
+
+
+@check("bidi_controls")
+def _bidi_controls(ctx: CheckContext) -> CheckResult:
+    """Bidirectional controls in the candidate that its reference does not have (they can reorder what a
+    reviewer sees; the screen isolates every text run, but the released text would still carry them)."""
+    new = [c for c in bidi.controls(ctx.candidate_text) if c not in bidi.controls(ctx.reference)]
+    return (not new, f"bidirectional control character(s) {', '.join(new)}" if new else "")
 
 
 @check("changed")

@@ -131,13 +131,48 @@ def test_plots_are_svg(client, world, plot):
     assert body.lstrip().startswith("<?xml") and "<svg" in body and "undefined" not in body.split("<svg", 1)[0]
 
 
+def svg_texts(svg: str) -> list[str]:
+    import html
+    import re
+
+    return [html.unescape(t) for t in re.findall(r"<text\b[^>]*>([^<]*)</text>", svg)]
+
+
+EMPTY_STATES = {
+    "by-language": "no units with decisions yet",
+    "by-error-type": "no units with decisions yet",
+    "rwg": "no item rated by two or more raters yet",
+    "score-vs-agreement": "no item rated by two or more raters yet",
+    "annotators": "no annotator decisions yet",
+}
+
+
 def test_plots_of_an_empty_project(client, project, admin_user):
     login(client, admin_user)
-    for plot in ("by-language", "rwg", "score-vs-agreement", "annotators"):
+    for plot, message in EMPTY_STATES.items():
         response = client.get(url("plot", project="demo", plot=plot))
         assert response.status_code == 200 and b"<svg" in response.content
+        assert svg_texts(response.content.decode()) == [message], plot  # the message, no axis
     html = client.get(url("dashboard", project="demo")).content.decode()
     assert "No data yet." in html
+
+
+def test_agreement_plots_with_decisions_from_one_reviewer_only_say_so(client, project, admin_user, annotator_de, languages):
+    """Decisions, but no unit with two reviewers: agreement is undefined everywhere, so the chart says so
+    instead of drawing empty bars."""
+    from annotation.models import ReviewDecision, ReviewRound
+    from core.models import GoldSegment
+    from injection.models import InjectionRun
+
+    run = InjectionRun.objects.create(project=project, name="rule-1", backend="rule")
+    rnd = ReviewRound.objects.create(project=project, number=1)
+    seg = GoldSegment.objects.create(project=project, direction=languages["en-de"], external_id="1", source="s", reference="Das ist ein Test")
+    cand = Candidate.objects.create(run=run, segment=seg, error_type="Addition", position="end", text="Das ist ein Test extra", span_start=4, span_end=4, edit_text="extra")
+    ReviewDecision.objects.create(candidate=cand, reviewer=annotator_de, round=rnd, decision="accept", time_spent_ms=3000)
+    login(client, admin_user)
+    for plot in ("by-language", "by-error-type"):
+        texts = svg_texts(client.get(url("plot", project="demo", plot=plot)).content.decode())
+        assert texts == ["no data yet: no unit has decisions from two reviewers"], (plot, texts)
 
 
 def test_untrusted_names_are_escaped(client, world):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from core.domain.units import Edit, apply_edit, parse_marked
+from core.domain.units import Edit, apply_edit, parse_marked, split_units
 from core.models import GoldSegment
 from exports.benchmark.domain import PoolCandidate
 from injection.models import Candidate, InjectionRun
@@ -58,6 +59,23 @@ def import_languages(project_name: str, shared: Path, languages: list[str]):
     return import_xqmeval(project_name, files=files, decisions=("decisions.csv", out.getvalue().encode()))
 
 
+def without_drift(text: str) -> str:
+    """The text without punctuation, whitespace and width differences (an oracle written apart from the
+    merger's unit-wise ``content_key``: it works on whole strings)."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if not ch.isspace() and not unicodedata.category(ch).startswith("P"))
+
+
+def locatable_anywhere(reference: str, language: str, c: PoolCandidate) -> bool:
+    """Some span of the reference takes the candidate's edit so that the result is the candidate up to drift."""
+    n = len(split_units(reference, language))
+    target = without_drift(c.text)
+    return any(
+        without_drift(apply_edit(reference, Edit(s, e, c.edit.replacement), language)) == target
+        for s in range(n + 1)
+        for e in range(s, n + 1)
+    )
+
+
 REFS = {
     "en-de": "Der Hund läuft schnell über die grüne Wiese zum alten Haus am Fluss .",
     "en-zh": "我们今天下午去公园散步然后回家。",
@@ -86,6 +104,8 @@ def seeded(project, settings, tmp_path):
                 text = apply_edit(ref, edit, language)
                 if etype == "Untranslated" and seg_no == 1:
                     text = "<b>bold</b> " + text  # changed outside its span: unplaceable
+                if etype == "Mistranslation" and seg_no == 1 and language == "de":
+                    text = text[: -len(" .")] + " !"  # drift outside its span (punctuation): transplanted
                 Candidate.objects.create(
                     run=run, segment=seg, error_type=etype, position=pos, text=text, span_start=edit.start, span_end=edit.end,
                     edit_text=(" " if language == "de" else "").join(edit.replacement), status="accepted",

@@ -12,7 +12,9 @@ from exports.benchmark import selectors, services
 from exports.benchmark.domain import merge_segment
 from exports.models import BenchmarkBuild, MergedSegment, PseudoTranslation
 from injection.models import Candidate
-from tests.exports.conftest import import_languages
+from core.domain.units import Edit, apply_edit, split_units
+from exports.benchmark.domain import TRANSPLANTED, PoolCandidate
+from tests.exports.conftest import import_languages, locatable_anywhere, without_drift
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
@@ -24,20 +26,21 @@ def xq(db, shared_data):
 
 
 def expected_from_files(shared_pools, language):
-    counts, excluded = Counter(), set()
+    counts, excluded, transplanted = Counter(), set(), set()
     for (lang, seg), (reference, pool) in shared_pools.items():
         if lang == language:
             result = merge_segment(reference, language, pool)
             counts.update(p.level for p in result.pseudo_translations)
             excluded |= {(seg, e.error_type) for e in result.exclusions}
-    return counts, excluded
+            transplanted |= {(seg, c.error_type, c.edit.start, c.edit.end) for c in result.placed if c.drift}
+    return counts, excluded, transplanted
 
 
 def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidates(xq, shared_pools):
     result = services.build_benchmark(xq)
     assert result.rebuilt == result.segments == 204
     for language in ("de", "zh"):
-        counts, excluded = expected_from_files(shared_pools, language)
+        counts, excluded, transplanted = expected_from_files(shared_pools, language)
         stored = Counter(
             PseudoTranslation.objects.filter(segment__project=xq, segment__direction__code=f"en-{language}").values_list("level", flat=True)
         )
@@ -46,8 +49,12 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
         assert {int(k): v["total"] for k, v in table["levels"].items()} == {k: counts[k] for k in range(6)}
         rows = Candidate.objects.filter(segment__project=xq, segment__direction__code=f"en-{language}", status="excluded")
         assert {(c.segment.external_id, c.error_type) for c in rows} == excluded
-        assert all(c.status_reason.startswith(services.EXCLUSION_PREFIX) and "differs from the reference" in c.status_reason for c in rows)
-    assert selectors.excluded_candidates(xq)  # the release report sees them
+        assert all(c.status_reason.startswith(services.EXCLUSION_PREFIX) and "cannot be located" in c.status_reason for c in rows)
+        # candidates placed despite drift: flagged, with the span their edit was placed at
+        listed = {(t["segment_id"], t["error_type"], t["span_start"], t["span_end"]) for t in selectors.transplanted_candidates(xq) if t["direction"] == f"en-{language}"}
+        assert listed == transplanted
+    assert selectors.transplanted_candidates(xq)  # the release report sees them
+    assert len(result.transplanted) == len(selectors.transplanted_candidates(xq))
     # every pseudo translation links exactly its k candidates, all from the pool of its own gold pair
     sample = PseudoTranslation.objects.filter(segment__project=xq).prefetch_related("candidates")[:400]
     for p in sample:
@@ -78,6 +85,93 @@ def test_rebuild_touches_only_the_gold_pairs_whose_pool_changed(xq):
     assert MergedSegment.objects.get(segment=segment).pseudo_count == after.count()
 
 
+def test_an_earlier_builds_exclusion_is_placed_again_and_the_flag_follows_the_candidate(xq):
+    services.build_benchmark(xq)
+    flagged = [c for c in Candidate.objects.filter(segment__project=xq, status="accepted") if TRANSPLANTED in c.flags]
+    assert flagged and all(c.checks[TRANSPLANTED]["drift"] and c.checks[TRANSPLANTED]["passed"] is False for c in flagged)
+    cand = flagged[0]
+    # the state a build before transplanting left behind: excluded, no flag, no pseudo translations
+    Candidate.objects.filter(pk=cand.pk).update(
+        status="excluded",
+        status_reason=services.EXCLUSION_PREFIX + "the candidate's text outside span [0, 1) differs (was accepted: imported XQ-MEval decision)",
+        flags=[f for f in cand.flags if f != TRANSPLANTED],
+        checks={k: v for k, v in cand.checks.items() if k != TRANSPLANTED},
+    )
+    PseudoTranslation.objects.filter(candidates=cand).delete()
+    MergedSegment.objects.filter(segment=cand.segment).update(fingerprint="stale")
+    result = services.build_benchmark(xq)
+    cand.refresh_from_db()
+    assert result.restored == 1 and (cand.status, cand.status_reason) == ("accepted", "imported XQ-MEval decision")
+    assert TRANSPLANTED in cand.flags and "span" in cand.checks[TRANSPLANTED]
+    pseudo = PseudoTranslation.objects.filter(candidates=cand)
+    assert pseudo.exists() and all(p.flags == [TRANSPLANTED] for p in pseudo)
+    # the drift is repaired: the candidate is placed exactly, and the flag goes
+    reference, language = cand.segment.reference, cand.segment.direction.target.code
+    start, end = cand.checks[TRANSPLANTED]["span"]
+    Candidate.objects.filter(pk=cand.pk).update(
+        text=apply_edit(reference, Edit(start, end, tuple(split_units(cand.edit_text, language))), language), span_start=start, span_end=end
+    )
+    services.build_benchmark(xq)
+    cand.refresh_from_db()
+    assert TRANSPLANTED not in cand.flags and TRANSPLANTED not in cand.checks and cand.status == "accepted"
+    assert all(p.flags == [] for p in PseudoTranslation.objects.filter(candidates=cand))
+
+
+def test_whole_shared_data_transplants_drift_and_excludes_only_edits_that_cannot_be_located(db, shared_data):
+    """Through the real importer and build: every accepted candidate whose text outside its span differs
+    from the reference (the importer's ``local_edit``) is either placed with the flag — its edit giving the
+    candidate up to drift — or excluded, and excluded only where no span of the reference takes its edit."""
+    import_languages("xqall", shared_data, ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"])
+    project = Project.objects.get(name="xqall")
+    result = services.build_benchmark(project)
+    drifting = [
+        c
+        for c in Candidate.objects.filter(segment__project=project, kind="mqm").exclude(status="rejected").select_related("segment__direction__target")
+        if "local_edit" in c.flags
+    ]
+    assert drifting
+    unlocatable, transplanted = set(), {}
+    for c in drifting:
+        language = c.segment.direction.target.code
+        pool = PoolCandidate(c.pk, c.error_type, Edit(c.span_start, c.span_end, tuple(split_units(c.edit_text, language))), "", c.text)
+        if locatable_anywhere(c.segment.reference, language, pool):
+            transplanted[c.pk] = c
+        else:
+            unlocatable.add(c.pk)
+    excluded = set(Candidate.objects.filter(segment__project=project, status="excluded").values_list("id", flat=True))
+    assert excluded == unlocatable and len(excluded) < len(drifting)
+    assert {cid for cid, _ in result.transplanted} == set(transplanted)
+    for c in Candidate.objects.filter(pk__in=transplanted):
+        assert c.status == "accepted" and TRANSPLANTED in c.flags
+    # every pseudo translation with a transplanted edit keeps the reference outside its edited spans, and
+    # each transplanted edit gives its candidate's text up to drift
+    flagged = [p for p in PseudoTranslation.objects.filter(segment__project=project, level__gt=0).select_related("segment__direction__target") if p.flags]
+    assert flagged and all(p.flags == [TRANSPLANTED] for p in flagged)
+    for p in flagged:
+        language = p.segment.direction.target.code
+        ref, own = split_units(p.segment.reference, language), split_units(p.text, language)
+        spans = sorted(p.spans, key=lambda s: s["ref_start"])
+        ref_cuts, own_cuts = [0], [0]
+        for s in spans:
+            ref_cuts += [s["ref_start"], s["ref_end"]]
+            own_cuts += [s["mt_start"], s["mt_end"]]
+        ref_cuts.append(len(ref))
+        own_cuts.append(len(own))
+        outside_ref = [ref[a:b] for a, b in zip(ref_cuts[::2], ref_cuts[1::2])]
+        outside_own = [own[a:b] for a, b in zip(own_cuts[::2], own_cuts[1::2])]
+        assert outside_own == outside_ref, p.key
+        assert any(s.get("flags") == [TRANSPLANTED] for s in spans)
+        for s in spans:
+            if s.get("flags"):
+                c = transplanted[s["candidate_id"]]
+                assert own[s["mt_start"] : s["mt_end"]] == split_units(c.edit_text, language)
+                alone = apply_edit(p.segment.reference, Edit(s["ref_start"], s["ref_end"], tuple(split_units(c.edit_text, language))), language)
+                assert without_drift(alone) == without_drift(c.text)
+    # those are exactly the pseudo translations that contain a transplanted candidate
+    with_transplanted = set(PseudoTranslation.objects.filter(candidates__in=list(transplanted)).values_list("id", flat=True))
+    assert {p.id for p in flagged} == with_transplanted
+
+
 def test_gold_items_and_perturbations_never_enter_the_pool(xq):
     accepted = Candidate.objects.filter(segment__project=xq, status="accepted").order_by("id")
     gold, perturbation = accepted[0], accepted[1]
@@ -94,7 +188,8 @@ def test_command_prints_the_counts_table_and_records_the_build(xq):
     text = out.getvalue()
     build = BenchmarkBuild.objects.get(project=xq)
     assert build.status == "done" and build.pseudo_created == PseudoTranslation.objects.filter(segment__project=xq).count()
-    assert build.excluded > 0 and build.percent == 100
+    assert build.transplanted > 0 and build.percent == 100
+    assert f"{build.transplanted} placed by transplanting their edit (flag 'transplanted')" in text
     assert "204 gold pairs" in text and "en-de" in text and "en-zh" in text and "k=5" in text
     out = io.StringIO()
     call_command("build_benchmark", "xqm", stdout=out, verbosity=0)

@@ -62,3 +62,39 @@ def test_score_trend_plot_per_metric_and_permissions(client, scored, admin_user,
     client.force_login(annotator_de)
     svg = client.get(f"/scores/{scored.pk}/trend.svg", {"metric": "chrF++"}).content.decode()
     assert "en-de" in svg and "en-zh" not in svg
+
+
+# ---- empty charts: a message, never an axis (issue 16 item 5) ---------------------------------------------
+
+
+def svg_texts(svg: str) -> list[str]:
+    """The text elements of an SVG drawn with ``svg.fonttype = none`` (tick labels, titles, messages)."""
+    import html
+    import re
+
+    return [html.unescape(t) for t in re.findall(r"<text\b[^>]*>([^<]*)</text>", svg)]
+
+
+def test_counts_plot_of_a_benchmark_with_nothing_built_says_so_instead_of_an_axis(client, project, admin_user):
+    from core.models import GoldSegment
+
+    client.force_login(admin_user)
+    for step in ("no gold pair", "gold pairs, nothing merged"):
+        if step == "gold pairs, nothing merged":
+            GoldSegment.objects.create(project=project, direction=project.directions.get(code="en-de"), external_id="1", source="s", reference="a b c")
+        response = client.get("/benchmarks/demo/counts.svg")
+        assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
+        texts = svg_texts(response.content.decode())
+        assert texts == ["nothing built yet: build the benchmark to see pseudo translations per level"], step
+
+
+def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(client, project, admin_user):
+    release = Release.objects.create(project=project, version="1.0.0", status=Release.Status.READY)
+    client.force_login(admin_user)
+    response = client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"})
+    assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
+    assert svg_texts(response.content.decode()) == ["no chrF++ scores yet"]
+    # scores without a level (nothing to put on the x axis): the same
+    MetricScore.objects.create(release=release, metric="chrF++", direction=Direction.objects.get(code="en-de"), triplet_id="t", level=None, score=50.0)
+    assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()) == ["no chrF++ scores yet"]
+    assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "nope"}).status_code == 404

@@ -70,6 +70,11 @@ def test_release_loads_with_datasets_and_holds_every_triplet(built, tmp_path):
 
 
 def test_card_manifest_and_excluded_report(built, tmp_path):
+    # a candidate whose content outside its span differs cannot be located: excluded (en-de and en-zh of
+    # the shared data have only drift, transplanted)
+    victim = Candidate.objects.filter(segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0).order_by("id").first()
+    Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
+    services.build_benchmark(built)
     out = tmp_path / "rel"
     release = services.create_release(built, "1.0.0", out_dir=out)
     card = (out / "README.md").read_text(encoding="utf-8")
@@ -89,6 +94,21 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
     excluded = Candidate.objects.filter(segment__project=built, status="excluded")
     assert len(rows) == excluded.count() > 0
     assert all(r["reason"].startswith("merge: cannot be placed") for r in rows)
+    assert any(r["external_id"] == victim.external_id and "cannot be located" in r["reason"] for r in rows)
+    # transplanted candidates: listed with their drift, named in the card and the manifest, flagged in the triplets
+    transplanted = [c for c in Candidate.objects.filter(segment__project=built, status="accepted") if "transplanted" in c.flags]
+    listed = list(csv.DictReader(io.StringIO((out / "transplanted_candidates.csv").read_text(encoding="utf-8"))))
+    assert len(listed) == len(transplanted) == manifest["transplanted_candidates"] > 0
+    assert all(r["drift"] and r["span_start"] for r in listed)
+    assert f"Candidates placed by transplanting their edit: {len(listed)} (flag `transplanted`" in card
+    import pyarrow.parquet as pq
+
+    flagged = 0
+    for direction in ("en-de", "en-zh"):
+        table = pq.read_table(out / direction / "test.parquet").to_pylist()
+        assert all(r["flags"] in ([], ["transplanted"]) for r in table)
+        flagged += sum(1 for r in table if r["flags"])
+    assert flagged == PseudoTranslation.objects.filter(segment__project=built, candidates__in=transplanted).distinct().count() > 0
 
 
 def test_rebuilding_from_the_same_inputs_gives_the_same_bytes(built, tmp_path):

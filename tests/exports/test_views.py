@@ -11,6 +11,7 @@ from tests.exports.hub_server import HubServer
 
 pytestmark = pytest.mark.django_db
 
+
 def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seeded, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
     page = reverse("benchmarks:project", kwargs={"project": "demo"})
@@ -23,6 +24,10 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     html = client.get(page).content.decode()
     assert "en-de" in html and "en-zh" in html and "Excluded candidates (2)" in html
     assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html  # untrusted text escaped
+    assert build.transplanted == 1 and "Transplanted candidates (1)" in html and "1 transplanted" in html
+    assert "&#x27;.&#x27; → &#x27;!&#x27;" in html
+    flagged = PseudoTranslation.objects.filter(segment__project=seeded, flags=["transplanted"])
+    assert flagged.count() == 4 and all(p.text.endswith(" .") for p in flagged)  # the reference's own stop
 
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0", "formats": ["jsonl"]})

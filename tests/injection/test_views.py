@@ -134,3 +134,14 @@ def test_engine_options_are_validated_in_the_start_form(client, admin_user, segm
     })
     assert response.status_code == 200 and message in response.content.decode()
     assert not InjectionRun.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field, value", [("model", "m" * 201), ("base_url", "http://x/" + "a" * 500), ("seed", str(2**63))])
+def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(client, admin_user, segments, field, value):
+    client.force_login(admin_user)
+    form = {"project": segments[0].project_id, "kind": "mqm", "backend": "rule", "model": "m", "concurrency": 4, "seed": 1,
+            "temperature": 0.5, "engine_options": ""}
+    response = client.post(reverse("injection:runs"), {**form, field: value})
+    assert response.status_code == 200 and "errorlist" in response.content.decode()
+    assert not InjectionRun.objects.exists()

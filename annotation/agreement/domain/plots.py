@@ -32,6 +32,8 @@ def agreement_by_group(rows: Sequence[dict], label: Callable[[dict], str], title
     """Percent agreement and Krippendorff's α (nominal) with bootstrap intervals, one bar pair per group."""
     if not rows:
         return _empty("no units with decisions yet")
+    if all(r[col] is None for r in rows for col in ("percent_agreement", "krippendorff_alpha")):
+        return _empty("no data yet: no unit has decisions from two reviewers")
     labels = [label(r) for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(max(6, 0.5 * len(rows) + 4), 3.4), sharey=False)
     for ax, (col, name, colour) in zip(axes, [("percent_agreement", "percent agreement", "#4c78a8"), ("krippendorff_alpha", "Krippendorff's α (nominal)", "#f58518")]):

@@ -11,8 +11,9 @@ import json
 import math
 from typing import Iterable, Sequence
 
+from core.domain.spreadsheet import safe_cell
+
 UNDEFINED = "undefined"
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def columns(rows: Sequence[dict]) -> list[str]:
@@ -24,15 +25,7 @@ def columns(rows: Sequence[dict]) -> list[str]:
     return list(seen)
 
 
-def _csv_cell(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        # Names come from users and imported files: never let a spreadsheet run them as formulas.
-        return "'" + value
-    return value
+_csv_cell = safe_cell  # names come from users and imported files: never run as formulas
 
 
 def to_csv(rows: Sequence[dict], header: Iterable[str] | None = None) -> str:

@@ -14,7 +14,7 @@ from core.services import ImportRejected
 def read_rows(path: str, fmt: str | None) -> list[dict]:
     with open(path, "rb") as fh:
         records = read_records(fh.read(), path, fmt)
-    return [{**{k: ("" if v is None else str(v)) for k, v in row.items()}, "_location": where} for where, row in records]
+    return [{**row, "_location": where} for where, row in records]  # values as read; the service checks their types
 
 
 class Command(BaseCommand):

@@ -1,9 +1,10 @@
 """python manage.py import_corpus PROJECT FILE --direction en-de  |  --hf DATASET [--config C] [--split S]"""
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
 from core.domain.languages import UnknownDirection, parse_direction
-from core.services import ImportRejected, ensure_project, import_corpus_rows
+from core.services import ImportRejected, ensure_project, import_corpus_rows, project_name_problem
 
 
 class Command(BaseCommand):
@@ -38,13 +39,17 @@ class Command(BaseCommand):
                 name = opts["file"]
         except CorpusError as exc:
             raise CommandError(str(exc)) from None
-        project, created = ensure_project(opts["project"], source_language=source_lang)
+        problem = project_name_problem(opts["project"])
+        if problem:
+            raise CommandError(f"project: {problem}")
         try:
-            result = import_corpus_rows(project, opts["direction"], rows, name)
+            with transaction.atomic():  # a rejected file leaves no new project behind
+                project, created = ensure_project(opts["project"], source_language=source_lang)
+                result = import_corpus_rows(project, opts["direction"], rows, name)
         except ImportRejected as exc:
-            if created:
-                project.delete()
             raise CommandError(str(exc)) from None
+        for warning in result.warnings:
+            self.stderr.write(f"warning: {warning}")
         self.stdout.write(
             f"{project.name} {opts['direction']}: {result.created} gold segments imported, {result.unchanged} unchanged"
             + (" (project created)" if created else "")

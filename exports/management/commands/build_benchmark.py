@@ -40,8 +40,8 @@ class Command(BaseCommand):
         w = self.stdout.write
         w(
             f"{project.name}: {build.total_segments} gold pairs, {build.rebuilt_segments} rebuilt, "
-            f"{build.pseudo_created} pseudo translations written, {build.excluded} candidate(s) excluded "
-            f"in {time.perf_counter() - started:.1f} s"
+            f"{build.pseudo_created} pseudo translations written, {build.excluded} candidate(s) excluded, "
+            f"{build.transplanted} placed by transplanting their edit (flag 'transplanted') in {time.perf_counter() - started:.1f} s"
         )
         for line in services.format_counts(build.counts):
             w(line)

@@ -8,6 +8,7 @@ Layout (a contract with the scoring worker; keep it)::
     systems/monolingual.parquet    one row per (pseudo system, triplet)
     systems/multilingual.parquet
     excluded_candidates.csv        candidates kept out of the merge, with reasons
+    transplanted_candidates.csv    candidates placed by transplanting their edit (flag ``transplanted``), with the drift
     <direction>/test.jsonl|.tsv    on request
 
 Byte identity: rows arrive in a fixed order, parquet is written with fixed options and no timestamps, JSON
@@ -35,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from core.domain.spreadsheet import safe_cell
 from exports.release.domain.sampling import SystemDraw
 
 SCHEMA_VERSION = 1
@@ -74,6 +76,7 @@ TRIPLET_SCHEMA = pa.schema(
         ("error_types", pa.list_(pa.string())),
         ("spans", pa.list_(SPAN_TYPE)),
         ("unit", pa.string()),
+        ("flags", pa.list_(pa.string())),
     ]
 )
 SYSTEM_SCHEMA = pa.schema(
@@ -92,6 +95,8 @@ SYSTEM_SCHEMA = pa.schema(
 )
 LONG_TEXT_COLUMNS = ("src", "ref", "mt", "mt_marked")
 EXCLUDED_COLUMNS = ["direction", "segment_id", "candidate", "error_type", "position", "external_id", "span_start", "span_end", "reason"]
+TRANSPLANTED_COLUMNS = ["direction", "segment_id", "candidate", "error_type", "position", "external_id", "span_start", "span_end", "drift"]
+TRANSPLANTED_FLAG = "transplanted"  # exports.benchmark.domain.TRANSPLANTED (this module imports nothing of the merger)
 
 CITATION = """@misc{xqmeval2026,
   title         = {XQ-MEval: A Dataset with Cross-lingual Parallel Quality for Benchmarking Translation Metrics},
@@ -124,6 +129,7 @@ class ReleaseContent:
     build: dict = field(default_factory=dict)  # how it was built: pool rule, max_errors, sources
     agreement: dict | None = None
     shortfalls: list[str] = field(default_factory=list)
+    transplanted: list[dict] = field(default_factory=list)  # candidates placed by transplanting their edit
 
     @property
     def target_languages(self) -> list[str]:
@@ -200,12 +206,12 @@ def _write_tsv(rows: list[dict], path: Path) -> None:
             )
 
 
-def _write_excluded(rows: list[dict], path: Path) -> None:
+def _write_excluded(rows: list[dict], path: Path, columns: list[str] = EXCLUDED_COLUMNS) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(EXCLUDED_COLUMNS)
+        writer.writerow(columns)
         for r in rows:
-            writer.writerow([r[c] for c in EXCLUDED_COLUMNS])
+            writer.writerow([safe_cell(r[c]) for c in columns])  # a table for people: opened in spreadsheets
 
 
 def size_category(n: int) -> str:
@@ -242,6 +248,7 @@ def content_digest(content: ReleaseContent) -> str:
         ],
     )
     section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
+    section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
     return h.hexdigest()
 
 
@@ -293,6 +300,8 @@ def write_release(
         canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
         _write_excluded(content.excluded, staging / "excluded_candidates.csv")
         canonical.append("excluded_candidates.csv")
+        _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
+        canonical.append("transplanted_candidates.csv")
 
         hashes = {path: sha256_file(staging / path) for path in canonical + derived}
 
@@ -310,6 +319,7 @@ def write_release(
             "systems": {"monolingual": len(content.monolingual), "multilingual": len(content.multilingual)},
             "shortfalls": content.shortfalls,
             "excluded_candidates": len(content.excluded),
+            "transplanted_candidates": len(content.transplanted),
             "triplets": content.total_triplets,
             "build": content.build,
             "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
@@ -403,6 +413,12 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         ("error_types", "the types of the *k* errors, in text order"),
         ("spans", "per edit: candidate, type, `[ref_start, ref_end)` in the reference's units, `[mt_start, mt_end)` in the pseudo translation's units"),
         ("unit", "how spans count: `token` (whitespace tokens) or `char` (characters, for zh/ja/lo/th/my/km/bo)"),
+        (
+            "flags",
+            f"`{TRANSPLANTED_FLAG}` when an edit comes from a candidate whose text outside its span drifts from the reference "
+            "(punctuation, whitespace or character width only): its edit was transplanted onto the reference, so `mt` is `ref` "
+            "outside the spans all the same; empty otherwise",
+        ),
     ]:
         w(f"- `{name}`: {text}\n")
     w("\nPseudo systems (`systems-*` configs): one row per (system, triplet) with `system_id`, `kind`, `repetition`, "
@@ -413,7 +429,10 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
     w(
         "- merging (SPEC §6): every combination of *k* = 1…max_errors accepted candidates of a gold pair whose spans "
         "do not conflict (at least one unchanged unit between two edits); level 0 is the reference; a candidate whose "
-        "text outside its span differs from the reference is excluded and listed in `excluded_candidates.csv`.\n"
+        "text outside its span drifts from the reference by punctuation, whitespace or character width only (a quote "
+        f"mark, a comma, a full-width bracket) has its edit transplanted onto the reference, is flagged `{TRANSPLANTED_FLAG}` "
+        "and listed with the drift in `transplanted_candidates.csv`; one whose content outside the span differs (the "
+        "edit cannot be located) is excluded and listed in `excluded_candidates.csv`.\n"
     )
     w(
         "- pseudo systems (SPEC §7): monolingual systems draw `n` triplets of one level in one direction without "
@@ -431,7 +450,12 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
             for k in levels
         ]
         w(f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells) + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n")
-    w(f"\nExcluded candidates: {len(content.excluded)} (see `excluded_candidates.csv`).\n\n")
+    w(
+        f"\nCandidates placed by transplanting their edit: {len(content.transplanted)} (flag `{TRANSPLANTED_FLAG}` on "
+        f"{sum(1 for rows in content.directions.values() for r in rows if TRANSPLANTED_FLAG in r['flags']):,} triplets; see "
+        "`transplanted_candidates.csv`). "
+        f"Excluded candidates: {len(content.excluded)} (see `excluded_candidates.csv`).\n\n"
+    )
     w("## Review agreement\n\n")
     if content.agreement:
         for key in sorted(content.agreement):

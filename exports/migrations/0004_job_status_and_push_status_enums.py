@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('exports', '0002_benchmark_builds_release_progress'),
+        ('exports', '0003_pseudo_flags_build_transplanted'),
     ]
 
     operations = [

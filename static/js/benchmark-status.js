@@ -1,0 +1,27 @@
+// Benchmarks page: a static file, not an inline script (the Content-Security-Policy allows 'self' only).
+// Poll progress while something is running; text is set with textContent, never as HTML.
+(function () {
+  const root = document.getElementById("benchmark-status");
+  if (!root) return;
+  const url = root.dataset.statusUrl;
+  async function poll() {
+    const data = await (await fetch(url, {credentials: "same-origin"})).json();
+    let busy = false;
+    if (data.build) {
+      const s = document.getElementById("build-status"), p = document.getElementById("build-progress"), d = document.getElementById("build-detail");
+      if (s) s.textContent = data.build.status;
+      if (p) p.value = data.build.percent;
+      if (d) d.textContent = `${data.build.done_segments}/${data.build.total_segments} gold pairs, ${data.build.rebuilt_segments} rebuilt, ${data.build.pseudo_created} pseudo translations written, ${data.build.excluded} excluded, ${data.build.transplanted} transplanted`;
+      busy = busy || ["pending", "running"].includes(data.build.status);
+    }
+    for (const r of data.releases) {
+      const row = document.querySelector(`tr[data-version="${CSS.escape(r.version)}"]`);
+      if (!row) continue;
+      row.querySelector(".release-progress").value = r.progress;
+      row.querySelector(".release-stage").textContent = r.stage;
+      busy = busy || r.status === "building" || r.push_status === "pushing";
+    }
+    if (busy) setTimeout(poll, 2000);
+  }
+  poll().catch(() => {});
+})();
