@@ -74,7 +74,7 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
     # the shared data have only drift, transplanted)
     victim = Candidate.objects.filter(segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0).order_by("id").first()
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
-    services.build_benchmark(built)
+    build_benchmark(built)
     out = tmp_path / "rel"
     release = services.create_release(built, "1.0.0", out_dir=out)
     card = (out / "README.md").read_text(encoding="utf-8")
