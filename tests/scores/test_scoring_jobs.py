@@ -196,6 +196,7 @@ def broker(redis_url):
 def cpu_worker(broker, tmp_path):
     """A scoring worker on CPU consuming only queue 'scoring', started from .venv-scoring like in production."""
     need(SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)")
+    drop_collect_callbacks(broker)  # left by an earlier run that was stopped
     env = {
         **os.environ,
         "CELERY_BROKER_URL": broker,
