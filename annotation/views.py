@@ -61,10 +61,7 @@ def index(request):
             ]
             rating = selectors.rating_progress(request.user, project, [code])
             rows.append({"project": project, "language": Language.objects.get(code=code), "review": review, "rating": rating})
-    return render(request, "review/index.html", {
-        "rows": rows, "is_admin": access.is_admin(request.user),
-        "outbox_owner": {"user": request.user.pk},  # review.js sends this user's unsent decisions from here
-    })
+    return render(request, "review/index.html", {"rows": rows, "is_admin": access.is_admin(request.user)})
 
 
 @login_required

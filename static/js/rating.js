@@ -1,5 +1,6 @@
 /* Likert rating screen: four dimensions, keys 1–5 and arrows, all four required before submit.
- * Sends through the outbox of review.js (localStorage, retries with the same idempotency key). */
+ * Sends through the outbox of review.js (localStorage per user and project, retries with the same
+ * idempotency key). */
 (function () {
   "use strict";
   const configNode = document.getElementById("rating-config");
@@ -45,7 +46,7 @@
       return;
     }
     message.textContent = "";
-    const body = { item: cfg.item, time_spent_ms: Timer.ms(), idempotency_key: key };
+    const body = { item: cfg.item, time_spent_ms: Timer.ms(), idempotency_key: key, client_user: cfg.user };
     dims.forEach((d) => { body[d.dataset.dimension] = value(d); });
     const entry = { id: "rating:" + key, url: cfg.ratingsUrl, body };
     busy = true;
