@@ -33,7 +33,11 @@
     dims[active].scrollIntoView({ block: "nearest" });
   }
   function missing() { return dims.filter((d) => value(d) === null); }
-  function say(text, kind) { statusLine.textContent = text; statusLine.className = "send-status" + (kind ? " " + kind : ""); }
+  function say(text, kind, untrusted) {
+    statusLine.replaceChildren(text);
+    if (untrusted !== undefined) statusLine.append(window.XQIsolated(untrusted));  // its own bidi isolate
+    statusLine.className = "send-status" + (kind ? " " + kind : "");
+  }
 
   async function submit() {
     if (busy) return;
@@ -56,7 +60,7 @@
       say((status === 0 ? "Network error" : "Not accepted (" + status + ")") + ": kept on this device, retrying in " + Math.round(delay / 1000) + " s…", "error"));
     if (result.ok) { say("Saved ✓ — loading the next item…", "ok"); window.location.assign(cfg.nextUrl); return; }
     busy = false;
-    say("Not saved: " + result.detail, "error");
+    say("Not saved: ", "error", result.detail);
   }
 
   dims.forEach((d, i) => d.addEventListener("click", () => setActive(i)));

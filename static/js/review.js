@@ -16,6 +16,15 @@
    * old shared key (v1) have no known owner and are never sent. */
   const PREFIX = "xqmeval.outbox.v2:";
 
+  /* Text from the server or the user (details, names) goes in as textContent of its own <bdi>, so a bidi
+   * control character in it cannot reorder the rest of the line. */
+  function isolated(text) {
+    const bdi = document.createElement("bdi");
+    bdi.textContent = text == null ? "" : String(text);
+    return bdi;
+  }
+  window.XQIsolated = isolated;
+
   function readConfig(id) {
     const node = document.getElementById(id);
     if (!node) return null;
@@ -135,10 +144,13 @@
           notice.textContent = waitingText(status, delay);
         });
         if (result.ok) sent += 1;
-        else refused.push(box.project + ": " + result.detail);
+        else refused.push([box.project, result.detail]);
       }
     }
-    notice.textContent = "Sent " + sent + " saved decision(s) or rating(s)." + (refused.length ? " Not sent: " + refused.join("; ") : " ✓");
+    notice.replaceChildren("Sent " + sent + " saved decision(s) or rating(s)." + (refused.length ? " Not sent:" : " ✓"));
+    refused.forEach(([project, detail], i) => {
+      notice.append(i ? "; " : " ", isolated(project), ": ", isolated(detail));
+    });
   }
 
   /* Time on item counts only while the page is visible. */
@@ -175,8 +187,9 @@
   const key = form.querySelector("input[name=idempotency_key]").value;
   let busy = false;
 
-  function say(text, kind) {
-    statusLine.textContent = text;
+  function say(text, kind, untrusted) {
+    statusLine.replaceChildren(text);
+    if (untrusted !== undefined) statusLine.append(isolated(untrusted));
     statusLine.className = "send-status" + (kind ? " " + kind : "");
   }
   function openPanel(name) {
@@ -213,7 +226,7 @@
       return;
     }
     setBusy(false);
-    say("Not saved: " + result.detail, "error");
+    say("Not saved: ", "error", result.detail);
   }
 
   function decide(action) {

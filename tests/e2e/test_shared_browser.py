@@ -101,6 +101,7 @@ def test_a_stale_page_of_another_user_is_refused_by_the_server(project, language
     annas_tab.unroute(DECISIONS)  # the next retry reaches the server, with li's session cookie
     annas_tab.wait_for_function("document.querySelector('#send-status').textContent.includes('another user')", timeout=20000)
     shot(annas_tab, "18-stale-page-refused")
+    assert "another user" in annas_tab.inner_text("#send-status bdi")  # the server's text in its own bidi isolate
     assert not ReviewDecision.objects.exists()
     assert len(outbox(annas_tab, annotator_de)) == 1 and not outbox(lis_tab, li)
     logout(lis_tab)

@@ -130,3 +130,34 @@ def test_screens_record_the_user_they_were_rendered_for(project, cands, item, an
     assert f'"user": {annotator_de.pk}' in html and '"project": "demo"' in html
     html = anna.get(reverse("review:rate", args=[item.pk])).content.decode()
     assert f'name="client_user" value="{annotator_de.pk}"' in html and f'"user": {annotator_de.pk}' in html
+
+
+# ---- bidi control characters: every untrusted run is its own isolate -----------------------------------
+
+RLO = "\u202e"
+
+
+def test_untrusted_text_runs_are_bidi_isolates(project, languages, admin_user, annotator_de):
+    from tests.review.factories import make_candidate
+
+    evil = create_user(f"ben{RLO}_de", "ben-pass-123", languages=["de"])
+    cand = make_candidate(project, languages["en-de"], f"He {RLO}said hi.", f"Er {RLO}sagte hallo.",
+                          f"Er {RLO}sagte schnell hallo.", error_type=f"Addition{RLO}",
+                          checks={f"check{RLO}": {"passed": False, "detail": f"detail {RLO}here"}}, flags=[f"check{RLO}"])
+    rnd = selectors.first_round(project)
+    for user, decision in [(annotator_de, "accept"), (evil, "reject")]:
+        ReviewDecision.objects.create(candidate=cand, reviewer=user, round=rnd, decision=decision, comment=f"c{RLO}omment")
+    client = Client()
+    client.force_login(evil)
+    html = client.get(reverse("review:candidate", args=[project.name, cand.pk])).content.decode()
+    for run in (f"<bdi dir=\"ltr\">He {RLO}said hi.</bdi>", f"<bdi dir=\"ltr\">Er {RLO}sagte </bdi>", '<mark class="edit" dir="ltr">schnell</mark>',
+                f'<bdi class="who">ben{RLO}_de</bdi>', f'<bdi class="type-badge">Addition{RLO}</bdi>'):
+        assert run in html, run
+    assert f"<bdi>check{RLO}</bdi>" in html and f"<bdi>detail {RLO}here</bdi>" in html  # automatic checks' warnings
+    client.force_login(admin_user)
+    html = client.get(reverse("review:adjudication", args=[project.name])).content.decode()
+    assert f"<bdi>ben{RLO}_de</bdi>" in html and f"<bdi>c{RLO}omment</bdi>" in html
+    item = RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output",
+                                     source=f"a{RLO}b", reference="r", text=f"t{RLO}x", system=f"sys{RLO}")
+    html = client.get(reverse("review:rate", args=[item.pk])).content.decode()
+    assert f'<bdi dir="ltr">t{RLO}x</bdi>' in html and f"<bdi>sys{RLO}</bdi>" in html
