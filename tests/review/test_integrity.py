@@ -161,3 +161,23 @@ def test_untrusted_text_runs_are_bidi_isolates(project, languages, admin_user, a
                                      source=f"a{RLO}b", reference="r", text=f"t{RLO}x", system=f"sys{RLO}")
     html = client.get(reverse("review:rate", args=[item.pk])).content.decode()
     assert f'<bdi dir="ltr">t{RLO}x</bdi>' in html and f"<bdi>sys{RLO}</bdi>" in html
+
+
+# ---- assignment: the screen and the API apply the same rule ---------------------------------------------
+
+def test_untaken_candidate_same_rule_on_screen_and_api(project, cands, anna, annotator_de):
+    """Not taken from the queue: allowed while a slot is free, refused (409) once others hold all N."""
+    others = [create_user(f"rev{i}_de", "rev-pass-123", languages=["de"]) for i in range(2)]
+    for user in others:  # both take the first candidate from the queue: its N = 2 slots are held
+        assert services.next_candidate(user, project, language="de").candidate == cands[0]
+    api = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "U1"})
+    assert api.status_code == 409 and "already has its 2 reviewers" in api.json()["detail"]
+    url = reverse("review:candidate", args=[project.name, cands[0].pk])
+    screen = anna.post(url, {"action": "accept", "idempotency_key": "U2", "client_user": annotator_de.pk}, follow=True)
+    assert "already has its 2 reviewers" in screen.content.decode()
+    assert not ReviewDecision.objects.filter(reviewer=annotator_de).exists()
+    # a candidate with free slots, never taken by anna: allowed on both paths
+    assert post(anna, "decisions", {"candidate": cands[1].pk, "decision": "accept", "idempotency_key": "U3"}).status_code == 201
+    url = reverse("review:candidate", args=[project.name, cands[2].pk])
+    assert anna.post(url, {"action": "reject", "idempotency_key": "U4", "client_user": annotator_de.pk}).status_code == 302
+    assert sorted(ReviewDecision.objects.filter(reviewer=annotator_de).values_list("candidate_id", flat=True)) == [cands[1].pk, cands[2].pk]
