@@ -181,3 +181,22 @@ def test_untaken_candidate_same_rule_on_screen_and_api(project, cands, anna, ann
     url = reverse("review:candidate", args=[project.name, cands[2].pk])
     assert anna.post(url, {"action": "reject", "idempotency_key": "U4", "client_user": annotator_de.pk}).status_code == 302
     assert sorted(ReviewDecision.objects.filter(reviewer=annotator_de).values_list("candidate_id", flat=True)) == [cands[1].pk, cands[2].pk]
+
+
+def test_keys_stored_before_the_key_table_still_answer(cands, item, anna, annotator_de):
+    """Migration 0004 copies the keys already on decisions and ratings into the table."""
+    import importlib
+
+    from django.apps import apps
+
+    from annotation.models import UsedIdempotencyKey
+
+    first = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "OLD"})
+    rated = post(anna, "ratings", {"item": item.pk, "idempotency_key": "OLDR", **SCORES})
+    UsedIdempotencyKey.objects.all().delete()  # as before the migration
+    importlib.import_module("annotation.migrations.0004_used_idempotency_keys").remember_existing_keys(apps, None)
+    assert UsedIdempotencyKey.objects.count() == 2
+    again = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "OLD"})
+    assert again.status_code == 200 and again.json() == first.json()
+    assert post(anna, "ratings", {"item": item.pk, "idempotency_key": "OLDR", **SCORES, "clarity": 1}).json() == rated.json()
+    assert ReviewDecision.objects.get().decision == "accept" and LikertRating.objects.get().clarity == 4
