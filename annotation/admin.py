@@ -2,7 +2,9 @@
 review services, which audit every change (the review admin pages are under /review/<project>/manage/)."""
 from django.contrib import admin
 
-from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.models import (
+    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, UsedIdempotencyKey,
+)
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -59,3 +61,10 @@ class AuditEventAdmin(ReadOnly):
     list_display = ["at", "actor", "action", "object_type", "object_id", "old", "new"]
     list_filter = ["action", "object_type"]
     search_fields = ["object_id", "actor__username"]
+
+
+@admin.register(UsedIdempotencyKey)
+class UsedIdempotencyKeyAdmin(ReadOnly):
+    list_display = ["created_at", "kind", "key", "user", "object_id"]
+    list_filter = ["kind"]
+    search_fields = ["key", "user__username"]
