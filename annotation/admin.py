@@ -9,7 +9,9 @@ from django.contrib import admin, messages
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
-from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.models import (
+    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, UsedIdempotencyKey,
+)
 from annotation.review.xqmeval_import import import_xqmeval
 from core.admin import ProjectAdmin as CoreProjectAdmin
 from core.admin import report_errors
@@ -71,6 +73,13 @@ class AuditEventAdmin(ReadOnly):
     list_display = ["at", "actor", "action", "object_type", "object_id", "old", "new"]
     list_filter = ["action", "object_type"]
     search_fields = ["object_id", "actor__username"]
+
+
+@admin.register(UsedIdempotencyKey)
+class UsedIdempotencyKeyAdmin(ReadOnly):
+    list_display = ["created_at", "kind", "key", "user", "object_id"]
+    list_filter = ["kind"]
+    search_fields = ["key", "user__username"]
 
 
 class MultipleFileInput(forms.ClearableFileInput):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -149,6 +150,28 @@ class LikertRating(models.Model):
                 for d in ("informativeness", "clarity", "plausibility", "faithfulness")
             ],
         ]
+
+
+class UsedIdempotencyKey(models.Model):
+    """Every idempotency key a decision or rating was stored with, and the stored row as it was then.
+
+    A key answers with what it did the first time, forever: a late duplicate of an old submission (accept
+    with K1, reject with K2, accept resent with K1) must not undo the newer change. The decision or
+    rating row itself only keeps its latest key."""
+
+    class Kind(models.TextChoices):
+        DECISION = "decision"
+        RATING = "rating"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    key = models.CharField(max_length=64)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    object_id = models.PositiveBigIntegerField()
+    response = models.JSONField(encoder=DjangoJSONEncoder, help_text="the row's fields as stored by this submission")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "key"], name="idempotency_key_once_per_kind")]
 
 
 class AuditEvent(models.Model):

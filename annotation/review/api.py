@@ -1,7 +1,8 @@
 """REST API for review queues, decisions, skips, ratings and adjudication (same rules as the screens).
 
 Thin over services/selectors; a refused request answers ``{"detail", "field"}`` with the service's
-status (400 invalid, 403 admins only, 404 not yours or absent, 409 conflict).
+status (400 invalid, 403 admins only or recorded for another user (``client_user``), 404 not yours or
+absent, 409 conflict: closed round, full candidate, key of another user).
 """
 from __future__ import annotations
 
@@ -83,6 +84,10 @@ class DecisionInSerializer(serializers.Serializer):
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     round = id_field(required=False, allow_null=True)
     idempotency_key = serializers.CharField(max_length=64)
+    client_user = serializers.IntegerField(
+        required=False, allow_null=True,
+        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
+    )
 
 
 class DecisionSerializer(serializers.ModelSerializer):
@@ -99,6 +104,10 @@ class SkipInSerializer(serializers.Serializer):
     reason = serializers.ChoiceField(choices=sorted(rules.reason_codes(rules.SKIP_REASONS)))
     comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
     round = id_field(required=False, allow_null=True)
+    client_user = serializers.IntegerField(
+        required=False, allow_null=True,
+        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
+    )
 
 
 class RatingItemSerializer(serializers.Serializer):
@@ -130,6 +139,10 @@ class RatingInSerializer(serializers.Serializer):
     faithfulness = serializers.IntegerField(required=False, allow_null=True)
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     idempotency_key = serializers.CharField(max_length=64)
+    client_user = serializers.IntegerField(
+        required=False, allow_null=True,
+        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
+    )
 
 
 class RatingSerializer(serializers.ModelSerializer):
@@ -200,7 +213,7 @@ class DecisionsView(ListAPIView):
             decision, created = services.submit_decision(
                 request.user, v["candidate"], v["decision"], idempotency_key=v["idempotency_key"],
                 reason=v.get("reason", ""), comment=v.get("comment", ""), time_spent_ms=v.get("time_spent_ms"),
-                round_id=v.get("round"),
+                round_id=v.get("round"), client_user=v.get("client_user"),
             )
         except services.ReviewError as exc:
             return _refused(exc)
@@ -214,7 +227,8 @@ class SkipsView(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         try:
-            skip = services.skip_candidate(request.user, v["candidate"], v["reason"], comment=v.get("comment", ""), round_id=v.get("round"))
+            skip = services.skip_candidate(request.user, v["candidate"], v["reason"], comment=v.get("comment", ""), round_id=v.get("round"),
+                                         client_user=v.get("client_user"))
         except services.ReviewError as exc:
             return _refused(exc)
         return Response({"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED)
@@ -254,7 +268,7 @@ class RatingsView(ListAPIView):
         try:
             rating, created = services.submit_rating(
                 request.user, v["item"], {n: v.get(n) for n in rules.DIMENSION_NAMES},
-                idempotency_key=v["idempotency_key"], time_spent_ms=v.get("time_spent_ms"),
+                idempotency_key=v["idempotency_key"], time_spent_ms=v.get("time_spent_ms"), client_user=v.get("client_user"),
             )
         except services.ReviewError as exc:
             return _refused(exc)

@@ -17,7 +17,9 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
-from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.models import (
+    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, UsedIdempotencyKey,
+)
 from annotation.review import domain as rules
 from annotation.review import selectors
 from annotation.signals import annotations_written
@@ -118,6 +120,50 @@ def _clean_key(key) -> str:
     if not key or len(key) > 64:
         raise Invalid("idempotency_key is required (1–64 characters, one per submission)", "idempotency_key")
     return key
+
+
+def check_owner(user, client_user) -> None:
+    """Refuse a submission that the client recorded for another user: a shared browser keeps unsent work per
+    user, and a page (or an outbox entry) made while someone else was logged in must never be stored as the
+    person logged in now. ``client_user`` is the user id the page was rendered for; None: not sent."""
+    if client_user in (None, ""):
+        return
+    if str(client_user).strip() != str(user.pk):
+        raise Forbidden(
+            f"this was recorded on this device for another user (id {client_user}), not for {user.get_username()}; "
+            "it is not stored. That user sees it again when they log in on this device.",
+            "client_user",
+        )
+
+
+def _snapshot(obj) -> dict:
+    """The row's fields as JSON; datetimes in full ISO form (DjangoJSONEncoder would cut microseconds)."""
+    return {f.attname: _json_value(f.value_from_object(obj)) for f in obj._meta.concrete_fields}
+
+
+def _json_value(value):
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _restore(model, snapshot: dict):
+    """The row as a key's first submission stored it (an unsaved copy: never written back)."""
+    fields = {f.attname: f.to_python(snapshot[f.attname]) for f in model._meta.concrete_fields if f.attname in snapshot}
+    return model(**fields)
+
+
+def _remember_key(kind: str, key: str, user, obj) -> None:
+    UsedIdempotencyKey.objects.create(kind=kind, key=key, user=user, object_id=obj.pk, response=_snapshot(obj))
+
+
+def _replay_key(kind: str, model, user, key: str):
+    """What this key did the first time, or None for a key never used. Another user's key is a conflict.
+    (Keys stored before this table existed were copied into it by migration 0004.)"""
+    used = UsedIdempotencyKey.objects.filter(kind=kind, key=key).first()
+    if used is not None:
+        if used.user_id != user.id:
+            raise Conflict("idempotency key already used by another submission", "idempotency_key")
+        return _restore(model, used.response)
+    return None
 
 
 # ---- assignment -------------------------------------------------------------------------------------
@@ -246,10 +292,13 @@ def _decision_state(d: ReviewDecision) -> dict:
 
 def submit_decision(
     user, candidate_id, decision: str, *, idempotency_key: str, reason: str = "", comment: str = "",
-    time_spent_ms=None, round_id=None,
+    time_spent_ms=None, round_id=None, client_user=None,
 ) -> tuple[ReviewDecision, bool]:
-    """Store (or change) this reviewer's decision. Returns (decision, created). A repeated submission with
-    the same idempotency key returns the stored decision unchanged, so clients may retry freely."""
+    """Store (or change) this reviewer's decision. Returns (decision, created). A submission with a key
+    used before answers with what that key stored then and changes nothing, so clients may retry freely and
+    a late duplicate never undoes a newer change. Changing a decision needs the round to be open, as a new
+    one does; a decision on a candidate not taken from the queue is allowed while it has a free slot."""
+    check_owner(user, client_user)
     key = _clean_key(idempotency_key)
     if decision not in ReviewDecision.Decision.values:
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
@@ -269,6 +318,8 @@ def submit_decision(
             state = _slot_state(user, candidate, rnd)
             own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
             if own is not None:
+                if not rnd.is_open:
+                    raise Conflict(f"round {rnd.number} is closed; decisions in it can no longer change")
                 old = _decision_state(own)
                 own.decision, own.reason, own.comment = decision, reason, comment or ""
                 own.idempotency_key = key
@@ -285,6 +336,7 @@ def submit_decision(
                 )
                 audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
                 created = True
+            _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
                 refresh_status(candidate, actor=user, first_round=rnd)
@@ -299,12 +351,7 @@ def submit_decision(
 
 
 def _replay(user, key: str) -> ReviewDecision | None:
-    existing = ReviewDecision.objects.filter(idempotency_key=key).first()
-    if existing is None:
-        return None
-    if existing.reviewer_id != user.id:
-        raise Conflict("idempotency key already used by another submission", "idempotency_key")
-    return existing
+    return _replay_key(UsedIdempotencyKey.Kind.DECISION, ReviewDecision, user, key)
 
 
 def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
@@ -361,13 +408,17 @@ def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound
     return candidate
 
 
-def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_id=None) -> ReviewSkip:
+def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_id=None, client_user=None) -> ReviewSkip:
+    """Set a candidate aside (idempotent per reviewer and round); refused once the round is closed."""
+    check_owner(user, client_user)
     if reason not in rules.reason_codes(rules.SKIP_REASONS):
         raise Invalid(f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason")
     with transaction.atomic():
         _serialize_writers()
         candidate = visible_candidate(user, candidate_id, lock=True)
         rnd = round_for(user, candidate, round_id)
+        if not rnd.is_open:
+            raise Conflict(f"round {rnd.number} is closed; nothing in it can be skipped")
         skip, created = ReviewSkip.objects.get_or_create(
             candidate=candidate, reviewer=user, round=rnd, defaults={"reason": reason, "comment": comment or ""}
         )
@@ -476,7 +527,9 @@ def visible_rating_item(user, item_id) -> RatingItem:
         raise NotFound(f"rating item {item_id} not found") from None
 
 
-def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None) -> tuple[LikertRating, bool]:
+def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None, client_user=None) -> tuple[LikertRating, bool]:
+    """Store (or change) this rater's rating; a key used before answers with what it stored then."""
+    check_owner(user, client_user)
     key = _clean_key(idempotency_key)
     missing = rules.missing_dimensions(scores)
     if missing:
@@ -486,11 +539,9 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
     try:
         with transaction.atomic():
             _serialize_writers()
-            existing = LikertRating.objects.filter(idempotency_key=key).first()
-            if existing:
-                if existing.rater_id != user.id:
-                    raise Conflict("idempotency key already used by another submission", "idempotency_key")
-                return existing, False
+            replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key)
+            if replay is not None:
+                return replay, False
             item = visible_rating_item(user, item_id)
             # Lock the item so concurrent raters cannot both take its last slot.
             _for_update(RatingItem.objects.filter(pk=item.pk)).get()
@@ -501,6 +552,7 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
                     setattr(own, n, v)
                 own.idempotency_key = key
                 own.save()
+                _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own)
                 audit(user, "rating.change", own, old, values)
                 annotations_written.send(sender=__name__, project_id=item.project_id)
                 return own, False
@@ -508,13 +560,14 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
             if LikertRating.objects.filter(item=item).count() >= limit:
                 raise Conflict(f"this item already has its {limit} ratings; take the next one")
             rating = LikertRating.objects.create(item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values)
+            _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating)
             audit(user, "rating.create", rating, None, values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
             return rating, True
     except IntegrityError:
-        existing = LikertRating.objects.filter(idempotency_key=key, rater=user).first()
-        if existing:
-            return existing, False
+        replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key)
+        if replay is not None:
+            return replay, False
         raise Conflict("this item was rated concurrently; reload") from None
 
 

@@ -94,12 +94,14 @@ def candidate(request, project, pk):
         try:
             action = request.POST.get("action")
             if action == "skip":
-                services.skip_candidate(request.user, cand.pk, request.POST.get("skip_reason", ""), comment=request.POST.get("comment", ""), round_id=rnd.pk)
+                services.skip_candidate(request.user, cand.pk, request.POST.get("skip_reason", ""), comment=request.POST.get("comment", ""), round_id=rnd.pk,
+                                        client_user=request.POST.get("client_user"))
             else:
                 services.submit_decision(
                     request.user, cand.pk, action or "", idempotency_key=request.POST.get("idempotency_key", ""),
                     reason=request.POST.get("reason", ""), comment=request.POST.get("comment", ""),
                     time_spent_ms=request.POST.get("time_spent_ms"), round_id=rnd.pk,
+                    client_user=request.POST.get("client_user"),
                 )
         except services.ReviewError as exc:
             messages.error(request, exc.message)
@@ -117,6 +119,8 @@ def candidate(request, project, pk):
         "next_url": next_url,
         "lang": lang,
         "config": {
+            "user": request.user.pk,  # unsent decisions are kept per user and project (review.js)
+            "project": project.name,
             "candidate": cand.pk,
             "round": rnd.pk,
             "nextUrl": next_url,
@@ -159,7 +163,7 @@ def rate(request, pk):
         scores = {name: request.POST.get(name) for name in rules.DIMENSION_NAMES}
         try:
             services.submit_rating(request.user, item.pk, scores, idempotency_key=request.POST.get("idempotency_key", ""),
-                                   time_spent_ms=request.POST.get("time_spent_ms"))
+                                   time_spent_ms=request.POST.get("time_spent_ms"), client_user=request.POST.get("client_user"))
         except services.ReviewError as exc:
             messages.error(request, exc.message)
             return redirect(request.get_full_path())
@@ -172,7 +176,7 @@ def rate(request, pk):
         "item": item, "language": item.direction.target, "dimensions": dims, "own": own,
         "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
         "idempotency_key": uuid.uuid4().hex, "next_url": next_url,
-        "config": {"item": item.pk, "nextUrl": next_url, "ratingsUrl": reverse("review_api:ratings"),
+        "config": {"user": request.user.pk, "project": item.project.name, "item": item.pk, "nextUrl": next_url, "ratingsUrl": reverse("review_api:ratings"),
                    "dimensions": list(rules.DIMENSION_NAMES)},
     })
 

@@ -16,6 +16,9 @@ from matplotlib.figure import Figure  # noqa: E402
 plt.rcParams["svg.hashsalt"] = "xqmeval"  # stable element ids: the same figures give the same SVG
 plt.rcParams["svg.fonttype"] = "none"  # text stays text (searchable, smaller)
 plt.rcParams["figure.constrained_layout.use"] = True  # titles and suptitles never overlap
+# Labels come from data (user names, error types): "$x_$" must be shown as typed, not parsed as mathtext
+# (which raises on malformed input and renders well-formed input as a formula). No plot here uses mathtext.
+plt.rcParams["text.parse_math"] = False
 
 
 NO_DATA = "no data yet"

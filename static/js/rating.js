@@ -1,5 +1,6 @@
 /* Likert rating screen: four dimensions, keys 1–5 and arrows, all four required before submit.
- * Sends through the outbox of review.js (localStorage, retries with the same idempotency key). */
+ * Sends through the outbox of review.js (localStorage per user and project, retries with the same
+ * idempotency key). */
 (function () {
   "use strict";
   const configNode = document.getElementById("rating-config");
@@ -32,7 +33,11 @@
     dims[active].scrollIntoView({ block: "nearest" });
   }
   function missing() { return dims.filter((d) => value(d) === null); }
-  function say(text, kind) { statusLine.textContent = text; statusLine.className = "send-status" + (kind ? " " + kind : ""); }
+  function say(text, kind, untrusted) {
+    statusLine.replaceChildren(text);
+    if (untrusted !== undefined) statusLine.append(window.XQIsolated(untrusted));  // its own bidi isolate
+    statusLine.className = "send-status" + (kind ? " " + kind : "");
+  }
 
   async function submit() {
     if (busy) return;
@@ -45,7 +50,7 @@
       return;
     }
     message.textContent = "";
-    const body = { item: cfg.item, time_spent_ms: Timer.ms(), idempotency_key: key };
+    const body = { item: cfg.item, time_spent_ms: Timer.ms(), idempotency_key: key, client_user: cfg.user };
     dims.forEach((d) => { body[d.dataset.dimension] = value(d); });
     const entry = { id: "rating:" + key, url: cfg.ratingsUrl, body };
     busy = true;
@@ -55,7 +60,7 @@
       say((status === 0 ? "Network error" : "Not accepted (" + status + ")") + ": kept on this device, retrying in " + Math.round(delay / 1000) + " s…", "error"));
     if (result.ok) { say("Saved ✓ — loading the next item…", "ok"); window.location.assign(cfg.nextUrl); return; }
     busy = false;
-    say("Not saved: " + result.detail, "error");
+    say("Not saved: ", "error", result.detail);
   }
 
   dims.forEach((d, i) => d.addEventListener("click", () => setActive(i)));

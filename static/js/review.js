@@ -1,55 +1,114 @@
 /* Review screen: keyboard-first decisions, sent through an outbox that survives network errors.
  *
  * Every submission gets an idempotency key from the server-rendered page and is written to
- * localStorage before it is sent; it leaves the outbox only when the server has stored it (2xx) or
- * refused it for good (400/404/409). Retries back off up to 30 s and resume on the next page load.
+ * localStorage (under its user and project) before it is sent; it leaves the outbox only when the server
+ * has stored it (2xx) or refused it for good (400/404/409). Retries back off up to 30 s and resume on the
+ * next page of the same user: the review page sends that project's, the queue page all of them.
  * Corpus text is rendered by the server (escaped); this script never writes markup built from data.
  */
 (function () {
   "use strict";
 
-  const Outbox = {
-    KEY: "xqmeval.outbox.v1",
-    all() {
-      try { return JSON.parse(localStorage.getItem(this.KEY) || "[]"); } catch (e) { return []; }
-    },
-    save(list) {
-      try { localStorage.setItem(this.KEY, JSON.stringify(list)); } catch (e) { /* storage full or blocked: still sent below */ }
-    },
-    put(entry) { this.save(this.all().filter((e) => e.id !== entry.id).concat([entry])); },
-    remove(id) { this.save(this.all().filter((e) => e.id !== id)); },
-    csrf() {
-      const input = document.querySelector("input[name=csrfmiddlewaretoken]");
-      return input ? input.value : "";
-    },
-    /* Deliver one entry; resolves {ok:true,data} or {ok:false,status,detail} once it is settled. */
-    async deliver(entry, onWaiting) {
-      let delay = 1000;
-      for (;;) {
-        let status = 0, data = {};
+  /* Unsent work belongs to the user, and the project, it was made for: one storage key each
+   * ("xqmeval.outbox.v2:<user id>:<project>"), so on a shared browser a page only ever sees and sends its
+   * own user's entries. Every entry records that user (body.client_user) and the server refuses it (403,
+   * field client_user) when someone else is logged in; it then stays here for its owner. Entries of the
+   * old shared key (v1) have no known owner and are never sent. */
+  const PREFIX = "xqmeval.outbox.v2:";
+
+  /* Text from the server or the user (details, names) goes in as textContent of its own <bdi>, so a bidi
+   * control character in it cannot reorder the rest of the line. */
+  function isolated(text) {
+    const bdi = document.createElement("bdi");
+    bdi.textContent = text == null ? "" : String(text);
+    return bdi;
+  }
+  window.XQIsolated = isolated;
+
+  function readConfig(id) {
+    const node = document.getElementById(id);
+    if (!node) return null;
+    try { return JSON.parse(node.textContent); } catch (e) { return null; }
+  }
+
+  function makeOutbox(user, project) {
+    return {
+      user: String(user),
+      project: project,
+      KEY: PREFIX + user + ":" + project,
+      all() {
+        try { return JSON.parse(localStorage.getItem(this.KEY) || "[]"); } catch (e) { return []; }
+      },
+      save(list) {
         try {
-          const response = await fetch(entry.url, {
-            method: "POST",
-            credentials: "same-origin",
-            headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": this.csrf() },
-            body: JSON.stringify(entry.body),
-          });
-          status = response.status;
-          data = await response.json().catch(() => ({}));
-        } catch (e) {
-          status = 0;
+          if (list.length) localStorage.setItem(this.KEY, JSON.stringify(list));
+          else localStorage.removeItem(this.KEY);
+        } catch (e) { /* storage full or blocked: still sent below */ }
+      },
+      put(entry) {
+        if (entry.body.client_user == null) entry.body.client_user = Number(this.user);
+        this.save(this.all().filter((e) => e.id !== entry.id).concat([entry]));
+      },
+      remove(id) { this.save(this.all().filter((e) => e.id !== id)); },
+      csrf() {
+        // The cookie first: a login in another tab rotates it, and the page's own token goes stale.
+        const cookie = document.cookie.split("; ").find((c) => c.startsWith("csrftoken="));
+        if (cookie) return decodeURIComponent(cookie.slice("csrftoken=".length));
+        const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+        return input ? input.value : "";
+      },
+      /* Deliver one entry; resolves {ok:true,data} or {ok:false,status,detail,kept} once it is settled. */
+      async deliver(entry, onWaiting) {
+        if (!entry.body || String(entry.body.client_user) !== this.user) {
+          return { ok: false, status: 0, kept: true, detail: "recorded for another user; kept for them" };
         }
-        if (status >= 200 && status < 300) { this.remove(entry.id); return { ok: true, data }; }
-        if (status === 400 || status === 404 || status === 409) {
-          this.remove(entry.id);
-          return { ok: false, status, detail: data.detail || firstError(data) || ("refused (" + status + ")") };
+        let delay = 1000;
+        for (;;) {
+          let status = 0, data = {};
+          try {
+            const response = await fetch(entry.url, {
+              method: "POST",
+              credentials: "same-origin",
+              headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": this.csrf() },
+              body: JSON.stringify(entry.body),
+            });
+            status = response.status;
+            data = await response.json().catch(() => ({}));
+          } catch (e) {
+            status = 0;
+          }
+          if (status >= 200 && status < 300) { this.remove(entry.id); return { ok: true, data }; }
+          if (status === 403 && data && data.field === "client_user") {
+            // Someone else is logged in now (another tab): keep it for its owner, send nothing more.
+            return { ok: false, status, kept: true, detail: data.detail };
+          }
+          if (status === 400 || status === 404 || status === 409) {
+            this.remove(entry.id);
+            return { ok: false, status, detail: data.detail || firstError(data) || ("refused (" + status + ")") };
+          }
+          if (onWaiting) onWaiting(status, delay);
+          await new Promise((resolve) => setTimeout(resolve, delay));
+          delay = Math.min(delay * 2, 30000);
         }
-        if (onWaiting) onWaiting(status, delay);
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(delay * 2, 30000);
+      },
+    };
+  }
+
+  /* Every project's outbox of one user (the queue page sends them all). */
+  function outboxesOf(user) {
+    const mine = PREFIX + user + ":";
+    const out = [];
+    try {
+      for (let i = 0; i < localStorage.length; i++) {
+        const k = localStorage.key(i);
+        if (k && k.startsWith(mine)) out.push(makeOutbox(user, k.slice(mine.length)));
       }
-    },
-  };
+    } catch (e) { /* storage blocked */ }
+    return out;
+  }
+
+  const owner = readConfig("review-config") || readConfig("rating-config") || readConfig("outbox-owner");
+  const Outbox = owner && owner.user != null ? makeOutbox(owner.user, owner.project || "") : null;
   window.XQOutbox = Outbox;
 
   function firstError(data) {
@@ -63,6 +122,35 @@
   function waitingText(status, delay) {
     const why = status === 0 ? "Network error" : (status === 401 || status === 403) ? "Not accepted (are you still logged in?)" : "Server error " + status;
     return why + ": kept on this device, retrying in " + Math.round(delay / 1000) + " s…";
+  }
+
+  /* The queue page lists this user's unsent decisions and ratings (any project) and sends them. */
+  async function sendLeftovers(user) {
+    const boxes = outboxesOf(user).filter((box) => box.all().length);
+    const total = boxes.reduce((n, box) => n + box.all().length, 0);
+    if (!total) return;
+    const notice = document.createElement("p");
+    notice.id = "outbox-notice";
+    notice.className = "notice";
+    notice.setAttribute("role", "status");
+    const main = document.querySelector("main");
+    main.insertBefore(notice, main.firstChild);
+    notice.textContent = total + " decision(s) or rating(s) saved on this device were not sent yet; sending…";
+    let sent = 0;
+    const refused = [];
+    for (const box of boxes) {
+      for (const entry of box.all()) {
+        const result = await box.deliver(entry, (status, delay) => {
+          notice.textContent = waitingText(status, delay);
+        });
+        if (result.ok) sent += 1;
+        else refused.push([box.project, result.detail]);
+      }
+    }
+    notice.replaceChildren("Sent " + sent + " saved decision(s) or rating(s)." + (refused.length ? " Not sent:" : " ✓"));
+    refused.forEach(([project, detail], i) => {
+      notice.append(i ? "; " : " ", isolated(project), ": ", isolated(detail));
+    });
   }
 
   /* Time on item counts only while the page is visible. */
@@ -84,6 +172,8 @@
     // The queue page: focus the first Start/Resume link so Enter begins reviewing without a mouse.
     const start = document.querySelector("a[data-start]");
     if (start && !document.getElementById("rating-config")) start.focus();
+    const queueOwner = readConfig("outbox-owner");
+    if (queueOwner && queueOwner.user != null) sendLeftovers(queueOwner.user);
     return;
   }
   const cfg = JSON.parse(configNode.textContent);
@@ -97,8 +187,9 @@
   const key = form.querySelector("input[name=idempotency_key]").value;
   let busy = false;
 
-  function say(text, kind) {
-    statusLine.textContent = text;
+  function say(text, kind, untrusted) {
+    statusLine.replaceChildren(text);
+    if (untrusted !== undefined) statusLine.append(isolated(untrusted));
     statusLine.className = "send-status" + (kind ? " " + kind : "");
   }
   function openPanel(name) {
@@ -135,7 +226,7 @@
       return;
     }
     setBusy(false);
-    say("Not saved: " + result.detail, "error");
+    say("Not saved: ", "error", result.detail);
   }
 
   function decide(action) {
@@ -146,14 +237,14 @@
       url: cfg.decisionsUrl,
       body: {
         candidate: cfg.candidate, round: cfg.round, decision: action, reason: reason,
-        comment: comment.value, time_spent_ms: Timer.ms(), idempotency_key: key,
+        comment: comment.value, time_spent_ms: Timer.ms(), idempotency_key: key, client_user: cfg.user,
       },
     }, true);
   }
   function skip() {
     if (busy) return;
     const reason = (panels.skip.querySelector("input[name=skip_reason]:checked") || {}).value || "unsure";
-    send({ id: "skip:" + key, url: cfg.skipsUrl, body: { candidate: cfg.candidate, round: cfg.round, reason: reason, comment: comment.value } }, true);
+    send({ id: "skip:" + key, url: cfg.skipsUrl, body: { candidate: cfg.candidate, round: cfg.round, reason: reason, comment: comment.value, client_user: cfg.user } }, true);
   }
 
   form.addEventListener("submit", (ev) => {

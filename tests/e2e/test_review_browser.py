@@ -168,12 +168,13 @@ def test_network_error_does_not_lose_the_decision(project, languages, annotator_
     page.route("**/api/review/decisions/", flaky)
     page.keyboard.press("a")
     page.wait_for_function("document.querySelector('#send-status').textContent.includes('kept on this device')")
-    pending = page.evaluate("JSON.parse(localStorage.getItem('xqmeval.outbox.v1'))")
+    box = f"xqmeval.outbox.v2:{annotator_de.pk}:demo"
+    pending = page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", box)
     assert pending and pending[0]["body"]["candidate"] == first
     shot(page, "12-network-error")
     page.wait_for_url(lambda url: f"/candidate/{first}/" not in url, timeout=20000)
     assert ReviewDecision.objects.filter(candidate_id=first, reviewer=annotator_de).count() == 1
-    assert page.evaluate("localStorage.getItem('xqmeval.outbox.v1')") == "[]"
+    assert page.evaluate("(key) => localStorage.getItem(key)", box) is None
 
 
 def test_outbox_resends_after_the_tab_was_closed(project, languages, annotator_de, new_page):
@@ -184,7 +185,7 @@ def test_outbox_resends_after_the_tab_was_closed(project, languages, annotator_d
     current = int(page.url.split("/candidate/")[1].split("/")[0])
     page.route("**/api/review/decisions/", lambda route: route.abort("internetdisconnected"))
     page.keyboard.press("a")
-    page.wait_for_function("(localStorage.getItem('xqmeval.outbox.v1') || '[]') !== '[]'")
+    page.wait_for_function("(key) => localStorage.getItem(key) !== null", arg=f"xqmeval.outbox.v2:{annotator_de.pk}:demo")
     assert not ReviewDecision.objects.exists()
     page.unroute("**/api/review/decisions/")
     page.reload()  # same item comes back (still held); the saved decision is sent and the page moves on

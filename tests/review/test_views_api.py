@@ -186,8 +186,8 @@ def test_review_page_escapes_and_highlights_from_offsets(project, languages, de_
     assert payload not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "<b>you</b>" not in html
     # the edited token (from offsets) is the only <mark>; the text's own <v> tags are shown as text
-    assert '<mark class="edit">&lt;v&gt;ihr&lt;/v&gt;</mark>' in html
-    assert '<mark class="edit">&lt;v&gt;du&lt;/v&gt;</mark>' in html
+    assert '<mark class="edit" dir="ltr">&lt;v&gt;ihr&lt;/v&gt;</mark>' in html
+    assert '<mark class="edit" dir="ltr">&lt;v&gt;du&lt;/v&gt;</mark>' in html
 
 
 def test_review_page_rtl_and_deletion_marker(project, languages):
@@ -196,7 +196,7 @@ def test_review_page_rtl_and_deletion_marker(project, languages):
     client = login(Client(), user, "amal-pass-123")
     html = client.get(reverse("review:candidate", args=[project.name, ar.pk])).content.decode()
     assert 'lang="ar" dir="rtl" id="candidate-text"' in html
-    assert 'class="gap delete-point"' in html and '<mark class="edit">جديد</mark>' in html
+    assert 'class="gap delete-point"' in html and '<mark class="edit" dir="rtl">جديد</mark>' in html
 
 
 def test_invite_link_sets_password_once(admin_client, admin_user):

@@ -24,7 +24,9 @@ def _bar_with_ci(ax, labels: Sequence[str], values, lows, highs, colour: str) ->
         if v is None:
             ax.text(x, 0.02, "undefined", rotation=90, ha="center", va="bottom", fontsize=7, color="#666")
         elif lo is not None and hi is not None:
-            ax.errorbar([x], [v], yerr=[[v - lo], [hi - v]], color="black", capsize=3, lw=1)
+            # A percentile bound can sit a rounding error (2e-16) beyond the estimate when every resample
+            # gives the same value; matplotlib refuses negative error bars, so clip at 0.
+            ax.errorbar([x], [v], yerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]], color="black", capsize=3, lw=1)
     ax.set_xticks(xs, labels, rotation=45, ha="right", fontsize=8)
 
 

@@ -1,0 +1,204 @@
+"""Review integrity over the HTTP API and the no-JavaScript form: a key answers with what it did then,
+a closed round is closed for every write, and nothing is stored under a user other than the one the
+client recorded it for."""
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation.review import selectors
+from annotation.review import services
+from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewSkip
+from core.services import create_user
+from tests.review.factories import make_candidates
+
+pytestmark = pytest.mark.django_db
+
+SCORES = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 2}
+
+
+@pytest.fixture
+def cands(project, languages):
+    return make_candidates(project, languages, "en-de", count=3)
+
+
+@pytest.fixture
+def item(project, languages):
+    return RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output",
+                                     source="Hi.", reference="Hallo.", text="Hallo!", system="s1")
+
+
+@pytest.fixture
+def anna(annotator_de):
+    client = Client()
+    client.force_login(annotator_de)
+    return client
+
+
+def post(client, name, body):
+    return client.post(reverse(f"review_api:{name}"), data=json.dumps(body), content_type="application/json")
+
+
+# ---- idempotency: a key once used answers with what it did then -------------------------------------
+
+def test_late_duplicate_of_an_old_key_does_not_undo_a_newer_decision(cands, anna, annotator_de):
+    body = {"candidate": cands[0].pk, "decision": "accept", "comment": "fine", "idempotency_key": "K1"}
+    first = post(anna, "decisions", body)
+    assert first.status_code == 201
+    changed = post(anna, "decisions", {**body, "decision": "reject", "reason": "wrong_type", "comment": "no", "idempotency_key": "K2"})
+    assert changed.status_code == 200 and changed.json()["decision"] == "reject"
+    late = post(anna, "decisions", body)  # the first request, delivered again late
+    assert late.status_code == 200
+    assert late.json() == first.json()  # the original response, key and timestamps included
+    current = ReviewDecision.objects.get(candidate=cands[0], reviewer=annotator_de)
+    assert (current.decision, current.reason, current.comment, current.idempotency_key) == ("reject", "wrong_type", "no", "K2")
+    assert AuditEvent.objects.filter(action="decision.change").count() == 1
+    # K2 resent also answers as it did, and K1 with a different body changes nothing either
+    assert post(anna, "decisions", {**body, "decision": "reject", "idempotency_key": "K2"}).json()["decision"] == "reject"
+    assert post(anna, "decisions", {**body, "decision": "reject", "idempotency_key": "K1"}).json()["decision"] == "accept"
+    assert ReviewDecision.objects.get(candidate=cands[0], reviewer=annotator_de).decision == "reject"
+
+
+def test_late_duplicate_of_an_old_rating_key_does_not_undo_a_newer_rating(item, anna, annotator_de):
+    first = post(anna, "ratings", {"item": item.pk, "idempotency_key": "R1", **SCORES})
+    assert first.status_code == 201
+    assert post(anna, "ratings", {"item": item.pk, "idempotency_key": "R2", **SCORES, "clarity": 1}).status_code == 200
+    late = post(anna, "ratings", {"item": item.pk, "idempotency_key": "R1", **SCORES})
+    assert late.status_code == 200 and late.json() == first.json()
+    rating = LikertRating.objects.get(item=item, rater=annotator_de)
+    assert (rating.clarity, rating.idempotency_key) == (1, "R2")
+
+
+def test_a_used_key_stays_refused_for_another_user(cands, anna, project):
+    assert post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "K1"}).status_code == 201
+    assert post(anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "K2"}).status_code == 200
+    ben = Client()
+    ben.force_login(create_user("ben_de", "ben-pass-123", languages=["de"]))
+    r = post(ben, "decisions", {"candidate": cands[1].pk, "decision": "accept", "idempotency_key": "K1"})
+    assert r.status_code == 409 and r.json()["field"] == "idempotency_key"
+    assert not ReviewDecision.objects.filter(reviewer__username="ben_de").exists()
+
+
+# ---- closed rounds: closed for changes and skips too ---------------------------------------------------
+
+def test_closed_round_refuses_changes_and_skips(project, cands, anna, annotator_de, admin_user):
+    rnd = selectors.first_round(project)
+    assert post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "K1", "round": rnd.pk}).status_code == 201
+    services.close_round(admin_user, rnd)
+    change = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "K2", "round": rnd.pk})
+    assert change.status_code == 409 and "closed" in change.json()["detail"]
+    new = post(anna, "decisions", {"candidate": cands[1].pk, "decision": "reject", "idempotency_key": "K3", "round": rnd.pk})
+    assert new.status_code == 409 and "closed" in new.json()["detail"]
+    skip = post(anna, "skips", {"candidate": cands[2].pk, "reason": "unsure", "round": rnd.pk})
+    assert skip.status_code == 409 and "closed" in skip.json()["detail"]
+    # the same through the screen's form path: refused with the message, nothing changed
+    url = reverse("review:candidate", args=[project.name, cands[0].pk]) + f"?round={rnd.pk}"
+    assert 'id="round-closed"' in anna.get(url).content.decode()
+    r = anna.post(url, {"action": "reject", "idempotency_key": "K4"}, follow=True)
+    assert "round 1 is closed" in r.content.decode()
+    r = anna.post(url, {"action": "skip", "skip_reason": "unsure"}, follow=True)
+    assert "round 1 is closed" in r.content.decode()
+    assert ReviewDecision.objects.get(reviewer=annotator_de).decision == "accept"
+    assert ReviewDecision.objects.filter(reviewer=annotator_de).count() == 1 and not ReviewSkip.objects.exists()
+    # the key used before the round closed still answers with what it did
+    assert post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "K1", "round": rnd.pk}).status_code == 200
+
+
+# ---- the client-side owner -----------------------------------------------------------------------------
+
+def test_submission_recorded_for_another_user_is_refused(project, cands, item, anna, annotator_de):
+    other = create_user("li_de", "li-pass-123", languages=["de"])
+    for name, body in [
+        ("decisions", {"candidate": cands[0].pk, "decision": "reject", "comment": "anna's", "idempotency_key": "A1"}),
+        ("skips", {"candidate": cands[1].pk, "reason": "unsure"}),
+        ("ratings", {"item": item.pk, "idempotency_key": "A2", **SCORES}),
+    ]:
+        r = post(anna, name, {**body, "client_user": other.pk})
+        assert r.status_code == 403, name
+        assert r.json()["field"] == "client_user" and "another user" in r.json()["detail"]
+    url = reverse("review:candidate", args=[project.name, cands[0].pk])
+    r = anna.post(url, {"action": "accept", "idempotency_key": "A3", "client_user": other.pk}, follow=True)
+    assert "another user" in r.content.decode()
+    assert not ReviewDecision.objects.exists() and not ReviewSkip.objects.exists() and not LikertRating.objects.exists()
+    # recorded for the user who sends it: stored
+    ok = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "A4", "client_user": annotator_de.pk})
+    assert ok.status_code == 201 and ReviewDecision.objects.get().reviewer == annotator_de
+
+
+def test_screens_record_the_user_they_were_rendered_for(project, cands, item, anna, annotator_de):
+    html = anna.get(reverse("review:candidate", args=[project.name, cands[0].pk])).content.decode()
+    assert f'name="client_user" value="{annotator_de.pk}"' in html
+    assert f'"user": {annotator_de.pk}' in html and '"project": "demo"' in html
+    html = anna.get(reverse("review:rate", args=[item.pk])).content.decode()
+    assert f'name="client_user" value="{annotator_de.pk}"' in html and f'"user": {annotator_de.pk}' in html
+
+
+# ---- bidi control characters: every untrusted run is its own isolate -----------------------------------
+
+RLO = "\u202e"
+
+
+def test_untrusted_text_runs_are_bidi_isolates(project, languages, admin_user, annotator_de):
+    from tests.review.factories import make_candidate
+
+    evil = create_user(f"ben{RLO}_de", "ben-pass-123", languages=["de"])
+    cand = make_candidate(project, languages["en-de"], f"He {RLO}said hi.", f"Er {RLO}sagte hallo.",
+                          f"Er {RLO}sagte schnell hallo.", error_type=f"Addition{RLO}",
+                          checks={f"check{RLO}": {"passed": False, "detail": f"detail {RLO}here"}}, flags=[f"check{RLO}"])
+    rnd = selectors.first_round(project)
+    for user, decision in [(annotator_de, "accept"), (evil, "reject")]:
+        ReviewDecision.objects.create(candidate=cand, reviewer=user, round=rnd, decision=decision, comment=f"c{RLO}omment")
+    client = Client()
+    client.force_login(evil)
+    html = client.get(reverse("review:candidate", args=[project.name, cand.pk])).content.decode()
+    for run in (f"<bdi dir=\"ltr\">He {RLO}said hi.</bdi>", f"<bdi dir=\"ltr\">Er {RLO}sagte </bdi>", '<mark class="edit" dir="ltr">schnell</mark>',
+                f'<bdi class="who">ben{RLO}_de</bdi>', f'<bdi class="type-badge">Addition{RLO}</bdi>'):
+        assert run in html, run
+    assert f"<bdi>check{RLO}</bdi>" in html and f"<bdi>detail {RLO}here</bdi>" in html  # automatic checks' warnings
+    client.force_login(admin_user)
+    html = client.get(reverse("review:adjudication", args=[project.name])).content.decode()
+    assert f"<bdi>ben{RLO}_de</bdi>" in html and f"<bdi>c{RLO}omment</bdi>" in html
+    item = RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output",
+                                     source=f"a{RLO}b", reference="r", text=f"t{RLO}x", system=f"sys{RLO}")
+    html = client.get(reverse("review:rate", args=[item.pk])).content.decode()
+    assert f'<bdi dir="ltr">t{RLO}x</bdi>' in html and f"<bdi>sys{RLO}</bdi>" in html
+
+
+# ---- assignment: the screen and the API apply the same rule ---------------------------------------------
+
+def test_untaken_candidate_same_rule_on_screen_and_api(project, cands, anna, annotator_de):
+    """Not taken from the queue: allowed while a slot is free, refused (409) once others hold all N."""
+    others = [create_user(f"rev{i}_de", "rev-pass-123", languages=["de"]) for i in range(2)]
+    for user in others:  # both take the first candidate from the queue: its N = 2 slots are held
+        assert services.next_candidate(user, project, language="de").candidate == cands[0]
+    api = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "U1"})
+    assert api.status_code == 409 and "already has its 2 reviewers" in api.json()["detail"]
+    url = reverse("review:candidate", args=[project.name, cands[0].pk])
+    screen = anna.post(url, {"action": "accept", "idempotency_key": "U2", "client_user": annotator_de.pk}, follow=True)
+    assert "already has its 2 reviewers" in screen.content.decode()
+    assert not ReviewDecision.objects.filter(reviewer=annotator_de).exists()
+    # a candidate with free slots, never taken by anna: allowed on both paths
+    assert post(anna, "decisions", {"candidate": cands[1].pk, "decision": "accept", "idempotency_key": "U3"}).status_code == 201
+    url = reverse("review:candidate", args=[project.name, cands[2].pk])
+    assert anna.post(url, {"action": "reject", "idempotency_key": "U4", "client_user": annotator_de.pk}).status_code == 302
+    assert sorted(ReviewDecision.objects.filter(reviewer=annotator_de).values_list("candidate_id", flat=True)) == [cands[1].pk, cands[2].pk]
+
+
+def test_keys_stored_before_the_key_table_still_answer(cands, item, anna, annotator_de):
+    """Migration 0004 copies the keys already on decisions and ratings into the table."""
+    import importlib
+
+    from django.apps import apps
+
+    from annotation.models import UsedIdempotencyKey
+
+    first = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "OLD"})
+    rated = post(anna, "ratings", {"item": item.pk, "idempotency_key": "OLDR", **SCORES})
+    UsedIdempotencyKey.objects.all().delete()  # as before the migration
+    importlib.import_module("annotation.migrations.0004_used_idempotency_keys").remember_existing_keys(apps, None)
+    assert UsedIdempotencyKey.objects.count() == 2
+    again = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "OLD"})
+    assert again.status_code == 200 and again.json() == first.json()
+    assert post(anna, "ratings", {"item": item.pk, "idempotency_key": "OLDR", **SCORES, "clarity": 1}).json() == rated.json()
+    assert ReviewDecision.objects.get().decision == "accept" and LikertRating.objects.get().clarity == 4
