@@ -6,7 +6,6 @@ absent, 409 conflict: closed round, full candidate, key of another user).
 """
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
@@ -16,16 +15,12 @@ from rest_framework.views import APIView
 from annotation.models import LikertRating, ReviewDecision
 from annotation.review import domain as rules
 from annotation.review import selectors, services
-from core import selectors as core_selectors
+from core import access
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 
 
 def _refused(exc: services.ReviewError) -> Response:
     return Response({"detail": exc.message, "field": exc.field}, status=exc.status)
-
-
-def _project(user, name):
-    return get_object_or_404(core_selectors.visible_projects(user), name=name)
 
 
 # ---- serializers ------------------------------------------------------------------------------------
@@ -167,7 +162,7 @@ class NextCandidateView(APIView):
 
     @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
     def post(self, request, project):
-        project = _project(request.user, project)
+        project = access.visible_project(request.user, project)
         got = services.next_candidate(request.user, project, language=request.query_params.get("lang"))
         if got is None:
             return Response({"candidate": None, "round": None, "resumed": False})
@@ -178,7 +173,7 @@ class NextCandidateView(APIView):
 class ProgressView(APIView):
     @extend_schema(parameters=[LANG], responses=ProgressSerializer(many=True))
     def get(self, request, project):
-        project = _project(request.user, project)
+        project = access.visible_project(request.user, project)
         codes = selectors.language_codes(request.user, request.query_params.get("lang"))
         return Response([selectors.progress(request.user, project, rnd, codes) for rnd in selectors.open_rounds(project)])
 
@@ -237,7 +232,7 @@ class SkipsView(APIView):
 class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
-        project = _project(request.user, project)
+        project = access.visible_project(request.user, project)
         item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
         return Response({"item": RatingItemSerializer(item).data if item else None})
 

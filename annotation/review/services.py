@@ -27,7 +27,8 @@ from core import access
 from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
-from core.models import Direction, Project
+from core.models import Direction, Profile, Project
+from core.services import ImportRejected, create_user, ensure_language
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -87,11 +88,6 @@ def _for_update(qs, *, skip_locked: bool = False):
     if connection.vendor == "sqlite":
         return qs
     return qs.select_for_update(skip_locked=skip_locked, of=("self",))
-
-
-def _require_admin(user) -> None:
-    if not access.is_admin(user):
-        raise Forbidden("admins only")
 
 
 def visible_candidate(user, candidate_id, *, lock: bool = False) -> Candidate:
@@ -430,7 +426,7 @@ def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_
 
 def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> ReviewDecision:
     """The admin's final decision on a candidate (typically one whose reviewers disagree)."""
-    _require_admin(admin)
+    access.require_admin(admin, error=Forbidden)
     if decision not in ReviewDecision.Decision.values:
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
     with transaction.atomic():
@@ -456,7 +452,7 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
 
 def set_pool_rule(admin, project: Project, rule: str) -> int:
     """Change the project's pool rule and re-derive every reviewed candidate's status. Returns changes."""
-    _require_admin(admin)
+    access.require_admin(admin, error=Forbidden)
     if rule not in rules.POOL_RULES:
         raise Invalid(f"unknown pool rule {rule!r}", "pool_rule")
     with transaction.atomic():
@@ -477,7 +473,7 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
 
 def open_round(admin, project: Project, *, sample_size: int, seed: int, languages: list[str] | None = None) -> ReviewRound:
     """A new, independent round on a seeded random sample of reviewed candidates (stability check)."""
-    _require_admin(admin)
+    access.require_admin(admin, error=Forbidden)
     if sample_size < 1:
         raise Invalid("sample size must be at least 1", "sample_size")
     if sample_size > MAX_POSITIVE_INT:
@@ -503,7 +499,7 @@ def open_round(admin, project: Project, *, sample_size: int, seed: int, language
 
 
 def close_round(admin, rnd: ReviewRound) -> ReviewRound:
-    _require_admin(admin)
+    access.require_admin(admin, error=Forbidden)
     if rnd.is_open:
         rnd.is_open = False
         rnd.save(update_fields=["is_open"])
@@ -580,8 +576,6 @@ class RatingImport:
 def import_system_outputs(project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = "") -> RatingImport:
     """Import system outputs to rate. Each row: ``source``, ``text`` (the output), optional ``reference``,
     ``system``, ``id``. All rows are checked first; any problem rejects the file, nothing written."""
-    from core.services import ImportRejected
-
     direction = Direction.objects.filter(code=direction_code).first()
     if direction is None or not project.directions.filter(pk=direction.pk).exists():
         raise ImportRejected(source_name, [f"--direction: {direction_code} is not a direction of project {project.name}"])
@@ -665,10 +659,7 @@ def rating_items_for_pseudo_translations(project: Project, pseudo_translations) 
 # ---- annotator accounts -----------------------------------------------------------------------------
 
 def assign_languages(admin, user, codes: list[str]) -> None:
-    from core.models import Profile
-    from core.services import ensure_language
-
-    _require_admin(admin)
+    access.require_admin(admin, error=Forbidden)
     with transaction.atomic():
         profile, _ = Profile.objects.get_or_create(user=user)
         old = sorted(profile.languages.values_list("code", flat=True))
@@ -688,9 +679,7 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     from django.utils.encoding import force_bytes
     from django.utils.http import urlsafe_base64_encode
 
-    from core.services import create_user
-
-    _require_admin(admin)
+    access.require_admin(admin, error=Forbidden)
     username = (username or "").strip()
     if not username:
         raise Invalid("username is required", "username")

@@ -12,7 +12,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -24,18 +23,9 @@ from annotation.models import ReviewRound
 from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
-from core.domain.params import id_param
 from core import selectors as core_selectors
+from core.domain.params import id_param
 from core.models import Language, Project
-
-
-def _project(user, name: str) -> Project:
-    return get_object_or_404(core_selectors.visible_projects(user), name=name)
-
-
-def _admin_only(user) -> None:
-    if not access.is_admin(user):
-        raise PermissionDenied("admins only")
 
 
 def _error(request, exc: services.ReviewError, template="review/error.html"):
@@ -67,7 +57,7 @@ def index(request):
 
 @login_required
 def next_item(request, project):
-    project = _project(request.user, project)
+    project = access.visible_project(request.user, project)
     lang = _lang_param(request)
     got = services.next_candidate(request.user, project, language=lang)
     if got is None:
@@ -80,7 +70,7 @@ def next_item(request, project):
 @login_required
 @require_http_methods(["GET", "POST"])
 def candidate(request, project, pk):
-    project = _project(request.user, project)
+    project = access.visible_project(request.user, project)
     try:
         cand = services.visible_candidate(request.user, pk)
         if cand.segment.project_id != project.pk:
@@ -141,7 +131,7 @@ def my_decisions(request):
 
 @login_required
 def next_rating(request, project):
-    project = _project(request.user, project)
+    project = access.visible_project(request.user, project)
     lang = _lang_param(request)
     item = services.next_rating_item(request.user, project, language=lang)
     if item is None:
@@ -186,8 +176,8 @@ def rate(request, pk):
 @login_required
 @require_http_methods(["GET", "POST"])
 def manage(request, project):
-    _admin_only(request.user)
-    project = _project(request.user, project)
+    access.require_admin(request.user)
+    project = access.visible_project(request.user, project)
     if request.method == "POST":
         try:
             if request.POST.get("action") == "open_round":
@@ -219,8 +209,8 @@ def manage(request, project):
 @login_required
 @require_http_methods(["GET", "POST"])
 def adjudication(request, project):
-    _admin_only(request.user)
-    project = _project(request.user, project)
+    access.require_admin(request.user)
+    project = access.visible_project(request.user, project)
     if request.method == "POST":
         try:
             services.adjudicate(request.user, request.POST.get("candidate"), request.POST.get("decision", ""),
@@ -237,7 +227,7 @@ def adjudication(request, project):
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request):
-    _admin_only(request.user)
+    access.require_admin(request.user)
     User = get_user_model()
     invite_link = None
     if request.method == "POST":
