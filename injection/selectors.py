@@ -6,6 +6,7 @@ from collections import Counter
 from django.db.models import QuerySet
 
 from core import access
+from core.domain.units import join_units, split_units
 from injection.models import Candidate, InjectionItem, InjectionRun
 
 
@@ -71,8 +72,6 @@ def failure_reasons(run: InjectionRun) -> list[tuple[str, int]]:
 def marked_parts(candidate: Candidate) -> tuple[str, str, str]:
     """(before, edited, after) of a candidate in its reference's units, for display with the edit
     highlighted; each part is escaped by the template (never marked safe)."""
-    from core.domain.units import join_units, split_units
-
     language = candidate.segment.direction.target.code
     units = split_units(candidate.segment.reference, language)
     before = join_units(units[: candidate.span_start], language)

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from core.domain.units import Edit, count_edited_regions, diff_edit
+from core.domain.units import Edit, count_edited_regions, diff_edit, join_units
 from injection.domain.prompts import ANSWER_KEY
 
 ANSWER_PREFIXES = (
@@ -100,8 +100,6 @@ def process_output(raw: str, reference: str, language: str) -> Processed:
 
 def candidate_fields(processed: Processed, language: str) -> dict:
     """Span fields of a Candidate in reference units (an unchanged output gets an empty span at 0)."""
-    from core.domain.units import join_units
-
     edit = processed.edit
     if edit is None:
         return {"text": processed.text, "span_start": 0, "span_end": 0, "edit_text": ""}
