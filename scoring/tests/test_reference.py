@@ -230,3 +230,21 @@ def test_omniscore_task_line_only_when_asked(built):
     package = OmniScorer(str(path), device="cpu", allow_remote_code=False)
     reference = package.score([s.mt for s in segments], references=[s.ref for s in segments], sources=[s.src for s in segments], tasks="translation")
     assert with_task.score(segments).scores == pytest.approx(reference.overall.tolist(), abs=1e-6)
+
+
+@pytest.mark.slow
+def test_trust_remote_code_reaches_the_scorer_through_the_runner_and_cli(built, release, tmp_path):
+    import pyarrow.parquet as pq
+
+    from scoring.cli import main
+    from scoring.runner import META_KEY, ScoreOptions, part_path, score_release
+
+    path = str(built("omniscore-legacy"))
+    assert "trust_remote_code" not in ScoreOptions().for_metric()
+    with pytest.raises(MetricError, match="--trust-remote-code"):
+        score_release(release, ["OmniScore"], out=tmp_path / "a", directions=["en-de"], options=ScoreOptions(model=path, device="cpu"))
+    assert main(["run", "--release", str(release), "--metrics", "OmniScore", "--model", path, "--device", "cpu", "--quiet", "--directions", "en-de", "--out", str(tmp_path / "b")]) == 2
+    assert main(["run", "--release", str(release), "--metrics", "OmniScore", "--model", path, "--device", "cpu", "--quiet", "--directions", "en-de",
+                 "--out", str(tmp_path / "b"), "--trust-remote-code"]) == 0
+    sig = json.loads(pq.read_schema(part_path(tmp_path / "b", "OmniScore", "en-de")).metadata[META_KEY])["signature"]
+    assert sig["trust_remote_code"] is True and sig["checkpoint_format"] == "score_predictor"
