@@ -3,7 +3,8 @@
 - Kendall τ between metric and human scores, with the variant always named: ``b`` and ``c`` (scipy), and
   ``23`` / ``acc23`` of Deutsch, Foster & Freitag (2023, "Ties Matter"), optionally with tie calibration
   (the metric-difference threshold ε under which two metric scores count as tied is chosen to maximise
-  the statistic, as in Google's mt-metrics-eval ``KendallWithTiesOpt``).
+  the statistic, exactly as Google's mt-metrics-eval ``KendallWithTiesOpt`` over every pair; ``acc23-tc``
+  is the WMT23 segment-level statistic). A missing score (None/NaN) drops its item's pairs.
 - Cross-lingual coefficient of variation per level (sample or population std, stated).
 - LGN: language-specific global normalisation, ``z = (score − μ_dir) / σ_dir`` with μ, σ pooled over all
   levels of a direction.
