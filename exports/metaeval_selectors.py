@@ -42,8 +42,8 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
     """Triplet-level τ per direction, monolingual system-level τ per direction (mean over repetitions),
     cross-lingual CV per level, and the multilingual study (plain averaging vs LGN, paired t-test) when every
     direction of the release is visible and scored."""
-    if variant not in metaeval.TAU_VARIANTS:
-        raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_VARIANTS)}")
+    if variant not in metaeval.TAU_STATISTICS:
+        raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_STATISTICS)}")
     better, sign = _orientation(metric)
     qs = MetricScore.objects.filter(release=release, metric=metric)
     if directions is not None:
@@ -58,10 +58,10 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
         if level is not None:
             per_direction[direction][0].append(sign * score)
             per_direction[direction][1].append(-5.0 * level)
-    result: dict = {"metric": metric, "better": better, "variant": variant, "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
+    result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
     for direction, (metric_scores, human) in sorted(per_direction.items()):
-        tau = metaeval.kendall_tau(metric_scores, human, variant)
-        result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n})
+        tau = metaeval.tau_statistic(metric_scores, human, variant)
+        result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
 
     visible = set(per_direction) if directions is not None else None
     mono = [s for s in _systems(release, PseudoSystem.Kind.MONOLINGUAL, visible) if all(t in raw for t in s.triplet_ids)]

@@ -99,7 +99,7 @@ def trend_plot(request, release_id: int):
 @login_required
 def metaeval_page(request, release_id: int):
     """Meta-evaluation of one metric (``?metric=NAME&variant=b``) against the predetermined human scores."""
-    from exports.metaeval import TAU_VARIANTS
+    from exports.metaeval import STATISTIC_LABELS, TAU_STATISTICS
     from exports.metaeval_selectors import MetaEvaluationError, release_meta_evaluation
 
     release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
@@ -107,7 +107,7 @@ def metaeval_page(request, release_id: int):
     if visible is not None and not visible:
         raise PermissionDenied("no direction of this release is in your languages")
     metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "b")
-    if variant not in TAU_VARIANTS:
+    if variant not in TAU_STATISTICS:
         variant = "b"
     try:
         result = release_meta_evaluation(release, metric, directions=visible, variant=variant)
@@ -117,5 +117,5 @@ def metaeval_page(request, release_id: int):
     return render(
         request,
         "scores/metaeval.html",
-        {"release": release, "result": result, "rows": rows, "variants": TAU_VARIANTS, "variant": variant, "metric": metric},
+        {"release": release, "result": result, "rows": rows, "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS], "variant": variant, "label": STATISTIC_LABELS[variant], "metric": metric},
     )

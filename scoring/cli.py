@@ -38,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--batch-size", type=int, default=64)
     run.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when visible)")
     run.add_argument("--dtype", choices=["float32", "float16", "bfloat16"])
+    run.add_argument(
+        "--trust-remote-code", action="store_true",
+        help="allow a checkpoint's own Python code to run (OmniScore's legacy score_predictor format); off by default: "
+        "it executes whatever the checkpoint ships, so only for checkpoints you trust. Recorded in the signature",
+    )
     run.add_argument("--chunk-size", type=int, default=4096, help="segments per checkpoint")
     run.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric-specific option, e.g. num_layers=9")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             spm_model=args.spm_model,
             dtype=args.dtype,
             chunk_size=args.chunk_size,
+            trust_remote_code=args.trust_remote_code,
             extra=_parse_kv(args.option),
         )
         bars = []

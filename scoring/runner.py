@@ -48,6 +48,7 @@ class ScoreOptions:
     spm_model: str | None = None  # spBLEU's FLORES-200 SentencePiece file
     dtype: str | None = None  # float32 / float16 / bfloat16
     chunk_size: int = DEFAULT_CHUNK
+    trust_remote_code: bool = False  # run Python code shipped with a checkpoint (OmniScore's legacy format)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_metric(self) -> dict[str, Any]:
@@ -57,6 +58,7 @@ class ScoreOptions:
             "model": self.model,
             "spm_model": self.spm_model,
             "dtype": self.dtype,
+            **({"trust_remote_code": True} if self.trust_remote_code else {}),
             **self.extra,
         }
 

@@ -273,3 +273,34 @@ def test_score_command_queues_waits_and_ingests(cpu_worker, release, languages, 
         call_command("score", "demo@t1", "--metrics", "nope", stdout=StringIO())
     with pytest.raises(CommandError, match="not found"):
         call_command("score", "demo@v9", "--metrics", "chrF", stdout=StringIO())
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_score_command_passes_trust_remote_code_only_when_asked(broker, release, languages):
+    """`manage.py score --trust-remote-code` (OmniScore's legacy checkpoints) reaches the worker's options;
+    without the flag the task carries no such option."""
+    import base64
+    from io import StringIO
+
+    import redis as redis_lib
+    from django.core.management import call_command
+
+    from scoring.queues import GPU_QUEUE
+
+    r = redis_lib.Redis.from_url(broker)
+
+    def sent_options(job) -> dict:
+        for raw in r.lrange(GPU_QUEUE, 0, -1):
+            message = json.loads(raw)
+            if message["headers"]["id"] == scoring_jobs.task_id_for(job):
+                r.lrem(GPU_QUEUE, 1, raw)  # no GPU worker should score a test release later
+                _, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+                return kwargs["options"]
+        raise AssertionError("task not queued")
+
+    call_command("score", "demo@t1", "--metrics", "OmniScore", "--directions", "en-de", "--no-wait", stdout=StringIO())
+    job = ScoringJob.objects.get(release=release, metric="OmniScore")
+    assert "trust_remote_code" not in sent_options(job)
+    call_command("score", "demo@t1", "--metrics", "OmniScore", "--directions", "en-de", "--no-wait", "--force", "--trust-remote-code", stdout=StringIO())
+    assert sent_options(job)["trust_remote_code"] is True

@@ -39,6 +39,10 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, help="per-task batch size")
         parser.add_argument("--spm-model", help="FLORES-200 SentencePiece file as the workers see it")
         parser.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option passed to workers")
+        parser.add_argument(
+            "--trust-remote-code", action="store_true",
+            help="let workers run Python code shipped with a checkpoint (OmniScore's legacy format); only for checkpoints you trust",
+        )
 
     def handle(self, *args, **opts):
         from tqdm import tqdm
@@ -49,6 +53,8 @@ class Command(BaseCommand):
             options["batch_size"] = opts["batch_size"]
         if opts["spm_model"]:
             options["spm_model"] = opts["spm_model"]
+        if opts["trust_remote_code"]:
+            options["trust_remote_code"] = True
         extra = {}
         for item in opts["option"] or []:
             key, sep, value = item.partition("=")
