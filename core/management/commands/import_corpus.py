@@ -38,7 +38,10 @@ class Command(BaseCommand):
                 name = opts["file"]
         except CorpusError as exc:
             raise CommandError(str(exc)) from None
-        project, created = ensure_project(opts["project"], source_language=source_lang)
+        try:
+            project, created = ensure_project(opts["project"], source_language=source_lang)
+        except ImportRejected as exc:
+            raise CommandError(str(exc)) from None
         try:
             result = import_corpus_rows(project, opts["direction"], rows, name)
         except ImportRejected as exc:
