@@ -148,8 +148,11 @@ def agreement_stage(project: Project, user) -> Stage:
         stage.blockers.append("none of the project's languages is assigned to you")
         return stage
     shown = agreement.cached_report(project, scope)
+    queued = refresh.refresh_agreement_queued()
+    if not shown.fresh and queued:
+        refresh.page_missed(project.pk)  # queues the refresh task; with a broker nothing is computed here
     report = shown.report
-    stage.data = {"fresh": shown.fresh, "computed_at": shown.computed_at, "refresh": refresh.status(project.pk)}
+    stage.data = {"fresh": shown.fresh, "computed_at": shown.computed_at, "refresh": refresh.status(project.pk), "queued": queued}
     if report is None:
         stage.state = "todo"
         stage.data["missing"] = True
