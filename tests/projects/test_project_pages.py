@@ -191,6 +191,7 @@ def test_scores_stage_without_a_broker_says_scoring_needs_a_worker(client, admin
     client.force_login(admin_user)
     page = client.get(reverse("projects:detail", args=[project.name])).content.decode()
     assert "Scoring needs a worker." in page and ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring" in page
+    assert "scoring needs a worker: no broker (CELERY_BROKER_URL) is configured" in page
     assert "Start scoring" not in page
 
 

@@ -201,7 +201,7 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
         stage.state = "running"
     elif not accepted:
         stage.state = "blocked"
-    elif stage.data["total"] and build and build.status == "done":
+    elif stage.data["total"] and (build is None or build.status == "done"):  # built (here or by the command)
         stage.state = "done"
     else:
         stage.state = "ready"
@@ -256,6 +256,9 @@ def scores_stage(project: Project, *, admin: bool, poll: bool = True) -> Stage:
     if not releases:
         stage.state = "blocked"
         stage.blockers.append("no ready release yet: make a release first")
+    elif not worker and not stage.live:
+        stage.state = "done" if any(r["metrics"] for r in per_release) else "blocked"
+        stage.blockers.append("scoring needs a worker: no broker (CELERY_BROKER_URL) is configured")
     elif stage.live:
         stage.state = "running"
     elif any(r["metrics"] for r in per_release):
