@@ -195,6 +195,25 @@ def test_scores_stage_without_a_broker_says_scoring_needs_a_worker(client, admin
     assert "Start scoring" not in page
 
 
+def test_actions_started_from_the_project_page_come_back_to_it(client, admin_user, project, tmp_path):
+    from exports.models import Release
+    from scoring.tests.releases import write_release
+
+    release = Release.objects.create(project=project, version="t1", status="ready", path=str(write_release(tmp_path / "rel")))
+    client.force_login(admin_user)
+    here = reverse("projects:detail", args=[project.name]) + "#stage-releases"
+    page = client.get(here).content.decode()
+    assert reverse("benchmarks:push", args=[project.name, "t1"]) in page and 'for="push-' in page
+    response = client.post(reverse("benchmarks:push", args=[project.name, "t1"]), {"repo_id": "not a repo", "next": here}, follow=True)
+    assert response.redirect_chain[-1][0] == here
+    assert "expected &#x27;namespace/name&#x27;" in response.content.decode()
+    release.refresh_from_db()
+    assert release.push_status == ""
+    # a next outside this site is ignored
+    response = client.post(reverse("benchmarks:push", args=[project.name, "t1"]), {"repo_id": "bad", "next": "https://evil.example/"})
+    assert response.url == reverse("benchmarks:project", args=[project.name])
+
+
 # ---- permissions ---------------------------------------------------------------------------------
 
 ADMIN_ACTIONS = ("Import a corpus", "Start an injection run", "Build the benchmark", "Make a release", "Start scoring",
@@ -236,6 +255,7 @@ def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, ad
         ("post", reverse("benchmarks:build", args=[project.name]), {}),
         ("post", reverse("benchmarks:release", args=[project.name]), {"version": "9.9.9"}),
         ("post", reverse("scores:start", args=[release.pk]), {"metric": "chrF++"}),
+        ("post", reverse("benchmarks:push", args=[project.name, release.version]), {"repo_id": "lab/x"}),
     ]
     for method, url, data in refused:
         response = getattr(client, method)(url, data)
