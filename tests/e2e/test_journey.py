@@ -22,7 +22,13 @@ from tests.conftest import REPO, need, stop_process_group
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
 
-pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser, pytest.mark.redis, pytest.mark.slow, pytest.mark.django_db(transaction=True),
+    # Scoring goes to the broker while the platform's own tasks run in-process (no platform worker here):
+    # Celery says so for send_task and for reading a result while eager mode is on. Both are intended.
+    pytest.mark.filterwarnings("ignore:task_always_eager has no effect on send_task"),
+    pytest.mark.filterwarnings("ignore:Results are not stored in backend:RuntimeWarning"),
+]
 
 DATA = Path(__file__).parent / "data"
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
