@@ -121,7 +121,7 @@ def review_stage(project: Project, visible: set[str] | None, candidates: int) ->
         row["percent"] = round(100 * decided / row["total"]) if row["total"] else 0
     stage.data = {
         "languages": languages,
-        "rounds": review_selectors.round_summaries(project),
+        "rounds": review_selectors.round_summaries(project) if visible is None else [],  # admins: every language
         "adjudication_queue": review_selectors.disagreements(project).count() if visible is None else None,
         "reviewers_per_candidate": project.reviewers_per_candidate,
     }
@@ -227,7 +227,7 @@ def releases_stage(project: Project, pseudo_translations: int) -> Stage:
     return stage
 
 
-def scores_stage(project: Project, *, admin: bool, poll: bool = True) -> Stage:
+def scores_stage(project: Project, *, admin: bool, visible: set[str] | None = None, poll: bool = True) -> Stage:
     from exports import scoring_jobs
     from exports.models import MetricScore, Release, ScoringJob
     from scoring.registry import all_metrics
@@ -241,10 +241,15 @@ def scores_stage(project: Project, *, admin: bool, poll: bool = True) -> Stage:
         if admin and poll and worker and unfinished:
             states = scoring_jobs.poll_scoring(release)  # brings jobs up to date and ingests finished ones
             jobs = [{"job": s.job, "percent": s.percent} for s in states]
-        else:
+        elif admin:
             jobs = [{"job": j, "percent": 100 if j.status == "done" else 0}
                     for j in ScoringJob.objects.filter(release=release).select_related("direction").order_by("metric", "direction__code")]
-        metrics = list(MetricScore.objects.filter(release=release).values("metric").annotate(n=Count("id")).order_by("metric"))
+        else:
+            jobs = []  # jobs are admin work, as on the scores page
+        scores = MetricScore.objects.filter(release=release)
+        if visible is not None:
+            scores = scores.filter(direction__code__in=visible)
+        metrics = list(scores.values("metric").annotate(n=Count("id")).order_by("metric"))
         per_release.append({"release": release, "jobs": jobs, "metrics": metrics})
     stage.data = {
         "releases": per_release,
@@ -354,7 +359,7 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     if want("releases"):
         stages.append(releases_stage(project, PseudoTranslation.objects.filter(segment__project=project).exists()))
     if want("scores"):
-        stages.append(scores_stage(project, admin=admin))
+        stages.append(scores_stage(project, admin=admin, visible=visible))
     if want("metaeval"):
         stages.append(metaeval_stage(project))
     return stages
