@@ -8,10 +8,10 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
-from core.corpus_io import Columns, CorpusError, read_corpus
+from core.corpus_io import Columns, CorpusError
 from core.models import Direction, GoldSegment, Language, Profile, Project
 from core.forms import CorpusUploadForm, XQMEvalUploadForm
-from core.services import ImportRejected, import_corpus_rows, project_create, project_problems
+from core.services import ImportRejected, import_corpus_source, project_create, project_problems
 
 
 @admin.register(Language)
@@ -93,8 +93,9 @@ class ProjectAdmin(admin.ModelAdmin):
             upload = form.cleaned_data["file"]
             columns = Columns(form.cleaned_data["id_column"], form.cleaned_data["source_column"], form.cleaned_data["reference_column"])
             try:
-                rows = read_corpus(upload.read(), upload.name, columns)
-                result = import_corpus_rows(project, form.cleaned_data["direction"], rows, upload.name)
+                _, result = import_corpus_source(
+                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read()
+                )
             except (CorpusError, ImportRejected) as exc:
                 for line in exc.errors:
                     messages.error(request, line)
