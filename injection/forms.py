@@ -8,6 +8,15 @@ from injection.backends.base import BACKENDS
 from injection.edit_types import EDIT_TYPES, KINDS
 
 
+def _type_choices() -> list[tuple[str, str]]:
+    """Each type name once, labelled with the kinds it belongs to (Omission is both an MQM type and a
+    perturbation)."""
+    kinds: dict[str, list[str]] = {}
+    for kind, name in EDIT_TYPES:
+        kinds.setdefault(name, []).append(kind)
+    return [(name, f"{name} ({', '.join(kinds[name])})") for name in sorted(kinds)]
+
+
 class StartRunForm(forms.Form):
     project = forms.ModelChoiceField(queryset=Project.objects.all())
     directions = forms.ModelMultipleChoiceField(queryset=Direction.objects.all(), required=False, to_field_name="code",
@@ -15,7 +24,7 @@ class StartRunForm(forms.Form):
                                                 help_text="None ticked: all of the project's directions.")
     kind = forms.ChoiceField(choices=[(k, k) for k in KINDS], widget=forms.RadioSelect, initial=KINDS[0],
                              help_text="mqm: single major errors (XQ-MEval); perturbation: AskQE's minor and critical edits.")
-    error_types = forms.MultipleChoiceField(choices=sorted({(name, name) for _, name in EDIT_TYPES}), required=False,
+    error_types = forms.MultipleChoiceField(choices=_type_choices(), required=False,
                                             widget=forms.CheckboxSelectMultiple,
                                             help_text="None ticked: the project's types of the kind (all types when the project names none).")
     backend = forms.ChoiceField(choices=[], help_text="rule: offline and deterministic; openai / batch / vllm: an LLM.")
