@@ -229,7 +229,7 @@ def test_admin_journey_from_the_project_page(live_server, new_page, scoring_work
     link = stage(page, "metaeval").get_by_role("link", name="Meta-evaluation of chrF++")
     page.wait_for_selector("#metaeval-headline table")
     headline = stage(page, "metaeval").inner_text()
-    assert "2 directions" in headline and "at k = 0" in headline
+    assert "2 directions" in headline and "at k = 1" in headline
     click_and_wait(page, link)
     assert "τ" in page.inner_text("main") and "chrF++" in page.inner_text("main")
     assert_accessible(page, "meta-evaluation page", visited)

@@ -293,3 +293,71 @@ def test_running_stage_polls_and_a_finished_one_does_not(client, admin_user, pro
     fragment = client.get(url).content.decode()
     assert "hx-trigger" not in fragment and "10 done · 0 failed of 10" in fragment
     assert client.get(reverse("projects:stage", args=[project.name, "nope"])).status_code == 404
+
+
+def _scored_release(project, languages, tmp_path):
+    from exports.models import MetricScore, Release
+
+    release = Release.objects.create(project=project, version="t1", status="ready", path=str(tmp_path))
+    rows = []
+    for code, slope in (("en-de", 10.0), ("en-zh", 20.0)):
+        for seg in range(4):
+            for level in range(3):
+                score = 100 - slope * level + seg  # falls with the level: τ is positive
+                rows.append(MetricScore(release=release, metric="chrF++", direction=languages[code], triplet_id=f"{code}/{seg}/{level}", level=level, score=score))
+    MetricScore.objects.bulk_create(rows)
+    return release
+
+
+def test_metaeval_headline_is_computed_once_and_cached(client, admin_user, project, languages, tmp_path):
+    from django.core.cache import cache
+
+    from exports import metaeval_selectors as metaeval
+
+    release = _scored_release(project, languages, tmp_path)
+    cache.clear()
+    client.force_login(admin_user)
+    page = client.get(reverse("projects:detail", args=[project.name])).content.decode()
+    fragment_url = reverse("projects:metaeval_headline", args=[project.name])
+    assert f'hx-get="{fragment_url}" hx-trigger="load"' in page  # the page itself computes nothing
+    assert metaeval.cached_headline(release, "chrF++") is None
+    fragment = client.get(fragment_url).content.decode()  # no worker here: computed in this request, then cached
+    headline = metaeval.cached_headline(release, "chrF++")
+    assert headline["directions"] == 2 and headline["tau_min"] > 0
+    assert f"{headline['tau_min']:.3f}–{headline['tau_max']:.3f} (2 directions)" in fragment and "hx-trigger" not in fragment
+    assert "Meta-evaluation of chrF++" in fragment
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_metaeval_headline_goes_to_a_worker_when_one_runs(client, admin_user, project, languages, tmp_path, redis_url):
+    import redis as redis_lib
+    from django.core.cache import cache
+
+    from exports import metaeval_selectors as metaeval
+    from exports.tasks import metaeval_headline_task
+    from xqmeval.celery import app
+
+    release = _scored_release(project, languages, tmp_path)
+    cache.clear()
+    client.force_login(admin_user)
+    url = reverse("projects:metaeval_headline", args=[project.name])
+    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.conf.update(broker_url=redis_url, task_always_eager=False)
+    try:
+        fragment = client.get(url).content.decode()
+        again = client.get(url).content.decode()
+    finally:
+        app._pool = None
+        app.amqp._producer_pool = None
+        app.conf.update(saved)
+    assert "being computed by a worker" in fragment and f'hx-get="{url}" hx-trigger="every 2s"' in fragment
+    assert "being computed by a worker" in again and metaeval.cached_headline(release, "chrF++") is None
+    queued = redis_lib.Redis.from_url(redis_url).lrange("default", 0, -1)
+    assert sum(b"exports.metaeval_headline" in m for m in queued) == 1  # the second view queued nothing more
+    redis_lib.Redis.from_url(redis_url).delete("default")
+    metaeval_headline_task.apply((release.pk, "chrF++"))  # what the worker runs
+    fragment = client.get(url).content.decode()
+    assert "(2 directions)" in fragment and "hx-trigger" not in fragment

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db.models import Count, Max
 
 from core import access
@@ -295,35 +294,30 @@ def metaeval_stage(project: Project) -> Stage:
     return stage
 
 
-def metaeval_headline(release, metric: str, n: int, last: int) -> dict:
-    """τ_b per direction (triplet level), monolingual system-level τ and the cross-lingual CV range of one
-    metric on one release, cached under the scores it is computed from (new scores: a new key)."""
-    from exports.metaeval_selectors import MetaEvaluationError, release_meta_evaluation
+def tasks_queued() -> bool:
+    """Whether the platform's tasks go to a worker (a broker is configured) rather than run in-process."""
+    from xqmeval.celery import app
 
-    key = f"projects:metaeval:{release.pk}:{metric}:{n}:{last}"
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
-    try:
-        result = release_meta_evaluation(release, metric, variant="b")
-    except MetaEvaluationError as exc:
-        headline = {"metric": metric, "error": str(exc)}
-    else:
-        taus = [row["tau"] for row in result["triplet_level"] if row["tau"] is not None]
-        system = [v for v in result["system_level"].values() if v is not None]
-        cvs = [row["cv"] for row in result["cv"] if row["cv"] is not None]
-        headline = {
-            "metric": metric,
-            "tau_min": min(taus) if taus else None,
-            "tau_max": max(taus) if taus else None,
-            "directions": len(result["triplet_level"]),
-            "system_tau": (sum(system) / len(system)) if system else None,
-            "cv_first": cvs[0] if cvs else None,
-            "cv_last": cvs[-1] if cvs else None,
-            "cv_levels": [row["level"] for row in result["cv"] if row["cv"] is not None],
-        }
-    cache.set(key, headline, timeout=24 * 3600)
-    return headline
+    return not app.conf.task_always_eager
+
+
+def metaeval_headlines(release, metrics: list[str], *, queued: bool) -> tuple[list[dict], bool]:
+    """The headline of each metric from the cache. A miss is queued for a worker when one runs (the
+    fragment then polls), else computed here, as the agreement dashboard does without a worker.
+    Returns (headlines, still computing)."""
+    from exports import metaeval_selectors as metaeval
+
+    out, computing = [], False
+    for metric in metrics:
+        headline = metaeval.cached_headline(release, metric)
+        if headline is None and queued:
+            metaeval.request_headline(release, metric)
+            headline = {"metric": metric, "computing": True}
+            computing = True
+        elif headline is None:
+            headline = metaeval.compute_headline(release, metric)
+        out.append(headline)
+    return out, computing
 
 
 def stage_for(key: str, project: Project, user) -> Stage:

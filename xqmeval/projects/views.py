@@ -97,11 +97,15 @@ def metaeval_fragment(request, slug: str):
 
     project = _visible_project(request, slug)
     stage = selectors.metaeval_stage(project)
-    headlines = []
+    headlines, computing = [], False
     if stage.state == "done" and access.is_admin(request.user):  # over every direction; others follow the link
         release = Release.objects.get(pk=stage.data["release_id"])
-        headlines = [selectors.metaeval_headline(release, row["metric"], row["n"], row["last"]) for row in stage.data["metrics"]]
-    return render(request, "projects/_metaeval_headline.html", {"project": project, "stage": stage, "headlines": headlines})
+        headlines, computing = selectors.metaeval_headlines(
+            release, [row["metric"] for row in stage.data["metrics"]], queued=selectors.tasks_queued()
+        )
+    return render(request, "projects/_metaeval_headline.html", {
+        "project": project, "stage": stage, "headlines": headlines, "computing": computing, "poll_seconds": POLL_SECONDS,
+    })
 
 
 @login_required
