@@ -361,3 +361,24 @@ def test_metaeval_headline_goes_to_a_worker_when_one_runs(client, admin_user, pr
     metaeval_headline_task.apply((release.pk, "chrF++"))  # what the worker runs
     fragment = client.get(url).content.decode()
     assert "(2 directions)" in fragment and "hx-trigger" not in fragment
+
+
+def test_hugging_face_dataset_from_the_project_page(client, admin_user, languages, tmp_path):
+    import datasets
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    project = project_create(name="flores", directions=["en-de"])
+    root = tmp_path / "flores_site"
+    (root / "deu_Latn").mkdir(parents=True)
+    datasets.Dataset.from_dict({"id": ["1", "2"], "source": ["A cat.", "A dog."], "reference": ["Eine Katze.", "Ein Hund."]}).to_parquet(
+        str(root / "deu_Latn" / "devtest.parquet"))
+    (root / "README.md").write_text(
+        "---\nconfigs:\n- config_name: deu_Latn\n  data_files:\n  - split: devtest\n    path: deu_Latn/devtest.parquet\n---\n")
+    client.force_login(admin_user)
+    url = reverse("projects:corpus", args=["flores"])
+    columns = {"id_column": "id", "source_column": "source", "reference_column": "reference"}
+    both = client.post(url, {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode()), "hf_dataset": str(root), **columns})
+    assert both.status_code == 200 and "give either a file or a Hugging Face dataset" in both.content.decode()
+    response = client.post(url, {"direction": "en-de", "hf_dataset": str(root), "hf_config": "deu_Latn", "hf_split": "devtest", **columns}, follow=True)
+    assert "2 gold segments imported into en-de" in response.content.decode()
+    assert GoldSegment.objects.filter(project=project).count() == 2
