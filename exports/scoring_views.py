@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core.access import allowed_languages, is_admin
+from core.http import redirect_next
 from exports import plots, scoring_jobs
 from exports.models import Release
 from scoring.registry import all_metrics
@@ -77,7 +78,7 @@ def start(request, release_id: int):
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
-    return redirect("scores:release", release_id=release.pk)
+    return redirect_next(request, "scores:release", release_id=release.pk)
 
 
 @login_required

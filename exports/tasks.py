@@ -56,3 +56,11 @@ def push_release_task(self, release_id: int, repo_id: str, private: bool = True)
         # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
         raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries))
     return {"release": release.pk, "hub_revision": release.hub_revision}
+
+
+@shared_task(name="exports.metaeval_headline", **RETRY)
+def metaeval_headline_task(release_id: int, metric: str) -> dict:
+    """The project page's meta-evaluation headline of one metric on a release, into the cache."""
+    from exports.metaeval_selectors import compute_headline
+
+    return compute_headline(Release.objects.get(pk=release_id), metric)

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core import access
+from core.http import redirect_next
 from core.models import Project
 from exports import plots, selectors, services
 from exports.release_files import EXTRA_FORMATS
@@ -56,7 +57,7 @@ def build(request, project: str):
     project_obj = get_object_or_404(Project, name=project)
     build_obj = services.start_build(project_obj, request.user, force=request.POST.get("force") == "1")
     messages.info(request, f"Build {build_obj.pk} started.")
-    return redirect("benchmarks:project", project=project_obj.name)
+    return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 
 @login_required
@@ -75,7 +76,7 @@ def release(request, project: str):
         messages.error(request, f"release {version} failed: {type(exc).__name__}: {exc}")
     else:
         messages.info(request, f"Release {version} started.")
-    return redirect("benchmarks:project", project=project_obj.name)
+    return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 
 @login_required
@@ -93,7 +94,7 @@ def push(request, project: str, version: str):
         messages.error(request, f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
     else:
         messages.info(request, f"Push of {version} to {repo_id} started.")
-    return redirect("benchmarks:project", project=project_obj.name)
+    return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 
 @login_required

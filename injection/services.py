@@ -49,7 +49,7 @@ class RunSpec:
     kind: str
     backend: str = "rule"
     directions: list[str] = field(default_factory=list)  # empty: all of the project's directions
-    error_types: list[str] = field(default_factory=list)  # empty: all types of the kind
+    error_types: list[str] = field(default_factory=list)  # empty: the project's types of the kind (all when it names none)
     positions: list[str] = field(default_factory=list)  # empty: each type's positions
     name: str = ""
     model: str = ""
@@ -67,6 +67,13 @@ class RunSpec:
     created_by: object = None
 
 
+def project_types(project: Project, kind: str) -> list[str]:
+    """The types a project was created with for ``kind`` (empty: every registered type of the kind)."""
+    if kind == MQM:
+        return list(project.error_types or [])
+    return list((project.options or {}).get("perturbations", []))
+
+
 def plan_run(spec: RunSpec) -> InjectionRun:
     """Validate a run and create it with all its work items (pending)."""
     from django.conf import settings
@@ -79,7 +86,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     types = []
     if not problems:
         try:
-            types = resolve_types(spec.kind, spec.error_types)
+            types = resolve_types(spec.kind, spec.error_types or project_types(spec.project, spec.kind))
         except ValueError as exc:
             problems.append(f"--types: {exc}")
     project_directions = {d.code: d for d in spec.project.directions.all()}
