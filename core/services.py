@@ -79,7 +79,7 @@ def project_problems(
     if not name:
         problems.append("name: required")
     elif len(name) > 100 or not SLUG_RE.match(name):
-        problems.append(f"name: {name!r} must be a slug of at most 100 letters, digits, '-' or '_' (it is the project's URL)")
+        problems.append(f"name: {name!r} must be a slug of at most 100 characters: letters, digits, '-' or '_' (it is the project's URL)")
     elif Project.objects.filter(name=name).exists():
         problems.append(f"name: a project {name!r} already exists")
     try:
