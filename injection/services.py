@@ -29,7 +29,7 @@ from injection.checks import run_checks
 from injection.edit_types import KINDS, MQM, NONE, edit_type, resolve_types
 from injection.models import Candidate, InjectionItem, InjectionRun
 from injection.postprocess import OutputRejected, candidate_fields, process_output
-from injection.pricing import estimate_cost
+from llm_client.pricing import estimate_cost
 from injection.prompts import build_prompt
 
 logger = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ def _sampling(run: InjectionRun) -> Sampling:
 
 
 def _backend_for(run: InjectionRun):
-    from injection.backends.limits import RetryPolicy
+    from llm_client.limits import RetryPolicy
 
     p = run.parameters
     options: dict = {}

@@ -11,11 +11,11 @@ import pytest
 from core.units import Edit, diff_edit
 from injection.backends.base import EditTask, GenerationRequest, Sampling
 from injection.backends.batch import build_batch_lines, parse_batch_output, to_jsonl
-from injection.backends.limits import RateLimiter, RetryPolicy
+from llm_client.limits import RateLimiter, RetryPolicy
 from injection.checks import CHECKS, english_guess, run_checks
 from injection.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
 from injection.postprocess import OutputRejected, extract_sentence, process_output
-from injection.pricing import estimate_cost
+from llm_client.pricing import estimate_cost
 from injection.prompts import TEMPLATES, build_prompt
 
 REF = "Der Hund schläft heute im grünen Haus am See."
