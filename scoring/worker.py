@@ -6,6 +6,12 @@ anywhere (string metrics, SBERT). A GPU machine consumes both, a CPU machine onl
     CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q gpu,scoring -c 1
     CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q scoring
 
+LLM judges (gemba-mqm, askqe, cef, dcr) go to the ``judge`` queue: a worker that reaches the judge endpoint
+(``-Q judge`` in .venv-scoring), or one in .venv-vllm running the judge in-process (options
+``judge={"backend": "vllm", "model": ...}``)::
+
+    CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q judge -c 1
+
 The platform (``exports.scoring_jobs``) sends tasks by name; results (a small summary) and progress go
 to the result backend (CELERY_RESULT_BACKEND, default: the broker). Scores themselves are written as
 parquet files next to the release, which the platform ingests.
@@ -18,7 +24,7 @@ from pathlib import Path
 
 from celery import Celery
 
-from scoring.queues import ANY_QUEUE, GPU_QUEUE, TASK_NAME, queue_for  # noqa: F401
+from scoring.queues import ANY_QUEUE, GPU_QUEUE, JUDGE_QUEUE, TASK_NAME, queue_for  # noqa: F401
 from scoring.registry import MetricError, get_metric
 
 ALLOW_CPU_ENV = "XQMEVAL_ALLOW_GPU_METRICS_ON_CPU"  # tests and small CPU-only setups
