@@ -331,3 +331,59 @@ def test_cef_reliability_of_several_judges_is_written_beside_the_scores(stub, tm
 def test_judge_refuses_to_run_without_a_model(tmp_path):
     with pytest.raises(Exception, match="--judge-model"):
         Judge(JudgeConfig(model=""))
+
+
+# ---- end to end, worker, boundaries -------------------------------------------------------------------------------
+
+
+def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub, tmp_path):
+    from scoring.tests.releases import SHARED_DATA, write_release_from_shared
+
+    shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))
+    if not (shared / "candidates").is_dir():
+        if os.environ.get("REQUIRE_SERVICES") == "1":
+            pytest.fail(f"required but missing: shared XQ-MEval data at {shared}")
+        pytest.skip(f"missing: shared XQ-MEval data at {shared}")
+    release = write_release_from_shared(tmp_path / "rel", shared, directions=("en-de", "en-es"))
+    out = tmp_path / "out"
+    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40",
+                "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet", "--structured")
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    expected_ids = pq.read_table(release / "en-de" / "test.parquet").column("triplet_id").to_pylist()[:40]
+    extras = {"gemba-mqm": {"n_critical", "errors", "raw_answer"}, "askqe": {"decision", "p_reject", "questions"},
+              "cef": {"coverage", "conformity", "consistency"}, "dcr": {"dce", "marks", "k"}}
+    summary = json.loads((out / "summary.json").read_text())
+    for name, cols in extras.items():
+        table = pq.read_table(out / f"{name}.parquet").to_pydict()
+        assert table["triplet_id"] == expected_ids and set(table["direction"]) == {"en-de"}
+        assert cols <= set(table) and all(s is not None for s in table["score"]), (name, table["note"])
+        d = summary["metrics"][name]["directions"]["en-de"]
+        assert d["judge"]["calls"] > 0 and d["signature"]["judge"]["decoding"]["structured"] is True
+        assert {"prompt_tokens", "completion_tokens", "cost_usd"} <= set(table)
+    # the DCR MT variant sees the single injected errors: error-free triplets score 1, the others lower on average
+    dcr = pq.read_table(out / "dcr.parquet").to_pydict()
+    clean = [s for s, k in zip(dcr["score"], dcr["num_errors"]) if k == 0]
+    faulty = [s for s, k in zip(dcr["score"], dcr["num_errors"]) if k == 1]
+    assert clean and faulty and min(clean) == 1.0 and sum(faulty) / len(faulty) < 1.0
+
+
+def test_judge_metrics_route_to_the_judge_queue_and_the_worker_task_runs_them(stub, tmp_path):
+    from scoring.queues import JUDGE_QUEUE, queue_for
+    from scoring.worker import score_direction_task
+
+    assert {queue_for(m) for m in ("gemba-mqm", "askqe", "cef", "dcr")} == {JUDGE_QUEUE}
+    release = write_release(tmp_path / "rel", directions=("en-de",))
+    result = score_direction_task.apply(kwargs={
+        "release_dir": str(release), "metric": "gemba-mqm", "direction": "en-de", "out_dir": str(tmp_path / "out"),
+        "options": {"judge": _judge(stub, tmp_path), "limit": 6},
+    }).get()
+    assert result["summary"]["n"] == 6 and result["summary"]["judge"]["sent"] == 6
+
+
+def test_shared_client_never_imports_django():
+    import re
+
+    offenders = [f"{p.name}:{i}" for p in (REPO / "llm_client").rglob("*.py")
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.match(r"\s*(from|import)\s+(django|injection|scoring)\b", line)]
+    assert not offenders
