@@ -32,6 +32,15 @@ def _parse_kv(items: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        from scoring.judges.backends import release_engine
+
+        release_engine()  # an in-process vLLM judge: stop its engine core so that the process can exit
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scoring", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="score a release directory (or Hub dataset id)")
@@ -57,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     rai.add_argument("--variant", choices=["mt", "paper"], default="mt")
     rai.add_argument("--rounds", type=int, default=1, help="improve, re-evaluate, improve again (the paper's multi-round RAI)")
     _judge_arguments(rai)
+    dump = sub.add_parser("judge-cache", help="print the stored raw judgements of a cache directory as JSON lines")
+    dump.add_argument("directory", help="e.g. OUT/.judge-cache")
+    dump.add_argument("--limit", type=int)
     sub.add_parser("list", help="list the registered metrics")
     args = parser.parse_args(argv)
 
@@ -67,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "rai":
             return _rai(args)
+        if args.command == "judge-cache":
+            from scoring.judges.engine import dump_cache
+
+            for record in dump_cache(args.directory, args.limit):
+                print(json.dumps(record, ensure_ascii=False))
+            return 0
         from scoring.judges.engine import BudgetExceeded
         from scoring.runner import ScoreOptions, dry_run_release, score_release
 

@@ -116,7 +116,7 @@ def _columns(data: DirectionData, lo: int, hi: int, scores: list[float], extras:
             cols[key] = list(values)
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present) and (present or not values):
             cols[key] = [None if v is None else float(v) for v in values]
-        elif present and all(isinstance(v, str) for v in present) and any(v is None for v in values) is False and key in _TEXT_EXTRAS:
+        elif key in _TEXT_EXTRAS and all(isinstance(v, str) for v in present):
             cols[key] = list(values)
         else:
             cols[key] = [json.dumps(v, ensure_ascii=False) for v in values]

@@ -49,7 +49,26 @@ class OpenAIJudgeBackend:
         return self.client.stream(requests, should_stop)
 
 
-_ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process
+_ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process (kept for the next task)
+
+
+def release_engine() -> None:
+    """Shut a loaded vLLM engine down (its engine-core process keeps the interpreter alive otherwise).
+    The CLI calls this before exiting; a worker keeps its engine for the next task of the same model."""
+    engine = _ENGINE["engine"]
+    _ENGINE.update(key=None, engine=None)
+    if engine is None:
+        return
+    try:
+        engine.llm_engine.engine_core.shutdown()
+    except Exception:  # noqa: BLE001 — a dead engine may not shut down cleanly; the process exits all the same
+        pass
+    del engine
+    try:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+    except ImportError:
+        return
+    cleanup_dist_env_and_memory()
 
 
 @register_judge_backend("vllm")
@@ -73,6 +92,7 @@ class VllmJudgeBackend:
 
         key = (self.config.model, json.dumps(self.config.engine_options, sort_keys=True, default=str))
         if _ENGINE["key"] != key:
+            release_engine()  # another model or options: free the old engine's memory first
             _ENGINE.update(key=key, engine=self.vllm.LLM(model=self.config.model, **self.config.engine_options))
         return _ENGINE["engine"]
 

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -239,18 +240,36 @@ class Judge:
                 custom_id=key, messages=call.messages, model=self.config.model, temperature=d.temperature,
                 max_tokens=d.max_tokens, seed=d.seed, json_schema=call.schema if d.structured else None,
             ))
-        over_budget = lambda: cap is not None and self.stats.spent_usd >= cap  # noqa: E731
-        for result in self.backend.stream(requests, should_stop=over_budget):
-            answer = self._store(result)
-            for i in pending.pop(result.custom_id, []):
-                answers[i] = answer
+        # With a budget, requests go out in waves sized by what is left of it at the mean cost per request
+        # so far (the first wave: one round of the concurrency), so a run stops close to the budget whatever
+        # the thread scheduling; without one, in a single stream.
+        queue_ = list(requests)
+        while queue_:
+            if cap is None:
+                wave, queue_ = queue_, []
+            else:
+                left = cap - self.stats.spent_usd
+                if left <= 0:
+                    break
+                mean = self.stats.spent_usd / self.stats.sent if self.stats.sent else None
+                if mean is None:
+                    size = self.config.concurrency  # the first wave measures the cost per request
+                elif mean == 0:
+                    size = len(queue_)  # a model without a price: the budget cannot be reached
+                else:
+                    size = max(1, int(left / mean))
+                wave, queue_ = queue_[:size], queue_[size:]
+            for result in self.backend.stream(wave):
+                answer = self._store(result, calls[pending[result.custom_id][0]] if result.custom_id in pending else None)
+                for i in pending.pop(result.custom_id, []):
+                    answers[i] = answer
         for indices in pending.values():  # not sent: the budget stopped the run
             for i in indices:
                 answers[i] = Answer(error=f"not sent: budget of ${cap:g} reached", retryable=True)
         if pending:
             raise BudgetExceeded(f"budget of ${cap:g} reached (spent ${self.stats.spent_usd:.4f}); answers so far are cached, rerun with a higher --max-usd to go on")
 
-    def _store(self, result: ChatResult) -> Answer:
+    def _store(self, result: ChatResult, call: Call | None = None) -> Answer:
         self.stats.sent += 1
         cost = float(estimate_cost(self.config.model, result.prompt_tokens, result.completion_tokens))
         self.stats.spent_usd += cost
@@ -263,6 +282,13 @@ class Judge:
             "text": result.text, "finish_reason": result.finish_reason, "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens, "cost_usd": cost, "structured": result.structured,
             "model": result.model or self.config.model,
+            # the request, so that the store explains itself (python -m scoring judge-cache DIR)
+            "request": None if call is None else {
+                "model": self.config.model, "decoding": call.decoding.as_dict(), "messages": list(call.messages),
+                "prompt": {"name": call.template.name, "version": call.template.version, "sha256": call.template.sha256},
+                "schema": call.schema["name"] if call.schema and call.decoding.structured else None,
+            },
+            "stored_at": time.time(),
         }
         self.cache.set(result.custom_id, record)  # durable before the next result is handled
         return Answer(**{k: record[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "structured")})
@@ -302,6 +328,20 @@ class Judge:
                 s.prompt_tokens += a.prompt_tokens
                 s.completion_tokens += a.completion_tokens
                 s.cost_usd += a.cost_usd
+
+
+def dump_cache(directory: str | Path, limit: int | None = None):
+    """The stored judgements of a cache directory, oldest first (for ``python -m scoring judge-cache``)."""
+    import diskcache
+
+    if not (Path(directory) / "cache.db").exists():
+        raise MetricError(f"{directory}: no judge cache here (expected cache.db)")
+    with diskcache.Cache(str(directory)) as cache:
+        keys = list(cache.iterkeys())
+        records = [(k, cache.get(k)) for k in keys]
+    records.sort(key=lambda kv: (kv[1] or {}).get("stored_at", 0))
+    for key, record in records[:limit] if limit else records:
+        yield {"key": key, **(record or {})}
 
 
 class Ledger:

@@ -387,3 +387,14 @@ def test_shared_client_never_imports_django():
     offenders = [f"{p.name}:{i}" for p in (REPO / "llm_client").rglob("*.py")
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.match(r"\s*(from|import)\s+(django|injection|scoring)\b", line)]
     assert not offenders
+
+
+def test_the_cache_keeps_raw_answers_with_their_requests_inspectable(stub, tmp_path):
+    scorer = _gemba_scorer(stub, tmp_path, temperature=0.3, seed=5)
+    scorer.score([_seg("The dog sleeps.", "Der Hund schläft.")])
+    proc = _cli("judge-cache", str(tmp_path / "cache"))
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    [record] = [json.loads(line) for line in stdout.splitlines()]
+    assert record["text"].startswith("Critical:") and record["request"]["decoding"] == {"temperature": 0.3, "max_tokens": 500, "seed": 5, "structured": False}
+    assert record["request"]["prompt"]["version"] == "gemba-mqm-v1" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
