@@ -206,6 +206,8 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
     signature = meta.get("signature") or {}
     cols = table.to_pydict()
     levels = cols.get("num_errors") or [None] * table.num_rows
+    # judge metrics record per segment why a score is missing (transport error, unreadable answer)
+    reasons = [(e or "") + (n or "") for e, n in zip(cols.get("error") or [""] * table.num_rows, cols.get("note") or [""] * table.num_rows)]
     seen = set()
     rows = []
     for i, (d, tid, score, level) in enumerate(zip(cols["direction"], cols["triplet_id"], cols["score"], levels)):
@@ -213,6 +215,8 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
             raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction.code!r}")
         if tid in seen:
             raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
+        if score is None and reasons[i]:
+            continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
         if score is None or not math.isfinite(score):
             raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
         seen.add(tid)

@@ -273,3 +273,18 @@ def test_score_command_queues_waits_and_ingests(cpu_worker, release, languages, 
         call_command("score", "demo@t1", "--metrics", "nope", stdout=StringIO())
     with pytest.raises(CommandError, match="not found"):
         call_command("score", "demo@v9", "--metrics", "chrF", stdout=StringIO())
+
+
+def test_ingest_skips_segments_a_judge_could_not_score_and_refuses_unexplained_gaps(release, languages):
+    n = len(release_rows("en-de"))
+    scores = [-1.0] * n
+    scores[3] = None
+    errors = [""] * n
+    errors[3] = "APIStatusError (HTTP 500): server error"
+    path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
+    assert scoring_jobs.ingest_part(release, "gemba-mqm", languages["en-de"], path) == n - 1
+    assert not MetricScore.objects.filter(release=release, metric="gemba-mqm", triplet_id=release_rows("en-de")[3]["triplet_id"]).exists()
+    errors[3] = ""
+    path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
+    with pytest.raises(scoring_jobs.ScoringError, match="not a finite number"):
+        scoring_jobs.ingest_part(release, "gemba-mqm", languages["en-de"], path)
