@@ -101,6 +101,8 @@ def _main(argv: list[str] | None = None) -> int:
             limit=args.limit,
         )
         if args.judges:
+            if "cef" not in [s.name for s in specs]:
+                raise MetricError("--judges is CEF's judge reliability: add cef to --metrics")
             options.extra["judges"] = args.judges
         if args.dry_run:
             plans = dry_run_release(args.release, [s.name for s in specs], out=args.out,
