@@ -398,3 +398,19 @@ def test_the_cache_keeps_raw_answers_with_their_requests_inspectable(stub, tmp_p
     [record] = [json.loads(line) for line in stdout.splitlines()]
     assert record["text"].startswith("Critical:") and record["request"]["decoding"] == {"temperature": 0.3, "max_tokens": 500, "seed": 5, "structured": False}
     assert record["request"]["prompt"]["version"] == "gemba-mqm-v1" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
+
+
+def test_rai_command_improves_translations_from_the_dce_reasons(stub, tmp_path):
+    release = write_release(tmp_path / "rel", directions=("en-de",))
+    out = tmp_path / "rai" / "improved.parquet"
+    out.parent.mkdir()
+    proc = _cli("rai", "--release", str(release), "--direction", "en-de", "--limit", "6", "--out", str(out),
+                "--judge-url", stub.base_url, "--judge-model", "stub-judge")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    table = pq.read_table(out).to_pydict()
+    assert table["triplet_id"] == [f"en-de:0:{k}:0" for k in range(6)]
+    assert table["score_before"][0] == 1.0 and table["improved"][0] == table["mt"][0]  # consistent: left alone, no RAI call
+    assert all(b < 1.0 for b in table["score_before"][1:]) and table["score_after"] == [1.0] * 6
+    rai_calls = [c for c in stub.served if "Improve a" in c.prompt]
+    assert len(rai_calls) == 5
