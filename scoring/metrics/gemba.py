@@ -30,6 +30,7 @@ class GembaMQMScorer(JudgeScorer):
         ledger = Ledger(n)
         final: list = [None] * n
         reasks = [0] * n
+        used: list = [None] * n  # the decoding of the answer each score comes from (re-asks change it)
         pending = {i: self.decoding for i in range(n)}
         round_no = 0
         while pending:
@@ -46,6 +47,7 @@ class GembaMQMScorer(JudgeScorer):
             pending = {}
             for i, call, answer in zip(order, calls, answers):
                 d = call.decoding
+                used[i] = d.as_dict()
                 if not answer.ok:
                     final[i] = (answer, None)
                     continue
@@ -81,7 +83,7 @@ class GembaMQMScorer(JudgeScorer):
             for s in ("critical", "major", "minor"):
                 counts[f"n_{s}"].append(c[s])
             notes.append("truncated" if answer.truncated else "")
-        extras = {"errors": errors, **counts, "raw_answer": raw, "reasks": reasks, "note": notes}
+        extras = {"errors": errors, **counts, "raw_answer": raw, "reasks": reasks, "decoding": used, "note": notes}
         return self.result(scores, ledger, extras)
 
 

@@ -134,6 +134,8 @@ def test_faults_are_retried_and_gemba_reasks_as_its_authors_do(stub, tmp_path):
     # unparsable: asked again at a temperature 0.1 higher each time
     assert [b["temperature"] for b in sofa(3)] == [0.0, 0.1, 0.2]
     assert result.extras["reasks"] == [0, 0, 1, 2, 0]
+    # the decoding each score's answer came from is recorded per segment
+    assert result.extras["decoding"][2]["max_tokens"] == 1000 and result.extras["decoding"][3]["temperature"] == 0.2
     stats = scorer.stats()
     assert stats["sent"] == 1 + 1 + 2 + 3 + 1 and stats["calls"] == 8
 
