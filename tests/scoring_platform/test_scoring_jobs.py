@@ -288,3 +288,51 @@ def test_ingest_skips_segments_a_judge_could_not_score_and_refuses_unexplained_g
     path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
     with pytest.raises(scoring_jobs.ScoringError, match="not a finite number"):
         scoring_jobs.ingest_part(release, "gemba-mqm", languages["en-de"], path)
+
+
+@pytest.fixture
+def judge_worker(broker, tmp_path):
+    """A scoring worker consuming only queue 'judge' (LLM judges), started from .venv-scoring."""
+    need(SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)")
+    env = {**os.environ, "CELERY_BROKER_URL": broker, "CELERY_RESULT_BACKEND": broker, "PYTHONPATH": str(REPO),
+           "OPENAI_API_KEY": "test-key"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    log = open(tmp_path / "judge-worker.log", "w")
+    proc = subprocess.Popen(
+        [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", "judge", "--pool", "solo",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"judge-{os.getpid()}@%h", "--loglevel", "INFO"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        stop_process_group(proc)
+        log.close()
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_judge_metrics_through_the_judge_queue_and_the_score_command(judge_worker, release, languages, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from scoring.judges.stub import JudgeStubServer
+
+    with JudgeStubServer() as stub:
+        out = StringIO()
+        call_command("score", "demo@t1", "--metrics", "gemba-mqm,dcr", "--directions", "en-de", "--limit", "12",
+                     "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--max-usd", "1", "--timeout", "180",
+                     stdout=out, stderr=StringIO())
+        assert out.getvalue().count(" done") == 2, out.getvalue() + (tmp_path / "judge-worker.log").read_text()[-3000:]
+        sent = len(stub.served)
+    for metric in ("gemba-mqm", "dcr"):
+        assert MetricScore.objects.filter(release=release, metric=metric).count() == 12
+    signature = MetricScore.objects.filter(release=release, metric="dcr").first().signature
+    assert signature["judge"]["model"] == "stub-judge" and signature["variant"] == "mt"
+    summary = json.loads((Path(release.path) / "scores" / "summary.json").read_text())
+    assert summary["metrics"]["gemba-mqm"]["directions"]["en-de"]["judge"]["sent"] == 12
+    dcr = summary["metrics"]["dcr"]["directions"]["en-de"]["judge"]
+    assert dcr["calls"] == 24 and 12 + dcr["sent"] == sent  # DCE + AMC per triplet; identical AMC requests sent once
+    assert (Path(release.path) / "scores" / ".judge-cache" / "cache.db").is_file()
