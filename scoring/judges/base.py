@@ -9,9 +9,10 @@ rows (AskQE's GMM decision, CEF's judge reliability).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Sequence
 
-from scoring.judges.engine import Decoding, Judge, JudgeConfig, Ledger
+from scoring.judges.engine import Answer, Call, Decoding, Judge, JudgeConfig, Ledger
 from scoring.judges.languages import language_name
 from scoring.judges.templates import PromptSet, parse_prompt_files
 from scoring.registry import BatchResult, MetricError, Segment
@@ -74,6 +75,33 @@ class JudgeScorer:
         merged = {**extras, **ledger.extras()}
         scores = [None if (ledger.retryable[i] or s is None) else s for i, s in enumerate(scores)]
         return BatchResult(scores=scores, extras=merged)
+
+    def ask(self, calls: list[Call], parse: Callable[[int, str], Any], stage: str, ledger: Ledger | None = None,
+            rounds: int = 3) -> tuple[list[Answer], list[Any]]:
+        """Run one stage and parse its answers; an answer that does not parse or was cut off is asked again,
+        with twice the tokens when it was cut off, else 0.1 warmer (GEMBA's authors' policy, applied to every judge
+        metric), at most ``rounds`` times. ``parse(i, text)`` reads call i's answer (None: unreadable).
+        Returns the final answers and their parses."""
+        calls = list(calls)
+        answers = self.judge.run(calls, stage=stage)
+        if ledger is not None:
+            ledger.add(calls, answers)
+        parsed = [parse(i, a.text) if a.ok else None for i, a in enumerate(answers)]
+        for _ in range(rounds):
+            redo = [i for i, (a, p) in enumerate(zip(answers, parsed)) if a.ok and (p is None or a.truncated)]
+            if not redo:
+                break
+            again = []
+            for i in redo:
+                d = calls[i].decoding
+                d = d.replace(max_tokens=d.max_tokens * 2) if answers[i].truncated else d.replace(temperature=round(min(1.0, d.temperature + 0.1), 2))
+                again.append(replace(calls[i], decoding=d))
+            new = self.judge.run(again, stage=f"{stage}-reask")
+            if ledger is not None:
+                ledger.add(again, new)
+            for i, call, a in zip(redo, again, new):
+                calls[i], answers[i], parsed[i] = call, a, (parse(i, a.text) if a.ok else None)
+        return answers, parsed
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:  # pragma: no cover - abstract
         raise NotImplementedError

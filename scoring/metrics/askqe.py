@@ -126,20 +126,19 @@ class AskQEScorer(JudgeScorer):
                 sl, tl = self.languages(s)
                 calls.append(self._call("askqe-backtranslate", [i], source_lang=sl, target_lang=tl, translation=s.mt))
                 bt_index.append(i)
-        answers = self.judge.run(calls, stage="facts+backtranslation")
-        ledger.add(calls, answers)
-        facts = {src: (string_list(a.text) or []) if a.ok else None for src, a in zip(sources, answers)}
-        for i, a in zip(bt_index, answers[len(sources):]):
-            bt[i] = a.text.strip() if a.ok else None
+        n_src = len(sources)
+        _, parsed = self.ask(calls, lambda j, text: string_list(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger)
+        facts = dict(zip(sources, parsed[:n_src]))
+        for i, text in zip(bt_index, parsed[n_src:]):
+            bt[i] = text
         if self.nli:
             facts = {src: (self.nli.keep(src, f) if f else f) for src, f in facts.items()}
 
         # stage 2: questions per source
         q_sources = [src for src in sources if facts[src]]
         calls = [self._call("askqe-questions", by_source[src], source_lang=src_lang, source=src, facts=json.dumps(facts[src], ensure_ascii=False)) for src in q_sources]
-        answers = self.judge.run(calls, stage="questions")
-        ledger.add(calls, answers)
-        questions = {src: (string_list(a.text) or []) if a.ok else None for src, a in zip(q_sources, answers)}
+        _, parsed = self.ask(calls, lambda j, text: string_list(text), "questions", ledger)
+        questions = dict(zip(q_sources, parsed))
 
         # stage 3: answers on the source (per source) and on the back-translation (per triplet)
         calls, slots = [], []
@@ -151,12 +150,10 @@ class AskQEScorer(JudgeScorer):
             if questions.get(s.src) and bt[i] is not None:
                 calls.append(self._call("askqe-answers", [i], source_lang=src_lang, context=bt[i], questions=json.dumps(questions[s.src], ensure_ascii=False)))
                 slots.append(("bt", i))
-        answers = self.judge.run(calls, stage="answers")
-        ledger.add(calls, answers)
+        _, answers_parsed = self.ask(calls, lambda j, text: string_list(text), "answers", ledger)
         src_answers: dict[str, list[str]] = {}
         bt_answers: dict[int, list[str] | None] = {}
-        for (kind, key), a in zip(slots, answers):
-            parsed = string_list(a.text) if a.ok else None
+        for (kind, key), parsed in zip(slots, answers_parsed):
             if kind == "src":
                 src_answers[key] = parsed
             else:
@@ -172,8 +169,12 @@ class AskQEScorer(JudgeScorer):
             sims: list[float] = []
             if facts.get(s.src) == []:
                 note = "no facts extracted"
+            elif facts.get(s.src) is None:
+                note = "" if ledger.errors[i] else "facts unreadable"
+            elif bt[i] is None:
+                note = "" if ledger.errors[i] else "back-translation empty"
             elif not qs:
-                note = "no questions generated" if questions.get(s.src) is not None else ""
+                note = "no questions generated" if questions.get(s.src) == [] else ("" if ledger.errors[i] else "questions unreadable")
             elif a_src is None or a_bt is None:
                 note = "answers unreadable" if not ledger.errors[i] else ""
             else:

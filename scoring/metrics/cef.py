@@ -112,10 +112,9 @@ class CEFScorer(JudgeScorer):
 
         calls = [self._qcall(src, src_lang, by_source[src]) for src in sources]
         calls += [self._qcall(s.mt, langs[i][1], [i]) for i, s in enumerate(segments)]
-        answers = self.judge.run(calls, stage="questions")
-        ledger.add(calls, answers)
-        q_d = {src: (string_list(a.text) if a.ok else None) for src, a in zip(sources, answers[: len(sources)])}
-        q_t = [string_list(a.text) if a.ok else None for a in answers[len(sources):]]
+        _, parsed = self.ask(calls, lambda j, text: string_list(text), "questions", ledger)
+        q_d = dict(zip(sources, parsed[: len(sources)]))
+        q_t = parsed[len(sources):]
 
         calls, slots = [], []
         for src in sources:
@@ -131,12 +130,12 @@ class CEFScorer(JudgeScorer):
                 slots.append(("qt_d", i))
                 calls.append(self._acall(s.mt, langs[i][1], q_t[i], [i]))
                 slots.append(("qt_t", i))
-        answers = self.judge.run(calls, stage="cross-examination")
-        ledger.add(calls, answers)
-        got: dict = {}
-        for (kind, key), call, a in zip(slots, calls, answers):
-            nq = len(q_d[key]) if kind == "qd_d" else len(q_d[segments[key].src]) if kind == "qd_t" else len(q_t[key])
-            got[(kind, key)] = labels(a.text, nq) if a.ok else None
+        def n_questions(j: int) -> int:
+            kind, key = slots[j]
+            return len(q_d[key]) if kind == "qd_d" else len(q_d[segments[key].src]) if kind == "qd_t" else len(q_t[key])
+
+        _, parsed = self.ask(calls, lambda j, text: labels(text, n_questions(j)), "cross-examination", ledger)
+        got: dict = dict(zip(slots, parsed))
 
         scores = []
         extras: dict[str, list] = {k: [] for k in ("coverage", "conformity", "consistency", "n_questions_source", "n_questions_mt", "dropped", "questions_source", "questions_mt", "answers", "note")}

@@ -97,9 +97,8 @@ class DCRScorer(JudgeScorer):
         d = self.decoding
         calls = [Call(t, t.messages(d.structured, language=self.languages(s)[1], reference=s.ref, candidate=s.mt), d, DCE_SCHEMA, owners=(i,))
                  for i, s in enumerate(segments)]
-        answers = self.judge.run(calls, stage="dce")
-        ledger.add(calls, answers)
-        return [read_dce(a.text) if a.ok else None for a in answers]
+        _, parsed = self.ask(calls, lambda i, text: read_dce(text), "dce", ledger)
+        return parsed
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:
         n = len(segments)
@@ -109,9 +108,8 @@ class DCRScorer(JudgeScorer):
         d = self.decoding
         idx = [i for i in range(n) if entries[i]]
         calls = [Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx]
-        answers = self.judge.run(calls, stage="amc")
-        ledger.add(calls, answers)
-        marks: dict[int, list[int] | None] = {i: (read_marks(a.text, len(entries[i])) if a.ok else None) for i, a in zip(idx, answers)}
+        _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
+        marks: dict[int, list[int] | None] = dict(zip(idx, parsed))
         scores, extras = [], {"dce": [], "marks": [], "k": [], "n_inconsistent": [], "note": []}
         for i in range(n):
             m = marks.get(i)

@@ -416,3 +416,19 @@ def test_rai_command_improves_translations_from_the_dce_reasons(stub, tmp_path):
     assert all(b < 1.0 for b in table["score_before"][1:]) and table["score_after"] == [1.0] * 6
     rai_calls = [c for c in stub.served if "Improve a" in c.prompt]
     assert len(rai_calls) == 5
+
+
+def test_json_metrics_ask_again_when_an_answer_is_cut_off_or_unreadable(stub, tmp_path):
+    ref = "Der Zug in die Hauptstadt hatte heute Morgen zwei Stunden Verspätung."
+    stub.script(f"Candidate: {ref}", "truncated")
+    stub.script("into atomic facts", "unparsable", "unparsable")
+    dcr = get_metric("dcr").build(judge=_judge(stub, tmp_path))
+    assert dcr.score([_seg("", ref, ref)]).scores == [1.0]
+    dce = [json.loads(c.body_key) for c in stub.served if f"Candidate: {ref}" in c.prompt]
+    assert [b["max_tokens"] for b in dce] == [1024, 2048]
+    askqe = get_metric("askqe").build(judge=_judge(stub, tmp_path))
+    result = askqe.score([_seg("The museum will reopen next spring.", "Das Museum öffnet im nächsten Frühjahr wieder.")])
+    facts = [json.loads(c.body_key)["temperature"] for c in stub.served if "into atomic facts" in c.prompt]
+    assert facts == [0.0, 0.1, 0.2] and result.extras["facts"][0] and result.extras["note"][0] == ""
+    stats = askqe.stats()
+    assert stats["by_stage"]["facts+backtranslation-reask"]["calls"] == 2
