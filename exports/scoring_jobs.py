@@ -294,3 +294,40 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
             )
         out.append({"metric": metric, "better": better, "scale": scale, "levels": levels, "rows": rows})
     return out
+
+
+def judge_reports(release: Release, directions: list[str] | None = None) -> dict[str, list[dict]]:
+    """What the LLM-judge metrics wrote beside their scores: calls, tokens and cost per metric and
+    direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
+    reliability (cef.reliability.parquet). Read from the worker files; nothing is stored."""
+    out: dict[str, list[dict]] = {"costs": [], "decisions": [], "reliability": []}
+    root = scores_dir(release)
+    summary_path = root / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+    except (OSError, ValueError):
+        summary = {}
+    wanted = set(directions) if directions is not None else None
+    for metric, entry in sorted((summary.get("metrics") or {}).items()):
+        for code, d in sorted((entry.get("directions") or {}).items()):
+            judge = d.get("judge")
+            if not judge or (wanted is not None and code not in wanted):
+                continue
+            out["costs"].append({"metric": metric, "direction": code, "n": d.get("n"), "scored": d.get("n_scored"),
+                                 "retry": d.get("n_retry", 0), "calls": judge.get("calls"), "sent": judge.get("sent"),
+                                 "cached": judge.get("cached"), "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
+                                 "cost_usd": judge.get("cost_usd"), "model": (d.get("signature") or {}).get("judge", {}).get("model", "")})
+            gmm = d.get("gmm")
+            if gmm:
+                out["decisions"].append({"metric": metric, "direction": code, "n": gmm.get("n"), "fitted": gmm.get("fitted"),
+                                         "reject": gmm.get("n_reject"), "means": gmm.get("means"), "reason": gmm.get("reason", "")})
+    reliability = root / "cef.reliability.parquet"
+    if reliability.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_table(reliability).to_pylist()
+        except Exception:  # noqa: BLE001 — a torn file shows no table rather than breaking the page
+            rows = []
+        out["reliability"] = [r for r in rows if wanted is None or r.get("direction") in wanted]
+    return out

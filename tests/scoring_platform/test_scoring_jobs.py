@@ -336,3 +336,48 @@ def test_judge_metrics_through_the_judge_queue_and_the_score_command(judge_worke
     dcr = summary["metrics"]["dcr"]["directions"]["en-de"]["judge"]
     assert dcr["calls"] == 24 and 12 + dcr["sent"] == sent  # DCE + AMC per triplet; identical AMC requests sent once
     assert (Path(release.path) / "scores" / ".judge-cache" / "cache.db").is_file()
+
+
+def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(client, release, languages, admin_user, annotator_de, monkeypatch):
+    from scoring.judges.stub import JudgeStubServer
+    from scoring.runner import ScoreOptions, score_release
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with JudgeStubServer() as stub:
+        judge = {"model": "stub-judge", "base_url": stub.base_url, "concurrency": 8}
+        score_release(release.path, ["askqe", "cef"], out=scoring_jobs.scores_dir(release),
+                      options=ScoreOptions(judge=judge, limit=12, extra={"judges": "stub-judge,stub-b", "bt_column": "mt_marked"}))
+    client.force_login(admin_user)
+    page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
+    assert "LLM judges: calls and cost" in page and "stub-judge" in page
+    assert "AskQE decisions" in page and "CEF judge reliability" in page and "stub-b" in page
+    client.force_login(annotator_de)  # another reader sees only the directions of their languages
+    page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
+    assert "CEF judge reliability" in page and "en-zh" not in page.split("CEF judge reliability")[1].split("</section>")[0]
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue(client, broker, release, languages, admin_user):
+    import base64
+
+    import redis as redis_lib
+
+    from scoring.queues import JUDGE_QUEUE
+
+    r = redis_lib.Redis.from_url(broker)
+    client.force_login(admin_user)
+    url = reverse("scores:start", args=[release.pk])
+    response = client.post(url, {"metric": ["gemba-mqm"], "judge_max_usd": "lots"}, follow=True)
+    assert "not a number" in response.content.decode() and not ScoringJob.objects.filter(metric="gemba-mqm").exists()
+    client.post(url, {"metric": ["gemba-mqm"], "judge_url": "http://judge:8000/v1", "judge_model": "m", "judge_max_usd": "2.5"})
+    jobs = {scoring_jobs.task_id_for(j): j for j in ScoringJob.objects.filter(release=release, metric="gemba-mqm")}
+    assert len(jobs) == 2
+    found = []
+    for raw in r.lrange(JUDGE_QUEUE, 0, -1):
+        message = json.loads(raw)
+        if message["headers"]["id"] in jobs:
+            args, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+            found.append(kwargs["options"])
+            r.lrem(JUDGE_QUEUE, 1, raw)  # no judge worker should score a test release later
+    assert found == [{"judge": {"base_url": "http://judge:8000/v1", "model": "m", "max_usd": 2.5}}] * 2
