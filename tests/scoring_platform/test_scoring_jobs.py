@@ -351,6 +351,12 @@ def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(clien
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
     assert "LLM judges: calls and cost" in page and "stub-judge" in page
     assert "AskQE decisions" in page and "CEF judge reliability" in page and "stub-b" in page
+    # judge scores go through the same ingestion, trend plot and meta-evaluation as any metric's
+    for d in ("en-de", "en-zh"):
+        assert scoring_jobs.ingest_job(ScoringJob.objects.create(release=release, metric="askqe", direction=languages[d])) == 12
+    metaeval = client.get(reverse("scores:metaeval", args=[release.pk]) + "?metric=askqe")
+    assert metaeval.status_code == 200 and "τ" in metaeval.content.decode()
+    assert client.get(reverse("scores:trend_plot", args=[release.pk]) + "?metric=askqe").status_code == 200
     client.force_login(annotator_de)  # another reader sees only the directions of their languages
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
     assert "CEF judge reliability" in page and "en-zh" not in page.split("CEF judge reliability")[1].split("</section>")[0]
