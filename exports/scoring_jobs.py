@@ -43,6 +43,8 @@ class JobState:
     state: str  # the Celery state as last seen
     done: int = 0
     total: int = 0
+    sent: int | None = None  # LLM judges: requests sent and estimated cost so far (worker progress)
+    cost_usd: float | None = None
 
     @property
     def percent(self) -> int:
@@ -152,6 +154,8 @@ def poll_scoring(release: Release) -> list[JobState]:
         if state in ("STARTED", "PROGRESS", "RETRY"):
             if isinstance(info, dict):
                 js.done, js.total = int(info.get("done", 0)), int(info.get("total", 0))
+                if "cost_usd" in info:
+                    js.sent, js.cost_usd = int(info.get("sent") or 0), float(info.get("cost_usd") or 0.0)
             if job.status != ScoringJob.Status.RUNNING:
                 job.status = ScoringJob.Status.RUNNING
                 job.save(update_fields=["status", "updated_at"])

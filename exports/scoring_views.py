@@ -61,7 +61,8 @@ def progress(request, release_id: int):
         raise PermissionDenied
     states = scoring_jobs.poll_scoring(release)
     return JsonResponse(
-        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.job.status, "percent": s.percent, "error": s.job.error} for s in states]}
+        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.job.status, "percent": s.percent, "error": s.job.error,
+                   "judge_requests": s.sent, "cost_usd": s.cost_usd} for s in states]}
     )
 
 

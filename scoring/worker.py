@@ -75,12 +75,29 @@ def score_direction_task(self, release_dir: str, metric: str, direction: str, ou
     release = open_release(release_dir)
     out = out_dir or str(release.root / "scores")
     last = [0.0]
+    seen = {"done": 0, "total": 0}
+    scorer = spec.build(**opts.for_metric(spec, Path(out)))
+    judge = getattr(scorer, "judge", None)
+
+    def report(force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - last[0] > 1.0:  # throttled: one backend write a second at most
+            last[0] = now
+            meta = {**seen, "metric": spec.name, "direction": direction}
+            if judge is not None:  # LLM judges: calls answered and estimated cost so far
+                stats = judge.stats
+                meta.update(sent=stats.sent, cost_usd=round(stats.spent_usd, 6))
+            self.update_state(state="PROGRESS", meta=meta)
 
     def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done >= total or now - last[0] > 1.0:  # throttled: one backend write a second at most
-            last[0] = now
-            self.update_state(state="PROGRESS", meta={"done": done, "total": total, "metric": spec.name, "direction": direction})
+        seen.update(done=done, total=total)
+        report(force=done >= total)
 
-    summary = score_direction(release, spec, direction, out, opts, progress)
+    if judge is not None:
+        judge.on_answer = lambda _stats: report()
+    try:
+        summary = score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
+    finally:
+        if hasattr(scorer, "close"):
+            scorer.close()
     return {"output_path": str(part_path(Path(out), spec.name, direction)), "summary": summary}

@@ -174,6 +174,8 @@ class Judge:
         self._backend = None
         self._cache = None
         self._lock = threading.Lock()
+        # called after each answer received (a worker reports calls and cost so far; it throttles itself)
+        self.on_answer = None
 
     # -- resources, opened on first use (building a scorer for its signature costs nothing) ---------------
 
@@ -261,6 +263,8 @@ class Judge:
                 wave, queue_ = queue_[:size], queue_[size:]
             for result in self.backend.stream(wave):
                 answer = self._store(result, calls[pending[result.custom_id][0]] if result.custom_id in pending else None)
+                if self.on_answer is not None:
+                    self.on_answer(self.stats)
                 for i in pending.pop(result.custom_id, []):
                     answers[i] = answer
         for indices in pending.values():  # not sent: the budget stopped the run

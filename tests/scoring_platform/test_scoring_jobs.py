@@ -387,3 +387,26 @@ def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue
             found.append(kwargs["options"])
             r.lrem(JUDGE_QUEUE, 1, raw)  # no judge worker should score a test release later
     assert found == [{"judge": {"base_url": "http://judge:8000/v1", "model": "m", "max_usd": 2.5}}] * 2
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_judge_job_progress_shows_requests_and_cost_so_far(judge_worker, release, languages, tmp_path, client, admin_user):
+    from scoring.judges.stub import JudgeStubServer
+
+    with JudgeStubServer(latency=0.3) as stub:
+        scoring_jobs.start_scoring(release, ["gemba-mqm"], directions=["en-de"],
+                                   options={"judge": {"base_url": stub.base_url, "model": "stub-judge", "concurrency": 1}, "limit": 12})
+        seen = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            [state] = scoring_jobs.poll_scoring(release)
+            if state.sent:
+                seen.append((state.sent, state.cost_usd))
+            if state.job.status in ("done", "failed"):
+                break
+            time.sleep(0.2)
+    assert state.job.status == "done", state.job.error + (tmp_path / "judge-worker.log").read_text()[-2000:]
+    assert seen and 0 < seen[0][0] < 12 and seen[0][1] == 0.0  # mid-run; a local model has no price
+    assert [s for s, _ in seen] == sorted(s for s, _ in seen)
