@@ -189,7 +189,7 @@ def _print_plans(plans: list[dict]) -> None:
         d = p.get("dry_run", {})
         print(f"{p['metric']:>10} {p['direction']:<8} triplets={p['triplets']:<5} calls={p['calls']:<6} cached={p['cached']:<6} "
               f"to send={d.get('calls', 0):<6} ~prompt tokens={d.get('prompt_tokens', 0):<8} ~completion tokens={d.get('completion_tokens', 0)} "
-              f"(at most {d.get('completion_tokens_max', 0)}) cost at most=${d.get('cost_usd_max', 0):.4f}")
+              f"(at most {d.get('completion_tokens_max', 0)}) ~cost=${d.get('cost_usd', 0):.4f} cost at most=${d.get('cost_usd_max', 0):.4f}")
     total = sum(p.get("dry_run", {}).get("cost_usd_max", 0) for p in plans)
     print(f"total: {sum(p.get('dry_run', {}).get('calls', 0) for p in plans)} calls to send, cost at most ${total:.4f} "
           "(0 for models without a price: set LLM_PRICES='{\"model\": [in, out]}' USD per million tokens)")

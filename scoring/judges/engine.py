@@ -150,6 +150,7 @@ class Stats:
     dry_completion_tokens_max: int = 0
     dry_completion_tokens: int = 0
     dry_cost_usd_max: float = 0.0
+    dry_cost_usd: float = 0.0  # with the stub judge's answer lengths as the completion estimate
     by_stage: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -314,6 +315,7 @@ class Judge:
             s.dry_completion_tokens_max += call.decoding.max_tokens
             if price:
                 s.dry_cost_usd_max += (p_tok * price[0] + call.decoding.max_tokens * price[1]) / 1e6
+                s.dry_cost_usd += (p_tok * price[0] + c_tok * price[1]) / 1e6
             for i in indices:
                 answers[i] = Answer(text=text, finish_reason="stop", prompt_tokens=p_tok, completion_tokens=c_tok, dry=True)
 
