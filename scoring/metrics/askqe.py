@@ -8,8 +8,11 @@ default; ``similarity`` = em, chrf, bleu or sbert), segment score = mean over qu
 better).
 
 Decision (``finalize``): a two-component Gaussian mixture per direction on the segment scores
-(scikit-learn, fixed seed); ``p_reject`` is the posterior of the lower-mean component, ``decision`` is
-reject when it reaches ``reject_threshold``. The fit is stored with the scores (parquet metadata and
+(scikit-learn, ``random_state`` 42 as in the authors' code); ``p_reject`` is the posterior of the
+lower-mean component (as theirs), ``decision`` is reject when it reaches ``reject_threshold`` (0.5).
+Segments without a score are left out of the fit (the authors' script counts them as 0). When the
+answers on the back-translation number differently from the questions, missing ones count as "No Answer"
+(the authors' script skips such rows). The fit is stored with the scores (parquet metadata and
 summary.json).
 """
 from __future__ import annotations
@@ -85,7 +88,7 @@ class AskQEScorer(JudgeScorer):
     name = "askqe"
     prompts = ("askqe-facts", "askqe-questions", "askqe-answers", "askqe-backtranslate")
     default_max_tokens = 512
-    options = {"similarity": "f1", "bt_column": None, "nli_model": None, "gmm_seed": 0, "reject_threshold": 0.5}
+    options = {"similarity": "f1", "bt_column": None, "nli_model": None, "gmm_seed": 42, "reject_threshold": 0.5}
 
     def __init__(self, **kw):
         super().__init__(**kw)
