@@ -153,6 +153,15 @@ class Stats:
     dry_cost_usd: float = 0.0  # with the stub judge's answer lengths as the completion estimate
     by_stage: dict = field(default_factory=dict)
 
+    def merge(self, other: "Stats", stage_prefix: str = "") -> None:
+        """Add another judge's accounting (CEF's reliability judges) to this one."""
+        for name in ("calls", "cached", "sent", "failed", "prompt_tokens", "completion_tokens", "cost_usd", "spent_usd"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for stage, counts in other.by_stage.items():
+            mine = self.by_stage.setdefault(f"{stage_prefix}{stage}", {"calls": 0, "cached": 0})
+            mine["calls"] += counts["calls"]
+            mine["cached"] += counts["cached"]
+
     def as_dict(self) -> dict:
         out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items() if not k.startswith("dry")}
         if self.dry_calls:

@@ -201,6 +201,7 @@ class CEFScorer(JudgeScorer):
         rows = [{"direction": direction, "judge": m, "adr": r["adr"], "ads": r["ads"], "n_questions": r["n_questions"], "n_sources": len(sources)} for m, r in result.items()]
         for m, judge in judges.items():
             if judge is not self.judge:
+                self.judge.stats.merge(judge.stats, stage_prefix=f"{m}:")  # their calls and cost count too
                 judge.close()
         return {"reliability": rows, "tables": {"reliability": rows}}
 

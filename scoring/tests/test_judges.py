@@ -331,6 +331,8 @@ def test_cef_reliability_of_several_judges_is_written_beside_the_scores(stub, tm
     assert all(0.0 <= x <= 1.0 for x in rel["adr"] + rel["ads"]) and rel["n_sources"] == [1] * 3
     models = {json.loads(c.body_key)["model"] for c in stub.served}
     assert models == {"stub-judge", "stub-b", "stub-c"}
+    judge = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]["cef"]["directions"]["en-de"]["judge"]
+    assert judge["sent"] == len(stub.served) and "stub-b:reliability-answers" in judge["by_stage"]  # every judge's calls counted
     scores = pq.read_table(tmp_path / "out" / "cef.parquet").to_pydict()
     assert {"coverage", "conformity", "consistency"} <= set(scores) and scores["score"][0] is not None
 
