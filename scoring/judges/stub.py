@@ -66,8 +66,8 @@ def _arr(items, structured: bool) -> str:
 
 
 def _gemba(prompt: str, structured: bool) -> str:
-    source = _field_re(prompt, r"^\w+ source: (.*)$")
-    mt = _field_re(prompt, r"^\w+ translation: (.*)$")
+    source = _field_re(prompt, r"^Source text \([^)]*\): (.*)$")
+    mt = _field_re(prompt, r"^Translation \([^)]*\): (.*)$")
     errors = {"critical": [], "major": [], "minor": []}
     ratio = len(mt) / max(1, len(source))
     if ratio < 0.6:

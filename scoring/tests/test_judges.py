@@ -26,7 +26,7 @@ from scoring.runner import META_KEY, ScoreOptions, part_path, score_release
 from scoring.tests.releases import write_release
 
 REPO = Path(__file__).resolve().parents[2]
-FROG = "German translation: Forscher entdeckten eine neue Froschart im Regenwald.\n"
+FROG = "Translation (German): Forscher entdeckten eine neue Froschart im Regenwald.\n"
 
 
 @pytest.fixture
