@@ -43,6 +43,8 @@ class JobState:
     state: str  # the Celery state as last seen
     done: int = 0
     total: int = 0
+    sent: int | None = None  # LLM judges: requests sent and estimated cost so far (worker progress)
+    cost_usd: float | None = None
 
     @property
     def percent(self) -> int:
@@ -152,6 +154,8 @@ def poll_scoring(release: Release) -> list[JobState]:
         if state in ("STARTED", "PROGRESS", "RETRY"):
             if isinstance(info, dict):
                 js.done, js.total = int(info.get("done", 0)), int(info.get("total", 0))
+                if "cost_usd" in info:
+                    js.sent, js.cost_usd = int(info.get("sent") or 0), float(info.get("cost_usd") or 0.0)
             if job.status != ScoringJob.Status.RUNNING:
                 job.status = ScoringJob.Status.RUNNING
                 job.save(update_fields=["status", "updated_at"])
@@ -206,6 +210,8 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
     signature = meta.get("signature") or {}
     cols = table.to_pydict()
     levels = cols.get("num_errors") or [None] * table.num_rows
+    # judge metrics record per segment why a score is missing (transport error, unreadable answer)
+    reasons = [(e or "") + (n or "") for e, n in zip(cols.get("error") or [""] * table.num_rows, cols.get("note") or [""] * table.num_rows)]
     seen = set()
     rows = []
     for i, (d, tid, score, level) in enumerate(zip(cols["direction"], cols["triplet_id"], cols["score"], levels)):
@@ -213,6 +219,8 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
             raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction.code!r}")
         if tid in seen:
             raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
+        if score is None and reasons[i]:
+            continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
         if score is None or not math.isfinite(score):
             raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
         seen.add(tid)
@@ -298,4 +306,41 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
                 }
             )
         out.append({"metric": metric, "better": better, "scale": scale, "levels": levels, "rows": rows})
+    return out
+
+
+def judge_reports(release: Release, directions: list[str] | None = None) -> dict[str, list[dict]]:
+    """What the LLM-judge metrics wrote beside their scores: calls, tokens and cost per metric and
+    direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
+    reliability (cef.reliability.parquet). Read from the worker files; nothing is stored."""
+    out: dict[str, list[dict]] = {"costs": [], "decisions": [], "reliability": []}
+    root = scores_dir(release)
+    summary_path = root / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+    except (OSError, ValueError):
+        summary = {}
+    wanted = set(directions) if directions is not None else None
+    for metric, entry in sorted((summary.get("metrics") or {}).items()):
+        for code, d in sorted((entry.get("directions") or {}).items()):
+            judge = d.get("judge")
+            if not judge or (wanted is not None and code not in wanted):
+                continue
+            out["costs"].append({"metric": metric, "direction": code, "n": d.get("n"), "scored": d.get("n_scored"),
+                                 "retry": d.get("n_retry", 0), "calls": judge.get("calls"), "sent": judge.get("sent"),
+                                 "cached": judge.get("cached"), "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
+                                 "cost_usd": judge.get("cost_usd"), "model": (d.get("signature") or {}).get("judge", {}).get("model", "")})
+            gmm = d.get("gmm")
+            if gmm:
+                out["decisions"].append({"metric": metric, "direction": code, "n": gmm.get("n"), "fitted": gmm.get("fitted"),
+                                         "reject": gmm.get("n_reject"), "means": gmm.get("means"), "reason": gmm.get("reason", "")})
+    reliability = root / "cef.reliability.parquet"
+    if reliability.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_table(reliability).to_pylist()
+        except Exception:  # noqa: BLE001 — a torn file shows no table rather than breaking the page
+            rows = []
+        out["reliability"] = [r for r in rows if wanted is None or r.get("direction") in wanted]
     return out

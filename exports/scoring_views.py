@@ -45,6 +45,7 @@ def _context(request, release: Release) -> dict:
         "running": any(s.job.status in ("pending", "running") for s in jobs),  # the page refreshes itself
         "is_admin": admin,
         "metrics": all_metrics() if admin else [],
+        "judge": scoring_jobs.judge_reports(release, visible),
     }
 
 
@@ -61,7 +62,8 @@ def progress(request, release_id: int):
         raise PermissionDenied
     states = scoring_jobs.poll_scoring(release)
     return JsonResponse(
-        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.job.status, "percent": s.percent, "error": s.job.error} for s in states]}
+        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.job.status, "percent": s.percent, "error": s.job.error,
+                   "judge_requests": s.sent, "cost_usd": s.cost_usd} for s in states]}
     )
 
 
@@ -72,8 +74,17 @@ def start(request, release_id: int):
     if not is_admin(request.user):
         raise PermissionDenied
     metrics = request.POST.getlist("metric")
+    judge = {k: request.POST.get(f"judge_{k}", "").strip() for k in ("url", "model", "max_usd")}
+    options = {}
+    if any(judge.values()):  # LLM judges: endpoint, model, budget (the workers on queue 'judge' use them)
+        try:
+            max_usd = float(judge["max_usd"]) if judge["max_usd"] else None
+        except ValueError:
+            messages.error(request, f"budget {judge['max_usd']!r} is not a number of US dollars")
+            return redirect("scores:release", release_id=release.pk)
+        options["judge"] = {k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v}
     try:
-        jobs = scoring_jobs.start_scoring(release, metrics, force=bool(request.POST.get("force")))
+        jobs = scoring_jobs.start_scoring(release, metrics, options=options or None, force=bool(request.POST.get("force")))
     except scoring_jobs.ScoringError as exc:
         messages.error(request, str(exc))
     else:

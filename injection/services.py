@@ -26,11 +26,11 @@ from injection.backends import BackendUnavailable, EditTask, GenerationRequest, 
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
 from injection.checks import run_checks
-from injection.edit_types import KINDS, MQM, NONE, edit_type, resolve_types
+from injection.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from injection.models import Candidate, InjectionItem, InjectionRun
 from injection.postprocess import OutputRejected, candidate_fields, process_output
-from injection.pricing import estimate_cost
-from injection.prompts import build_prompt
+from llm_client.pricing import estimate_cost
+from injection.prompts import PromptFileError, build_prompt, perturbation_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ class RunSpec:
     timeout: float = 60.0  # seconds per request
     poll_interval: float = 30.0  # Batch API status polls
     engine_options: dict = field(default_factory=dict)  # keyword arguments of vllm.LLM (vllm backend only)
+    prompt_files: list[str] = field(default_factory=list)  # NAME=PATH: a user's perturbation prompt files
     created_by: object = None
 
 
@@ -106,6 +107,14 @@ def plan_run(spec: RunSpec) -> InjectionRun:
         problems.append("--timeout must be positive")
     if spec.engine_options and spec.backend != "vllm":
         problems.append(f"--engine-option: only the vllm backend takes engine options, not {spec.backend}")
+    prompt_files: dict[str, str] = {}
+    if spec.prompt_files:
+        try:
+            prompt_files = perturbation_overrides(spec.prompt_files)
+        except PromptFileError as exc:
+            problems.append(str(exc))
+        if spec.kind != PERTURBATION:
+            problems.append("--prompt-file: only perturbation prompts can be replaced (use --kind perturbation)")
     if problems:
         raise RunRejected("; ".join(problems))
     model = spec.model or ("rule" if spec.backend == "rule" else settings.LLM_MODEL)
@@ -122,6 +131,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
                 "structured": spec.structured, "max_attempts": spec.max_attempts,
                 "retry_base_delay": spec.retry_base_delay, "timeout": spec.timeout, "poll_interval": spec.poll_interval,
                 **({"engine_options": spec.engine_options} if spec.engine_options else {}),
+                **({"prompt_files": prompt_files} if prompt_files else {}),
             },
             created_by=spec.created_by,
         )
@@ -148,7 +158,7 @@ def _sampling(run: InjectionRun) -> Sampling:
 
 
 def _backend_for(run: InjectionRun):
-    from injection.backends.limits import RetryPolicy
+    from llm_client.limits import RetryPolicy
 
     p = run.parameters
     options: dict = {}
@@ -175,12 +185,12 @@ def _backend_for(run: InjectionRun):
     return get_backend(run.backend, _sampling(run), **options)
 
 
-def _request(item: InjectionItem, sampling: Sampling) -> GenerationRequest:
+def _request(item: InjectionItem, sampling: Sampling, prompt_files: dict | None = None) -> GenerationRequest:
     segment = item.segment
     language = segment.direction.target.code
     prompt = build_prompt(
         edit_type(item.kind, item.error_type), reference=segment.reference, source=segment.source, language=language,
-        position=item.position, structured=sampling.structured,
+        position=item.position, structured=sampling.structured, overrides=prompt_files,
     )
     task = EditTask(reference=segment.reference, source=segment.source, language=language, kind=item.kind,
                     error_type=item.error_type, position=item.position, item_key=f"{segment.direction.code}#{segment.external_id}")
@@ -316,7 +326,7 @@ def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_
     try:
         backend = _backend_for(run)
         sampling = _sampling(run)
-        requests = {str(item.pk): _request(item, sampling) for item in items}
+        requests = {str(item.pk): _request(item, sampling, run.parameters.get("prompt_files")) for item in items}
         discount = getattr(backend, "discount", 0.0)
         last = [time.monotonic(), False, time.monotonic()]  # last look, cancelled, last renewal
 
@@ -460,7 +470,7 @@ def export_batch_file(run: InjectionRun, path) -> int:
 
     sampling = _sampling(run)
     items = run.items.filter(status=InjectionItem.Status.PENDING).select_related("segment__direction__target").order_by("id")
-    return write_batch_file(path, [_request(item, sampling) for item in items], sampling)
+    return write_batch_file(path, [_request(item, sampling, run.parameters.get("prompt_files")) for item in items], sampling)
 
 
 def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
@@ -479,7 +489,7 @@ def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
         for custom_id, result in results.items():
             item = pending.get(custom_id)
             if item is not None:
-                record_result(run, item.pk, result, _request(item, sampling), remote=False)
+                record_result(run, item.pk, result, _request(item, sampling, run.parameters.get("prompt_files")), remote=False)
     refresh_counters(run)
     status = InjectionRun.Status.DONE if not run.items.filter(status=InjectionItem.Status.PENDING).exists() else InjectionRun.Status.PENDING
     InjectionRun.objects.filter(pk=run.pk).update(status=status)
