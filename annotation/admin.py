@@ -4,7 +4,6 @@ review services, which audit every change (the review admin pages are under /rev
 Also the XQ-MEval upload on the project admin: the release brings candidates *and* review decisions, so
 its importer is the review stage's (``annotation.review.xqmeval_import``); this module re-registers
 ``core.admin.ProjectAdmin`` with the upload view added (URL name ``admin:core_project_import_xqmeval``)."""
-from django import forms
 from django.contrib import admin, messages
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -15,6 +14,7 @@ from annotation.models import (
 from annotation.review.xqmeval_import import import_xqmeval
 from core.admin import ProjectAdmin as CoreProjectAdmin
 from core.admin import report_errors
+from core.forms import XQMEvalUploadForm
 from core.models import Project
 from core.services import ImportRejected
 
@@ -80,28 +80,6 @@ class UsedIdempotencyKeyAdmin(ReadOnly):
     list_display = ["created_at", "kind", "key", "user", "object_id"]
     list_filter = ["kind"]
     search_fields = ["key", "user__username"]
-
-
-class MultipleFileInput(forms.ClearableFileInput):
-    allow_multiple_selected = True
-
-
-class MultipleFileField(forms.FileField):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(*args, **kwargs)
-
-    def clean(self, data, initial=None):
-        single = super().clean
-        if isinstance(data, (list, tuple)):
-            return [single(d, initial) for d in data]
-        return [single(data, initial)]
-
-
-class XQMEvalUploadForm(forms.Form):
-    candidate_files = MultipleFileField(help_text="the en-{lang}-{ErrorType}.parquet files")
-    decisions = forms.FileField(required=False, help_text="decisions.csv (optional)")
-    strict = forms.BooleanField(required=False, help_text="treat a candidate with several <v> regions as an error")
 
 
 class ProjectAdmin(CoreProjectAdmin):

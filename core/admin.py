@@ -11,10 +11,10 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
-from core.corpus.domain import Columns, CorpusError, read_corpus
-from core.domain.languages import UnknownDirection, parse_direction
+from core.corpus.domain import Columns, CorpusError
+from core.forms import CorpusUploadForm
 from core.models import Direction, GoldSegment, Language, Profile, Project
-from core.services import ImportRejected, import_corpus_rows
+from core.services import ImportRejected, import_corpus_source, project_create, project_problems
 
 
 @admin.register(Language)
@@ -43,20 +43,28 @@ def report_errors(request, errors: list[str], closing: str, *, level=messages.ER
         messages.add_message(request, level, closing)
 
 
-class CorpusUploadForm(forms.Form):
-    file = forms.FileField(help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference")
-    direction = forms.CharField(help_text="e.g. en-de")
-    id_column = forms.CharField(initial="id")
-    source_column = forms.CharField(initial="source")
-    reference_column = forms.CharField(initial="reference")
+class ProjectAdminForm(forms.ModelForm):
+    """The admin's project form; a new project is validated and created by ``core.services.project_create``,
+    like the site's form and the commands."""
 
-    def clean_direction(self):
-        value = self.cleaned_data["direction"].strip()
-        try:
-            parse_direction(value)
-        except UnknownDirection as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return value
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk is None and not self.errors:
+            options = data.get("options") or {}
+            problems = project_problems(
+                name=data.get("name", ""), source_language=data["source_language"].code,
+                directions=[d.code for d in data.get("directions", [])], error_types=list(data.get("error_types") or []),
+                perturbations=list(options.get("perturbations", [])) if isinstance(options, dict) else [],
+                reviewers_per_candidate=data.get("reviewers_per_candidate"), max_errors=data.get("max_errors"),
+            )
+            for problem in problems:
+                field_name, _, message = problem.partition(": ")
+                self.add_error(field_name if field_name in self.fields else None, problem if field_name not in self.fields else message)
+        return data
 
 
 @admin.register(Project)
@@ -65,7 +73,25 @@ class ProjectAdmin(admin.ModelAdmin):
     list_filter = ["source_language", "pool_rule", "directions"]
     search_fields = ["name", "title"]
     filter_horizontal = ["directions"]
+    form = ProjectAdminForm
     change_form_template = "admin/core/project/change_form.html"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        data = form.cleaned_data
+        options = dict(data.get("options") or {})
+        project = project_create(
+            name=data["name"], title=data.get("title", ""), source_language=data["source_language"].code,
+            directions=[d.code for d in data.get("directions", [])], error_types=list(data.get("error_types") or []),
+            perturbations=list(options.pop("perturbations", [])), reviewers_per_candidate=data["reviewers_per_candidate"],
+            max_errors=data["max_errors"], description=data.get("description", ""), owner=data.get("owner") or request.user,
+            pool_rule=data["pool_rule"], license=data["license"], options=options,
+        )
+        obj.pk = project.pk
+        obj._state.adding = False
+        obj._state.db = project._state.db
+        form.instance = obj
 
     def get_urls(self):
         extra = [
@@ -82,8 +108,9 @@ class ProjectAdmin(admin.ModelAdmin):
             upload = form.cleaned_data["file"]
             columns = Columns(form.cleaned_data["id_column"], form.cleaned_data["source_column"], form.cleaned_data["reference_column"])
             try:
-                rows = read_corpus(upload.read(), upload.name, columns)
-                result = import_corpus_rows(project, form.cleaned_data["direction"], rows, upload.name)
+                _, result = import_corpus_source(
+                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read()
+                )
             except (CorpusError, ImportRejected) as exc:
                 report_errors(request, exc.errors, f"{upload.name}: nothing imported.")
             else:

@@ -1,6 +1,7 @@
 """Write operations on languages, directions, projects, users and gold segments."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -9,6 +10,7 @@ from django.db import transaction
 
 from core.corpus.domain import CorpusRow
 from core.domain import bidi
+from core.domain.edit_types import MQM, PERTURBATION, types_of
 from core.domain.errors import InputErrors
 from core.domain.languages import language_info, parse_direction
 from core.models import Direction, GoldSegment, Language, Profile, Project
@@ -48,14 +50,106 @@ def project_name_problem(name: str) -> str:
     return ""
 
 
+class ProjectRejected(ImportRejected):
+    """A project cannot be created as asked; ``errors`` names each field's problem. Nothing was written."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("project", errors)
+        self.args = ("; ".join(errors),)
+
+
+SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
+MAX_REVIEWERS = 10
+MAX_ERRORS_LIMIT = 10
+
+
+def project_problems(
+    *,
+    name: str,
+    source_language: str,
+    directions: Iterable[str] = (),
+    error_types: Iterable[str] = (),
+    perturbations: Iterable[str] = (),
+    reviewers_per_candidate: int = 2,
+    max_errors: int = 5,
+) -> list[str]:
+    """Every problem of a new project's settings, each naming its field (empty: it can be created)."""
+    problems: list[str] = []
+    if not name:
+        problems.append("name: required")
+    elif len(name) > 100 or not SLUG_RE.match(name):
+        problems.append(f"name: {name!r} must be a slug of at most 100 characters: letters, digits, '-' or '_' (it is the project's URL)")
+    elif Project.objects.filter(name=name).exists():
+        problems.append(f"name: a project {name!r} already exists")
+    try:
+        language_info(source_language)
+    except ValueError as exc:
+        problems.append(f"source_language: {exc}")
+    for code in directions:
+        try:
+            source, _ = parse_direction(code)
+        except ValueError as exc:
+            problems.append(f"directions: {exc}")
+            continue
+        if source != source_language:
+            problems.append(f"directions: {code} does not start from the source language {source_language}")
+    for field_name, kind, names in (("error_types", MQM, error_types), ("perturbations", PERTURBATION, perturbations)):
+        known = [t.name for t in types_of(kind)]
+        for type_name in names:
+            if type_name not in known:
+                problems.append(f"{field_name}: unknown {kind} type {type_name!r} (known: {', '.join(known)})")
+    if not isinstance(reviewers_per_candidate, int) or not 1 <= reviewers_per_candidate <= MAX_REVIEWERS:
+        problems.append(f"reviewers_per_candidate: {reviewers_per_candidate!r} is not a whole number from 1 to {MAX_REVIEWERS}")
+    if not isinstance(max_errors, int) or not 1 <= max_errors <= MAX_ERRORS_LIMIT:
+        problems.append(f"max_errors: {max_errors!r} is not a whole number from 1 to {MAX_ERRORS_LIMIT}")
+    return problems
+
+
+def project_create(
+    *,
+    name: str,
+    title: str = "",
+    source_language: str = "en",
+    directions: Iterable[str] = (),
+    error_types: Iterable[str] = (),
+    perturbations: Iterable[str] = (),
+    reviewers_per_candidate: int = 2,
+    max_errors: int = 5,
+    description: str = "",
+    owner=None,
+    **fields,
+) -> Project:
+    """Create a project with its directions; every setting is validated first (``ProjectRejected`` lists
+    each problem by field) and nothing is written unless all are valid. Empty ``error_types`` or
+    ``perturbations`` mean every registered type of that kind. The site's form, the admin and the commands
+    all create projects here."""
+    directions, error_types, perturbations = list(directions), list(error_types), list(perturbations)
+    problems = project_problems(
+        name=name, source_language=source_language, directions=directions, error_types=error_types,
+        perturbations=perturbations, reviewers_per_candidate=reviewers_per_candidate, max_errors=max_errors,
+    )
+    if problems:
+        raise ProjectRejected(problems)
+    options = dict(fields.pop("options", None) or {})
+    if perturbations:
+        options["perturbations"] = perturbations
+    with transaction.atomic():
+        project = Project.objects.create(
+            name=name, title=title or name, description=description, source_language=ensure_language(source_language),
+            error_types=error_types, reviewers_per_candidate=reviewers_per_candidate, max_errors=max_errors,
+            options=options, owner=owner, **fields,
+        )
+        if directions:
+            project.directions.add(*[ensure_direction(code) for code in directions])
+    return project
+
+
 def ensure_project(name: str, *, source_language: str = "en", owner=None, **fields) -> tuple[Project, bool]:
+    """The project called ``name``, created through ``project_create`` when missing (imports and the demo)."""
     project = Project.objects.filter(name=name).first()
     if project:
         return project, False
-    project = Project.objects.create(
-        name=name, source_language=ensure_language(source_language), owner=owner, title=fields.pop("title", name), **fields
-    )
-    return project, True
+    return project_create(name=name, source_language=source_language, owner=owner, **fields), True
 
 
 def add_directions(project: Project, codes: Iterable[str]) -> list[Direction]:
@@ -148,3 +242,28 @@ def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusR
         if (found := bidi.controls(text, bidi.MARKS))
     ]
     return result
+
+
+def import_corpus_source(
+    project: Project,
+    *,
+    direction: str,
+    columns,
+    upload_name: str = "",
+    data: bytes | None = None,
+    hf_dataset: str = "",
+    hf_config: str | None = None,
+    hf_split: str = "test",
+) -> tuple[str, CorpusImportResult]:
+    """Read a corpus (uploaded bytes, or a Hugging Face dataset through ``datasets``) and import it with
+    ``import_corpus_rows``: the same validation as the command; ``CorpusError`` or ``ImportRejected`` list
+    every problem with its file and line, and nothing is written. Returns (source name, result)."""
+    from core.corpus.domain import read_corpus, read_hf_dataset
+
+    if hf_dataset:
+        rows = read_hf_dataset(hf_dataset, hf_config or None, hf_split or "test", columns)
+        name = hf_dataset
+    else:
+        rows = read_corpus(data or b"", upload_name, columns)
+        name = upload_name
+    return name, import_corpus_rows(project, direction, rows, name)

@@ -26,11 +26,11 @@ from injection.backends import BackendUnavailable, EditTask, GenerationRequest, 
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
 from injection.domain.checks import run_checks
-from injection.domain.edit_types import KINDS, MQM, NONE, edit_type, resolve_types
+from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
-from injection.domain.pricing import estimate_cost
-from injection.domain.prompts import build_prompt
+from injection.domain.prompts import PromptFileError, build_prompt, perturbation_overrides
 from injection.models import Candidate, InjectionItem, InjectionRun
+from llm_client.pricing import estimate_cost
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class RunSpec:
     kind: str
     backend: str = "rule"
     directions: list[str] = field(default_factory=list)  # empty: all of the project's directions
-    error_types: list[str] = field(default_factory=list)  # empty: all types of the kind
+    error_types: list[str] = field(default_factory=list)  # empty: the project's types of the kind (all when it names none)
     positions: list[str] = field(default_factory=list)  # empty: each type's positions
     name: str = ""
     model: str = ""
@@ -64,7 +64,15 @@ class RunSpec:
     timeout: float = 60.0  # seconds per request
     poll_interval: float = 30.0  # Batch API status polls
     engine_options: dict = field(default_factory=dict)  # keyword arguments of vllm.LLM (vllm backend only)
+    prompt_files: list[str] = field(default_factory=list)  # NAME=PATH: a user's perturbation prompt files
     created_by: object = None
+
+
+def project_types(project: Project, kind: str) -> list[str]:
+    """The types a project was created with for ``kind`` (empty: every registered type of the kind)."""
+    if kind == MQM:
+        return list(project.error_types or [])
+    return list((project.options or {}).get("perturbations", []))
 
 
 def plan_run(spec: RunSpec) -> InjectionRun:
@@ -79,7 +87,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     types = []
     if not problems:
         try:
-            types = resolve_types(spec.kind, spec.error_types)
+            types = resolve_types(spec.kind, spec.error_types or project_types(spec.project, spec.kind))
         except ValueError as exc:
             problems.append(f"--types: {exc}")
     project_directions = {d.code: d for d in spec.project.directions.all()}
@@ -99,6 +107,14 @@ def plan_run(spec: RunSpec) -> InjectionRun:
         problems.append("--timeout must be positive")
     if spec.engine_options and spec.backend != "vllm":
         problems.append(f"--engine-option: only the vllm backend takes engine options, not {spec.backend}")
+    prompt_files: dict[str, str] = {}
+    if spec.prompt_files:
+        try:
+            prompt_files = perturbation_overrides(spec.prompt_files)
+        except PromptFileError as exc:
+            problems.append(str(exc))
+        if spec.kind != PERTURBATION:
+            problems.append("--prompt-file: only perturbation prompts can be replaced (use --kind perturbation)")
     if problems:
         raise RunRejected("; ".join(problems))
     model = spec.model or ("rule" if spec.backend == "rule" else settings.LLM_MODEL)
@@ -115,6 +131,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
                 "structured": spec.structured, "max_attempts": spec.max_attempts,
                 "retry_base_delay": spec.retry_base_delay, "timeout": spec.timeout, "poll_interval": spec.poll_interval,
                 **({"engine_options": spec.engine_options} if spec.engine_options else {}),
+                **({"prompt_files": prompt_files} if prompt_files else {}),
             },
             created_by=spec.created_by,
         )
@@ -141,7 +158,7 @@ def _sampling(run: InjectionRun) -> Sampling:
 
 
 def _backend_for(run: InjectionRun):
-    from injection.backends.limits import RetryPolicy
+    from llm_client.limits import RetryPolicy
 
     p = run.parameters
     options: dict = {}
@@ -168,12 +185,12 @@ def _backend_for(run: InjectionRun):
     return get_backend(run.backend, _sampling(run), **options)
 
 
-def _request(item: InjectionItem, sampling: Sampling) -> GenerationRequest:
+def _request(item: InjectionItem, sampling: Sampling, prompt_files: dict | None = None) -> GenerationRequest:
     segment = item.segment
     language = segment.direction.target.code
     prompt = build_prompt(
         edit_type(item.kind, item.error_type), reference=segment.reference, source=segment.source, language=language,
-        position=item.position, structured=sampling.structured,
+        position=item.position, structured=sampling.structured, overrides=prompt_files,
     )
     task = EditTask(reference=segment.reference, source=segment.source, language=language, kind=item.kind,
                     error_type=item.error_type, position=item.position, item_key=f"{segment.direction.code}#{segment.external_id}")
@@ -383,7 +400,7 @@ def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_
     try:
         backend = _backend_for(run)
         sampling = _sampling(run)
-        requests = {str(item.pk): _request(item, sampling) for item in items}
+        requests = {str(item.pk): _request(item, sampling, run.parameters.get("prompt_files")) for item in items}
         buffer = ResultBuffer(run, requests, discount=getattr(backend, "discount", 0.0), remote=backend.remote, progress=progress)
         lease.restart_clock()
         since = time.monotonic()
@@ -476,7 +493,7 @@ def export_batch_file(run: InjectionRun, path) -> int:
 
     sampling = _sampling(run)
     items = run.items.filter(status=InjectionItem.Status.PENDING).select_related("segment__direction__target").order_by("id")
-    return write_batch_file(path, [_request(item, sampling) for item in items], sampling)
+    return write_batch_file(path, [_request(item, sampling, run.parameters.get("prompt_files")) for item in items], sampling)
 
 
 def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
@@ -495,7 +512,7 @@ def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
         for custom_id, result in results.items():
             item = pending.get(custom_id)
             if item is not None:
-                record_result(run, item.pk, result, _request(item, sampling), remote=False)
+                record_result(run, item.pk, result, _request(item, sampling, run.parameters.get("prompt_files")), remote=False)
     refresh_counters(run)
     status = InjectionRun.Status.DONE if not run.items.filter(status=InjectionItem.Status.PENDING).exists() else InjectionRun.Status.PENDING
     InjectionRun.objects.filter(pk=run.pk).update(status=status)

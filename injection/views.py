@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from core import access
 from core.domain.params import id_param
+from core.models import Project
 from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
@@ -25,7 +26,8 @@ ADMINS_ONLY = "injection runs are managed by admins"
 @login_required
 def runs(request):
     access.require_admin(request.user, message=ADMINS_ONLY)
-    form = StartRunForm(request.POST or None)
+    project = Project.objects.filter(name=request.GET.get("project", "")).first()  # started from a project's page
+    form = StartRunForm(request.POST or None, project=project)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         spec = services.RunSpec(
@@ -43,8 +45,10 @@ def runs(request):
         else:
             messages.success(request, f"Run {run.name} started: {run.total} item(s).")
             return redirect("injection:run", pk=run.pk)
-    recent = InjectionRun.objects.select_related("project").all()[:100]
-    return render(request, "injection/runs.html", {"form": form, "runs": recent})
+    recent = InjectionRun.objects.select_related("project").all()
+    if project is not None:
+        recent = recent.filter(project=project)
+    return render(request, "injection/runs.html", {"form": form, "runs": recent[:100], "project": project})
 
 
 @login_required

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from injection.backends import EditTask, GenerationRequest, Sampling, get_backend  # noqa: E402
-from injection.domain.edit_types import edit_type  # noqa: E402
+from core.domain.edit_types import edit_type  # noqa: E402
 from injection.domain.prompts import build_prompt  # noqa: E402
 
 REFERENCE = "Führende Forscher sagen, dass dies die Früherkennung von Krebs, Tuberkulose, HIV und Malaria bringen könnte."

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from injection.backends import EditTask, GenerationRequest, Sampling, get_backend  # noqa: E402
 from injection.backends.vllm_engine import parse_engine_options  # noqa: E402
 from injection.domain.checks import run_checks  # noqa: E402
-from injection.domain.edit_types import edit_type  # noqa: E402
+from core.domain.edit_types import edit_type  # noqa: E402
 from injection.domain.postprocess import OutputRejected, process_output  # noqa: E402
 from injection.domain.prompts import build_prompt  # noqa: E402
 

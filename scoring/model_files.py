@@ -87,6 +87,40 @@ def torch_dtype(dtype: str | None, device: str):
     return name, value
 
 
+DTYPE_NAMES = {"float32": "float32", "float": "float32", "float16": "float16", "half": "float16", "bfloat16": "bfloat16",
+               "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def checkpoint_dtype(path: Path) -> str:
+    """The dtype ``from_pretrained(torch_dtype="auto")`` would load: the config's ``torch_dtype`` (``dtype``
+    in newer configs), else that of the first floating tensor of the weights, else float32."""
+    import json
+    import struct
+
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    for key in ("torch_dtype", "dtype"):
+        name = config.get(key)
+        if isinstance(name, str) and name.replace("torch.", "") in DTYPE_NAMES:
+            return DTYPE_NAMES[name.replace("torch.", "")]
+    for weights in sorted(path.glob("*.safetensors")):
+        with open(weights, "rb") as f:
+            header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+        for key, info in header.items():
+            if key != "__metadata__" and info.get("dtype") in DTYPE_NAMES:
+                return DTYPE_NAMES[info["dtype"]]
+    if (path / "pytorch_model.bin").exists():
+        import torch
+
+        state = torch.load(path / "pytorch_model.bin", map_location="meta", weights_only=True)
+        for tensor in state.values():
+            if tensor.is_floating_point():
+                return DTYPE_NAMES[str(tensor.dtype).replace("torch.", "")]
+    return "float32"
+
+
 def library_version(dist: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -25,6 +25,8 @@ class Segment:
     mt: str
     ref: str
     target_lang: str = ""
+    source_lang: str = ""
+    extra: dict | None = None  # optional release columns a metric asked for (AskQE's back-translation)
 
 
 @dataclass
@@ -115,3 +117,4 @@ def _load_builtin() -> None:
         return
     _loaded = True
     from scoring.metrics import strings, comet, metricx, bleurt, bertscore, omniscore, sbert  # noqa: F401
+    from scoring.metrics import gemba, askqe, cef, dcr  # noqa: F401  (LLM judges; no network until scoring)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -33,19 +33,33 @@ class DirectionData:
     src: list[str]
     ref: list[str]
     mt: list[str]
+    extra: dict[str, list] = field(default_factory=dict)  # further columns a metric asked for
 
     @property
     def target_lang(self) -> str:
         return self.direction.split("-", 1)[1].split("_", 1)[0]
 
+    @property
+    def source_lang(self) -> str:
+        return self.direction.split("-", 1)[0].split("_", 1)[0]
+
     def __len__(self) -> int:
         return len(self.triplet_ids)
 
-    def input_hash(self) -> str:
+    def head(self, n: int) -> "DirectionData":
+        """The first ``n`` triplets, in release order (``--limit``)."""
+        n = max(0, int(n))
+        return replace(
+            self, triplet_ids=self.triplet_ids[:n], segment_ids=self.segment_ids[:n], levels=self.levels[:n],
+            src=self.src[:n], ref=self.ref[:n], mt=self.mt[:n], extra={k: v[:n] for k, v in self.extra.items()},
+        )
+
+    def input_hash(self, columns: list[str] | None = None) -> str:
         """Identifies exactly what was scored, so a changed release is never mistaken for finished work."""
         h = hashlib.sha256()
-        for row in zip(self.triplet_ids, self.src, self.mt, self.ref):
-            for value in row:
+        extra = [self.extra[c] for c in (columns or []) if c in self.extra]
+        for i, row in enumerate(zip(self.triplet_ids, self.src, self.mt, self.ref)):
+            for value in (*row, *(col[i] for col in extra)):
                 h.update(str(value).encode("utf-8"))
                 h.update(b"\x1f")
             h.update(b"\x1e")
@@ -71,7 +85,7 @@ class Release:
             raise ReleaseError(f"{self.root}: no direction config found (expected e.g. en-de/test.parquet)")
         return found
 
-    def load(self, direction: str) -> DirectionData:
+    def load(self, direction: str, extra_columns: list[str] | None = None) -> DirectionData:
         path = self.root / direction / "test.parquet"
         if not path.is_file():
             raise ReleaseError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
@@ -92,6 +106,9 @@ class Release:
         optional = {
             c: (table.column(c).to_pylist() if c in table.column_names else [None] * n) for c in OPTIONAL_COLUMNS
         }
+        absent = [c for c in extra_columns or [] if c not in table.column_names]
+        if absent:
+            raise ReleaseError(f"{path}: no column {', '.join(map(repr, absent))} (columns: {', '.join(table.column_names)})")
         return DirectionData(
             direction=direction,
             path=path,
@@ -101,6 +118,7 @@ class Release:
             src=cols["src"],
             ref=cols["ref"],
             mt=cols["mt"],
+            extra={c: table.column(c).to_pylist() for c in extra_columns or []},
         )
 
 

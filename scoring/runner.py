@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scoring import __version__
-from scoring.registry import MetricError, MetricSpec, Segment, get_metric
+from scoring.registry import Family, MetricError, MetricSpec, Segment, get_metric
 from scoring.release import DirectionData, Release, open_release
 
 META_KEY = b"xqmeval.scoring"
@@ -48,17 +48,29 @@ class ScoreOptions:
     spm_model: str | None = None  # spBLEU's FLORES-200 SentencePiece file
     dtype: str | None = None  # float32 / float16 / bfloat16
     chunk_size: int = DEFAULT_CHUNK
+    trust_remote_code: bool = False  # run Python code shipped with a checkpoint (OmniScore's legacy format)
     extra: dict[str, Any] = field(default_factory=dict)
+    # LLM judges (family LLM only): model, base_url, backend, concurrency, rpm, max_usd, dry_run, cache_dir,
+    # temperature, max_tokens, seed, structured, prompt_files (scoring.judges.engine.JudgeConfig).
+    judge: dict[str, Any] = field(default_factory=dict)
+    limit: int | None = None  # first N triplets per direction, in release order
 
-    def for_metric(self) -> dict[str, Any]:
-        return {
+    def for_metric(self, spec: MetricSpec | None = None, out: Path | None = None) -> dict[str, Any]:
+        kw = {
             "batch_size": self.batch_size,
             "device": self.device,
             "model": self.model,
             "spm_model": self.spm_model,
             "dtype": self.dtype,
+            **({"trust_remote_code": True} if self.trust_remote_code else {}),
             **self.extra,
         }
+        if spec is not None and spec.family == Family.LLM:
+            judge = dict(self.judge)
+            if not judge.get("cache_dir") and out is not None:
+                judge["cache_dir"] = str(Path(out) / ".judge-cache")  # a rerun into the same output is free
+            kw["judge"] = judge
+        return kw
 
 
 def metric_slug(name: str) -> str:
@@ -98,14 +110,23 @@ def _columns(data: DirectionData, lo: int, hi: int, scores: list[float], extras:
         "triplet_id": data.triplet_ids[lo:hi],
         "segment_id": [None if s is None else str(s) for s in data.segment_ids[lo:hi]],
         "num_errors": data.levels[lo:hi],
-        "score": [float(s) for s in scores],
+        "score": [None if s is None else float(s) for s in scores],  # None: the judge failed on this segment
     }
     for key, values in extras.items():
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            cols[key] = [float(v) for v in values]
+        present = [v for v in values if v is not None]
+        if present and all(isinstance(v, bool) for v in present):
+            cols[key] = list(values)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present) and (present or not values):
+            cols[key] = [None if v is None else float(v) for v in values]
+        elif key in _TEXT_EXTRAS and all(isinstance(v, str) for v in present):
+            cols[key] = list(values)
         else:
             cols[key] = [json.dumps(v, ensure_ascii=False) for v in values]
     return cols
+
+
+# Extras kept as plain text (not JSON-encoded): judge answers, notes and errors people read.
+_TEXT_EXTRAS = {"raw_answer", "note", "error", "decision", "backtranslation"}
 
 
 def _concat(parts: list[dict[str, list]]) -> dict[str, list]:
@@ -130,19 +151,23 @@ def score_direction(
     spec = get_metric(metric) if isinstance(metric, str) else metric
     options = options or ScoreOptions()
     out = Path(out) if out else release.root / "scores"
-    data = release.load(direction)
-    input_hash = data.input_hash()
+    # Building a scorer resolves its model and tokenizer but loads no weights (that happens on the first
+    # batch), so comparing signatures to decide what is finished is cheap.
+    scorer = scorer or spec.build(**options.for_metric(spec, out))
+    wanted = getattr(scorer, "wanted_columns", lambda: [])()
+    data = release.load(direction, extra_columns=wanted)
+    if options.limit is not None:
+        data = data.head(options.limit)
+    input_hash = data.input_hash(wanted)
     target = part_path(out, spec.name, direction)
 
     done = _read_meta(target) if target.exists() else None
-    # Building a scorer resolves its model and tokenizer but loads no weights (that happens on the first
-    # batch), so comparing signatures to decide what is finished is cheap.
-    scorer = scorer or spec.build(**options.for_metric())
     sig = scorer.signature(data.target_lang)
     if (
         done
         and done.get("input_hash") == input_hash
         and done.get("metric") == spec.name
+        and not done.get("summary", {}).get("n_retry")  # segments the judge failed on are redone
         and _config_key(done["signature"]) == _config_key(sig)
     ):
         if progress:
@@ -151,6 +176,8 @@ def score_direction(
             _assemble(out, spec.name)
         return {**done["summary"], "skipped": True}
 
+    if hasattr(scorer, "reset_stats"):
+        scorer.reset_stats()  # judge accounting per direction
     chunk_dir = target.with_suffix(".chunks")
     chunk = max(1, options.chunk_size)
     started = time.perf_counter()
@@ -169,24 +196,36 @@ def score_direction(
             pieces.append(pq.read_table(cpath).to_pydict())
         else:
             segments = [
-                Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang) for i in range(lo, hi)
+                Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang,
+                        extra={c: data.extra[c][i] for c in data.extra} or None)
+                for i in range(lo, hi)
             ]
             result = scorer.score(segments)
             if len(result.scores) != hi - lo:
                 raise MetricError(f"{spec.name}: scorer returned {len(result.scores)} scores for {hi - lo} segments")
-            bad = [i for i, s in enumerate(result.scores) if not math.isfinite(float(s))]
-            if bad:
-                raise MetricError(f"{spec.name}: non-finite score for triplet {data.triplet_ids[lo + bad[0]]!r}")
+            # None is a segment the judge could not score (its extras say why); anything else must be finite.
+            bad = [i for i, s in enumerate(result.scores) if s is not None and not math.isfinite(float(s))]
+            if bad or (spec.family != Family.LLM and any(s is None for s in result.scores)):
+                first = bad[0] if bad else result.scores.index(None)
+                raise MetricError(f"{spec.name}: non-finite score for triplet {data.triplet_ids[lo + first]!r}")
             cols = _columns(data, lo, hi, result.scores, result.extras)
-            if hi - lo < n:  # a single-chunk direction needs no checkpoint
+            retry = any(cols.get("retryable") or [])
+            if hi - lo < n and not retry:  # a single-chunk direction needs no checkpoint; a failed one is redone
                 _write_table(cpath, cols, {"input_hash": input_hash, "range": [lo, hi], "signature": sig})
             pieces.append(cols)
         if progress:
             progress(hi, n)
     elapsed = time.perf_counter() - started
     cols = _concat(pieces) if pieces else _columns(data, 0, 0, [], {})
+    finalize = getattr(scorer, "finalize", None)
+    extra_meta = finalize(direction, cols, data) if finalize else {}
     summary = summarize(spec, direction, cols["score"], cols["num_errors"])
     summary["segments_per_s"] = round(n / elapsed, 2) if elapsed > 0 else None
+    if "retryable" in cols:
+        summary["n_retry"] = sum(1 for r in cols["retryable"] if r)
+    if hasattr(scorer, "stats"):
+        summary["judge"] = scorer.stats()
+    summary.update({k: v for k, v in extra_meta.items() if k != "tables"})
     meta = {
         "metric": spec.name,
         "spec": spec.describe(),
@@ -195,6 +234,7 @@ def score_direction(
         "release": {"root": str(release.root), "version": release.version},
         "summary": summary,
         "scoring_version": __version__,
+        "tables": extra_meta.get("tables", {}),
     }
     _write_table(target, cols, meta)
     if chunk_dir.exists():
@@ -209,13 +249,16 @@ def score_direction(
 def summarize(spec: MetricSpec, direction: str, scores: list[float], levels: list) -> dict[str, Any]:
     by_level: dict[str, list[float]] = {}
     for s, k in zip(scores, levels):
-        if k is not None:
+        if k is not None and s is not None:
             by_level.setdefault(str(k), []).append(s)
+    n = len(scores)
+    scores = [s for s in scores if s is not None]
     mean = statistics.fmean(scores) if scores else None
     return {
         "metric": spec.name,
         "direction": direction,
-        "n": len(scores),
+        "n": n,
+        "n_scored": len(scores),
         "mean": mean,
         "mean_reported": None if mean is None else mean * spec.report_scale,
         "mean_by_level": {k: statistics.fmean(v) for k, v in sorted(by_level.items(), key=lambda kv: int(kv[0]))},
@@ -249,6 +292,13 @@ def _assemble(out: Path, metric: str) -> None:
                 "directions": {m["summary"]["direction"]: m["signature"] for m in metas},
             }
             _write_table(out / f"{metric_slug(metric)}.parquet", table.to_pydict(), meta)
+            side: dict[str, list[dict]] = {}
+            for m in metas:
+                for name, rows in (m.get("tables") or {}).items():
+                    side.setdefault(name, []).extend(rows)
+            for name, rows in side.items():  # e.g. cef.reliability.parquet: judge reliability beside the scores
+                if rows:
+                    _write_table(out / f"{metric_slug(metric)}.{name}.parquet", pa.Table.from_pylist(rows).to_pydict(), {"metric": metric, "table": name})
         summary_path = out / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"metrics": {}}
         summary["scoring_version"] = __version__
@@ -275,10 +325,56 @@ def score_release(
     results = []
     for name in metrics:
         spec = get_metric(name)
-        scorer = spec.build(**(options or ScoreOptions()).for_metric())  # one model load per metric
+        scorer = spec.build(**(options or ScoreOptions()).for_metric(spec, out))  # one model load per metric
         for direction in wanted:
-            progress = progress_factory(spec.name, direction, len(release.load(direction))) if progress_factory else None
-            summary = score_direction(release, spec, direction, out, options, progress, scorer=scorer, assemble=False)
+            total = len(release.load(direction))
+            if options is not None and options.limit is not None:
+                total = min(total, options.limit)
+            progress = progress_factory(spec.name, direction, total) if progress_factory else None
+            try:
+                summary = score_direction(release, spec, direction, out, options, progress, scorer=scorer, assemble=False)
+            finally:
+                if hasattr(scorer, "close"):
+                    scorer.close()
             results.append(summary)
         _assemble(out, spec.name)
     return results
+
+
+def dry_run_release(
+    where: str | Path,
+    metrics: Iterable[str],
+    out: Path | None = None,
+    directions: Iterable[str] | None = None,
+    options: ScoreOptions | None = None,
+) -> list[dict[str, Any]]:
+    """What an LLM-judge run would send, without sending or writing anything: calls (cache hits apart),
+    estimated tokens and the cost bound, per metric and direction. Later pipeline stages are planned on
+    the answers of the offline stub judge (scoring.judges.stub), so their counts are estimates."""
+    release = open_release(where)
+    out = Path(out) if out else release.root / "scores"
+    options = options or ScoreOptions()
+    wanted = list(directions) if directions else release.directions()
+    plans = []
+    for name in metrics:
+        spec = get_metric(name)
+        if spec.family != Family.LLM:
+            continue
+        kw = options.for_metric(spec, out)
+        kw["judge"] = {**kw["judge"], "dry_run": True}
+        scorer = spec.build(**kw)
+        for direction in wanted:
+            data = release.load(direction, extra_columns=scorer.wanted_columns() if hasattr(scorer, "wanted_columns") else [])
+            if options.limit is not None:
+                data = data.head(options.limit)
+            scorer.reset_stats()
+            segments = [
+                Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang,
+                        extra={c: data.extra[c][i] for c in data.extra} or None)
+                for i in range(len(data))
+            ]
+            scorer.score(segments)
+            stats = scorer.stats()
+            plans.append({"metric": spec.name, "direction": direction, "triplets": len(data), **stats})
+        scorer.close()
+    return plans

@@ -6,6 +6,12 @@ anywhere (string metrics, SBERT). A GPU machine consumes both, a CPU machine onl
     CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q gpu,scoring -c 1
     CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q scoring
 
+LLM judges (gemba-mqm, askqe, cef, dcr) go to the ``judge`` queue: a worker that reaches the judge endpoint
+(``-Q judge`` in .venv-scoring), or one in .venv-vllm running the judge in-process (options
+``judge={"backend": "vllm", "model": ...}``)::
+
+    CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker worker -Q judge -c 1
+
 The platform (``exports.scores.tasks``) sends tasks by name; results (a small summary) and progress go
 to the result backend (CELERY_RESULT_BACKEND, default: the broker). Scores themselves are written as
 parquet files next to the release, which the platform ingests.
@@ -18,7 +24,7 @@ from pathlib import Path
 
 from celery import Celery
 
-from scoring.queues import ANY_QUEUE, GPU_QUEUE, TASK_NAME, queue_for  # noqa: F401
+from scoring.queues import ANY_QUEUE, GPU_QUEUE, JUDGE_QUEUE, TASK_NAME, queue_for  # noqa: F401
 from scoring.registry import MetricError, get_metric
 
 ALLOW_CPU_ENV = "XQMEVAL_ALLOW_GPU_METRICS_ON_CPU"  # tests and small CPU-only setups
@@ -69,12 +75,29 @@ def score_direction_task(self, release_dir: str, metric: str, direction: str, ou
     release = open_release(release_dir)
     out = out_dir or str(release.root / "scores")
     last = [0.0]
+    seen = {"done": 0, "total": 0}
+    scorer = spec.build(**opts.for_metric(spec, Path(out)))
+    judge = getattr(scorer, "judge", None)
+
+    def report(force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - last[0] > 1.0:  # throttled: one backend write a second at most
+            last[0] = now
+            meta = {**seen, "metric": spec.name, "direction": direction}
+            if judge is not None:  # LLM judges: calls answered and estimated cost so far
+                stats = judge.stats
+                meta.update(sent=stats.sent, cost_usd=round(stats.spent_usd, 6))
+            self.update_state(state="PROGRESS", meta=meta)
 
     def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done >= total or now - last[0] > 1.0:  # throttled: one backend write a second at most
-            last[0] = now
-            self.update_state(state="PROGRESS", meta={"done": done, "total": total, "metric": spec.name, "direction": direction})
+        seen.update(done=done, total=total)
+        report(force=done >= total)
 
-    summary = score_direction(release, spec, direction, out, opts, progress)
+    if judge is not None:
+        judge.on_answer = lambda _stats: report()
+    try:
+        summary = score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
+    finally:
+        if hasattr(scorer, "close"):
+            scorer.close()
     return {"output_path": str(part_path(Path(out), spec.name, direction)), "summary": summary}

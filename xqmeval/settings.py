@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI assets served by us (no CDN)
     "csp",
     "axes",  # keep last among apps whose backends it wraps (django-axes docs)
+    "django_htmx",
     "core",
     "injection",
     "annotation",
@@ -67,6 +68,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a lockout into the lockout answer
@@ -84,6 +86,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "core.context_processors.navigation",
             ],
         },
     },
@@ -167,6 +170,7 @@ CELERY_IMPORTS = [
     "exports.benchmark.tasks",
     "exports.release.tasks",
     "exports.scores.tasks",  # scoring: send tasks to scoring workers, ingest their files
+    "exports.metaeval.tasks",
 ]
 CELERY_TASK_ROUTES = {
     "injection.*": {"queue": "llm"},

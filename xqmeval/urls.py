@@ -13,6 +13,7 @@ urlpatterns = [
     path("healthz", site_views.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("projects/", include("xqmeval.projects.urls")),  # project page (the pipeline), new project, imports
     path("review/", include("annotation.review.urls")),  # review queue, review and Likert screens, adjudication
     path("agreement/", include("annotation.agreement.urls")),  # agreement dashboard, plots, downloads
     path("injection/", include("injection.urls")),  # injection runs: start, watch, cancel, retry

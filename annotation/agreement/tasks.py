@@ -62,6 +62,11 @@ def request_refresh(project_id: int, *, countdown: int = 0) -> bool:
     return True
 
 
+def refresh_agreement_queued() -> bool:
+    """Whether a refresh goes to a worker queue (a broker is configured) rather than running in-process."""
+    return not refresh_agreement.app.conf.task_always_eager
+
+
 def page_missed(project_id: int) -> bool:
     """A page found no report of the current rows: queue a refresh now (someone is waiting), unless the
     last run failed less than a minute ago. True when one was queued (or, without a broker, has run)."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from core import access
+from core.http import redirect_next
 from core.models import Project
 from exports.benchmark import plots, selectors, tasks
 
@@ -40,7 +41,7 @@ def build(request, project: str):
     project_obj = get_object_or_404(Project, name=project)
     build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
     messages.info(request, f"Build {build_obj.pk} started.")
-    return redirect("benchmarks:project", project=project_obj.name)
+    return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 
 @login_required

@@ -3,7 +3,8 @@
 - Kendall τ between metric and human scores, with the variant always named: ``b`` and ``c`` (scipy), and
   ``23`` / ``acc23`` of Deutsch, Foster & Freitag (2023, "Ties Matter"), optionally with tie calibration
   (the metric-difference threshold ε under which two metric scores count as tied is chosen to maximise
-  the statistic, as in Google's mt-metrics-eval ``KendallWithTiesOpt``).
+  the statistic, exactly as Google's mt-metrics-eval ``KendallWithTiesOpt`` over every pair; ``acc23-tc``
+  is the WMT23 segment-level statistic). A missing score (None/NaN) drops its item's pairs.
 - Cross-lingual coefficient of variation per level (sample or population std, stated).
 - LGN: language-specific global normalisation, ``z = (score − μ_dir) / σ_dir`` with μ, σ pooled over all
   levels of a direction.
@@ -18,13 +19,31 @@ import numpy as np
 from scipy import stats
 
 TAU_VARIANTS = ("b", "c", "23", "acc23")
+# What the meta-evaluation page and the `metaeval` command offer: the plain variants and the two *23 variants
+# with tie calibration ("-tc"). acc23-tc is the WMT23 segment-level statistic (Deutsch et al. 2023).
+TAU_STATISTICS = TAU_VARIANTS + ("23-tc", "acc23-tc")
+STATISTIC_LABELS = {
+    "b": "τ_b",
+    "c": "τ_c",
+    "23": "τ_23",
+    "acc23": "acc23",
+    "23-tc": "τ_23, tie-calibrated",
+    "acc23-tc": "acc23, tie-calibrated (WMT23 segment level)",
+}
+
+
+def parse_statistic(name: str) -> tuple[str, bool]:
+    """``"acc23-tc"`` → ``("acc23", True)``; a plain variant → ``(variant, False)``."""
+    if name not in TAU_STATISTICS:
+        raise ValueError(f"unknown τ statistic {name!r}; choose one of {', '.join(TAU_STATISTICS)}")
+    return (name[:-3], True) if name.endswith("-tc") else (name, False)
 
 
 @dataclass(frozen=True)
 class TauResult:
     value: float
     variant: str
-    n: int
+    n: int  # items with both scores (pairs with a missing score are dropped)
     epsilon: float | None = None  # the tie threshold chosen by calibration, when used
 
     def describe(self) -> str:
@@ -59,36 +78,80 @@ def _acc_23(counts: tuple[int, int, int, int, int]) -> float:
     return (c + tb) / total if total else float("nan")
 
 
-def kendall_tau(metric: Sequence[float], human: Sequence[float], variant: str = "b", *, calibrate_ties: bool = False) -> TauResult:
+def _as_scores(values: Sequence[float | None], what: str) -> np.ndarray:
+    try:
+        return np.array([np.nan if v is None else v for v in values], dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} scores must be numbers or None") from None
+
+
+def tie_calibration(metric: np.ndarray, human: np.ndarray) -> tuple[int, float]:
+    """Exact tie calibration (Deutsch, Foster & Freitag 2023, §5; mt-metrics-eval ``tau_optimization``
+    over every pair): the threshold ε, among 0 and every absolute pairwise metric difference, that maximises
+    acc23 when a pair with |Δmetric| ≤ ε counts as a metric tie. Returns (pairs counted correct, ε); among
+    equal counts the smallest ε wins, as the reference's argmax over ascending thresholds does.
+
+    At threshold ε a pair is correct when it is concordant with |Δm| > ε, or tied in the human scores
+    with |Δm| ≤ ε:  correct(ε) = C − #{concordant: |Δm| ≤ ε} + #{human-tied: |Δm| ≤ ε}.  It rises only at
+    the |Δm| of human-tied pairs, so the smallest maximiser is 0 or one of those; both sorted lists are
+    counted there with binary search. O(n² log n) time, memory for the two lists of differences.
+    τ_23 = 2·acc23 − 1 on the same pairs (every pair that is not correct counts −1), so the same ε
+    maximises both."""
+    n = len(metric)
+    tied_parts, concordant_parts = [], []
+    rows_per_block = max(1, 2_000_000 // max(n, 1))
+    cols = np.arange(n)
+    for start in range(0, n - 1, rows_per_block):
+        rows = np.arange(start, min(n - 1, start + rows_per_block))
+        upper = cols[None, :] > rows[:, None]
+        dm = metric[None, :] - metric[rows, None]
+        dh = human[None, :] - human[rows, None]
+        tied_parts.append(np.abs(dm[upper & (dh == 0)]))
+        concordant_parts.append(np.abs(dm[upper & (dm * dh > 0)]))
+    tied = np.sort(np.concatenate(tied_parts))
+    concordant = np.sort(np.concatenate(concordant_parts))
+    candidates = np.r_[0.0, tied]
+    candidates = candidates[np.r_[True, candidates[1:] != candidates[:-1]]]  # distinct, still ascending
+    gained = np.searchsorted(tied, candidates, side="right")
+    lost = np.searchsorted(concordant, candidates, side="right")
+    best = int(np.argmax(gained - lost))  # first maximum: the smallest ε
+    return len(concordant) + int(gained[best] - lost[best]), float(candidates[best])
+
+
+def kendall_tau(
+    metric: Sequence[float | None], human: Sequence[float | None], variant: str = "b", *, calibrate_ties: bool = False
+) -> TauResult:
     """Kendall τ of metric scores against human scores. Orient scores so that higher is better first
-    (negate a lower-is-better metric such as MetricX)."""
+    (negate a lower-is-better metric such as MetricX). A missing score (None or NaN) on either side drops
+    that item, and so every pair it is in, for every variant (mt-metrics-eval drops them too)."""
     if variant not in TAU_VARIANTS:
         raise ValueError(f"unknown τ variant {variant!r}; choose one of {', '.join(TAU_VARIANTS)}")
-    m = np.asarray(metric, dtype=float)
-    h = np.asarray(human, dtype=float)
+    m, h = _as_scores(metric, "metric"), _as_scores(human, "human")
     if m.shape != h.shape or m.ndim != 1:
         raise ValueError(f"metric and human scores must be 1-D of equal length, got {m.shape} and {h.shape}")
+    present = ~(np.isnan(m) | np.isnan(h))
+    m, h = m[present], h[present]
     if len(m) < 2:
-        raise ValueError("Kendall τ needs at least two items")
+        raise ValueError(f"Kendall τ needs at least two items with both scores, got {len(m)}")
     if variant in ("b", "c"):
         if calibrate_ties:
             raise ValueError("tie calibration applies to τ_23 and acc23 only")
         value = stats.kendalltau(m, h, variant=variant).statistic
         return TauResult(float(value), variant, len(m))
-    score = _tau_23 if variant == "23" else _acc_23
     if not calibrate_ties:
+        score = _tau_23 if variant == "23" else _acc_23
         return TauResult(float(score(_pair_counts(m, h))), variant, len(m))
-    # Candidate thresholds: 0 and every distinct absolute pairwise metric difference.
-    i, j = np.triu_indices(len(m), k=1)
-    thresholds = np.unique(np.concatenate([[0.0], np.abs(m[i] - m[j])]))
-    if len(thresholds) > 2000:  # keep calibration tractable on large item sets: quantiles of the differences
-        thresholds = np.unique(np.quantile(thresholds, np.linspace(0, 1, 2000)))
-    best_value, best_eps = -np.inf, 0.0
-    for eps in thresholds:
-        value = score(_pair_counts(m, h, float(eps)))
-        if value > best_value:
-            best_value, best_eps = value, float(eps)
-    return TauResult(float(best_value), variant, len(m), epsilon=best_eps)
+    pairs = len(m) * (len(m) - 1) // 2
+    correct, epsilon = tie_calibration(m, h)
+    value = correct / pairs if variant == "acc23" else (2 * correct - pairs) / pairs
+    return TauResult(float(value), variant, len(m), epsilon=epsilon)
+
+
+
+def tau_statistic(metric: Sequence[float | None], human: Sequence[float | None], statistic: str = "b") -> TauResult:
+    """One of TAU_STATISTICS: a plain variant, or ``23-tc`` / ``acc23-tc`` (tie-calibrated)."""
+    variant, calibrate = parse_statistic(statistic)
+    return kendall_tau(metric, human, variant, calibrate_ties=calibrate)
 
 
 def coefficient_of_variation(scores: Sequence[float], *, sample: bool = True) -> float:
@@ -214,7 +277,7 @@ def monolingual_system_tau(systems: Sequence[SystemSample], scores: Mapping[str,
             continue
         metric = [system_score(s, scores) for s in members]
         human = [s.human_score for s in members]
-        per_direction.setdefault(direction, []).append(kendall_tau(metric, human, variant).value)
+        per_direction.setdefault(direction, []).append(tau_statistic(metric, human, variant).value)
     return {d: float(np.mean(v)) for d, v in per_direction.items()}
 
 
@@ -256,8 +319,8 @@ def multilingual_study(
         if len(members) < 2:
             continue
         human = [s.human_score for s in members]
-        plain.append(kendall_tau([system_score(s, scores) for s in members], human, variant).value)
-        lgn.append(kendall_tau([system_score(s, scores, normalisers) for s in members], human, variant).value)
+        plain.append(tau_statistic([system_score(s, scores) for s in members], human, variant).value)
+        lgn.append(tau_statistic([system_score(s, scores, normalisers) for s in members], human, variant).value)
     if not plain:
         raise ValueError("no repetition with at least two multilingual systems")
     # The t-test needs differences that vary; a constant difference (e.g. LGN better by the same margin in

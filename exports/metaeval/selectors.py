@@ -41,8 +41,8 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
     """Triplet-level τ per direction, monolingual system-level τ per direction (mean over repetitions),
     cross-lingual CV per level, and the multilingual study (plain averaging vs LGN, paired t-test) when every
     direction of the release is visible and scored."""
-    if variant not in metaeval.TAU_VARIANTS:
-        raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_VARIANTS)}")
+    if variant not in metaeval.TAU_STATISTICS:
+        raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_STATISTICS)}")
     better, sign = _orientation(metric)
     qs = MetricScore.objects.filter(release=release, metric=metric)
     if directions is not None:
@@ -57,10 +57,10 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
         if level is not None:
             per_direction[direction][0].append(sign * score)
             per_direction[direction][1].append(-5.0 * level)
-    result: dict = {"metric": metric, "better": better, "variant": variant, "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
+    result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
     for direction, (metric_scores, human) in sorted(per_direction.items()):
-        tau = metaeval.kendall_tau(metric_scores, human, variant)
-        result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n})
+        tau = metaeval.tau_statistic(metric_scores, human, variant)
+        result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
 
     visible = set(per_direction) if directions is not None else None
     mono = [s for s in _systems(release, PseudoSystem.Kind.MONOLINGUAL, visible) if all(t in raw for t in s.triplet_ids)]
@@ -89,3 +89,55 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             "note": "" if study.test else "difference constant over repetitions (or a single repetition): no t-test",
         }
     return result
+
+
+# ---- the headline the project page shows (cached; computed by a task where a worker runs) ---------------
+
+HEADLINE_CACHE_SECONDS = 30 * 24 * 3600
+HEADLINE_PENDING_SECONDS = 600
+
+
+def headline_key(release: Release, metric: str) -> str:
+    """Keyed by the scores it is computed from: new or re-ingested scores give a new key, never a stale one."""
+    from django.db.models import Count, Max
+
+    row = MetricScore.objects.filter(release=release, metric=metric).aggregate(n=Count("id"), last=Max("id"))
+    return f"metaeval:headline:v1:{release.pk}:{metric}:{row['n']}:{row['last']}"
+
+
+def cached_headline(release: Release, metric: str) -> dict | None:
+    from django.core.cache import cache
+
+    return cache.get(headline_key(release, metric))
+
+
+def compute_headline(release: Release, metric: str) -> dict:
+    """τ_b per direction (triplet level, range), the mean monolingual system-level τ_b and the cross-lingual
+    CV at the lowest and highest level with errors (k ≥ 1; k = 0 is the reference itself), of one metric
+    on a release over every direction; stored in the cache. Seconds at XQ-MEval scale, so the pages only
+    read it (``cached_headline``) and a worker computes it (``exports.metaeval_headline``)."""
+    from django.core.cache import cache
+
+    key = headline_key(release, metric)
+    try:
+        result = release_meta_evaluation(release, metric, variant="b")
+    except MetaEvaluationError as exc:
+        headline = {"metric": metric, "error": str(exc)}
+    else:
+        taus = [row["tau"] for row in result["triplet_level"] if row["tau"] is not None]
+        system = [v for v in result["system_level"].values() if v is not None]
+        cvs = [row for row in result["cv"] if row["cv"] is not None and row["level"] >= 1]
+        headline = {
+            "metric": metric,
+            "tau_min": min(taus) if taus else None,
+            "tau_max": max(taus) if taus else None,
+            "directions": len(result["triplet_level"]),
+            "system_tau": (sum(system) / len(system)) if system else None,
+            "cv_first": cvs[0]["cv"] if cvs else None,
+            "cv_first_level": cvs[0]["level"] if cvs else None,
+            "cv_last": cvs[-1]["cv"] if cvs else None,
+            "cv_last_level": cvs[-1]["level"] if cvs else None,
+        }
+    cache.set(key, headline, timeout=HEADLINE_CACHE_SECONDS)
+    cache.delete(f"{key}:pending")
+    return headline

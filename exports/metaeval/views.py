@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
-from exports.metaeval.domain import TAU_VARIANTS
+from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
 from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
 from exports.models import Release
 from exports.scores.views import visible_directions
@@ -21,7 +21,7 @@ def metaeval_page(request, release_id: int):
     if visible is not None and not visible:
         raise PermissionDenied("no direction of this release is in your languages")
     metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "b")
-    if variant not in TAU_VARIANTS:
+    if variant not in TAU_STATISTICS:
         variant = "b"
     try:
         result = release_meta_evaluation(release, metric, directions=visible, variant=variant)
@@ -31,5 +31,5 @@ def metaeval_page(request, release_id: int):
     return render(
         request,
         "scores/metaeval.html",
-        {"release": release, "result": result, "rows": rows, "variants": TAU_VARIANTS, "variant": variant, "metric": metric},
+        {"release": release, "result": result, "rows": rows, "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS], "variant": variant, "label": STATISTIC_LABELS[variant], "metric": metric},
     )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from core import access
+from core.http import redirect_next
 from core.models import Project
 from exports.benchmark import selectors
 from exports.benchmark.views import ADMINS_ONLY, visible_project_and_directions
@@ -44,7 +45,7 @@ def release(request, project: str):
         messages.error(request, f"release {version} failed: {type(exc).__name__}: {exc}")
     else:
         messages.info(request, f"Release {version} started.")
-    return redirect("benchmarks:project", project=project_obj.name)
+    return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 
 @login_required
@@ -62,4 +63,4 @@ def push(request, project: str, version: str):
         messages.error(request, f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
     else:
         messages.info(request, f"Push of {version} to {repo_id} started.")
-    return redirect("benchmarks:project", project=project_obj.name)
+    return redirect_next(request, "benchmarks:project", project=project_obj.name)

@@ -54,10 +54,13 @@ def read_part(path: Path, *, metric: str, direction: str) -> Part:
 
 def check_part(path: Path, columns: dict[str, list], meta: dict, *, metric: str, direction: str, num_rows: int) -> Part:
     """The rows of a part file given as columns and metadata; refuses another metric, another direction, a
-    triplet twice, or a score that is not a finite number."""
+    triplet twice, or a score that is not a finite number (a missing score with its reason in the ``error``
+    or ``note`` column, which LLM judges write, is left out)."""
     if meta.get("metric") != metric:
         raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
     levels = columns.get("num_errors") or [None] * num_rows
+    # judge metrics record per segment why a score is missing (transport error, unreadable answer)
+    reasons = [(e or "") + (n or "") for e, n in zip(columns.get("error") or [""] * num_rows, columns.get("note") or [""] * num_rows)]
     seen = set()
     rows = []
     for i, (d, tid, score, level) in enumerate(zip(columns["direction"], columns["triplet_id"], columns["score"], levels)):
@@ -65,6 +68,8 @@ def check_part(path: Path, columns: dict[str, list], meta: dict, *, metric: str,
             raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction!r}")
         if tid in seen:
             raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
+        if score is None and reasons[i]:
+            continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
         if score is None or not math.isfinite(score):
             raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
         seen.add(tid)

@@ -4,13 +4,16 @@ run by the ``collect_scores`` task (queued by each scoring task when it ends) or
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.db.models import Avg, Count
 
 from exports.models import MetricScore, Release, ScoringJob
+from exports.scores.domain import ScoringError
 from scoring.registry import MetricError, get_metric
 
 
@@ -21,6 +24,8 @@ class JobState:
     done: int = 0
     total: int = 0
     info: Any = None  # the backend's result or exception, as last seen
+    sent: int | None = None  # LLM judges: requests sent and estimated cost so far (worker progress)
+    cost_usd: float | None = None
 
     @property
     def percent(self) -> int:
@@ -39,6 +44,13 @@ class JobState:
         return self.job.status
 
 
+def scores_dir(release: Release) -> Path:
+    """Where the workers write the release's scores."""
+    if not release.path:
+        raise ScoringError(f"release {release}: has no files on disk (build it with `manage.py release` first)")
+    return Path(release.path) / "scores"
+
+
 def task_id_for(job: ScoringJob) -> str:
     return f"xqmeval-score-{job.pk}"
 
@@ -52,6 +64,8 @@ def backend_state(job: ScoringJob, app) -> JobState:
     js = JobState(job, state=state, info=info)
     if state in ("STARTED", "PROGRESS", "RETRY") and isinstance(info, dict):
         js.done, js.total = int(info.get("done", 0)), int(info.get("total", 0))
+        if "cost_usd" in info:
+            js.sent, js.cost_usd = int(info.get("sent") or 0), float(info.get("cost_usd") or 0.0)
     return js
 
 
@@ -118,4 +132,39 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
                 }
             )
         out.append({"metric": metric, "better": better, "scale": scale, "levels": levels, "rows": rows})
+    return out
+def judge_reports(release: Release, directions: list[str] | None = None) -> dict[str, list[dict]]:
+    """What the LLM-judge metrics wrote beside their scores: calls, tokens and cost per metric and
+    direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
+    reliability (cef.reliability.parquet). Read from the worker files; nothing is stored."""
+    out: dict[str, list[dict]] = {"costs": [], "decisions": [], "reliability": []}
+    root = scores_dir(release)
+    summary_path = root / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+    except (OSError, ValueError):
+        summary = {}
+    wanted = set(directions) if directions is not None else None
+    for metric, entry in sorted((summary.get("metrics") or {}).items()):
+        for code, d in sorted((entry.get("directions") or {}).items()):
+            judge = d.get("judge")
+            if not judge or (wanted is not None and code not in wanted):
+                continue
+            out["costs"].append({"metric": metric, "direction": code, "n": d.get("n"), "scored": d.get("n_scored"),
+                                 "retry": d.get("n_retry", 0), "calls": judge.get("calls"), "sent": judge.get("sent"),
+                                 "cached": judge.get("cached"), "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
+                                 "cost_usd": judge.get("cost_usd"), "model": (d.get("signature") or {}).get("judge", {}).get("model", "")})
+            gmm = d.get("gmm")
+            if gmm:
+                out["decisions"].append({"metric": metric, "direction": code, "n": gmm.get("n"), "fitted": gmm.get("fitted"),
+                                         "reject": gmm.get("n_reject"), "means": gmm.get("means"), "reason": gmm.get("reason", "")})
+    reliability = root / "cef.reliability.parquet"
+    if reliability.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_table(reliability).to_pylist()
+        except Exception:  # noqa: BLE001 — a torn file shows no table rather than breaking the page
+            rows = []
+        out["reliability"] = [r for r in rows if wanted is None or r.get("direction") in wanted]
     return out

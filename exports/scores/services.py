@@ -17,18 +17,12 @@ from django.db import transaction
 from core.models import Direction
 from exports.models import MetricScore, Release, ScoringJob
 from exports.scores.domain import ScoringError, read_part  # noqa: F401  (ScoringError: raised here, caught by callers)
-from exports.scores.selectors import JobState, backend_state
+from exports.scores.selectors import JobState, backend_state, scores_dir
 from scoring.registry import MetricError, MetricSpec, get_metric
 from scoring.release import open_release
 from scoring.runner import part_path
 
 BULK_BATCH = 2000
-
-def scores_dir(release: Release) -> Path:
-    if not release.path:
-        raise ScoringError(f"release {release}: has no files on disk (build it with `manage.py release` first)")
-    return Path(release.path) / "scores"
-
 
 def release_directions(release: Release) -> list[str]:
     try:

@@ -20,6 +20,7 @@ from django.db import transaction
 from exports.models import Release, ScoringJob
 from exports.scores import services
 from exports.scores.domain import ScoringError
+from exports.scores import selectors
 from exports.scores.selectors import task_id_for
 from scoring.queues import TASK_NAME, queue_for
 
@@ -60,7 +61,7 @@ def start_scoring(
             "scoring runs on scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start "
             "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
         )
-    out = str(services.scores_dir(release)) if release.path else ""
+    out = str(selectors.scores_dir(release)) if release.path else ""
     with transaction.atomic():
         jobs, to_send = services.prepare_scoring(release=release, metrics=metrics, directions=directions, force=force)
 

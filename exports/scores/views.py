@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core.access import allowed_languages, is_admin, require_admin
+from core.http import redirect_next
 from exports.models import Release
 from exports.scores import plots, selectors, tasks
 from exports.scores.domain import ScoringError
@@ -47,6 +48,7 @@ def _context(request, release: Release) -> dict:
         "running": any(s.status in ("pending", "running") for s in jobs),  # the page refreshes itself
         "is_admin": admin,
         "metrics": all_metrics() if admin else [],
+        "judge": selectors.judge_reports(release, visible),
     }
 
 
@@ -62,7 +64,8 @@ def progress(request, release_id: int):
     require_admin(request.user)
     states = selectors.job_states(release=release, app=current_app)
     return JsonResponse(
-        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.status, "percent": s.percent, "error": s.job.error} for s in states]}
+        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.status, "percent": s.percent, "error": s.job.error,
+                   "judge_requests": s.sent, "cost_usd": s.cost_usd} for s in states]}
     )
 
 
@@ -72,13 +75,22 @@ def start(request, release_id: int):
     release = get_object_or_404(Release, pk=release_id)
     require_admin(request.user)
     metrics = request.POST.getlist("metric")
+    judge = {k: request.POST.get(f"judge_{k}", "").strip() for k in ("url", "model", "max_usd")}
+    options = {}
+    if any(judge.values()):  # LLM judges: endpoint, model, budget (the workers on queue 'judge' use them)
+        try:
+            max_usd = float(judge["max_usd"]) if judge["max_usd"] else None
+        except ValueError:
+            messages.error(request, f"budget {judge['max_usd']!r} is not a number of US dollars")
+            return redirect("scores:release", release_id=release.pk)
+        options["judge"] = {k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v}
     try:
-        jobs = tasks.start_scoring(release=release, metrics=metrics, force=bool(request.POST.get("force")))
+        jobs = tasks.start_scoring(release=release, metrics=metrics, options=options or None, force=bool(request.POST.get("force")))
     except ScoringError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
-    return redirect("scores:release", release_id=release.pk)
+    return redirect_next(request, "scores:release", release_id=release.pk)
 
 
 @login_required

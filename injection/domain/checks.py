@@ -14,7 +14,7 @@ from typing import Callable
 from core.domain import bidi
 from core.domain.languages import CHAR, unit_of
 from core.domain.units import Edit, join_units, position_of_edit, split_units
-from injection.domain.edit_types import CHARS_PER_WORD, EDIT_TYPES, MQM, PERTURBATION
+from core.domain.edit_types import CHARS_PER_WORD, EDIT_TYPES, MQM, PERTURBATION
 
 # Length ratio bounds (SPEC §1: 0.6–1.4), configurable with INJECTION_LENGTH_RATIO="0.6,1.4".
 DEFAULT_LENGTH_RATIO = (0.6, 1.4)

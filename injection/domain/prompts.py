@@ -1,5 +1,5 @@
 """Prompts as versioned data: one template per MQM error type (XQ-MEval App. E) and per perturbation
-(AskQE App. A.1). Pure Python (no Django).
+(AskQE's categories, App. A.1; data files in injection/domain/prompt_files/, own wording). Pure Python (no Django).
 
 Every template carries a version string that is stored on each candidate; change the wording and bump the
 version, never edit a released version in place. The MQM prompts show the halves as
@@ -9,11 +9,16 @@ substitute it back, output the updated sentence.
 """
 from __future__ import annotations
 
+import hashlib
+import string
+import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 from core.domain.languages import language_info
 from core.domain.units import halves_markup
-from injection.domain.edit_types import MQM, PERTURBATION, EditType
+from core.domain.edit_types import MQM, PERTURBATION, EditType
 
 ANSWER_KEY = "updated_sentence"  # the one field of the JSON-schema answer
 ANSWER_PREFIX = "Updated sentence:"
@@ -94,107 +99,110 @@ def _mqm_template(error_type: str) -> PromptTemplate:
     return PromptTemplate(version=f"xqmeval-{error_type.lower()}-v1", system=_MQM_SYSTEM, user=_MQM_USER)
 
 
-# ---- perturbations (AskQE ContraTICO, App. A.1; the paper's EN-ES two-shot examples) ------------------
+# ---- perturbations (AskQE's ContraTICO categories, App. A.1) ------------------------------------------
+# The perturbation prompts are data files (injection/domain/prompt_files/perturbation-<type>.toml), written in the
+# project's own words with its own examples; a run may replace any of them (`inject --prompt-file
+# perturbation-<type>=FILE`): the file's text is stored with the run and its hash marks the prompt version.
 
-_PERTURBATION_TASKS = {
-    "Synonym": (
-        "replacing one or two words (noun, verb, adjective or adverb) to its synonym. Please make sure it does not "
-        "changes the meaning in a significant way.",
-        [
-            ("Puede tratarse de un miembro de la secretaría o del personal clínico, según el protocolo de cada consultorio.",
-             "Puede tratarse de un miembro de la secretaría o del personal médico, según el protocolo de cada consultorio."),
-            ("Además, reclutaremos nuevos consultorios de monitoreo.",
-             "Asimismo, contrataremos nuevos consultorios de seguimiento."),
-        ],
-    ),
-    "Word Order": (
-        "changing the word order. Please make sure it does not changes the meaning in a significant way.",
-        [
-            ("Puede tratarse de un miembro de la secretaría o del personal clínico, según el protocolo de cada consultorio.",
-             "Puede tratarse de un miembro del personal clínico o de la secretaría, según el protocolo de cada consultorio."),
-        ],
-    ),
-    "Spelling": (
-        "misspelling one or two words. The misspelled words should be important in the sentence.",
-        [
-            ("Puede tratarse de un miembro de la secretaría o del personal clínico, según el protocolo de cada consultorio.",
-             "Puede tratarse de un miembro de la secretaría o del persnal clínico, según el protoco de cada consultorio."),
-            ("Además, reclutaremos nuevos consultorios de monitoreo.", "Ademá, reclutaremos nuevos cosultorios de monitoreo."),
-        ],
-    ),
-    "Intensifier": (
-        "adding one or two words that changes the intensity of the existing word. Please make sure that the added "
-        "word does not disturb the grammaticality of the sentence.",
-        [
-            ("Los síntomas comunes incluyen fiebre, tos seca y fatiga.", "Los síntomas comunes incluyen fiebre alta, tos seca y fatiga."),
-        ],
-    ),
-    "Expansion (Impact)": (
-        "adding words in the sentence. Please make sure that the added word does not disturb the grammaticality of "
-        "the sentence but should change the meaning in a significant way.",
-        [
-            ("Los síntomas comunes incluyen fiebre, tos seca y fatiga.",
-             "Los síntomas comunes incluyen fiebre y dolores musculares, tos seca y fatiga."),
-        ],
-    ),
-    "Expansion (No Impact)": (
-        "adding one or two words in the sentence. Please make sure that the added word does not disturb the "
-        "grammaticality of the sentence and does not changes the meaning in a significant way. The added words would "
-        "add more context that was already obvious from the sentence.",
-        [
-            ("si crees que tus síntomas o problemas justifican un examen más detallado.",
-             "si crees que tus síntomas o problemas justifican un examen médico más detallado."),
-        ],
-    ),
-    "Omission": (
-        "removing information from the sentence. Remove only one or two words from the sentence. Please make sure "
-        "that the removed information does not disturb the grammaticality of the sentence but should change the "
-        "meaning in a significant way.",
-        [
-            ("Se están realizando investigaciones sobre una vacuna o un tratamiento antiviral específico.",
-             "Se están realizando investigaciones sobre un tratamiento antiviral específico."),
-        ],
-    ),
-    "Alteration": (
-        "changing the affirmative sentence into negation (vice versa) or changing one word (noun, verb, adjective or "
-        "adverb) to its antonym. Please make sure that the perturbation does not disturb the grammaticality of the "
-        "sentence but should change the meaning in a significant way.",
-        [
-            ("No logró aliviar el dolor con medicamentos que la competencia prohíbe a los participantes.",
-             "No logró aliviar el placer con medicamentos que la competencia prohíbe a los participantes."),
-            ("El mes pasado, un comité presidencial recomendó la renuncia del antiguo CEP como parte de medidas para llevar al país a nuevas elecciones.",
-             "El mes pasado, un comité presidencial no recomendó la renuncia del antiguo CEP como parte de medidas para llevar al país a nuevas elecciones."),
-        ],
-    ),
-}
+PROMPT_DIR = Path(__file__).with_name("prompt_files")
+PERTURBATION_FIELDS = {"language", "instruction", "examples", "original"}
 
-_PERTURBATION_USER = """Task: You will be given a {language} sentence. Your goal is to perturb the sentence by {task} \
-Output only the perturbed {language} sentence without giving any additional explanation.
 
-*** Example Starts *** (Spanish examples; apply the same kind of change to the {language} sentence)
-{examples}
-*** Example Ends ***
+class PromptFileError(ValueError):
+    """A prompt file cannot be used; the message names the file and the field."""
 
-Original: {original}
 
-Perturbed:"""
+@dataclass(frozen=True)
+class PerturbationTemplate:
+    name: str
+    version: str
+    error_type: str
+    instruction: str
+    examples: tuple[tuple[str, str], ...]
+    user: str
+    sha256: str
+
+
+def perturbation_prompt_name(error_type: str) -> str:
+    return "perturbation-" + error_type.lower().replace(" ", "-").replace("(", "").replace(")", "")
+
+
+@lru_cache(maxsize=64)
+def parse_perturbation_file(text: str, where: str = "prompt file", expected_type: str | None = None) -> PerturbationTemplate:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PromptFileError(f"{where}: not TOML ({exc})") from None
+    for key in ("version", "instruction", "user"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise PromptFileError(f"{where}: field {key!r} is missing or not text")
+    if len(data["version"]) > 40:
+        raise PromptFileError(f"{where}: field 'version' is longer than 40 characters")
+    examples = data.get("examples", [])
+    if not isinstance(examples, list) or not all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in examples):
+        raise PromptFileError(f"{where}: field 'examples' must be a list of [original, changed] pairs of text")
+    fields = {f for _, f, _, _ in string.Formatter().parse(data["user"]) if f}
+    unknown = fields - PERTURBATION_FIELDS
+    if unknown:
+        raise PromptFileError(f"{where}: field 'user' uses unknown placeholder(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(PERTURBATION_FIELDS))})")
+    error_type = data.get("type") or expected_type or ""
+    if expected_type and error_type != expected_type:
+        raise PromptFileError(f"{where}: type = {error_type!r}, but it replaces the {expected_type!r} prompt")
+    return PerturbationTemplate(
+        name=data.get("name") or perturbation_prompt_name(error_type), version=data["version"], error_type=error_type,
+        instruction=data["instruction"], examples=tuple((a, b) for a, b in examples), user=data["user"],
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
+
+
+def _packaged_perturbations() -> dict[str, PerturbationTemplate]:
+    out = {}
+    for path in sorted(PROMPT_DIR.glob("perturbation-*.toml")):
+        template = parse_perturbation_file(path.read_text(encoding="utf-8"), str(path))
+        out[template.error_type] = template
+    return out
+
+
+PERTURBATIONS = _packaged_perturbations()
+
+
+def perturbation_overrides(items: list[str]) -> dict[str, str]:
+    """``["perturbation-omission=FILE", ...]`` -> {prompt name: file text}, each file checked."""
+    by_name = {perturbation_prompt_name(t): t for t in PERTURBATIONS}
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        name = name.strip()
+        if not sep or not path:
+            raise PromptFileError(f"--prompt-file {item!r}: expected NAME=PATH")
+        if name not in by_name:
+            raise PromptFileError(f"--prompt-file {name}: no such prompt (known: {', '.join(sorted(by_name))})")
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PromptFileError(f"--prompt-file {name}={path}: {exc}") from None
+        parse_perturbation_file(text, path, by_name[name])
+        out[name] = text
+    return out
 
 
 def _perturbation_template(name: str) -> PromptTemplate:
-    slug = name.lower().replace(" ", "-").replace("(", "").replace(")", "")
-    return PromptTemplate(version=f"askqe-{slug}-v1", system="", user=_PERTURBATION_USER)
+    return PromptTemplate(version=PERTURBATIONS[name].version, system="", user=PERTURBATIONS[name].user)
 
 
 TEMPLATES: dict[tuple[str, str], PromptTemplate] = {
     **{(MQM, name): _mqm_template(name) for name in _MQM_STEPS},
-    **{(PERTURBATION, name): _perturbation_template(name) for name in _PERTURBATION_TASKS},
+    **{(PERTURBATION, name): _perturbation_template(name) for name in PERTURBATIONS},
 }
 
 
-def build_prompt(edit_type: EditType, *, reference: str, source: str, language: str, position: str, structured: bool = False) -> Prompt:
+def build_prompt(edit_type: EditType, *, reference: str, source: str, language: str, position: str, structured: bool = False,
+                 overrides: dict[str, str] | None = None) -> Prompt:
     """The chat messages for one item. ``structured`` adds the JSON answer instruction for servers that
-    enforce the response schema (the schema itself goes in ``response_format``)."""
+    enforce the response schema (the schema itself goes in ``response_format``). ``overrides``: prompt
+    name -> the text of a user's prompt file (a run's ``--prompt-file``)."""
     template = TEMPLATES[(edit_type.kind, edit_type.name)]
+    version = template.version
     lang_name = language_info(language).name
     if edit_type.kind == MQM:
         select, edit = _MQM_STEPS[edit_type.name]
@@ -211,13 +219,17 @@ def build_prompt(edit_type: EditType, *, reference: str, source: str, language: 
             prefix=ANSWER_PREFIX,
         )
     else:
-        task, shots = _PERTURBATION_TASKS[edit_type.name]
-        examples = "\n\n".join(f"Original: {a}\nPerturbed: {b}" for a, b in shots)
-        user = template.user.format(language=lang_name, task=task, examples=examples, original=reference)
+        perturbation = PERTURBATIONS[edit_type.name]
+        override = (overrides or {}).get(perturbation_prompt_name(edit_type.name))
+        if override is not None:
+            perturbation = parse_perturbation_file(override, perturbation_prompt_name(edit_type.name), edit_type.name)
+            version = f"{perturbation.version}@{perturbation.sha256[:12]}"  # a user's file: its hash marks the version
+        examples = "\n\n".join(f"Sentence: {a}\nChanged sentence: {b}" for a, b in perturbation.examples)
+        user = perturbation.user.format(language=lang_name, instruction=perturbation.instruction, examples=examples, original=reference)
     if structured:
         user += f'\n\nReturn a JSON object {{"{ANSWER_KEY}": "..."}} holding only the sentence.'
     messages: list[dict] = []
     if template.system:
         messages.append({"role": "system", "content": template.system.format(language=lang_name)})
     messages.append({"role": "user", "content": user})
-    return Prompt(version=template.version, messages=tuple(messages))
+    return Prompt(version=version, messages=tuple(messages))

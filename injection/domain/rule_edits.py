@@ -28,7 +28,7 @@ from typing import Callable, Iterator, Sequence
 
 from core.domain.languages import CHAR, unit_of
 from core.domain.units import Edit, apply_edit, count_edited_regions, diff_edit, half_boundary, join_units, position_of_edit, split_units
-from injection.domain.edit_types import HEAD, MQM, NONE, PERTURBATION
+from core.domain.edit_types import HEAD, MQM, NONE, PERTURBATION
 
 MAX_TRIES = 200
 

@@ -107,3 +107,32 @@ def corpus_lines() -> list[str]:
     for d in REFS:
         lines += REFS[d] + FILLERS[d]
     return lines
+
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "xqmeval"
+
+
+def write_release_from_shared(root: Path, shared: Path, directions=("en-de",)) -> Path:
+    """A release directory built from the shared XQ-MEval single-error candidates: one triplet per candidate
+    (its <v> marks removed) plus the error-free reference of every segment (level 0)."""
+    import re
+
+    mark = re.compile(r"</?v>")
+    root.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for d in directions:
+        rows, refs = [], {}
+        for f in sorted((shared / "candidates").glob(f"{d}-*.parquet")):
+            for r in pq.read_table(f).to_pylist():
+                rows.append({"triplet_id": f"{d}:{r['segment_id']}:1:{r['error_type']}:{r['count_id']}", "direction": d,
+                             "segment_id": str(r["segment_id"]), "src": r["src"], "ref": r["ref"], "mt": mark.sub("", r["mt"]),
+                             "num_errors": 1})
+                refs.setdefault(str(r["segment_id"]), r)
+        rows[:0] = [{"triplet_id": f"{d}:{s}:0", "direction": d, "segment_id": s, "src": r["src"], "ref": r["ref"], "mt": r["ref"], "num_errors": 0}
+                    for s, r in refs.items()]
+        rows.sort(key=lambda r: (int(r["segment_id"]), r["num_errors"], r["triplet_id"]))
+        (root / d).mkdir(exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), root / d / "test.parquet")
+        counts[d] = len(rows)
+    (root / "manifest.json").write_text(json.dumps({"version": "shared-test", "counts": counts}))
+    return root

@@ -137,3 +137,91 @@ def omniscore(d: Path) -> Path:
     model.save_pretrained(d)
     AutoTokenizer.from_pretrained(str(backbone)).save_pretrained(d)
     return d
+
+
+# The legacy OmniScore format (model_type "score_predictor", as QCRI/OmniScore-deberta-v3 is published):
+# config + weights + the head as Python files that the checkpoint ships and the omniscore package imports.
+# The published files are not reachable offline; these follow the paper's description (DeBERTa-v3 encoder,
+# [CLS] pooling, four parallel linear heads, S(x) = 1 + 4·sigmoid(x)) and the package's expectations
+# (ScorePredictorConfig / ScorePredictorModel, config.score_names, outputs with .scores).
+LEGACY_CONFIG_PY = '''
+from transformers import PretrainedConfig
+
+
+class ScorePredictorConfig(PretrainedConfig):
+    model_type = "score_predictor"
+
+    def __init__(self, encoder_config=None, score_names=None, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder_config = encoder_config or {}
+        self.score_names = score_names or ["informativeness", "clarity", "plausibility", "faithfulness"]
+'''
+
+LEGACY_MODEL_PY = '''
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import AutoConfig, AutoModel, PreTrainedModel
+from transformers.modeling_outputs import ModelOutput
+
+from configuration_score_predictor import ScorePredictorConfig
+
+
+@dataclass
+class ScorePredictorOutput(ModelOutput):
+    scores: torch.FloatTensor = None
+
+
+class ScorePredictorModel(PreTrainedModel):
+    config_class = ScorePredictorConfig
+    base_model_prefix = "encoder"
+
+    def __init__(self, config):
+        super().__init__(config)
+        encoder_config = dict(config.encoder_config)
+        self.encoder = AutoModel.from_config(AutoConfig.for_model(encoder_config.pop("model_type"), **encoder_config))
+        hidden = self.encoder.config.hidden_size
+        self.heads = nn.ModuleList([nn.Linear(hidden, 1) for _ in config.score_names])
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, 0]
+        raw = torch.cat([head(hidden) for head in self.heads], dim=-1)
+        return ScorePredictorOutput(scores=1.0 + 4.0 * torch.sigmoid(raw))
+'''
+
+
+def omniscore_legacy(d: Path) -> Path:
+    """A legacy ``score_predictor`` OmniScore checkpoint on a tiny DeBERTa-v2/v3 encoder, with its code files."""
+    import importlib.util
+    import sys
+
+    from transformers import DebertaV2Config, DebertaV2Tokenizer
+
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "configuration_score_predictor.py").write_text(LEGACY_CONFIG_PY)
+    (d / "modeling_score_predictor.py").write_text(LEGACY_MODEL_PY)
+    sp = train_spm(d / "spm", pad_id=0, unk_id=3, bos_id=1, eos_id=2, control_symbols=["[CLS]", "[SEP]", "[MASK]"])
+    tok = DebertaV2Tokenizer(vocab_file=str(sp), bos_token="[CLS]", eos_token="[SEP]", cls_token="[CLS]", sep_token="[SEP]",
+                             pad_token="<pad>", unk_token="<unk>", mask_token="[MASK]")
+    tok.save_pretrained(d)
+    encoder = DebertaV2Config(
+        vocab_size=len(tok), max_position_embeddings=512, relative_attention=True, position_buckets=64,
+        pos_att_type=["p2c", "c2p"], pad_token_id=tok.pad_token_id, **TINY,
+    ).to_dict()
+    sys.path.insert(0, str(d))
+    try:
+        config_module = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("configuration_score_predictor", d / "configuration_score_predictor.py"))
+        sys.modules["configuration_score_predictor"] = config_module
+        spec.loader.exec_module(config_module)
+        model_module = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("modeling_score_predictor", d / "modeling_score_predictor.py"))
+        spec.loader.exec_module(model_module)
+        torch.manual_seed(6)
+        config = config_module.ScorePredictorConfig(encoder_config=encoder)
+        config.auto_map = {"AutoConfig": "configuration_score_predictor.ScorePredictorConfig", "AutoModel": "modeling_score_predictor.ScorePredictorModel"}
+        model_module.ScorePredictorModel(config).save_pretrained(d)
+    finally:
+        sys.path.remove(str(d))
+        sys.modules.pop("configuration_score_predictor", None)
+    return d

@@ -31,6 +31,12 @@
     try { return JSON.parse(node.textContent); } catch (e) { return null; }
   }
 
+  // The signed-in user of any page (base.html puts the id on <body>): whose unsent work this page may send.
+  function pageOwner() {
+    const id = document.body && document.body.dataset.outboxUser;
+    return id ? {user: Number(id)} : null;
+  }
+
   function makeOutbox(user, project) {
     return {
       user: String(user),
@@ -107,7 +113,7 @@
     return out;
   }
 
-  const owner = readConfig("review-config") || readConfig("rating-config") || readConfig("outbox-owner");
+  const owner = readConfig("review-config") || readConfig("rating-config") || pageOwner();
   const Outbox = owner && owner.user != null ? makeOutbox(owner.user, owner.project || "") : null;
   window.XQOutbox = Outbox;
 
@@ -172,7 +178,7 @@
     // The queue page: focus the first Start/Resume link so Enter begins reviewing without a mouse.
     const start = document.querySelector("a[data-start]");
     if (start && !document.getElementById("rating-config")) start.focus();
-    const queueOwner = readConfig("outbox-owner");
+    const queueOwner = pageOwner();
     if (queueOwner && queueOwner.user != null) sendLeftovers(queueOwner.user);
     return;
   }

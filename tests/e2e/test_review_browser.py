@@ -3,6 +3,7 @@ and a decision that survives a network error."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision
 from core.services import create_user
@@ -167,7 +168,7 @@ def test_network_error_does_not_lose_the_decision(project, languages, annotator_
 
     page.route("**/api/review/decisions/", flaky)
     page.keyboard.press("a")
-    page.wait_for_function("document.querySelector('#send-status').textContent.includes('kept on this device')")
+    expect(page.locator("#send-status")).to_contain_text("kept on this device")
     box = f"xqmeval.outbox.v2:{annotator_de.pk}:demo"
     pending = page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", box)
     assert pending and pending[0]["body"]["candidate"] == first

@@ -3,10 +3,14 @@ with the user who made them, are never sent in another user's session, and reach
 owner's when she logs in again."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from annotation.models import ReviewDecision
 from core.services import create_user
+from playwright.sync_api import expect
+
 from tests.e2e.conftest import login, shot
 from tests.e2e.test_review_browser import next_review, press_and_wait
 from tests.review.factories import make_candidates
@@ -38,7 +42,7 @@ def queue_offline_reject(page, comment: str) -> int:
     page.keyboard.press("c")
     page.keyboard.type(comment)
     page.keyboard.press("Control+Enter")
-    page.wait_for_function("document.querySelector('#send-status').textContent.includes('kept on this device')")
+    expect(page.locator("#send-status")).to_contain_text("kept on this device")
     page.unroute(DECISIONS)
     return current
 
@@ -73,7 +77,7 @@ def test_unsent_decision_of_one_user_is_never_sent_as_the_next(project, language
     logout(page)
 
     login(page, "anna_de", "anna-pass-123")  # anna again: her decision is shown and sent as hers
-    page.wait_for_function("(document.querySelector('#outbox-notice') || {}).textContent?.startsWith('Sent 1')")
+    expect(page.locator("#outbox-notice")).to_have_text(re.compile(r"^\s*Sent 1"))
     shot(page, "17-shared-browser-anna-again")
     annas_decision = ReviewDecision.objects.get(reviewer=annotator_de)
     assert (annas_decision.candidate_id, annas_decision.decision, annas_decision.reason, annas_decision.comment) == (
@@ -93,18 +97,18 @@ def test_a_stale_page_of_another_user_is_refused_by_the_server(project, language
     next_review(annas_tab)
     annas_tab.route(DECISIONS, lambda route: route.abort("internetdisconnected"))
     annas_tab.keyboard.press("a")
-    annas_tab.wait_for_function("document.querySelector('#send-status').textContent.includes('kept on this device')")
+    expect(annas_tab.locator("#send-status")).to_contain_text("kept on this device")
 
     annas_tab.context.clear_cookies()  # anna's session ends (any page of hers open now would send it as hers)
     lis_tab = annas_tab.context.new_page()
     login(lis_tab, "li_de", "li-pass-123")
     annas_tab.unroute(DECISIONS)  # the next retry reaches the server, with li's session cookie
-    annas_tab.wait_for_function("document.querySelector('#send-status').textContent.includes('another user')", timeout=20000)
+    expect(annas_tab.locator("#send-status")).to_contain_text("another user", timeout=20000)
     shot(annas_tab, "18-stale-page-refused")
     assert "another user" in annas_tab.inner_text("#send-status bdi")  # the server's text in its own bidi isolate
     assert not ReviewDecision.objects.exists()
     assert len(outbox(annas_tab, annotator_de)) == 1 and not outbox(lis_tab, li)
     logout(lis_tab)
     login(lis_tab, "anna_de", "anna-pass-123")
-    lis_tab.wait_for_function("(document.querySelector('#outbox-notice') || {}).textContent?.startsWith('Sent 1')")
+    expect(lis_tab.locator("#outbox-notice")).to_have_text(re.compile(r"^\s*Sent 1"))
     assert ReviewDecision.objects.get().reviewer == annotator_de

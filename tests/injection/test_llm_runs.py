@@ -206,3 +206,21 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
     for candidate in run.candidates.all():
         assert candidate.prompt_version.startswith("xqmeval-") and candidate.model == "gpt-4o" and candidate.raw_output
         assert set(candidate.checks) >= {"changed", "single_region", "in_requested_half"} and candidate.prompt_tokens > 0
+
+
+def test_perturbation_run_with_a_users_prompt_file(project, segments, stub, llm_env, tmp_path):
+    mine = tmp_path / "omission.toml"
+    mine.write_text('version = "lab-omission-1"\ninstruction = "drop two words."\n'
+                    'user = "Drop words ({instruction}) from this {language} text.\\n\\nSentence: {original}\\n\\nChanged sentence:"\n', encoding="utf-8")
+    run = _run(project, stub, kind="perturbation", error_types=["Omission", "Synonym"], directions=["en-de"],
+               prompt_files=[f"perturbation-omission={mine}"])
+    assert run.status == InjectionRun.Status.DONE and run.failed == 0
+    versions = set(Candidate.objects.filter(run=run, error_type="Omission").values_list("prompt_version", flat=True))
+    assert len(versions) == 1 and versions.pop().startswith("lab-omission-1@")
+    assert set(Candidate.objects.filter(run=run, error_type="Synonym").values_list("prompt_version", flat=True)) == {"askqe-synonym-v2"}
+    assert any("Drop words (drop two words.) from this German text." in c.prompt for c in stub.state.calls)
+    assert "lab-omission-1" in run.parameters["prompt_files"]["perturbation-omission"]  # the text travels with the run
+    with pytest.raises(services.RunRejected, match="unknown placeholder"):
+        bad = tmp_path / "bad.toml"
+        bad.write_text('version = "x"\ninstruction = "y"\nuser = "{sentence}"\n', encoding="utf-8")
+        _run(project, stub, kind="perturbation", prompt_files=[f"perturbation-omission={bad}"], name="bad")

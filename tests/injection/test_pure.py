@@ -11,12 +11,12 @@ import pytest
 from core.domain.units import Edit, diff_edit
 from injection.backends.base import EditTask, GenerationRequest, Sampling
 from injection.backends.batch import build_batch_lines, parse_batch_output, to_jsonl
-from injection.backends.limits import RateLimiter, RetryPolicy
 from injection.domain.checks import CHECKS, english_guess, run_checks
-from injection.domain.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
+from core.domain.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
 from injection.domain.postprocess import OutputRejected, extract_sentence, process_output
-from injection.domain.pricing import estimate_cost
 from injection.domain.prompts import TEMPLATES, build_prompt
+from llm_client.limits import RateLimiter, RetryPolicy
+from llm_client.pricing import estimate_cost
 
 REF = "Der Hund schläft heute im grünen Haus am See."
 
@@ -156,11 +156,32 @@ def test_mqm_prompt_marks_the_halves_and_gives_the_source_only_for_untranslated(
     assert "</head><end>" in zh.messages[-1]["content"]
 
 
-def test_perturbation_prompt_follows_askqe():
+def test_perturbation_prompts_are_data_files_in_our_own_words(tmp_path):
     prompt = build_prompt(edit_type("perturbation", "Alteration"), reference=REF, source="", language="de", position="none")
     user = prompt.messages[-1]["content"]
-    assert "changing the affirmative sentence into negation" in user and user.endswith(f"Original: {REF}\n\nPerturbed:")
-    assert prompt.version == "askqe-alteration-v1"
+    assert "reverse the meaning" in user and user.endswith(f"Sentence: {REF}\n\nChanged sentence:")
+    assert prompt.version == "askqe-alteration-v2"
+    # none of the AskQE paper's sentences or its Spanish examples are left
+    for phrase in ("Your goal is to perturb the sentence", "Please make sure", "Output only the perturbed",
+                   "changing the affirmative sentence into negation", "según el protocolo de cada consultorio"):
+        assert all(phrase not in t.user for t in TEMPLATES.values())
+        assert phrase not in user
+    # a user's file replaces one prompt; its hash marks the version; a bad file is a clear error naming the field
+    from injection.domain.prompts import PromptFileError, perturbation_overrides
+
+    mine = tmp_path / "alt.toml"
+    mine.write_text('version = "mine-1"\ninstruction = "say the opposite."\nuser = "{instruction} {original}"\n', encoding="utf-8")
+    overrides = perturbation_overrides([f"perturbation-alteration={mine}"])
+    custom = build_prompt(edit_type("perturbation", "Alteration"), reference=REF, source="", language="de", position="none", overrides=overrides)
+    assert custom.messages[-1]["content"] == f"say the opposite. {REF}" and custom.version.startswith("mine-1@")
+    other = build_prompt(edit_type("perturbation", "Omission"), reference=REF, source="", language="de", position="none", overrides=overrides)
+    assert other.version == "askqe-omission-v2"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('version = "x"\ninstruction = "y"\nuser = "{sentence}"\n', encoding="utf-8")
+    with pytest.raises(PromptFileError, match="unknown placeholder"):
+        perturbation_overrides([f"perturbation-alteration={bad}"])
+    with pytest.raises(PromptFileError, match="no such prompt"):
+        perturbation_overrides([f"perturbation-nothing={mine}"])
 
 
 def test_unknown_types_are_clear_errors():

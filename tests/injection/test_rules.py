@@ -10,7 +10,7 @@ import pytest
 from core.domain.units import apply_edit, count_edited_regions, diff_edit, position_of_edit, split_units
 from injection import services
 from injection.domain.checks import run_checks
-from injection.domain.edit_types import MQM, PERTURBATION, types_of
+from core.domain.edit_types import MQM, PERTURBATION, types_of
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 from injection.models import Candidate, InjectionItem
 

@@ -95,3 +95,29 @@ def test_page_shows_visible_directions_only(client, scored, admin_user, annotato
     page = client.get(url, {"metric": "chrF++"}).content.decode()
     assert "en-de" in page and "en-zh" not in page
     assert "Needs every direction of the release scored and visible to you" in page
+
+
+def test_tie_calibrated_acc23_on_command_and_page(scored, client, admin_user):
+    """acc23-tc (WMT23 segment level) is offered beside the plain variants and equals the pure function."""
+    from exports.metaeval.domain import kendall_tau
+
+    result = release_meta_evaluation(scored, "MetricX-23", variant="acc23-tc")
+    human = [-5.0 * k for k in range(6) for _ in range(4)]
+    oriented = [-(2.0 * k + 0.1 * i) for k in range(6) for i in range(4)]
+    expected = kendall_tau(oriented, human, "acc23", calibrate_ties=True)
+    row = next(r for r in result["triplet_level"] if r["direction"] == "en-de")
+    assert row["tau"] == pytest.approx(expected.value) and row["epsilon"] == pytest.approx(expected.epsilon)
+    # Four triplets per level, 0.1 apart: ε = 0.3 ties each level's triplets and nothing else → acc23 = 1.
+    assert row["tau"] == pytest.approx(1.0) and row["epsilon"] == pytest.approx(0.3)
+    assert release_meta_evaluation(scored, "MetricX-23", variant="acc23")["triplet_level"][0]["tau"] < 1.0
+
+    text = io.StringIO()
+    call_command("metaeval", "demo@1.0.0", "--metrics", "MetricX-23", "--variant", "acc23-tc", stdout=text)
+    assert "acc23, tie-calibrated" in text.getvalue() and "ε=0.3" in text.getvalue()
+
+    client.force_login(admin_user)
+    url = f"/scores/{scored.pk}/metaeval/"
+    page = client.get(url, {"metric": "MetricX-23"}).content.decode()
+    assert "variant=acc23-tc" in page and "variant=23-tc" in page
+    page = client.get(url, {"metric": "MetricX-23", "variant": "acc23-tc"}).content.decode()
+    assert "<strong>acc23, tie-calibrated (WMT23 segment level)</strong>" in page and "<th>ε</th>" in page

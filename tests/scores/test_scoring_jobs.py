@@ -317,3 +317,171 @@ def test_score_command_queues_waits_and_ingests(cpu_worker, release, languages, 
         call_command("score", "demo@t1", "--metrics", "nope", stdout=StringIO())
     with pytest.raises(CommandError, match="not found"):
         call_command("score", "demo@v9", "--metrics", "chrF", stdout=StringIO())
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_score_command_passes_trust_remote_code_only_when_asked(broker, release, languages):
+    """`manage.py score --trust-remote-code` (OmniScore's legacy checkpoints) reaches the worker's options;
+    without the flag the task carries no such option."""
+    import base64
+    from io import StringIO
+
+    import redis as redis_lib
+    from django.core.management import call_command
+
+    from scoring.queues import GPU_QUEUE
+
+    r = redis_lib.Redis.from_url(broker)
+
+    def sent_options(job) -> dict:
+        for raw in r.lrange(GPU_QUEUE, 0, -1):
+            message = json.loads(raw)
+            if message["headers"]["id"] == selectors.task_id_for(job):
+                r.lrem(GPU_QUEUE, 1, raw)  # no GPU worker should score a test release later
+                _, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+                return kwargs["options"]
+        raise AssertionError("task not queued")
+
+    call_command("score", "demo@t1", "--metrics", "OmniScore", "--directions", "en-de", "--no-wait", stdout=StringIO())
+    job = ScoringJob.objects.get(release=release, metric="OmniScore")
+    assert "trust_remote_code" not in sent_options(job)
+    call_command("score", "demo@t1", "--metrics", "OmniScore", "--directions", "en-de", "--no-wait", "--force", "--trust-remote-code", stdout=StringIO())
+    assert sent_options(job)["trust_remote_code"] is True
+
+
+def test_ingest_skips_segments_a_judge_could_not_score_and_refuses_unexplained_gaps(release, languages):
+    n = len(release_rows("en-de"))
+    scores = [-1.0] * n
+    scores[3] = None
+    errors = [""] * n
+    errors[3] = "APIStatusError (HTTP 500): server error"
+    path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
+    assert services.ingest_part(release, "gemba-mqm", languages["en-de"], path) == n - 1
+    assert not MetricScore.objects.filter(release=release, metric="gemba-mqm", triplet_id=release_rows("en-de")[3]["triplet_id"]).exists()
+    errors[3] = ""
+    path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
+    with pytest.raises(ScoringError, match="not a finite number"):
+        services.ingest_part(release, "gemba-mqm", languages["en-de"], path)
+
+
+@pytest.fixture
+def judge_worker(broker, tmp_path):
+    """A scoring worker consuming only queue 'judge' (LLM judges), started from .venv-scoring."""
+    need(SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)")
+    env = {**os.environ, "CELERY_BROKER_URL": broker, "CELERY_RESULT_BACKEND": broker, "PYTHONPATH": str(REPO),
+           "OPENAI_API_KEY": "test-key"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    log = open(tmp_path / "judge-worker.log", "w")
+    proc = subprocess.Popen(
+        [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", "judge", "--pool", "solo",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"judge-{os.getpid()}@%h", "--loglevel", "INFO"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        stop_process_group(proc)
+        log.close()
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_judge_metrics_through_the_judge_queue_and_the_score_command(judge_worker, release, languages, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from scoring.judges.stub import JudgeStubServer
+
+    with JudgeStubServer() as stub:
+        out = StringIO()
+        call_command("score", "demo@t1", "--metrics", "gemba-mqm,dcr", "--directions", "en-de", "--limit", "12",
+                     "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--max-usd", "1", "--timeout", "180",
+                     stdout=out, stderr=StringIO())
+        assert out.getvalue().count(" done") == 2, out.getvalue() + (tmp_path / "judge-worker.log").read_text()[-3000:]
+        sent = len(stub.served)
+    for metric in ("gemba-mqm", "dcr"):
+        assert MetricScore.objects.filter(release=release, metric=metric).count() == 12
+    signature = MetricScore.objects.filter(release=release, metric="dcr").first().signature
+    assert signature["judge"]["model"] == "stub-judge" and signature["variant"] == "mt"
+    summary = json.loads((Path(release.path) / "scores" / "summary.json").read_text())
+    assert summary["metrics"]["gemba-mqm"]["directions"]["en-de"]["judge"]["sent"] == 12
+    dcr = summary["metrics"]["dcr"]["directions"]["en-de"]["judge"]
+    assert dcr["calls"] == 24 and 12 + dcr["sent"] == sent  # DCE + AMC per triplet; identical AMC requests sent once
+    assert (Path(release.path) / "scores" / ".judge-cache" / "cache.db").is_file()
+
+
+def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(client, release, languages, admin_user, annotator_de, monkeypatch):
+    from scoring.judges.stub import JudgeStubServer
+    from scoring.runner import ScoreOptions, score_release
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with JudgeStubServer() as stub:
+        judge = {"model": "stub-judge", "base_url": stub.base_url, "concurrency": 8}
+        score_release(release.path, ["askqe", "cef"], out=selectors.scores_dir(release),
+                      options=ScoreOptions(judge=judge, limit=12, extra={"judges": "stub-judge,stub-b", "bt_column": "mt_marked"}))
+    client.force_login(admin_user)
+    page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
+    assert "LLM judges: calls and cost" in page and "stub-judge" in page
+    assert "AskQE decisions" in page and "CEF judge reliability" in page and "stub-b" in page
+    # judge scores go through the same ingestion, trend plot and meta-evaluation as any metric's
+    for d in ("en-de", "en-zh"):
+        assert services.ingest_job(ScoringJob.objects.create(release=release, metric="askqe", direction=languages[d])) == 12
+    metaeval = client.get(reverse("scores:metaeval", args=[release.pk]) + "?metric=askqe")
+    assert metaeval.status_code == 200 and "τ" in metaeval.content.decode()
+    assert client.get(reverse("scores:trend_plot", args=[release.pk]) + "?metric=askqe").status_code == 200
+    client.force_login(annotator_de)  # another reader sees only the directions of their languages
+    page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
+    assert "CEF judge reliability" in page and "en-zh" not in page.split("CEF judge reliability")[1].split("</section>")[0]
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue(client, broker, release, languages, admin_user):
+    import base64
+
+    import redis as redis_lib
+
+    from scoring.queues import JUDGE_QUEUE
+
+    r = redis_lib.Redis.from_url(broker)
+    client.force_login(admin_user)
+    url = reverse("scores:start", args=[release.pk])
+    response = client.post(url, {"metric": ["gemba-mqm"], "judge_max_usd": "lots"}, follow=True)
+    assert "not a number" in response.content.decode() and not ScoringJob.objects.filter(metric="gemba-mqm").exists()
+    client.post(url, {"metric": ["gemba-mqm"], "judge_url": "http://judge:8000/v1", "judge_model": "m", "judge_max_usd": "2.5"})
+    jobs = {selectors.task_id_for(j): j for j in ScoringJob.objects.filter(release=release, metric="gemba-mqm")}
+    assert len(jobs) == 2
+    found = []
+    for raw in r.lrange(JUDGE_QUEUE, 0, -1):
+        message = json.loads(raw)
+        if message["headers"]["id"] in jobs:
+            args, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+            found.append(kwargs["options"])
+            r.lrem(JUDGE_QUEUE, 1, raw)  # no judge worker should score a test release later
+    assert found == [{"judge": {"base_url": "http://judge:8000/v1", "model": "m", "max_usd": 2.5}}] * 2
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_judge_job_progress_shows_requests_and_cost_so_far(judge_worker, release, languages, tmp_path, client, admin_user):
+    from scoring.judges.stub import JudgeStubServer
+
+    with JudgeStubServer(latency=0.3) as stub:
+        tasks.start_scoring(release=release, metrics=["gemba-mqm"], directions=["en-de"],
+                                   options={"judge": {"base_url": stub.base_url, "model": "stub-judge", "concurrency": 1}, "limit": 12})
+        seen = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            [state] = services.sync_jobs(release=release, app=current_app)
+            if state.sent:
+                seen.append((state.sent, state.cost_usd))
+            if state.job.status in ("done", "failed"):
+                break
+            time.sleep(0.2)
+    assert state.job.status == "done", state.job.error + (tmp_path / "judge-worker.log").read_text()[-2000:]
+    assert seen and 0 < seen[0][0] < 12 and seen[0][1] == 0.0  # mid-run; a local model has no price
+    assert [s for s, _ in seen] == sorted(s for s, _ in seen)

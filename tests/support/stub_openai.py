@@ -32,7 +32,7 @@ _HALVES_RE = re.compile(r"<head>(.*)</head>\s?<end>(.*)</end>", re.S)
 _TYPE_RE = re.compile(r"introduce exactly one (\w+) error")
 _HALF_RE = re.compile(r"into the <(head|end)> half")
 _SOURCE_RE = re.compile(r"English source: (.*)")
-_ORIGINAL_RE = re.compile(r"\nOriginal: (.*)\n\nPerturbed:")
+_ORIGINAL_RE = re.compile(r"\nSentence: (.*)\n\nChanged sentence:")
 
 
 def _edit_half(half: str, error_type: str, source: str) -> str:

@@ -14,6 +14,8 @@ from exports.metaeval.domain import (
     kendall_tau,
     lgn_normalisers,
     paired_t_test,
+    parse_statistic,
+    tau_statistic,
 )
 
 
@@ -72,6 +74,103 @@ def test_tau_23_matches_brute_force(pairs):
     assert kendall_tau(metric, human, "23").value == pytest.approx(tau, abs=1e-12)
     assert kendall_tau(metric, human, "acc23").value == pytest.approx(acc, abs=1e-12)
     assert -1 <= tau <= 1 and 0 <= acc <= 1
+
+
+def exhaustive_calibration(metric, human):
+    """Every candidate threshold (0 and each |Δmetric|) scored on its own with all five counts; the best
+    acc23 and τ_23, the smallest threshold winning among equals (as mt-metrics-eval's argmax does).
+    Missing values drop their item first. Independent of the sweep in exports.metaeval.domain."""
+    keep = [k for k in range(len(metric)) if metric[k] is not None and human[k] is not None
+            and not np.isnan(metric[k]) and not np.isnan(human[k])]
+    m = np.array([metric[k] for k in keep], dtype=float)
+    h = np.array([human[k] for k in keep], dtype=float)
+    if len(m) < 2:
+        return {}, len(m)
+    i, j = np.triu_indices(len(m), k=1)
+    dm, dh = m[i] - m[j], h[i] - h[j]
+    thresholds = np.array(sorted({0.0, *np.abs(dm).tolist()}))
+    best = {}
+    for lo in range(0, len(thresholds), 256):  # thresholds × pairs, in blocks
+        t = thresholds[lo : lo + 256, None]
+        tie_m = np.abs(dm)[None, :] <= t
+        tie_h = (dh == 0)[None, :]
+        tb = (tie_m & tie_h).sum(1)
+        th = (~tie_m & tie_h).sum(1)
+        tm = (tie_m & ~tie_h).sum(1)
+        c = (~tie_m & ~tie_h & (np.sign(dm) == np.sign(dh))[None, :]).sum(1)
+        d = (~tie_m & ~tie_h & (np.sign(dm) != np.sign(dh))[None, :]).sum(1)
+        total = c + d + th + tm + tb
+        for name, values in (("acc23", (c + tb) / total), ("23", (c + tb - d - th - tm) / total)):
+            k = int(np.argmax(values))
+            if name not in best or values[k] > best[name][0]:
+                best[name] = (float(values[k]), float(thresholds[lo + k]))
+    return best, len(m)
+
+
+def _random_case(rng, n):
+    """Scores with many ties in both vectors and a few missing values (None and NaN)."""
+    if rng.random() < 0.5:
+        metric = list(rng.integers(0, int(rng.integers(2, 30)), n) / 7.0)
+    else:
+        metric = list(np.round(rng.normal(size=n), int(rng.integers(1, 4))))
+    human = list(rng.integers(-5, 1, n) * 5.0)
+    for _ in range(int(rng.integers(0, 4))):
+        side = metric if rng.random() < 0.5 else human
+        side[int(rng.integers(0, n))] = None if rng.random() < 0.5 else float("nan")
+    return metric, human
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_tie_calibration_equals_exhaustive_search_up_to_150_items(seed):
+    rng = np.random.default_rng(seed)
+    for n in [2, 3, 5, 12, 40, int(rng.integers(60, 150)), 150]:
+        metric, human = _random_case(rng, n)
+        best, kept = exhaustive_calibration(metric, human)
+        if kept < 2:
+            continue
+        for variant in ("acc23", "23"):
+            result = kendall_tau(metric, human, variant, calibrate_ties=True)
+            assert result.n == kept
+            assert result.value == pytest.approx(best[variant][0], abs=1e-12), (seed, n, variant)
+            assert result.epsilon == best[variant][1], "ε must be the smallest best threshold, an actual |Δmetric|"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 0), st.one_of(st.none(), st.integers(0, 5))), min_size=2, max_size=12))
+def test_tie_calibration_equals_exhaustive_search_small(pairs):
+    human = [5.0 * h for h, _ in pairs]
+    metric = [None if m is None else m / 3.0 for _, m in pairs]
+    best, kept = exhaustive_calibration(metric, human)
+    if kept < 2:
+        with pytest.raises(ValueError, match="at least two items with both scores"):
+            kendall_tau(metric, human, "acc23", calibrate_ties=True)
+        return
+    for variant in ("acc23", "23"):
+        result = kendall_tau(metric, human, variant, calibrate_ties=True)
+        assert (result.value, result.epsilon) == (pytest.approx(best[variant][0], abs=1e-12), best[variant][1])
+
+
+def test_missing_values_drop_their_pairs_for_every_variant():
+    # mt-metrics-eval drops the item (and so each of its pairs): 4 items, 6 pairs, 1 concordant → acc23 1/6.
+    metric, human = [1, 2, None, 4, 3], [0, 0, -5, -5, -10]
+    kept_m, kept_h = [1, 2, 4, 3], [0, 0, -5, -10]
+    assert kendall_tau(metric, human, "acc23").value == pytest.approx(1 / 6)
+    assert kendall_tau(metric, human, "acc23").n == 4
+    for variant in ("b", "c", "23", "acc23"):
+        assert kendall_tau(metric, human, variant).value == pytest.approx(kendall_tau(kept_m, kept_h, variant).value, abs=1e-15)
+        nan_metric = [float("nan") if v is None else v for v in metric]
+        assert kendall_tau(nan_metric, human, variant).value == pytest.approx(kendall_tau(kept_m, kept_h, variant).value, abs=1e-15)
+    assert kendall_tau([1.0, 2.0, 3.0], [0.0, None, 5.0], "b").value == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="at least two items with both scores, got 1"):
+        kendall_tau([1.0, None, 3.0], [0.0, 1.0, None], "b")
+
+
+def test_statistics_offered_name_the_calibrated_variants():
+    assert parse_statistic("acc23-tc") == ("acc23", True) and parse_statistic("23") == ("23", False)
+    metric, human = [1.0, 1.1, 3.0], [0, 0, 5]
+    assert tau_statistic(metric, human, "acc23-tc") == kendall_tau(metric, human, "acc23", calibrate_ties=True)
+    with pytest.raises(ValueError, match="unknown τ statistic"):
+        parse_statistic("b-tc")
 
 
 def test_bad_arguments_are_named():

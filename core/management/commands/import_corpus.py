@@ -4,7 +4,7 @@ from django.db import transaction
 
 from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
 from core.domain.languages import UnknownDirection, parse_direction
-from core.services import ImportRejected, ensure_project, import_corpus_rows, project_name_problem
+from core.services import ImportRejected, ProjectRejected, ensure_project, import_corpus_rows
 
 
 class Command(BaseCommand):
@@ -39,13 +39,12 @@ class Command(BaseCommand):
                 name = opts["file"]
         except CorpusError as exc:
             raise CommandError(str(exc)) from None
-        problem = project_name_problem(opts["project"])
-        if problem:
-            raise CommandError(f"project: {problem}")
         try:
             with transaction.atomic():  # a rejected file leaves no new project behind
                 project, created = ensure_project(opts["project"], source_language=source_lang)
                 result = import_corpus_rows(project, opts["direction"], rows, name)
+        except ProjectRejected as exc:
+            raise CommandError(f"project: {exc}") from None
         except ImportRejected as exc:
             raise CommandError(str(exc)) from None
         for warning in result.warnings:

@@ -1,9 +1,13 @@
-"""python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23] [--format json|text]
+"""python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23|23-tc|acc23-tc] [--format json|text]
 
-Meta-evaluates scored metrics against the release's predetermined human scores (SPEC §9)."""
+Meta-evaluates scored metrics against the release's predetermined human scores (SPEC §9). ``acc23-tc`` is acc23
+with tie calibration (the WMT23 segment-level statistic; ``23-tc`` the same for τ_23): the metric-difference
+threshold under which two scores count as tied is chosen exactly, per direction, to maximise the statistic."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
+
+from exports.metaeval.domain import TAU_STATISTICS
 
 from exports.management.commands.score import find_release
 from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
@@ -15,7 +19,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("release", help="PROJECT@VERSION or release id")
         parser.add_argument("--metrics", required=True, help="comma-separated metric names as scored")
-        parser.add_argument("--variant", default="b", help="Kendall τ variant: b, c, 23 or acc23 (default b)")
+        parser.add_argument(
+            "--variant", default="b",
+            help=f"Kendall τ variant: {', '.join(TAU_STATISTICS)}; -tc: with tie calibration (acc23-tc is WMT23's segment-level statistic); default b",
+        )
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args, **opts):
@@ -30,11 +37,13 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(results, indent=2, ensure_ascii=False))
             return
         for r in results:
-            self.stdout.write(f"{r['metric']} ({r['better']} is better), Kendall τ_{r['variant']}")
+            self.stdout.write(f"{r['metric']} ({r['better']} is better), Kendall {r['label']}")
             for row in r["triplet_level"]:
                 system = r["system_level"].get(row["direction"])
                 self.stdout.write(
-                    f"  {row['direction']}: triplet τ {row['tau']:.4f} (n={row['n']})"
+                    f"  {row['direction']}: triplet τ {row['tau']:.4f} (n={row['n']}"
+                    + (f", ε={row['epsilon']:.6g}" if row.get("epsilon") is not None else "")
+                    + ")"
                     + (f", monolingual system τ {system:.4f}" if system is not None else "")
                 )
             for row in r["cv"]:

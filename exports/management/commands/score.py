@@ -41,6 +41,16 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, help="per-task batch size")
         parser.add_argument("--spm-model", help="FLORES-200 SentencePiece file as the workers see it")
         parser.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option passed to workers")
+        parser.add_argument(
+            "--trust-remote-code", action="store_true",
+            help="let workers run Python code shipped with a checkpoint (OmniScore's legacy format); only for checkpoints you trust",
+        )
+        parser.add_argument("--judge-url", help="LLM judges: OpenAI-compatible base URL as the judge workers reach it")
+        parser.add_argument("--judge-model", help="LLM judges: the judge model")
+        parser.add_argument("--max-usd", type=float, help="LLM judges: stop each task at this estimated cost")
+        parser.add_argument("--judge-option", action="append", metavar="KEY=VALUE",
+                            help="LLM judges: further judge settings (concurrency, rpm, temperature, structured, backend, …)")
+        parser.add_argument("--limit", type=int, help="first N triplets per direction")
 
     def handle(self, *args, **opts):
         from tqdm import tqdm
@@ -51,6 +61,8 @@ class Command(BaseCommand):
             options["batch_size"] = opts["batch_size"]
         if opts["spm_model"]:
             options["spm_model"] = opts["spm_model"]
+        if opts["trust_remote_code"]:
+            options["trust_remote_code"] = True
         extra = {}
         for item in opts["option"] or []:
             key, sep, value = item.partition("=")
@@ -62,6 +74,20 @@ class Command(BaseCommand):
                 extra[key] = value
         if extra:
             options["extra"] = extra
+        judge = {}
+        for item in opts["judge_option"] or []:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise CommandError(f"--judge-option {item!r}: expected KEY=VALUE")
+            try:
+                judge[key] = json.loads(value)
+            except json.JSONDecodeError:
+                judge[key] = value
+        judge.update({k: v for k, v in (("base_url", opts["judge_url"]), ("model", opts["judge_model"]), ("max_usd", opts["max_usd"])) if v})
+        if judge:
+            options["judge"] = judge  # judge metrics only (scoring.runner.ScoreOptions.for_metric)
+        if opts["limit"] is not None:
+            options["limit"] = opts["limit"]
         try:
             jobs = tasks.start_scoring(
                 release=release,

@@ -41,6 +41,9 @@ class Command(BaseCommand):
                             help="vllm backend: an argument of vllm.LLM, e.g. gpu_memory_utilization=0.5 or "
                                  "max_model_len=4096 (repeatable; values read as JSON where they parse)")
         parser.add_argument("--no-structured", action="store_true", help="do not ask for JSON-schema output")
+        parser.add_argument("--prompt-file", action="append", default=[], metavar="NAME=PATH",
+                            help="replace a packaged perturbation prompt, e.g. perturbation-omission=my.toml "
+                                 "(its text is stored with the run; its hash marks the candidates' prompt version)")
         parser.add_argument("--name", default="", help="run name (unique in the project)")
         parser.add_argument("--queue", action="store_true", help="run on the llm Celery queue instead of here")
         parser.add_argument("--resume", type=int, metavar="RUN", help="continue run RUN (its pending items)")
@@ -93,6 +96,7 @@ class Command(BaseCommand):
                 name=opts["name"], model=opts["model"], base_url=opts["base_url"], concurrency=opts["concurrency"],
                 rpm=opts["rpm"], seed=opts["seed"], temperature=opts["temperature"], structured=not opts["no_structured"],
                 timeout=opts["timeout"], max_attempts=opts["max_attempts"], engine_options=engine_options,
+                prompt_files=opts["prompt_file"],
             )
             try:
                 run = services.plan_run(spec)

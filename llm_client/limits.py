@@ -1,4 +1,4 @@
-"""Concurrency, requests-per-minute budget and retry policy for remote backends. Pure Python (asyncio).
+"""Concurrency, requests-per-minute budget and retry policy for remote LLM calls. Pure Python (asyncio).
 
 Transient faults (HTTP 429, 5xx, timeouts, dropped connections, malformed bodies) are retried with
 exponential backoff and full jitter, honouring a server's Retry-After; anything else fails at once with

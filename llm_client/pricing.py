@@ -1,7 +1,7 @@
 """Estimated cost of LLM calls. Pure Python (no Django).
 
 Prices are USD per million tokens (input, output), list prices at the time of writing; override or add
-models with INJECTION_PRICES='{"my-model": [0.5, 1.5]}'. Unknown models (a local vLLM server) cost 0:
+models with LLM_PRICES='{"my-model": [0.5, 1.5]}' (INJECTION_PRICES is read too, for older setups). Unknown models (a local vLLM server) cost 0:
 the estimate is for billing APIs, not for GPUs you already run.
 """
 from __future__ import annotations
@@ -22,13 +22,18 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 
 def prices() -> dict[str, tuple[float, float]]:
     table = dict(PRICES_PER_MILLION)
-    extra = os.environ.get("INJECTION_PRICES", "")
-    if extra:
-        try:
-            table.update({k: (float(v[0]), float(v[1])) for k, v in json.loads(extra).items()})
-        except (ValueError, TypeError, IndexError, AttributeError) as exc:
-            raise ValueError(f"INJECTION_PRICES is not a JSON object of [input, output] prices: {exc}") from None
+    for name in ("INJECTION_PRICES", "LLM_PRICES"):
+        extra = os.environ.get(name, "")
+        if extra:
+            try:
+                table.update({k: (float(v[0]), float(v[1])) for k, v in json.loads(extra).items()})
+            except (ValueError, TypeError, IndexError, AttributeError) as exc:
+                raise ValueError(f"{name} is not a JSON object of [input, output] prices: {exc}") from None
     return table
+
+
+def known_price(model: str) -> bool:
+    return model in prices()
 
 
 def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int, discount: float = 0.0) -> Decimal:

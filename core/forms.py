@@ -1,0 +1,110 @@
+"""Forms shared by the site's project pages and the admin: creating a project, importing a corpus (a file
+or a Hugging Face dataset) and an XQ-MEval release. Validation that needs the database is the services'
+(``core.services.project_problems``); the forms only shape the input."""
+from __future__ import annotations
+
+from django import forms
+
+from core.domain.edit_types import MQM, PERTURBATION, types_of
+from core.domain.languages import KNOWN_LANGUAGES, UnknownDirection, parse_direction
+from core.services import MAX_ERRORS_LIMIT, MAX_REVIEWERS
+
+
+def _type_choices(kind: str) -> list[tuple[str, str]]:
+    return [(t.name, f"{t.name} ({t.severity}): {t.definition}") for t in types_of(kind)]
+
+
+class ProjectCreateForm(forms.Form):
+    title = forms.CharField(max_length=200, help_text="What people read, e.g. “FLORES+ devtest into 9 languages”.")
+    name = forms.SlugField(max_length=100, label="Slug", help_text="Letters, digits, '-' and '_': the project's address, /projects/<slug>/.")
+    source_language = forms.ChoiceField(initial="en", help_text="The language of the gold sources (usually English).")
+    directions = forms.CharField(
+        help_text="Target directions, comma-separated, each from the source language: e.g. en-de, en-zh, en-ar."
+    )
+    error_types = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="MQM error types that injection runs inject (XQ-MEval's four). None ticked: all of them.",
+    )
+    perturbations = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="AskQE perturbations for perturbation runs. None ticked: all of them.",
+    )
+    reviewers_per_candidate = forms.IntegerField(
+        min_value=1, max_value=MAX_REVIEWERS, initial=2, help_text="Independent reviewers who judge each candidate."
+    )
+    max_errors = forms.IntegerField(
+        min_value=1, max_value=MAX_ERRORS_LIMIT, initial=5, label="Maximum errors per pseudo translation",
+        help_text="The highest quality level k of the benchmark (XQ-MEval: 5).",
+    )
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["source_language"].choices = [(code, f"{code} ({info.name})") for code, info in sorted(KNOWN_LANGUAGES.items())]
+        self.fields["error_types"].choices = _type_choices(MQM)
+        self.fields["perturbations"].choices = _type_choices(PERTURBATION)
+
+    def clean_directions(self) -> list[str]:
+        codes = [c.strip() for c in self.cleaned_data["directions"].replace(";", ",").split(",") if c.strip()]
+        if not codes:
+            raise forms.ValidationError("name at least one direction, e.g. en-de")
+        return list(dict.fromkeys(codes))
+
+
+class CorpusUploadForm(forms.Form):
+    """A corpus file (upload), or a Hugging Face dataset when ``allow_hf`` (the site's project page)."""
+
+    direction = forms.CharField(help_text="The direction of the gold pairs, e.g. en-de.")
+    file = forms.FileField(required=False, help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference.")
+    id_column = forms.CharField(initial="id")
+    source_column = forms.CharField(initial="source")
+    reference_column = forms.CharField(initial="reference")
+
+    def __init__(self, *args, allow_hf: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.allow_hf = allow_hf
+        if allow_hf:
+            self.fields["hf_dataset"] = forms.CharField(
+                required=False, label="or a Hugging Face dataset",
+                help_text="A Hub id or a local dataset directory, loaded through `datasets` (instead of a file).",
+            )
+            self.fields["hf_config"] = forms.CharField(required=False, label="Dataset config", help_text="e.g. deu_Latn")
+            self.fields["hf_split"] = forms.CharField(required=False, initial="test", label="Dataset split")
+        else:
+            self.fields["file"].required = True
+
+    def clean_direction(self):
+        value = self.cleaned_data["direction"].strip()
+        try:
+            parse_direction(value)
+        except UnknownDirection as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return value
+
+    def clean(self):
+        data = super().clean()
+        if self.allow_hf and bool(data.get("file")) == bool(data.get("hf_dataset")):
+            raise forms.ValidationError("give either a file or a Hugging Face dataset (one of them)")
+        return data
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+class XQMEvalUploadForm(forms.Form):
+    candidate_files = MultipleFileField(help_text="The en-{lang}-{ErrorType}.parquet files of the release.")
+    decisions = forms.FileField(required=False, help_text="decisions.csv (optional).")
+    strict = forms.BooleanField(required=False, help_text="Treat a candidate with several <v> regions as an error.")

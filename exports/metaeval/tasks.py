@@ -1,0 +1,24 @@
+"""Celery task of the meta-evaluation stage, and the function that queues it: the project page's headline
+(tau per direction, system-level tau, cross-lingual CV) of one metric on a release, computed by a worker
+into the cache (``exports.metaeval.selectors.compute_headline``); pages only read it."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.core.cache import cache
+
+from exports.benchmark.tasks import RETRY
+from exports.metaeval import selectors
+from exports.models import Release
+
+
+@shared_task(name="exports.metaeval_headline", **RETRY)
+def metaeval_headline_task(release_id: int, metric: str) -> dict:
+    """The project page's meta-evaluation headline of one metric on a release, into the cache."""
+    return selectors.compute_headline(Release.objects.get(pk=release_id), metric)
+
+
+def request_headline(release: Release, metric: str) -> None:
+    """Queue the headline's computation once (a pending key debounces repeated page views)."""
+    key = selectors.headline_key(release, metric)
+    if cache.add(f"{key}:pending", True, timeout=selectors.HEADLINE_PENDING_SECONDS):
+        metaeval_headline_task.delay(release.pk, metric)

@@ -1,0 +1,15 @@
+"""One Django-free client for OpenAI-compatible LLM endpoints, shared by injection (error generation) and
+scoring (LLM-judge metrics): concurrency and rpm limits, retries with backoff and jitter on 429/5xx/
+timeouts, JSON-schema structured output with a plain-text fallback, token counts and cost estimates.
+
+Needs only ``openai`` (and its ``httpx``); installs in the web (.venv) and scoring (.venv-scoring)
+environments alike.
+"""
+from llm_client.chat import ChatClient, ChatRequest, ChatResult, ClientUnavailable, api_key_for, describe, read_completion, redact
+from llm_client.limits import RateLimiter, RetryPolicy
+from llm_client.pricing import estimate_cost, prices
+
+__all__ = [
+    "ChatClient", "ChatRequest", "ChatResult", "ClientUnavailable", "RateLimiter", "RetryPolicy",
+    "api_key_for", "describe", "estimate_cost", "prices", "read_completion", "redact",
+]

@@ -1,0 +1,275 @@
+"""OpenAI-compatible Chat Completions through the ``openai`` client: OpenAI itself, ``vllm serve`` or any
+compatible server through a base URL.
+
+Requests run concurrently on an asyncio loop in a helper thread (``concurrency`` in flight at most, starts
+spaced by the ``rpm`` budget); each result is handed to the caller's thread as soon as it arrives, so the
+caller parses and persists it there while the loop keeps the endpoint busy (no per-result work on the
+request loop). JSON-schema structured output is asked for per request; a server that rejects
+``response_format`` is asked again in plain text (for the rest of the run) and the result says so. The API
+key comes from OPENAI_API_KEY at the point of use and is never stored or logged.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from llm_client.limits import RateLimiter, RetryPolicy
+
+logger = logging.getLogger(__name__)
+
+_DONE = object()
+
+
+class ClientUnavailable(RuntimeError):
+    """The client cannot run here (no key, no package); the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    custom_id: str
+    messages: tuple[dict, ...]
+    model: str
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    # {"name": ..., "schema": {...}, "strict": True}: sent as response_format json_schema when given.
+    json_schema: dict | None = None
+    extra: dict = field(default_factory=dict)  # further body fields (top_p, stop, ...)
+
+    def body(self, structured: bool = True) -> dict:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(self.messages),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if structured and self.json_schema:
+            body["response_format"] = {"type": "json_schema", "json_schema": self.json_schema}
+        body.update(self.extra)
+        return body
+
+
+@dataclass
+class ChatResult:
+    custom_id: str
+    text: str | None = None  # the raw answer (None on failure)
+    error: str = ""  # why it failed; empty on success
+    retryable: bool = False  # a transient fault that survived the automatic retries (never cache it)
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = 1
+    finish_reason: str | None = None
+    structured: bool = False  # True when the answer was produced under the JSON schema
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None and not self.error
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+def api_key_for(base_url: str) -> str:
+    key = os.environ.get("OPENAI_API_KEY", "")
+    if key:
+        return key
+    if base_url:
+        return "EMPTY"  # vLLM and most self-hosted servers accept any key
+    raise ClientUnavailable("the OpenAI API needs OPENAI_API_KEY in the environment (or give a base URL for a local server)")
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def transient(exc: Exception) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code >= 500 or exc.status_code in (408, 409, 429)
+    return isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, AttributeError))
+
+
+_KEY_RE = re.compile(r"\b(sk-|key-|Bearer\s+)[A-Za-z0-9_\-*.]{4,}")
+
+
+def redact(text: str) -> str:
+    """Error texts are stored and shown: servers echo (partly masked) keys in 401 messages; drop them."""
+    key = os.environ.get("OPENAI_API_KEY", "")
+    if key and len(key) >= 6:
+        text = text.replace(key, "[redacted]")
+    return _KEY_RE.sub(lambda m: m.group(1) + "[redacted]", text)
+
+
+def describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    text = redact(str(exc).replace("\n", " "))[:300]
+    return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
+
+
+def _response_format_rejected(exc: Exception) -> bool:
+    import openai
+
+    return isinstance(exc, openai.BadRequestError) and any(
+        word in str(exc).lower() for word in ("response_format", "json_schema", "structured", "guided")
+    )
+
+
+def read_completion(custom_id: str, completion, attempts: int, structured: bool = False) -> ChatResult:
+    """A result from a chat completion object (also used for Batch API output lines)."""
+    choice = completion.choices[0]
+    message = choice.message
+    usage = getattr(completion, "usage", None)
+    result = ChatResult(
+        custom_id=custom_id,
+        model=getattr(completion, "model", "") or "",
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        attempts=attempts,
+        finish_reason=choice.finish_reason,
+        structured=structured,
+    )
+    refusal = getattr(message, "refusal", None)
+    if refusal or choice.finish_reason == "content_filter":
+        result.error = f"refused: {refusal or 'content filter'}"
+        result.text = message.content
+        return result
+    if message.content is None or not message.content.strip():
+        result.error = "empty response"
+        return result
+    result.text = message.content
+    return result
+
+
+class ChatClient:
+    """Sends ``ChatRequest``s to one OpenAI-compatible endpoint and yields ``ChatResult``s as they arrive."""
+
+    def __init__(self, *, base_url: str = "", concurrency: int = 8, rpm: float | None = None, timeout: float = 60.0,
+                 retry: RetryPolicy | None = None, jitter_seed: int | None = None):
+        self.base_url = base_url or ""
+        self.concurrency = max(1, int(concurrency))
+        self.rpm = rpm
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._rng = random.Random(jitter_seed)
+        self.structured_ok = True  # turned off for the rest of the run when the server rejects response_format
+        self.requests_sent = 0  # HTTP requests, retries included (the tests count them)
+        api_key_for(self.base_url)  # fail early, before any work is planned, when no key is set
+
+    async def _complete(self, client, limiter: RateLimiter, request: ChatRequest) -> ChatResult:
+        from openai.types.chat import ChatCompletion
+
+        attempt = 0
+        while True:
+            attempt += 1
+            await limiter.acquire()
+            structured = bool(request.json_schema) and self.structured_ok
+            try:
+                self.requests_sent += 1
+                # The client's generic POST (documented for endpoints without a typed helper): the body is
+                # already plain JSON, and this skips the typed helper's per-request walk over the messages,
+                # the largest client-side CPU cost at high concurrency. Errors and parsing are the same.
+                completion = await client.post("/chat/completions", cast_to=ChatCompletion, body=request.body(structured))
+                if not getattr(completion, "choices", None):
+                    raise ValueError("malformed response: no choices")
+                return read_completion(request.custom_id, completion, attempt, structured)
+            except Exception as exc:  # noqa: BLE001 — classified below, never swallowed silently
+                if structured and _response_format_rejected(exc):
+                    if self.structured_ok:
+                        logger.info("server rejects response_format; asking in plain text from now on")
+                    self.structured_ok = False
+                    attempt -= 1
+                    continue
+                if not transient(exc):
+                    return ChatResult(request.custom_id, error=describe(exc), attempts=attempt)
+                if attempt >= self.retry.max_attempts:
+                    return ChatResult(request.custom_id, error=describe(exc), retryable=True, attempts=attempt)
+                await asyncio.sleep(self.retry.delay(attempt, self._rng, _retry_after(exc)))
+
+    async def _run(self, requests: Iterable[ChatRequest], out: queue.Queue, stop: threading.Event) -> None:
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(api_key=api_key_for(self.base_url), base_url=self.base_url or None, timeout=self.timeout, max_retries=0)
+        slots = asyncio.Semaphore(self.concurrency)
+        limiter = RateLimiter(self.rpm)
+        running: set[asyncio.Task] = set()
+
+        async def one(request: ChatRequest) -> None:
+            try:
+                result = await self._complete(client, limiter, request)
+            except Exception as exc:  # noqa: BLE001 — an unexpected fault still becomes a visible failure
+                result = ChatResult(request.custom_id, error=describe(exc), retryable=True)
+            finally:
+                slots.release()
+            out.put(result)
+
+        try:
+            for request in requests:
+                await slots.acquire()
+                if stop.is_set():
+                    slots.release()
+                    break
+                task = asyncio.create_task(one(request))
+                running.add(task)
+                task.add_done_callback(running.discard)
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+        finally:
+            await client.close()
+
+    def stream(self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:
+        """Results in completion order. ``requests`` is consumed on the loop thread: give a list (or an
+        iterator that does no I/O)."""
+        requests = list(requests)
+        out: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        failure: list[BaseException] = []
+
+        def worker() -> None:
+            try:
+                asyncio.run(self._run(requests, out, stop))
+            except BaseException as exc:  # noqa: BLE001 — re-raised in the caller's thread
+                failure.append(exc)
+            finally:
+                out.put(_DONE)
+
+        thread = threading.Thread(target=worker, name="llm-chat", daemon=True)
+        thread.start()
+        try:
+            while True:
+                try:
+                    item = out.get(timeout=0.5)
+                except queue.Empty:
+                    if should_stop():
+                        stop.set()
+                    continue
+                if item is _DONE:
+                    break
+                yield item
+                if should_stop():
+                    stop.set()  # no new requests; those in flight still finish and are handed back
+        finally:
+            stop.set()
+            thread.join(timeout=self.timeout + 5)
+        if failure:
+            raise failure[0]

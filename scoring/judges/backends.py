@@ -1,0 +1,134 @@
+"""Judge backends, one registry entry each. Every backend turns ``llm_client.ChatRequest``s into
+``ChatResult``s, yielded as they complete.
+
+- ``openai``: any OpenAI-compatible endpoint (OpenAI, ``vllm serve``, others) through the shared
+  ``llm_client`` (concurrency, rpm, retries with backoff and jitter, structured output fallback);
+- ``vllm``: vLLM's in-process engine, imported only when used. vLLM cannot share an environment with
+  unbabel-comet, so this runs on a ``.venv-vllm`` worker consuming the ``judge`` queue.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Callable, Iterable, Iterator
+
+from llm_client import ChatClient, ChatRequest, ChatResult, ClientUnavailable, RetryPolicy
+from scoring.registry import MetricError
+
+JUDGE_BACKENDS: dict[str, Callable] = {}
+
+
+def register_judge_backend(name: str):
+    def wrap(factory):
+        JUDGE_BACKENDS[name] = factory
+        return factory
+
+    return wrap
+
+
+def get_judge_backend(config):
+    try:
+        factory = JUDGE_BACKENDS[config.backend]
+    except KeyError:
+        raise MetricError(f"unknown judge backend {config.backend!r}; known: {', '.join(sorted(JUDGE_BACKENDS))}") from None
+    return factory(config)
+
+
+@register_judge_backend("openai")
+class OpenAIJudgeBackend:
+    def __init__(self, config):
+        try:
+            self.client = ChatClient(
+                base_url=config.base_url, concurrency=config.concurrency, rpm=config.rpm, timeout=config.timeout,
+                retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
+            )
+        except ClientUnavailable as exc:
+            raise MetricError(f"{exc} (--judge-url)") from None
+
+    def stream(self, requests: list[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:
+        return self.client.stream(requests, should_stop)
+
+
+_ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process (kept for the next task)
+
+
+def release_engine() -> None:
+    """Shut a loaded vLLM engine down (its engine-core process keeps the interpreter alive otherwise).
+    The CLI calls this before exiting; a worker keeps its engine for the next task of the same model."""
+    engine = _ENGINE["engine"]
+    _ENGINE.update(key=None, engine=None)
+    if engine is None:
+        return
+    try:
+        engine.llm_engine.engine_core.shutdown()
+    except Exception:  # noqa: BLE001 — a dead engine may not shut down cleanly; the process exits all the same
+        pass
+    del engine
+    try:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+    except ImportError:
+        return
+    cleanup_dist_env_and_memory()
+
+
+@register_judge_backend("vllm")
+class VllmJudgeBackend:
+    """vLLM in-process. Decoding per request (SamplingParams per prompt), JSON schema through vLLM's
+    structured outputs (guided decoding on older releases)."""
+
+    def __init__(self, config, chunk_size: int = 256):
+        if multiprocessing.current_process().daemon:  # a Celery worker child cannot fork vLLM's engine core
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        try:
+            import vllm
+        except ImportError as exc:
+            raise MetricError(f"the vllm judge backend needs vLLM (run it in .venv-vllm, on the 'judge' queue): {exc}") from None
+        self.vllm = vllm
+        self.config = config
+        self.chunk_size = chunk_size
+
+    def _engine(self):
+        import json
+
+        key = (self.config.model, json.dumps(self.config.engine_options, sort_keys=True, default=str))
+        if _ENGINE["key"] != key:
+            release_engine()  # another model or options: free the old engine's memory first
+            _ENGINE.update(key=key, engine=self.vllm.LLM(model=self.config.model, **self.config.engine_options))
+        return _ENGINE["engine"]
+
+    def _params(self, request: ChatRequest):
+        kwargs = {"temperature": request.temperature, "max_tokens": request.max_tokens}
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.json_schema:
+            sp = self.vllm.sampling_params
+            if hasattr(sp, "StructuredOutputsParams"):
+                kwargs["structured_outputs"] = sp.StructuredOutputsParams(json=request.json_schema["schema"])
+            elif hasattr(sp, "GuidedDecodingParams"):
+                kwargs["guided_decoding"] = sp.GuidedDecodingParams(json=request.json_schema["schema"])
+        return self.vllm.SamplingParams(**kwargs)
+
+    def stream(self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:
+        requests = list(requests)
+        if not requests:
+            return
+        engine = self._engine()
+        for start in range(0, len(requests), self.chunk_size):
+            if should_stop():
+                return
+            chunk = requests[start : start + self.chunk_size]
+            try:
+                outputs = engine.chat([list(r.messages) for r in chunk], [self._params(r) for r in chunk], use_tqdm=False)
+            except Exception as exc:  # noqa: BLE001 — one bad request refuses the call: report it per request
+                for r in chunk:
+                    yield ChatResult(r.custom_id, error=f"vllm refused the request: {exc}"[:1000], model=self.config.model)
+                continue
+            for r, out in zip(chunk, outputs):
+                completion = out.outputs[0]
+                text = completion.text
+                yield ChatResult(
+                    custom_id=r.custom_id, text=text if text.strip() else None, error="" if text.strip() else "empty response",
+                    model=self.config.model, prompt_tokens=len(out.prompt_token_ids or []),
+                    completion_tokens=len(completion.token_ids or []), finish_reason=completion.finish_reason,
+                    structured=bool(r.json_schema),
+                )

@@ -1,0 +1,52 @@
+"""Reading judge answers: JSON where a metric asks for it (tolerating code fences and prose around it)."""
+from __future__ import annotations
+
+import json
+import re
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def extract_json(text: str | None):
+    """The first JSON array or object in ``text`` (or None)."""
+    if text is None:
+        return None
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    fenced = _FENCE.search(text)
+    if fenced:
+        try:
+            return json.loads(fenced.group(1))
+        except json.JSONDecodeError:
+            pass
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(text):
+        if ch in "[{":
+            try:
+                return decoder.raw_decode(text[i:])[0]
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def string_list(text: str | None) -> list[str] | None:
+    """A JSON array of strings (an object holding one such array is accepted too), or None."""
+    value = extract_json(text)
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        value = lists[0] if len(lists) == 1 else None
+    if not isinstance(value, list):
+        return None
+    return [str(v).strip() for v in value if isinstance(v, (str, int, float)) and str(v).strip()]
+
+
+def array_schema(name: str, items: dict, key: str = "items") -> dict:
+    """A strict JSON schema for an object holding one array (servers want an object at the top)."""
+    return {
+        "name": name,
+        "strict": True,
+        "schema": {"type": "object", "properties": {key: {"type": "array", "items": items}}, "required": [key], "additionalProperties": False},
+    }

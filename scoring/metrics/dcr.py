@@ -1,0 +1,168 @@
+"""DCR, divide-conquer reasoning (Cui et al. 2024), against the reference.
+
+DCE: the judge splits the MT into sentences and says for each, with a reason, whether it agrees with the
+whole reference. AMC: a second call turns the reasons into marks z_i = +1 / -1, and the score is
+((sum z + alpha) / (k + beta) + 1) / 2, in [0, 1] (alpha = beta = 0 by default).
+
+Two DCE instructions, both named in the signature (``variant``):
+- ``paper``: the paper's criterion, where information the candidate leaves out is acceptable. For
+  translation this is blind to Omission: an MT that drops words but adds nothing scores 1.
+- ``mt`` (default): omissions and additions count as inconsistencies; reference content that no MT
+  sentence conveys becomes one more inconsistent entry.
+
+RAI (the improved translation from the reasons) is its own command: ``python -m scoring rai``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from scoring.judges.base import JudgeScorer
+from scoring.judges.engine import Call, Ledger
+from scoring.judges.parsing import array_schema, extract_json
+from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+
+VARIANTS = {"paper": "dcr-dce-paper", "mt": "dcr-dce-mt"}
+DCE_SCHEMA = array_schema("dce", {
+    "type": "object",
+    "properties": {"sentence": {"type": "string"}, "reason": {"type": "string"}, "consistent": {"type": "boolean"}},
+    "required": ["sentence", "reason", "consistent"],
+    "additionalProperties": False,
+})
+AMC_SCHEMA = array_schema("amc", {"type": "integer", "enum": [-1, 1]})
+
+
+def amc_score(marks: list[int], alpha: float = 0.0, beta: float = 0.0) -> float:
+    """Eq. 3 of the paper: Z = (sum z + alpha) / (k + beta), rescaled to (Z + 1) / 2."""
+    k = len(marks)
+    if k + beta == 0:
+        raise ValueError("AMC needs at least one mark (k + beta must not be 0)")
+    z = (sum(marks) + alpha) / (k + beta)
+    return (z + 1) / 2
+
+
+def read_dce(text: str | None) -> list[dict] | None:
+    value = extract_json(text)
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        value = lists[0] if len(lists) == 1 else None
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if isinstance(item, dict) and "reason" in item:
+            out.append({"sentence": str(item.get("sentence", "")), "reason": str(item["reason"]), "consistent": item.get("consistent")})
+    return out or None
+
+
+def read_marks(text: str | None, k: int) -> list[int] | None:
+    value = extract_json(text)
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        value = lists[0] if len(lists) == 1 else None
+    if not isinstance(value, list):
+        return None
+    marks = []
+    for v in value:
+        try:
+            marks.append(1 if float(v) > 0 else -1)
+        except (TypeError, ValueError):
+            return None
+    return marks if len(marks) == k else None
+
+
+def numbered(entries: list[dict]) -> str:
+    return "\n".join(f"{n}. {e['reason']}" for n, e in enumerate(entries, 1))
+
+
+class DCRScorer(JudgeScorer):
+    name = "dcr"
+    prompts = ("dcr-dce-paper", "dcr-dce-mt", "dcr-amc")
+    default_max_tokens = 1024
+    options = {"variant": "mt", "alpha": 0.0, "beta": 0.0}
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        if self.opts["variant"] not in VARIANTS:
+            raise MetricError(f"dcr: variant {self.opts['variant']!r} unknown; choose from {', '.join(VARIANTS)}")
+
+    def signature(self, target_lang: str = "") -> dict[str, Any]:
+        sig = super().signature(target_lang)
+        used = (VARIANTS[self.opts["variant"]], "dcr-amc")
+        sig["prompts"] = {k: v for k, v in sig["prompts"].items() if k in used}
+        sig["variant"] = self.opts["variant"]
+        return sig
+
+    def dce(self, segments: Sequence[Segment], ledger: Ledger) -> list[list[dict] | None]:
+        t = self.prompt_set[VARIANTS[self.opts["variant"]]]
+        d = self.decoding
+        calls = [Call(t, t.messages(d.structured, language=self.languages(s)[1], reference=s.ref, candidate=s.mt), d, DCE_SCHEMA, owners=(i,))
+                 for i, s in enumerate(segments)]
+        _, parsed = self.ask(calls, lambda i, text: read_dce(text), "dce", ledger)
+        return parsed
+
+    def score(self, segments: Sequence[Segment]) -> BatchResult:
+        n = len(segments)
+        ledger = Ledger(n)
+        entries = self.dce(segments, ledger)
+        t = self.prompt_set["dcr-amc"]
+        d = self.decoding
+        idx = [i for i in range(n) if entries[i]]
+        calls = [Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx]
+        _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
+        marks: dict[int, list[int] | None] = dict(zip(idx, parsed))
+        scores, extras = [], {"dce": [], "marks": [], "k": [], "n_inconsistent": [], "note": []}
+        for i in range(n):
+            m = marks.get(i)
+            note = ""
+            if entries[i] is None:
+                note = "" if ledger.errors[i] else "DCE answer unreadable"
+            elif m is None:
+                note = "" if ledger.errors[i] else "AMC marks unreadable or not one per reason"
+            scores.append(amc_score(m, float(self.opts["alpha"]), float(self.opts["beta"])) if m else None)
+            extras["dce"].append(entries[i] or [])
+            extras["marks"].append(m or [])
+            extras["k"].append(len(m) if m else 0)
+            extras["n_inconsistent"].append(sum(1 for x in m if x < 0) if m else 0)
+            extras["note"].append(note)
+        return self.result(scores, ledger, extras)
+
+
+class RAI(DCRScorer):
+    """Reason-assisted improver: DCE (shared with the metric through the cache), then a rewrite."""
+
+    prompts = ("dcr-dce-paper", "dcr-dce-mt", "dcr-amc", "dcr-rai")
+
+    def improve(self, segments: Sequence[Segment]) -> tuple[list[str | None], list[list[dict] | None], Ledger]:
+        ledger = Ledger(len(segments))
+        entries = self.dce(segments, ledger)
+        t = self.prompt_set["dcr-rai"]
+        d = self.decoding.replace(structured=False)
+        idx = [i for i, e in enumerate(entries) if e and not all(x.get("consistent") is True for x in e)]
+        calls = [Call(t, t.messages(False, language=self.languages(segments[i])[1], reference=segments[i].ref, candidate=segments[i].mt,
+                                    reasons=numbered(entries[i])), d, None, owners=(i,)) for i in idx]
+        answers = self.judge.run(calls, stage="rai")
+        ledger.add(calls, answers)
+        improved: list[str | None] = [None] * len(segments)
+        for i, e in enumerate(entries):
+            if e and all(x.get("consistent") is True for x in e):
+                improved[i] = segments[i].mt  # nothing to improve
+        for i, a in zip(idx, answers):
+            if improved[i] is None and a.ok:
+                improved[i] = a.text.strip()
+        return improved, entries, ledger
+
+
+register(
+    MetricSpec(
+        name="dcr",
+        family=Family.LLM,
+        needs_source=False,
+        needs_reference=True,
+        higher_is_better=True,
+        score_range=(0.0, 1.0),
+        default_model=None,
+        device="judge",
+        build=lambda **kw: DCRScorer(**kw),
+        description="DCR: DCE sentence-level reasons vs the reference, AMC marks -> ((sum z+a)/(k+b)+1)/2; variant=mt|paper",
+    )
+)

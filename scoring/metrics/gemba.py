@@ -1,0 +1,103 @@
+"""GEMBA-MQM (Kocmi & Federmann 2023): the judge lists MQM errors by severity for (source, MT); the score
+is the authors' weighting (scoring.judges.mqm), -25 … 0, higher is better.
+
+As in the authors' implementation, an unparsable answer is asked again at a temperature 0.1 higher (up
+to 1.0) and a truncated one with twice the tokens (from 500 up to 4000). Extras: the errors with their
+spans located in the MT (start, end, found), counts per severity, the raw answer, the number of re-asks.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from scoring.judges.base import JudgeScorer
+from scoring.judges.engine import Call, Ledger
+from scoring.judges.mqm import SCHEMA, locate, parse_answer
+from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
+
+MAX_TOKENS_LIMIT = 4000
+TEMPERATURE_LIMIT = 1.0
+
+
+class GembaMQMScorer(JudgeScorer):
+    name = "gemba-mqm"
+    prompts = ("gemba-mqm",)
+    default_max_tokens = 500
+    options = {"max_reasks": 10}
+
+    def score(self, segments: Sequence[Segment]) -> BatchResult:
+        n = len(segments)
+        template = self.prompt_set["gemba-mqm"]
+        ledger = Ledger(n)
+        final: list = [None] * n
+        reasks = [0] * n
+        used: list = [None] * n  # the decoding of the answer each score comes from (re-asks change it)
+        pending = {i: self.decoding for i in range(n)}
+        round_no = 0
+        while pending:
+            order = list(pending)
+            calls = []
+            for i in order:
+                seg = segments[i]
+                src_lang, tgt_lang = self.languages(seg)
+                d = pending[i]
+                calls.append(Call(template, template.messages(d.structured, source_lang=src_lang, target_lang=tgt_lang, source=seg.src, translation=seg.mt),
+                                  d, SCHEMA, owners=(i,)))
+            answers = self.judge.run(calls, stage="mqm" if round_no == 0 else "mqm-reask")
+            ledger.add(calls, answers)
+            pending = {}
+            for i, call, answer in zip(order, calls, answers):
+                d = call.decoding
+                used[i] = d.as_dict()
+                if not answer.ok:
+                    final[i] = (answer, None)
+                    continue
+                if answer.truncated and d.max_tokens * 2 <= MAX_TOKENS_LIMIT:
+                    pending[i] = d.replace(max_tokens=d.max_tokens * 2)
+                    reasks[i] += 1
+                    continue
+                parsed = parse_answer(answer.text, structured=answer.structured)
+                if not parsed.parsable and reasks[i] < self.opts["max_reasks"] and round(d.temperature + 0.1, 2) <= TEMPERATURE_LIMIT:
+                    pending[i] = d.replace(temperature=round(d.temperature + 0.1, 2))
+                    reasks[i] += 1
+                    continue
+                final[i] = (answer, parsed)
+            round_no += 1
+
+        scores, errors, counts, raw, notes = [], [], {"n_critical": [], "n_major": [], "n_minor": []}, [], []
+        for i, (answer, parsed) in enumerate(final):
+            raw.append(answer.text)
+            if parsed is None or not parsed.parsable:
+                scores.append(None)
+                errors.append([])
+                for k in counts:
+                    counts[k].append(None)
+                notes.append("" if parsed is None else "unparsable after re-asking")
+                continue
+            scores.append(parsed.score)
+            located = []
+            for e in parsed.errors:
+                start, end, found = locate(e.span, segments[i].mt)
+                located.append({"severity": e.severity, "category": e.category, "span": e.span, "start": start, "end": end, "found": found})
+            errors.append(located)
+            c = parsed.counts()
+            for s in ("critical", "major", "minor"):
+                counts[f"n_{s}"].append(c[s])
+            notes.append("truncated" if answer.truncated else "")
+        extras = {"errors": errors, **counts, "raw_answer": raw, "reasks": reasks, "decoding": used, "note": notes}
+        return self.result(scores, ledger, extras)
+
+
+register(
+    MetricSpec(
+        name="gemba-mqm",
+        family=Family.LLM,
+        needs_source=True,
+        needs_reference=False,
+        higher_is_better=True,
+        score_range=(-25.0, 0.0),
+        default_model=None,
+        device="judge",
+        build=lambda **kw: GembaMQMScorer(**kw),
+        description="GEMBA-MQM: an LLM judge marks MQM errors (critical/major/minor); authors' weighting, -25..0",
+    )
+)
