@@ -30,6 +30,7 @@ from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, re
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
 from injection.domain.prompts import PromptFileError, build_prompt, perturbation_overrides
 from injection.models import Candidate, InjectionItem, InjectionRun
+from llm_client.limits import RetryPolicy
 from llm_client.pricing import estimate_cost
 
 logger = logging.getLogger(__name__)
@@ -158,8 +159,6 @@ def _sampling(run: InjectionRun) -> Sampling:
 
 
 def _backend_for(run: InjectionRun):
-    from llm_client.limits import RetryPolicy
-
     p = run.parameters
     options: dict = {}
     if run.backend == "rule":

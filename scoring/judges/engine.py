@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from llm_client import ChatRequest, ChatResult, estimate_cost
+from llm_client.pricing import prices
 from scoring.judges.templates import Template
 from scoring.registry import MetricError
 
@@ -308,7 +309,6 @@ class Judge:
         return Answer(**{k: record[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "structured")})
 
     def _dry(self, calls: list[Call], pending: dict[str, list[int]], answers: list) -> None:
-        from llm_client.pricing import prices
         from scoring.judges.stub import answer_for_messages
 
         price = prices().get(self.config.model)
