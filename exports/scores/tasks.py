@@ -15,6 +15,7 @@ from typing import Any
 
 from celery import current_app, shared_task
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 
 from exports.models import Release, ScoringJob
@@ -27,12 +28,18 @@ from scoring.queues import TASK_NAME, queue_for
 COLLECT_QUEUE = "default"
 COLLECT_RETRIES = 10  # a callback may arrive just before the worker stores its result: look again
 COLLECT_RETRY_SECONDS = 3
+COLLECT_PENDING_SECONDS = 30  # a page asks at most this often while its collect_scores waits on the queue
+
+
+def _collect_key(release_id: int) -> str:
+    return f"scores:collect-pending:{release_id}"
 
 
 @shared_task(name="exports.scoring_jobs.collect_scores", bind=True, max_retries=COLLECT_RETRIES)
 def collect_scores(self, release_id: int, job_id: int | None = None) -> dict:
     """Sync job states and ingest the finished files of one release (default queue). With ``job_id`` (the
     job whose task just ended), look again shortly while the backend does not show that task finished."""
+    cache.delete(_collect_key(release_id))  # a job ending from now on asks again
     release = Release.objects.filter(pk=release_id).first()
     if release is None:
         return {"release": release_id, "missing": True}
@@ -81,3 +88,15 @@ def start_scoring(
 
         transaction.on_commit(send)
     return jobs
+
+
+def request_collect(*, release: Release, states: list) -> bool:
+    """A page saw a job whose task has ended but whose file is not ingested yet (its callback may not have
+    reached a platform worker): queue ``collect_scores`` once (debounced). Without a platform worker
+    (tasks in-process) it runs here, as the agreement refresh does; the page itself writes nothing. True
+    when one was queued (or has run)."""
+    ended = [s for s in states if s.state in ("SUCCESS", "FAILURE") and s.job.status in (ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING)]
+    if not ended or not cache.add(_collect_key(release.pk), True, timeout=COLLECT_PENDING_SECONDS):
+        return False
+    collect_scores.apply_async((release.pk,), queue=COLLECT_QUEUE)
+    return True

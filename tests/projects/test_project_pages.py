@@ -335,7 +335,7 @@ def test_metaeval_headline_goes_to_a_worker_when_one_runs(client, admin_user, pr
     from django.core.cache import cache
 
     from exports.metaeval import selectors as metaeval
-    from exports.benchmark.tasks import metaeval_headline_task
+    from exports.metaeval.tasks import metaeval_headline_task
     from xqmeval.celery import app
 
     release = _scored_release(project, languages, tmp_path)

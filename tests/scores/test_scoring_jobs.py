@@ -144,10 +144,13 @@ def test_untrusted_text_in_job_errors_is_escaped(client, release, languages, adm
 @pytest.mark.redis
 @pytest.mark.django_db
 def test_scores_page_only_reads_and_collect_scores_ingests(client, broker, release, languages, admin_user):
-    """A job whose task has finished shows as such, but viewing the page or its progress writes nothing; the
-    collect_scores task (each scoring task's callback) ingests the file."""
+    """A job whose task has finished shows as such, but viewing the page or its progress writes nothing (they
+    queue collect_scores for a platform worker, once); the collect_scores task ingests the file."""
+    import redis as redis_lib
+
     from xqmeval.celery import app
 
+    drop_collect_callbacks(broker)
     n = len(release_rows("en-de"))
     write_part(release, "chrF++", "en-de")
     job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
@@ -157,9 +160,15 @@ def test_scores_page_only_reads_and_collect_scores_ingests(client, broker, relea
         client.force_login(admin_user)
         assert client.get(reverse("scores:release", args=[release.pk])).status_code == 200
         progress = client.get(reverse("scores:progress", args=[release.pk])).json()
-        assert progress["jobs"] == [{"metric": "chrF++", "direction": "en-de", "status": "running", "percent": 0, "error": ""}]
+        assert progress["jobs"] == [
+            {"metric": "chrF++", "direction": "en-de", "status": "running", "percent": 0, "error": "", "judge_requests": None, "cost_usd": None}
+        ]
         job.refresh_from_db()
         assert job.status == ScoringJob.Status.PENDING and not MetricScore.objects.filter(release=release).exists()
+        # the views asked a platform worker to collect, once (debounced), instead of ingesting themselves
+        queued = [raw for raw in redis_lib.Redis.from_url(broker).lrange("default", 0, -1) if b"exports.scoring_jobs.collect_scores" in raw]
+        assert len(queued) == 1
+        drop_collect_callbacks(broker)
         assert tasks.collect_scores.apply(args=[release.pk, job.pk]).get() == {"done": 1}
         job.refresh_from_db()
         assert job.status == ScoringJob.Status.DONE and MetricScore.objects.filter(release=release).count() == n

@@ -23,6 +23,7 @@ from exports.metaeval import selectors as metaeval
 from exports.metaeval import tasks as metaeval_tasks
 from exports.models import MetricScore, PseudoTranslation, Release, ScoringJob
 from exports.scores import selectors as scores_selectors
+from exports.scores import tasks as scores_tasks
 from injection import selectors as injection_selectors
 from injection.models import Candidate, InjectionRun
 from scoring.registry import all_metrics
@@ -242,6 +243,8 @@ def scores_stage(project: Project, *, admin: bool, visible: set[str] | None = No
         if admin and poll and worker and unfinished:
             # live progress from the result backend, read-only (finished files are ingested by collect_scores)
             states = scores_selectors.job_states(release=release, app=app)
+            if scores_tasks.request_collect(release=release, states=states) and app.conf.task_always_eager:
+                states = scores_selectors.job_states(release=release, app=app)  # collected in-process just now
             jobs = [{"job": s.job, "percent": s.percent, "status": s.status} for s in states]
         elif admin:
             jobs = [{"job": j, "percent": 100 if j.status == "done" else 0}
