@@ -7,6 +7,7 @@ from typing import Iterable
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from core import bulk
 from core.corpus_io import CorpusRow
 from core.errors import InputErrors
 from core.languages import language_info, parse_direction
@@ -111,6 +112,6 @@ def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusR
         raise ImportRejected(source_name, errors)
     with transaction.atomic():
         project.directions.add(direction)
-        GoldSegment.objects.bulk_create(to_create, batch_size=1000)
+        bulk.insert_objects(GoldSegment, to_create)
     result.created = len(to_create)
     return result

@@ -189,7 +189,7 @@ def _candidate_language(ctx: CheckContext) -> CheckResult | None:
     # The target language must lead, or at least stay plausible (short sentences, names, numbers).
     target = base_language(ctx.language)
     ok = guesses[0]["lang"] == target or any(g["lang"] == target and g["score"] >= TARGET_MIN_SCORE for g in guesses)
-    return ok, "" if ok else f"not read as {ctx.language} ({shown})"
+    return ok, "" if ok else f"not read as {target} ({shown})"
 
 
 @check("omission_deletes")
