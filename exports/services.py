@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core import bulk
 from core.models import Direction, GoldSegment, Project
 from core.units import Edit, split_units
 from exports import merging, release_files, sampling, selectors
@@ -58,8 +59,11 @@ def _fingerprint(reference: str, language: str, max_errors: int, placed: list[me
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
-def _pool_by_segment(project: Project) -> dict[int, list[merging.PoolCandidate]]:
-    rows = pool_queryset(project).values_list(
+def _pool_by_segment(project: Project, direction: str | None = None) -> dict[int, list[merging.PoolCandidate]]:
+    queryset = pool_queryset(project)
+    if direction is not None:
+        queryset = queryset.filter(segment__direction__code=direction)
+    rows = queryset.values_list(
         "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code"
     )
     by_segment: dict[int, list[tuple]] = defaultdict(list)
@@ -88,28 +92,32 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
     ``excluded`` with the reason. Each direction is committed on its own, so an interrupted build resumes
     where it stopped."""
     max_errors = project.max_errors
-    segments = list(
-        GoldSegment.objects.filter(project=project)
-        .select_related("direction__target")
-        .order_by("direction__code", "id")
-        .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+    # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
+    # not the project: 200 directions build in the memory of one.
+    total = GoldSegment.objects.filter(project=project).count()
+    direction_codes = sorted(
+        set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct())
     )
-    pools = _pool_by_segment(project)
-    states = dict(MergedSegment.objects.filter(segment__project=project).values_list("segment_id", "fingerprint"))
-    result = BuildResult(segments=len(segments))
+    result = BuildResult(segments=total)
     if build is not None:
-        build.total_segments = len(segments)
+        build.total_segments = total
         build.save(update_fields=["total_segments"])
 
-    by_direction: dict[str, list[GoldSegment]] = defaultdict(list)
-    for seg in segments:
-        by_direction[seg.direction.code].append(seg)
-
     done = 0
-    for direction_code in sorted(by_direction):
+    for direction_code in direction_codes:
+        segments = list(
+            GoldSegment.objects.filter(project=project, direction__code=direction_code)
+            .select_related("direction__target")
+            .order_by("id")
+            .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+        )
+        pools = _pool_by_segment(project, direction_code)
+        states = dict(
+            MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
+        )
         plans = []  # (segment, fingerprint, SegmentMerge)
         direction_exclusions: list[tuple[int, str]] = []
-        for seg in by_direction[direction_code]:
+        for seg in segments:
             language = seg.direction.target.code
             placed, exclusions = merging.place_candidates(seg.reference, language, pools.get(seg.id, []))
             fingerprint = _fingerprint(seg.reference, language, max_errors, placed)
@@ -127,9 +135,9 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
             if plans:
                 _write_direction(plans, result)
         result.excluded += direction_exclusions
-        done += len(by_direction[direction_code])
+        done += len(segments)
         if progress:
-            progress(done, len(segments))
+            progress(done, total)
         if build is not None:
             build.done_segments = done
             build.rebuilt_segments = result.rebuilt
@@ -152,9 +160,10 @@ def _exclude(exclusions: list[tuple[int, str]]) -> None:
 
 
 def _write_direction(plans, result: BuildResult) -> None:
-    """Replace the pseudo translations of the planned gold pairs. Raw ``executemany`` rather than
-    ``bulk_create``: building ~250,000 model instances (rows and M2M links) costs most of the merge time
-    otherwise; values are adapted with the backend's own operations, so SQLite and PostgreSQL both work."""
+    """Replace the pseudo translations of the planned gold pairs. Raw rows (``core.bulk.copy_rows``: COPY on
+    PostgreSQL, ``executemany`` elsewhere) rather than ``bulk_create``: building ~250,000 model instances
+    (rows and M2M links) costs most of the merge time otherwise; values are adapted with the backend's own
+    operations, so SQLite and PostgreSQL both work."""
     segment_ids = [seg.id for seg, _, _ in plans]
     Through = PseudoTranslation.candidates.through
     for i in range(0, len(segment_ids), 500):
@@ -184,23 +193,14 @@ def _write_direction(plans, result: BuildResult) -> None:
             rows.append(
                 (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), now)
             )
-    qn = connection.ops.quote_name
-    table = qn(PseudoTranslation._meta.db_table)
     columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "created_at"]
-    insert = f"INSERT INTO {table} ({', '.join(qn(c) for c in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
-    with connection.cursor() as cursor:
-        for i in range(0, len(rows), BULK_BATCH * 5):
-            cursor.executemany(insert, rows[i : i + BULK_BATCH * 5])
+    bulk.copy_rows(PseudoTranslation._meta.db_table, columns, rows, batch_size=BULK_BATCH * 5)
     ids = {}
     for i in range(0, len(segment_ids), 500):
         for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list("id", "segment_id", "key"):
             ids[(sid, key)] = pk
     links = [(ids[k], cid) for k, cids in members.items() for cid in cids]
-    through_table = qn(Through._meta.db_table)
-    link_insert = f"INSERT INTO {through_table} ({qn('pseudotranslation_id')}, {qn('candidate_id')}) VALUES (%s, %s)"
-    with connection.cursor() as cursor:
-        for i in range(0, len(links), BULK_BATCH * 10):
-            cursor.executemany(link_insert, links[i : i + BULK_BATCH * 10])
+    bulk.copy_rows(Through._meta.db_table, ["pseudotranslation_id", "candidate_id"], links, batch_size=BULK_BATCH * 10)
     states = [MergedSegment(segment_id=seg.id, fingerprint=fp, pseudo_count=len(m.pseudo_translations)) for seg, fp, m in plans]
     MergedSegment.objects.bulk_create(
         states, batch_size=BULK_BATCH, update_conflicts=True, unique_fields=["segment"], update_fields=["fingerprint", "pseudo_count", "built_at"]
@@ -403,11 +403,12 @@ class _SystemStore:
     200 directions has tens of thousands, each with thousands of triplet ids). Rows of an earlier,
     failed attempt are removed first; a failed attempt removes its own."""
 
-    BATCH = 100
+    BATCH_IDS = 200_000  # triplet ids held before a flush (a multilingual system has 102 per direction)
 
     def __init__(self, release: Release):
         self.release = release
         self.pending: list[PseudoSystem] = []
+        self.pending_ids = 0
         self.directions: dict[str, Direction] = {}
         PseudoSystem.objects.filter(release=release).delete()
 
@@ -432,15 +433,16 @@ class _SystemStore:
                 triplet_ids=draw.triplet_ids,
             )
         )
-        if len(self.pending) >= self.BATCH:
+        self.pending_ids += draw.size
+        if self.pending_ids >= self.BATCH_IDS:
             self.flush()
 
     def flush(self) -> None:
-        PseudoSystem.objects.bulk_create(self.pending, batch_size=self.BATCH)
-        self.pending = []
+        bulk.insert_objects(PseudoSystem, self.pending)
+        self.pending, self.pending_ids = [], 0
 
     def discard(self) -> None:
-        self.pending = []
+        self.pending, self.pending_ids = [], 0
         PseudoSystem.objects.filter(release=self.release).delete()
 
 
