@@ -32,6 +32,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,7 +162,6 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool) -> dic
         "CELERY_BROKER_URL": "",
     }
     env.pop("CELERY_BROKER_URL")
-    log = work / "stages.log"
     py, manage = str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "manage.py")
     scoring_py = str(ROOT / ".venv-scoring" / "bin" / "python")
     release_dir = work / "release"
@@ -176,8 +176,10 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool) -> dic
     }
     stages = {}
     for stage in STAGES:
-        stages[stage] = run_stage(stage, commands[stage], env, log)
+        stages[stage] = run_stage(stage, commands[stage], env, work / f"{stage}.log")
         print(f"  k={k} {stage:<8} {stages[stage]}", file=sys.stderr)
+    # the import command reports its own split: parsing/validation, checks, database writes
+    split = re.search(r"time: read ([\d.]+) s, checks ([\d.]+) s, database writes ([\d.]+) s", (work / "import.log").read_text(encoding="utf-8"))
     manifest = json.loads((release_dir / "manifest.json").read_text(encoding="utf-8"))
     pseudo = manifest["triplets"]
     figures = {"k": k, **workload, "pseudo_translations": pseudo, "release_mb": round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1), "stages": stages}
@@ -186,6 +188,10 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool) -> dic
         s["wall_us_per_item"] = round(1e6 * s["wall_s"] / per, 2)
         s["cpu_us_per_item"] = round(1e6 * s["cpu_s"] / per, 2)
     figures["import_candidates_per_s"] = round(workload["candidates"] / stages["import"]["wall_s"])
+    if split:
+        read_s, checks_s, write_s = (float(x) for x in split.groups())
+        figures["import_split_s"] = {"read": read_s, "checks": checks_s, "write": write_s}
+        figures["import_write_candidates_per_s"] = round(workload["candidates"] / write_s) if write_s else None
     if not keep:
         drop_database(base_url, name)
         shutil.rmtree(work, ignore_errors=True)
@@ -214,6 +220,12 @@ def table(results: list[dict]) -> str:
                 f"| {r['k']} | {r['directions']} | {r['candidates']:,} | {r['pseudo_translations']:,} | {stage} | {s['wall_s']} | "
                 f"{s['wall_us_per_item']} | {s['cpu_us_per_item']} | {s['peak_mb']} |"
             )
+    for r in results:
+        lines.append("")
+        lines.append(
+            f"k={r['k']}: import {r['import_candidates_per_s']:,} candidates/s end to end"
+            + (f", database writes {r['import_write_candidates_per_s']:,} candidates/s (with decisions; split {r['import_split_s']})" if r.get("import_write_candidates_per_s") else "")
+        )
     return "\n".join(lines)
 
 
