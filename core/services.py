@@ -8,7 +8,7 @@ from typing import Iterable
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from core import bidi
+from core import bidi, bulk
 from core.corpus_io import CorpusRow
 from core.errors import InputErrors
 from core.languages import language_info, parse_direction
@@ -234,7 +234,7 @@ def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusR
         project.directions.add(direction)
         for segment in to_create:
             segment.direction = direction
-        GoldSegment.objects.bulk_create(to_create, batch_size=1000)
+        bulk.insert_objects(GoldSegment, to_create)
     result.created = len(to_create)
     result.warnings = [
         f"{row.location}: {col} has bidirectional mark(s) {', '.join(found)} (kept; usual in right-to-left text)"

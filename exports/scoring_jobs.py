@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Avg, Count
 
+from core import bulk
 from core.models import Direction
 from exports.models import MetricScore, Release, ScoringJob
 from scoring.registry import MetricError, get_metric
@@ -190,50 +191,69 @@ def ingest_job(job: ScoringJob) -> int:
     return n
 
 
+INGEST_BATCH = 10_000  # score rows read from the part file and written at a time
+
+
 def ingest_part(release: Release, metric: str, direction: Direction, path: Path) -> int:
+    """Replace the (release, metric, direction) scores with the rows of a worker's part file.
+
+    Streamed: the file is read ``INGEST_BATCH`` rows at a time and each batch validated and written
+    inside one transaction, so memory is bounded by a batch (plus the set of triplet ids seen, to refuse
+    duplicates) and a bad row anywhere leaves the previous scores in place."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not path.is_file():
         raise ScoringError(f"{path}: the worker reported success but the file is missing (is {path.parent} shared with the workers?)")
-    import pyarrow as pa
-
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
     except (pa.ArrowException, OSError) as exc:
         raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
     if missing:
         raise ScoringError(f"{path}: missing column(s) {', '.join(missing)}")
-    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
+    meta = json.loads((schema.metadata or {}).get(META_KEY, b"{}"))
     if meta.get("metric") != metric:
         raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
     signature = meta.get("signature") or {}
-    cols = table.to_pydict()
-    levels = cols.get("num_errors") or [None] * table.num_rows
     # judge metrics record per segment why a score is missing (transport error, unreadable answer)
-    reasons = [(e or "") + (n or "") for e, n in zip(cols.get("error") or [""] * table.num_rows, cols.get("note") or [""] * table.num_rows)]
-    seen = set()
-    rows = []
-    for i, (d, tid, score, level) in enumerate(zip(cols["direction"], cols["triplet_id"], cols["score"], levels)):
-        if d != direction.code:
-            raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction.code!r}")
-        if tid in seen:
-            raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
-        if score is None and reasons[i]:
-            continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
-        if score is None or not math.isfinite(score):
-            raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
-        seen.add(tid)
-        rows.append(
-            MetricScore(
-                release=release, metric=metric, direction=direction, triplet_id=str(tid),
-                level=None if level is None else int(level), score=float(score), signature=signature,
-            )
-        )
+    columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note") if c in schema.names)]
+    seen: set[str] = set()
+    i = stored = 0  # row index in the file; rows stored
     with transaction.atomic():
         MetricScore.objects.filter(release=release, metric=metric, direction=direction).delete()
-        MetricScore.objects.bulk_create(rows, batch_size=BULK_BATCH)
-    return len(rows)
+        try:
+            batches = parquet.iter_batches(batch_size=INGEST_BATCH, columns=columns)
+            for batch in batches:
+                cols = batch.to_pydict()
+                levels = cols.get("num_errors") or [None] * batch.num_rows
+                blank = [""] * batch.num_rows
+                reasons = [(e or "") + (n or "") for e, n in zip(cols.get("error") or blank, cols.get("note") or blank)]
+                rows = []
+                for d, tid, score, level, reason in zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons):
+                    if d != direction.code:
+                        raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction.code!r}")
+                    if tid in seen:
+                        raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
+                    if score is None and reason:
+                        i += 1
+                        continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
+                    if score is None or not math.isfinite(score):
+                        raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
+                    seen.add(tid)
+                    rows.append(
+                        MetricScore(
+                            release=release, metric=metric, direction=direction, triplet_id=str(tid),
+                            level=None if level is None else int(level), score=float(score), signature=signature,
+                        )
+                    )
+                    i += 1
+                bulk.insert_objects(MetricScore, rows)
+                stored += len(rows)
+        except (pa.ArrowException, OSError) as exc:
+            raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
+    return stored
 
 
 @shared_task(name="exports.scoring_jobs.collect_scores")

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import bulk
 from core.models import Direction, GoldSegment, Project
 from core.units import Edit, split_units
 from exports import merging, release_files, sampling, selectors
@@ -81,10 +82,15 @@ def _fingerprint(reference: str, language: str, max_errors: int, placed: list[me
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
-def _pool_by_segment(project: Project, state: dict[int, tuple[str, bool]] | None = None) -> dict[int, list[merging.PoolCandidate]]:
-    """The candidates to place, per gold pair; ``state`` (when given) receives each one's (status, whether
-    it carries the ``transplanted`` flag)."""
-    rows = _merge_candidates(project).values_list(
+def _pool_by_segment(
+    project: Project, direction: str | None = None, state: dict[int, tuple[str, bool]] | None = None
+) -> dict[int, list[merging.PoolCandidate]]:
+    """The candidates to place, per gold pair (of one direction when given); ``state`` (when given) receives
+    each one's (status, whether it carries the ``transplanted`` flag)."""
+    queryset = _merge_candidates(project)
+    if direction is not None:
+        queryset = queryset.filter(segment__direction__code=direction)
+    rows = queryset.values_list(
         "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code",
         "status", "flags",
     )
@@ -118,30 +124,34 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
     placed again when they can be. Each direction is committed on its own, so an interrupted build resumes
     where it stopped."""
     max_errors = project.max_errors
-    segments = list(
-        GoldSegment.objects.filter(project=project)
-        .select_related("direction__target")
-        .order_by("direction__code", "id")
-        .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+    # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
+    # not the project: 200 directions build in the memory of one.
+    total = GoldSegment.objects.filter(project=project).count()
+    direction_codes = sorted(
+        set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct())
     )
     candidate_state: dict[int, tuple[str, bool]] = {}
-    pools = _pool_by_segment(project, candidate_state)
-    states = dict(MergedSegment.objects.filter(segment__project=project).values_list("segment_id", "fingerprint"))
-    result = BuildResult(segments=len(segments))
+    result = BuildResult(segments=total)
     if build is not None:
-        build.total_segments = len(segments)
+        build.total_segments = total
         build.save(update_fields=["total_segments"])
 
-    by_direction: dict[str, list[GoldSegment]] = defaultdict(list)
-    for seg in segments:
-        by_direction[seg.direction.code].append(seg)
-
     done = 0
-    for direction_code in sorted(by_direction):
+    for direction_code in direction_codes:
+        segments = list(
+            GoldSegment.objects.filter(project=project, direction__code=direction_code)
+            .select_related("direction__target")
+            .order_by("id")
+            .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+        )
+        pools = _pool_by_segment(project, direction_code, candidate_state)
+        states = dict(
+            MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
+        )
         plans = []  # (segment, fingerprint, SegmentMerge)
         direction_exclusions: list[tuple[int, str]] = []
         direction_placed: list[tuple[int, str, int, int]] = []  # (candidate id, drift or '', placed span)
-        for seg in by_direction[direction_code]:
+        for seg in segments:
             language = seg.direction.target.code
             placed, exclusions = merging.place_candidates(seg.reference, language, pools.get(seg.id, []))
             fingerprint = _fingerprint(seg.reference, language, max_errors, placed)
@@ -163,9 +173,9 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
                 _write_direction(plans, result)
         result.excluded += direction_exclusions
         result.transplanted += [(cid, drift) for cid, drift, _, _ in direction_placed if drift]
-        done += len(by_direction[direction_code])
+        done += len(segments)
         if progress:
-            progress(done, len(segments))
+            progress(done, total)
         if build is not None:
             build.done_segments = done
             build.rebuilt_segments = result.rebuilt
@@ -245,9 +255,10 @@ def _set_transplanted(cand: Candidate, drift: str, span: tuple[int, int] | None)
 
 
 def _write_direction(plans, result: BuildResult) -> None:
-    """Replace the pseudo translations of the planned gold pairs. Raw ``executemany`` rather than
-    ``bulk_create``: building ~250,000 model instances (rows and M2M links) costs most of the merge time
-    otherwise; values are adapted with the backend's own operations, so SQLite and PostgreSQL both work."""
+    """Replace the pseudo translations of the planned gold pairs. Raw rows (``core.bulk.copy_rows``: COPY on
+    PostgreSQL, ``executemany`` elsewhere) rather than ``bulk_create``: building ~250,000 model instances
+    (rows and M2M links) costs most of the merge time otherwise; values are adapted with the backend's own
+    operations, so SQLite and PostgreSQL both work."""
     segment_ids = [seg.id for seg, _, _ in plans]
     Through = PseudoTranslation.candidates.through
     for i in range(0, len(segment_ids), 500):
@@ -278,23 +289,14 @@ def _write_direction(plans, result: BuildResult) -> None:
             rows.append(
                 (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), _json(list(p.flags)), now)
             )
-    qn = connection.ops.quote_name
-    table = qn(PseudoTranslation._meta.db_table)
     columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "created_at"]
-    insert = f"INSERT INTO {table} ({', '.join(qn(c) for c in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
-    with connection.cursor() as cursor:
-        for i in range(0, len(rows), BULK_BATCH * 5):
-            cursor.executemany(insert, rows[i : i + BULK_BATCH * 5])
+    bulk.copy_rows(PseudoTranslation._meta.db_table, columns, rows, batch_size=BULK_BATCH * 5)
     ids = {}
     for i in range(0, len(segment_ids), 500):
         for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list("id", "segment_id", "key"):
             ids[(sid, key)] = pk
     links = [(ids[k], cid) for k, cids in members.items() for cid in cids]
-    through_table = qn(Through._meta.db_table)
-    link_insert = f"INSERT INTO {through_table} ({qn('pseudotranslation_id')}, {qn('candidate_id')}) VALUES (%s, %s)"
-    with connection.cursor() as cursor:
-        for i in range(0, len(links), BULK_BATCH * 10):
-            cursor.executemany(link_insert, links[i : i + BULK_BATCH * 10])
+    bulk.copy_rows(Through._meta.db_table, ["pseudotranslation_id", "candidate_id"], links, batch_size=BULK_BATCH * 10)
     states = [MergedSegment(segment_id=seg.id, fingerprint=fp, pseudo_count=len(m.pseudo_translations)) for seg, fp, m in plans]
     MergedSegment.objects.bulk_create(
         states, batch_size=BULK_BATCH, update_conflicts=True, unique_fields=["segment"], update_fields=["fingerprint", "pseudo_count", "built_at"]
@@ -372,26 +374,27 @@ def sampling_plan_for(project: Project, overrides: dict | None = None) -> Sampli
         raise ReleaseError(f"project {project.name}: sampling plan: {exc}") from None
 
 
-def release_content(project: Project, version: str, plan: SamplingPlan, progress=None) -> ReleaseContent:
+def release_content(project: Project, version: str, plan: SamplingPlan, progress=None, on_system=None) -> ReleaseContent:
+    """The release of the project's current pseudo translations, to be streamed by ``write_release``:
+    triplet rows are read one direction at a time and the pseudo systems drawn from the triplet ids the
+    writer collects, so nothing here holds the release."""
     step = progress or (lambda stage, pct: None)
-    directions = selectors.triplet_rows(project)
+    counts = selectors.level_counts(project)
+    directions = selectors.triplet_directions(project)
     if not directions:
         raise ReleaseError(f"project {project.name} has no pseudo translations: run build_benchmark first")
-    step("triplets read", 10)
-    pool: dict[str, dict[int, list[str]]] = {}
-    for direction, rows in directions.items():
-        levels: dict[int, list[str]] = defaultdict(list)
-        for r in rows:
-            levels[r["num_errors"]].append(r["triplet_id"])
-        pool[direction] = dict(levels)
-    plan = sampling.resolve_for_pool(plan, pool)
-    try:
-        mono = sampling.monolingual_systems(pool, plan)
-        multi = sampling.multilingual_systems(pool, plan)
-    except sampling.SamplingError as exc:
-        raise ReleaseError(f"project {project.name}: {exc}") from None
-    step("systems sampled", 20)
-    shortfalls = sorted({s for draw in mono + multi for s in draw.shortfalls})
+    # The multilingual level mixes depend only on which levels each direction has (SPEC §7).
+    levels = {d: {int(k): cell["total"] for k, cell in counts[d]["levels"].items()} for d in directions}
+    plan = sampling.resolve_for_pool(plan, levels)
+    step("counts read", 5)
+
+    def systems(pool):
+        pool = sampling.normalise_pool(pool)
+        return (
+            sampling.iter_monolingual_systems(pool, plan, normalised=True),
+            sampling.iter_multilingual_systems(pool, plan, normalised=True),
+        )
+
     return ReleaseContent(
         name=project.name,
         version=version,
@@ -400,11 +403,11 @@ def release_content(project: Project, version: str, plan: SamplingPlan, progress
         license=project.license,
         source_language=project.source_language.code,
         directions=directions,
-        monolingual=mono,
-        multilingual=multi,
+        rows=lambda direction: selectors.iter_triplet_rows(project, direction),
+        systems=systems,
         excluded=selectors.excluded_candidates(project),
         transplanted=selectors.transplanted_candidates(project),
-        counts=selectors.level_counts(project),
+        counts=counts,
         sampling_plan=plan.to_dict(),
         build={
             "pool": f"accepted MQM candidates (pool rule: {project.get_pool_rule_display()}); planted gold items left out",
@@ -413,7 +416,7 @@ def release_content(project: Project, version: str, plan: SamplingPlan, progress
             "error_types": ", ".join(project.error_types) if project.error_types else "all registered types",
         },
         agreement=selectors.agreement_figures(project),
-        shortfalls=shortfalls,
+        on_system=on_system,
     )
 
 
@@ -456,14 +459,21 @@ def create_release(
         if progress:
             progress(stage, pct)
 
+    store = None if released else _SystemStore(release)
     try:
-        content = release_content(project, version, plan, step)
+        content = release_content(project, version, plan, step, on_system=store.add if store else None)
         manifest = release_files.write_release(
             content, out_dir, tuple(sorted(formats)), step, expected_hash=existing.content_hash if released else None
         )
+        if store:
+            store.flush()
     except Exception as exc:
+        if store:
+            store.discard()
         if not released:
             _release_progress(release, status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, sampling.SamplingError):
+            raise ReleaseError(f"project {project.name}: {exc}") from None
         raise
     with transaction.atomic():
         release.path = str(out_dir)
@@ -473,7 +483,6 @@ def create_release(
             release.status = Release.Status.READY
             release.stage = "ready"
             release.progress = 100
-            _store_systems(release, content)
         else:
             # Extra formats may have been added: keep the recorded file list complete.
             release.manifest = {**release.manifest, "files": {**release.manifest.get("files", {}), **manifest["files"]}}
@@ -487,17 +496,33 @@ def _release_progress(release: Release, **fields) -> None:
     release.save(update_fields=list(fields))
 
 
-def _store_systems(release: Release, content: ReleaseContent) -> None:
-    PseudoSystem.objects.filter(release=release).delete()
-    directions = {d.code: d for d in Direction.objects.filter(code__in=list(content.directions))}
-    PseudoSystem.objects.bulk_create(
-        [
+class _SystemStore:
+    """Pseudo systems of a release written to the database as they are drawn, in batches (a release of
+    200 directions has tens of thousands, each with thousands of triplet ids). Rows of an earlier,
+    failed attempt are removed first; a failed attempt removes its own."""
+
+    BATCH_IDS = 200_000  # triplet ids held before a flush (a multilingual system has 102 per direction)
+
+    def __init__(self, release: Release):
+        self.release = release
+        self.pending: list[PseudoSystem] = []
+        self.pending_ids = 0
+        self.directions: dict[str, Direction] = {}
+        PseudoSystem.objects.filter(release=release).delete()
+
+    def add(self, draw) -> None:
+        direction = None
+        if draw.direction:
+            direction = self.directions.get(draw.direction)
+            if direction is None:
+                direction = self.directions[draw.direction] = Direction.objects.filter(code=draw.direction).first()
+        self.pending.append(
             PseudoSystem(
-                release=release,
-                project=release.project,
+                release=self.release,
+                project=self.release.project,
                 kind=draw.kind,
                 name=draw.system_id,
-                direction=directions.get(draw.direction) if draw.direction else None,
+                direction=direction,
                 level=draw.level,
                 level_mix={str(k): v for k, v in sorted(draw.level_mix.items())},
                 repetition=draw.repetition,
@@ -505,10 +530,18 @@ def _store_systems(release: Release, content: ReleaseContent) -> None:
                 human_score=draw.human_score,
                 triplet_ids=draw.triplet_ids,
             )
-            for draw in content.monolingual + content.multilingual
-        ],
-        batch_size=200,
-    )
+        )
+        self.pending_ids += draw.size
+        if self.pending_ids >= self.BATCH_IDS:
+            self.flush()
+
+    def flush(self) -> None:
+        bulk.insert_objects(PseudoSystem, self.pending)
+        self.pending, self.pending_ids = [], 0
+
+    def discard(self) -> None:
+        self.pending, self.pending_ids = [], 0
+        PseudoSystem.objects.filter(release=self.release).delete()
 
 
 def start_release(project: Project, version: str, *, formats=(), push_repo: str = "", private: bool = True, user=None) -> None:

@@ -93,6 +93,19 @@ def test_bad_worker_file_is_refused_and_nothing_written(release, languages, over
     assert not MetricScore.objects.exists()
 
 
+def test_ingest_streams_in_batches_and_a_late_bad_row_keeps_the_previous_scores(release, languages, monkeypatch):
+    monkeypatch.setattr(scoring_jobs, "INGEST_BATCH", 10)
+    path = write_part(release, "chrF++", "en-de")
+    assert scoring_jobs.ingest_part(release, "chrF++", languages["en-de"], path) == 48
+    before = sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score"))
+    assert len(before) == 48
+    scores = [50.0] * 47 + [float("inf")]  # the bad row is in the last batch
+    write_part(release, "chrF++", "en-de", scores=scores)
+    with pytest.raises(scoring_jobs.ScoringError, match="row 47 .*not a finite number"):
+        scoring_jobs.ingest_part(release, "chrF++", languages["en-de"], path)
+    assert sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score")) == before
+
+
 def test_ingest_refuses_a_file_of_another_metric(release, languages):
     path = write_part(release, "TER", "en-de")
     with pytest.raises(scoring_jobs.ScoringError, match="holds metric 'TER'"):
