@@ -136,6 +136,7 @@ class ReleaseContent:
     agreement: dict | None = None
     on_system: Callable[[SystemDraw], None] | None = None  # called with each draw as it is written
     total_triplets: int = 0
+    transplanted_triplets: int = 0  # triplets with the transplanted flag, counted as they stream by
     shortfalls: list[str] = field(default_factory=list)
     transplanted: list[dict] = field(default_factory=list)  # candidates placed by transplanting their edit
     system_counts: dict = field(default_factory=lambda: {"monolingual": 0, "multilingual": 0})
@@ -336,7 +337,7 @@ def write_release(
         canonical: list[str] = []
         derived: list[str] = []
         pool: dict[str, dict[int, list[str]]] = {}
-        content.total_triplets = 0
+        content.total_triplets = content.transplanted_triplets = 0
         directions = sorted(content.directions)
         for i, direction in enumerate(directions):
             _write_direction(content, direction, staging, formats, digest, pool)
@@ -421,6 +422,8 @@ def _write_direction(content: ReleaseContent, direction: str, staging: Path, for
         for row in content.rows(direction):
             digest.item([row[n] for n in small])
             levels.setdefault(row["num_errors"], []).append(row["triplet_id"])
+            if TRANSPLANTED_FLAG in row["flags"]:
+                content.transplanted_triplets += 1
             if jsonl:
                 jsonl.write(json.dumps({name: row[name] for name in TRIPLET_SCHEMA.names}, ensure_ascii=False) + "\n")
             if tsv:
@@ -583,7 +586,7 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         w(f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells) + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n")
     w(
         f"\nCandidates placed by transplanting their edit: {len(content.transplanted)} (flag `{TRANSPLANTED_FLAG}` on "
-        f"{sum(1 for rows in content.directions.values() for r in rows if TRANSPLANTED_FLAG in r['flags']):,} triplets; see "
+        f"{content.transplanted_triplets:,} triplets; see "
         "`transplanted_candidates.csv`). "
         f"Excluded candidates: {len(content.excluded)} (see `excluded_candidates.csv`).\n\n"
     )
