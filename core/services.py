@@ -8,6 +8,7 @@ from typing import Iterable
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from core import bulk
 from core.corpus.domain import CorpusRow
 from core.domain import bidi
 from core.domain.edit_types import MQM, PERTURBATION, types_of
@@ -233,7 +234,7 @@ def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusR
         project.directions.add(direction)
         for segment in to_create:
             segment.direction = direction
-        GoldSegment.objects.bulk_create(to_create, batch_size=1000)
+        bulk.insert_objects(GoldSegment, to_create)
     result.created = len(to_create)
     result.warnings = [
         f"{row.location}: {col} has bidirectional mark(s) {', '.join(found)} (kept; usual in right-to-left text)"

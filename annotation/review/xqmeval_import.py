@@ -7,14 +7,17 @@ reviewers (per-reviewer decisions were not released).
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from django.db import transaction
+from django.db.models import Count
 
 from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
+from core import bulk
 from core.models import GoldSegment, Project
 from core.services import ImportRejected, add_directions, ensure_direction, ensure_project, project_name_problem
 from injection.domain.checks import run_checks
@@ -36,6 +39,7 @@ class XQImportResult:
     per_direction_type: Counter = field(default_factory=Counter)
     status_counts: Counter = field(default_factory=Counter)
     flagged: Counter = field(default_factory=Counter)
+    seconds: dict = field(default_factory=dict)  # read (parse + validate files), checks, write (database inserts)
 
     @property
     def changed(self) -> bool:
@@ -73,7 +77,9 @@ def import_xqmeval(
             raise ImportRejected(str(path), ["no such file"])
         decisions = (str(path), path.read_bytes())
     try:
+        started = time.perf_counter()
         release = read_release(files, decisions, strict=strict)
+        read_s = time.perf_counter() - started
     except XQMEvalFormatError as exc:
         raise ImportRejected(str(directory or "upload"), exc.errors) from None
 
@@ -83,6 +89,7 @@ def import_xqmeval(
     with transaction.atomic():
         project, created = ensure_project(project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created)
+        result.seconds = {"read": read_s, "checks": 0.0, "write": 0.0}
         directions = {code: ensure_direction(code) for code in sorted({d for d, _ in release.gold})}
         try:
             add_directions(project, directions)
@@ -129,7 +136,7 @@ def _refresh_planner_statistics() -> None:
 def _import_segments(project: Project, directions, release, result) -> dict[tuple[str, str], GoldSegment]:
     existing = {
         (seg.direction.code, seg.external_id): seg
-        for seg in GoldSegment.objects.filter(project=project).select_related("direction")
+        for seg in GoldSegment.objects.filter(project=project).select_related("direction__target")
     }
     errors, new = [], []
     for (direction, segment_id), (src, ref) in sorted(release.gold.items()):
@@ -140,15 +147,16 @@ def _import_segments(project: Project, directions, release, result) -> dict[tupl
             errors.append(f"segment {direction}#{segment_id} already exists in {project.name} with different text")
     if errors:
         raise ImportRejected("gold segments", errors)
-    GoldSegment.objects.bulk_create(new, batch_size=1000)
+    bulk.insert_objects(GoldSegment, new)
     result.segments_created = len(new)
     return {
         (seg.direction.code, seg.external_id): seg
-        for seg in GoldSegment.objects.filter(project=project).select_related("direction")
+        for seg in GoldSegment.objects.filter(project=project).select_related("direction__target")
     }
 
 
 def _import_candidates(run, segments, release, result, progress) -> dict[tuple, Candidate]:
+    started = time.perf_counter()
     existing = {
         (c.segment_id, c.error_type, c.position): c for c in Candidate.objects.filter(run=run)
     }
@@ -202,6 +210,10 @@ def _import_candidates(run, segments, release, result, progress) -> dict[tuple, 
             checks=checks,
             flags=flags,
         )
+        decision = release.decisions.get(xc.key)
+        if decision is not None:  # the released final decision decides the status (as _import_decisions would)
+            candidate.status = STATUS_OF_DECISION[decision]
+            candidate.status_reason = "imported XQ-MEval decision"
         new.append(candidate)
         by_key[xc.key] = candidate
         result.per_direction_type[(xc.direction, xc.error_type)] += 1
@@ -211,11 +223,19 @@ def _import_candidates(run, segments, release, result, progress) -> dict[tuple, 
             progress(500)
     if errors:
         raise ImportRejected("candidates", errors)
-    Candidate.objects.bulk_create(new, batch_size=1000)
+    result.seconds["checks"] += time.perf_counter() - started
+    started = time.perf_counter()
+    bulk.insert_objects(Candidate, new)
     result.candidates_created = len(new)
-    if any(c.pk is None for c in new):  # backends without RETURNING ids: read them back
-        fresh = {(c.segment_id, c.error_type, c.position): c for c in Candidate.objects.filter(run=run)}
-        by_key = {k: fresh[(c.segment_id, c.error_type, c.position)] for k, c in by_key.items()}
+    if any(c.pk is None for c in new):  # COPY (or a backend without RETURNING) gives no ids: read them back
+        ids = {
+            (seg, etype, pos): pk
+            for pk, seg, etype, pos in Candidate.objects.filter(run=run).values_list("id", "segment_id", "error_type", "position")
+        }
+        for c in new:
+            c.pk = c.id = ids[(c.segment_id, c.error_type, c.position)]
+            c._state.adding = False
+    result.seconds["write"] += time.perf_counter() - started
     return by_key
 
 
@@ -253,8 +273,11 @@ def _import_decisions(project, candidates, release, result) -> None:
             status_updates.append(candidate)
     if errors:
         raise ImportRejected("decisions", errors)
-    ReviewDecision.objects.bulk_create(new, batch_size=1000)
-    Candidate.objects.bulk_update(status_updates, ["status", "status_reason"], batch_size=1000)
+    started = time.perf_counter()
+    bulk.insert_objects(ReviewDecision, new)
+    if status_updates:  # candidates imported earlier without a decision (new ones got theirs at creation)
+        Candidate.objects.bulk_update(status_updates, ["status", "status_reason"], batch_size=1000)
+    result.seconds["write"] += time.perf_counter() - started
     result.decisions_created = len(new)
-    for status in Candidate.objects.filter(run__project=project).values_list("status", flat=True):
-        result.status_counts[status] += 1
+    for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
+        result.status_counts[status] += n

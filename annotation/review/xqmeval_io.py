@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from core.corpus.domain import text_cell, type_name
 from core.domain import bidi
 from core.domain.errors import InputErrors
-from core.domain.languages import KNOWN_LANGUAGES
+from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
 from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
 
 ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
 POSITIONS = ("head", "end")
-FILE_RE = re.compile(r"^(?P<src>[a-z]{2,3})-(?P<tgt>[a-z]{2,3})-(?P<type>[A-Za-z]+)\.parquet$")
+FILE_RE = re.compile(rf"^(?P<src>{LANGUAGE_CODE_PATTERN})-(?P<tgt>{LANGUAGE_CODE_PATTERN})-(?P<type>[A-Za-z]+)\.parquet$")
 CANDIDATE_COLUMNS = ("language", "count_id", "segment_id", "error_type", "error_position", "src", "ref", "mt")
 INTEGER_COLUMNS = ("count_id", "segment_id")
 GOLD_COLUMNS = ("src", "ref")  # the candidate (mt) is LLM text: flagged by the bidi_controls check, not refused
@@ -89,7 +89,7 @@ def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | 
         if etype not in ERROR_TYPES:
             errors.append(f"{name}: unknown error type {etype!r} (expected one of {', '.join(ERROR_TYPES)})")
             continue
-        if lang not in KNOWN_LANGUAGES or src_lang not in KNOWN_LANGUAGES:
+        if not is_known(lang) or not is_known(src_lang):
             errors.append(f"{name}: unknown direction {src_lang}-{lang}")
             continue
         direction = f"{src_lang}-{lang}"

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import bulk
 from core.domain.units import Edit, split_units
 from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
@@ -78,10 +79,15 @@ def _fingerprint(reference: str, language: str, max_errors: int, placed: list[me
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
-def _pool_by_segment(project: Project, state: dict[int, tuple[str, bool]] | None = None) -> dict[int, list[merging.PoolCandidate]]:
-    """The candidates to place, per gold pair; ``state`` (when given) receives each one's (status, whether
-    it carries the ``transplanted`` flag)."""
-    rows = _merge_candidates(project).values_list(
+def _pool_by_segment(
+    project: Project, direction: str | None = None, state: dict[int, tuple[str, bool]] | None = None
+) -> dict[int, list[merging.PoolCandidate]]:
+    """The candidates to place, per gold pair (of one direction when given); ``state`` (when given) receives
+    each one's (status, whether it carries the ``transplanted`` flag)."""
+    queryset = _merge_candidates(project)
+    if direction is not None:
+        queryset = queryset.filter(segment__direction__code=direction)
+    rows = queryset.values_list(
         "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code",
         "status", "flags",
     )
@@ -115,30 +121,34 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
     placed again when they can be. Each direction is committed on its own, so an interrupted build resumes
     where it stopped."""
     max_errors = project.max_errors
-    segments = list(
-        GoldSegment.objects.filter(project=project)
-        .select_related("direction__target")
-        .order_by("direction__code", "id")
-        .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+    # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
+    # not the project: 200 directions build in the memory of one.
+    total = GoldSegment.objects.filter(project=project).count()
+    direction_codes = sorted(
+        set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct())
     )
     candidate_state: dict[int, tuple[str, bool]] = {}
-    pools = _pool_by_segment(project, candidate_state)
-    states = dict(MergedSegment.objects.filter(segment__project=project).values_list("segment_id", "fingerprint"))
-    result = BuildResult(segments=len(segments))
+    result = BuildResult(segments=total)
     if build is not None:
-        build.total_segments = len(segments)
+        build.total_segments = total
         build.save(update_fields=["total_segments"])
 
-    by_direction: dict[str, list[GoldSegment]] = defaultdict(list)
-    for seg in segments:
-        by_direction[seg.direction.code].append(seg)
-
     done = 0
-    for direction_code in sorted(by_direction):
+    for direction_code in direction_codes:
+        segments = list(
+            GoldSegment.objects.filter(project=project, direction__code=direction_code)
+            .select_related("direction__target")
+            .order_by("id")
+            .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+        )
+        pools = _pool_by_segment(project, direction_code, candidate_state)
+        states = dict(
+            MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
+        )
         plans = []  # (segment, fingerprint, SegmentMerge)
         direction_exclusions: list[tuple[int, str]] = []
         direction_placed: list[tuple[int, str, int, int]] = []  # (candidate id, drift or '', placed span)
-        for seg in by_direction[direction_code]:
+        for seg in segments:
             language = seg.direction.target.code
             placed, exclusions = merging.place_candidates(seg.reference, language, pools.get(seg.id, []))
             fingerprint = _fingerprint(seg.reference, language, max_errors, placed)
@@ -160,9 +170,9 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
                 _write_direction(plans, result)
         result.excluded += direction_exclusions
         result.transplanted += [(cid, drift) for cid, drift, _, _ in direction_placed if drift]
-        done += len(by_direction[direction_code])
+        done += len(segments)
         if progress:
-            progress(done, len(segments))
+            progress(done, total)
         if build is not None:
             build.done_segments = done
             build.rebuilt_segments = result.rebuilt
@@ -242,9 +252,10 @@ def _set_transplanted(cand: Candidate, drift: str, span: tuple[int, int] | None)
 
 
 def _write_direction(plans, result: BuildResult) -> None:
-    """Replace the pseudo translations of the planned gold pairs. Raw ``executemany`` rather than
-    ``bulk_create``: building ~250,000 model instances (rows and M2M links) costs most of the merge time
-    otherwise; values are adapted with the backend's own operations, so SQLite and PostgreSQL both work."""
+    """Replace the pseudo translations of the planned gold pairs. Raw rows (``core.bulk.copy_rows``: COPY on
+    PostgreSQL, ``executemany`` elsewhere) rather than ``bulk_create``: building ~250,000 model instances
+    (rows and M2M links) costs most of the merge time otherwise; values are adapted with the backend's own
+    operations, so SQLite and PostgreSQL both work."""
     segment_ids = [seg.id for seg, _, _ in plans]
     Through = PseudoTranslation.candidates.through
     for i in range(0, len(segment_ids), 500):
@@ -275,23 +286,14 @@ def _write_direction(plans, result: BuildResult) -> None:
             rows.append(
                 (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), _json(list(p.flags)), now)
             )
-    qn = connection.ops.quote_name
-    table = qn(PseudoTranslation._meta.db_table)
     columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "created_at"]
-    insert = f"INSERT INTO {table} ({', '.join(qn(c) for c in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
-    with connection.cursor() as cursor:
-        for i in range(0, len(rows), BULK_BATCH * 5):
-            cursor.executemany(insert, rows[i : i + BULK_BATCH * 5])
+    bulk.copy_rows(PseudoTranslation._meta.db_table, columns, rows, batch_size=BULK_BATCH * 5)
     ids = {}
     for i in range(0, len(segment_ids), 500):
         for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list("id", "segment_id", "key"):
             ids[(sid, key)] = pk
     links = [(ids[k], cid) for k, cids in members.items() for cid in cids]
-    through_table = qn(Through._meta.db_table)
-    link_insert = f"INSERT INTO {through_table} ({qn('pseudotranslation_id')}, {qn('candidate_id')}) VALUES (%s, %s)"
-    with connection.cursor() as cursor:
-        for i in range(0, len(links), BULK_BATCH * 10):
-            cursor.executemany(link_insert, links[i : i + BULK_BATCH * 10])
+    bulk.copy_rows(Through._meta.db_table, ["pseudotranslation_id", "candidate_id"], links, batch_size=BULK_BATCH * 10)
     states = [MergedSegment(segment_id=seg.id, fingerprint=fp, pseudo_count=len(m.pseudo_translations)) for seg, fp, m in plans]
     MergedSegment.objects.bulk_create(
         states, batch_size=BULK_BATCH, update_conflicts=True, unique_fields=["segment"], update_fields=["fingerprint", "pseudo_count", "built_at"]

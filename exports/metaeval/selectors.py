@@ -27,7 +27,7 @@ def _orientation(metric: str) -> tuple[str, float]:
 def _systems(release: Release, kind: str, directions: set[str] | None) -> list[metaeval.SystemSample]:
     rows = PseudoSystem.objects.filter(release=release, kind=kind).select_related("direction").order_by("repetition", "name")
     systems = []
-    for row in rows:
+    for row in rows.iterator(chunk_size=500):
         sample = metaeval.SystemSample(
             row.name, row.repetition, row.human_score, row.triplet_ids, row.direction.code if row.direction else None, row.level
         )
@@ -47,16 +47,17 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
     qs = MetricScore.objects.filter(release=release, metric=metric)
     if directions is not None:
         qs = qs.filter(direction__code__in=directions)
-    rows = list(qs.values_list("triplet_id", "direction__code", "level", "score"))
-    if not rows:
-        raise MetaEvaluationError(f"release {release}: no {metric} scores")
-    raw = {t: s for t, _, _, s in rows}
-    oriented = {t: sign * s for t, s in raw.items()}
+    # Streamed (server-side cursor on PostgreSQL): no list of row tuples beside the score dictionaries.
+    raw: dict[str, float] = {}
     per_direction: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
-    for triplet, direction, level, score in rows:
+    for triplet, direction, level, score in qs.values_list("triplet_id", "direction__code", "level", "score").iterator(chunk_size=20_000):
+        raw[triplet] = score
         if level is not None:
             per_direction[direction][0].append(sign * score)
             per_direction[direction][1].append(-5.0 * level)
+    if not raw:
+        raise MetaEvaluationError(f"release {release}: no {metric} scores")
+    oriented = {t: sign * s for t, s in raw.items()}
     result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
     for direction, (metric_scores, human) in sorted(per_direction.items()):
         tau = metaeval.tau_statistic(metric_scores, human, variant)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core import bulk
 from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import PseudoSystem, Release
@@ -39,26 +39,27 @@ def sampling_plan_for(project: Project, overrides: dict | None = None) -> Sampli
         raise ReleaseError(f"project {project.name}: sampling plan: {exc}") from None
 
 
-def release_content(project: Project, version: str, plan: SamplingPlan, progress=None) -> ReleaseContent:
+def release_content(project: Project, version: str, plan: SamplingPlan, progress=None, on_system=None) -> ReleaseContent:
+    """The release of the project's current pseudo translations, to be streamed by ``write_release``:
+    triplet rows are read one direction at a time and the pseudo systems drawn from the triplet ids the
+    writer collects, so nothing here holds the release."""
     step = progress or (lambda stage, pct: None)
-    directions = selectors.triplet_rows(project)
+    counts = selectors.level_counts(project)
+    directions = selectors.triplet_directions(project)
     if not directions:
         raise ReleaseError(f"project {project.name} has no pseudo translations: run build_benchmark first")
-    step("triplets read", 10)
-    pool: dict[str, dict[int, list[str]]] = {}
-    for direction, rows in directions.items():
-        levels: dict[int, list[str]] = defaultdict(list)
-        for r in rows:
-            levels[r["num_errors"]].append(r["triplet_id"])
-        pool[direction] = dict(levels)
-    plan = sampling.resolve_for_pool(plan, pool)
-    try:
-        mono = sampling.monolingual_systems(pool, plan)
-        multi = sampling.multilingual_systems(pool, plan)
-    except sampling.SamplingError as exc:
-        raise ReleaseError(f"project {project.name}: {exc}") from None
-    step("systems sampled", 20)
-    shortfalls = sorted({s for draw in mono + multi for s in draw.shortfalls})
+    # The multilingual level mixes depend only on which levels each direction has (SPEC §7).
+    levels = {d: {int(k): cell["total"] for k, cell in counts[d]["levels"].items()} for d in directions}
+    plan = sampling.resolve_for_pool(plan, levels)
+    step("counts read", 5)
+
+    def systems(pool):
+        pool = sampling.normalise_pool(pool)
+        return (
+            sampling.iter_monolingual_systems(pool, plan, normalised=True),
+            sampling.iter_multilingual_systems(pool, plan, normalised=True),
+        )
+
     return ReleaseContent(
         name=project.name,
         version=version,
@@ -67,11 +68,11 @@ def release_content(project: Project, version: str, plan: SamplingPlan, progress
         license=project.license,
         source_language=project.source_language.code,
         directions=directions,
-        monolingual=mono,
-        multilingual=multi,
+        rows=lambda direction: selectors.iter_triplet_rows(project, direction),
+        systems=systems,
         excluded=selectors.excluded_candidates(project),
         transplanted=selectors.transplanted_candidates(project),
-        counts=selectors.level_counts(project),
+        counts=counts,
         sampling_plan=plan.to_dict(),
         build={
             "pool": f"accepted MQM candidates (pool rule: {project.get_pool_rule_display()}); planted gold items left out",
@@ -80,7 +81,7 @@ def release_content(project: Project, version: str, plan: SamplingPlan, progress
             "error_types": ", ".join(project.error_types) if project.error_types else "all registered types",
         },
         agreement=selectors.agreement_figures(project),
-        shortfalls=shortfalls,
+        on_system=on_system,
     )
 
 
@@ -123,14 +124,21 @@ def create_release(
         if progress:
             progress(stage, pct)
 
+    store = None if released else _SystemStore(release)
     try:
-        content = release_content(project, version, plan, step)
+        content = release_content(project, version, plan, step, on_system=store.add if store else None)
         manifest = release_files.write_release(
             content, out_dir, tuple(sorted(formats)), step, expected_hash=existing.content_hash if released else None
         )
+        if store:
+            store.flush()
     except Exception as exc:
+        if store:
+            store.discard()
         if not released:
             _release_progress(release, status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, sampling.SamplingError):
+            raise ReleaseError(f"project {project.name}: {exc}") from None
         raise
     with transaction.atomic():
         release.path = str(out_dir)
@@ -140,7 +148,6 @@ def create_release(
             release.status = Release.Status.READY
             release.stage = "ready"
             release.progress = 100
-            _store_systems(release, content)
         else:
             # Extra formats may have been added: keep the recorded file list complete.
             release.manifest = {**release.manifest, "files": {**release.manifest.get("files", {}), **manifest["files"]}}
@@ -154,17 +161,33 @@ def _release_progress(release: Release, **fields) -> None:
     release.save(update_fields=list(fields))
 
 
-def _store_systems(release: Release, content: ReleaseContent) -> None:
-    PseudoSystem.objects.filter(release=release).delete()
-    directions = {d.code: d for d in Direction.objects.filter(code__in=list(content.directions))}
-    PseudoSystem.objects.bulk_create(
-        [
+class _SystemStore:
+    """Pseudo systems of a release written to the database as they are drawn, in batches (a release of
+    200 directions has tens of thousands, each with thousands of triplet ids). Rows of an earlier,
+    failed attempt are removed first; a failed attempt removes its own."""
+
+    BATCH_IDS = 200_000  # triplet ids held before a flush (a multilingual system has 102 per direction)
+
+    def __init__(self, release: Release):
+        self.release = release
+        self.pending: list[PseudoSystem] = []
+        self.pending_ids = 0
+        self.directions: dict[str, Direction] = {}
+        PseudoSystem.objects.filter(release=release).delete()
+
+    def add(self, draw) -> None:
+        direction = None
+        if draw.direction:
+            direction = self.directions.get(draw.direction)
+            if direction is None:
+                direction = self.directions[draw.direction] = Direction.objects.filter(code=draw.direction).first()
+        self.pending.append(
             PseudoSystem(
-                release=release,
-                project=release.project,
+                release=self.release,
+                project=self.release.project,
                 kind=draw.kind,
                 name=draw.system_id,
-                direction=directions.get(draw.direction) if draw.direction else None,
+                direction=direction,
                 level=draw.level,
                 level_mix={str(k): v for k, v in sorted(draw.level_mix.items())},
                 repetition=draw.repetition,
@@ -172,10 +195,18 @@ def _store_systems(release: Release, content: ReleaseContent) -> None:
                 human_score=draw.human_score,
                 triplet_ids=draw.triplet_ids,
             )
-            for draw in content.monolingual + content.multilingual
-        ],
-        batch_size=200,
-    )
+        )
+        self.pending_ids += draw.size
+        if self.pending_ids >= self.BATCH_IDS:
+            self.flush()
+
+    def flush(self) -> None:
+        bulk.insert_objects(PseudoSystem, self.pending)
+        self.pending, self.pending_ids = [], 0
+
+    def discard(self) -> None:
+        self.pending, self.pending_ids = [], 0
+        PseudoSystem.objects.filter(release=self.release).delete()
 
 
 def check_release_request(*, project: Project, version: str, push_repo: str = "") -> None:

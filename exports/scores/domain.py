@@ -1,9 +1,12 @@
-"""Checking a scoring worker's part file before anything is written. Pure Python (no Django).
+"""Reading and checking a scoring worker's part file. Pure Python (no Django).
 
 A part file is the parquet table one worker writes for one (metric, direction): columns ``direction``,
-``triplet_id``, ``score`` and optionally ``num_errors``, and the run's metadata under
-``scoring.runner.META_KEY``. ``read_part`` reads it and returns plain rows, or raises ``ScoringError`` naming
-the file, the row and the field; ``exports.scores.services.ingest_part`` stores what it returns.
+``triplet_id``, ``score`` and optionally ``num_errors`` (and, for LLM judges, ``error``/``note``: why a
+score is missing), and the run's metadata under ``scoring.runner.META_KEY``. ``open_part`` checks the file
+and its metadata; ``Part.batches()`` then streams the rows ``INGEST_BATCH`` at a time as plain
+``PartRow``s, raising ``ScoringError`` (naming the file, the row and the field) at the first bad row, so
+``exports.scores.services.ingest_part`` can write batch by batch inside one transaction and a bad row
+anywhere leaves the previous scores in place.
 """
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterator
 
 from scoring.runner import META_KEY
 
 REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
+INGEST_BATCH = 10_000  # score rows read from the part file and written at a time
 
 
 class ScoringError(Exception):
@@ -30,48 +35,63 @@ class PartRow:
 
 @dataclass
 class Part:
-    rows: list[PartRow]
-    signature: dict = field(default_factory=dict)
+    path: Path
+    direction: str
+    signature: dict
+    parquet: Any = field(repr=False)
+    columns: list[str] = field(default_factory=list)
+
+    def batches(self, batch_size: int | None = None) -> Iterator[list[PartRow]]:
+        """The rows, checked, ``batch_size`` at a time; a row the judge could not score (missing score with
+        its reason in ``error`` or ``note``) is left out. Refuses another direction, a triplet twice, or a
+        score that is not a finite number."""
+        import pyarrow as pa
+
+        path, seen, i = self.path, set(), 0
+        batch_size = batch_size or INGEST_BATCH
+        try:
+            for batch in self.parquet.iter_batches(batch_size=batch_size, columns=self.columns):
+                cols = batch.to_pydict()
+                levels = cols.get("num_errors") or [None] * batch.num_rows
+                blank = [""] * batch.num_rows
+                reasons = [(e or "") + (n or "") for e, n in zip(cols.get("error") or blank, cols.get("note") or blank)]
+                rows = []
+                for d, tid, score, level, reason in zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons):
+                    if d != self.direction:
+                        raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {self.direction!r}")
+                    if tid in seen:
+                        raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
+                    if score is None and reason:
+                        i += 1
+                        continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
+                    if score is None or not math.isfinite(score):
+                        raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
+                    seen.add(tid)
+                    rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level), score=float(score)))
+                    i += 1
+                yield rows
+        except (pa.ArrowException, OSError) as exc:
+            raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
 
 
-def read_part(path: Path, *, metric: str, direction: str) -> Part:
-    """Read and check the part file at ``path`` for ``metric`` and ``direction`` (a code such as en-de)."""
+def open_part(path: Path, *, metric: str, direction: str) -> Part:
+    """Open the part file at ``path`` for ``metric`` and ``direction`` (a code such as en-de) and check its
+    columns and metadata; the rows are checked as ``Part.batches()`` reads them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not path.is_file():
         raise ScoringError(f"{path}: the worker reported success but the file is missing (is {path.parent} shared with the workers?)")
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
     except (pa.ArrowException, OSError) as exc:
         raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
     if missing:
         raise ScoringError(f"{path}: missing column(s) {', '.join(missing)}")
-    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-    return check_part(path, table.to_pydict(), meta, metric=metric, direction=direction, num_rows=table.num_rows)
-
-
-def check_part(path: Path, columns: dict[str, list], meta: dict, *, metric: str, direction: str, num_rows: int) -> Part:
-    """The rows of a part file given as columns and metadata; refuses another metric, another direction, a
-    triplet twice, or a score that is not a finite number (a missing score with its reason in the ``error``
-    or ``note`` column, which LLM judges write, is left out)."""
+    meta = json.loads((schema.metadata or {}).get(META_KEY, b"{}"))
     if meta.get("metric") != metric:
         raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
-    levels = columns.get("num_errors") or [None] * num_rows
-    # judge metrics record per segment why a score is missing (transport error, unreadable answer)
-    reasons = [(e or "") + (n or "") for e, n in zip(columns.get("error") or [""] * num_rows, columns.get("note") or [""] * num_rows)]
-    seen = set()
-    rows = []
-    for i, (d, tid, score, level) in enumerate(zip(columns["direction"], columns["triplet_id"], columns["score"], levels)):
-        if d != direction:
-            raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {direction!r}")
-        if tid in seen:
-            raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
-        if score is None and reasons[i]:
-            continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
-        if score is None or not math.isfinite(score):
-            raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
-        seen.add(tid)
-        rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level), score=float(score)))
-    return Part(rows=rows, signature=meta.get("signature") or {})
+    columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note") if c in schema.names)]
+    return Part(path=path, direction=direction, signature=meta.get("signature") or {}, parquet=parquet, columns=columns)

@@ -138,6 +138,8 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
     direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
     reliability (cef.reliability.parquet). Read from the worker files; nothing is stored."""
     out: dict[str, list[dict]] = {"costs": [], "decisions": [], "reliability": []}
+    if not release.path:  # no files on disk: nothing was scored
+        return out
     root = scores_dir(release)
     summary_path = root / "summary.json"
     try:

@@ -14,15 +14,14 @@ from pathlib import Path
 
 from django.db import transaction
 
+from core import bulk
 from core.models import Direction
 from exports.models import MetricScore, Release, ScoringJob
-from exports.scores.domain import ScoringError, read_part  # noqa: F401  (ScoringError: raised here, caught by callers)
+from exports.scores.domain import ScoringError, open_part  # noqa: F401  (ScoringError: raised here, caught by callers)
 from exports.scores.selectors import JobState, backend_state, scores_dir
 from scoring.registry import MetricError, MetricSpec, get_metric
 from scoring.release import open_release
 from scoring.runner import part_path
-
-BULK_BATCH = 2000
 
 def release_directions(release: Release) -> list[str]:
     try:
@@ -112,17 +111,20 @@ def ingest_job(job: ScoringJob) -> int:
 
 
 def ingest_part(release: Release, metric: str, direction: Direction, path: Path) -> int:
-    """Replace the MetricScore rows of (release, metric, direction) with the part file's; nothing is written
-    when the file is refused."""
-    part = read_part(path, metric=metric, direction=direction.code)
-    rows = [
-        MetricScore(
-            release=release, metric=metric, direction=direction, triplet_id=row.triplet_id,
-            level=row.level, score=row.score, signature=part.signature,
-        )
-        for row in part.rows
-    ]
+    """Replace the (release, metric, direction) scores with the rows of a worker's part file.
+
+    Streamed: the pure ``exports.scores.domain`` reads and checks ``INGEST_BATCH`` rows at a time and each
+    batch is written inside one transaction, so memory is bounded by a batch (plus the set of triplet ids
+    seen, to refuse duplicates) and a bad row anywhere leaves the previous scores in place."""
+    part = open_part(path, metric=metric, direction=direction.code)
+    stored = 0
     with transaction.atomic():
         MetricScore.objects.filter(release=release, metric=metric, direction=direction).delete()
-        MetricScore.objects.bulk_create(rows, batch_size=BULK_BATCH)
-    return len(rows)
+        for rows in part.batches():
+            bulk.insert_objects(MetricScore, [
+                MetricScore(release=release, metric=metric, direction=direction, triplet_id=row.triplet_id,
+                            level=row.level, score=row.score, signature=part.signature)
+                for row in rows
+            ])
+            stored += len(rows)
+    return stored

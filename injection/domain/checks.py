@@ -12,9 +12,9 @@ from functools import lru_cache
 from typing import Callable
 
 from core.domain import bidi
-from core.domain.languages import CHAR, unit_of
-from core.domain.units import Edit, join_units, position_of_edit, split_units
 from core.domain.edit_types import CHARS_PER_WORD, EDIT_TYPES, MQM, PERTURBATION
+from core.domain.languages import CHAR, base_language, unit_of
+from core.domain.units import Edit, join_units, position_of_edit, split_units
 
 # Length ratio bounds (SPEC §1: 0.6–1.4), configurable with INJECTION_LENGTH_RATIO="0.6,1.4".
 DEFAULT_LENGTH_RATIO = (0.6, 1.4)
@@ -120,7 +120,7 @@ def length_ratio_bounds() -> tuple[float, float]:
 
 @check("length_ratio")
 def _length_ratio(ctx: CheckContext) -> CheckResult | None:
-    if ctx.error_type == "Untranslated" and ctx.language in LENGTH_EXEMPT_UNTRANSLATED:
+    if ctx.error_type == "Untranslated" and base_language(ctx.language) in LENGTH_EXEMPT_UNTRANSLATED:
         return None
     if not ctx.reference:
         return None
@@ -196,8 +196,9 @@ def _candidate_language(ctx: CheckContext) -> CheckResult | None:
     guesses = _language_identifier().detect(ctx.candidate_text, model="lite", k=ENGLISH_TOP_K)
     shown = ", ".join(f"{g['lang']} {g['score']:.2f}" for g in guesses)
     # The target language must lead, or at least stay plausible (short sentences, names, numbers).
-    ok = guesses[0]["lang"] == ctx.language or any(g["lang"] == ctx.language and g["score"] >= TARGET_MIN_SCORE for g in guesses)
-    return ok, "" if ok else f"not read as {ctx.language} ({shown})"
+    target = base_language(ctx.language)
+    ok = guesses[0]["lang"] == target or any(g["lang"] == target and g["score"] >= TARGET_MIN_SCORE for g in guesses)
+    return ok, "" if ok else f"not read as {target} ({shown})"
 
 
 @check("omission_deletes")

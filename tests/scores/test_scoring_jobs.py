@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from exports.models import MetricScore, Release, ScoringJob
 from exports.scores import selectors, services, tasks
+from exports.scores import domain as scores_domain
 from exports.scores.domain import ScoringError
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release
@@ -93,6 +94,19 @@ def test_bad_worker_file_is_refused_and_nothing_written(release, languages, over
     with pytest.raises(ScoringError, match=error):
         services.ingest_part(release, "chrF++", languages["en-de"], part_path(Path(release.path) / "scores", "chrF++", "en-de"))
     assert not MetricScore.objects.exists()
+
+
+def test_ingest_streams_in_batches_and_a_late_bad_row_keeps_the_previous_scores(release, languages, monkeypatch):
+    monkeypatch.setattr(scores_domain, "INGEST_BATCH", 10)
+    path = write_part(release, "chrF++", "en-de")
+    assert services.ingest_part(release, "chrF++", languages["en-de"], path) == 48
+    before = sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score"))
+    assert len(before) == 48
+    scores = [50.0] * 47 + [float("inf")]  # the bad row is in the last batch
+    write_part(release, "chrF++", "en-de", scores=scores)
+    with pytest.raises(ScoringError, match="row 47 .*not a finite number"):
+        services.ingest_part(release, "chrF++", languages["en-de"], path)
+    assert sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score")) == before
 
 
 def test_ingest_refuses_a_file_of_another_metric(release, languages):

@@ -33,6 +33,10 @@ class Command(BaseCommand):
           f"{result.segments_created} gold segments, {result.candidates_created} candidates "
           f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions "
           f"({result.decisions_unchanged} unchanged) in {elapsed:.1f} s")
+        if result.seconds and result.candidates_created:
+            write = result.seconds["write"]
+            w(f"time: read {result.seconds['read']:.2f} s, checks {result.seconds['checks']:.2f} s, database writes {write:.2f} s "
+              f"({result.candidates_created / write if write else 0:,.0f} candidates/s with their decisions)")
         if result.per_direction_type:
             for (direction, etype), n in sorted(result.per_direction_type.items()):
                 w(f"  {direction} {etype}: {n}")

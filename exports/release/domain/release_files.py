@@ -29,6 +29,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -114,30 +115,35 @@ class ReleaseConflict(Exception):
 
 @dataclass
 class ReleaseContent:
+    """What a release says, streamed: triplet rows come one direction at a time from ``rows`` and the
+    pseudo systems are drawn by ``systems`` from the triplet ids once those are written, so nothing holds
+    the whole release. ``write_release`` fills in the figures it counts on the way (``total_triplets``,
+    ``shortfalls``, ``system_counts``)."""
+
     name: str
     version: str
     title: str
     description: str
     license: str
     source_language: str
-    directions: dict[str, list[dict]]  # direction -> triplet rows in release order
-    monolingual: list[SystemDraw]
-    multilingual: list[SystemDraw]
+    directions: list[str]  # direction codes, in release order
+    rows: Callable[[str], Iterable[dict]]  # one direction's triplet rows in release order
+    systems: Callable[[dict], tuple[Iterable[SystemDraw], Iterable[SystemDraw]]]  # pool -> (monolingual, multilingual) draws
     excluded: list[dict]
     counts: dict
     sampling_plan: dict
     build: dict = field(default_factory=dict)  # how it was built: pool rule, max_errors, sources
     agreement: dict | None = None
+    on_system: Callable[[SystemDraw], None] | None = None  # called with each draw as it is written
+    total_triplets: int = 0
+    transplanted_triplets: int = 0  # triplets with the transplanted flag, counted as they stream by
     shortfalls: list[str] = field(default_factory=list)
     transplanted: list[dict] = field(default_factory=list)  # candidates placed by transplanting their edit
+    system_counts: dict = field(default_factory=lambda: {"monolingual": 0, "multilingual": 0})
 
     @property
     def target_languages(self) -> list[str]:
         return sorted({d.split("-", 1)[1] for d in self.directions})
-
-    @property
-    def total_triplets(self) -> int:
-        return sum(len(rows) for rows in self.directions.values())
 
 
 def sha256_file(path: Path) -> str:
@@ -150,6 +156,10 @@ def sha256_file(path: Path) -> str:
 
 def _canonical_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+ROW_GROUP = PARQUET_OPTIONS["row_group_size"]
+TRIPLET_BATCH = 2048  # rows turned into Arrow at a time while a direction streams in
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -171,7 +181,7 @@ def _system_table(systems: list[SystemDraw]) -> pa.Table:
     per_block = np.repeat(np.arange(len(blocks), dtype=np.int64), np.array([len(b[2]) for b in blocks], dtype=np.int64))
 
     def repeat(values, index, typ):
-        return pc.take(pa.array(values, type=typ), pa.array(index))
+        return pc.take(pa.array(values, type=typ), pa.array(index, type=pa.int64()))
 
     columns = {
         "system_id": repeat([s.system_id for s in systems], per_system, pa.string()),
@@ -190,20 +200,52 @@ def _system_table(systems: list[SystemDraw]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=SYSTEM_SCHEMA)
 
 
-def _write_jsonl(rows: list[dict], path: Path) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for r in rows:
-            fh.write(json.dumps({name: r[name] for name in TRIPLET_SCHEMA.names}, ensure_ascii=False) + "\n")
+class _RowGroupWriter:
+    """Parquet written a piece at a time with the bytes of ``pq.write_table`` on the whole table: pieces
+    are cut into row groups of exactly ``row_group_size`` rows (the last one shorter), each written from
+    contiguous arrays, so the file does not depend on how the rows arrived. Holds at most one row group."""
+
+    def __init__(self, path: Path, schema: pa.Schema):
+        self.path, self.schema = path, schema
+        self.options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        if self.pending_rows >= ROW_GROUP:
+            whole = pa.concat_tables(self.pending)
+            full = whole.num_rows // ROW_GROUP * ROW_GROUP
+            self._emit(whole.slice(0, full).combine_chunks())
+            rest = whole.slice(full).combine_chunks()
+            self.pending, self.pending_rows = [rest], rest.num_rows
+
+    def _emit(self, table: pa.Table) -> None:
+        if self.writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = pq.ParquetWriter(self.path, self.schema, **self.options)
+        self.writer.write_table(table, row_group_size=ROW_GROUP)
+
+    def close(self) -> None:
+        rest = pa.concat_tables(self.pending).combine_chunks() if self.pending else self.schema.empty_table()
+        if self.writer is None:
+            _write_parquet(rest, self.path)  # small (or empty) table: exactly the whole-table writer
+            return
+        if rest.num_rows:
+            self._emit(rest)
+        self.writer.close()
 
 
-def _write_tsv(rows: list[dict], path: Path) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        writer.writerow(TRIPLET_SCHEMA.names)
-        for r in rows:
-            writer.writerow(
-                [_canonical_json(r[n]) if isinstance(r[n], (list, dict)) else r[n] for n in TRIPLET_SCHEMA.names]
-            )
+def _tsv_writer(fh):
+    writer = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    writer.writerow(TRIPLET_SCHEMA.names)
+    return writer
+
+
+def _tsv_row(r: dict) -> list:
+    return [_canonical_json(r[n]) if isinstance(r[n], (list, dict)) else r[n] for n in TRIPLET_SCHEMA.names]
 
 
 def _write_excluded(rows: list[dict], path: Path, columns: list[str] = EXCLUDED_COLUMNS) -> None:
@@ -221,35 +263,49 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def content_digest(content: ReleaseContent) -> str:
-    """sha256 of what the release *says*: every triplet row (columns in schema order), every system draw,
-    the excluded candidates, counts and sampling plan, as compact JSON. Independent of the file encodings
-    (a newer pyarrow may write other parquet bytes for the same content), so it identifies a version's
-    content. One ``json.dumps`` per direction keeps it in C: ~60,000 rows hash in well under a second."""
-    h = hashlib.sha256()
+class _Digest:
+    """The content hash (sha256 of what the release *says*: every triplet row with its columns in schema
+    order, every system draw, the excluded candidates, counts and sampling plan, as compact JSON), fed as
+    the release streams by. Independent of the file encodings (a newer pyarrow may write other parquet
+    bytes for the same content), so it identifies a version's content. Its byte layout is that of the
+    whole-release hash it replaces, so versions released before keep their hash:
+    ``tag\t<json>\n`` per section, a list section written item by item, and per direction the long texts
+    length-prefixed after the small fields (JSON-escaping ~40 MB of text would cost seconds)."""
 
-    def section(tag: str, value, canonical: bool = False) -> None:
+    SMALL = [n for n in TRIPLET_SCHEMA.names if n not in LONG_TEXT_COLUMNS]
+
+    def __init__(self):
+        self.h = hashlib.sha256()
+        self.first = True
+
+    def section(self, tag: str, value, canonical: bool = False) -> None:
         text = _canonical_json(value) if canonical else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        h.update(tag.encode() + b"\t" + text.encode() + b"\n")
+        self.h.update(tag.encode() + b"\t" + text.encode() + b"\n")
 
-    section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
-    names = [n for n in TRIPLET_SCHEMA.names if n not in LONG_TEXT_COLUMNS]
-    for direction in sorted(content.directions):
-        rows = content.directions[direction]
-        # small fields as JSON (rows are built with a fixed key order, so no key sorting is needed) …
-        section(f"triplets {direction}", [[row[n] for n in names] for row in rows])
-        # … and the long texts length-prefixed: JSON-escaping ~40 MB of text would cost seconds
-        h.update("".join(f"{len(row[n])}:{row[n]}" for row in rows for n in LONG_TEXT_COLUMNS).encode())
-    section(
-        "systems",
-        [
-            [d.system_id, d.kind, d.name, d.repetition, d.seed, [[k, v] for k, v in sorted(d.level_mix.items())], d.blocks]
-            for d in content.monolingual + content.multilingual
-        ],
-    )
-    section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
-    section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
-    return h.hexdigest()
+    def begin(self, tag: str) -> None:
+        self.h.update(tag.encode() + b"\t[")
+        self.first = True
+
+    def item(self, value) -> None:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        self.h.update(text.encode() if self.first else b"," + text.encode())
+        self.first = False
+
+    def end(self) -> None:
+        self.h.update(b"]\n")
+
+    def texts(self, table: pa.Table) -> None:
+        for start in range(0, table.num_rows, 8192):
+            cols = table.slice(start, 8192).select(list(LONG_TEXT_COLUMNS)).to_pydict()
+            values = [cols[n] for n in LONG_TEXT_COLUMNS]
+            self.h.update("".join(f"{len(v[i])}:{v[i]}" for i in range(len(values[0])) for v in values).encode())
+
+    def hexdigest(self) -> str:
+        return self.h.hexdigest()
+
+
+def _system_item(d: SystemDraw) -> list:
+    return [d.system_id, d.kind, d.name, d.repetition, d.seed, [[k, v] for k, v in sorted(d.level_mix.items())], d.blocks]
 
 
 def write_release(
@@ -257,51 +313,63 @@ def write_release(
 ) -> dict:
     """Write the release into ``out_dir`` and return its manifest. Refuses (``ReleaseConflict``) when
     ``out_dir`` already holds a release with a different content hash; the same release is rewritten with
-    the same bytes (with the same writer libraries); with ``expected_hash`` (the hash recorded for an existing version) any other content is
-    refused before a file is touched. Files are staged in a temporary directory next to ``out_dir`` and moved in at the end."""
+    the same bytes (with the same writer libraries); with ``expected_hash`` (the hash recorded for an
+    existing version) any other content is refused. Files are streamed into a temporary directory next to
+    ``out_dir`` and moved in only once the content hash is known and accepted, so a refused release
+    leaves ``out_dir`` untouched.
+
+    Streaming: each direction's rows arrive from ``content.rows`` and are held as Arrow columns for that
+    direction only (its parquet file is one row group up to 131,072 rows: a direction of FLORES size),
+    JSONL/TSV lines are written as they come, and pseudo systems are drawn, hashed, written in row groups
+    and handed to ``content.on_system`` one at a time. Memory follows the largest direction, not the
+    release; what grows with the release is only the pool of triplet ids the systems are drawn from."""
     unknown = set(formats) - set(EXTRA_FORMATS)
     if unknown:
         raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(EXTRA_FORMATS)}")
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     step = progress or (lambda stage, pct: None)
-    content_hash = content_digest(content)
-    if expected_hash and expected_hash != content_hash:
-        raise ReleaseConflict(
-            f"version {content.version} was released with content hash {expected_hash}, but the current data give "
-            f"{content_hash}: a released version is immutable, release the new content under a new version"
-        )
     existing = _existing_hash(out_dir)
-    if existing is not None and existing != content_hash:
-        raise ReleaseConflict(
-            f"{out_dir} already holds a release with content hash {existing}; this build has {content_hash}. "
-            "Use another output directory (and another version)."
-        )
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
+        digest = _Digest()
+        digest.section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
         canonical: list[str] = []
         derived: list[str] = []
+        pool: dict[str, dict[int, list[str]]] = {}
+        content.total_triplets = content.transplanted_triplets = 0
         directions = sorted(content.directions)
         for i, direction in enumerate(directions):
-            rows = content.directions[direction]
-            _write_parquet(_triplet_table(rows), staging / direction / "test.parquet")
+            _write_direction(content, direction, staging, formats, digest, pool)
             canonical.append(f"{direction}/test.parquet")
-            if "jsonl" in formats:
-                _write_jsonl(rows, staging / direction / "test.jsonl")
-                derived.append(f"{direction}/test.jsonl")
-            if "tsv" in formats:
-                _write_tsv(rows, staging / direction / "test.tsv")
-                derived.append(f"{direction}/test.tsv")
+            derived += [f"{direction}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats]
             step(f"triplets {direction}", int(60 * (i + 1) / max(len(directions), 1)))
-        _write_parquet(_system_table(content.monolingual), staging / "systems" / "monolingual.parquet")
-        step("monolingual systems", 70)
-        _write_parquet(_system_table(content.multilingual), staging / "systems" / "multilingual.parquet")
-        step("multilingual systems", 85)
+        monolingual, multilingual = content.systems(pool)
+        digest.begin("systems")
+        shortfalls: set[str] = set()
+        for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
+            content.system_counts[kind] = _write_systems(draws, staging / "systems" / f"{kind}.parquet", digest, content.on_system, shortfalls)
+            step(f"{kind} systems", pct)
+        digest.end()
+        content.shortfalls = sorted(shortfalls)
         canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
+        digest.section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
         _write_excluded(content.excluded, staging / "excluded_candidates.csv")
         canonical.append("excluded_candidates.csv")
+        digest.section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
         _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
         canonical.append("transplanted_candidates.csv")
+        content_hash = digest.hexdigest()
+        if expected_hash and expected_hash != content_hash:
+            raise ReleaseConflict(
+                f"version {content.version} was released with content hash {expected_hash}, but the current data give "
+                f"{content_hash}: a released version is immutable, release the new content under a new version"
+            )
+        if existing is not None and existing != content_hash:
+            raise ReleaseConflict(
+                f"{out_dir} already holds a release with content hash {existing}; this build has {content_hash}. "
+                "Use another output directory (and another version)."
+            )
 
         hashes = {path: sha256_file(staging / path) for path in canonical + derived}
 
@@ -316,7 +384,7 @@ def write_release(
             "canonical_files": sorted(canonical),
             "counts": content.counts,
             "sampling_plan": content.sampling_plan,
-            "systems": {"monolingual": len(content.monolingual), "multilingual": len(content.multilingual)},
+            "systems": dict(content.system_counts),
             "shortfalls": content.shortfalls,
             "excluded_candidates": len(content.excluded),
             "transplanted_candidates": len(content.transplanted),
@@ -335,6 +403,72 @@ def write_release(
         return manifest
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_direction(content: ReleaseContent, direction: str, staging: Path, formats, digest: _Digest, pool: dict) -> None:
+    """One direction: rows hashed and turned into Arrow batches as they stream in, JSONL/TSV lines
+    written as they come; then the long texts hashed and the parquet file written from the batches."""
+    folder = staging / direction
+    folder.mkdir(parents=True, exist_ok=True)
+    jsonl = open(folder / "test.jsonl", "w", encoding="utf-8", newline="\n") if "jsonl" in formats else None
+    tsv_fh = open(folder / "test.tsv", "w", encoding="utf-8", newline="") if "tsv" in formats else None
+    tsv = _tsv_writer(tsv_fh) if tsv_fh else None
+    levels: dict[int, list[str]] = {}
+    batches: list[pa.RecordBatch] = []
+    pending: list[dict] = []
+    small = _Digest.SMALL
+    digest.begin(f"triplets {direction}")
+    try:
+        for row in content.rows(direction):
+            digest.item([row[n] for n in small])
+            levels.setdefault(row["num_errors"], []).append(row["triplet_id"])
+            if TRANSPLANTED_FLAG in row["flags"]:
+                content.transplanted_triplets += 1
+            if jsonl:
+                jsonl.write(json.dumps({name: row[name] for name in TRIPLET_SCHEMA.names}, ensure_ascii=False) + "\n")
+            if tsv:
+                tsv.writerow(_tsv_row(row))
+            pending.append(row)
+            if len(pending) >= TRIPLET_BATCH:
+                batches.append(_triplet_table(pending).to_batches()[0])
+                pending = []
+    finally:
+        for fh in (jsonl, tsv_fh):
+            if fh:
+                fh.close()
+    digest.end()
+    if pending:
+        batches.append(_triplet_table(pending).to_batches()[0])
+    table = pa.Table.from_batches(batches, schema=TRIPLET_SCHEMA).combine_chunks()
+    del batches, pending
+    digest.texts(table)
+    writer = _RowGroupWriter(folder / "test.parquet", TRIPLET_SCHEMA)
+    writer.write(table)
+    writer.close()
+    content.total_triplets += table.num_rows
+    pool[direction] = levels
+
+
+def _write_systems(draws: Iterable[SystemDraw], path: Path, digest: _Digest, on_system, shortfalls: set[str]) -> int:
+    """Pseudo systems one draw at a time: hashed, handed to ``on_system``, written in row groups."""
+    writer = _RowGroupWriter(path, SYSTEM_SCHEMA)
+    batch: list[SystemDraw] = []
+    rows = count = 0
+    for draw in draws:
+        digest.item(_system_item(draw))
+        shortfalls.update(draw.shortfalls)
+        if on_system:
+            on_system(draw)
+        batch.append(draw)
+        rows += draw.size
+        count += 1
+        if rows >= ROW_GROUP // 4:
+            writer.write(_system_table(batch))
+            batch, rows = [], 0
+    if batch or count == 0:
+        writer.write(_system_table(batch))
+    writer.close()
+    return count
 
 
 def _existing_hash(out_dir: Path) -> str | None:
@@ -452,7 +586,7 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         w(f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells) + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n")
     w(
         f"\nCandidates placed by transplanting their edit: {len(content.transplanted)} (flag `{TRANSPLANTED_FLAG}` on "
-        f"{sum(1 for rows in content.directions.values() for r in rows if TRANSPLANTED_FLAG in r['flags']):,} triplets; see "
+        f"{content.transplanted_triplets:,} triplets; see "
         "`transplanted_candidates.csv`). "
         f"Excluded candidates: {len(content.excluded)} (see `excluded_candidates.csv`).\n\n"
     )

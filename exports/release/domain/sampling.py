@@ -13,7 +13,7 @@ import hashlib
 import math
 import random
 from dataclasses import asdict, dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from exports.benchmark.domain import MQM_MAJOR_PENALTY
 
@@ -171,8 +171,12 @@ def sample_without_replacement(items: Sequence[str], count: int, seed: int) -> l
 
 def monolingual_systems(pool: Pool, plan: SamplingPlan) -> list[SystemDraw]:
     """One direction, one level, ``n`` triplets without replacement, ``monolingual_repetitions`` times."""
-    pool = normalise_pool(pool)
-    systems = []
+    return list(iter_monolingual_systems(pool, plan))
+
+
+def iter_monolingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: bool = False) -> Iterator[SystemDraw]:
+    """``monolingual_systems`` one draw at a time (a release streams them to its files and the database)."""
+    pool = pool if normalised else normalise_pool(pool)
     for direction in sorted(pool):
         for level in plan.monolingual_levels:
             if not pool[direction].get(level):
@@ -190,18 +194,22 @@ def monolingual_systems(pool: Pool, plan: SamplingPlan) -> list[SystemDraw]:
                     level=level,
                 )
                 draw.blocks.append(_draw(pool, direction, level, plan.n, seed, draw.shortfalls))
-                systems.append(draw)
-    return systems
+                yield draw
 
 
 def multilingual_systems(pool: Pool, plan: SamplingPlan) -> list[SystemDraw]:
     """``multilingual_systems`` systems, each with the same level mix in every direction (so its human
     score is equal across languages), the whole procedure repeated ``multilingual_repetitions`` times."""
-    pool = normalise_pool(pool)
+    return list(iter_multilingual_systems(pool, plan))
+
+
+def iter_multilingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: bool = False) -> Iterator[SystemDraw]:
+    """``multilingual_systems`` one draw at a time."""
+    pool = pool if normalised else normalise_pool(pool)
     directions = sorted(pool)
-    systems = []
+    mixes = plan.resolved_mixes()
     for rep in range(plan.multilingual_repetitions):
-        for j, mix in enumerate(plan.resolved_mixes()):
+        for j, mix in enumerate(mixes):
             seed = derive_seed(plan.seed, "multi", j, rep)
             draw = SystemDraw(
                 system_id=f"multi/s{j}/r{rep}",
@@ -214,8 +222,7 @@ def multilingual_systems(pool: Pool, plan: SamplingPlan) -> list[SystemDraw]:
             for direction in directions:
                 for level, count in sorted(mix.items()):
                     draw.blocks.append(_draw(pool, direction, level, count, derive_seed(seed, direction, level), draw.shortfalls))
-            systems.append(draw)
-    return systems
+            yield draw
 
 
 def resolve_for_pool(plan: SamplingPlan, pool: Pool) -> SamplingPlan:

@@ -1,0 +1,89 @@
+"""core.bulk: COPY inserts store what the ORM stores, inside the caller's transaction; and a replica of
+the shared data imports with the same checks and statuses as the original."""
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from django.db import IntegrityError, transaction
+
+from core import bulk
+from core.models import GoldSegment
+from core.services import ensure_direction, ensure_project
+from injection.models import Candidate, InjectionRun
+
+FIELDS = ["segment_id", "external_id", "kind", "error_type", "position", "severity", "text", "span_start", "span_end",
+          "edit_text", "backend", "model", "sampling", "checks", "flags", "status", "status_reason", "is_gold", "raw_output"]
+
+
+def make(run, segment, n, **extra):
+    return [
+        Candidate(
+            run=run, segment=segment, external_id=f"c{i}", kind="mqm", error_type=f"Type{i}", position="head", severity="major",
+            text=f"text {i} \u00e9\t\\ \"quoted\"\n", span_start=i, span_end=i + 1, edit_text="x", backend="import", model="m",
+            sampling={"seed": i, "nested": [1, None, "é"]}, checks={"local_edit": {"passed": i % 2 == 0, "detail": "a\tb"}},
+            flags=["x"] if i % 3 else [], **extra,
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.django_db
+def test_insert_objects_stores_what_bulk_create_stores():
+    project, _ = ensure_project("bulk")
+    direction = ensure_direction("en-de")
+    segment = GoldSegment.objects.create(project=project, direction=direction, external_id="1", source="s", reference="r")
+    run_a = InjectionRun.objects.create(project=project, name="a")
+    run_b = InjectionRun.objects.create(project=project, name="b")
+    Candidate.objects.bulk_create(make(run_a, segment, 25))
+    assert bulk.insert_objects(Candidate, make(run_b, segment, 25)) == 25
+    a = list(Candidate.objects.filter(run=run_a).order_by("external_id").values_list(*FIELDS))
+    b = list(Candidate.objects.filter(run=run_b).order_by("external_id").values_list(*FIELDS))
+    assert a == b and len(b) == 25
+    assert all(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_bulk_insert_leaves_nothing_inside_the_callers_transaction():
+    project, _ = ensure_project("bulk")
+    direction = ensure_direction("en-de")
+    segment = GoldSegment.objects.create(project=project, direction=direction, external_id="1", source="s", reference="r")
+    run = InjectionRun.objects.create(project=project, name="a")
+    rows = make(run, segment, 10) + make(run, segment, 1)  # the last one repeats (run, segment, type, position)
+    with pytest.raises(IntegrityError):
+        with transaction.atomic():
+            GoldSegment.objects.create(project=project, direction=direction, external_id="2", source="s", reference="r")
+            bulk.insert_objects(Candidate, rows)
+    assert not Candidate.objects.exists()
+    assert not GoldSegment.objects.filter(external_id="2").exists()
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_a_replica_of_the_shared_data_imports_with_the_same_checks_and_statuses(shared_data, tmp_path):
+    from core.domain.languages import replica_code
+    from annotation.review.xqmeval_import import import_xqmeval
+
+    (tmp_path / "candidates").mkdir()
+    for path in sorted((shared_data / "candidates").glob("en-zh-*.parquet")):
+        shutil.copy(path, tmp_path / "candidates" / path.name)
+        table = pq.read_table(path)
+        code = replica_code("zh", 2)
+        table = table.set_column(table.schema.get_field_index("language"), "language", pa.array([code] * table.num_rows))
+        pq.write_table(table, tmp_path / "candidates" / path.name.replace("-zh-", f"-{code}-"))
+    lines = (shared_data / "decisions.csv").read_text(encoding="utf-8").splitlines()
+    zh = [line for line in lines[1:] if line.startswith("zh,")]
+    (tmp_path / "decisions.csv").write_text("\n".join([lines[0], *zh, *[line.replace("zh,", f"{code},", 1) for line in zh]]) + "\n", encoding="utf-8")
+    result = import_xqmeval("rep", tmp_path / "candidates", tmp_path / "decisions.csv")
+    assert result.candidates_created == 2 * len(zh)
+
+    def view(direction):
+        return sorted(
+            Candidate.objects.filter(segment__direction__code=direction).values_list(
+                "segment__external_id", "error_type", "position", "span_start", "span_end", "text", "status", "status_reason", "checks", "flags"
+            )
+        )
+
+    original, replica = view("en-zh"), view(f"en-{code}")
+    assert original == replica and len(original) == len(zh)
+    assert GoldSegment.objects.get(direction__code=f"en-{code}", external_id=original[0][0]).direction.target.unit == "char"
