@@ -137,7 +137,7 @@ def ingest_stage(release_dir: str) -> None:
     django.setup()
     from core.models import Direction
     from exports.models import Release
-    from exports.scores.jobs import ingest_part
+    from exports.scores.services import ingest_part
     from scoring.runner import part_path
 
     release = Release.objects.get(project__name=PROJECT, version=VERSION)
