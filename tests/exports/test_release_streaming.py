@@ -12,8 +12,8 @@ import pytest
 
 from core.models import Project
 from exports.release.domain import release_files
-from exports.benchmark import selectors
-from exports.benchmark import services
+from exports.benchmark import selectors, services
+from exports.release import services as release_services
 from exports.models import PseudoSystem, PseudoTranslation
 from tests.exports.conftest import import_languages
 
@@ -60,7 +60,7 @@ def test_streamed_release_rows_equal_a_whole_table_read_in_the_same_order(built,
     # small blocks, so each direction streams in many queries
     monkeypatch.setattr(selectors, "TRIPLET_BLOCK_SEGMENTS", 7)
     monkeypatch.setattr(release_files, "TRIPLET_BATCH", 100)
-    release = services.create_release(built, "1.0.0", out_dir=tmp_path / "r", formats=("jsonl",))
+    release = release_services.create_release(built, "1.0.0", out_dir=tmp_path / "r", formats=("jsonl",))
     for direction in ("en-de", "en-zh"):
         expected = whole_table(built, direction)
         got = pq.read_table(tmp_path / "r" / direction / "test.parquet").to_pandas()
@@ -91,7 +91,7 @@ def test_a_failed_release_leaves_no_pseudo_systems(built, tmp_path, monkeypatch)
 
     monkeypatch.setattr(release_files, "_write_excluded", broken)
     with pytest.raises(OSError):
-        services.create_release(built, "1.0.0", out_dir=tmp_path / "r")
+        release_services.create_release(built, "1.0.0", out_dir=tmp_path / "r")
     assert not PseudoSystem.objects.filter(release__project=built).exists()
     assert not (tmp_path / "r").exists()
 
