@@ -32,8 +32,9 @@ def test_excluded_candidates_csv_is_safe_for_spreadsheets(tmp_path):
 def test_dataset_files_keep_the_text_exact(tmp_path):
     row = {name: "=1+1" for name in release_files.TRIPLET_SCHEMA.names}
     row.update({"num_errors": 1, "mqm_penalty": 5, "human_score": -5, "error_types": ["Addition"], "spans": []})
-    release_files._write_jsonl([row], tmp_path / "t.jsonl")
-    release_files._write_tsv([row], tmp_path / "t.tsv")
+    (tmp_path / "t.jsonl").write_text(release_files._jsonl_line(row), encoding="utf-8")
+    with open(tmp_path / "t.tsv", "w", encoding="utf-8", newline="") as fh:
+        release_files._tsv_writer(fh).writerow(release_files._tsv_row(row))
     assert json.loads((tmp_path / "t.jsonl").read_text(encoding="utf-8"))["mt"] == "=1+1"
     tsv = list(csv.DictReader((tmp_path / "t.tsv").open(encoding="utf-8", newline=""), delimiter="\t"))
     assert tsv[0]["mt"] == "=1+1"

@@ -143,5 +143,6 @@ def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(client, a
     form = {"project": segments[0].project_id, "kind": "mqm", "backend": "rule", "model": "m", "concurrency": 4, "seed": 1,
             "temperature": 0.5, "engine_options": ""}
     response = client.post(reverse("injection:runs"), {**form, field: value})
-    assert response.status_code == 200 and "errorlist" in response.content.decode()
+    page = response.content.decode()
+    assert response.status_code == 200 and 'class="field has-error"' in page and 'class="error" role="alert"' in page
     assert not InjectionRun.objects.exists()

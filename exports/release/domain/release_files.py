@@ -238,6 +238,10 @@ class _RowGroupWriter:
         self.writer.close()
 
 
+def _jsonl_line(r: dict) -> str:
+    return json.dumps({name: r[name] for name in TRIPLET_SCHEMA.names}, ensure_ascii=False) + "\n"
+
+
 def _tsv_writer(fh):
     writer = csv.writer(fh, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow(TRIPLET_SCHEMA.names)
@@ -425,7 +429,7 @@ def _write_direction(content: ReleaseContent, direction: str, staging: Path, for
             if TRANSPLANTED_FLAG in row["flags"]:
                 content.transplanted_triplets += 1
             if jsonl:
-                jsonl.write(json.dumps({name: row[name] for name in TRIPLET_SCHEMA.names}, ensure_ascii=False) + "\n")
+                jsonl.write(_jsonl_line(row))
             if tsv:
                 tsv.writerow(_tsv_row(row))
             pending.append(row)
