@@ -94,6 +94,10 @@ class BenchmarkBuild(Job):
     excluded = models.PositiveIntegerField(default=0, help_text="candidates excluded as unplaceable")
     transplanted = models.PositiveIntegerField(default=0, help_text="candidates placed by transplanting their edit (drift outside the span)")
     counts = models.JSONField(default=dict, blank=True, help_text="per direction and level: total, min and max per gold pair")
+    directions = models.JSONField(
+        default=dict, blank=True,
+        help_text="per direction: status (pending, running, done, failed), gold pairs, rebuilt, pseudo translations written, excluded, transplanted; a resumed build skips the done ones",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

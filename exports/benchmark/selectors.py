@@ -240,7 +240,20 @@ def release_summary(release: Release) -> dict:
     }
 
 
-def build_summary(build: BenchmarkBuild | None) -> dict | None:
+def build_directions(build: BenchmarkBuild | None, directions: set[str] | None = None) -> list[dict]:
+    """A build's progress per direction (those in ``directions`` when given): status, gold pairs, rebuilt,
+    pseudo translations written, excluded, transplanted, failure reason."""
+    if build is None:
+        return []
+    keys = ("gold_pairs", "rebuilt", "pseudo_created", "excluded", "transplanted")
+    return [
+        {"direction": code, "status": entry.get("status", "pending"), **{k: entry.get(k, 0) for k in keys}, "error": entry.get("error", "")}
+        for code, entry in sorted((build.directions or {}).items())
+        if directions is None or code in directions
+    ]
+
+
+def build_summary(build: BenchmarkBuild | None, directions: set[str] | None = None) -> dict | None:
     if build is None:
         return None
     return {
@@ -254,6 +267,7 @@ def build_summary(build: BenchmarkBuild | None) -> dict | None:
         "excluded": build.excluded,
         "transplanted": build.transplanted,
         "error": build.error,
+        "directions": build_directions(build, directions),
     }
 
 
@@ -277,19 +291,22 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
     ]
     excluded = [e for e in excluded_candidates(project) if directions is None or e["direction"] in directions]
     transplanted = [t for t in transplanted_candidates(project) if directions is None or t["direction"] in directions]
+    build = latest_build(project)
     return {
         "counts": counts,
         "levels": levels,
         "table": table,
-        "build": latest_build(project),
+        "build": build,
+        "build_directions": build_directions(build, directions),
         "releases": list(releases_of(project)),
         "excluded": excluded,
         "transplanted": transplanted,
     }
 
 
-def progress_status(project: Project) -> dict:
+def progress_status(project: Project, directions: set[str] | None = None) -> dict:
+    """Progress of the latest build (per direction: those in ``directions`` when given) and of every release."""
     return {
-        "build": build_summary(latest_build(project)),
+        "build": build_summary(latest_build(project), directions),
         "releases": [release_summary(r) for r in releases_of(project)],
     }

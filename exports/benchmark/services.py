@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from core import bulk
@@ -120,57 +120,16 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
     drifts from the reference) get the ``transplanted`` flag; candidates an earlier build excluded are
     placed again when they can be. Each direction is committed on its own, so an interrupted build resumes
     where it stopped."""
-    max_errors = project.max_errors
     # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
     # not the project: 200 directions build in the memory of one.
     total = GoldSegment.objects.filter(project=project).count()
-    direction_codes = sorted(
-        set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct())
-    )
-    candidate_state: dict[int, tuple[str, bool]] = {}
     result = BuildResult(segments=total)
     if build is not None:
         build.total_segments = total
         build.save(update_fields=["total_segments"])
-
     done = 0
-    for direction_code in direction_codes:
-        segments = list(
-            GoldSegment.objects.filter(project=project, direction__code=direction_code)
-            .select_related("direction__target")
-            .order_by("id")
-            .only("id", "reference", "external_id", "direction__code", "direction__target__code")
-        )
-        pools = _pool_by_segment(project, direction_code, candidate_state)
-        states = dict(
-            MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
-        )
-        plans = []  # (segment, fingerprint, SegmentMerge)
-        direction_exclusions: list[tuple[int, str]] = []
-        direction_placed: list[tuple[int, str, int, int]] = []  # (candidate id, drift or '', placed span)
-        for seg in segments:
-            language = seg.direction.target.code
-            placed, exclusions = merging.place_candidates(seg.reference, language, pools.get(seg.id, []))
-            fingerprint = _fingerprint(seg.reference, language, max_errors, placed)
-            direction_exclusions += [(exc.candidate_id, exc.reason) for exc in exclusions]
-            direction_placed += [(c.id, c.drift, c.edit.start, c.edit.end) for c in placed]
-            if not force and states.get(seg.id) == fingerprint:
-                result.unchanged += 1  # same placed pool: its pseudo translations stand, no need to merge
-                continue
-            merged = merging.merge_segment(seg.reference, language, (), max_errors, placed=(placed, exclusions))
-            plans.append((seg, fingerprint, merged))
-        with transaction.atomic():
-            # Two builds of one project take turns per direction (PostgreSQL row lock; SQLite serialises writes
-            # anyway); each deletes a gold pair's rows before writing them, so the later one simply wins.
-            Project.objects.select_for_update().filter(pk=project.pk).first()
-            _exclude(direction_exclusions)
-            rebuilt_ids = {c.id for _, _, merged in plans for c in merged.placed}
-            result.restored += _mark_placed(direction_placed, candidate_state, rebuilt_ids)
-            if plans:
-                _write_direction(plans, result)
-        result.excluded += direction_exclusions
-        result.transplanted += [(cid, drift) for cid, drift, _, _ in direction_placed if drift]
-        done += len(segments)
+    for direction_code in direction_codes(project):
+        done += build_direction(project, direction_code, result, force=force)
         if progress:
             progress(done, total)
         if build is not None:
@@ -180,6 +139,54 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
             build.save(update_fields=["done_segments", "rebuilt_segments", "pseudo_created"])
     result.counts = selectors.level_counts(project)
     return result
+
+
+def direction_codes(project: Project) -> list[str]:
+    """The directions a build merges, in order (one unit of work each: a Celery task, a committed step)."""
+    return sorted(set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct()))
+
+
+def build_direction(project: Project, direction_code: str, result: BuildResult, *, force: bool = False) -> int:
+    """Merge one direction's pool (committed on its own; nothing in it depends on another direction's, so
+    directions may run on different workers at once); adds to ``result``, returns its number of gold pairs."""
+    max_errors = project.max_errors
+    candidate_state: dict[int, tuple[str, bool]] = {}
+    segments = list(
+        GoldSegment.objects.filter(project=project, direction__code=direction_code)
+        .select_related("direction__target")
+        .order_by("id")
+        .only("id", "reference", "external_id", "direction__code", "direction__target__code")
+    )
+    pools = _pool_by_segment(project, direction_code, candidate_state)
+    states = dict(
+        MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
+    )
+    plans = []  # (segment, fingerprint, SegmentMerge)
+    direction_exclusions: list[tuple[int, str]] = []
+    direction_placed: list[tuple[int, str, int, int]] = []  # (candidate id, drift or '', placed span)
+    for seg in segments:
+        language = seg.direction.target.code
+        placed, exclusions = merging.place_candidates(seg.reference, language, pools.get(seg.id, []))
+        fingerprint = _fingerprint(seg.reference, language, max_errors, placed)
+        direction_exclusions += [(exc.candidate_id, exc.reason) for exc in exclusions]
+        direction_placed += [(c.id, c.drift, c.edit.start, c.edit.end) for c in placed]
+        if not force and states.get(seg.id) == fingerprint:
+            result.unchanged += 1  # same placed pool: its pseudo translations stand, no need to merge
+            continue
+        merged = merging.merge_segment(seg.reference, language, (), max_errors, placed=(placed, exclusions))
+        plans.append((seg, fingerprint, merged))
+    with transaction.atomic():
+        # Two builds of one project take turns per direction (PostgreSQL row lock; SQLite serialises writes
+        # anyway); each deletes a gold pair's rows before writing them, so the later one simply wins.
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        _exclude(direction_exclusions)
+        rebuilt_ids = {c.id for _, _, merged in plans for c in merged.placed}
+        result.restored += _mark_placed(direction_placed, candidate_state, rebuilt_ids)
+        if plans:
+            _write_direction(plans, result)
+    result.excluded += direction_exclusions
+    result.transplanted += [(cid, drift) for cid, drift, _, _ in direction_placed if drift]
+    return len(segments)
 
 
 def _exclude(exclusions: list[tuple[int, str]]) -> None:
@@ -306,29 +313,108 @@ def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def run_build(build: BenchmarkBuild, progress: Progress | None = None, force: bool = False) -> BenchmarkBuild:
-    """Run one recorded build (what the task and the command call): status, counts, failure reason."""
-    build.status = BenchmarkBuild.Status.RUNNING
-    build.error = ""
-    build.save(update_fields=["status", "error"])
+DirectionDone = Callable[[str, dict], None]  # (direction, its entry in ``BenchmarkBuild.directions``)
+_SUMMED = {"done_segments": "gold_pairs", "rebuilt_segments": "rebuilt", "pseudo_created": "pseudo_created", "excluded": "excluded", "transplanted": "transplanted"}
+
+
+def begin_build(build: BenchmarkBuild) -> list[str]:
+    """Mark a recorded build running and return the directions it has left to merge: all of them for a new
+    build or a finished one run again; for an interrupted or failed one, those not done yet (a build resumes
+    per direction). ``build.directions`` gets an entry per direction (what the UI and the command show)."""
+    pairs = dict(
+        GoldSegment.objects.filter(project=build.project).order_by().values("direction__code").annotate(n=Count("id")).values_list("direction__code", "n")
+    )
+    with transaction.atomic():
+        row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
+        kept = {} if row.status == BenchmarkBuild.Status.DONE else row.directions or {}
+        row.directions = {
+            code: kept[code] if kept.get(code, {}).get("status") == "done" else {"status": "pending", "gold_pairs": n}
+            for code, n in sorted(pairs.items())
+        }
+        row.status, row.error, row.finished_at = BenchmarkBuild.Status.RUNNING, "", None
+        row.total_segments = sum(pairs.values())
+        _sum_directions(row)
+        row.save(update_fields=["directions", "status", "error", "finished_at", "total_segments", *_SUMMED])
+    _copy(row, build)
+    return [code for code, entry in build.directions.items() if entry["status"] != "done"]
+
+
+def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool = False) -> dict:
+    """Merge one direction of a recorded build (what each task of a build's chord runs) and record its
+    outcome in ``build.directions``, in the transaction that writes the direction, so a recorded ``done``
+    means written. A failure is recorded on the direction and the build, with its reason, and raised."""
+    _record_direction(build, direction_code, {"status": "running"})
+    result = BuildResult()
     try:
-        result = build_benchmark(build.project, progress=progress, build=build, force=force)
+        with transaction.atomic():
+            segments = build_direction(build.project, direction_code, result, force=force)
+            entry = {
+                "status": "done",
+                "gold_pairs": segments,
+                "rebuilt": result.rebuilt,
+                "pseudo_created": result.pseudo_created,
+                "excluded": len({cid for cid, _ in result.excluded}),  # a candidate belongs to one direction
+                "transplanted": len({cid for cid, _ in result.transplanted}),
+                "restored": result.restored,
+            }
+            _record_direction(build, direction_code, entry)
     except Exception as exc:
-        build.status = BenchmarkBuild.Status.FAILED
-        build.error = f"{type(exc).__name__}: {exc}"
-        build.finished_at = timezone.now()
-        build.save(update_fields=["status", "error", "finished_at"])
+        reason = f"{type(exc).__name__}: {exc}"
+        _record_direction(build, direction_code, {"status": "failed", "error": reason}, failure=f"{direction_code}: {reason}")
         raise
-    build.status = BenchmarkBuild.Status.DONE
-    build.excluded = len({cid for cid, _ in result.excluded})
-    build.transplanted = len({cid for cid, _ in result.transplanted})
-    build.counts = result.counts
-    build.done_segments = result.segments
-    build.rebuilt_segments = result.rebuilt
-    build.pseudo_created = result.pseudo_created
-    build.finished_at = timezone.now()
-    build.save(update_fields=["status", "excluded", "transplanted", "counts", "done_segments", "rebuilt_segments", "pseudo_created", "finished_at"])
+    return entry
+
+
+def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
+    """Close a build whose directions are all merged (the chord's last task): counts per direction and level."""
+    counts = selectors.level_counts(build.project)
+    with transaction.atomic():
+        row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
+        missing = sorted(code for code, entry in row.directions.items() if entry.get("status") != "done")
+        if missing:
+            row.status, row.error = BenchmarkBuild.Status.FAILED, row.error or f"directions not merged: {', '.join(missing)}"
+        else:
+            row.status, row.counts = BenchmarkBuild.Status.DONE, counts
+        row.finished_at = timezone.now()
+        row.save(update_fields=["status", "error", "counts", "finished_at"])
+    _copy(row, build)
     return build
+
+
+def run_build(build: BenchmarkBuild, progress: Progress | None = None, force: bool = False, on_direction: DirectionDone | None = None) -> BenchmarkBuild:
+    """Run one recorded build in this process, direction after direction (what the command calls; the task
+    spreads the same steps over workers): status, counts, failure reason, progress per direction."""
+    for code in begin_build(build):
+        entry = run_build_direction(build, code, force=force)
+        if on_direction:
+            on_direction(code, entry)
+        if progress:
+            progress(build.done_segments, build.total_segments)
+    return finish_build(build)
+
+
+def _record_direction(build: BenchmarkBuild, direction_code: str, entry: dict, failure: str = "") -> None:
+    """Set one direction's entry (the build row is locked: directions on other workers record theirs too)."""
+    with transaction.atomic():
+        row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
+        row.directions = {**(row.directions or {}), direction_code: {**(row.directions or {}).get(direction_code, {}), **entry}}
+        if failure:
+            row.status, row.error, row.finished_at = BenchmarkBuild.Status.FAILED, failure, timezone.now()
+        _sum_directions(row)
+        row.save(update_fields=["directions", "status", "error", "finished_at", *_SUMMED])
+    _copy(row, build)
+
+
+def _sum_directions(build: BenchmarkBuild) -> None:
+    done = [entry for entry in build.directions.values() if entry.get("status") == "done"]
+    for attr, key in _SUMMED.items():
+        setattr(build, attr, sum(entry.get(key, 0) for entry in done))
+
+
+def _copy(row: BenchmarkBuild, build: BenchmarkBuild) -> None:
+    if row is not build:
+        for attr in ("directions", "status", "error", "finished_at", "total_segments", "counts", *_SUMMED):
+            setattr(build, attr, getattr(row, attr))
 
 
 def create_build(*, project: Project, user=None) -> BenchmarkBuild:

@@ -5,7 +5,7 @@ failures are recorded on the build with their reason. Tasks are entry points lik
 imports the services, never the reverse."""
 from __future__ import annotations
 
-from celery import shared_task
+from celery import chord, group, shared_task
 from django.db import OperationalError, transaction
 
 from core.models import Project
@@ -17,8 +17,28 @@ RETRY = dict(autoretry_for=(OperationalError,), retry_backoff=True, retry_backof
 
 @shared_task(name="exports.build_benchmark", **RETRY)
 def build_benchmark_task(build_id: int, force: bool = False) -> dict:
+    """Start a recorded build: one task per direction left to merge (a chord over the workers), then
+    ``finish_build_task``. Run again on an interrupted or failed build, it resumes with the directions not
+    done; on a finished one, it runs all again (only changed gold pairs are rewritten)."""
     build = BenchmarkBuild.objects.select_related("project").get(pk=build_id)
-    services.run_build(build, force=force)
+    directions = services.begin_build(build)
+    work = chord(group(build_direction_task.si(build_id, code, force) for code in directions), finish_build_task.si(build_id))
+    result = work.apply_async()
+    if result.ready():  # ran in this process (no broker): the build is finished
+        result.get(propagate=True, disable_sync_subtasks=False)  # already done: nothing to wait for
+        build.refresh_from_db()
+    return {"build": build.pk, "status": build.status, "pseudo_created": build.pseudo_created}
+
+
+@shared_task(name="exports.build_direction", **RETRY)
+def build_direction_task(build_id: int, direction: str, force: bool = False) -> dict:
+    build = BenchmarkBuild.objects.select_related("project").get(pk=build_id)
+    return {"build": build_id, "direction": direction, **services.run_build_direction(build, direction, force=force)}
+
+
+@shared_task(name="exports.finish_build", **RETRY)
+def finish_build_task(build_id: int) -> dict:
+    build = services.finish_build(BenchmarkBuild.objects.select_related("project").get(pk=build_id))
     return {"build": build.pk, "status": build.status, "pseudo_created": build.pseudo_created}
 
 

@@ -30,8 +30,8 @@ ADMINS_ONLY = "only admins build and release benchmarks"
 @login_required
 def status(request, project: str):
     """Progress of the latest build and of every release, polled by the project page."""
-    project_obj, _ = visible_project_and_directions(request, project)
-    return JsonResponse(selectors.progress_status(project_obj))
+    project_obj, directions = visible_project_and_directions(request, project)
+    return JsonResponse(selectors.progress_status(project_obj, directions))
 
 
 @login_required

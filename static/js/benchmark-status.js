@@ -12,6 +12,12 @@
       if (s) s.textContent = data.build.status;
       if (p) p.value = data.build.percent;
       if (d) d.textContent = `${data.build.done_segments}/${data.build.total_segments} gold pairs, ${data.build.rebuilt_segments} rebuilt, ${data.build.pseudo_created} pseudo translations written, ${data.build.excluded} excluded, ${data.build.transplanted} transplanted`;
+      for (const e of data.build.directions || []) {
+        const row = document.querySelector(`#build-directions tr[data-direction="${CSS.escape(e.direction)}"]`);
+        if (!row) continue;
+        row.querySelector(".d-status").textContent = e.error ? `${e.status} ${e.error}` : e.status;
+        for (const k of ["gold_pairs", "rebuilt", "pseudo_created", "excluded", "transplanted"]) row.querySelector(`.d-${k}`).textContent = e[k];
+      }
       busy = busy || ["pending", "running"].includes(data.build.status);
     }
     for (const r of data.releases) {

@@ -1,11 +1,16 @@
 """Task plumbing: which push failures are retried; the build task runs a recorded build, idempotently."""
 from __future__ import annotations
 
+import io
+
 import httpx
 import pytest
 from huggingface_hub.errors import HfHubHTTPError
 
+from django.core.management import call_command
+
 from core.models import GoldSegment
+from exports.benchmark import services
 from exports.benchmark.tasks import build_benchmark_task
 from exports.models import BenchmarkBuild, PseudoTranslation
 from exports.release.services import ReleaseError
@@ -43,3 +48,55 @@ def test_build_task_runs_a_recorded_build_and_is_idempotent(seeded):
     build.refresh_from_db()
     assert build.status == "done" and build.rebuilt_segments == 0
     assert set(PseudoTranslation.objects.filter(segment__project=seeded).values_list("pk", "key", "text")) == rows
+
+
+@pytest.mark.django_db
+def test_build_task_spreads_directions_and_resumes_an_interrupted_build(seeded):
+    """One task per direction: an interrupted build (one direction merged, then the worker gone) run again
+    merges only the direction left, and ends with the same rows as a build in one go."""
+    build = BenchmarkBuild.objects.create(project=seeded)
+    assert services.begin_build(build) == ["en-de", "en-zh"]
+    first = services.run_build_direction(build, "en-de")
+    build.refresh_from_db()
+    assert build.status == "running" and build.directions["en-de"] == first and build.directions["en-zh"]["status"] == "pending"
+    de_rows = set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text"))
+    assert first["rebuilt"] == 2 and len(de_rows) == first["pseudo_created"] > 0
+    assert not PseudoTranslation.objects.filter(segment__direction__code="en-zh").exists()
+
+    out = build_benchmark_task.delay(build.pk).get()
+    build.refresh_from_db()
+    assert out["status"] == "done" and build.status == "done"
+    assert build.directions["en-de"] == first  # not merged again
+    zh = build.directions["en-zh"]
+    assert zh["status"] == "done" and zh["rebuilt"] == 2
+    assert build.pseudo_created == first["pseudo_created"] + zh["pseudo_created"] == PseudoTranslation.objects.filter(segment__project=seeded).count()
+    assert build.done_segments == build.total_segments == 4 and build.rebuilt_segments == 4
+    assert build.excluded == first["excluded"] + zh["excluded"] == 2 and build.transplanted == 1
+    assert set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text")) == de_rows
+    assert set(build.counts) == {"en-de", "en-zh"}
+
+    # the same rows as one build of everything from scratch
+    ours = sorted(PseudoTranslation.objects.filter(segment__project=seeded).values_list("segment_id", "key", "text"))
+    again = BenchmarkBuild.objects.create(project=seeded)
+    build_benchmark_task.delay(again.pk, True).get()
+    again.refresh_from_db()
+    assert again.status == "done" and again.rebuilt_segments == 4
+    assert sorted(PseudoTranslation.objects.filter(segment__project=seeded).values_list("segment_id", "key", "text")) == ours
+
+
+@pytest.mark.django_db
+def test_build_task_of_a_project_without_gold_pairs_ends_done(project):
+    build = BenchmarkBuild.objects.create(project=project)
+    assert build_benchmark_task.delay(build.pk).get() == {"build": build.pk, "status": "done", "pseudo_created": 0}
+    build.refresh_from_db()
+    assert build.directions == {} and build.status == "done" and build.finished_at is not None
+
+
+@pytest.mark.django_db
+def test_build_command_prints_a_line_per_direction(seeded):
+    out = io.StringIO()
+    call_command("build_benchmark", seeded.name, verbosity=2, stdout=out, stderr=io.StringIO())
+    build = BenchmarkBuild.objects.get(project=seeded)
+    assert build.status == "done"
+    for code, entry in build.directions.items():
+        assert f"{code}: {entry['gold_pairs']} gold pairs, {entry['rebuilt']} rebuilt, {entry['pseudo_created']} pseudo translations" in out.getvalue()

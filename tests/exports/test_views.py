@@ -38,6 +38,10 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
 
     status = client.get(reverse("benchmarks:status", kwargs={"project": "demo"})).json()
     assert status["build"]["status"] == "done" and status["releases"][0]["version"] == "0.1.0"
+    per_direction = status["build"]["directions"]
+    assert [(d["direction"], d["status"]) for d in per_direction] == [("en-de", "done"), ("en-zh", "done")]
+    assert sum(d["pseudo_created"] for d in per_direction) == build.pseudo_created and sum(d["excluded"] for d in per_direction) == 2
+    assert 'tr data-direction="en-de"' in html and 'tr data-direction="en-zh"' in html
 
     with HubServer(token="tok-abc") as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
@@ -76,6 +80,18 @@ def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, se
     assert client.get(reverse("benchmarks:status", kwargs={"project": "demo"})).status_code == 404
     client.logout()
     assert client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).status_code == 302
+
+
+def test_annotators_see_build_progress_of_their_directions_only(client, annotator_de, seeded):
+    from exports.benchmark.tasks import build_benchmark_task
+
+    build = BenchmarkBuild.objects.create(project=seeded)
+    build_benchmark_task.delay(build.pk).get()
+    client.force_login(annotator_de)
+    status = client.get(reverse("benchmarks:status", kwargs={"project": "demo"})).json()
+    assert [d["direction"] for d in status["build"]["directions"]] == ["en-de"]
+    html = client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).content.decode()
+    assert 'tr data-direction="en-de"' in html and 'data-direction="en-zh"' not in html
 
 
 def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, seeded, tmp_path):

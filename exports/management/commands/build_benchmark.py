@@ -29,9 +29,17 @@ class Command(BaseCommand):
             bar.n = done
             bar.refresh()
 
+        def on_direction(code: str, entry: dict) -> None:
+            if opts["verbosity"] > 1:  # a line per direction; the bar shows the whole
+                with bar.external_write_mode():
+                    self.stdout.write(
+                        f"{code}: {entry['gold_pairs']} gold pairs, {entry['rebuilt']} rebuilt, {entry['pseudo_created']} pseudo translations, "
+                        f"{entry['excluded']} excluded, {entry['transplanted']} transplanted"
+                    )
+
         started = time.perf_counter()
         try:
-            services.run_build(build, progress=progress, force=opts["force"])
+            services.run_build(build, progress=progress, force=opts["force"], on_direction=on_direction)
         except Exception as exc:
             raise CommandError(f"build {build.pk} failed: {exc}") from exc
         finally:
@@ -43,5 +51,8 @@ class Command(BaseCommand):
             f"{build.pseudo_created} pseudo translations written, {build.excluded} candidate(s) excluded, "
             f"{build.transplanted} placed by transplanting their edit (flag 'transplanted') in {time.perf_counter() - started:.1f} s"
         )
+        failed = {code: entry for code, entry in build.directions.items() if entry.get("status") != "done"}
+        if failed:
+            raise CommandError(f"build {build.pk}: directions not merged: {', '.join(sorted(failed))}")
         for line in services.format_counts(build.counts):
             w(line)
