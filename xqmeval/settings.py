@@ -157,7 +157,8 @@ LOGOUT_REDIRECT_URL = "login"
 # ---- Celery ----------------------------------------------------------------------------------------
 # No broker configured: tasks run in-process (eager), which keeps a fresh machine free of services.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "")
+# Results (default: the broker): a build runs as a chord (one task per direction), which needs them.
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or CELERY_BROKER_URL
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_DEFAULT_QUEUE = "default"

@@ -374,7 +374,7 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
         if missing:
             row.status, row.error = BenchmarkBuild.Status.FAILED, row.error or f"directions not merged: {', '.join(missing)}"
         else:
-            row.status, row.counts = BenchmarkBuild.Status.DONE, counts
+            row.status, row.error, row.counts = BenchmarkBuild.Status.DONE, "", counts  # a retried direction succeeded
         row.finished_at = timezone.now()
         row.save(update_fields=["status", "error", "counts", "finished_at"])
     _copy(row, build)

@@ -100,3 +100,20 @@ def test_build_command_prints_a_line_per_direction(seeded):
     assert build.status == "done"
     for code, entry in build.directions.items():
         assert f"{code}: {entry['gold_pairs']} gold pairs, {entry['rebuilt']} rebuilt, {entry['pseudo_created']} pseudo translations" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_build_command_resumes_the_latest_unfinished_build(seeded):
+    build = BenchmarkBuild.objects.create(project=seeded)
+    services.begin_build(build)
+    first = services.run_build_direction(build, "en-de")  # then the process is gone
+    out = io.StringIO()
+    call_command("build_benchmark", seeded.name, "--resume", verbosity=2, stdout=out, stderr=io.StringIO())
+    assert f"resuming build {build.pk}: 1 direction(s) done, 1 left" in out.getvalue()
+    assert "en-zh: 2 gold pairs, 2 rebuilt" in out.getvalue() and "en-de: " not in out.getvalue()
+    build.refresh_from_db()
+    assert BenchmarkBuild.objects.filter(project=seeded).count() == 1
+    assert build.status == "done" and build.directions["en-de"] == first and build.rebuilt_segments == 4
+    # a finished build is not resumed: --resume starts a new one
+    call_command("build_benchmark", seeded.name, "--resume", verbosity=0, stdout=io.StringIO())
+    assert BenchmarkBuild.objects.filter(project=seeded).count() == 2

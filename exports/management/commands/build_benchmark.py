@@ -14,6 +14,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("project", help="project name")
         parser.add_argument("--force", action="store_true", help="rebuild every gold pair, changed or not")
+        parser.add_argument(
+            "--resume", action="store_true", help="go on with the latest build if it did not finish (its done directions are skipped)"
+        )
 
     def handle(self, *args, **opts):
         from tqdm import tqdm
@@ -21,7 +24,13 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
-        build = BenchmarkBuild.objects.create(project=project)
+        latest = BenchmarkBuild.objects.filter(project=project).order_by("-created_at", "-pk").first()
+        if opts["resume"] and latest is not None and latest.status != BenchmarkBuild.Status.DONE:
+            build = latest
+            left = sorted(code for code, entry in build.directions.items() if entry.get("status") != "done")
+            self.stdout.write(f"resuming build {build.pk}: {len(build.directions) - len(left)} direction(s) done, {len(left)} left")
+        else:
+            build = BenchmarkBuild.objects.create(project=project)
         bar = tqdm(desc="gold pairs", unit="pair", disable=opts["verbosity"] == 0)
 
         def progress(done: int, total: int) -> None:
