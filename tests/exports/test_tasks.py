@@ -117,3 +117,42 @@ def test_build_command_resumes_the_latest_unfinished_build(seeded):
     # a finished build is not resumed: --resume starts a new one
     call_command("build_benchmark", seeded.name, "--resume", verbosity=0, stdout=io.StringIO())
     assert BenchmarkBuild.objects.filter(project=seeded).count() == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_failing_direction_fails_the_build_and_the_rerun_merges_only_it(seeded):
+    """A direction whose writes the database refuses (a trigger on PostgreSQL, no code of ours replaced):
+    the build fails naming it, the other direction stays done, and the same build run again merges only
+    the failed one."""
+    from django.db import connection
+
+    from tests.conftest import need
+
+    need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
+    with connection.cursor() as cur:
+        cur.execute(
+            """CREATE FUNCTION refuse_en_zh() RETURNS trigger AS $$ BEGIN
+                 IF EXISTS (SELECT 1 FROM core_goldsegment g JOIN core_direction d ON d.id = g.direction_id
+                            WHERE g.id = NEW.segment_id AND d.code = 'en-zh') THEN RAISE EXCEPTION 'refused for en-zh'; END IF;
+                 RETURN NEW; END $$ LANGUAGE plpgsql"""
+        )
+        cur.execute("CREATE TRIGGER refuse_en_zh BEFORE INSERT ON exports_pseudotranslation FOR EACH ROW EXECUTE FUNCTION refuse_en_zh()")
+    build = BenchmarkBuild.objects.create(project=seeded)
+    with pytest.raises(Exception, match="refused for en-zh"):
+        build_benchmark_task.delay(build.pk)
+    build.refresh_from_db()
+    assert build.status == "failed" and build.error.startswith("en-zh: ") and "refused for en-zh" in build.error
+    assert build.directions["en-de"]["status"] == "done" and build.directions["en-zh"]["status"] == "failed"
+    assert build.done_segments == 2 and not PseudoTranslation.objects.filter(segment__direction__code="en-zh").exists()
+    de = build.directions["en-de"]
+    de_rows = set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text"))
+
+    with connection.cursor() as cur:
+        cur.execute("DROP TRIGGER refuse_en_zh ON exports_pseudotranslation")
+    assert build_benchmark_task.delay(build.pk).get()["status"] == "done"
+    build.refresh_from_db()
+    assert build.status == "done" and build.error == "" and build.directions["en-de"] == de
+    assert build.directions["en-zh"]["status"] == "done" and build.directions["en-zh"]["rebuilt"] == 2
+    assert set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text")) == de_rows
+    assert build.done_segments == 4 and build.pseudo_created == PseudoTranslation.objects.filter(segment__project=seeded).count()
