@@ -98,7 +98,6 @@ def main() -> None:
         print(f"gemba-mqm judge path: {ok} triplets in {elapsed:.2f} s = {rate:.1f} req/s, {rate / bound:.3f} of bound (target >= 0.95)")
         print(f"client CPU per request (parse, cache write, accounting included): {cpu * 1000:.2f} ms; "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        start = time.perf_counter()
         again, _, _ = throughput(base_url, args.requests, C, f"{tmp}/cache")
         print(f"rerun from the cache: {args.requests} triplets in {again:.2f} s (no request sent)")
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp, stub_process(0.0) as base_url:

@@ -20,7 +20,6 @@ trailing EOS removed. As in the reference:
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 from scoring.metrics.neural import NeuralScorer, batches

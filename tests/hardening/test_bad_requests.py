@@ -4,7 +4,6 @@ import json
 
 import pytest
 from django.test import Client
-from django.urls import reverse
 
 from annotation.models import RatingItem
 from tests.review.factories import make_candidates

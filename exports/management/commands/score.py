@@ -63,26 +63,10 @@ class Command(BaseCommand):
             options["spm_model"] = opts["spm_model"]
         if opts["trust_remote_code"]:
             options["trust_remote_code"] = True
-        extra = {}
-        for item in opts["option"] or []:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise CommandError(f"--option {item!r}: expected KEY=VALUE")
-            try:
-                extra[key] = json.loads(value)
-            except json.JSONDecodeError:
-                extra[key] = value
+        extra = _key_values(opts["option"], "--option")
         if extra:
             options["extra"] = extra
-        judge = {}
-        for item in opts["judge_option"] or []:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise CommandError(f"--judge-option {item!r}: expected KEY=VALUE")
-            try:
-                judge[key] = json.loads(value)
-            except json.JSONDecodeError:
-                judge[key] = value
+        judge = _key_values(opts["judge_option"], "--judge-option")
         judge.update({k: v for k, v in (("base_url", opts["judge_url"]), ("model", opts["judge_model"]), ("max_usd", opts["max_usd"])) if v})
         if judge:
             options["judge"] = judge  # judge metrics only (scoring.runner.ScoreOptions.for_metric)
@@ -123,3 +107,17 @@ class Command(BaseCommand):
             self.stdout.write(f"{s.job.metric:>14} {s.job.direction.code:<8} {s.job.status}" + (f": {s.job.error}" if s.job.error else ""))
         if failed:
             raise CommandError(f"{len(failed)} job(s) failed")
+
+
+def _key_values(items: list[str] | None, flag: str) -> dict:
+    """KEY=VALUE options; a VALUE that reads as JSON (numbers, true, lists) is taken as such, else as text."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CommandError(f"{flag} {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
