@@ -1,0 +1,289 @@
+"""Review at scale: get-next, submit and the progress pages with 1,000 candidates in the queues and with many more.
+
+One annotator who works on every direction of one project (so every candidate is in their queue) calls,
+in this process through Django's test client (the whole stack but the network: middleware, session,
+permissions, the API), get-next (POST /api/review/projects/<p>/next/) then submit (POST
+/api/review/decisions/) a few hundred times; then the pages that show review progress: the progress API,
+the review screen (its header counts what is left), the annotator's start page and the admin's project
+page (per-language progress, annotator statistics, rounds). Reported per queue size: median and p95 of
+each, and the ratio of each median to its median at the smallest size, measured in the same run.
+
+The queue grows between steps: the candidates are topped up with ``INSERT … SELECT generate_series``
+(gold segments over 8 directions, 8 candidates per segment: 4 error types × 2 positions, as the rule
+injector makes them), then ANALYZE (the planner statistics autovacuum would have a minute after an import).
+The decisions of the earlier steps stay, so a larger step also has more decisions, locks and audit rows.
+
+Needs PostgreSQL: creates ``xq_review_scale`` on the server of ``--admin-url``, migrates it, drops it at
+the end (``--keep`` keeps it for EXPLAIN ANALYZE by hand).
+
+    .venv/bin/python perf/bench_review_scale.py --sizes 1000,100000,1600000 --calls 200 [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DB_NAME = "xq_review_scale"
+DIRECTIONS = ["en-de", "en-ru", "en-zh", "en-ja", "en-cs", "en-fr", "en-hi", "en-uk"]
+ERROR_TYPES = ["Mistranslation", "Omission", "Addition", "Untranslated"]
+POSITIONS = ["head", "tail"]
+PER_SEGMENT = len(ERROR_TYPES) * len(POSITIONS)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def recreate_database(admin_url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    return admin_url.rsplit("/", 1)[0] + "/" + DB_NAME
+
+
+def drop_database(admin_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+
+
+def django_setup(db_url: str) -> None:
+    os.environ["DATABASE_URL"] = db_url
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + uuid.uuid4().hex)
+    os.environ["DEBUG"] = "0"
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    os.environ.setdefault("XQMEVAL_DATA_DIR", tempfile.mkdtemp(prefix="xq_review_scale_"))
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "xqmeval.settings"
+    import django
+
+    django.setup()
+
+
+def setup_project():
+    from django.core.management import call_command
+
+    from core.services import add_directions, create_user, ensure_project
+    from injection.models import InjectionRun
+
+    call_command("migrate", verbosity=0)
+    project, _ = ensure_project("scale", reviewers_per_candidate=2)
+    directions = add_directions(project, DIRECTIONS)
+    run = InjectionRun.objects.create(project=project, name="scale", backend="rule")
+    langs = [d.target.code for d in directions]
+    annotator = create_user("scale_annotator", "scale-pass-123", languages=langs)
+    admin = create_user("scale_admin", "scale-pass-123", role="admin")
+    return project, directions, run, annotator, admin
+
+
+def top_up(project, directions, run, candidates: int) -> float:
+    """Grow the project to ``candidates`` candidates (rounded up to whole segments); seconds taken."""
+    from django.db import connection, transaction
+
+    from core.models import GoldSegment
+    from injection.models import Candidate
+
+    have = GoldSegment.objects.filter(project=project).count()
+    want = -(-candidates // PER_SEGMENT)
+    if want <= have:
+        return 0.0
+    t0 = time.perf_counter()
+    dir_ids = "ARRAY[" + ",".join(str(d.pk) for d in directions) + "]::bigint[]"
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            f"""INSERT INTO core_goldsegment (external_id, source, reference, metadata, created_at, direction_id, project_id)
+                SELECT 's' || i, 'source sentence number ' || i, 'eins zwei drei vier fuenf ' || i, '{{}}'::jsonb, now(),
+                       ({dir_ids})[1 + i %% {len(directions)}], %s
+                FROM generate_series(%s, %s) AS i""",
+            [project.pk, have, want - 1],
+        )
+        types = "ARRAY[" + ",".join(f"'{t}'" for t in ERROR_TYPES) + "]"
+        positions = "ARRAY[" + ",".join(f"'{p}'" for p in POSITIONS) + "]"
+        cur.execute(
+            f"""INSERT INTO injection_candidate (external_id, kind, error_type, position, severity, text, span_start, span_end,
+                    edit_text, backend, model, prompt_version, sampling, raw_output, prompt_tokens, completion_tokens, cost_usd,
+                    checks, flags, status, status_reason, is_gold, gold_answer, created_at, segment_id, run_id)
+                SELECT s.external_id || '-' || t || '-' || p, 'error', t, p, 'major',
+                       'eins ZWEI drei vier fuenf ' || s.external_id, 1, 2, 'ZWEI', 'rule', '', 'v1', '{{}}'::jsonb, '', 0, 0, 0,
+                       '{{}}'::jsonb, '[]'::jsonb, %s, '', false, '', now(), s.id, %s
+                FROM core_goldsegment s, unnest({types}) AS t, unnest({positions}) AS p
+                WHERE s.project_id = %s AND s.id > (SELECT COALESCE(MAX(segment_id), 0) FROM injection_candidate WHERE run_id = %s)
+                ORDER BY s.id, t, p""",
+            [Candidate.Status.PENDING, run.pk, project.pk, run.pk],
+        )
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE")
+    return time.perf_counter() - t0
+
+
+def timed(fn, n: int, budget_s: float) -> list[float]:
+    """Up to ``n`` calls, stopping early (after at least 3) once ``budget_s`` is spent: a page that takes
+    seconds at 1.6 M candidates is measured a few times, not twenty."""
+    out = []
+    start = time.perf_counter()
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+        if len(out) >= 3 and time.perf_counter() - start > budget_s:
+            break
+    return out
+
+
+def slowest_query(fn) -> tuple[float, str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        fn()
+    worst = max(ctx.captured_queries, key=lambda q: float(q["time"]))
+    return float(worst["time"]), worst["sql"]
+
+
+def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls: int, budget_s: float) -> dict:
+    from django.test import Client
+    from django.urls import reverse
+
+    me, boss = Client(), Client()
+    me.force_login(annotator)
+    boss.force_login(admin)
+    next_url = reverse("review_api:next", args=[project.name])
+    decisions_url = reverse("review_api:decisions")
+    state = {}
+
+    def get_next():
+        r = me.post(next_url)
+        assert r.status_code == 200, r.content[:300]
+        got = r.json()
+        assert got["candidate"] is not None, "queue ran dry"
+        state["got"] = got
+
+    def submit():
+        got = state["got"]
+        body = {"candidate": got["candidate"]["id"], "round": got["round"], "decision": "accept",
+                "idempotency_key": uuid.uuid4().hex, "time_spent_ms": 1000}
+        r = me.post(decisions_url, data=body, content_type="application/json")
+        assert r.status_code == 201, r.content[:300]
+
+    for _ in range(10):  # warm up: connection, caches, round 1
+        get_next()
+        submit()
+    nexts, submits = [], []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        get_next()
+        nexts.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        submit()
+        submits.append(time.perf_counter() - t0)
+    get_next()  # hold one, so the review screen has a candidate to show
+    cand, rnd = state["got"]["candidate"]["id"], state["got"]["round"]
+
+    def page(client, url):
+        def call():
+            r = client.get(url)
+            assert r.status_code == 200, (url, r.status_code)
+        return call
+
+    pages = {
+        "progress API": (page(me, reverse("review_api:progress", args=[project.name])), page_calls),
+        "review screen": (page(me, reverse("review:candidate", args=[project.name, cand]) + f"?round={rnd}"), page_calls),
+        "review start page": (page(me, reverse("review:index")), page_calls),
+        "admin project page": (page(boss, reverse("review:manage", args=[project.name])), admin_calls),
+    }
+    from annotation.review import selectors
+
+    codes = selectors.language_codes(annotator)
+    first = selectors.first_round(project)
+
+    def scope_count():
+        """Not a page: the plain count of round 1's pending candidates in the annotator's languages, the
+        floor of any exact "remaining" that scans the queue (what a rewrite without counters could reach)."""
+        selectors.round_scope(project, first).filter(segment__direction__target__code__in=codes).count()
+
+    pages["scope count (floor)"] = (scope_count, page_calls)
+    result = {"get-next": nexts, "submit": submits}
+    worst = {"get-next": slowest_query(get_next), "submit": slowest_query(submit)}
+    for name, (fn, n) in pages.items():
+        fn()  # warm
+        result[name] = timed(fn, n, budget_s)
+        worst[name] = slowest_query(fn)
+    return {"latency": result, "slowest_query": worst}
+
+
+def explain(sql: str) -> str:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+        return "\n".join(row[0] for row in cur.fetchall())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,100000", help="candidate counts, ascending (the first is the baseline)")
+    parser.add_argument("--calls", type=int, default=200, help="get-next + submit pairs per size")
+    parser.add_argument("--page-calls", type=int, default=20)
+    parser.add_argument("--admin-calls", type=int, default=3, help="calls of the admin project page per size")
+    parser.add_argument("--page-budget-s", type=float, default=15.0, help="stop timing a page after this long (3 calls at least)")
+    parser.add_argument("--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument("--json", help="write the raw figures here")
+    parser.add_argument("--explain", help="write EXPLAIN ANALYZE of each call's slowest query at each size here")
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    db_url = recreate_database(args.admin_url)
+    try:
+        django_setup(db_url)
+        project, directions, run, annotator, admin = setup_project()
+        report, explains = {}, []
+        for size in sizes:
+            load_s = top_up(project, directions, run, size)
+            from injection.models import Candidate
+
+            n = Candidate.objects.filter(segment__project=project).count()
+            m = measure(project, annotator, admin, args.calls, args.page_calls, args.admin_calls, args.page_budget_s)
+            report[size] = {"candidates": n, "load_s": load_s} | m
+            print(f"\n== {n:,} candidates (loaded in {load_s:.1f} s)", flush=True)
+            for name, lat in m["latency"].items():
+                base = statistics.median(report[sizes[0]]["latency"][name])
+                med = statistics.median(lat)
+                print(f"  {name:20s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms"
+                      f"  ratio to {report[sizes[0]]['candidates']:,}: {med / base:5.2f}", flush=True)
+            for name, (secs, sql) in m["slowest_query"].items():
+                print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
+                if args.explain and sql.lstrip().upper().startswith("SELECT"):  # never re-run a write
+                    explains.append(f"### {n:,} candidates — {name} ({secs * 1000:.1f} ms)\n{sql}\n\n{explain(sql)}\n")
+        if args.explain:
+            Path(args.explain).write_text("\n".join(explains), encoding="utf-8")
+        if args.json:
+            out = {str(k): {"candidates": v["candidates"], "load_s": v["load_s"],
+                            "latency_ms": {name: {"median": statistics.median(l) * 1000, "p95": percentile(l, 95) * 1000, "n": len(l)}
+                                           for name, l in v["latency"].items()}}
+                   for k, v in report.items()}
+            Path(args.json).write_text(json.dumps(out, indent=2), encoding="utf-8")
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep:
+            drop_database(args.admin_url)
+
+
+if __name__ == "__main__":
+    main()
