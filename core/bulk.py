@@ -4,8 +4,8 @@ Django's ``bulk_create`` on psycopg's client-side cursor quotes every value into
 expression per string): tens of thousands of JSON-holding rows cost seconds in Python alone. ``COPY``
 streams the rows in the server's text format instead. Rows go through the field's own
 ``get_db_prep_save`` (JSON, dates, choices as the ORM stores them), inside the caller's transaction, so
-atomicity is the caller's ``transaction.atomic``; no primary keys come back (read them with a query when
-needed). Pure plumbing: validation stays with the caller.
+atomicity is the caller's ``transaction.atomic``; no primary keys come back (``reserve_ids`` draws them
+beforehand on PostgreSQL; elsewhere read them with a query). Pure plumbing: validation stays with the caller.
 """
 from __future__ import annotations
 
@@ -72,6 +72,23 @@ def _row_builder(model):
         return values
 
     return [f.column for f in plain + jsons + stamps + others], row
+
+
+def reserve_ids(model, n: int) -> list[int] | None:
+    """``n`` primary keys drawn from the table's sequence, for rows that COPY writes with their ids, so the
+    caller knows them without reading the rows back (a read-back by foreign key plans as a sequential scan
+    while the table is too new to have statistics: quadratic over a build). None where the backend has no
+    sequences (SQLite): read the keys back there."""
+    if not copy_supported():
+        return None
+    if n <= 0:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [model._meta.db_table, model._meta.pk.column, n],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 def insert_objects(model, objs: Iterable, *, batch_size: int = COPY_BATCH) -> int:

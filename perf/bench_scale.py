@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -114,8 +115,88 @@ def drop_database(base: str, name: str) -> None:
 # ---- stages --------------------------------------------------------------------------------------------
 
 
-def run_stage(name: str, cmd: list[str], env: dict, log: Path) -> dict:
-    """Run one stage process; wall time, CPU time and peak RSS from the kernel (``wait4``)."""
+class ServerCpu:
+    """CPU seconds spent by the PostgreSQL server processes working for one database (its backends and
+    autovacuum workers), sampled from ``/proc`` while a stage runs: the stage's own process waits on them,
+    so their CPU time is part of the stage's cost. Only for a server on this machine (0 otherwise); a
+    backend that lives less than one sampling interval is missed."""
+
+    def __init__(self, database: str, interval: float = 0.1):
+        self.marker = f" {database} ".encode()
+        self.interval = interval
+        self.ticks: dict[int, int] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                    title = fh.read()
+                if not title.startswith(b"postgres: ") or self.marker not in title + b" ":
+                    continue
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                self.ticks[int(entry.name)] = int(fields[11]) + int(fields[12])  # utime + stime
+            except (OSError, ValueError, IndexError):
+                continue  # the process ended while being read
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self._sample()
+            self.stop.wait(self.interval)
+
+    def __enter__(self) -> "ServerCpu":
+        self._sample()
+        self.before = dict(self.ticks)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+        self._sample()
+
+    @property
+    def seconds(self) -> float:
+        ticks = sum(t - self.before.get(pid, 0) for pid, t in self.ticks.items())
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_state(url: str) -> tuple[float, int, int]:
+    """(WAL position in bytes, requested checkpoints so far, rows read by sequential scans in this
+    database so far): a stage whose sequential-scan reads grow faster than its data has a query that
+    scans a whole table per unit of work."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        lsn = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0]
+        requested = conn.execute("SELECT checkpoints_req FROM pg_stat_bgwriter").fetchone()[0]
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        scanned = conn.execute("SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables").fetchone()[0]
+    return float(lsn), int(requested), int(scanned)
+
+
+def checkpoint(url: str) -> None:
+    """Flush what earlier stages left dirty in the server's buffers, so that a stage does not pay for the
+    writes of the one before it (untimed; needs a superuser or pg_checkpoint)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+
+
+def run_stage(name: str, cmd: list[str], env: dict, log: Path, database: str | None = None) -> dict:
+    """Run one stage process; wall time, CPU time and peak RSS from the kernel (``wait4``), and the CPU
+    time, WAL volume and requested checkpoints of the database server on the stage's behalf."""
+    url = env["DATABASE_URL"] if database else None
+    if url:
+        checkpoint(url)
+        wal_before, ckpt_before, scanned_before = server_state(url)
+    server = ServerCpu(database or "\0")
+    server.__enter__()
     started = time.perf_counter()
     with open(log, "ab") as fh:
         fh.write(f"\n$ {' '.join(cmd)}\n".encode())
@@ -124,9 +205,18 @@ def run_stage(name: str, cmd: list[str], env: dict, log: Path) -> dict:
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
+    server.__exit__()
     if proc.returncode != 0:
         raise SystemExit(f"stage {name} failed (exit {proc.returncode}); see {log}")
-    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_mb": round(usage.ru_maxrss / 1024, 1)}
+    figures = {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_mb": round(usage.ru_maxrss / 1024, 1)}
+    if url:
+        time.sleep(0.6)  # backends report their table statistics at most every 500 ms
+        wal_after, ckpt_after, scanned_after = server_state(url)
+        figures |= {
+            "server_cpu_s": round(server.seconds, 2), "wal_mb": round((wal_after - wal_before) / 2**20, 1),
+            "checkpoints_requested": ckpt_after - ckpt_before, "seq_scan_rows": scanned_after - scanned_before,
+        }
+    return figures
 
 
 def ingest_stage(release_dir: str) -> None:
@@ -147,8 +237,8 @@ def ingest_stage(release_dir: str) -> None:
     print(f"ingested {total} scores")
 
 
-def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool) -> dict:
-    name = f"xq_scale_{k}"
+def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, prefix: str = "xq_scale", until: str = STAGES[-1]) -> dict:
+    name = f"{prefix}_{k}"
     work = scratch / f"k{k}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -175,18 +265,23 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool) -> dic
         "metaeval": [py, manage, "metaeval", f"{PROJECT}@{VERSION}", "--metrics", METRIC, "--format", "json"],
     }
     stages = {}
-    for stage in STAGES:
-        stages[stage] = run_stage(stage, commands[stage], env, work / f"{stage}.log")
+    for stage in STAGES[: STAGES.index(until) + 1]:
+        stages[stage] = run_stage(stage, commands[stage], env, work / f"{stage}.log", database=name)
         print(f"  k={k} {stage:<8} {stages[stage]}", file=sys.stderr)
     # the import command reports its own split: parsing/validation, checks, database writes
     split = re.search(r"time: read ([\d.]+) s, checks ([\d.]+) s, database writes ([\d.]+) s", (work / "import.log").read_text(encoding="utf-8"))
-    manifest = json.loads((release_dir / "manifest.json").read_text(encoding="utf-8"))
-    pseudo = manifest["triplets"]
-    figures = {"k": k, **workload, "pseudo_translations": pseudo, "release_mb": round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1), "stages": stages}
+    if (release_dir / "manifest.json").exists():
+        manifest = json.loads((release_dir / "manifest.json").read_text(encoding="utf-8"))
+        pseudo, release_mb = manifest["triplets"], round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)
+    else:  # stopped before the release: count what the build wrote
+        pseudo, release_mb = pseudo_translations(env["DATABASE_URL"]), None
+    figures = {"k": k, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "stages": stages}
     for stage, s in stages.items():
         per = workload["candidates"] if stage == "import" else pseudo
         s["wall_us_per_item"] = round(1e6 * s["wall_s"] / per, 2)
         s["cpu_us_per_item"] = round(1e6 * s["cpu_s"] / per, 2)
+        # the stage's process and the database server's work for it: what the stage costs in CPU
+        s["total_cpu_us_per_item"] = round(1e6 * (s["cpu_s"] + s.get("server_cpu_s", 0)) / per, 2)
     figures["import_candidates_per_s"] = round(workload["candidates"] / stages["import"]["wall_s"])
     if split:
         read_s, checks_s, write_s = (float(x) for x in split.groups())
@@ -198,27 +293,36 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool) -> dic
     return figures
 
 
+def pseudo_translations(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM exports_pseudotranslation").fetchone()[0]
+
+
 def ratios(results: list[dict]) -> dict:
     first, last = results[0], results[-1]
     out = {}
-    for stage in STAGES:
+    for stage in first["stages"]:
         a, b = first["stages"][stage], last["stages"][stage]
         out[stage] = {
-            "wall_per_item": round(b["wall_us_per_item"] / a["wall_us_per_item"], 2) if a["wall_us_per_item"] else None,
-            "cpu_per_item": round(b["cpu_us_per_item"] / a["cpu_us_per_item"], 2) if a["cpu_us_per_item"] else None,
-            "peak_mb": round(b["peak_mb"] / a["peak_mb"], 2),
+            f"{key}_per_item": round(b[f"{key}_us_per_item"] / a[f"{key}_us_per_item"], 2) if a[f"{key}_us_per_item"] else None
+            for key in ("wall", "cpu", "total_cpu")
         }
+        out[stage]["peak_mb"] = round(b["peak_mb"] / a["peak_mb"], 2)
     return {f"k={last['k']} / k={first['k']}": out}
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| k | directions | candidates | pseudo translations | stage | wall s | µs / item (wall) | µs / item (CPU) | peak MB |", "|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+    lines = [
+        "| k | directions | candidates | pseudo translations | stage | wall s | µs / item (wall) | µs / item (CPU) | µs / item (CPU + server) | peak MB | WAL MB |",
+        "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
-        for stage in STAGES:
-            s = r["stages"][stage]
+        for stage, s in r["stages"].items():
             lines.append(
                 f"| {r['k']} | {r['directions']} | {r['candidates']:,} | {r['pseudo_translations']:,} | {stage} | {s['wall_s']} | "
-                f"{s['wall_us_per_item']} | {s['cpu_us_per_item']} | {s['peak_mb']} |"
+                f"{s['wall_us_per_item']} | {s['cpu_us_per_item']} | {s['total_cpu_us_per_item']} | {s['peak_mb']} | {s.get('wal_mb', '')} |"
             )
     for r in results:
         lines.append("")
@@ -236,6 +340,8 @@ def main() -> None:
     parser.add_argument("--scratch", help="work directory (default: a new temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the databases and files")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--prefix", default="xq_scale", help="database names: <prefix>_<k> (default xq_scale)")
+    parser.add_argument("--until", choices=STAGES, default=STAGES[-1], help="last stage to run (default: all)")
     parser.add_argument("--stage", choices=["ingest"], help=argparse.SUPPRESS)
     parser.add_argument("--release-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -248,7 +354,7 @@ def main() -> None:
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="bench-scale-"))
     results = []
     for k in [int(x) for x in args.k.split(",")]:
-        results.append(measure(k, Path(args.data), scratch, base_url, args.keep))
+        results.append(measure(k, Path(args.data), scratch, base_url, args.keep, prefix=args.prefix, until=args.until))
     report = {"results": results, "ratios": ratios(results) if len(results) > 1 else {}, "cpus": os.cpu_count()}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -183,7 +183,7 @@ def build_direction(project: Project, direction_code: str, result: BuildResult, 
         rebuilt_ids = {c.id for _, _, merged in plans for c in merged.placed}
         result.restored += _mark_placed(direction_placed, candidate_state, rebuilt_ids)
         if plans:
-            _write_direction(plans, result)
+            _write_direction(plans, result, written_before=set(states))
     result.excluded += direction_exclusions
     result.transplanted += [(cid, drift) for cid, drift, _, _ in direction_placed if drift]
     return len(segments)
@@ -258,15 +258,22 @@ def _set_transplanted(cand: Candidate, drift: str, span: tuple[int, int] | None)
     return True
 
 
-def _write_direction(plans, result: BuildResult) -> None:
+def _write_direction(plans, result: BuildResult, *, written_before: set[int]) -> None:
     """Replace the pseudo translations of the planned gold pairs. Raw rows (``core.bulk.copy_rows``: COPY on
     PostgreSQL, ``executemany`` elsewhere) rather than ``bulk_create``: building ~250,000 model instances
     (rows and M2M links) costs most of the merge time otherwise; values are adapted with the backend's own
-    operations, so SQLite and PostgreSQL both work."""
+    operations, so SQLite and PostgreSQL both work.
+
+    Only gold pairs merged before (``written_before``: those with a ``MergedSegment``, written in the same
+    transaction as their rows) have rows to delete: a first build issues no DELETE at all. That matters at
+    scale: while the table is too new for PostgreSQL's statistics, ``segment_id IN (…)`` plans as a
+    sequential scan, so each direction's DELETE and read-back would scan every row written so far. (A row
+    without its state would make the COPY fail on the unique (segment, key) constraint, loudly.)"""
     segment_ids = [seg.id for seg, _, _ in plans]
+    stale = [sid for sid in segment_ids if sid in written_before]
     Through = PseudoTranslation.candidates.through
-    for i in range(0, len(segment_ids), 500):
-        chunk = segment_ids[i : i + 500]
+    for i in range(0, len(stale), 500):
+        chunk = stale[i : i + 500]
         Through.objects.filter(pseudotranslation__segment_id__in=chunk).delete()  # fast delete: one statement
         # One DELETE without collecting rows: nothing but the M2M rows (gone above) points at a pseudo translation.
         result.pseudo_deleted += PseudoTranslation.objects.filter(segment_id__in=chunk)._raw_delete(PseudoTranslation.objects.db)
@@ -294,11 +301,17 @@ def _write_direction(plans, result: BuildResult) -> None:
                 (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), _json(list(p.flags)), now)
             )
     columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "created_at"]
+    reserved = bulk.reserve_ids(PseudoTranslation, len(rows))
+    if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
+        ids = dict(zip(members, reserved))
+        rows = [(pk, *row) for pk, row in zip(reserved, rows)]
+        columns = ["id", *columns]
     bulk.copy_rows(PseudoTranslation._meta.db_table, columns, rows, batch_size=BULK_BATCH * 5)
-    ids = {}
-    for i in range(0, len(segment_ids), 500):
-        for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list("id", "segment_id", "key"):
-            ids[(sid, key)] = pk
+    if reserved is None:
+        ids = {}
+        for i in range(0, len(segment_ids), 500):
+            for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list("id", "segment_id", "key"):
+                ids[(sid, key)] = pk
     links = [(ids[k], cid) for k, cids in members.items() for cid in cids]
     bulk.copy_rows(Through._meta.db_table, ["pseudotranslation_id", "candidate_id"], links, batch_size=BULK_BATCH * 10)
     states = [MergedSegment(segment_id=seg.id, fingerprint=fp, pseudo_count=len(m.pseudo_translations)) for seg, fp, m in plans]

@@ -85,6 +85,31 @@ def test_rebuild_touches_only_the_gold_pairs_whose_pool_changed(xq):
     assert MergedSegment.objects.get(segment=segment).pseudo_count == after.count()
 
 
+def test_a_first_build_deletes_nothing_and_a_forced_rebuild_replaces_every_row(xq):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    table = PseudoTranslation._meta.db_table
+    with CaptureQueriesContext(connection) as first:
+        services.build_benchmark(xq)
+    # nothing was written before, so no DELETE (each would scan the whole young table at scale)
+    assert not [q for q in first.captured_queries if q["sql"].startswith("DELETE") and table in q["sql"]]
+    rows = Counter(PseudoTranslation.objects.filter(segment__project=xq).values_list("segment_id", "level", "key"))
+    links = PseudoTranslation.candidates.through.objects.filter(pseudotranslation__segment__project=xq).count()
+    old_ids = set(PseudoTranslation.objects.filter(segment__project=xq).values_list("id", flat=True))
+
+    with CaptureQueriesContext(connection) as forced:
+        result = services.build_benchmark(xq, force=True)
+    assert result.rebuilt == 204 and result.pseudo_deleted == sum(rows.values())
+    assert [q for q in forced.captured_queries if q["sql"].startswith("DELETE") and table in q["sql"]]
+    # the same rows again (no duplicates, none left over), under new ids, each with its own links
+    assert Counter(PseudoTranslation.objects.filter(segment__project=xq).values_list("segment_id", "level", "key")) == rows
+    assert not old_ids & set(PseudoTranslation.objects.filter(segment__project=xq).values_list("id", flat=True))
+    assert PseudoTranslation.candidates.through.objects.filter(pseudotranslation__segment__project=xq).count() == links
+    for p in PseudoTranslation.objects.filter(segment__project=xq).prefetch_related("candidates")[:300]:
+        assert p.key == "-".join(str(i) for i in sorted(c.id for c in p.candidates.all()))
+
+
 def test_an_earlier_builds_exclusion_is_placed_again_and_the_flag_follows_the_candidate(xq):
     services.build_benchmark(xq)
     flagged = [c for c in Candidate.objects.filter(segment__project=xq, status="accepted") if TRANSPLANTED in c.flags]
