@@ -19,11 +19,15 @@ Each stage runs as its own process, as it would in production, against a dedicat
   metaeval  ``manage.py metaeval --metrics chrF++``
 
 Per stage: wall seconds, CPU seconds of the process (user + system, from ``os.wait4``: less sensitive
-to other people's load on a shared machine than wall time; database server time is not in it) and peak
-memory (``ru_maxrss``, the resident-set high-water mark of the stage process). Per k: figures per pseudo
-translation (per candidate for import) and the k = max / k = 1 ratios.
+to other people's load on a shared machine than wall time), peak memory (``ru_maxrss``, the resident-set
+high-water mark of the stage process), and on the database side (server on this machine): the CPU seconds
+of the PostgreSQL processes serving that database (``/proc``, sampled), the WAL written, checkpoints
+forced by it, and rows read by sequential scans (a stage whose scans grow faster than its data has a
+query that reads a whole table per unit of work). Each stage starts after a ``CHECKPOINT`` (untimed), so
+it does not pay for flushing what the stage before it wrote. Per k: figures per pseudo translation (per
+candidate for import) and the k = max / k = 1 ratios, of wall time, process CPU, and process + server CPU.
 
-Run: ``DATABASE_URL=postgres://postgres@127.0.0.1:5432/xqmeval .venv/bin/python perf/bench_scale.py --k 1,3,10 [--json out.json]``
+Run: ``DATABASE_URL=postgres://postgres@127.0.0.1:5432/xqmeval .venv/bin/python perf/bench_scale.py --k 1,3,10 [--until build] [--prefix xq_scale] [--json out.json]``
 """
 from __future__ import annotations
 
