@@ -274,7 +274,11 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
     Through = PseudoTranslation.candidates.through
     for i in range(0, len(stale), 500):
         chunk = stale[i : i + 500]
-        Through.objects.filter(pseudotranslation__segment_id__in=chunk).delete()  # fast delete: one statement
+        # The links by their pseudo translations' ids, not through a join on the gold pair: the planner
+        # hashes a join against a sequential scan of every link of the project (quadratic over a rebuild).
+        old_ids = list(PseudoTranslation.objects.filter(segment_id__in=chunk).values_list("id", flat=True))
+        for j in range(0, len(old_ids), 5000):
+            Through.objects.filter(pseudotranslation_id__in=old_ids[j : j + 5000]).delete()  # fast delete: one statement
         # One DELETE without collecting rows: nothing but the M2M rows (gone above) points at a pseudo translation.
         result.pseudo_deleted += PseudoTranslation.objects.filter(segment_id__in=chunk)._raw_delete(PseudoTranslation.objects.db)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -379,7 +383,9 @@ def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool 
 
 
 def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
-    """Close a build whose directions are all merged (the chord's last task): counts per direction and level."""
+    """Close a build whose directions are all merged (the chord's last task): planner statistics for the
+    rows just written (the release reads them next), counts per direction and level."""
+    bulk.refresh_planner_statistics(PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, Candidate)
     counts = selectors.level_counts(build.project)
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
