@@ -137,6 +137,7 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
             build.rebuilt_segments = result.rebuilt
             build.pseudo_created = result.pseudo_created
             build.save(update_fields=["done_segments", "rebuilt_segments", "pseudo_created"])
+    _refresh_statistics()
     result.counts = selectors.level_counts(project)
     return result
 
@@ -326,6 +327,11 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
     result.pseudo_created += len(rows)
 
 
+def _refresh_statistics() -> None:
+    """Planner statistics for the rows a build wrote: the release reads them next, 100 gold pairs at a time."""
+    bulk.refresh_planner_statistics(PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, Candidate)
+
+
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -385,7 +391,7 @@ def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool 
 def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
     """Close a build whose directions are all merged (the chord's last task): planner statistics for the
     rows just written (the release reads them next), counts per direction and level."""
-    bulk.refresh_planner_statistics(PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, Candidate)
+    _refresh_statistics()
     counts = selectors.level_counts(build.project)
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
