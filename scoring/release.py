@@ -85,6 +85,13 @@ class Release:
             raise ReleaseError(f"{self.root}: no direction config found (expected e.g. en-de/test.parquet)")
         return found
 
+    def count(self, direction: str) -> int:
+        """Triplets of one direction, from the parquet footer (nothing is read)."""
+        path = self.root / direction / "test.parquet"
+        if not path.is_file():
+            raise ReleaseError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
+        return pq.ParquetFile(path).metadata.num_rows
+
     def load(self, direction: str, extra_columns: list[str] | None = None) -> DirectionData:
         path = self.root / direction / "test.parquet"
         if not path.is_file():

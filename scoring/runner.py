@@ -173,7 +173,7 @@ def score_direction(
         if progress:
             progress(len(data), len(data))
         if assemble:
-            _assemble(out, spec.name)
+            _assemble(out, spec.name, release_directions=release.directions())
         return {**done["summary"], "skipped": True}
 
     if hasattr(scorer, "reset_stats"):
@@ -242,7 +242,7 @@ def score_direction(
             f.unlink()
         chunk_dir.rmdir()
     if assemble:  # a worker finishing one direction; a whole-release run assembles once at the end
-        _assemble(out, spec.name)
+        _assemble(out, spec.name, release_directions=release.directions())
     return {**summary, "skipped": False}
 
 
@@ -276,22 +276,24 @@ def _locked(out: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _assemble(out: Path, metric: str) -> None:
-    """Rebuild ``<metric>.parquet`` from the finished parts and refresh ``summary.json``."""
+def _assemble(out: Path, metric: str, *, release_directions: list[str] | None = None) -> None:
+    """Refresh ``summary.json`` from the finished parts (their metadata only) and write ``<metric>.parquet``,
+    all parts one after another. ``release_directions``: a worker that has just finished one direction
+    writes the whole-metric file only once every direction of the release has its part; rewriting it after
+    each of 200 directions would copy the release's scores 200 times over."""
     with _locked(out):
         part_dir = out / "parts" / metric_slug(metric)
         parts = sorted(part_dir.glob("*.parquet"))
         metas = [m for m in (_read_meta(p) for p in parts) if m]
-        if parts:
-            tables = [pq.read_table(p) for p in parts]
-            table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
+        scored = {m["summary"]["direction"] for m in metas}
+        if parts and (release_directions is None or scored >= set(release_directions)):
             meta = {
                 "metric": metric,
                 "spec": metas[0]["spec"] if metas else None,
                 "signature": metas[0]["signature"] if metas else None,
                 "directions": {m["summary"]["direction"]: m["signature"] for m in metas},
             }
-            _write_table(out / f"{metric_slug(metric)}.parquet", table.to_pydict(), meta)
+            _write_parts(out / f"{metric_slug(metric)}.parquet", parts, meta)
             side: dict[str, list[dict]] = {}
             for m in metas:
                 for name, rows in (m.get("tables") or {}).items():
@@ -311,6 +313,24 @@ def _assemble(out: Path, metric: str) -> None:
         os.replace(tmp, summary_path)
 
 
+def _write_parts(path: Path, parts: list[Path], meta: dict[str, Any]) -> None:
+    """Concatenate part files into ``path`` one part at a time (memory: one direction, not the release).
+    Parts whose extras differ are aligned on the union of their columns (absent ones null, types promoted),
+    as ``pa.concat_tables(promote_options="default")`` would; written atomically."""
+    schema = pa.unify_schemas([pq.read_schema(p).remove_metadata() for p in parts], promote_options="default")
+    schema = schema.with_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode("utf-8")})
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for part in parts:
+            table = pq.read_table(part)
+            columns = [
+                table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+                for f in schema
+            ]
+            writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+    os.replace(tmp, path)
+
+
 def score_release(
     where: str | Path,
     metrics: Iterable[str],
@@ -327,7 +347,7 @@ def score_release(
         spec = get_metric(name)
         scorer = spec.build(**(options or ScoreOptions()).for_metric(spec, out))  # one model load per metric
         for direction in wanted:
-            total = len(release.load(direction))
+            total = release.count(direction)
             if options is not None and options.limit is not None:
                 total = min(total, options.limit)
             progress = progress_factory(spec.name, direction, total) if progress_factory else None

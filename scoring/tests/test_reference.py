@@ -54,9 +54,12 @@ def test_metricx_equals_the_reference_predict_py(run, metricx_models):
     texts = scorer.inputs(segments)
     ours_ids, reference_ids = scorer.encode(texts), FIXTURE["input_ids"][f"{run['module']}-{run['qe']}"]
     space = scorer.tokenizer.convert_tokens_to_ids("▁")
+    # Bit for bit on the machine that made the fixture; another CPU family (its vector kernels sum in
+    # another order) moves float32 results in the last place or two, bfloat16 ones by up to one unit.
+    same_cpu_tolerance = 1e-6 if run["dtype"] == "float32" or run["module"] == "metricx23" else 0.0625
     for text, ours, ref, got, want in zip(texts, ours_ids, reference_ids, result, run["predictions"]):
         if ours == ref:
-            assert got == want, text
+            assert got == pytest.approx(want, rel=same_cpu_tolerance, abs=same_cpu_tolerance), text
         else:
             # ... except one known tokenizer difference: transformers 4.30's fast T5 tokenizer keeps a
             # trailing "▁" for text that ends in a space (MetricX-23-QE with an empty source: "… source: "),

@@ -42,6 +42,38 @@ def test_worker_task_scores_and_reports_the_part(release, tmp_path, monkeypatch)
     assert json.loads((out / "summary.json").read_text())["metrics"]["chrF++"]["directions"]["en-zh"]["n"] == 48
 
 
+def test_workers_write_the_whole_metric_file_once_every_direction_has_its_part(release, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scoring.runner import _write_parts
+    from scoring.worker import score_direction_task
+
+    out = tmp_path / "out"
+    directions = open_release(release).directions()
+    assert len(directions) > 1
+    for i, direction in enumerate(directions):
+        score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "chrF++", "direction": direction, "out_dir": str(out)}).get()
+        summary = json.loads((out / "summary.json").read_text())["metrics"]["chrF++"]["directions"]
+        assert sorted(summary) == sorted(directions[: i + 1])  # the summary follows every part
+        # the whole-metric file waits for the last direction instead of being rewritten after each one
+        assert (out / "chrfpp.parquet").exists() == (i == len(directions) - 1)
+    parts = [part_path(out, "chrF++", d) for d in sorted(directions)]
+    whole = pq.read_table(out / "chrfpp.parquet")
+    expected = pa.concat_tables([pq.read_table(p).replace_schema_metadata(None) for p in parts], promote_options="default")
+    assert whole.replace_schema_metadata(None).to_pylist() == expected.to_pylist()
+    assert json.loads(whole.schema.metadata[b"xqmeval.scoring"])["directions"].keys() == set(directions)
+
+    # parts whose extras differ: columns united, absent values null, as concat_tables(promote) gives
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pq.write_table(pa.table({"score": [0.5, 0.25], "note": ["x", None]}), a)
+    pq.write_table(pa.table({"score": [1.0], "tokens": [3]}), b)
+    _write_parts(tmp_path / "ab.parquet", [a, b], {"metric": "m"})
+    assert pq.read_table(tmp_path / "ab.parquet").to_pylist() == [
+        {"score": 0.5, "note": "x", "tokens": None}, {"score": 0.25, "note": None, "tokens": None}, {"score": 1.0, "note": None, "tokens": 3},
+    ]
+
+
 def test_worker_without_gpu_refuses_gpu_metrics(release, tmp_path, monkeypatch):
     import scoring.worker as worker
 
