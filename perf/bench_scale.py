@@ -279,7 +279,7 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, pre
         pseudo, release_mb = manifest["triplets"], round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)
     else:  # stopped before the release: count what the build wrote
         pseudo, release_mb = pseudo_translations(env["DATABASE_URL"]), None
-    figures = {"k": k, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "stages": stages}
+    figures = {"k": k, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "database_mb": database_mb(env["DATABASE_URL"]), "stages": stages}
     for stage, s in stages.items():
         per = workload["candidates"] if stage == "import" else pseudo
         s["wall_us_per_item"] = round(1e6 * s["wall_s"] / per, 2)
@@ -295,6 +295,14 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, pre
         drop_database(base_url, name)
         shutil.rmtree(work, ignore_errors=True)
     return figures
+
+
+def database_mb(url: str) -> float:
+    """Size of the stage database on disk (tables, TOAST and indexes): what a deployment must provision."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return round(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20, 1)
 
 
 def pseudo_translations(url: str) -> int:
@@ -331,7 +339,7 @@ def table(results: list[dict]) -> str:
     for r in results:
         lines.append("")
         lines.append(
-            f"k={r['k']}: import {r['import_candidates_per_s']:,} candidates/s end to end"
+            f"k={r['k']}: database {r['database_mb']:,} MB; import {r['import_candidates_per_s']:,} candidates/s end to end"
             + (f", database writes {r['import_write_candidates_per_s']:,} candidates/s (with decisions; split {r['import_split_s']})" if r.get("import_write_candidates_per_s") else "")
         )
     return "\n".join(lines)
