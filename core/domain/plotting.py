@@ -6,19 +6,34 @@ user names, metric names) are never interpreted as HTML by the page; matplotlib 
 from __future__ import annotations
 
 import io
+from functools import cache
+from typing import TYPE_CHECKING
 
-import matplotlib
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-from matplotlib.figure import Figure  # noqa: E402
 
-plt.rcParams["svg.hashsalt"] = "xqmeval"  # stable element ids: the same figures give the same SVG
-plt.rcParams["svg.fonttype"] = "none"  # text stays text (searchable, smaller)
-plt.rcParams["figure.constrained_layout.use"] = True  # titles and suptitles never overlap
-# Labels come from data (user names, error types): "$x_$" must be shown as typed, not parsed as mathtext
-# (which raises on malformed input and renders well-formed input as a formula). No plot here uses mathtext.
-plt.rcParams["text.parse_math"] = False
+@cache
+def pyplot():
+    """matplotlib's pyplot, set up on first use: importing it costs ~0.6 s, which every process that
+    imports the URLconf (each management command's system checks, each web and Celery worker) would pay
+    at start-up even when it never draws."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "xqmeval"  # stable element ids: the same figures give the same SVG
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text (searchable, smaller)
+    plt.rcParams["figure.constrained_layout.use"] = True  # titles and suptitles never overlap
+    # Labels come from data (user names, error types): "$x_$" must be shown as typed, not parsed as mathtext
+    # (which raises on malformed input and renders well-formed input as a formula). No plot here uses mathtext.
+    plt.rcParams["text.parse_math"] = False
+    return plt
+
+
+def subplots(*args, **kwargs):
+    return pyplot().subplots(*args, **kwargs)
 
 
 NO_DATA = "no data yet"
@@ -27,6 +42,7 @@ NO_DATA = "no data yet"
 def svg(fig: Figure) -> str:
     """The figure as SVG text. A figure none of whose axes holds data would draw a meaningless axis
     (matplotlib's default −0.04…0.04): it becomes the empty state instead."""
+    plt = pyplot()
     shown = [ax for ax in fig.axes if ax.axison]
     if shown and not any(ax.has_data() for ax in shown):
         plt.close(fig)
@@ -39,7 +55,7 @@ def svg(fig: Figure) -> str:
 
 def empty(message: str) -> str:
     """A small figure that says why there is nothing to plot (and no axis)."""
-    fig, ax = plt.subplots(figsize=(5, 1.2))
+    fig, ax = subplots(figsize=(5, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#666")
     return svg(fig)

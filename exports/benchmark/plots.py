@@ -1,9 +1,7 @@
 """The benchmark counts plot as SVG (see core.domain.plotting). No Django import."""
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
-from core.domain.plotting import empty, svg
+from core.domain.plotting import empty, subplots, svg
 
 
 NOTHING_BUILT = "nothing built yet: build the benchmark to see pseudo translations per level"
@@ -14,7 +12,7 @@ def level_counts(counts: dict) -> str:
     counts grow then shrink with k). ``counts`` is ``merging.counts_table``'s output."""
     if not any(row["total"] for row in counts.values()):  # no direction, or nothing merged yet
         return empty(NOTHING_BUILT)
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = subplots(figsize=(7, 3.4))
     for direction, row in sorted(counts.items()):
         levels = sorted(row["levels"], key=int)
         ax.plot([int(k) for k in levels], [row["levels"][k]["total"] for k in levels], marker="o", lw=1.5, label=direction)

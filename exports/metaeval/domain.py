@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 TAU_VARIANTS = ("b", "c", "23", "acc23")
 # What the meta-evaluation page and the `metaeval` command offer: the plain variants and the two *23 variants
@@ -136,6 +135,8 @@ def kendall_tau(
     if variant in ("b", "c"):
         if calibrate_ties:
             raise ValueError("tie calibration applies to τ_23 and acc23 only")
+        from scipy import stats  # on first use: importing scipy.stats costs ~1 s of every process's start
+
         value = stats.kendalltau(m, h, variant=variant).statistic
         return TauResult(float(value), variant, len(m))
     if not calibrate_ties:
@@ -222,6 +223,8 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> PairedTest:
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or len(x) < 2:
         raise ValueError("paired samples of equal length ≥ 2 are required")
+    from scipy import stats
+
     result = stats.ttest_rel(x, y)
     return PairedTest(float(result.statistic), float(result.pvalue), float(np.mean(x - y)), len(x))
 

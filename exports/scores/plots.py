@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib.pyplot as plt
-
-from core.domain.plotting import empty, svg
+from core.domain.plotting import empty, subplots, svg
 
 
 def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[dict]) -> str:
@@ -15,7 +13,7 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
     rows = [r for r in rows if any(v is not None for v in r["levels"])]
     if not rows or not levels:
         return empty(no_scores(metric))
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = subplots(figsize=(7, 3.4))
     for row in rows:
         points = [(k, v) for k, v in zip(levels, row["levels"]) if v is not None]
         style = {"color": "black", "lw": 2.5, "ls": "--"} if row["direction"] == "mean of directions" else {"lw": 1.3}

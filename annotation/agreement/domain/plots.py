@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import matplotlib.pyplot as plt
-
 from core.domain.plotting import empty as _empty
+from core.domain.plotting import subplots
 from core.domain.plotting import svg as _svg
 
 DIMENSION_COLOURS = {"informativeness": "#1b9e77", "clarity": "#d95f02", "plausibility": "#7570b3", "faithfulness": "#e7298a"}
@@ -37,7 +36,7 @@ def agreement_by_group(rows: Sequence[dict], label: Callable[[dict], str], title
     if all(r[col] is None for r in rows for col in ("percent_agreement", "krippendorff_alpha")):
         return _empty("no data yet: no unit has decisions from two reviewers")
     labels = [label(r) for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(max(6, 0.5 * len(rows) + 4), 3.4), sharey=False)
+    fig, axes = subplots(1, 2, figsize=(max(6, 0.5 * len(rows) + 4), 3.4), sharey=False)
     for ax, (col, name, colour) in zip(axes, [("percent_agreement", "percent agreement", "#4c78a8"), ("krippendorff_alpha", "Krippendorff's α (nominal)", "#f58518")]):
         _bar_with_ci(ax, labels, [r[col] for r in rows], [r[f"{col}_low"] for r in rows], [r[f"{col}_high"] for r in rows], colour)
         ax.set_title(name, fontsize=9)
@@ -53,7 +52,7 @@ def rwg_distribution(item_rows: Sequence[dict], dimensions: Sequence[str]) -> st
     data = [[r[c] for r in item_rows if r.get(c) is not None] for c, _ in columns]
     if not any(data):
         return _empty("no item rated by two or more raters yet")
-    fig, axes = plt.subplots(1, len(columns), figsize=(2.3 * len(columns), 2.6), sharey=True)
+    fig, axes = subplots(1, len(columns), figsize=(2.3 * len(columns), 2.6), sharey=True)
     bins = [i / 10 for i in range(11)]
     for ax, values, (col, name) in zip(axes, data, columns):
         ax.hist(values, bins=bins, color=DIMENSION_COLOURS.get(name, "#555"), alpha=0.85)
@@ -76,7 +75,7 @@ def agreement_vs_score(dimension_rows: Sequence[dict]) -> str:
         return _empty("no item rated by two or more raters yet")
     tasks = sorted({r["task"] for r in rows})
     marker = {t: TASK_MARKERS[i % len(TASK_MARKERS)] for i, t in enumerate(tasks)}
-    fig, ax = plt.subplots(figsize=(6, 4.2))
+    fig, ax = subplots(figsize=(6, 4.2))
     for r in rows:
         ax.scatter([r["mean_score"]], [r["mean_rwg"]], color=DIMENSION_COLOURS.get(r["dimension"], "#555"), marker=marker[r["task"]], s=40, alpha=0.85)
         ax.annotate(r["language"], (r["mean_score"], r["mean_rwg"]), fontsize=6, xytext=(3, 2), textcoords="offset points", color="#444")
@@ -100,7 +99,7 @@ def annotator_quality(rows: Sequence[dict]) -> str:
     if not rows:
         return _empty("no annotator decisions yet")
     labels = [f"{r['annotator']} ({r['language']})" for r in rows]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(max(7, 0.6 * len(rows) + 5), 3.6))
+    fig, (left, right) = subplots(1, 2, figsize=(max(7, 0.6 * len(rows) + 5), 3.6))
     xs = list(range(len(rows)))
     left.bar([x - 0.2 for x in xs], [r["accept_rate"] or 0 for r in rows], width=0.4, label="annotator", color="#4c78a8")
     left.bar([x + 0.2 for x in xs], [r["peer_accept_rate"] or 0 for r in rows], width=0.4, label="same-language peers", color="#bbb")
