@@ -44,11 +44,12 @@ def index(request):
     rows = []
     for project in core_selectors.visible_projects(request.user).order_by("name"):
         rnds = selectors.open_rounds(project)
+        units = selectors.tally.units(project) if selectors.tally.available() else None  # one read for every language
         for code in selectors.language_codes(request.user):
             if not project.directions.filter(target__code=code).exists():
                 continue
             review = [
-                selectors.progress(request.user, project, rnd, [code]) | {"round": rnd.number} for rnd in rnds
+                selectors.progress(request.user, project, rnd, [code], units=units) | {"round": rnd.number} for rnd in rnds
             ]
             rating = selectors.rating_progress(request.user, project, [code])
             rows.append({"project": project, "language": Language.objects.get(code=code), "review": review, "rating": rating})
