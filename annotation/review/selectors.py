@@ -102,29 +102,55 @@ def queue(user, project: Project, rnd: ReviewRound, codes: list[str], *, now=Non
 
 
 def progress(user, project: Project, rnd: ReviewRound, codes: list[str], *, units=None) -> dict:
-    """The reviewer's decisions in this round and what their queue still holds, both exact.
+    """The reviewer's decisions in this round and what their queue still holds (these languages), exact."""
+    per = progress_by_language(user, project, rnd, codes, units=units)
+    return {
+        "done": sum(p["done"] for p in per.values()),
+        "remaining": sum(p["remaining"] for p in per.values()),
+        "round": rnd.number,
+    }
 
-    "Remaining" without counting the queue: the tally's open candidates of these languages (in scope, fewer
-    than N reviews) less those the queue leaves out, which are all among a small set S: this user's own
-    decisions and skips in the round and the candidates others hold live locks on. So
+
+LANG = "segment__direction__target__code"
+
+
+def _per_language(qs: QuerySet, lang: str = LANG) -> dict[str, int]:
+    return dict(qs.order_by().values_list(lang).annotate(n=Count("pk")).values_list(lang, "n"))
+
+
+def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[str], *, units=None) -> dict[str, dict]:
+    """Per language: the reviewer's decisions in this round and what their queue still holds, exact.
+
+    "Remaining" without counting the queue: the tally's open candidates (in scope, fewer than N reviews)
+    less those the queue leaves out, which are all among a small set S: this user's own decisions and
+    skips in the round and the candidates others hold live locks on. So
     remaining = open − |open ∩ S| + |queue ∩ S|, two counts bounded by the user's history and the locks.
-    ``units``: the project's tally when the caller already read it (one read for many languages)."""
-    done = decisions_done(user, project, rnd, codes)
+    A handful of queries whatever the number of languages. ``units``: the project's tally when the caller
+    already read it."""
+    done = _per_language(ReviewDecision.objects.filter(
+        reviewer=user, round=rnd, candidate__segment__project=project, candidate__segment__direction__target__code__in=codes
+    ), "candidate__" + LANG)
     if not tally.available():
-        return {"done": done, "remaining": queue(user, project, rnd, codes).count(), "round": rnd.number}
+        left = _per_language(queue(user, project, rnd, codes))
+        return {c: {"done": done.get(c, 0), "remaining": left.get(c, 0), "round": rnd.number} for c in codes}
     required = project.reviewers_per_candidate
     units = tally.units(project) if units is None else units
     now = timezone.now()
-    near = (
-        ReviewDecision.objects.filter(round=rnd, reviewer=user).values("candidate_id")
-        .union(ReviewSkip.objects.filter(round=rnd, reviewer=user).values("candidate_id"))
-        .union(ReviewLock.objects.filter(round=rnd, expires_at__gt=now).exclude(reviewer=user).values("candidate_id"))
+    near = list(
+        ReviewDecision.objects.filter(round=rnd, reviewer=user).values_list("candidate_id", flat=True)
+        .union(ReviewSkip.objects.filter(round=rnd, reviewer=user).values_list("candidate_id", flat=True))
+        .union(ReviewLock.objects.filter(round=rnd, expires_at__gt=now).exclude(reviewer=user).values_list("candidate_id", flat=True))
     )
-    near_ids = list(near.values_list("candidate_id", flat=True))
-    left_out = open_candidates(project, rnd, codes).filter(pk__in=near_ids).count()
-    kept = queue(user, project, rnd, codes, now=now).filter(pk__in=near_ids).count()
-    remaining = tally.open_in_scope(units, rnd.number, codes, required) - left_out + kept
-    return {"done": done, "remaining": remaining, "round": rnd.number}
+    left_out = _per_language(open_candidates(project, rnd, codes).filter(pk__in=near)) if near else {}
+    kept = _per_language(queue(user, project, rnd, codes, now=now).filter(pk__in=near)) if near else {}
+    return {
+        c: {
+            "done": done.get(c, 0),
+            "remaining": tally.open_in_scope(units, rnd.number, [c], required) - left_out.get(c, 0) + kept.get(c, 0),
+            "round": rnd.number,
+        }
+        for c in codes
+    }
 
 
 def decisions_done(user, project: Project, rnd: ReviewRound, codes: list[str]) -> int:

@@ -84,6 +84,7 @@ def recount(project: Project) -> int:
         cursor.execute(
             f"LOCK TABLE {tally_sql.CANDIDATE}, {tally_sql.DECISION}, {tally_sql.SAMPLE} IN SHARE MODE"
         )
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_FOLD_LOCK])  # no fold moves changes meanwhile
         ReviewTallyChange.objects.filter(project_id=project.pk).delete()
         ReviewTally.objects.filter(project=project).delete()
         cursor.execute(tally_sql.RECOUNT, {"project": project.pk})
