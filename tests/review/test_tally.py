@@ -229,3 +229,21 @@ def test_project_deletion_leaves_no_counters(project, languages):
     with connection.cursor() as cursor:
         cursor.execute("SELECT COUNT(*) FROM annotation_reviewtallychange")
         assert cursor.fetchone()[0] == 0
+
+
+def test_pages_show_the_counted_figures_in_own_languages_only(client, project, languages, annotator_de, annotator_zh, admin_user):
+    make_candidates(project, languages, "en-de")
+    make_candidates(project, languages, "en-zh")
+    got = services.next_candidate(annotator_de, project)
+    services.submit_decision(annotator_de, got.candidate.pk, "reject", idempotency_key="k1")
+    rnd = selectors.first_round(project)
+    want = selectors.exact_progress(annotator_de, project, rnd, ["de"])
+    client.force_login(annotator_de)
+    page = client.get("/review/").content.decode()
+    assert f"round 1: {want['done']} done, {want['remaining']} remaining" in page
+    assert "German" in page and "Chinese" not in page  # the zh queue is not this annotator's
+    zh = selectors.exact_progress(annotator_zh, project, rnd, ["zh"])
+    client.force_login(annotator_zh)
+    assert f"round 1: 0 done, {zh['remaining']} remaining" in client.get("/review/").content.decode()
+    client.force_login(admin_user)
+    assert client.get(f"/review/{project.name}/manage/").context["languages"] == selectors.exact_language_progress(project)
