@@ -9,7 +9,8 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
 from annotation.models import (
-    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, UsedIdempotencyKey,
+    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, ReviewTally, ReviewTallyChange,
+    UsedIdempotencyKey,
 )
 from annotation.review.xqmeval_import import import_xqmeval
 from core.admin import ProjectAdmin as CoreProjectAdmin
@@ -73,6 +74,26 @@ class AuditEventAdmin(ReadOnly):
     list_display = ["at", "actor", "action", "object_type", "object_id", "old", "new"]
     list_filter = ["action", "object_type"]
     search_fields = ["object_id", "actor__username"]
+
+
+class Counters(ReadOnly):
+    """Kept by the database's triggers (``manage.py recount_review_progress`` rebuilds them): never edited
+    or deleted by hand."""
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ReviewTally)
+class ReviewTallyAdmin(Counters):
+    list_display = ["project", "direction", "round_number", "status", "reviews", "candidates"]
+    list_filter = ["project", "round_number", "status"]
+
+
+@admin.register(ReviewTallyChange)
+class ReviewTallyChangeAdmin(Counters):
+    list_display = ["project_id", "direction_id", "round_number", "status", "reviews", "delta"]
+    list_filter = ["round_number", "status"]
 
 
 @admin.register(UsedIdempotencyKey)

@@ -71,7 +71,12 @@ class ReviewDecision(models.Model):
                 name="decision_one_import_per_candidate",
             ),
         ]
-        indexes = [models.Index(fields=["reviewer", "created_at"]), models.Index(fields=["candidate", "round"])]
+        indexes = [
+            models.Index(fields=["reviewer", "created_at"]),
+            models.Index(fields=["candidate", "round"]),
+            # a reviewer's "done" and a round's distinct reviewers read only that reviewer's decisions
+            models.Index(fields=["reviewer", "round"]),
+        ]
 
 
 class ReviewLock(models.Model):
@@ -187,3 +192,41 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-at"]
+
+
+class ReviewTally(models.Model):
+    """How many candidates of one direction stand at each (status, reviews taken) in one round: the review
+    progress figures read these few rows instead of counting millions of candidates.
+
+    Kept exact by PostgreSQL triggers on the candidates, decisions and round samples (migration 0005),
+    so every writer (the ORM, COPY imports, raw SQL) is counted in its own transaction. The triggers only
+    append to ``ReviewTallyChange`` (no row is updated, so concurrent reviewers never wait on each other);
+    ``annotation.review.tally.fold`` moves those changes into these rows. Round 1 counts every candidate
+    of the project; a later round its sample. ``reviews``: annotator decisions of the candidate in that
+    round. ``manage.py recount_review_progress`` rebuilds the rows from the candidates."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    direction = models.ForeignKey(Direction, on_delete=models.CASCADE, related_name="+")
+    round_number = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=10, choices=Candidate.Status.choices)
+    reviews = models.PositiveIntegerField()
+    candidates = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "direction", "round_number", "status", "reviews"], name="tally_unique_key"),
+        ]
+
+
+class ReviewTallyChange(models.Model):
+    """A change to ``ReviewTally`` written by a trigger, not yet folded in (insert-only: no contention)."""
+
+    project_id = models.BigIntegerField()
+    direction_id = models.BigIntegerField()
+    round_number = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=10)
+    reviews = models.IntegerField()
+    delta = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["project_id"])]

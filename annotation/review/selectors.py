@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
 from annotation.review import domain as rules
+from annotation.review import tally
 from core import access
 from core.domain.units import split_units
 from core.models import Language, Project
@@ -100,12 +101,78 @@ def queue(user, project: Project, rnd: ReviewRound, codes: list[str], *, now=Non
     )
 
 
-def progress(user, project: Project, rnd: ReviewRound, codes: list[str]) -> dict:
-    done = ReviewDecision.objects.filter(
+def progress(user, project: Project, rnd: ReviewRound, codes: list[str], *, units=None) -> dict:
+    """The reviewer's decisions in this round and what their queue still holds (these languages), exact."""
+    per = progress_by_language(user, project, rnd, codes, units=units)
+    return {
+        "done": sum(p["done"] for p in per.values()),
+        "remaining": sum(p["remaining"] for p in per.values()),
+        "round": rnd.number,
+    }
+
+
+LANG = "segment__direction__target__code"
+
+
+def _per_language(qs: QuerySet, lang: str = LANG) -> dict[str, int]:
+    return dict(qs.order_by().values_list(lang).annotate(n=Count("pk")).values_list(lang, "n"))
+
+
+def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[str], *, units=None) -> dict[str, dict]:
+    """Per language: the reviewer's decisions in this round and what their queue still holds, exact.
+
+    "Remaining" without counting the queue: the tally's open candidates (in scope, fewer than N reviews)
+    less those the queue leaves out, which are all among a small set S: this user's own decisions and
+    skips in the round and the candidates others hold live locks on. So
+    remaining = open − |open ∩ S| + |queue ∩ S|, two counts bounded by the user's history and the locks.
+    A handful of queries whatever the number of languages. ``units``: the project's tally when the caller
+    already read it."""
+    done = _per_language(ReviewDecision.objects.filter(
+        reviewer=user, round=rnd, candidate__segment__project=project, candidate__segment__direction__target__code__in=codes
+    ), "candidate__" + LANG)
+    if not tally.available():
+        left = _per_language(queue(user, project, rnd, codes))
+        return {c: {"done": done.get(c, 0), "remaining": left.get(c, 0), "round": rnd.number} for c in codes}
+    required = project.reviewers_per_candidate
+    units = tally.units(project) if units is None else units
+    now = timezone.now()
+    near = list(
+        ReviewDecision.objects.filter(round=rnd, reviewer=user).values_list("candidate_id", flat=True)
+        .union(ReviewSkip.objects.filter(round=rnd, reviewer=user).values_list("candidate_id", flat=True))
+        .union(ReviewLock.objects.filter(round=rnd, expires_at__gt=now).exclude(reviewer=user).values_list("candidate_id", flat=True))
+    )
+    left_out = _per_language(open_candidates(project, rnd, codes).filter(pk__in=near)) if near else {}
+    kept = _per_language(queue(user, project, rnd, codes, now=now).filter(pk__in=near)) if near else {}
+    return {
+        c: {
+            "done": done.get(c, 0),
+            "remaining": tally.open_in_scope(units, rnd.number, [c], required) - left_out.get(c, 0) + kept.get(c, 0),
+            "round": rnd.number,
+        }
+        for c in codes
+    }
+
+
+def decisions_done(user, project: Project, rnd: ReviewRound, codes: list[str]) -> int:
+    """This reviewer's decisions in the round (index reviewer, round: bounded by their own history)."""
+    return ReviewDecision.objects.filter(
         reviewer=user, round=rnd, candidate__segment__project=project, candidate__segment__direction__target__code__in=codes
     ).count()
-    remaining = queue(user, project, rnd, codes).count()
-    return {"done": done, "remaining": remaining, "round": rnd.number}
+
+
+def open_candidates(project: Project, rnd: ReviewRound, codes: list[str]) -> QuerySet[Candidate]:
+    """In the round's scope, these languages, fewer than N annotator reviews: what the tally's open count
+    counts (the queue less the per-user conditions)."""
+    reviews = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR)
+    return (
+        round_scope(project, rnd).filter(segment__direction__target__code__in=codes)
+        .alias(n=_count(reviews)).filter(n__lt=project.reviewers_per_candidate)
+    )
+
+
+def exact_progress(user, project: Project, rnd: ReviewRound, codes: list[str]) -> dict:
+    """Progress counted from the rows (linear in the queue): the test oracle and the SQLite path."""
+    return {"done": decisions_done(user, project, rnd, codes), "remaining": queue(user, project, rnd, codes).count(), "round": rnd.number}
 
 
 # ---- the review screen ------------------------------------------------------------------------------
@@ -163,8 +230,31 @@ def rating_progress(user, project: Project, codes: list[str]) -> dict:
 
 # ---- admin pages ------------------------------------------------------------------------------------
 
+LANGUAGE_FIGURES = ("total", "pending", "accepted", "rejected", "excluded", "reviews", "missing_reviews")
+
+
 def language_progress(project: Project) -> list[dict]:
-    """Per target language: candidates by status and how many reviews are still missing in round 1."""
+    """Per target language: candidates by status and how many reviews are still missing in round 1 (from
+    the tally: a few rows whatever the size of the project)."""
+    if not tally.available():
+        return exact_language_progress(project)
+    required = project.reviewers_per_candidate
+    out = []
+    for lang, units in sorted(tally.by_language(tally.units(project), 1).items()):
+        t = dict.fromkeys(LANGUAGE_FIGURES, 0) | {"language": lang}
+        for u in units:
+            t["total"] += u.candidates
+            t[u.status] += u.candidates
+            t["reviews"] += u.reviews * u.candidates
+            if u.status == Candidate.Status.PENDING:
+                t["missing_reviews"] += max(0, required - u.reviews) * u.candidates
+        if t["total"]:
+            out.append(t)
+    return out
+
+
+def exact_language_progress(project: Project) -> list[dict]:
+    """``language_progress`` counted from the rows (reads every candidate): the test oracle, SQLite."""
     rnd = first_round(project)
     required = project.reviewers_per_candidate
     reviews = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR)
@@ -175,7 +265,7 @@ def language_progress(project: Project) -> list[dict]:
     )
     table: dict[str, dict] = {}
     for row in rows:
-        t = table.setdefault(row["lang"], {"language": row["lang"], "total": 0, "pending": 0, "accepted": 0, "rejected": 0, "excluded": 0, "reviews": 0, "missing_reviews": 0})
+        t = table.setdefault(row["lang"], dict.fromkeys(LANGUAGE_FIGURES, 0) | {"language": row["lang"]})
         t["total"] += 1
         t[row["status"]] += 1
         t["reviews"] += row["n"]
@@ -228,6 +318,29 @@ def disagreements(project: Project) -> QuerySet[Candidate]:
 
 
 def round_summaries(project: Project) -> list[dict]:
+    """Per round: its sample's size (later rounds), annotator decisions and distinct reviewers."""
+    if not tally.available():
+        return exact_round_summaries(project)
+    units = tally.units(project)
+    out = []
+    for rnd in ReviewRound.objects.filter(project=project).order_by("number"):
+        mine = [u for u in units if u.round_number == rnd.number]
+        size = sum(u.candidates for u in mine if tally.in_scope(u.status, rnd.number)) if rnd.number > 1 else None
+        out.append({"round": rnd, "size": size, "decisions": sum(u.reviews * u.candidates for u in mine), "reviewers": reviewers_in(rnd)})
+    return out
+
+
+def reviewers_in(rnd: ReviewRound) -> int:
+    """Distinct reviewers of the round: per user, one probe of the (reviewer, round) index, instead of a
+    DISTINCT over every decision of the round."""
+    from django.contrib.auth import get_user_model
+
+    took_part = ReviewDecision.objects.filter(reviewer=OuterRef("pk"), round=rnd, source=ANNOTATOR)
+    return get_user_model().objects.filter(Exists(took_part)).count()
+
+
+def exact_round_summaries(project: Project) -> list[dict]:
+    """``round_summaries`` counted from the rows: the test oracle and the SQLite path."""
     out = []
     for rnd in ReviewRound.objects.filter(project=project).order_by("number"):
         decided = ReviewDecision.objects.filter(round=rnd, source=ANNOTATOR)

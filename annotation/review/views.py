@@ -42,16 +42,21 @@ def _lang_param(request) -> str | None:
 def index(request):
     """Per project and language: the reviewer's progress and a start/resume link; the rating queue."""
     rows = []
+    codes = selectors.language_codes(request.user)
+    names = {lang.code: lang for lang in Language.objects.filter(code__in=codes)}
     for project in core_selectors.visible_projects(request.user).order_by("name"):
-        rnds = selectors.open_rounds(project)
-        for code in selectors.language_codes(request.user):
-            if not project.directions.filter(target__code=code).exists():
-                continue
-            review = [
-                selectors.progress(request.user, project, rnd, [code]) | {"round": rnd.number} for rnd in rnds
-            ]
+        here = set(project.directions.filter(target__code__in=codes).values_list("target__code", flat=True))
+        mine = [c for c in codes if c in here]
+        if not mine:
+            continue
+        units = selectors.tally.units(project) if selectors.tally.available() else None  # one read for every language
+        per_round = [
+            (rnd, selectors.progress_by_language(request.user, project, rnd, mine, units=units)) for rnd in selectors.open_rounds(project)
+        ]
+        for code in mine:
+            review = [per[code] for _rnd, per in per_round]
             rating = selectors.rating_progress(request.user, project, [code])
-            rows.append({"project": project, "language": Language.objects.get(code=code), "review": review, "rating": rating})
+            rows.append({"project": project, "language": names[code], "review": review, "rating": rating})
     return render(request, "review/index.html", {"rows": rows, "is_admin": access.is_admin(request.user)})
 
 
