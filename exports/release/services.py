@@ -298,7 +298,7 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     store = _SystemStore(release)
     try:
         plan = SamplingPlan.from_dict(job.plan)
-        content = release_content(project, release.version, plan, step, on_system=store.add)
+        content = release_content(project, release.version, plan, on_system=store.add)
         manifest = release_files.finish_staged_release(content, job.staging, job.out_dir, job.formats, step)
         store.flush()
     except Exception as exc:

@@ -44,8 +44,9 @@ class Command(BaseCommand):
             bar.refresh()
 
         def direction_done(code: str, entry: dict) -> None:
-            if opts["verbosity"] >= 2:
-                bar.write(f"{code}: {entry['triplets']} triplets staged")
+            if opts["verbosity"] > 1:  # a line per direction; the bar shows the whole
+                with bar.external_write_mode():
+                    self.stdout.write(f"{code}: {entry['triplets']} triplets staged")
 
         started = time.perf_counter()
         try:
