@@ -60,6 +60,10 @@ class Release(models.Model):
     stage = models.CharField(max_length=40, blank=True, help_text="what the build or push is doing now")
     progress = models.PositiveSmallIntegerField(default=0, help_text="percent of the current build or push")
     error = models.TextField(blank=True, help_text="why the last build or push failed")
+    directions = models.JSONField(
+        default=dict, blank=True,
+        help_text="per direction: status (pending, running, done, failed), triplets, the build stamp its files were written from, digest of its staged spool; a resumed release skips the done ones whose stamp and files still match",
+    )
     push_status = models.CharField(max_length=10, blank=True, choices=PushStatus.choices, default=PushStatus.NONE)
     pushed_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

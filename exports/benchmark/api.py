@@ -36,6 +36,6 @@ class ProjectBenchmark(APIView):
             {
                 "project": project_obj.name,
                 "counts": page["counts"],
-                "releases": [selectors.release_summary(r) for r in page["releases"]],
+                "releases": [selectors.release_summary(r, directions) for r in page["releases"]],
             }
         )

@@ -224,7 +224,16 @@ def visible_directions(user, project: Project) -> set[str] | None:
     return {d.code for d in project.directions.select_related("target") if d.target.code in languages}
 
 
-def release_summary(release: Release) -> dict:
+def release_directions(release: Release, directions: set[str] | None = None) -> list[dict]:
+    """A release's staging progress per direction (those in ``directions`` when given)."""
+    return [
+        {"direction": code, "status": entry.get("status", "pending"), "triplets": entry.get("triplets", 0), "error": entry.get("error", "")}
+        for code, entry in sorted((release.directions or {}).items())
+        if directions is None or code in directions
+    ]
+
+
+def release_summary(release: Release, directions: set[str] | None = None) -> dict:
     return {
         "version": release.version,
         "status": release.status,
@@ -237,6 +246,7 @@ def release_summary(release: Release) -> dict:
         "hub_revision": release.hub_revision,
         "push_status": release.push_status,
         "created_at": release.created_at.isoformat() if release.created_at else None,
+        "directions": release_directions(release, directions),
     }
 
 
@@ -292,13 +302,16 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
     excluded = [e for e in excluded_candidates(project) if directions is None or e["direction"] in directions]
     transplanted = [t for t in transplanted_candidates(project) if directions is None or t["direction"] in directions]
     build = latest_build(project)
+    releases = list(releases_of(project))
+    for r in releases:
+        r.direction_rows = release_directions(r, directions)  # staging progress, visible directions only
     return {
         "counts": counts,
         "levels": levels,
         "table": table,
         "build": build,
         "build_directions": build_directions(build, directions),
-        "releases": list(releases_of(project)),
+        "releases": releases,
         "excluded": excluded,
         "transplanted": transplanted,
     }
@@ -308,5 +321,5 @@ def progress_status(project: Project, directions: set[str] | None = None) -> dic
     """Progress of the latest build (per direction: those in ``directions`` when given) and of every release."""
     return {
         "build": build_summary(latest_build(project), directions),
-        "releases": [release_summary(r) for r in releases_of(project)],
+        "releases": [release_summary(r, directions) for r in releases_of(project)],
     }

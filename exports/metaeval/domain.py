@@ -309,12 +309,36 @@ class MultilingualStudy:
     test: PairedTest | None  # LGN vs plain averaging, paired over repetitions; None: < 2 repetitions or constant difference
 
 
+@dataclass(frozen=True)
+class SystemMeans:
+    """What the multilingual study needs of one system: its per-direction mean scores (in the order its
+    triplets name the directions, the order Algorithm 1 averages them in) and its human score. A few
+    numbers, so the systems can be read one at a time instead of held with their triplet ids."""
+
+    repetition: int
+    human_score: float
+    per_direction: dict[str, float]
+
+    def score(self, normalisers: Mapping[str, Normaliser] | None = None) -> float:
+        return average_over_directions(self.per_direction, normalisers)  # = system_score, same operations
+
+
+def system_means(system: SystemSample, scores: Mapping[str, float]) -> SystemMeans:
+    per_direction = {d: float(np.mean(v)) for d, v in _scores_of(system, scores).items()}
+    return SystemMeans(system.repetition, system.human_score, per_direction)
+
+
 def multilingual_study(
     systems: Sequence[SystemSample], scores: Mapping[str, float], normalisers: Mapping[str, Normaliser], variant: str = "b"
 ) -> MultilingualStudy:
     """XQ-MEval §5: per repetition, τ over the multilingual systems of predetermined quality, with plain
     averaging over directions and with LGN; the mean of each over repetitions and a paired t-test."""
-    by_repetition: dict[int, list[SystemSample]] = {}
+    return multilingual_study_of_means([system_means(s, scores) for s in systems], normalisers, variant)
+
+
+def multilingual_study_of_means(systems: Sequence[SystemMeans], normalisers: Mapping[str, Normaliser], variant: str = "b") -> MultilingualStudy:
+    """``multilingual_study`` from each system's per-direction means (``system_means``), the same numbers."""
+    by_repetition: dict[int, list[SystemMeans]] = {}
     for system in systems:
         by_repetition.setdefault(system.repetition, []).append(system)
     plain, lgn = [], []
@@ -322,8 +346,8 @@ def multilingual_study(
         if len(members) < 2:
             continue
         human = [s.human_score for s in members]
-        plain.append(tau_statistic([system_score(s, scores) for s in members], human, variant).value)
-        lgn.append(tau_statistic([system_score(s, scores, normalisers) for s in members], human, variant).value)
+        plain.append(tau_statistic([s.score() for s in members], human, variant).value)
+        lgn.append(tau_statistic([s.score(normalisers) for s in members], human, variant).value)
     if not plain:
         raise ValueError("no repetition with at least two multilingual systems")
     # The t-test needs differences that vary; a constant difference (e.g. LGN better by the same margin in

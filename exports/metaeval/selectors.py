@@ -4,6 +4,7 @@ negated); cross-lingual CV is computed on the metric's own scale."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -24,17 +25,38 @@ def _orientation(metric: str) -> tuple[str, float]:
     return direction, (-1.0 if direction == "lower" else 1.0)
 
 
-def _systems(release: Release, kind: str, directions: set[str] | None) -> list[metaeval.SystemSample]:
+def _iter_systems(release: Release, kind: str, directions: set[str] | None):
+    """The release's pseudo systems of ``kind``, one at a time (a multilingual system of 90 directions holds
+    9,180 triplet ids; a thousand of them held together were most of the meta-evaluation's memory)."""
     rows = PseudoSystem.objects.filter(release=release, kind=kind).select_related("direction").order_by("repetition", "name")
-    systems = []
-    for row in rows.iterator(chunk_size=500):
+    for row in rows.iterator(chunk_size=50):
         sample = metaeval.SystemSample(
             row.name, row.repetition, row.human_score, row.triplet_ids, row.direction.code if row.direction else None, row.level
         )
         if directions is not None and {metaeval.direction_of(t) for t in sample.triplet_ids} - directions:
             continue  # a system with triplets outside the visible directions
-        systems.append(sample)
-    return systems
+        yield sample
+
+
+def _systems(release: Release, kind: str, directions: set[str] | None) -> list[metaeval.SystemSample]:
+    return list(_iter_systems(release, kind, directions))
+
+
+class _Oriented(Mapping):
+    """The scores oriented so that higher is better, read through from the raw ones (the same floats as
+    a copy: the sign is ±1.0), so the scores are held once."""
+
+    def __init__(self, raw: dict[str, float], sign: float):
+        self.raw, self.sign = raw, sign
+
+    def __getitem__(self, triplet: str) -> float:
+        return self.sign * self.raw[triplet]
+
+    def __iter__(self):
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
 
 
 def release_meta_evaluation(release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b") -> dict:
@@ -57,13 +79,15 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             per_direction[direction][1].append(-5.0 * level)
     if not raw:
         raise MetaEvaluationError(f"release {release}: no {metric} scores")
-    oriented = {t: sign * s for t, s in raw.items()}
+    oriented = _Oriented(raw, sign)
     result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
     for direction, (metric_scores, human) in sorted(per_direction.items()):
         tau = metaeval.tau_statistic(metric_scores, human, variant)
         result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
+    scored = set(per_direction)
+    del per_direction  # every score is in ``raw``; the per-direction copies were for the triplet-level τ
 
-    visible = set(per_direction) if directions is not None else None
+    visible = scored if directions is not None else None
     mono = [s for s in _systems(release, PseudoSystem.Kind.MONOLINGUAL, visible) if all(t in raw for t in s.triplet_ids)]
     if mono:
         result["system_level"] = metaeval.monolingual_system_tau(mono, oriented, variant)
@@ -77,10 +101,18 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             cv = metaeval.coefficient_of_variation(list(per_dir.values())) if len(per_dir) >= 2 else None
             result["cv"].append({"level": level, "cv": cv, "directions": len(per_dir), "std": "sample"})
 
-    multi = _systems(release, PseudoSystem.Kind.MULTILINGUAL, visible)
     all_directions = set(MetricScore.objects.filter(release=release).values_list("direction__code", flat=True).distinct())
-    if multi and mono and visible in (None, all_directions) and all(t in raw for s in multi for t in s.triplet_ids):
-        study = metaeval.multilingual_study(multi, oriented, metaeval.lgn_from_systems(mono, oriented), variant)
+    multi: list[metaeval.SystemMeans] = []
+    if mono and visible in (None, all_directions):
+        # one system at a time, kept as its per-direction means (a few floats): the same numbers as the
+        # study over the systems held together (multilingual_study), without their triplet ids
+        for system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, visible):
+            if not all(t in raw for t in system.triplet_ids):
+                multi = []
+                break
+            multi.append(metaeval.system_means(system, oriented))
+    if multi:
+        study = metaeval.multilingual_study_of_means(multi, metaeval.lgn_from_systems(mono, oriented), variant)
         result["multilingual"] = {
             "repetitions": study.repetitions,
             "tau_plain": study.tau_plain,

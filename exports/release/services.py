@@ -1,24 +1,30 @@
 """Write operations of the release stage: sampling pseudo systems, writing release files, Hub pushes.
 
 Thin over the pure ``exports.release.domain`` (``sampling``, SPEC §7; ``release_files``, layout and bytes);
-this module only reads and writes the database. Starting a release or a push on the worker is
+this module only reads and writes the database. A new release is staged one direction at a time
+(``begin_release``, ``run_release_direction``, ``finish_release``: a Celery chord on workers, a loop in
+the command). Starting a release or a push on the worker is
 ``exports.release.tasks.start_release`` / ``start_push``, which call ``check_release_request`` /
 ``prepare_push`` here first.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from core import bulk
 from core.models import Direction, Project
 from exports.benchmark import selectors
-from exports.models import PseudoSystem, Release
+from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
 from exports.release.domain import release_files, sampling
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
@@ -30,9 +36,15 @@ class ReleaseError(Exception):
     """A release request that cannot be carried out (bad version, nothing built, immutable version)."""
 
 
+def plan_data(project: Project, overrides: dict | None = None) -> dict:
+    """The project's sampling options with the overrides, as given (unresolved: the level mixes are fixed
+    against the pool when the systems are drawn)."""
+    return {**(project.options or {}).get("sampling", {}), **(overrides or {})}
+
+
 def sampling_plan_for(project: Project, overrides: dict | None = None) -> SamplingPlan:
     """The project's sampling plan: defaults (SPEC §7), then ``project.options['sampling']``, then overrides."""
-    data = {**(project.options or {}).get("sampling", {}), **(overrides or {})}
+    data = plan_data(project, overrides)
     try:
         return SamplingPlan.from_dict(data)
     except (TypeError, ValueError) as exc:
@@ -94,65 +106,229 @@ def create_release(
     plan_overrides: dict | None = None,
     user=None,
     progress=None,
+    on_direction=None,
 ) -> Release:
-    """Write release ``version`` of ``project`` and record it.
+    """Write release ``version`` of ``project`` and record it, in this process.
 
-    A new version takes the project's sampling plan; an existing version regenerates from its stored plan
-    and must give the same content hash (same bytes), or it is refused: versions are immutable. A release
-    whose build failed or was interrupted is simply built again."""
+    A new version (or one whose writing failed or was interrupted) takes the project's sampling plan and is
+    staged direction after direction, exactly the steps the Celery chord spreads over workers
+    (``begin_release``, ``run_release_direction`` per direction, ``finish_release``): run again, it resumes
+    with the directions not staged yet or whose build changed. An existing version regenerates from its
+    stored plan in one pass and must give the same content hash (same bytes), or it is refused: versions
+    are immutable. ``on_direction(code, entry)`` is called as each direction is staged."""
+    validate_release_request(version, formats)
+    existing = Release.objects.filter(project=project, version=version).first()
+    if existing is not None and existing.status == Release.Status.READY:
+        if plan_overrides:
+            raise ReleaseError(f"version {version} exists; its sampling plan is fixed (release a new version to change it)")
+        return _export_again(existing, out_dir=out_dir, formats=formats, progress=progress)
+    job = begin_release(project, version, out_dir=out_dir, formats=formats, plan_overrides=plan_overrides, user=user)
+    todo = job.todo
+    for i, code in enumerate(todo):
+        entry = run_release_direction(job, code)
+        if on_direction:
+            on_direction(code, entry)
+        if progress:
+            progress(f"triplets {code}", int(60 * (len(job.directions) - len(todo) + i + 1) / len(job.directions)))
+    return finish_release(job, progress=progress)
+
+
+def validate_release_request(version: str, formats) -> None:
     if not VERSION_RE.match(version or ""):
         raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_', '+', '-' (at most 40, e.g. 1.0.0)")
     unknown = set(formats) - set(release_files.EXTRA_FORMATS)
     if unknown:
         raise ReleaseError(f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(release_files.EXTRA_FORMATS)}")
-    existing = Release.objects.filter(project=project, version=version).first()
-    released = existing is not None and existing.status == Release.Status.READY
-    if released:
-        if plan_overrides:
-            raise ReleaseError(f"version {version} exists; its sampling plan is fixed (release a new version to change it)")
-        plan = SamplingPlan.from_dict(existing.manifest["sampling_plan"])
-    else:
-        plan = sampling_plan_for(project, plan_overrides)
-    out_dir = Path(out_dir) if out_dir else Path(settings.RELEASES_DIR) / project.name / version
-    release = existing or Release.objects.create(project=project, version=version, created_by=user)
-    if not released:
-        _release_progress(release, status=Release.Status.BUILDING, stage="reading triplets", progress=0, error="")
+
+
+def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
+    """A released version written again (another directory, formats added) in one pass, from its stored
+    plan; refused unless it gives the recorded content hash."""
+    project = release.project
+    plan = SamplingPlan.from_dict(release.manifest["sampling_plan"])
+    out_dir = Path(out_dir) if out_dir else default_out_dir(project, release.version)
+    try:
+        content = release_content(project, release.version, plan, progress)
+        manifest = release_files.write_release(content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash)
+    except sampling.SamplingError as exc:
+        raise ReleaseError(f"project {project.name}: {exc}") from None
+    with transaction.atomic():
+        release.path = str(out_dir)
+        # Extra formats may have been added: keep the recorded file list complete.
+        release.manifest = {**release.manifest, "files": {**release.manifest.get("files", {}), **manifest["files"]}}
+        release.save(update_fields=["path", "manifest"])
+    return release
+
+
+# ---- a release staged one direction at a time (a Celery chord, or in-process) ---------------------------
+
+
+def default_out_dir(project: Project, version: str) -> Path:
+    return Path(settings.RELEASES_DIR) / project.name / version
+
+
+def staging_dir(out_dir: str | Path) -> Path:
+    """Where a release's directions are staged: next to its output directory (under ``RELEASES_DIR`` by
+    default), so that finishing is one rename on the same file system. Every worker writes there: with
+    workers on several machines it must be a shared file system (as the release directories already are
+    for the scoring workers)."""
+    out_dir = Path(out_dir)
+    return out_dir.parent / f".{out_dir.name}.staging"
+
+
+@dataclass(frozen=True)
+class ReleaseJob:
+    """What every step of a staged release needs (the tasks' arguments): the recorded release, where it
+    goes, the extra formats, the sampling plan, all directions in release order and those left to stage."""
+
+    release_id: int
+    out_dir: str
+    formats: tuple[str, ...]
+    plan: dict
+    directions: tuple[str, ...]
+    todo: tuple[str, ...] = ()
+
+    @property
+    def staging(self) -> Path:
+        return staging_dir(self.out_dir)
+
+    def to_dict(self) -> dict:
+        return {"release_id": self.release_id, "out_dir": self.out_dir, "formats": list(self.formats), "plan": self.plan, "directions": list(self.directions), "todo": list(self.todo)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ReleaseJob":
+        return cls(data["release_id"], data["out_dir"], tuple(data["formats"]), data["plan"], tuple(data["directions"]), tuple(data.get("todo", ())))
+
+
+def direction_stamp(project: Project, direction: str) -> dict:
+    """What a direction's staged files were written from: the project's latest build and a fingerprint of
+    the direction's merge states (each gold pair's pool fingerprint, count and time written) and pseudo
+    translations. A staged direction whose stamp differs from the current one is written again."""
+    build = selectors.latest_build(project)
+    states = MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction).order_by("segment_id")
+    h = hashlib.sha256()
+    for seg, fingerprint, count, built_at in states.values_list("segment_id", "fingerprint", "pseudo_count", "built_at").iterator(chunk_size=5000):
+        h.update(f"{seg}\t{fingerprint}\t{count}\t{built_at.isoformat()}\n".encode())
+    rows = PseudoTranslation.objects.filter(segment__project=project, segment__direction__code=direction).aggregate(n=Count("id"), last=Max("id"))
+    h.update(f"{rows['n']}\t{rows['last']}".encode())
+    return {"build": build.pk if build else None, "merged": h.hexdigest()}
+
+
+def begin_release(
+    project: Project, version: str, *, out_dir: str | Path | None = None, formats: tuple[str, ...] = (), plan_overrides: dict | None = None, user=None
+) -> ReleaseJob:
+    """Record a (new, failed or interrupted) release as building and say which directions are left to stage:
+    a direction staged before is kept when its files and spool are intact and its build stamp is still the
+    current one; any other is written (again). ``Release.directions`` gets an entry per direction."""
+    validate_release_request(version, formats)
+    sampling_plan_for(project, plan_overrides)  # a bad plan is refused before anything is recorded
+    release, _ = Release.objects.get_or_create(project=project, version=version, defaults={"created_by": user if getattr(user, "pk", None) else None})
+    if release.status == Release.Status.READY:
+        raise ReleaseError(f"version {version} is released; write it again with create_release")
+    directions = selectors.triplet_directions(project)
+    if not directions:
+        reason = f"project {project.name} has no pseudo translations: run build_benchmark first"
+        _release_progress(release, status=Release.Status.FAILED, error=reason)
+        raise ReleaseError(reason)
+    out_dir = Path(out_dir) if out_dir else default_out_dir(project, version)
+    staging = staging_dir(out_dir)
+    staging.mkdir(parents=True, exist_ok=True)
+    formats = tuple(sorted(formats))
+    stamps = {code: direction_stamp(project, code) for code in directions}
+    with transaction.atomic():
+        row = Release.objects.select_for_update().get(pk=release.pk)
+        kept = {}
+        for code, entry in (row.directions or {}).items():
+            if code in stamps and entry.get("status") == "done" and entry.get("stamp") == stamps[code]:
+                staged = release_files.staged_direction(staging, code)
+                if staged and staged["digest"] == entry.get("digest") and tuple(staged["formats"]) == formats:
+                    kept[code] = entry
+        row.directions = {code: kept.get(code) or {"status": "pending"} for code in directions}
+        row.status, row.error, row.stage = Release.Status.BUILDING, "", "staging directions"
+        row.progress = int(60 * len(kept) / len(directions))
+        row.save(update_fields=["directions", "status", "error", "stage", "progress"])
+    # a direction no longer in the build leaves nothing behind to be moved into the release
+    for stale in {p.name for p in staging.iterdir() if p.is_dir() and p.name != release_files.SPOOL_DIR and p.name != "systems"} - set(directions):
+        shutil.rmtree(staging / stale, ignore_errors=True)
+    todo = tuple(code for code in directions if code not in kept)
+    return ReleaseJob(release.pk, str(out_dir), formats, plan_data(project, plan_overrides), tuple(directions), todo)
+
+
+def run_release_direction(job: ReleaseJob, direction: str) -> dict:
+    """Stage one direction of a release (what each task of a release's chord runs): its files, its share of
+    the content hash and its triplet ids, then its entry in ``Release.directions`` (``done`` means staged).
+    A failure is recorded on the direction and the release, with its reason, and raised."""
+    release = Release.objects.select_related("project").get(pk=job.release_id)
+    _record_direction(release, direction, {"status": "running", "error": ""}, total=len(job.directions))
+    try:
+        stamp = direction_stamp(release.project, direction)
+        rows = selectors.iter_triplet_rows(release.project, direction)
+        summary = release_files.write_staged_direction(rows, direction, job.staging, job.formats, stamp)
+        entry = {"status": "done", "triplets": summary["triplets"], "transplanted": summary["transplanted"], "digest": summary["digest"], "stamp": stamp, "error": ""}
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        _record_direction(release, direction, {"status": "failed", "error": reason}, total=len(job.directions), failure=f"{direction}: {reason}")
+        raise
+    _record_direction(release, direction, entry, total=len(job.directions))
+    return entry
+
+
+def finish_release(job: ReleaseJob, progress=None) -> Release:
+    """Close a release whose directions are staged (the chord's last task): check that every one is done and
+    still written from the current build, hash the spools in order, draw and store the pseudo systems, write
+    card and manifest, and move the staging directory into place."""
+    release = Release.objects.select_related("project").get(pk=job.release_id)
+    project = release.project
+    row = release.directions or {}
+    missing = [code for code in job.directions if row.get(code, {}).get("status") != "done"]
+    changed = [code for code in job.directions if code not in missing and row[code].get("stamp") != direction_stamp(project, code)]
+    if missing or changed:
+        reason = (
+            f"directions not staged: {', '.join(missing)}" if missing
+            else f"the build changed since {', '.join(changed)} were staged: run the release again"
+        )
+        _release_progress(release, status=Release.Status.FAILED, error=release.error or reason if missing else reason)
+        raise ReleaseError(f"{release}: {reason}")
 
     def step(stage: str, pct: int) -> None:
-        if not released:
-            _release_progress(release, stage=stage, progress=pct)
+        _release_progress(release, stage=stage, progress=pct)
         if progress:
             progress(stage, pct)
 
-    store = None if released else _SystemStore(release)
+    store = _SystemStore(release)
     try:
-        content = release_content(project, version, plan, step, on_system=store.add if store else None)
-        manifest = release_files.write_release(
-            content, out_dir, tuple(sorted(formats)), step, expected_hash=existing.content_hash if released else None
-        )
-        if store:
-            store.flush()
+        plan = SamplingPlan.from_dict(job.plan)
+        content = release_content(project, release.version, plan, on_system=store.add)
+        manifest = release_files.finish_staged_release(content, job.staging, job.out_dir, job.formats, step)
+        store.flush()
     except Exception as exc:
-        if store:
-            store.discard()
-        if not released:
-            _release_progress(release, status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        store.discard()
+        _release_progress(release, status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
         if isinstance(exc, sampling.SamplingError):
             raise ReleaseError(f"project {project.name}: {exc}") from None
         raise
     with transaction.atomic():
-        release.path = str(out_dir)
-        if not released:
-            release.content_hash = manifest["content_hash"]
-            release.manifest = {k: manifest[k] for k in ("content_hash", "counts", "sampling_plan", "files", "triplets", "systems", "shortfalls", "excluded_candidates", "transplanted_candidates")}
-            release.status = Release.Status.READY
-            release.stage = "ready"
-            release.progress = 100
-        else:
-            # Extra formats may have been added: keep the recorded file list complete.
-            release.manifest = {**release.manifest, "files": {**release.manifest.get("files", {}), **manifest["files"]}}
+        release.path = job.out_dir
+        release.content_hash = manifest["content_hash"]
+        release.manifest = {k: manifest[k] for k in ("content_hash", "counts", "sampling_plan", "files", "triplets", "systems", "shortfalls", "excluded_candidates", "transplanted_candidates")}
+        release.status, release.stage, release.progress, release.error = Release.Status.READY, "ready", 100, ""
         release.save()
+    shutil.rmtree(job.staging, ignore_errors=True)  # renamed into place, or what is left after writing into an existing directory
     return release
+
+
+def _record_direction(release: Release, direction: str, entry: dict, *, total: int, failure: str = "") -> None:
+    """Set one direction's entry (the release row is locked: directions on other workers record theirs too)."""
+    with transaction.atomic():
+        row = Release.objects.select_for_update().get(pk=release.pk)
+        row.directions = {**(row.directions or {}), direction: {**(row.directions or {}).get(direction, {}), **entry}}
+        done = sum(1 for e in row.directions.values() if e.get("status") == "done")
+        row.progress, row.stage = int(60 * done / max(total, 1)), f"directions staged: {done}/{total}"
+        if failure:
+            row.status, row.error = Release.Status.FAILED, failure
+        row.save(update_fields=["directions", "progress", "stage", "status", "error"])
+    for attr in ("directions", "progress", "stage", "status", "error"):
+        setattr(release, attr, getattr(row, attr))
 
 
 def _release_progress(release: Release, **fields) -> None:

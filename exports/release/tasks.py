@@ -6,7 +6,7 @@ release with their reason. Tasks are entry points like views: this module import
 reverse."""
 from __future__ import annotations
 
-from celery import shared_task
+from celery import chord, group, shared_task
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -18,12 +18,39 @@ from exports.release import services
 
 @shared_task(name="exports.create_release", **RETRY)
 def create_release_task(project_id: int, version: str, formats: list[str] | None = None, push_repo: str = "", private: bool = True, user_id: int | None = None) -> dict:
+    """Start a release: a new (or failed, or interrupted) version is a chord, one ``release_direction_task``
+    per direction left to stage (side by side on the workers), then ``finish_release_task``, which hashes,
+    draws the pseudo systems and moves the release into place (and pushes it when asked). Run again, it
+    resumes with the directions not staged or whose build changed. A released version is written again
+    in one pass (same bytes or refused)."""
     project = Project.objects.get(pk=project_id)
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
-    release = services.create_release(project, version, formats=tuple(formats or ()), user=user)
+    existing = Release.objects.filter(project=project, version=version, status=Release.Status.READY).first()
+    if existing is not None:
+        release = services.create_release(project, version, formats=tuple(formats or ()), user=user)
+        if push_repo:
+            release = services.push_release(release, push_repo, private=private)
+        return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
+    job = services.begin_release(project, version, formats=tuple(formats or ()), user=user).to_dict()
+    finish = finish_release_task.si(job, push_repo, private)
+    result = (chord(group(release_direction_task.si(job, code) for code in job["todo"]), finish) if job["todo"] else finish).apply_async()
+    if result.ready():  # ran in this process (no broker): the release is written
+        result.get(propagate=True, disable_sync_subtasks=False)
+    release = Release.objects.get(pk=job["release_id"])
+    return {"release": release.pk, "status": release.status, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
+
+
+@shared_task(name="exports.release_direction", **RETRY)
+def release_direction_task(job: dict, direction: str) -> dict:
+    return {"direction": direction, **services.run_release_direction(services.ReleaseJob.from_dict(job), direction)}
+
+
+@shared_task(name="exports.finish_release", **RETRY)
+def finish_release_task(job: dict, push_repo: str = "", private: bool = True) -> dict:
+    release = services.finish_release(services.ReleaseJob.from_dict(job))
     if push_repo:
-        release = services.push_release(release, push_repo, private=private)
-    return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
+        push_release_task.delay(release.pk, push_repo, private)
+    return {"release": release.pk, "status": release.status, "content_hash": release.content_hash}
 
 
 def is_transient(exc: Exception) -> bool:

@@ -25,6 +25,12 @@
       if (!row) continue;
       row.querySelector(".release-progress").value = r.progress;
       row.querySelector(".release-stage").textContent = r.stage;
+      for (const e of r.directions || []) {
+        const d = row.querySelector(`.release-directions tr[data-direction="${CSS.escape(e.direction)}"]`);
+        if (!d) continue;
+        d.querySelector(".d-status").textContent = e.error ? `${e.status} ${e.error}` : e.status;
+        d.querySelector(".d-triplets").textContent = e.triplets;
+      }
       busy = busy || r.status === "building" || r.push_status === "pushing";
     }
     if (busy) setTimeout(poll, 2000);

@@ -1,4 +1,7 @@
-"""python manage.py release PROJECT --version V [--out DIR] [--format jsonl,tsv] [--push REPO_ID] [--public]"""
+"""python manage.py release PROJECT --version V [--out DIR] [--format jsonl,tsv] [--push REPO_ID] [--public]
+
+Stages the release one direction at a time (the steps a worker chord runs), -v2 prints a line per direction;
+run again after a failure or an interruption, it resumes with the directions left."""
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -40,10 +43,16 @@ class Command(BaseCommand):
             bar.n = pct
             bar.refresh()
 
+        def direction_done(code: str, entry: dict) -> None:
+            if opts["verbosity"] > 1:  # a line per direction; the bar shows the whole
+                with bar.external_write_mode():
+                    self.stdout.write(f"{code}: {entry['triplets']} triplets staged")
+
         started = time.perf_counter()
         try:
             release = services.create_release(
-                project, opts["version"], out_dir=opts["out"], formats=formats, plan_overrides=overrides, progress=progress
+                project, opts["version"], out_dir=opts["out"], formats=formats, plan_overrides=overrides, progress=progress,
+                on_direction=direction_done,
             )
         except (services.ReleaseError, ReleaseConflict, ValueError) as exc:
             raise CommandError(str(exc)) from None

@@ -278,8 +278,9 @@ class _Digest:
 
     SMALL = [n for n in TRIPLET_SCHEMA.names if n not in LONG_TEXT_COLUMNS]
 
-    def __init__(self):
-        self.h = hashlib.sha256()
+    def __init__(self, sink=None):
+        # ``sink``: anything with ``update(bytes)``; a ``_Spool`` keeps a direction's share of the stream
+        self.h = sink if sink is not None else hashlib.sha256()
         self.first = True
 
     def section(self, tag: str, value, canonical: bool = False) -> None:
@@ -306,6 +307,27 @@ class _Digest:
 
     def hexdigest(self) -> str:
         return self.h.hexdigest()
+
+
+class _Spool:
+    """A direction's share of the content hash's byte stream, kept in a file (``update`` like a hash), with
+    the sha256 of those bytes. The hash of a release is one sha256 over every direction in order, which
+    cannot be put together from per-direction hashes: the finishing step feeds the spools in order."""
+
+    def __init__(self, path: Path):
+        self.fh = open(path, "wb")
+        self.sha = hashlib.sha256()
+
+    def update(self, data: bytes) -> None:
+        self.fh.write(data)
+        self.sha.update(data)
+
+    def close(self) -> str:
+        self.fh.close()
+        return self.sha.hexdigest()
+
+
+SPOOL_DIR = ".spool"  # in a staged release: <direction>.bin (hashed bytes) and <direction>.json (its summary)
 
 
 def _system_item(d: SystemDraw) -> list:
@@ -338,80 +360,97 @@ def write_release(
     try:
         digest = _Digest()
         digest.section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
-        canonical: list[str] = []
-        derived: list[str] = []
         pool: dict[str, dict[int, list[str]]] = {}
         content.total_triplets = content.transplanted_triplets = 0
         directions = sorted(content.directions)
         for i, direction in enumerate(directions):
-            _write_direction(content, direction, staging, formats, digest, pool)
-            canonical.append(f"{direction}/test.parquet")
-            derived += [f"{direction}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats]
+            part = _write_direction(content.rows(direction), direction, staging, formats, digest)
+            pool[direction] = part["levels"]
+            content.total_triplets += part["triplets"]
+            content.transplanted_triplets += part["transplanted"]
             step(f"triplets {direction}", int(60 * (i + 1) / max(len(directions), 1)))
-        monolingual, multilingual = content.systems(pool)
-        digest.begin("systems")
-        shortfalls: set[str] = set()
-        for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
-            content.system_counts[kind] = _write_systems(draws, staging / "systems" / f"{kind}.parquet", digest, content.on_system, shortfalls)
-            step(f"{kind} systems", pct)
-        digest.end()
-        content.shortfalls = sorted(shortfalls)
-        canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
-        digest.section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
-        _write_excluded(content.excluded, staging / "excluded_candidates.csv")
-        canonical.append("excluded_candidates.csv")
-        digest.section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
-        _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
-        canonical.append("transplanted_candidates.csv")
-        content_hash = digest.hexdigest()
-        if expected_hash and expected_hash != content_hash:
-            raise ReleaseConflict(
-                f"version {content.version} was released with content hash {expected_hash}, but the current data give "
-                f"{content_hash}: a released version is immutable, release the new content under a new version"
-            )
-        if existing is not None and existing != content_hash:
-            raise ReleaseConflict(
-                f"{out_dir} already holds a release with content hash {existing}; this build has {content_hash}. "
-                "Use another output directory (and another version)."
-            )
-
-        hashes = {path: sha256_file(staging / path) for path in canonical + derived}
-
-        (staging / "README.md").write_text(dataset_card(content, content_hash, canonical), encoding="utf-8")
-        hashes["README.md"] = sha256_file(staging / "README.md")
-        manifest = {
-            "name": content.name,
-            "version": content.version,
-            "schema_version": SCHEMA_VERSION,
-            "content_hash": content_hash,
-            "files": {p: {"sha256": hashes[p], "bytes": (staging / p).stat().st_size} for p in sorted(hashes)},
-            "canonical_files": sorted(canonical),
-            "counts": content.counts,
-            "sampling_plan": content.sampling_plan,
-            "systems": dict(content.system_counts),
-            "shortfalls": content.shortfalls,
-            "excluded_candidates": len(content.excluded),
-            "transplanted_candidates": len(content.transplanted),
-            "triplets": content.total_triplets,
-            "build": content.build,
-            "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
-        }
-        (staging / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for path in sorted(hashes) + ["manifest.json"]:
-            target = out_dir / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / path, target)
-        step("written", 100)
-        return manifest
+        return _finish(content, digest, pool, staging, out_dir, formats, step, existing, expected_hash)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_direction(content: ReleaseContent, direction: str, staging: Path, formats, digest: _Digest, pool: dict) -> None:
+def _finish(
+    content: ReleaseContent, digest: _Digest, pool: dict, staging: Path, out_dir: Path, formats, step, existing, expected_hash, rename: bool = False
+) -> dict:
+    """What follows the directions, on either path: pseudo systems drawn from ``pool``, exclusions, the
+    content hash checked, card and manifest written, files moved from ``staging`` into ``out_dir`` (with
+    ``rename``, a new ``out_dir`` is ``staging`` renamed)."""
+    directions = sorted(content.directions)
+    canonical = [f"{direction}/test.parquet" for direction in directions]
+    derived = [f"{direction}/test.{fmt}" for direction in directions for fmt in EXTRA_FORMATS if fmt in formats]
+    monolingual, multilingual = content.systems(pool)
+    digest.begin("systems")
+    shortfalls: set[str] = set()
+    for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
+        content.system_counts[kind] = _write_systems(draws, staging / "systems" / f"{kind}.parquet", digest, content.on_system, shortfalls)
+        step(f"{kind} systems", pct)
+    digest.end()
+    content.shortfalls = sorted(shortfalls)
+    canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
+    digest.section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
+    _write_excluded(content.excluded, staging / "excluded_candidates.csv")
+    canonical.append("excluded_candidates.csv")
+    digest.section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
+    _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
+    canonical.append("transplanted_candidates.csv")
+    content_hash = digest.hexdigest()
+    if expected_hash and expected_hash != content_hash:
+        raise ReleaseConflict(
+            f"version {content.version} was released with content hash {expected_hash}, but the current data give "
+            f"{content_hash}: a released version is immutable, release the new content under a new version"
+        )
+    if existing is not None and existing != content_hash:
+        raise ReleaseConflict(
+            f"{out_dir} already holds a release with content hash {existing}; this build has {content_hash}. "
+            "Use another output directory (and another version)."
+        )
+
+    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
+
+    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical), encoding="utf-8")
+    hashes["README.md"] = sha256_file(staging / "README.md")
+    manifest = {
+        "name": content.name,
+        "version": content.version,
+        "schema_version": SCHEMA_VERSION,
+        "content_hash": content_hash,
+        "files": {p: {"sha256": hashes[p], "bytes": (staging / p).stat().st_size} for p in sorted(hashes)},
+        "canonical_files": sorted(canonical),
+        "counts": content.counts,
+        "sampling_plan": content.sampling_plan,
+        "systems": dict(content.system_counts),
+        "shortfalls": content.shortfalls,
+        "excluded_candidates": len(content.excluded),
+        "transplanted_candidates": len(content.transplanted),
+        "triplets": content.total_triplets,
+        "build": content.build,
+        "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
+    }
+    (staging / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+
+    if rename and not out_dir.exists():
+        # a new release directory appears at once, complete: the staging directory (same file system)
+        # becomes it, less what only the writer needed
+        shutil.rmtree(staging / SPOOL_DIR, ignore_errors=True)
+        os.replace(staging, out_dir)
+    else:  # the same release again (e.g. with formats added): its files replaced one by one
+        for path in sorted(hashes) + ["manifest.json"]:
+            target = out_dir / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / path, target)
+    step("written", 100)
+    return manifest
+
+
+def _write_direction(rows: Iterable[dict], direction: str, staging: Path, formats, digest: _Digest) -> dict:
     """One direction: rows hashed and turned into Arrow batches as they stream in, JSONL/TSV lines
-    written as they come; then the long texts hashed and the parquet file written from the batches."""
+    written as they come; then the long texts hashed and the parquet file written from the batches.
+    Returns its triplet ids per level (the pool the pseudo systems are drawn from) and its counts."""
     folder = staging / direction
     folder.mkdir(parents=True, exist_ok=True)
     jsonl = open(folder / "test.jsonl", "w", encoding="utf-8", newline="\n") if "jsonl" in formats else None
@@ -420,14 +459,15 @@ def _write_direction(content: ReleaseContent, direction: str, staging: Path, for
     levels: dict[int, list[str]] = {}
     batches: list[pa.RecordBatch] = []
     pending: list[dict] = []
+    transplanted = 0
     small = _Digest.SMALL
     digest.begin(f"triplets {direction}")
     try:
-        for row in content.rows(direction):
+        for row in rows:
             digest.item([row[n] for n in small])
             levels.setdefault(row["num_errors"], []).append(row["triplet_id"])
             if TRANSPLANTED_FLAG in row["flags"]:
-                content.transplanted_triplets += 1
+                transplanted += 1
             if jsonl:
                 jsonl.write(_jsonl_line(row))
             if tsv:
@@ -449,8 +489,96 @@ def _write_direction(content: ReleaseContent, direction: str, staging: Path, for
     writer = _RowGroupWriter(folder / "test.parquet", TRIPLET_SCHEMA)
     writer.write(table)
     writer.close()
-    content.total_triplets += table.num_rows
-    pool[direction] = levels
+    return {"levels": levels, "triplets": table.num_rows, "transplanted": transplanted}
+
+
+# ---- a release staged one direction at a time (a Celery task each) -------------------------------------
+
+
+def direction_files(direction: str, formats) -> list[str]:
+    return [f"{direction}/test.parquet"] + [f"{direction}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats]
+
+
+def write_staged_direction(rows: Iterable[dict], direction: str, staging: str | Path, formats: tuple[str, ...] = (), stamp: dict | None = None) -> dict:
+    """Write one direction of a staged release into ``staging`` (a directory every worker reaches: on several
+    machines, a shared file system): its files, and in ``.spool/`` the exact bytes it contributes to the
+    content hash and a summary (triplet ids per level, counts, the spool's sha256, ``stamp``: what it was
+    built from). Written under temporary names and renamed, so a summary present means the files are
+    complete. Returns the summary without the triplet ids."""
+    staging = Path(staging)
+    spool_dir = staging / SPOOL_DIR
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    spool = _Spool(spool_dir / f"{direction}.bin.part")
+    try:
+        part = _write_direction(rows, direction, staging, formats, _Digest(spool))
+    finally:
+        digest = spool.close()
+    os.replace(spool_dir / f"{direction}.bin.part", spool_dir / f"{direction}.bin")
+    summary = {
+        "direction": direction,
+        "triplets": part["triplets"],
+        "transplanted": part["transplanted"],
+        "digest": digest,
+        "formats": sorted(formats),
+        "stamp": stamp or {},
+        "files": {path: sha256_file(staging / path) for path in direction_files(direction, formats)},
+    }
+    tmp = spool_dir / f"{direction}.json.part"
+    tmp.write_text(json.dumps({**summary, "levels": {str(k): v for k, v in sorted(part["levels"].items())}}, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, spool_dir / f"{direction}.json")
+    return summary
+
+
+def staged_direction(staging: str | Path, direction: str) -> dict | None:
+    """The summary of a staged direction when its files and spool are intact (their sha256 match what was
+    recorded), else None: a direction that needs writing (again)."""
+    staging = Path(staging)
+    path = staging / SPOOL_DIR / f"{direction}.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    spool = staging / SPOOL_DIR / f"{direction}.bin"
+    if not spool.is_file() or sha256_file(spool) != summary.get("digest"):
+        return None
+    for rel, sha in summary.get("files", {}).items():
+        if not (staging / rel).is_file() or sha256_file(staging / rel) != sha:
+            return None
+    summary.pop("levels", None)
+    return summary
+
+
+def finish_staged_release(
+    content: ReleaseContent, staging: str | Path, out_dir: str | Path, formats: tuple[str, ...] = (), progress=None, expected_hash: str | None = None
+) -> dict:
+    """Close a release whose directions ``write_staged_direction`` wrote into ``staging``: the content hash
+    fed with the header, then every direction's spool in release order (the same byte stream as
+    ``write_release``, so the same sha256), the pseudo systems drawn from the staged triplet ids, card and
+    manifest; the staging directory then becomes ``out_dir`` (one rename; same file system). Refuses like
+    ``write_release``; on refusal ``out_dir`` is untouched."""
+    staging, out_dir = Path(staging), Path(out_dir)
+    step = progress or (lambda stage, pct: None)
+    existing = _existing_hash(out_dir)
+    digest = _Digest()
+    digest.section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
+    pool: dict[str, dict[int, list[str]]] = {}
+    content.total_triplets = content.transplanted_triplets = 0
+    for direction in sorted(content.directions):
+        summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+        if summary["formats"] != sorted(formats):
+            raise ReleaseConflict(f"{direction} was staged with formats {summary['formats']}, not {sorted(formats)}")
+        spool = hashlib.sha256()
+        with open(staging / SPOOL_DIR / f"{direction}.bin", "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.h.update(chunk)
+                spool.update(chunk)
+        if spool.hexdigest() != summary["digest"]:
+            raise ReleaseConflict(f"{direction}: its staged spool changed since it was written; write the direction again")
+        pool[direction] = {int(k): v for k, v in summary["levels"].items()}
+        content.total_triplets += summary["triplets"]
+        content.transplanted_triplets += summary["transplanted"]
+    step("directions hashed", 62)
+    return _finish(content, digest, pool, staging, out_dir, formats, step, existing, expected_hash, rename=True)
 
 
 def _write_systems(draws: Iterable[SystemDraw], path: Path, digest: _Digest, on_system, shortfalls: set[str]) -> int:

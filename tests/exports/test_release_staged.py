@@ -1,0 +1,185 @@
+"""A release staged one direction at a time (issue 15, item 4): the chord's files and content hash are those
+of the one-pass writer, byte for byte; a failed direction fails the release naming it and a rerun stages
+only what is left; a changed build invalidates staged directions; progress per direction is shown to those
+who may see the direction."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from core.models import Project
+from exports.benchmark.services import build_benchmark
+from exports.models import Release
+from exports.release import services
+from exports.release.domain import release_files
+from exports.release.domain.sampling import SamplingPlan
+from exports.release.tasks import create_release_task
+from injection.models import Candidate
+from tests.exports.conftest import import_languages
+
+SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
+
+
+@pytest.fixture
+def built(db, shared_data, settings, tmp_path):
+    settings.RELEASES_DIR = tmp_path / "releases"
+    import_languages("xqm", shared_data, ["de", "zh"])
+    project = Project.objects.get(name="xqm")
+    project.options = {"sampling": SMALL_PLAN}
+    project.save()
+    build_benchmark(project)
+    return project
+
+
+def sha256s(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): release_files.sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def one_pass(project: Project, version: str, out: Path, formats=()) -> dict:
+    """The release written by the one-pass writer (what every release was before it was staged)."""
+    content = services.release_content(project, version, services.sampling_plan_for(project))
+    return release_files.write_release(content, out, formats)
+
+
+def block_direction(out_dir: Path, direction: str) -> Path:
+    """A file where the direction's folder goes in the staging directory: its task fails (FileExistsError)."""
+    staging = services.staging_dir(out_dir)
+    staging.mkdir(parents=True, exist_ok=True)
+    blocker = staging / direction
+    blocker.write_text("in the way")
+    return blocker
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_the_chord_writes_the_bytes_and_content_hash_of_the_one_pass_writer(built, tmp_path):
+    reference = one_pass(built, "1.0.0", tmp_path / "one-pass", ("jsonl", "tsv"))
+    result = create_release_task.delay(built.pk, "1.0.0", ["jsonl", "tsv"]).get()  # chord, in-process (no broker)
+    release = Release.objects.get(pk=result["release"])
+    assert release.status == "ready" and release.content_hash == reference["content_hash"] == result["content_hash"]
+    out = Path(release.path)
+    assert out == Path(services.default_out_dir(built, "1.0.0"))
+    files = sha256s(out)
+    assert files == sha256s(tmp_path / "one-pass") and len(files) == 2 * 3 + 2 + 2 + 2  # every file, same sha256
+    assert not services.staging_dir(out).exists() and not (out / release_files.SPOOL_DIR).exists()
+    assert {code: entry["status"] for code, entry in release.directions.items()} == {"en-de": "done", "en-zh": "done"}
+    assert sum(entry["triplets"] for entry in release.directions.values()) == release.manifest["triplets"]
+
+    # the same content again after a forced rebuild, staged in-process by the command into a new directory
+    build_benchmark(built, force=True)
+    out2 = tmp_path / "again"
+    lines = io.StringIO()
+    call_command("release", "xqm", "--version", "2.0.0", "--out", str(out2), "--format", "jsonl,tsv", verbosity=2, stdout=lines, stderr=io.StringIO())
+    again = Release.objects.get(project=built, version="2.0.0")
+    assert again.content_hash == release.content_hash
+    assert sha256s(out2) == {p: h for p, h in files.items() if p not in ("README.md", "manifest.json")} | {p: sha256s(out2)[p] for p in ("README.md", "manifest.json")}
+    assert release_files.verify_release(out2) == []
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_a_failed_direction_fails_the_release_and_the_rerun_stages_only_it(built, tmp_path):
+    out = tmp_path / "rel"
+    reference = one_pass(built, "1.0.0", tmp_path / "one-pass")
+    blocker = block_direction(out, "en-zh")
+    staged = []
+    with pytest.raises(FileExistsError):
+        services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
+    release = Release.objects.get(project=built, version="1.0.0")
+    assert release.status == "failed" and release.error.startswith("en-zh: FileExistsError")
+    assert release.directions["en-de"]["status"] == "done" and release.directions["en-zh"]["status"] == "failed"
+    assert staged == ["en-de"] and not out.exists()
+    de_entry = release.directions["en-de"]
+    de_spool = services.staging_dir(out) / release_files.SPOOL_DIR / "en-de.bin"
+    written = de_spool.stat().st_mtime_ns
+
+    blocker.unlink()
+    staged.clear()
+    release = services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
+    assert staged == ["en-zh"]  # en-de was kept: files intact, same build
+    assert release.status == "ready" and release.error == "" and release.directions["en-de"] == de_entry
+    assert release.content_hash == reference["content_hash"] and sha256s(out) == sha256s(tmp_path / "one-pass")
+    assert not de_spool.exists() and written  # the staging directory became the release
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_a_changed_build_invalidates_staged_directions(built, tmp_path):
+    out = tmp_path / "rel"
+    blocker = block_direction(out, "en-zh")
+    with pytest.raises(FileExistsError):
+        services.create_release(built, "1.0.0", out_dir=out)
+    # the build changes en-de after it was staged: a candidate whose content outside its span differs is excluded
+    victim = Candidate.objects.filter(segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0).order_by("id").first()
+    Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
+    build_benchmark(built)
+    blocker.unlink()
+    staged = []
+    release = services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
+    assert staged == ["en-de", "en-zh"]  # en-de written again from the new build
+    assert release.status == "ready"
+    reference = one_pass(built, "1.0.0", tmp_path / "one-pass")
+    assert release.content_hash == reference["content_hash"] and sha256s(out) == sha256s(tmp_path / "one-pass")
+    assert release.manifest["excluded_candidates"] == 1
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_redoes_them(built, tmp_path):
+    out = tmp_path / "rel"
+    job = services.begin_release(built, "1.0.0", out_dir=out)
+    assert job.todo == job.directions == ("en-de", "en-zh")
+    for code in job.todo:
+        services.run_release_direction(job, code)
+    build_benchmark(built, force=True)  # every gold pair rewritten: the staged files may not be trusted
+    with pytest.raises(services.ReleaseError, match="build changed since en-de, en-zh"):
+        services.finish_release(job)
+    release = Release.objects.get(pk=job.release_id)
+    assert release.status == "failed" and "build changed" in release.error and not out.exists()
+    again = services.begin_release(built, "1.0.0", out_dir=out)
+    assert again.todo == ("en-de", "en-zh")
+    # a tampered staged file is written again too
+    for code in again.todo:
+        services.run_release_direction(again, code)
+    (services.staging_dir(out) / "en-zh" / "test.parquet").write_bytes(b"not parquet")
+    assert services.begin_release(built, "1.0.0", out_dir=out).todo == ("en-zh",)
+
+
+@pytest.mark.django_db
+def test_release_progress_per_direction_is_shown_for_visible_directions_only(client, admin_user, annotator_de, seeded):
+    from exports.benchmark import services as build_services
+
+    build_build = build_services.build_benchmark(seeded)
+    assert build_build.pseudo_created
+    result = create_release_task.delay(seeded.pk, "0.1.0").get()
+    assert result["status"] == "ready"
+    status_url = reverse("benchmarks:status", kwargs={"project": "demo"})
+    page_url = reverse("benchmarks:project", kwargs={"project": "demo"})
+    client.force_login(admin_user)
+    [summary] = client.get(status_url).json()["releases"]
+    assert [(d["direction"], d["status"]) for d in summary["directions"]] == [("en-de", "done"), ("en-zh", "done")]
+    assert all(d["triplets"] > 0 for d in summary["directions"])
+    client.force_login(annotator_de)
+    [summary] = client.get(status_url).json()["releases"]
+    assert [d["direction"] for d in summary["directions"]] == ["en-de"]
+    [api] = client.get(reverse("benchmarks_api:project", kwargs={"project": "demo"})).json()["releases"]
+    assert [d["direction"] for d in api["directions"]] == ["en-de"]
+    html = client.get(page_url).content.decode()
+    assert 'class="release-directions"' in html and 'tr data-direction="en-de"' in html and 'data-direction="en-zh"' not in html
+
+
+@pytest.mark.django_db
+def test_the_command_prints_a_line_per_direction_and_a_plan_fixed_in_the_job(seeded, tmp_path):
+    from exports.benchmark import services as build_services
+
+    build_services.build_benchmark(seeded)
+    out = io.StringIO()
+    call_command("release", "demo", "--version", "0.1.0", "--out", str(tmp_path / "r"), verbosity=2, stdout=out, stderr=out)
+    text = out.getvalue()
+    assert "en-de: 24 triplets staged" in text and "en-zh: 24 triplets staged" in text
+    release = Release.objects.get(version="0.1.0")
+    assert SamplingPlan.from_dict(release.manifest["sampling_plan"]).n == 2
