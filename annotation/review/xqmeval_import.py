@@ -115,22 +115,11 @@ def import_xqmeval(
         run.total = run.done = Candidate.objects.filter(run=run).count()
         run.save(update_fields=["total", "done"])
     if result.changed:
-        _refresh_planner_statistics()
+        # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
+        from annotation.models import ReviewDecision
+
+        bulk.refresh_planner_statistics(GoldSegment, Candidate, ReviewDecision)
     return result
-
-
-def _refresh_planner_statistics() -> None:
-    """After a bulk load PostgreSQL's planner still thinks the tables are empty until autovacuum runs;
-    the review queue query then takes seconds instead of milliseconds. ANALYZE the tables we filled."""
-    from django.db import connection
-
-    from annotation.models import ReviewDecision
-
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        for model in (GoldSegment, Candidate, ReviewDecision):
-            cursor.execute(f'ANALYZE "{model._meta.db_table}"')
 
 
 def _import_segments(project: Project, directions, release, result) -> dict[tuple[str, str], GoldSegment]:

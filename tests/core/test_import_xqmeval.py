@@ -104,6 +104,19 @@ def test_second_import_changes_nothing(imported):
     assert (Candidate.objects.count(), ReviewDecision.objects.count(), GoldSegment.objects.count()) == before
 
 
+def test_an_import_leaves_planner_statistics_for_what_it_wrote(imported):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("planner statistics are PostgreSQL's")
+    tables = [GoldSegment._meta.db_table, Candidate._meta.db_table, ReviewDecision._meta.db_table]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT tablename FROM pg_stats WHERE tablename = ANY(%s)", [tables])
+        analysed = {row[0] for row in cursor.fetchall()}
+    # without them the review queue's first queries after an import plan as sequential scans
+    assert analysed == set(tables)
+
+
 def test_a_different_decision_for_an_imported_candidate_is_refused(imported, tmp_path):
     rows = list(csv.DictReader(open(imported / "decisions.csv", encoding="utf-8")))
     rows[0]["decision"] = "rejected" if rows[0]["decision"] == "accepted" else "accepted"
