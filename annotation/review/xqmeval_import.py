@@ -214,9 +214,14 @@ def _import_candidates(run, segments, release, result, progress) -> dict[tuple, 
         raise ImportRejected("candidates", errors)
     result.seconds["checks"] += time.perf_counter() - started
     started = time.perf_counter()
-    bulk.insert_objects(Candidate, new)
+    reserved = bulk.reserve_ids(Candidate, len(new))
+    if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
+        for c, pk in zip(new, reserved):
+            c.pk = pk
+            c._state.adding = False
+    bulk.insert_objects(Candidate, new, with_ids=reserved is not None)
     result.candidates_created = len(new)
-    if any(c.pk is None for c in new):  # COPY (or a backend without RETURNING) gives no ids: read them back
+    if reserved is None and any(c.pk is None for c in new):  # a backend without RETURNING gives no ids: read them back
         ids = {
             (seg, etype, pos): pk
             for pk, seg, etype, pos in Candidate.objects.filter(run=run).values_list("id", "segment_id", "error_type", "position")

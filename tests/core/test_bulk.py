@@ -1,6 +1,7 @@
 """core.bulk: COPY inserts store what the ORM stores, inside the caller's transaction; and a replica of
 the shared data imports with the same checks and statuses as the original."""
 import shutil
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +14,9 @@ from core.services import ensure_direction, ensure_project
 from injection.models import Candidate, InjectionRun
 
 FIELDS = ["segment_id", "external_id", "kind", "error_type", "position", "severity", "text", "span_start", "span_end",
-          "edit_text", "backend", "model", "sampling", "checks", "flags", "status", "status_reason", "is_gold", "raw_output"]
+          "edit_text", "backend", "model", "sampling", "checks", "flags", "status", "status_reason", "is_gold", "raw_output", "cost_usd"]
+# what a cost can be on a model instance: the default, a Decimal with more places than the column keeps, a float
+COSTS = [0, Decimal("0.0012345678"), 0.1, Decimal("12.5"), "0.25"]
 
 
 def make(run, segment, n, **extra):
@@ -22,7 +25,7 @@ def make(run, segment, n, **extra):
             run=run, segment=segment, external_id=f"c{i}", kind="mqm", error_type=f"Type{i}", position="head", severity="major",
             text=f"text {i} \u00e9\t\\ \"quoted\"\n", span_start=i, span_end=i + 1, edit_text="x", backend="import", model="m",
             sampling={"seed": i, "nested": [1, None, "é"]}, checks={"local_edit": {"passed": i % 2 == 0, "detail": "a\tb"}},
-            flags=["x"] if i % 3 else [], **extra,
+            flags=["x"] if i % 3 else [], cost_usd=COSTS[i % len(COSTS)], **extra,
         )
         for i in range(n)
     ]
@@ -108,3 +111,27 @@ def test_reserved_ids_are_fresh_distinct_and_accepted_by_copy():
     assert sorted(GoldSegment.objects.values_list("id", flat=True)) == sorted(reserved)
     later = GoldSegment.objects.create(project=project, direction=direction, external_id="after", source="s", reference="r")
     assert later.id > max(reserved)  # the sequence moved past them: no collision with ORM inserts
+
+
+@pytest.mark.django_db
+def test_insert_objects_with_reserved_ids_stores_the_objects_under_their_ids():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("reserved ids are PostgreSQL's (sequences)")
+    project, _ = ensure_project("bulk")
+    direction = ensure_direction("en-de")
+    segment = GoldSegment.objects.create(project=project, direction=direction, external_id="1", source="s", reference="r")
+    run_a = InjectionRun.objects.create(project=project, name="a")
+    run_b = InjectionRun.objects.create(project=project, name="b")
+    Candidate.objects.bulk_create(make(run_a, segment, 12))
+    objs = make(run_b, segment, 12)
+    reserved = bulk.reserve_ids(Candidate, len(objs))
+    for obj, pk in zip(objs, reserved):
+        obj.pk = pk
+    assert bulk.insert_objects(Candidate, objs, with_ids=True) == 12
+    stored = dict(Candidate.objects.filter(run=run_b).values_list("external_id", "id"))
+    assert stored == {obj.external_id: pk for obj, pk in zip(objs, reserved)}
+    a = list(Candidate.objects.filter(run=run_a).order_by("external_id").values_list(*FIELDS))
+    b = list(Candidate.objects.filter(run=run_b).order_by("external_id").values_list(*FIELDS))
+    assert a == b
