@@ -137,6 +137,56 @@ def top_up(project, directions, run, candidates: int) -> float:
     return time.perf_counter() - t0
 
 
+def add_reviews(project, decisions: int, reviewers: int = 8) -> float:
+    """Give ``decisions`` candidates one round-1 decision each from ``reviewers`` other annotators (one
+    ``INSERT … SELECT``: the decision triggers keep the counters, as for any writer); seconds taken. Statuses
+    are left as they were (no service re-derives them here): what grows is the decision table, which the
+    admin page's per-annotator statistics read."""
+    from django.db import connection, transaction
+
+    from annotation.review import selectors
+    from core.services import create_user
+
+    langs = [code.split("-")[1] for code in DIRECTIONS]
+    ids = [create_user(f"scale_reviewer_{i}", "scale-pass-123", languages=langs).pk for i in range(reviewers)]
+    rnd = selectors.first_round(project)
+    t0 = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            f"""INSERT INTO annotation_reviewdecision (candidate_id, reviewer_id, round_id, decision, source, is_final, reason,
+                    comment, time_spent_ms, idempotency_key, created_at, updated_at)
+                SELECT c.id, (ARRAY[{",".join(map(str, ids))}]::bigint[])[1 + (c.n %% {reviewers})], %s,
+                       CASE WHEN c.n %% 5 = 0 THEN 'reject' ELSE 'accept' END, 'annotator', false, '', '',
+                       NULLIF(500 + (c.n * 7919) %% 20000, 500), NULL,
+                       now() - make_interval(secs => (c.n %% 7200)), now()
+                FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM injection_candidate c
+                       WHERE c.segment_id IN (SELECT id FROM core_goldsegment WHERE project_id = %s)
+                       ORDER BY id LIMIT %s) c""",
+            [rnd.pk, project.pk, decisions],
+        )
+    with connection.cursor() as cur:
+        cur.execute("VACUUM (ANALYZE)")
+        cur.execute("CHECKPOINT")
+    return time.perf_counter() - t0
+
+
+def time_annotator_stats(project, runs: int = 3) -> dict:
+    """The grouped query against the Python computation over every decision (the old code), same answer."""
+    from annotation.review import selectors
+
+    now = timezone_now()
+    fast = timed(lambda: selectors.annotator_stats(project, now=now), runs, 60)
+    exact = timed(lambda: selectors.exact_annotator_stats(project, now=now), runs, 60)
+    assert selectors.annotator_stats(project, now=now) == selectors.exact_annotator_stats(project, now=now)
+    return {"grouped query": fast, "Python over every decision": exact}
+
+
+def timezone_now():
+    from django.utils import timezone
+
+    return timezone.now()
+
+
 def timed(fn, n: int, budget_s: float) -> list[float]:
     """Up to ``n`` calls, stopping early (after at least 3) once ``budget_s`` is spent: a page that takes
     seconds at 1.6 M candidates is measured a few times, not twenty."""
@@ -267,6 +317,8 @@ def main() -> None:
     parser.add_argument("--explain", help="write EXPLAIN ANALYZE of each call's slowest query at each size here")
     parser.add_argument("--keep", action="store_true", help="keep the database")
     parser.add_argument("--db-name", default=DB_NAME, help="the benchmark's database (created and dropped)")
+    parser.add_argument("--reviewed", type=int, default=0,
+                        help="after the last size, give this many candidates a decision from 8 other annotators and measure again")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -294,6 +346,26 @@ def main() -> None:
                 print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
                 if args.explain and sql.lstrip().upper().startswith("SELECT"):  # never re-run a write
                     explains.append(f"### {n:,} candidates — {name} ({secs * 1000:.1f} ms)\n{sql}\n\n{explain(sql)}\n")
+        if args.reviewed:
+            review_s = add_reviews(project, args.reviewed)
+            from annotation.models import ReviewDecision
+
+            decided = ReviewDecision.objects.filter(candidate__segment__project=project, source="annotator").count()
+            m = measure(project, annotator, admin, args.calls, args.page_calls, args.admin_calls, args.page_budget_s)
+            check_s = check_counters(project, annotator)
+            stats = time_annotator_stats(project)
+            key = f"{sizes[-1]}+{args.reviewed}"
+            report[key] = {"candidates": n, "decisions": decided, "load_s": review_s, "check_s": check_s,
+                           "latency": m["latency"] | stats, "slowest_query": m["slowest_query"]}
+            print(f"\n== {n:,} candidates and {decided:,} annotator decisions (inserted in {review_s:.1f} s; progress figures "
+                  f"equal the exact count, checked in {check_s:.1f} s; per-annotator statistics equal the Python computation)", flush=True)
+            for name, lat in report[key]["latency"].items():
+                med = statistics.median(lat)
+                base = report[sizes[0]]["latency"].get(name)
+                ratio = f"  ratio to {report[sizes[0]]['candidates']:,}: {med / statistics.median(base):5.2f}" if base else ""
+                print(f"  {name:26s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms{ratio}", flush=True)
+            for name, (secs, sql) in m["slowest_query"].items():
+                print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
         if args.explain:
             Path(args.explain).write_text("\n".join(explains), encoding="utf-8")
         if args.json:
