@@ -49,7 +49,7 @@ def _row_builder(model, *, with_pk: bool = False):
             stamps.append(f)
         elif f.get_internal_type() == "JSONField":
             jsons.append(f)
-        elif f.get_internal_type() == "DecimalField" and connection.vendor == "postgresql":
+        elif f.get_internal_type() == "DecimalField":  # (COPY, so PostgreSQL: its adapter takes a Decimal as it is)
             decimals.append(f)
         elif f.get_internal_type() in PLAIN_TYPES:
             plain.append(f)

@@ -177,19 +177,24 @@ def add_reviews(project, decisions: int, reviewers: int = 8) -> float:
 
 def time_annotator_stats(project, runs: int = 3) -> dict:
     """The grouped query against the Python computation over every decision (the old code), same answer."""
+    from django.utils import timezone
+
     from annotation.review import selectors
 
-    now = timezone_now()
+    now = timezone.now()
     fast = timed(lambda: selectors.annotator_stats(project, now=now), runs, 60)
     exact = timed(lambda: selectors.exact_annotator_stats(project, now=now), runs, 60)
     assert selectors.annotator_stats(project, now=now) == selectors.exact_annotator_stats(project, now=now)
     return {"grouped query": fast, "Python over every decision": exact}
 
 
-def timezone_now():
-    from django.utils import timezone
-
-    return timezone.now()
+def print_latencies(latency: dict, baseline: dict, width: int = 20) -> None:
+    """A line per call: median, p95 and the ratio of the median to the first size's (when it was measured there)."""
+    for name, lat in latency.items():
+        med = statistics.median(lat)
+        base = baseline["latency"].get(name)
+        ratio = f"  ratio to {baseline['candidates']:,}: {med / statistics.median(base):5.2f}" if base else ""
+        print(f"  {name:{width}s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms{ratio}", flush=True)
 
 
 def timed(fn, n: int, budget_s: float) -> list[float]:
@@ -342,11 +347,7 @@ def main() -> None:
             report[size] = {"candidates": n, "load_s": load_s, "check_s": check_s} | m
             print(f"\n== {n:,} candidates (loaded in {load_s:.1f} s, counters kept by the triggers; "
                   f"progress figures equal the exact count of the rows, checked in {check_s:.1f} s)", flush=True)
-            for name, lat in m["latency"].items():
-                base = statistics.median(report[sizes[0]]["latency"][name])
-                med = statistics.median(lat)
-                print(f"  {name:20s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms"
-                      f"  ratio to {report[sizes[0]]['candidates']:,}: {med / base:5.2f}", flush=True)
+            print_latencies(m["latency"], report[sizes[0]])
             for name, (secs, sql) in m["slowest_query"].items():
                 print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
                 if args.explain and sql.lstrip().upper().startswith("SELECT"):  # never re-run a write
@@ -364,11 +365,7 @@ def main() -> None:
                            "latency": m["latency"] | stats, "slowest_query": m["slowest_query"]}
             print(f"\n== {n:,} candidates and {decided:,} annotator decisions (inserted in {review_s:.1f} s; progress figures "
                   f"equal the exact count, checked in {check_s:.1f} s; per-annotator statistics equal the Python computation)", flush=True)
-            for name, lat in report[key]["latency"].items():
-                med = statistics.median(lat)
-                base = report[sizes[0]]["latency"].get(name)
-                ratio = f"  ratio to {report[sizes[0]]['candidates']:,}: {med / statistics.median(base):5.2f}" if base else ""
-                print(f"  {name:26s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms{ratio}", flush=True)
+            print_latencies(report[key]["latency"], report[sizes[0]], width=26)
             for name, (secs, sql) in m["slowest_query"].items():
                 print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
         if args.explain:

@@ -31,17 +31,24 @@ def make(run, segment, n, **extra):
     ]
 
 
-@pytest.mark.django_db
-def test_insert_objects_stores_what_bulk_create_stores():
+@pytest.fixture
+def two_runs(db):
+    """A gold segment and two runs on it: run a filled by ``bulk_create``, run b by the code under test."""
     project, _ = ensure_project("bulk")
     direction = ensure_direction("en-de")
     segment = GoldSegment.objects.create(project=project, direction=direction, external_id="1", source="s", reference="r")
-    run_a = InjectionRun.objects.create(project=project, name="a")
-    run_b = InjectionRun.objects.create(project=project, name="b")
+    return segment, InjectionRun.objects.create(project=project, name="a"), InjectionRun.objects.create(project=project, name="b")
+
+
+def stored(run) -> list:
+    return list(Candidate.objects.filter(run=run).order_by("external_id").values_list(*FIELDS))
+
+
+def test_insert_objects_stores_what_bulk_create_stores(two_runs):
+    segment, run_a, run_b = two_runs
     Candidate.objects.bulk_create(make(run_a, segment, 25))
     assert bulk.insert_objects(Candidate, make(run_b, segment, 25)) == 25
-    a = list(Candidate.objects.filter(run=run_a).order_by("external_id").values_list(*FIELDS))
-    b = list(Candidate.objects.filter(run=run_b).order_by("external_id").values_list(*FIELDS))
+    a, b = stored(run_a), stored(run_b)
     assert a == b and len(b) == 25
     assert all(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
 
@@ -113,25 +120,18 @@ def test_reserved_ids_are_fresh_distinct_and_accepted_by_copy():
     assert later.id > max(reserved)  # the sequence moved past them: no collision with ORM inserts
 
 
-@pytest.mark.django_db
-def test_insert_objects_with_reserved_ids_stores_the_objects_under_their_ids():
+def test_insert_objects_with_reserved_ids_stores_the_objects_under_their_ids(two_runs):
     from django.db import connection
 
     if connection.vendor != "postgresql":
         pytest.skip("reserved ids are PostgreSQL's (sequences)")
-    project, _ = ensure_project("bulk")
-    direction = ensure_direction("en-de")
-    segment = GoldSegment.objects.create(project=project, direction=direction, external_id="1", source="s", reference="r")
-    run_a = InjectionRun.objects.create(project=project, name="a")
-    run_b = InjectionRun.objects.create(project=project, name="b")
+    segment, run_a, run_b = two_runs
     Candidate.objects.bulk_create(make(run_a, segment, 12))
     objs = make(run_b, segment, 12)
     reserved = bulk.reserve_ids(Candidate, len(objs))
     for obj, pk in zip(objs, reserved):
         obj.pk = pk
     assert bulk.insert_objects(Candidate, objs, with_ids=True) == 12
-    stored = dict(Candidate.objects.filter(run=run_b).values_list("external_id", "id"))
-    assert stored == {obj.external_id: pk for obj, pk in zip(objs, reserved)}
-    a = list(Candidate.objects.filter(run=run_a).order_by("external_id").values_list(*FIELDS))
-    b = list(Candidate.objects.filter(run=run_b).order_by("external_id").values_list(*FIELDS))
-    assert a == b
+    ids = dict(Candidate.objects.filter(run=run_b).values_list("external_id", "id"))
+    assert ids == {obj.external_id: pk for obj, pk in zip(objs, reserved)}
+    assert stored(run_a) == stored(run_b)
