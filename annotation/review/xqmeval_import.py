@@ -8,23 +8,34 @@ reviewers (per-reviewer decisions were not released).
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from django.db import transaction
 from django.db.models import Count
 
-from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
+from annotation.review.xqmeval_io import (
+    FileGroup,
+    GroupRead,
+    candidate_checks,
+    count_rows,
+    match_decisions,
+    plan_files,
+    read_and_check_group,
+    read_decisions,
+    read_group,
+    unmatched_decisions,
+)
 from core import bulk
 from core.models import GoldSegment, Project
 from core.services import ImportRejected, add_directions, ensure_direction, ensure_project, project_name_problem
-from injection.domain.checks import run_checks
 from injection.models import Candidate, InjectionRun
 
 RUN_NAME = "xqmeval-release"
 STATUS_OF_DECISION = {"accept": Candidate.Status.ACCEPTED, "reject": Candidate.Status.REJECTED}
+SAMPLING = {"temperature": 0.5, "seed": 42}
 
 
 @dataclass
@@ -46,12 +57,13 @@ class XQImportResult:
         return bool(self.project_created or self.segments_created or self.candidates_created or self.decisions_created)
 
 
-def read_directory(directory: str | Path) -> list[tuple[str, bytes]]:
+def read_directory(directory: str | Path) -> list[tuple[str, Path]]:
+    """The candidate files of a directory as (name, path): each is read when its language's turn comes."""
     directory = Path(directory)
     base = directory / "candidates" if (directory / "candidates").is_dir() else directory
     if not base.is_dir():
         raise ImportRejected(str(directory), ["no such directory"])
-    files = [(p.name, p.read_bytes()) for p in sorted(base.glob("*.parquet"))]
+    files = [(p.name, p) for p in sorted(base.glob("*.parquet"))]
     if not files:
         raise ImportRejected(str(base), ["no *.parquet candidate files"])
     return files
@@ -62,40 +74,47 @@ def import_xqmeval(
     directory: str | Path | None = None,
     decisions_path: str | Path | None = None,
     *,
-    files: list[tuple[str, bytes]] | None = None,
+    files: list[tuple[str, bytes | Path]] | None = None,
     decisions: tuple[str, bytes] | None = None,
     strict: bool = False,
     owner=None,
     progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> XQImportResult:
-    """Import from a directory (``candidates/`` inside it is used when present) or from uploaded files."""
+    """Import from a directory (``candidates/`` inside it is used when present) or from uploaded files.
+
+    One target language at a time (read, validated, checked, written), so memory holds one language's
+    files and candidates, not the release's; all of it in one transaction, so a problem anywhere writes
+    nothing. After the first problem nothing more is written, but every file is still read, so the error
+    lists every problem. ``jobs`` > 1 reads and checks languages in that many worker processes (pure code:
+    no database) while this process writes the languages read before."""
     if files is None:
         files = read_directory(directory)
+    source = str(directory or "upload")
     if decisions is None and decisions_path is not None:
         path = Path(decisions_path)
         if not path.is_file():
             raise ImportRejected(str(path), ["no such file"])
         decisions = (str(path), path.read_bytes())
-    try:
-        started = time.perf_counter()
-        release = read_release(files, decisions, strict=strict)
-        read_s = time.perf_counter() - started
-    except XQMEvalFormatError as exc:
-        raise ImportRejected(str(directory or "upload"), exc.errors) from None
-
+    started = time.perf_counter()
+    groups, errors = plan_files(files)
+    decision_rows, decision_errors = read_decisions(decisions) if decisions is not None else ({}, [])
+    seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
     problem = project_name_problem(project_name)
     if problem:
         raise ImportRejected("project", [f"project name {project_name[:40]!r}: {problem}"])
+    if on_total is not None:
+        on_total(sum(count_rows(g) for g in groups))
     with transaction.atomic():
         project, created = ensure_project(project_name, owner=owner, title=project_name)
-        result = XQImportResult(project=project.name, project_created=created)
-        result.seconds = {"read": read_s, "checks": 0.0, "write": 0.0}
-        directions = {code: ensure_direction(code) for code in sorted({d for d, _ in release.gold})}
+        result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
+        codes = sorted({direction for g in groups for _, direction, _, _ in g.files})
+        directions = {code: ensure_direction(code) for code in codes}
         try:
             add_directions(project, directions)
         except ValueError as exc:
-            raise ImportRejected(str(directory or "upload"), [str(exc)]) from None
-        segments = _import_segments(project, directions, release, result)
+            raise ImportRejected(source, [str(exc)]) from None
         run, _ = InjectionRun.objects.get_or_create(
             project=project,
             name=RUN_NAME,
@@ -103,17 +122,36 @@ def import_xqmeval(
                 "backend": "import",
                 "model": "gpt-4o",
                 "kind": Candidate.Kind.MQM,
-                "directions": sorted(directions),
-                "error_types": sorted({c.error_type for c in release.candidates}),
+                "directions": codes,
+                "error_types": sorted({etype for g in groups for _, _, etype, _ in g.files}),
                 "positions": ["head", "end"],
-                "parameters": {"source": "naist-nlp/XQ-MEval", "temperature": 0.5, "seed": 42},
+                "parameters": {"source": "naist-nlp/XQ-MEval", **SAMPLING},
                 "status": InjectionRun.Status.DONE,
             },
         )
-        candidates = _import_candidates(run, segments, release, result, progress)
-        _import_decisions(project, candidates, release, result)
+        for read in _read_groups(groups, strict, jobs, seconds):
+            errors += read.errors
+            decided = match_decisions(read.candidates, decision_rows, errors)
+            if not errors:  # after the first problem: keep reading to report them all, write nothing more
+                started = time.perf_counter()
+                group_directions = sorted({d for d, _ in read.gold})
+                segments, result.segments_created, stored_before = _import_segments(
+                    project, directions, group_directions, read.gold, errors, result.segments_created
+                )
+                if not errors:
+                    ids = _import_candidates(run, segments, group_directions, read, decided, result, errors, stored_before)
+                    if not errors:
+                        _import_decisions(ids, decided, result, errors)
+                seconds["write"] += time.perf_counter() - started
+            if progress is not None:
+                progress(len(read.candidates))
+        errors += decision_errors + unmatched_decisions(decision_rows)
+        if errors:
+            raise ImportRejected(source, errors)
         run.total = run.done = Candidate.objects.filter(run=run).count()
         run.save(update_fields=["total", "done"])
+        for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
+            result.status_counts[status] += n
     if result.changed:
         # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
         from annotation.models import ReviewDecision
@@ -122,156 +160,188 @@ def import_xqmeval(
     return result
 
 
-def _import_segments(project: Project, directions, release, result) -> dict[tuple[str, str], GoldSegment]:
+def _read_groups(groups: list[FileGroup], strict: bool, jobs: int, seconds: dict) -> Iterator[GroupRead]:
+    """Each language's files read, validated and checked, in order: here, or in ``jobs`` worker processes
+    (at most ``jobs`` + 1 languages in flight, so memory stays bounded when writing is the slower side)."""
+    if jobs <= 1 or len(groups) < 2:
+        for group in groups:
+            started = time.perf_counter()
+            read = read_group(group, strict=strict)
+            seconds["read"] += time.perf_counter() - started
+            started = time.perf_counter()
+            if not read.errors:
+                read.checks = [candidate_checks(xc) for xc in read.candidates]
+            seconds["checks"] += time.perf_counter() - started
+            yield read
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: a forked child would share this process's database connection
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = deque(pool.submit(read_and_check_group, g, strict) for g in groups[: jobs + 1])
+        queued = iter(groups[jobs + 1:])
+        while pending:
+            started = time.perf_counter()
+            read = pending.popleft().result()
+            seconds["read"] += time.perf_counter() - started  # waiting for the workers (reading and checks)
+            following = next(queued, None)
+            if following is not None:
+                pending.append(pool.submit(read_and_check_group, following, strict))
+            yield read
+
+
+def _import_segments(project: Project, directions, group_directions, gold, errors, created: int) -> tuple[dict, int, bool]:
+    """(direction, segment id) -> (gold segment pk, span unit) for one language's gold pairs, new ones
+    inserted; also ``created`` + their number, and whether any of them was stored before (only then can
+    candidates of this language be stored already: a first import asks nothing more per language)."""
     existing = {
-        (seg.direction.code, seg.external_id): seg
-        for seg in GoldSegment.objects.filter(project=project).select_related("direction__target")
+        (code, external_id): (pk, src, ref)
+        for pk, code, external_id, src, ref in GoldSegment.objects.filter(
+            project=project, direction__code__in=group_directions
+        ).values_list("id", "direction__code", "external_id", "source", "reference")
     }
-    errors, new = [], []
-    for (direction, segment_id), (src, ref) in sorted(release.gold.items()):
-        seg = existing.get((direction, segment_id))
-        if seg is None:
-            new.append(GoldSegment(project=project, direction=directions[direction], external_id=segment_id, source=src, reference=ref))
-        elif (seg.source, seg.reference) != (src, ref):
+    new, new_keys = [], []
+    for (direction, segment_id), (src, ref) in sorted(gold.items()):
+        old = existing.get((direction, segment_id))
+        if old is None:
+            new_keys.append((direction, segment_id))
+            new.append({"project_id": project.pk, "direction_id": directions[direction].pk, "external_id": segment_id, "source": src, "reference": ref})
+        elif (old[1], old[2]) != (src, ref):
             errors.append(f"segment {direction}#{segment_id} already exists in {project.name} with different text")
     if errors:
-        raise ImportRejected("gold segments", errors)
-    bulk.insert_objects(GoldSegment, new)
-    result.segments_created = len(new)
-    return {
-        (seg.direction.code, seg.external_id): seg
-        for seg in GoldSegment.objects.filter(project=project).select_related("direction__target")
-    }
+        return {}, created, bool(existing)
+    reserved = bulk.reserve_ids(GoldSegment, len(new))
+    if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
+        for row, pk in zip(new, reserved):
+            row["id"] = pk
+    bulk.insert_dicts(GoldSegment, new, with_ids=reserved is not None)
+    segments = {key: value[0] for key, value in existing.items()}
+    if reserved is not None:
+        segments.update(zip(new_keys, reserved))
+    elif new:
+        segments = dict(
+            ((code, external_id), pk)
+            for pk, code, external_id in GoldSegment.objects.filter(project=project, direction__code__in=group_directions).values_list(
+                "id", "direction__code", "external_id"
+            )
+        )
+    unit = {code: directions[code].target.unit for code in group_directions}
+    return {key: (pk, unit[key[0]]) for key, pk in segments.items()}, created + len(new), bool(existing)
 
 
-def _import_candidates(run, segments, release, result, progress) -> dict[tuple, Candidate]:
-    started = time.perf_counter()
-    existing = {
-        (c.segment_id, c.error_type, c.position): c for c in Candidate.objects.filter(run=run)
-    }
-    errors, new = [], []
-    by_key: dict[tuple, Candidate] = {}
-    for i, xc in enumerate(release.candidates, start=1):
-        segment = segments[(xc.direction, xc.segment_id)]
-        edit_text = " ".join(xc.edit.replacement) if segment.direction.target.unit == "token" else "".join(xc.edit.replacement)
-        old = existing.get((segment.id, xc.error_type, xc.position))
+def _import_candidates(run, segments, group_directions, read: GroupRead, decided, result, errors, stored_before: bool) -> dict[tuple, tuple[int, str]]:
+    """Insert one language's new candidates; returns candidate key -> (pk, status, new) for its decisions."""
+    existing = {}
+    if stored_before:
+        existing = {
+            (seg, etype, pos): (pk, text, start, end, external_id, status)
+            for pk, seg, etype, pos, text, start, end, external_id, status in Candidate.objects.filter(
+                run=run, segment__direction__code__in=group_directions
+            ).values_list("id", "segment_id", "error_type", "position", "text", "span_start", "span_end", "external_id", "status")
+        }
+    ids: dict[tuple, tuple[int, str]] = {}
+    new: list[dict] = []
+    new_keys: list[tuple] = []
+    for xc, (checks, flags) in zip(read.candidates, read.checks):
+        segment_id, unit = segments[(xc.direction, xc.segment_id)]
+        old = existing.get((segment_id, xc.error_type, xc.position))
         if old is not None:
-            if (old.text, old.span_start, old.span_end, old.external_id) != (xc.text, xc.edit.start, xc.edit.end, str(xc.count_id)):
+            if old[1:5] != (xc.text, xc.edit.start, xc.edit.end, str(xc.count_id)):
                 errors.append(f"{xc.location}: candidate {xc.language}/{xc.error_type}/{xc.count_id} already imported with different content")
             else:
                 result.candidates_unchanged += 1
-            by_key[xc.key] = old
+            ids[xc.key] = (old[0], old[5], False)
             continue
-        checks, flags = run_checks(
-            reference=xc.ref,
-            candidate_text=xc.text,
-            edit=xc.edit,
-            language=xc.language,
-            kind=Candidate.Kind.MQM,
-            error_type=xc.error_type,
-            position=xc.position,
-            source=xc.src,
-            marked_outside_ok=xc.outside_ok,
-            regions=xc.regions,
-        )
-        if not xc.outside_ok:
-            checks.setdefault("local_edit", {"passed": False, "detail": ""})["detail"] = xc.outside_detail
-        if xc.reference_mismatch:
-            checks["reference_mismatch"] = {"passed": False, "detail": xc.reference_mismatch}
-            flags.append("reference_mismatch")
-        candidate = Candidate(
-            run=run,
-            segment=segment,
-            external_id=str(xc.count_id),
-            kind=Candidate.Kind.MQM,
-            error_type=xc.error_type,
-            position=xc.position,
-            severity=Candidate.Severity.MAJOR,
-            text=xc.text,
-            span_start=xc.edit.start,
-            span_end=xc.edit.end,
-            edit_text=edit_text,
-            backend="import",
-            model="gpt-4o",
-            prompt_version="xqmeval-release",
-            sampling={"temperature": 0.5, "seed": 42},
-            raw_output=xc.marked,
-            checks=checks,
-            flags=flags,
-        )
-        decision = release.decisions.get(xc.key)
+        row = {
+            "run_id": run.pk,
+            "segment_id": segment_id,
+            "external_id": str(xc.count_id),
+            "kind": Candidate.Kind.MQM,
+            "error_type": xc.error_type,
+            "position": xc.position,
+            "severity": Candidate.Severity.MAJOR,
+            "text": xc.text,
+            "span_start": xc.edit.start,
+            "span_end": xc.edit.end,
+            "edit_text": (" " if unit == "token" else "").join(xc.edit.replacement),
+            "backend": "import",
+            "model": "gpt-4o",
+            "prompt_version": "xqmeval-release",
+            "sampling": SAMPLING,
+            "raw_output": xc.marked,
+            "checks": checks,
+            "flags": flags,
+        }
+        decision = decided.get(xc.key)
         if decision is not None:  # the released final decision decides the status (as _import_decisions would)
-            candidate.status = STATUS_OF_DECISION[decision]
-            candidate.status_reason = "imported XQ-MEval decision"
-        new.append(candidate)
-        by_key[xc.key] = candidate
+            row["status"] = STATUS_OF_DECISION[decision]
+            row["status_reason"] = "imported XQ-MEval decision"
+        new.append(row)
+        new_keys.append(xc.key)
         result.per_direction_type[(xc.direction, xc.error_type)] += 1
         for flag in flags:
             result.flagged[flag] += 1
-        if progress and i % 500 == 0:
-            progress(500)
     if errors:
-        raise ImportRejected("candidates", errors)
-    result.seconds["checks"] += time.perf_counter() - started
-    started = time.perf_counter()
+        return {}
     reserved = bulk.reserve_ids(Candidate, len(new))
     if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
-        for c, pk in zip(new, reserved):
-            c.pk = pk
-            c._state.adding = False
-    bulk.insert_objects(Candidate, new, with_ids=reserved is not None)
-    result.candidates_created = len(new)
-    if reserved is None and any(c.pk is None for c in new):  # a backend without RETURNING gives no ids: read them back
-        ids = {
+        for row, pk in zip(new, reserved):
+            row["id"] = pk
+    bulk.insert_dicts(Candidate, new, with_ids=reserved is not None)
+    result.candidates_created += len(new)
+    if reserved is None and new:  # a backend without sequences: read the ids back
+        stored = {
             (seg, etype, pos): pk
-            for pk, seg, etype, pos in Candidate.objects.filter(run=run).values_list("id", "segment_id", "error_type", "position")
+            for pk, seg, etype, pos in Candidate.objects.filter(run=run, segment__direction__code__in=group_directions).values_list(
+                "id", "segment_id", "error_type", "position"
+            )
         }
-        for c in new:
-            c.pk = c.id = ids[(c.segment_id, c.error_type, c.position)]
-            c._state.adding = False
-    result.seconds["write"] += time.perf_counter() - started
-    return by_key
+        reserved = [stored[(row["segment_id"], row["error_type"], row["position"])] for row in new]
+    for key, row, pk in zip(new_keys, new, reserved or []):
+        ids[key] = (pk, row.get("status", Candidate.Status.PENDING), True)
+    return ids
 
 
-def _import_decisions(project, candidates, release, result) -> None:
+def _import_decisions(ids, decided, result, errors) -> None:
+    """One final imported decision per decided candidate of one language (an imported one is kept)."""
     from annotation.models import ReviewDecision
 
-    existing = {
-        d.candidate_id: d
-        for d in ReviewDecision.objects.filter(candidate__run__project=project, source=ReviewDecision.Source.IMPORTED)
-    }
-    errors, new, status_updates = [], [], []
-    for key, decision in release.decisions.items():
-        candidate = candidates[key]
-        old = existing.get(candidate.pk)
+    stored = [ids[key][0] for key in decided if not ids[key][2]]  # a candidate inserted just now has no decision yet
+    existing = {}
+    for i in range(0, len(stored), 1000):
+        existing.update(
+            ReviewDecision.objects.filter(candidate_id__in=stored[i : i + 1000], source=ReviewDecision.Source.IMPORTED).values_list(
+                "candidate_id", "decision"
+            )
+        )
+    new, status_updates = [], {}
+    for key, decision in decided.items():
+        pk, status, _ = ids[key]
+        old = existing.get(pk)
         if old is not None:
-            if old.decision != decision:
-                errors.append(f"decision for {'/'.join(map(str, key))} already imported as {old.decision!r}, file says {decision!r}")
+            if old != decision:
+                errors.append(f"decision for {'/'.join(map(str, key))} already imported as {old!r}, file says {decision!r}")
             else:
                 result.decisions_unchanged += 1
             continue
         new.append(
-            ReviewDecision(
-                candidate=candidate,
-                reviewer=None,
-                decision=decision,
-                source=ReviewDecision.Source.IMPORTED,
-                is_final=True,
-                comment="XQ-MEval released screening decision",
-            )
+            {
+                "candidate_id": pk,
+                "reviewer_id": None,
+                "decision": decision,
+                "source": ReviewDecision.Source.IMPORTED,
+                "is_final": True,
+                "comment": "XQ-MEval released screening decision",
+            }
         )
-        status = STATUS_OF_DECISION[decision]
-        if candidate.status != status:
-            candidate.status = status
-            candidate.status_reason = "imported XQ-MEval decision"
-            status_updates.append(candidate)
+        if status != STATUS_OF_DECISION[decision]:
+            status_updates.setdefault(STATUS_OF_DECISION[decision], []).append(pk)
     if errors:
-        raise ImportRejected("decisions", errors)
-    started = time.perf_counter()
-    bulk.insert_objects(ReviewDecision, new)
-    if status_updates:  # candidates imported earlier without a decision (new ones got theirs at creation)
-        Candidate.objects.bulk_update(status_updates, ["status", "status_reason"], batch_size=1000)
-    result.seconds["write"] += time.perf_counter() - started
-    result.decisions_created = len(new)
-    for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
-        result.status_counts[status] += n
+        return
+    bulk.insert_dicts(ReviewDecision, new)
+    # candidates imported earlier without a decision (new ones got theirs at creation)
+    for status, pks in status_updates.items():
+        for i in range(0, len(pks), 500):
+            Candidate.objects.filter(pk__in=pks[i : i + 500]).update(status=status, status_reason="imported XQ-MEval decision")
+    result.decisions_created += len(new)

@@ -3,7 +3,8 @@
 Files: ``en-{lang}-{ErrorType}.parquet`` with columns language, count_id, segment_id, error_type,
 error_position, src, ref, mt (``<v>…</v>`` marks the edit), reject; and ``decisions.csv`` with language,
 error_type, count_id, segment_id, error_position, decision. Every problem is collected with its file and
-row before anything is written.
+row. Files are grouped by target language (``plan_files``) so an import reads, checks and writes one
+language at a time: its memory is one language's files, not the release's.
 """
 from __future__ import annotations
 
@@ -66,21 +67,40 @@ class XQRelease:
     decisions: dict[tuple[str, str, int], str] = field(default_factory=dict)  # candidate key -> accept|reject
 
 
-def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | None = None, *, strict: bool = False) -> XQRelease:
-    """Parse and validate candidate files (name, content) and an optional decisions CSV.
+@dataclass
+class FileGroup:
+    """The candidate files of one target language: the unit the import reads, checks and writes at a time
+    (a count_id is unique per language and error type, and a gold pair is voted on by a direction's files)."""
 
-    ``strict``: a candidate with more than one ``<v>`` region is an error. Otherwise it is kept (the
-    published data has two such GPT-4o outputs, both rejected by the reviewers), its edit spans all regions
-    and the ``single_region`` check flags it."""
-    import pyarrow.parquet as pq
+    language: str
+    files: list[tuple[str, str, str, object]] = field(default_factory=list)  # (name, direction, error type, bytes or path)
 
+
+@dataclass
+class GroupRead:
+    language: str
+    candidates: list[XQCandidate] = field(default_factory=list)
+    gold: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    checks: list[tuple[dict, list[str]]] = field(default_factory=list)  # per candidate, when checked
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    segment_id: str
+    position: str
+    decision: str  # accept | reject
+    location: str
+
+
+def plan_files(files: list[tuple[str, object]]) -> tuple[list[FileGroup], list[str]]:
+    """Group candidate files (name, bytes or path) by target language, from their names alone (nothing is
+    read yet); names that do not follow ``en-{lang}-{ErrorType}.parquet`` are errors."""
     errors: list[str] = []
-    release = XQRelease()
-    seen_keys: dict[tuple[str, str, int], str] = {}
+    groups: dict[str, FileGroup] = {}
     if not files:
-        raise XQMEvalFormatError(["no candidate files (expected en-{lang}-{ErrorType}.parquet)"])
-    rows: list[tuple[dict, str, str, str, int, str, str]] = []  # (row, lang, direction, etype, count_id, segment_id, loc)
-    for name, data in sorted(files):
+        return [], ["no candidate files (expected en-{lang}-{ErrorType}.parquet)"]
+    for name, data in sorted(files, key=lambda f: f[0]):
         match = FILE_RE.match(name.rsplit("/", 1)[-1])
         if not match:
             errors.append(f"{name}: file name is not en-{{lang}}-{{ErrorType}}.parquet")
@@ -92,12 +112,40 @@ def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | 
         if not is_known(lang) or not is_known(src_lang):
             errors.append(f"{name}: unknown direction {src_lang}-{lang}")
             continue
-        direction = f"{src_lang}-{lang}"
+        groups.setdefault(lang, FileGroup(lang)).files.append((name, f"{src_lang}-{lang}", etype, data))
+    return [groups[lang] for lang in sorted(groups)], errors
+
+
+def count_rows(group: FileGroup) -> int:
+    """Rows in the group's files, from the parquet footers (for a progress total; 0 for an unreadable file)."""
+    import pyarrow.parquet as pq
+
+    n = 0
+    for _, _, _, data in group.files:
+        try:
+            n += pq.read_metadata(data if not isinstance(data, (bytes, bytearray)) else io.BytesIO(data)).num_rows
+        except Exception:
+            pass
+    return n
+
+
+def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
+    """Parse and validate one language's files; every problem is collected with its file and row."""
+    import pyarrow.parquet as pq
+
+    out = GroupRead(group.language)
+    errors = out.errors
+    seen_keys: dict[tuple[str, str, int], str] = {}
+    rows: list[tuple[dict, str, str, int, str, str]] = []  # (row, direction, etype, count_id, segment_id, loc)
+    lang = group.language
+    for name, direction, etype, data in group.files:
+        if not isinstance(data, (bytes, bytearray)):
+            data = data.read_bytes()  # a path: read now, one language's files at a time
         if not data:
             errors.append(f"{name}: the file is empty")
             continue
         try:
-            table = pq.read_table(io.BytesIO(data))
+            table = pq.ParquetFile(io.BytesIO(data)).read()  # (read_table would import pyarrow.dataset and pandas: 0.2 s)
         except Exception as exc:
             errors.append(f"{name}: not a readable parquet file ({exc})")
             continue
@@ -145,22 +193,22 @@ def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | 
                 errors.append(f"{loc}: duplicate count_id {count_id} (first at {seen_keys[key]})")
                 continue
             seen_keys[key] = loc
-            rows.append((row, lang, direction, etype, count_id, segment_id, loc))
+            rows.append((row, direction, etype, count_id, segment_id, loc))
 
     # The gold pair of a segment is what the files agree on. The published data has one file whose copy
     # of a reference is corrupted (en-id segment 265 in the Omission file: a quote moved); its rows are
     # read against the agreed reference and flagged, or rejected with --strict.
     votes: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for row, _, direction, _, _, segment_id, loc in rows:
+    for row, direction, _, _, segment_id, _ in rows:
         votes[(direction, segment_id)][(row["src"], row["ref"])] += 1
     for gold_key, counter in votes.items():
         ranked = counter.most_common()
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
             errors.append(f"segment {gold_key[0]}#{gold_key[1]}: files disagree on its src/ref with no majority")
             continue
-        release.gold[gold_key] = ranked[0][0]
-    for row, lang, direction, etype, count_id, segment_id, loc in rows:
-        gold = release.gold.get((direction, segment_id))
+        out.gold[gold_key] = ranked[0][0]
+    for row, direction, etype, count_id, segment_id, loc in rows:
+        gold = out.gold.get((direction, segment_id))
         if gold is None:
             continue
         mismatch = ""
@@ -175,9 +223,121 @@ def read_release(files: list[tuple[str, bytes]], decisions: tuple[str, bytes] | 
         except MarkupError as exc:
             errors.append(f"{loc}: mt markup: {exc}")
             continue
-        release.candidates.append(candidate)
-    if decisions is not None:
-        _read_decisions(decisions, release, errors)
+        out.candidates.append(candidate)
+    return out
+
+
+def candidate_checks(xc: XQCandidate) -> tuple[dict, list[str]]:
+    """The automatic checks of an injected candidate, plus what reading the release found (an edit outside
+    the marked span, a row whose reference differed from the agreed one). They flag; they never drop."""
+    from core.domain.edit_types import MQM
+    from injection.domain.checks import run_checks
+
+    checks, flags = run_checks(
+        reference=xc.ref,
+        candidate_text=xc.text,
+        edit=xc.edit,
+        language=xc.language,
+        kind=MQM,
+        error_type=xc.error_type,
+        position=xc.position,
+        source=xc.src,
+        marked_outside_ok=xc.outside_ok,
+        regions=xc.regions,
+    )
+    if not xc.outside_ok:
+        checks.setdefault("local_edit", {"passed": False, "detail": ""})["detail"] = xc.outside_detail
+    if xc.reference_mismatch:
+        checks["reference_mismatch"] = {"passed": False, "detail": xc.reference_mismatch}
+        flags.append("reference_mismatch")
+    return checks, flags
+
+
+def read_and_check_group(group: FileGroup, strict: bool = False) -> GroupRead:
+    """``read_group`` then the checks of every candidate: what an import worker process does for a language
+    (top level and pure, so a process pool can run it)."""
+    read = read_group(group, strict=strict)
+    if not read.errors:
+        read.checks = [candidate_checks(xc) for xc in read.candidates]
+    return read
+
+
+def read_decisions(decisions: tuple[str, bytes]) -> tuple[dict[tuple[str, str, int], DecisionRow], list[str]]:
+    """The decisions CSV, validated on its own (which candidate each row names is checked by ``match_decisions``)."""
+    errors: list[str] = []
+    rows: dict[tuple[str, str, int], DecisionRow] = {}
+    name, data = decisions
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return rows, [f"{name}: not valid UTF-8 at byte {exc.start}"]
+    if not text.strip():
+        return rows, [f"{name}: the file is empty"]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in DECISION_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        return rows, [f"{name} line 1: missing column(s) {', '.join(missing)}"]
+    for row in reader:
+        loc = f"{name} line {reader.line_num}"
+        try:
+            key = (row["language"], row["error_type"], int(row["count_id"]))
+        except (TypeError, ValueError):
+            errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
+            continue
+        value = DECISION_VALUES.get(row["decision"].strip())
+        if value is None:
+            errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
+            continue
+        previous = rows.get(key)
+        if previous is not None:
+            if previous.decision != value:
+                errors.append(f"{loc}: a second, different decision for the same candidate")
+            continue
+        rows[key] = DecisionRow(str(row["segment_id"]).strip(), row["error_position"], value, loc)
+    return rows, errors
+
+
+def match_decisions(
+    candidates: list[XQCandidate], rows: dict[tuple[str, str, int], DecisionRow], errors: list[str]
+) -> dict[tuple[str, str, int], str]:
+    """The decisions (candidate key -> accept|reject) of these candidates; a row that disagrees with its
+    candidate is an error. Matched rows are removed from ``rows``: what is left names no candidate."""
+    matched: dict[tuple[str, str, int], str] = {}
+    for candidate in candidates:
+        row = rows.pop(candidate.key, None)
+        if row is None:
+            continue
+        if row.segment_id != candidate.segment_id or row.position != candidate.position:
+            errors.append(f"{row.location}: segment_id/error_position disagree with {candidate.location}")
+            continue
+        matched[candidate.key] = row.decision
+    return matched
+
+
+def unmatched_decisions(rows: dict[tuple[str, str, int], DecisionRow]) -> list[str]:
+    return [
+        f"{row.location}: no candidate {lang}/{etype}/{count_id} in the candidate files"
+        for (lang, etype, count_id), row in rows.items()
+    ]
+
+
+def read_release(files: list[tuple[str, object]], decisions: tuple[str, bytes] | None = None, *, strict: bool = False) -> XQRelease:
+    """Parse and validate candidate files (name, content or path) and an optional decisions CSV, all at once
+    (the import streams the same steps one language at a time).
+
+    ``strict``: a candidate with more than one ``<v>`` region is an error. Otherwise it is kept (the
+    published data has two such GPT-4o outputs, both rejected by the reviewers), its edit spans all regions
+    and the ``single_region`` check flags it."""
+    groups, errors = plan_files(files)
+    release = XQRelease()
+    decision_rows, decision_errors = read_decisions(decisions) if decisions is not None else ({}, [])
+    for group in groups:
+        read = read_group(group, strict=strict)
+        errors += read.errors
+        release.gold.update(read.gold)
+        release.candidates += read.candidates
+        release.decisions.update(match_decisions(read.candidates, decision_rows, errors))
+    errors += decision_errors + unmatched_decisions(decision_rows)
     if errors:
         raise XQMEvalFormatError(errors)
     return release
@@ -215,43 +375,3 @@ def _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, stri
         location=loc,
         reference_mismatch=mismatch,
     )
-
-
-def _read_decisions(decisions: tuple[str, bytes], release: XQRelease, errors: list[str]) -> None:
-    name, data = decisions
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        errors.append(f"{name}: not valid UTF-8 at byte {exc.start}")
-        return
-    if not text.strip():
-        errors.append(f"{name}: the file is empty")
-        return
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in DECISION_COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        errors.append(f"{name} line 1: missing column(s) {', '.join(missing)}")
-        return
-    by_key = {c.key: c for c in release.candidates}
-    for row in reader:
-        loc = f"{name} line {reader.line_num}"
-        try:
-            key = (row["language"], row["error_type"], int(row["count_id"]))
-        except (TypeError, ValueError):
-            errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
-            continue
-        candidate = by_key.get(key)
-        if candidate is None:
-            errors.append(f"{loc}: no candidate {row['language']}/{row['error_type']}/{row['count_id']} in the candidate files")
-            continue
-        if str(row["segment_id"]).strip() != candidate.segment_id or row["error_position"] != candidate.position:
-            errors.append(f"{loc}: segment_id/error_position disagree with {candidate.location}")
-            continue
-        value = DECISION_VALUES.get(row["decision"].strip())
-        if value is None:
-            errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
-            continue
-        if key in release.decisions and release.decisions[key] != value:
-            errors.append(f"{loc}: a second, different decision for the same candidate")
-            continue
-        release.decisions[key] = value

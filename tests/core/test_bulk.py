@@ -135,3 +135,52 @@ def test_insert_objects_with_reserved_ids_stores_the_objects_under_their_ids(two
     ids = dict(Candidate.objects.filter(run=run_b).values_list("external_id", "id"))
     assert ids == {obj.external_id: pk for obj, pk in zip(objs, reserved)}
     assert stored(run_a) == stored(run_b)
+
+
+def as_dicts(objs, *, leave_out=("status", "status_reason", "is_gold", "prompt_tokens")) -> list[dict]:
+    """The attname -> value rows of ``make``'s candidates, leaving some fields to their defaults."""
+    names = [f.attname for f in Candidate._meta.concrete_fields if not f.primary_key and f.attname not in leave_out]
+    return [{name: getattr(obj, name) for name in names if name != "created_at"} for obj in objs]
+
+
+def test_insert_dicts_stores_what_bulk_create_stores_with_defaults_for_what_a_row_leaves_out(two_runs):
+    segment, run_a, run_b = two_runs
+    Candidate.objects.bulk_create(make(run_a, segment, 25))
+    rows = as_dicts(make(run_b, segment, 25))
+    assert "status" not in rows[0] and "created_at" not in rows[0]
+    assert bulk.insert_dicts(Candidate, rows) == 25
+    assert stored(run_a) == stored(run_b)
+    assert set(Candidate.objects.filter(run=run_b).values_list("status", "is_gold", "prompt_tokens")) == {("pending", False, 0)}
+    assert all(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
+
+
+def test_insert_dicts_with_reserved_ids(db):
+    from django.db import connection
+
+    project, _ = ensure_project("bulk")
+    direction = ensure_direction("en-de")
+    reserved = bulk.reserve_ids(GoldSegment, 3)
+    rows = [{"project_id": project.pk, "direction_id": direction.pk, "external_id": f"g{i}", "source": "s", "reference": "r"} for i in range(3)]
+    if connection.vendor != "postgresql":
+        assert reserved is None
+        assert bulk.insert_dicts(GoldSegment, rows) == 3
+    else:
+        for row, pk in zip(rows, reserved):
+            row["id"] = pk
+        assert bulk.insert_dicts(GoldSegment, rows, with_ids=True) == 3
+        assert dict(GoldSegment.objects.filter(project=project).values_list("external_id", "id")) == {f"g{i}": pk for i, pk in enumerate(reserved)}
+    assert list(GoldSegment.objects.filter(project=project).values_list("metadata", flat=True)) == [{}, {}, {}]  # default=dict
+
+
+def test_insert_dicts_fills_callable_defaults(db):
+    """auth's User.date_joined defaults to ``timezone.now`` (a callable other than dict/list, called for
+    each row as ``Model.__init__`` would); ``is_active`` and ``is_staff`` to constants."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    before = timezone.now()
+    rows = [{"username": f"u{i}", "password": "!", "email": "", "first_name": "", "last_name": ""} for i in range(3)]
+    assert bulk.insert_dicts(get_user_model(), rows) == 3
+    joined = list(get_user_model().objects.filter(username__startswith="u").values_list("date_joined", flat=True))
+    assert len(joined) == 3 and all(before <= value <= timezone.now() for value in joined)
+    assert set(get_user_model().objects.filter(username__startswith="u").values_list("is_active", "is_staff")) == {(True, False)}

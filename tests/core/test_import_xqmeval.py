@@ -210,3 +210,71 @@ def test_changed_reference_under_an_existing_segment_is_refused(german):
     with pytest.raises(CommandError, match="already exists in xqm with different text"):
         run("xqm", str(german))
     assert Candidate.objects.count() == before
+
+
+# ---- one language at a time: all or nothing over the whole file set, the same rows with worker processes ---
+
+
+def _stored_rows():
+    return sorted(
+        Candidate.objects.values_list(
+            "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "text", "span_start",
+            "span_end", "edit_text", "raw_output", "checks", "flags", "status", "status_reason",
+        )
+    )
+
+
+@pytest.fixture
+def three_languages(tmp_path, shared_data):
+    folder = tmp_path / "three"
+    folder.mkdir()
+    for lang in ("de", "ja", "zh"):
+        for path in (shared_data / "candidates").glob(f"en-{lang}-*.parquet"):
+            shutil.copy(path, folder / path.name)
+    lines = (shared_data / "decisions.csv").read_text(encoding="utf-8").splitlines()
+    decisions = tmp_path / "decisions.csv"
+    decisions.write_text("\n".join([lines[0]] + [line for line in lines[1:] if line.split(",")[0] in ("de", "ja", "zh")]) + "\n", encoding="utf-8")
+    return folder, decisions
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_processes_import_the_same_rows_as_one_process(three_languages):
+    folder, decisions = three_languages
+    run("one", str(folder), "--decisions", str(decisions))
+    in_process = _stored_rows()
+    Candidate.objects.all().delete()
+    GoldSegment.objects.all().delete()
+    out = run("one", str(folder), "--decisions", str(decisions), "--jobs", "2")
+    assert _stored_rows() == in_process
+    assert len(in_process) == sum(pq.read_metadata(p).num_rows for p in folder.glob("*.parquet"))
+    assert ReviewDecision.objects.count() == len(in_process)
+    assert "nothing changed" not in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bad_file_in_a_later_language_undoes_the_languages_written_before_and_every_problem_is_listed(three_languages):
+    folder, decisions = three_languages
+    # de is written first; ja and zh (read after it) are both damaged
+    damage(folder, "en-ja-Omission.parquet", lambda df: df.assign(mt=df.mt.where(df.index != 1, "no markup")))
+    damage(folder, "en-zh-Addition.parquet", lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")))
+    with pytest.raises(CommandError) as info:
+        run("bad", str(folder), "--decisions", str(decisions))
+    assert "en-ja-Omission.parquet row 2: mt markup: no <v>" in str(info.value)
+    assert "en-zh-Addition.parquet row 1: error_position 'middle' is not head or end" in str(info.value)
+    assert not Candidate.objects.exists() and not GoldSegment.objects.exists() and not ReviewDecision.objects.exists()
+    from core.models import Project
+
+    assert not Project.objects.filter(name="bad").exists()
+
+
+@pytest.mark.django_db
+def test_decisions_imported_after_their_candidates_set_the_status_once(three_languages):
+    folder, decisions = three_languages
+    run("later", str(folder))
+    assert set(Candidate.objects.values_list("status", flat=True)) == {"pending"}
+    run("later", str(folder), "--decisions", str(decisions))
+    expected = Counter(line.rsplit(",", 1)[1] for line in decisions.read_text(encoding="utf-8").splitlines()[1:])
+    assert Counter(Candidate.objects.values_list("status", flat=True)) == expected
+    assert ReviewDecision.objects.count() == sum(expected.values())
+    out = run("later", str(folder), "--decisions", str(decisions))
+    assert ReviewDecision.objects.count() == sum(expected.values()) and "nothing changed" in out

@@ -1,4 +1,4 @@
-"""python manage.py import_xqmeval PROJECT DIR [--decisions FILE] [--strict]"""
+"""python manage.py import_xqmeval PROJECT DIR [--decisions FILE] [--strict] [--jobs N]"""
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -15,14 +15,28 @@ class Command(BaseCommand):
         parser.add_argument("directory", help="directory with the candidate parquet files (or its parent with candidates/)")
         parser.add_argument("--decisions", help="decisions.csv: one final accepted/rejected decision per candidate")
         parser.add_argument("--strict", action="store_true", help="treat a candidate with several <v> regions as an error")
+        parser.add_argument(
+            "--jobs", type=int, default=1, metavar="N",
+            help="read and check languages in N worker processes while this one writes (default 1: all in this process)",
+        )
 
     def handle(self, *args, **opts):
         from tqdm import tqdm
 
         started = time.perf_counter()
+        if opts["jobs"] < 1:
+            raise CommandError(f"--jobs {opts['jobs']}: must be at least 1")
         bar = tqdm(desc="candidates", unit="cand", disable=opts["verbosity"] == 0)
+
+        def total(n: int) -> None:
+            bar.total = n
+            bar.refresh()
+
         try:
-            result = import_xqmeval(opts["project"], opts["directory"], opts["decisions"], strict=opts["strict"], progress=bar.update)
+            result = import_xqmeval(
+                opts["project"], opts["directory"], opts["decisions"], strict=opts["strict"], progress=bar.update,
+                on_total=total, jobs=opts["jobs"],
+            )
         except ImportRejected as exc:
             raise CommandError(str(exc)) from None
         finally:
