@@ -11,7 +11,7 @@ translations.
 Each stage runs as its own process, as it would in production, against a dedicated PostgreSQL database
 ``xq_scale_<k>`` (dropped and created on the server of ``DATABASE_URL``, then migrated, untimed):
 
-  import    ``manage.py import_xqmeval``           (candidates, decisions, checks)
+  import    ``manage.py import_xqmeval [--jobs N]`` (candidates, decisions, checks; ``--import-jobs N``)
   build     ``manage.py build_benchmark --force``  (the merge)
   release   ``manage.py release``                  (parquet files, pseudo systems)
   score     ``.venv-scoring/bin/python -m scoring run --metrics chrF++`` (what a scoring worker runs)
@@ -241,7 +241,9 @@ def ingest_stage(release_dir: str) -> None:
     print(f"ingested {total} scores")
 
 
-def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, prefix: str = "xq_scale", until: str = STAGES[-1]) -> dict:
+def measure(
+    k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, prefix: str = "xq_scale", until: str = STAGES[-1], import_jobs: int = 1
+) -> dict:
     name = f"{prefix}_{k}"
     work = scratch / f"k{k}"
     shutil.rmtree(work, ignore_errors=True)
@@ -261,7 +263,7 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, pre
     release_dir = work / "release"
     subprocess.run([py, manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     commands = {
-        "import": [py, manage, "import_xqmeval", PROJECT, str(work / "candidates"), "--decisions", str(work / "decisions.csv"), "-v0"],
+        "import": [py, manage, "import_xqmeval", PROJECT, str(work / "candidates"), "--decisions", str(work / "decisions.csv"), "--jobs", str(import_jobs), "-v0"],
         "build": [py, manage, "build_benchmark", PROJECT, "--force", "-v0"],
         "release": [py, manage, "release", PROJECT, "--version", VERSION, "--out", str(release_dir), "-v0"],
         "score": [scoring_py, "-m", "scoring", "run", "--release", str(release_dir), "--metrics", METRIC, "--quiet"],
@@ -279,7 +281,7 @@ def measure(k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, pre
         pseudo, release_mb = manifest["triplets"], round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)
     else:  # stopped before the release: count what the build wrote
         pseudo, release_mb = pseudo_translations(env["DATABASE_URL"]), None
-    figures = {"k": k, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "database_mb": database_mb(env["DATABASE_URL"]), "stages": stages}
+    figures = {"k": k, "import_jobs": import_jobs, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "database_mb": database_mb(env["DATABASE_URL"]), "stages": stages}
     for stage, s in stages.items():
         per = workload["candidates"] if stage == "import" else pseudo
         s["wall_us_per_item"] = round(1e6 * s["wall_s"] / per, 2)
@@ -354,6 +356,7 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--prefix", default="xq_scale", help="database names: <prefix>_<k> (default xq_scale)")
     parser.add_argument("--until", choices=STAGES, default=STAGES[-1], help="last stage to run (default: all)")
+    parser.add_argument("--import-jobs", type=int, default=1, help="import_xqmeval --jobs: worker processes reading and checking (default 1)")
     parser.add_argument("--stage", choices=["ingest"], help=argparse.SUPPRESS)
     parser.add_argument("--release-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -366,7 +369,7 @@ def main() -> None:
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="bench-scale-"))
     results = []
     for k in [int(x) for x in args.k.split(",")]:
-        results.append(measure(k, Path(args.data), scratch, base_url, args.keep, prefix=args.prefix, until=args.until))
+        results.append(measure(k, Path(args.data), scratch, base_url, args.keep, prefix=args.prefix, until=args.until, import_jobs=args.import_jobs))
     report = {"results": results, "ratios": ratios(results) if len(results) > 1 else {}, "cpus": os.cpu_count()}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

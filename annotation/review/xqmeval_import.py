@@ -129,6 +129,7 @@ def import_xqmeval(
                 "status": InjectionRun.Status.DONE,
             },
         )
+        stored_directions = set(GoldSegment.objects.filter(project=project).values_list("direction_id", flat=True).distinct())
         for read in _read_groups(groups, strict, jobs, seconds):
             errors += read.errors
             decided = match_decisions(read.candidates, decision_rows, errors)
@@ -136,7 +137,7 @@ def import_xqmeval(
                 started = time.perf_counter()
                 group_directions = sorted({d for d, _ in read.gold})
                 segments, result.segments_created, stored_before = _import_segments(
-                    project, directions, group_directions, read.gold, errors, result.segments_created
+                    project, directions, group_directions, read.gold, errors, result.segments_created, stored_directions
                 )
                 if not errors:
                     ids = _import_candidates(run, segments, group_directions, read, decided, result, errors, stored_before)
@@ -191,16 +192,22 @@ def _read_groups(groups: list[FileGroup], strict: bool, jobs: int, seconds: dict
             yield read
 
 
-def _import_segments(project: Project, directions, group_directions, gold, errors, created: int) -> tuple[dict, int, bool]:
+def _import_segments(
+    project: Project, directions, group_directions, gold, errors, created: int, stored_directions: set[int]
+) -> tuple[dict, int, bool]:
     """(direction, segment id) -> (gold segment pk, span unit) for one language's gold pairs, new ones
     inserted; also ``created`` + their number, and whether any of them was stored before (only then can
-    candidates of this language be stored already: a first import asks nothing more per language)."""
-    existing = {
-        (code, external_id): (pk, src, ref)
-        for pk, code, external_id, src, ref in GoldSegment.objects.filter(
-            project=project, direction__code__in=group_directions
-        ).values_list("id", "direction__code", "external_id", "source", "reference")
-    }
+    candidates of this language be stored already). ``stored_directions``: the directions that had gold
+    segments in the project before this import; a first import asks nothing per language."""
+    direction_ids = [directions[code].pk for code in group_directions]
+    existing = {}
+    if stored_directions.intersection(direction_ids):  # (a new table's scan per language would be quadratic)
+        existing = {
+            (code, external_id): (pk, src, ref)
+            for pk, code, external_id, src, ref in GoldSegment.objects.filter(project=project, direction_id__in=direction_ids).values_list(
+                "id", "direction__code", "external_id", "source", "reference"
+            )
+        }
     new, new_keys = [], []
     for (direction, segment_id), (src, ref) in sorted(gold.items()):
         old = existing.get((direction, segment_id))
@@ -222,7 +229,7 @@ def _import_segments(project: Project, directions, group_directions, gold, error
     elif new:
         segments = dict(
             ((code, external_id), pk)
-            for pk, code, external_id in GoldSegment.objects.filter(project=project, direction__code__in=group_directions).values_list(
+            for pk, code, external_id in GoldSegment.objects.filter(project=project, direction_id__in=direction_ids).values_list(
                 "id", "direction__code", "external_id"
             )
         )
