@@ -141,7 +141,8 @@ def add_reviews(project, decisions: int, reviewers: int = 8) -> float:
     """Give ``decisions`` candidates one round-1 decision each from ``reviewers`` other annotators (one
     ``INSERT … SELECT``: the decision triggers keep the counters, as for any writer); seconds taken. Statuses
     are left as they were (no service re-derives them here): what grows is the decision table, which the
-    admin page's per-annotator statistics read."""
+    admin page's per-annotator statistics read. They were made over the past 60 days (none in the last
+    hour: the annotator's timed submits are the recent ones)."""
     from django.db import connection, transaction
 
     from annotation.review import selectors
@@ -163,7 +164,7 @@ def add_reviews(project, decisions: int, reviewers: int = 8) -> float:
                 SELECT c.id, (ARRAY[{",".join(map(str, ids))}]::bigint[])[1 + (c.n %% {reviewers})], %s,
                        CASE WHEN c.n %% 5 = 0 THEN 'reject' ELSE 'accept' END, 'annotator', false, '', '',
                        NULLIF(500 + (c.n * 7919) %% 20000, 500), NULL,
-                       now() - make_interval(secs => (c.n %% 7200)), now()
+                       now() - make_interval(secs => 3600 + (c.n * 7919) %% (60 * 86400)), now()
                 FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM injection_candidate c
                        WHERE c.segment_id IN (SELECT id FROM core_goldsegment WHERE project_id = %s)
                        ORDER BY id LIMIT %s) c""",
@@ -186,6 +187,21 @@ def time_annotator_stats(project, runs: int = 3) -> dict:
     exact = timed(lambda: selectors.exact_annotator_stats(project, now=now), runs, 60)
     assert selectors.annotator_stats(project, now=now) == selectors.exact_annotator_stats(project, now=now)
     return {"grouped query": fast, "Python over every decision": exact}
+
+
+def time_figures_refresh(project) -> dict:
+    """The admin page's decision figures computed as the agreement refresh computes them on a worker (a
+    pass over every decision); then the page is measured as it runs with workers: on the kept figures,
+    which the timed submits make stale, plus the live last hour."""
+    from django.conf import settings
+
+    from annotation.agreement.tasks import refresh_agreement
+    from annotation.review import selectors
+
+    figures = timed(lambda: selectors.compute_decision_figures(project), 1, 60)
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # the page's view of it: workers refresh the figures after writes
+    assert refresh_agreement.app.conf.task_always_eager, "tasks still run in-process here (nothing is sent anywhere)"
+    return {"figures refresh (worker)": figures}
 
 
 def print_latencies(latency: dict, baseline: dict, width: int = 20) -> None:
@@ -357,12 +373,13 @@ def main() -> None:
             from annotation.models import ReviewDecision
 
             decided = ReviewDecision.objects.filter(candidate__segment__project=project, source="annotator").count()
+            refresh = time_figures_refresh(project)
             m = measure(project, annotator, admin, args.calls, args.page_calls, args.admin_calls, args.page_budget_s)
             check_s = check_counters(project, annotator)
             stats = time_annotator_stats(project)
             key = f"{sizes[-1]}+{args.reviewed}"
             report[key] = {"candidates": n, "decisions": decided, "load_s": review_s, "check_s": check_s,
-                           "latency": m["latency"] | stats, "slowest_query": m["slowest_query"]}
+                           "latency": m["latency"] | stats | refresh, "slowest_query": m["slowest_query"]}
             print(f"\n== {n:,} candidates and {decided:,} annotator decisions (inserted in {review_s:.1f} s; progress figures "
                   f"equal the exact count, checked in {check_s:.1f} s; per-annotator statistics equal the Python computation)", flush=True)
             print_latencies(report[key]["latency"], report[sizes[0]], width=26)

@@ -35,6 +35,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from annotation.agreement import selectors as sel
+from annotation.review import selectors as review_selectors
 from core.models import Project
 
 logger = logging.getLogger(__name__)
@@ -165,6 +166,9 @@ def refresh_project(project_id: int, *, progress: Callable[[sel.Scope, bool], No
     started = time.monotonic()
     scopes = sel.dashboard_scopes(project)
     computed, hits = sel.warm_reports(project, scopes, progress)
+    # the review admin page's figures over every decision (per-annotator statistics, disagreements): above
+    # a size the page shows what this run computed rather than a pass over the decisions per view
+    review_selectors.compute_decision_figures(project)
     result = RefreshResult(project_id, len(scopes), computed, hits, round(time.monotonic() - started, 3))
     _update_status(project_id, state="done", last_success_at=timezone.now(), computed=computed, hits=hits, seconds=result.seconds)
     logger.info("agreement refresh of project %s (%s): %d scope(s), %d computed, %d cached, %.1f s",

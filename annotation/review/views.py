@@ -201,13 +201,15 @@ def manage(request, project):
         except services.ReviewError as exc:
             messages.error(request, exc.message)
         return redirect("review:manage", project=project.name)
+    figures = selectors.decision_figures(project)
     return render(request, "review/manage.html", {
         "project": project,
         "languages": selectors.language_progress(project),
-        "annotators": selectors.annotator_stats(project),
+        "annotators": figures.annotators,
+        "figures": figures,
         "rounds": selectors.round_summaries(project),
         "pool_rules": Project.PoolRule.choices,
-        "disagreements": selectors.disagreements(project).count(),
+        "disagreements": figures.disagreements,
     })
 
 
