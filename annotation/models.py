@@ -76,6 +76,9 @@ class ReviewDecision(models.Model):
             models.Index(fields=["candidate", "round"]),
             # a reviewer's "done" and a round's distinct reviewers read only that reviewer's decisions
             models.Index(fields=["reviewer", "round"]),
+            # the queue's "no final decision yet": without it PostgreSQL reads every decision to find the
+            # few final ones (103 ms per get-next at 1.6 M decisions; 1 ms with it)
+            models.Index(fields=["candidate"], condition=models.Q(is_final=True), name="decision_final_by_candidate"),
         ]
 
 

@@ -247,6 +247,9 @@ AGREEMENT_BOOTSTRAP_SEED = int(os.environ.get("AGREEMENT_BOOTSTRAP_SEED", "0"))
 AGREEMENT_CONFIDENCE = float(os.environ.get("AGREEMENT_CONFIDENCE", "0.95"))
 AGREEMENT_CACHE_SECONDS = int(os.environ.get("AGREEMENT_CACHE_SECONDS", str(24 * 3600)))
 AGREEMENT_REFRESH_DELAY = int(os.environ.get("AGREEMENT_REFRESH_DELAY", "30"))  # seconds: a burst of submissions, one run
+# annotator decisions above which the review admin page shows the per-annotator statistics the agreement
+# refresh computed last instead of a pass over every decision per view (annotation.review.selectors)
+REVIEW_FIGURES_LIVE_LIMIT = int(os.environ.get("REVIEW_FIGURES_LIVE_LIMIT", "20000"))
 
 CACHES = {
     "default": (
