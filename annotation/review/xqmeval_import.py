@@ -24,8 +24,8 @@ from annotation.review.xqmeval_io import (
     match_decisions,
     plan_files,
     read_and_check_group,
-    read_decisions,
     read_group,
+    spool_decisions,
     unmatched_decisions,
 )
 from core import bulk
@@ -75,7 +75,7 @@ def import_xqmeval(
     decisions_path: str | Path | None = None,
     *,
     files: list[tuple[str, bytes | Path]] | None = None,
-    decisions: tuple[str, bytes] | None = None,
+    decisions: tuple[str, bytes | Path] | None = None,
     strict: bool = False,
     owner=None,
     progress: Callable[[int], None] | None = None,
@@ -96,14 +96,25 @@ def import_xqmeval(
         path = Path(decisions_path)
         if not path.is_file():
             raise ImportRejected(str(path), ["no such file"])
-        decisions = (str(path), path.read_bytes())
-    started = time.perf_counter()
-    groups, errors = plan_files(files)
-    decision_rows, decision_errors = read_decisions(decisions) if decisions is not None else ({}, [])
-    seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
+        decisions = (str(path), path)  # read as a stream, into one temporary file per language
     problem = project_name_problem(project_name)
     if problem:
         raise ImportRejected("project", [f"project name {project_name[:40]!r}: {problem}"])
+    started = time.perf_counter()
+    groups, errors = plan_files(files)
+    spool, decision_errors = spool_decisions(decisions)
+    seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
+    with spool:
+        result = _import(project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total)
+    if result.changed:
+        # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
+        from annotation.models import ReviewDecision
+
+        bulk.refresh_planner_statistics(GoldSegment, Candidate, ReviewDecision)
+    return result
+
+
+def _import(project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total) -> XQImportResult:
     if on_total is not None:
         on_total(sum(count_rows(g) for g in groups))
     with transaction.atomic():
@@ -132,8 +143,10 @@ def import_xqmeval(
         stored_directions = set(GoldSegment.objects.filter(project=project).values_list("direction_id", flat=True).distinct())
         for read in _read_groups(groups, strict, jobs, seconds):
             errors += read.errors
-            decided = match_decisions(read.candidates, decision_rows, errors)
-            if not errors:  # after the first problem: keep reading to report them all, write nothing more
+            rows = spool.take(read.language, errors)
+            decided = match_decisions(read.candidates, rows, errors)
+            errors += unmatched_decisions(rows)
+            if not errors and not decision_errors:  # after the first problem: keep reading to report them all, write nothing more
                 started = time.perf_counter()
                 group_directions = sorted({d for d, _ in read.gold})
                 segments, result.segments_created, stored_before = _import_segments(
@@ -146,18 +159,13 @@ def import_xqmeval(
                 seconds["write"] += time.perf_counter() - started
             if progress is not None:
                 progress(len(read.candidates))
-        errors += decision_errors + unmatched_decisions(decision_rows)
+        errors += decision_errors + unmatched_decisions(spool.rest(errors))
         if errors:
             raise ImportRejected(source, errors)
         run.total = run.done = Candidate.objects.filter(run=run).count()
         run.save(update_fields=["total", "done"])
         for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
             result.status_counts[status] += n
-    if result.changed:
-        # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
-        from annotation.models import ReviewDecision
-
-        bulk.refresh_planner_statistics(GoldSegment, Candidate, ReviewDecision)
     return result
 
 

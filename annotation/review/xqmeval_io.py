@@ -13,6 +13,7 @@ import io
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.corpus.domain import text_cell, type_name
 from core.domain import bidi
@@ -262,39 +263,111 @@ def read_and_check_group(group: FileGroup, strict: bool = False) -> GroupRead:
     return read
 
 
-def read_decisions(decisions: tuple[str, bytes]) -> tuple[dict[tuple[str, str, int], DecisionRow], list[str]]:
-    """The decisions CSV, validated on its own (which candidate each row names is checked by ``match_decisions``)."""
+class DecisionSpool:
+    """The rows of a decisions CSV split by target language into temporary files as they are read, so an
+    import holds one language's decisions at a time (a FLORES-sized file has 1.6 M rows: ≈ 0.8 GB as one
+    dict). ``take`` reads one language back; ``rest`` lists what no language took. Close it (or use it as a
+    context manager) to delete the files."""
+
+    def __init__(self, name: str):
+        import tempfile
+
+        self.name = name
+        self.directory = Path(tempfile.mkdtemp(prefix="xq-decisions-"))
+        self._files: dict[str, tuple] = {}  # language -> (file, csv writer)
+        self._opened = 0
+
+    def add(self, language: str, error_type: str, count_id: int, segment_id: str, position: str, decision: str, line: int) -> None:
+        entry = self._files.get(language)
+        if entry is None:
+            self._opened += 1
+            fh = open(self.directory / f"{self._opened}.csv", "w", encoding="utf-8", newline="")
+            entry = self._files[language] = (fh, csv.writer(fh))
+        entry[1].writerow((error_type, count_id, segment_id, position, decision, line))
+
+    def take(self, language: str, errors: list[str]) -> dict[tuple[str, str, int], DecisionRow]:
+        """One language's decisions (candidate key -> row); a second, different decision for a candidate is
+        an error. The language's file is deleted."""
+        entry = self._files.pop(language, None)
+        rows: dict[tuple[str, str, int], DecisionRow] = {}
+        if entry is None:
+            return rows
+        fh = entry[0]
+        fh.close()
+        with open(fh.name, encoding="utf-8", newline="") as spooled:
+            for error_type, count_id, segment_id, position, decision, line in csv.reader(spooled):
+                key = (language, error_type, int(count_id))
+                previous = rows.get(key)
+                if previous is not None:
+                    if previous.decision != decision:
+                        errors.append(f"{self.name} line {line}: a second, different decision for the same candidate")
+                    continue
+                rows[key] = DecisionRow(segment_id, position, decision, f"{self.name} line {line}")
+        Path(fh.name).unlink()
+        return rows
+
+    def rest(self, errors: list[str]) -> dict[tuple[str, str, int], DecisionRow]:
+        """The decisions of every language not taken yet."""
+        rows: dict[tuple[str, str, int], DecisionRow] = {}
+        for language in list(self._files):
+            rows.update(self.take(language, errors))
+        return rows
+
+    def close(self) -> None:
+        import shutil
+
+        for fh, _ in self._files.values():
+            fh.close()
+        self._files.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> "DecisionSpool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[DecisionSpool, list[str]]:
+    """Read and validate a decisions CSV (its content, or a path read as a stream) row by row into a
+    ``DecisionSpool``. Which candidate each row names is checked per language by ``match_decisions``."""
+    name, data = decisions if decisions is not None else ("", b"")
+    spool = DecisionSpool(name)
+    if decisions is None:
+        return spool, []
     errors: list[str] = []
-    rows: dict[tuple[str, str, int], DecisionRow] = {}
-    name, data = decisions
+    stream = open(data, "rb") if isinstance(data, Path) else io.BytesIO(data)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return rows, [f"{name}: not valid UTF-8 at byte {exc.start}"]
-    if not text.strip():
-        return rows, [f"{name}: the file is empty"]
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in DECISION_COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        return rows, [f"{name} line 1: missing column(s) {', '.join(missing)}"]
-    for row in reader:
-        loc = f"{name} line {reader.line_num}"
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+        reader = csv.DictReader(text)
         try:
-            key = (row["language"], row["error_type"], int(row["count_id"]))
-        except (TypeError, ValueError):
-            errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
-            continue
-        value = DECISION_VALUES.get(row["decision"].strip())
-        if value is None:
-            errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
-            continue
-        previous = rows.get(key)
-        if previous is not None:
-            if previous.decision != value:
-                errors.append(f"{loc}: a second, different decision for the same candidate")
-            continue
-        rows[key] = DecisionRow(str(row["segment_id"]).strip(), row["error_position"], value, loc)
-    return rows, errors
+            fieldnames = reader.fieldnames
+            if not fieldnames:
+                return spool, [f"{name}: the file is empty"]
+            missing = [c for c in DECISION_COLUMNS if c not in fieldnames]
+            if missing:
+                return spool, [f"{name} line 1: missing column(s) {', '.join(missing)}"]
+            for row in reader:
+                loc = f"{name} line {reader.line_num}"
+                short = [c for c in DECISION_COLUMNS if row.get(c) is None]
+                if short:
+                    errors.append(f"{loc}: no value for {', '.join(short)}")
+                    continue
+                try:
+                    count_id = int(row["count_id"])
+                except (TypeError, ValueError):
+                    errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
+                    continue
+                value = DECISION_VALUES.get(row["decision"].strip())
+                if value is None:
+                    errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
+                    continue
+                spool.add(row["language"], row["error_type"], count_id, str(row["segment_id"]).strip(), row["error_position"], value, reader.line_num)
+        except UnicodeDecodeError as exc:
+            return spool, [f"{name}: not valid UTF-8 (byte {exc.start} of a read block, after line {reader.line_num})"]
+    finally:
+        stream.close()
+    return spool, errors
 
 
 def match_decisions(
@@ -330,14 +403,17 @@ def read_release(files: list[tuple[str, object]], decisions: tuple[str, bytes] |
     and the ``single_region`` check flags it."""
     groups, errors = plan_files(files)
     release = XQRelease()
-    decision_rows, decision_errors = read_decisions(decisions) if decisions is not None else ({}, [])
-    for group in groups:
-        read = read_group(group, strict=strict)
-        errors += read.errors
-        release.gold.update(read.gold)
-        release.candidates += read.candidates
-        release.decisions.update(match_decisions(read.candidates, decision_rows, errors))
-    errors += decision_errors + unmatched_decisions(decision_rows)
+    spool, decision_errors = spool_decisions(decisions)
+    with spool:
+        for group in groups:
+            read = read_group(group, strict=strict)
+            errors += read.errors
+            release.gold.update(read.gold)
+            release.candidates += read.candidates
+            rows = spool.take(group.language, errors)
+            release.decisions.update(match_decisions(read.candidates, rows, errors))
+            errors += unmatched_decisions(rows)
+        errors += decision_errors + unmatched_decisions(spool.rest(errors))
     if errors:
         raise XQMEvalFormatError(errors)
     return release
