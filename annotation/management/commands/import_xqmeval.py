@@ -1,5 +1,6 @@
 """python manage.py import_xqmeval PROJECT DIR [--decisions FILE] [--strict] [--jobs N]"""
 import time
+from concurrent.futures.process import BrokenProcessPool
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -39,6 +40,8 @@ class Command(BaseCommand):
             )
         except ImportRejected as exc:
             raise CommandError(str(exc)) from None
+        except BrokenProcessPool as exc:  # a worker killed (out of memory?): the transaction rolled back
+            raise CommandError(f"an import worker process died ({exc}); nothing was imported: run again with fewer --jobs") from None
         finally:
             bar.close()
         elapsed = time.perf_counter() - started
