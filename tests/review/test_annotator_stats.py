@@ -59,6 +59,18 @@ def test_grouped_statistics_equal_the_computation_over_every_decision(project, l
 # ---- the admin page's figures: live below the limit, what the refresh computed above it ----------------
 
 
+@pytest.fixture
+def large(settings):
+    """Every project counts as large and workers refresh the figures (PostgreSQL only: elsewhere there is
+    no O(1) change token and the page computes the figures on every view)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite computes the figures on every view")
+    settings.REVIEW_FIGURES_LIVE_LIMIT = 1
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+
+
 def test_a_small_project_computes_its_figures_on_every_view(project, languages, annotator_de):
     de = make_candidates(project, languages, "en-de")
     put(de[0], annotator_de, "accept", 4000)
@@ -71,13 +83,7 @@ def test_a_small_project_computes_its_figures_on_every_view(project, languages, 
     assert selectors.decision_figures(project, now=now).annotators == selectors.exact_annotator_stats(project, now=now)
 
 
-def test_a_large_project_shows_the_last_computed_figures_with_a_live_last_hour(project, languages, annotator_de, settings):
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite computes the figures on every view (no O(1) change token)")
-    settings.REVIEW_FIGURES_LIVE_LIMIT = 1  # every project counts as large
-    settings.CELERY_TASK_ALWAYS_EAGER = False  # and workers refresh the figures after writes
+def test_a_large_project_shows_the_last_computed_figures_with_a_live_last_hour(project, languages, annotator_de, large):
     de = make_candidates(project, languages, "en-de")
     put(de[0], annotator_de, "accept", 4000, minutes_ago=300)
     put(de[1], annotator_de, "reject", 4000, minutes_ago=300)
@@ -94,15 +100,9 @@ def test_a_large_project_shows_the_last_computed_figures_with_a_live_last_hour(p
     assert again.fresh and [(a["decisions"], a["last_hour"]) for a in again.annotators] == [(3, 1)]
 
 
-def test_changing_a_decision_makes_the_kept_figures_stale(project, languages, annotator_de, settings):
-    from django.db import connection
-
+def test_changing_a_decision_makes_the_kept_figures_stale(project, languages, annotator_de, large):
     from annotation.review import services
 
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite computes the figures on every view")
-    settings.REVIEW_FIGURES_LIVE_LIMIT = 1
-    settings.CELERY_TASK_ALWAYS_EAGER = False
     de = make_candidates(project, languages, "en-de")
     services.submit_decision(annotator_de, de[0].pk, "accept", idempotency_key="first", time_spent_ms=1000)
     selectors.compute_decision_figures(project)
@@ -114,13 +114,7 @@ def test_changing_a_decision_makes_the_kept_figures_stale(project, languages, an
     assert figures.fresh and figures.annotators[0]["accept_percent"] == 0
 
 
-def test_deleting_decisions_makes_the_kept_figures_stale(project, languages, annotator_de, settings):
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite computes the figures on every view")
-    settings.REVIEW_FIGURES_LIVE_LIMIT = 1
-    settings.CELERY_TASK_ALWAYS_EAGER = False
+def test_deleting_decisions_makes_the_kept_figures_stale(project, languages, annotator_de, large):
     de = make_candidates(project, languages, "en-de")
     put(de[0], annotator_de, "accept", 4000)
     put(de[1], annotator_de, "accept", 4000)
@@ -141,17 +135,12 @@ def test_without_workers_a_large_project_computes_its_figures_on_the_page(projec
     assert figures.fresh and [a["decisions"] for a in figures.annotators] == [2]
 
 
-def test_the_admin_page_marks_kept_figures_with_their_time(project, languages, annotator_de, admin_user, settings):
-    from django.db import connection
+def test_the_admin_page_marks_kept_figures_with_their_time(project, languages, annotator_de, admin_user, large):
     from django.test import Client
     from django.urls import reverse
 
     admin_client = Client()
     admin_client.force_login(admin_user)
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite computes the figures on every view")
-    settings.REVIEW_FIGURES_LIVE_LIMIT = 1
-    settings.CELERY_TASK_ALWAYS_EAGER = False
     de = make_candidates(project, languages, "en-de")
     put(de[0], annotator_de, "accept", 4000)
     url = reverse("review:manage", args=[project.name])
