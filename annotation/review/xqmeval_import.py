@@ -80,6 +80,7 @@ def import_xqmeval(
     owner=None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    on_language: Callable[[str, int, int], None] | None = None,
     jobs: int = 1,
 ) -> XQImportResult:
     """Import from a directory (``candidates/`` inside it is used when present) or from uploaded files.
@@ -88,7 +89,8 @@ def import_xqmeval(
     files and candidates, not the release's; all of it in one transaction, so a problem anywhere writes
     nothing. After the first problem nothing more is written, but every file is still read, so the error
     lists every problem. ``jobs`` > 1 reads and checks languages in that many worker processes (pure code:
-    no database) while this process writes the languages read before."""
+    no database) while this process writes the languages read before. ``on_language(language, candidates,
+    problems so far)`` is called as each language is done."""
     if files is None:
         files = read_directory(directory)
     source = str(directory or "upload")
@@ -105,7 +107,9 @@ def import_xqmeval(
     spool, decision_errors = spool_decisions(decisions)
     seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
     with spool:
-        result = _import(project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total)
+        result = _import(
+            project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total, on_language
+        )
     if result.changed:
         # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
         from annotation.models import ReviewDecision
@@ -114,7 +118,9 @@ def import_xqmeval(
     return result
 
 
-def _import(project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total) -> XQImportResult:
+def _import(
+    project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total, on_language
+) -> XQImportResult:
     if on_total is not None:
         on_total(sum(count_rows(g) for g in groups))
     with transaction.atomic():
@@ -159,6 +165,8 @@ def _import(project_name, owner, groups, spool, decision_errors, errors, strict,
                 seconds["write"] += time.perf_counter() - started
             if progress is not None:
                 progress(len(read.candidates))
+            if on_language is not None:
+                on_language(read.language, len(read.candidates), len(errors) + len(decision_errors))
         errors += decision_errors + unmatched_decisions(spool.rest(errors))
         if errors:
             raise ImportRejected(source, errors)

@@ -278,3 +278,15 @@ def test_decisions_imported_after_their_candidates_set_the_status_once(three_lan
     assert ReviewDecision.objects.count() == sum(expected.values())
     out = run("later", str(folder), "--decisions", str(decisions))
     assert ReviewDecision.objects.count() == sum(expected.values()) and "nothing changed" in out
+
+
+@pytest.mark.django_db
+def test_verbosity_2_prints_a_line_per_language(three_languages):
+    folder, decisions = three_languages
+    out = io.StringIO()
+    call_command("import_xqmeval", "lines", str(folder), "--decisions", str(decisions), stdout=out, verbosity=2)
+    lines = [line for line in out.getvalue().splitlines() if "candidates read and checked" in line]
+    assert [line.split(":")[0] for line in lines] == ["de", "ja", "zh"]
+    assert all(line.endswith("written") for line in lines)
+    counts = {line.split(":")[0]: int(line.split()[1]) for line in lines}
+    assert counts["de"] == sum(pq.read_metadata(p).num_rows for p in folder.glob("en-de-*.parquet"))

@@ -33,10 +33,16 @@ class Command(BaseCommand):
             bar.total = n
             bar.refresh()
 
+        def language_done(language: str, candidates: int, problems: int) -> None:
+            if opts["verbosity"] >= 2:  # a line per language under the bar
+                state = f"{problems} problem(s) so far, nothing more is written" if problems else "written"
+                with tqdm.external_write_mode():  # the bar is cleared and redrawn around the line
+                    self.stdout.write(f"{language}: {candidates} candidates read and checked, {state}")
+
         try:
             result = import_xqmeval(
                 opts["project"], opts["directory"], opts["decisions"], strict=opts["strict"], progress=bar.update,
-                on_total=total, jobs=opts["jobs"],
+                on_total=total, on_language=language_done, jobs=opts["jobs"],
             )
         except ImportRejected as exc:
             raise CommandError(str(exc)) from None
