@@ -160,6 +160,18 @@ def insert_dicts(model, rows: Iterable[dict], *, batch_size: int = COPY_BATCH, w
     return copy_rows(model._meta.db_table, columns, (row(complete(values)) for values in rows))
 
 
+def insert_dicts_with_ids(model, rows: list[dict]) -> list[int] | None:
+    """``insert_dicts`` with primary keys drawn from the sequence first (``reserve_ids``), set on the rows
+    and returned in their order, so the caller links other rows to them without reading anything back.
+    None where the backend has no sequences (SQLite): the rows went in without ids; read them back."""
+    reserved = reserve_ids(model, len(rows))
+    if reserved is not None:
+        for row, pk in zip(rows, reserved):
+            row[model._meta.pk.attname] = pk
+    insert_dicts(model, rows, with_ids=reserved is not None)
+    return reserved
+
+
 def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence], *, batch_size: int = COPY_BATCH) -> int:
     """Insert rows of already database-ready values (JSON as text or wrapped, datetimes adapted) into
     ``table``; COPY on PostgreSQL, ``executemany`` in batches elsewhere. Returns the number of rows."""

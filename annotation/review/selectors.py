@@ -399,9 +399,10 @@ def decisions_token() -> tuple | None:
         return tuple(cursor.fetchone())
 
 
-def compute_decision_figures(project: Project, *, now=None) -> DecisionFigures:
-    """Compute the figures now and keep them for the page (the refresh task and a small project's page)."""
-    token = decisions_token()  # before reading: a decision written meanwhile makes the entry stale, not wrong
+def compute_decision_figures(project: Project, *, now=None, token: tuple | None = None) -> DecisionFigures:
+    """Compute the figures now and keep them for the page (the refresh task and a small project's page).
+    ``token``: ``decisions_token()`` as the caller read it before this call."""
+    token = token or decisions_token()  # before reading: a decision written meanwhile makes the entry stale, not wrong
     now = now or timezone.now()
     figures = DecisionFigures(annotator_stats(project, now=now), disagreements(project).count(), now, True)
     if token is not None:
@@ -416,7 +417,7 @@ def decision_figures(project: Project, *, now=None) -> DecisionFigures:
     token = decisions_token()
     entry = cache.get(_figures_key(project)) if token is not None else None
     if entry is None or (entry["token"] != token and (entry["decisions"] < figures_live_limit() or not _refreshed_by_workers())):
-        return compute_decision_figures(project, now=now)
+        return compute_decision_figures(project, now=now, token=token)
     figures: DecisionFigures = entry["figures"]
     last_hour = _last_hour(project, [a["reviewer_id"] for a in figures.annotators], now)
     annotators = [{**a, "last_hour": last_hour.get(a["reviewer_id"], 0)} for a in figures.annotators]

@@ -106,24 +106,9 @@ def import_xqmeval(
     groups, errors = plan_files(files)
     spool, decision_errors = spool_decisions(decisions)
     seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
-    with spool:
-        result = _import(
-            project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total, on_language
-        )
-    if result.changed:
-        # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
-        from annotation.models import ReviewDecision
-
-        bulk.refresh_planner_statistics(GoldSegment, Candidate, ReviewDecision)
-    return result
-
-
-def _import(
-    project_name, owner, groups, spool, decision_errors, errors, strict, jobs, seconds, source, progress, on_total, on_language
-) -> XQImportResult:
     if on_total is not None:
         on_total(sum(count_rows(g) for g in groups))
-    with transaction.atomic():
+    with spool, transaction.atomic():  # the spool's files are deleted however it ends
         project, created = ensure_project(project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
         codes = sorted({direction for g in groups for _, direction, _, _ in g.files})
@@ -146,6 +131,7 @@ def _import(
                 "status": InjectionRun.Status.DONE,
             },
         )
+        units = {code: direction.target.unit for code, direction in directions.items()}  # span unit per direction
         stored_directions = set(GoldSegment.objects.filter(project=project).values_list("direction_id", flat=True).distinct())
         for read in _read_groups(groups, strict, jobs, seconds):
             errors += read.errors
@@ -156,7 +142,7 @@ def _import(
                 started = time.perf_counter()
                 group_directions = sorted({d for d, _ in read.gold})
                 segments, result.segments_created, stored_before = _import_segments(
-                    project, directions, group_directions, read.gold, errors, result.segments_created, stored_directions
+                    project, directions, units, group_directions, read.gold, errors, result.segments_created, stored_directions
                 )
                 if not errors:
                     ids = _import_candidates(run, segments, group_directions, read, decided, result, errors, stored_before)
@@ -174,6 +160,11 @@ def _import(
         run.save(update_fields=["total", "done"])
         for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
             result.status_counts[status] += n
+    if result.changed:
+        # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
+        from annotation.models import ReviewDecision
+
+        bulk.refresh_planner_statistics(GoldSegment, Candidate, ReviewDecision)
     return result
 
 
@@ -209,7 +200,7 @@ def _read_groups(groups: list[FileGroup], strict: bool, jobs: int, seconds: dict
 
 
 def _import_segments(
-    project: Project, directions, group_directions, gold, errors, created: int, stored_directions: set[int]
+    project: Project, directions, units, group_directions, gold, errors, created: int, stored_directions: set[int]
 ) -> tuple[dict, int, bool]:
     """(direction, segment id) -> (gold segment pk, span unit) for one language's gold pairs, new ones
     inserted; also ``created`` + their number, and whether any of them was stored before (only then can
@@ -234,11 +225,7 @@ def _import_segments(
             errors.append(f"segment {direction}#{segment_id} already exists in {project.name} with different text")
     if errors:
         return {}, created, bool(existing)
-    reserved = bulk.reserve_ids(GoldSegment, len(new))
-    if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
-        for row, pk in zip(new, reserved):
-            row["id"] = pk
-    bulk.insert_dicts(GoldSegment, new, with_ids=reserved is not None)
+    reserved = bulk.insert_dicts_with_ids(GoldSegment, new)  # PostgreSQL: nothing is read back
     segments = {key: value[0] for key, value in existing.items()}
     if reserved is not None:
         segments.update(zip(new_keys, reserved))
@@ -249,11 +236,12 @@ def _import_segments(
                 "id", "direction__code", "external_id"
             )
         )
-    unit = {code: directions[code].target.unit for code in group_directions}
-    return {key: (pk, unit[key[0]]) for key, pk in segments.items()}, created + len(new), bool(existing)
+    return {key: (pk, units[key[0]]) for key, pk in segments.items()}, created + len(new), bool(existing)
 
 
-def _import_candidates(run, segments, group_directions, read: GroupRead, decided, result, errors, stored_before: bool) -> dict[tuple, tuple[int, str]]:
+def _import_candidates(
+    run, segments, group_directions, read: GroupRead, decided, result, errors, stored_before: bool
+) -> dict[tuple, tuple[int, str, bool]]:
     """Insert one language's new candidates; returns candidate key -> (pk, status, new) for its decisions."""
     existing = {}
     if stored_before:
@@ -263,7 +251,7 @@ def _import_candidates(run, segments, group_directions, read: GroupRead, decided
                 run=run, segment__direction__code__in=group_directions
             ).values_list("id", "segment_id", "error_type", "position", "text", "span_start", "span_end", "external_id", "status")
         }
-    ids: dict[tuple, tuple[int, str]] = {}
+    ids: dict[tuple, tuple[int, str, bool]] = {}
     new: list[dict] = []
     new_keys: list[tuple] = []
     for xc, (checks, flags) in zip(read.candidates, read.checks):
@@ -307,11 +295,7 @@ def _import_candidates(run, segments, group_directions, read: GroupRead, decided
             result.flagged[flag] += 1
     if errors:
         return {}
-    reserved = bulk.reserve_ids(Candidate, len(new))
-    if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
-        for row, pk in zip(new, reserved):
-            row["id"] = pk
-    bulk.insert_dicts(Candidate, new, with_ids=reserved is not None)
+    reserved = bulk.insert_dicts_with_ids(Candidate, new)  # PostgreSQL: nothing is read back
     result.candidates_created += len(new)
     if reserved is None and new:  # a backend without sequences: read the ids back
         stored = {
