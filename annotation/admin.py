@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
 from annotation.models import (
-    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, ReviewTally, ReviewTallyChange,
+    AuditEvent, LikertRating, RatingItem, ReviewChange, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, ReviewTally, ReviewTallyChange,
     UsedIdempotencyKey,
 )
 from annotation.review.xqmeval_import import import_xqmeval
@@ -94,6 +94,13 @@ class ReviewTallyAdmin(Counters):
 class ReviewTallyChangeAdmin(Counters):
     list_display = ["project_id", "direction_id", "round_number", "status", "reviews", "delta"]
     list_filter = ["round_number", "status"]
+
+
+@admin.register(ReviewChange)
+class ReviewChangeAdmin(Counters):
+    """The review change log (written by triggers, pruned by the agreement refresh)."""
+
+    list_display = ["id", "project_id"]
 
 
 @admin.register(UsedIdempotencyKey)

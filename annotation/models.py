@@ -233,3 +233,15 @@ class ReviewTallyChange(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project_id"])]
+
+
+class ReviewChange(models.Model):
+    """A statement changed rows that the review figures and the agreement report are computed from: written
+    by PostgreSQL triggers (``annotation.review.changes_sql``), insert-only, read as a token by the pages
+    (``annotation.review.changes``). ``project_id`` None: the change may touch every project (a renamed
+    user or language)."""
+
+    project_id = models.BigIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project_id", "id"], name="review_change_by_project")]

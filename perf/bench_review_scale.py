@@ -212,6 +212,34 @@ def time_page_with_workers(project, admin, calls: int = 10) -> dict:
         return {"admin page, with workers": timed(lambda: boss.get(url), calls, 60)}
 
 
+def time_agreement(project, admin, calls: int = 10) -> dict:
+    """The agreement dashboard as it runs with workers. The refresh computes every scope's report once (on
+    a worker; here in this process, with 20 bootstrap resamples: the page's cost does not depend on them);
+    then the page decides from the review change log whether what the cache holds is current. "rows
+    digest" is what every view did before the change log: read every decision and rating of the scope
+    and hash them (it still does for a project under ``REVIEW_FIGURES_LIVE_LIMIT`` rows whose log moved)."""
+    from django.test import Client, override_settings
+    from django.urls import reverse
+
+    from annotation.agreement import refresh
+    from annotation.agreement import selectors as sel
+
+    boss = Client()
+    boss.force_login(admin)
+    url = reverse("agreement:dashboard", kwargs={"project": project.name})
+
+    def page():
+        r = boss.get(url)
+        assert r.status_code == 200 and 'data-state="fresh"' in r.content.decode(), r.status_code
+
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False, AGREEMENT_BOOTSTRAP_RESAMPLES=20):
+        out = {"agreement refresh (worker)": timed(lambda: refresh.refresh_project(project.pk), 1, 900)}
+        page()
+        out["agreement page, with workers"] = timed(page, calls, 60)
+        out["rows digest (page before)"] = timed(lambda: sel.report_cache_key(project), 3, 120)
+    return out
+
+
 def print_latencies(latency: dict, baseline: dict, width: int = 20) -> None:
     """A line per call: median, p95 and the ratio of the median to the first size's (when it was measured there)."""
     for name, lat in latency.items():
@@ -384,7 +412,7 @@ def main() -> None:
             refresh = time_figures_refresh(project)
             m = measure(project, annotator, admin, args.calls, args.page_calls, args.admin_calls, args.page_budget_s)
             check_s = check_counters(project, annotator)
-            stats = time_annotator_stats(project) | time_page_with_workers(project, admin)
+            stats = time_annotator_stats(project) | time_page_with_workers(project, admin) | time_agreement(project, admin)
             key = f"{sizes[-1]}+{args.reviewed}"
             report[key] = {"candidates": n, "decisions": decided, "load_s": review_s, "check_s": check_s,
                            "latency": m["latency"] | stats | refresh, "slowest_query": m["slowest_query"]}

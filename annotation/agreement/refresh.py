@@ -35,6 +35,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from annotation.agreement import selectors as sel
+from annotation.review import changes
 from annotation.review import selectors as review_selectors
 from core.models import Project
 
@@ -165,10 +166,14 @@ def refresh_project(project_id: int, *, progress: Callable[[sel.Scope, bool], No
     _update_status(project_id, state="running", started_at=timezone.now())
     started = time.monotonic()
     scopes = sel.dashboard_scopes(project)
-    computed, hits = sel.warm_reports(project, scopes, progress)
+    # The change log's token, read before the rows (a write from now on makes what this run stores stale);
+    # the log's older rows for the project are no longer needed by any token.
+    changes.prune(project_id)
+    token = changes.token(project_id)
+    computed, hits = sel.warm_reports(project, scopes, progress, token=token)
     # the review admin page's figures over every decision (per-annotator statistics, disagreements): above
     # a size the page shows what this run computed rather than a pass over the decisions per view
-    review_selectors.compute_decision_figures(project)
+    review_selectors.compute_decision_figures(project, token=token)
     result = RefreshResult(project_id, len(scopes), computed, hits, round(time.monotonic() - started, 3))
     _update_status(project_id, state="done", last_success_at=timezone.now(), computed=computed, hits=hits, seconds=result.seconds)
     logger.info("agreement refresh of project %s (%s): %d scope(s), %d computed, %d cached, %.1f s",

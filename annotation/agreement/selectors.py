@@ -37,6 +37,8 @@ from annotation.agreement.domain.report import (  # noqa: F401  (the names the v
     compute_report,
 )
 from annotation.models import LikertRating, ReviewDecision
+from annotation.review import changes
+from annotation.review import selectors as review_selectors
 from core import access
 from core.models import Profile, Project
 
@@ -100,10 +102,16 @@ def _cache_seconds() -> int:
     return int(getattr(settings, "AGREEMENT_CACHE_SECONDS", 24 * 3600))
 
 
-def _store(project: Project, langs: frozenset[str] | None, private: bool, key: str, report: dict) -> None:
+def _store(project: Project, langs: frozenset[str] | None, private: bool, key: str, entry: dict) -> None:
+    """Keep ``entry`` (report, computed_at, and the change ``token``, ``options`` and ``rows`` it was
+    computed over) under its digest ``key`` and as the scope's latest."""
     timeout = _cache_seconds()
-    cache.set(key, {"report": report, "computed_at": timezone.now()}, timeout=timeout)
+    cache.set(key, entry, timeout=timeout)
     cache.set(_latest_key(project, langs, private), key, timeout=timeout)
+
+
+def _entry(report: dict, token: tuple | None, options: dict, rows: int) -> dict:
+    return {"report": report, "computed_at": timezone.now(), "token": token, "options": options, "rows": rows}
 
 
 def report_cache_key(project: Project, *, languages: Iterable[str] | None = None, private: bool = True) -> str:
@@ -116,6 +124,7 @@ def project_report(project: Project, *, languages: Iterable[str] | None = None, 
 
     ``languages`` restricts to those target languages (an annotator's view); ``private=False`` leaves out
     the tables that name reviewers. Cached under a digest of the input rows."""
+    token = changes.token(project.pk)  # before the rows: a write made meanwhile leaves the entry stale, not wrong
     key, decisions, ratings, options = _inputs(project, languages, private)
     if use_cache:
         cached = cache.get(key)
@@ -123,7 +132,8 @@ def project_report(project: Project, *, languages: Iterable[str] | None = None, 
             return cached["report"]
     report = compute_report(decisions, ratings, private=private, **options)
     if use_cache:
-        _store(project, frozenset(languages) if languages is not None else None, private, key, report)
+        langs = frozenset(languages) if languages is not None else None
+        _store(project, langs, private, key, _entry(report, token, options, len(decisions) + len(ratings)))
     return report
 
 
@@ -132,19 +142,33 @@ class CachedReport:
     """What the cache holds for a scope: the report of the rows stored now (``fresh``), else the last one
     computed (stale, as of ``computed_at``), else nothing (``report is None``)."""
 
-    key: str  # the key of the current rows' report
+    key: str | None  # the key of the current rows' report (None: not read, the change log answered)
     report: dict[str, list[dict]] | None
     computed_at: datetime | None
     fresh: bool
 
     def again(self) -> CachedReport:
         """Look again for the current rows' report (a refresh that ran in-process may have stored it)."""
-        entry = cache.get(self.key)
+        entry = cache.get(self.key) if self.key else None
         return CachedReport(self.key, entry["report"], entry["computed_at"], True) if entry else self
 
 
 def cached_report(project: Project, scope: Scope) -> CachedReport:
-    """The scope's report from the cache only; never computes (that is the refresh task's job)."""
+    """The scope's report from the cache only; never computes (that is the refresh task's job).
+
+    Whether the cached report is that of the rows stored now: when workers refresh the reports and the
+    database keeps the review change log (PostgreSQL), the log's token answers (a few rows read), and a
+    stale report of a project above ``REVIEW_FIGURES_LIVE_LIMIT`` rows is shown as of its time without
+    reading the rows; otherwise the page reads the rows and compares their digest (exact, linear in them)."""
+    token = changes.token(project.pk)
+    if token is not None and review_selectors.refreshed_by_workers():
+        latest = cache.get(_latest_key(project, scope.languages, scope.private))
+        entry = cache.get(latest) if latest else None
+        if entry is None:
+            return CachedReport(None, None, None, False)  # never computed (or evicted): the refresh will
+        current = entry.get("token") == token and entry.get("options") == bootstrap_options()
+        if current or entry.get("rows", 0) >= review_selectors.figures_live_limit():
+            return CachedReport(None, entry["report"], entry["computed_at"], current)
     key = _inputs(project, scope.languages, scope.private)[0]
     entry = cache.get(key)
     if entry is not None:
@@ -156,12 +180,14 @@ def cached_report(project: Project, scope: Scope) -> CachedReport:
     return CachedReport(key, None, None, False)
 
 
-def warm_reports(project: Project, scopes: Iterable[Scope], progress: Callable[[Scope, bool], None] | None = None) -> tuple[int, int]:
+def warm_reports(project: Project, scopes: Iterable[Scope], progress: Callable[[Scope, bool], None] | None = None,
+                 *, token: tuple | None = None) -> tuple[int, int]:
     """Compute and cache the report of each scope whose current rows have none. Returns (computed, hits).
 
     The rows are read once and narrowed per scope in Python: the same rows in the same order as
     ``_inputs`` reads for that scope, hence the same keys as the pages and ``project_report`` use."""
     options = bootstrap_options()
+    token = changes.token(project.pk) if token is None else token  # before the rows (see changes.token)
     all_decisions, all_ratings = _decision_rows(project, None), _rating_rows(project, None)
     computed = hits = 0
     for scope in scopes:
@@ -169,12 +195,14 @@ def warm_reports(project: Project, scopes: Iterable[Scope], progress: Callable[[
         decisions = all_decisions if langs is None else [d for d in all_decisions if d.language in langs]
         ratings = all_ratings if langs is None else [r for r in all_ratings if r.language in langs]
         key = _digest(project, langs, scope.private, options, decisions, ratings)
-        hit = cache.get(key) is not None
-        if hit:
+        rows = len(decisions) + len(ratings)
+        entry = cache.get(key)
+        hit = entry is not None
+        if hit:  # the same rows again (a change undone, or only other scopes changed): now current for this token
             hits += 1
-            cache.set(_latest_key(project, langs, scope.private), key, timeout=_cache_seconds())
+            _store(project, langs, scope.private, key, {**entry, "token": token, "options": options, "rows": rows})
         else:
-            _store(project, langs, scope.private, key, compute_report(decisions, ratings, private=scope.private, **options))
+            _store(project, langs, scope.private, key, _entry(compute_report(decisions, ratings, private=scope.private, **options), token, options, rows))
             computed += 1
         if progress is not None:
             progress(scope, not hit)

@@ -11,9 +11,9 @@ from django.db.models import Aggregate, Count, Exists, F, FloatField, Func, Inte
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, ReviewTallyChange
+from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
 from annotation.review import domain as rules
-from annotation.review import tally
+from annotation.review import changes, tally
 from core import access
 from core.domain.units import split_units
 from core.models import Language, Project
@@ -384,25 +384,10 @@ def _figures_key(project: Project) -> str:
     return f"review:decision-figures:v1:{project.pk}"
 
 
-def decisions_token() -> tuple | None:
-    """A value that changes whenever any decision is added (its id), changed through the services (the
-    audit event each change writes) or deleted (the review tally's change log, written by the delete
-    triggers): three index or sequence reads on PostgreSQL. None elsewhere (the page then computes)."""
-    if not tally.available():
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT (SELECT MAX(id) FROM {ReviewDecision._meta.db_table}), (SELECT MAX(id) FROM {AuditEvent._meta.db_table}), "
-            f"pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')::regclass)",
-            [ReviewTallyChange._meta.db_table],
-        )
-        return tuple(cursor.fetchone())
-
-
 def compute_decision_figures(project: Project, *, now=None, token: tuple | None = None) -> DecisionFigures:
     """Compute the figures now and keep them for the page (the refresh task and a small project's page).
-    ``token``: ``decisions_token()`` as the caller read it before this call."""
-    token = token or decisions_token()  # before reading: a decision written meanwhile makes the entry stale, not wrong
+    ``token``: ``changes.token(project.pk)`` as the caller read it before this call."""
+    token = token or changes.token(project.pk)  # before reading: a decision written meanwhile makes the entry stale, not wrong
     now = now or timezone.now()
     figures = DecisionFigures(annotator_stats(project, now=now), disagreements(project).count(), now, True)
     if token is not None:
@@ -414,9 +399,9 @@ def compute_decision_figures(project: Project, *, now=None, token: tuple | None 
 def decision_figures(project: Project, *, now=None) -> DecisionFigures:
     """The admin page's per-annotator statistics and disagreement count, bounded in the decisions (above)."""
     now = now or timezone.now()
-    token = decisions_token()
+    token = changes.token(project.pk)
     entry = cache.get(_figures_key(project)) if token is not None else None
-    if entry is None or (entry["token"] != token and (entry["decisions"] < figures_live_limit() or not _refreshed_by_workers())):
+    if entry is None or (entry["token"] != token and (entry["decisions"] < figures_live_limit() or not refreshed_by_workers())):
         return compute_decision_figures(project, now=now, token=token)
     figures: DecisionFigures = entry["figures"]
     last_hour = _last_hour(project, [a["reviewer_id"] for a in figures.annotators], now)
@@ -424,7 +409,7 @@ def decision_figures(project: Project, *, now=None) -> DecisionFigures:
     return DecisionFigures(annotators, figures.disagreements, figures.computed_at, entry["token"] == token)
 
 
-def _refreshed_by_workers() -> bool:
+def refreshed_by_workers() -> bool:
     """Whether the agreement refresh runs on workers after writes (a broker is configured). Without one
     nothing recomputes the figures in the background, so the page does."""
     return not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", True)

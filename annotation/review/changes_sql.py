@@ -1,0 +1,131 @@
+"""The SQL of the review change log (PostgreSQL triggers): one row per statement that changed a row the
+review figures and the agreement report are computed from, naming the project it touched. Django-free: the
+migration installs these strings.
+
+Why: a page that wants to know whether the figures it keeps are still those of the rows stored now would
+otherwise read every decision and rating (seconds at a million decisions). With the log it reads the
+count and the newest id of its project's rows (``annotation.review.changes.token``): any insert, update or
+delete of those rows, by any writer (services, the admin, ``COPY`` imports, raw SQL), adds a row in its own
+transaction, so the token changes when that transaction commits, in whatever order transactions commit.
+
+What the figures read, and the trigger that covers it:
+
+- decisions and Likert ratings: every insert, update and delete (statement-level, one row per project the
+  statement touched);
+- the candidate fields they report (error type, gold flag and answer, segment), rating items (kind,
+  external id, direction, project), round numbers, gold segments' direction and project: updates that
+  change those columns (the frequent status updates of candidates write nothing);
+- user names, direction targets and language codes: a change there is logged for every project (NULL).
+
+A project of a row that no longer resolves (its candidate or item already deleted) is logged as NULL too.
+Rows are insert-only (no contention between reviewers); the agreement refresh prunes each project's rows
+but the newest.
+"""
+from __future__ import annotations
+
+LOG = "annotation_reviewchange"
+DECISION = "annotation_reviewdecision"
+RATING = "annotation_likertrating"
+CANDIDATE = "injection_candidate"
+SEGMENT = "core_goldsegment"
+ITEM = "annotation_ratingitem"
+ROUND = "annotation_reviewround"
+USER = "auth_user"
+DIRECTION = "core_direction"
+LANGUAGE = "core_language"
+
+
+def _log(projects: str) -> str:
+    """Append one row per distinct project of ``projects`` (a SELECT of one column, ``project_id``)."""
+    return f"INSERT INTO {LOG} (project_id) SELECT DISTINCT project_id FROM ({projects}) p;"
+
+
+def _decision_projects(rows: str) -> str:
+    return f"""SELECT s.project_id FROM {rows} d LEFT JOIN {CANDIDATE} c ON c.id = d.candidate_id
+               LEFT JOIN {SEGMENT} s ON s.id = c.segment_id"""
+
+
+def _rating_projects(rows: str) -> str:
+    return f"SELECT i.project_id FROM {rows} r LEFT JOIN {ITEM} i ON i.id = r.item_id"
+
+
+def _both(projects, *tables: str) -> str:
+    return " UNION ALL ".join(projects(t) for t in tables)
+
+
+# name: (table, event, referencing, function body)
+STATEMENT_TRIGGERS = {
+    "xq_change_decision_insert": (DECISION, "INSERT", "REFERENCING NEW TABLE AS new_rows", _log(_decision_projects("new_rows"))),
+    "xq_change_decision_update": (DECISION, "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+                                  _log(_both(_decision_projects, "old_rows", "new_rows"))),
+    "xq_change_decision_delete": (DECISION, "DELETE", "REFERENCING OLD TABLE AS old_rows", _log(_decision_projects("old_rows"))),
+    "xq_change_rating_insert": (RATING, "INSERT", "REFERENCING NEW TABLE AS new_rows", _log(_rating_projects("new_rows"))),
+    "xq_change_rating_update": (RATING, "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+                                _log(_both(_rating_projects, "old_rows", "new_rows"))),
+    "xq_change_rating_delete": (RATING, "DELETE", "REFERENCING OLD TABLE AS old_rows", _log(_rating_projects("old_rows"))),
+}
+
+
+def _update(columns: tuple[str, ...], projects: str) -> str:
+    """Log the projects of the rows whose ``columns`` changed: ``projects`` is a list of SQL expressions over
+    ``o`` (the old row) and ``n`` (the new one)."""
+    changed = " OR ".join(f"o.{c} IS DISTINCT FROM n.{c}" for c in columns)
+    return _log(f"""SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+                    CROSS JOIN LATERAL (VALUES {projects}) v(project_id) WHERE {changed}""")
+
+
+_SEGMENT_PROJECT = f"(SELECT project_id FROM {SEGMENT} WHERE id = %s)"
+
+# Updates of the rows the figures join to that change a reported column. Statement-level like the others,
+# and the columns are compared in the function body, not in a trigger ``WHEN``: a ``WHEN`` would pin the
+# columns, so a later migration that alters one (Django's own on ``auth_user.username``) would fail.
+# name: (table, columns, the projects to log as SQL expressions over o and n)
+UPDATE_TRIGGERS = {
+    "xq_change_candidate": (CANDIDATE, ("error_type", "is_gold", "gold_answer", "segment_id"),
+                            f"({_SEGMENT_PROJECT % 'o.segment_id'}), ({_SEGMENT_PROJECT % 'n.segment_id'})"),
+    "xq_change_segment": (SEGMENT, ("project_id", "direction_id"), "(o.project_id), (n.project_id)"),
+    "xq_change_item": (ITEM, ("project_id", "kind", "external_id", "direction_id"), "(o.project_id), (n.project_id)"),
+    "xq_change_round": (ROUND, ("project_id", "number"), "(o.project_id), (n.project_id)"),
+    "xq_change_user": (USER, ("username",), "(NULL::bigint)"),
+    "xq_change_direction": (DIRECTION, ("target_id",), "(NULL::bigint)"),
+    "xq_change_language": (LANGUAGE, ("code",), "(NULL::bigint)"),
+}
+
+
+def _function(name: str, body: str) -> str:
+    return f"""
+        CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            {body}
+            RETURN NULL;
+        END $$;
+    """
+
+
+def install() -> str:
+    parts = []
+    for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items():
+        parts.append(_function(name, body))
+        parts.append(f"DROP TRIGGER IF EXISTS {name} ON {table};")
+        parts.append(f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();")
+    for name, (table, columns, projects) in UPDATE_TRIGGERS.items():
+        parts.append(_function(name, _update(columns, projects)))
+        parts.append(f"DROP TRIGGER IF EXISTS {name} ON {table};")
+        parts.append(f"CREATE TRIGGER {name} AFTER UPDATE ON {table} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+                     f"FOR EACH STATEMENT EXECUTE FUNCTION {name}();")
+    return "\n".join(parts)
+
+
+def uninstall() -> str:
+    triggers = [(name, spec[0]) for name, spec in {**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS}.items()]
+    return "\n".join(f"DROP TRIGGER IF EXISTS {name} ON {table}; DROP FUNCTION IF EXISTS {name}();" for name, table in triggers)
+
+
+TOKEN = f"SELECT COUNT(*), MAX(id) FROM {LOG} WHERE project_id = %(project)s OR project_id IS NULL"
+
+# Keep the project's newest row, so the token never reads as an earlier one. The rows for every project
+# (NULL: renamed users, languages) stay: pruning them would change every other project's token.
+PRUNE = f"""
+    DELETE FROM {LOG} WHERE project_id = %(project)s
+       AND id < (SELECT MAX(id) FROM {LOG} WHERE project_id = %(project)s)
+"""
