@@ -30,3 +30,10 @@ def prune(project_id: int) -> None:
     if available():
         with connection.cursor() as cursor:
             cursor.execute(changes_sql.PRUNE, {"project": project_id})
+
+
+def forget(project_id: int) -> None:
+    """Delete every log row of a project that no longer exists."""
+    if available():
+        with connection.cursor() as cursor:
+            cursor.execute(changes_sql.FORGET, {"project": project_id})

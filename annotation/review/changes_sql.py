@@ -129,3 +129,5 @@ PRUNE = f"""
     DELETE FROM {LOG} WHERE project_id = %(project)s
        AND id < (SELECT MAX(id) FROM {LOG} WHERE project_id = %(project)s)
 """
+
+FORGET = f"DELETE FROM {LOG} WHERE project_id = %(project)s"
