@@ -23,13 +23,11 @@ but the newest.
 """
 from __future__ import annotations
 
+from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT, drop_trigger, statement_trigger
+
 LOG = "annotation_reviewchange"
-DECISION = "annotation_reviewdecision"
 RATING = "annotation_likertrating"
-CANDIDATE = "injection_candidate"
-SEGMENT = "core_goldsegment"
 ITEM = "annotation_ratingitem"
-ROUND = "annotation_reviewround"
 USER = "auth_user"
 DIRECTION = "core_direction"
 LANGUAGE = "core_language"
@@ -53,14 +51,16 @@ def _both(projects, *tables: str) -> str:
     return " UNION ALL ".join(projects(t) for t in tables)
 
 
+_UPDATE_ROWS = "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"
+
 # name: (table, event, referencing, function body)
 STATEMENT_TRIGGERS = {
     "xq_change_decision_insert": (DECISION, "INSERT", "REFERENCING NEW TABLE AS new_rows", _log(_decision_projects("new_rows"))),
-    "xq_change_decision_update": (DECISION, "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+    "xq_change_decision_update": (DECISION, "UPDATE", _UPDATE_ROWS,
                                   _log(_both(_decision_projects, "old_rows", "new_rows"))),
     "xq_change_decision_delete": (DECISION, "DELETE", "REFERENCING OLD TABLE AS old_rows", _log(_decision_projects("old_rows"))),
     "xq_change_rating_insert": (RATING, "INSERT", "REFERENCING NEW TABLE AS new_rows", _log(_rating_projects("new_rows"))),
-    "xq_change_rating_update": (RATING, "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+    "xq_change_rating_update": (RATING, "UPDATE", _UPDATE_ROWS,
                                 _log(_both(_rating_projects, "old_rows", "new_rows"))),
     "xq_change_rating_delete": (RATING, "DELETE", "REFERENCING OLD TABLE AS old_rows", _log(_rating_projects("old_rows"))),
 }
@@ -92,33 +92,15 @@ UPDATE_TRIGGERS = {
 }
 
 
-def _function(name: str, body: str) -> str:
-    return f"""
-        CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            {body}
-            RETURN NULL;
-        END $$;
-    """
-
-
 def install() -> str:
-    parts = []
-    for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items():
-        parts.append(_function(name, body))
-        parts.append(f"DROP TRIGGER IF EXISTS {name} ON {table};")
-        parts.append(f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();")
-    for name, (table, columns, projects) in UPDATE_TRIGGERS.items():
-        parts.append(_function(name, _update(columns, projects)))
-        parts.append(f"DROP TRIGGER IF EXISTS {name} ON {table};")
-        parts.append(f"CREATE TRIGGER {name} AFTER UPDATE ON {table} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
-                     f"FOR EACH STATEMENT EXECUTE FUNCTION {name}();")
+    parts = [statement_trigger(name, table, event, referencing, body) for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()]
+    parts += [statement_trigger(name, table, "UPDATE", _UPDATE_ROWS, _update(columns, projects))
+              for name, (table, columns, projects) in UPDATE_TRIGGERS.items()]
     return "\n".join(parts)
 
 
 def uninstall() -> str:
-    triggers = [(name, spec[0]) for name, spec in {**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS}.items()]
-    return "\n".join(f"DROP TRIGGER IF EXISTS {name} ON {table}; DROP FUNCTION IF EXISTS {name}();" for name, table in triggers)
+    return "\n".join(drop_trigger(name, spec[0]) for name, spec in {**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS}.items())
 
 
 TOKEN = f"SELECT COUNT(*), MAX(id) FROM {LOG} WHERE project_id = %(project)s OR project_id IS NULL"

@@ -117,20 +117,26 @@ TRIGGERS = {
 }
 
 
+def statement_trigger(name: str, table: str, event: str, referencing: str, body: str) -> str:
+    """The PL/pgSQL function ``name`` running ``body`` and the statement-level AFTER ``event`` trigger on
+    ``table`` that calls it with its transition tables (``referencing``), replacing earlier ones."""
+    return "\n".join([
+        _function(name, body),
+        f"DROP TRIGGER IF EXISTS {name} ON {table};",
+        f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();",
+    ])
+
+
+def drop_trigger(name: str, table: str) -> str:
+    return f"DROP TRIGGER IF EXISTS {name} ON {table}; DROP FUNCTION IF EXISTS {name}();"
+
+
 def install() -> str:
-    parts = []
-    for name, (table, event, referencing, body) in TRIGGERS.items():
-        parts.append(_function(name, body))
-        parts.append(f"DROP TRIGGER IF EXISTS {name} ON {table};")
-        parts.append(f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();")
-    return "\n".join(parts)
+    return "\n".join(statement_trigger(name, table, event, referencing, body) for name, (table, event, referencing, body) in TRIGGERS.items())
 
 
 def uninstall() -> str:
-    return "\n".join(
-        f"DROP TRIGGER IF EXISTS {name} ON {table}; DROP FUNCTION IF EXISTS {name}();"
-        for name, (table, *_rest) in TRIGGERS.items()
-    )
+    return "\n".join(drop_trigger(name, table) for name, (table, *_rest) in TRIGGERS.items())
 
 
 # Move the logged changes into the tally rows: one statement, so a reader (tally rows plus changes, in one
