@@ -4,8 +4,10 @@ One annotator who works on every direction of one project (so every candidate is
 in this process through Django's test client (the whole stack but the network: middleware, session,
 permissions, the API), get-next (POST /api/review/projects/<p>/next/) then submit (POST
 /api/review/decisions/) a few hundred times; then the pages that show review progress: the progress API,
-the review screen (its header counts what is left), the annotator's start page and the admin's project
-page (per-language progress, annotator statistics, rounds). Reported per queue size: median and p95 of
+the review screen (its header counts what is left), the annotator's start page, the admin's review page
+(per-language progress, annotator statistics, rounds), the project page (the pipeline's stages: counts,
+review progress, the adjudication queue, the agreement headline) as the admin and as the annotator see it,
+and the projects list. Reported per queue size: median and p95 of
 each, and the ratio of each median to its median at the smallest size, measured in the same run.
 
 The queue grows between steps: the candidates are topped up with ``INSERT … SELECT generate_series``
@@ -323,6 +325,9 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
         "review screen": (page(me, reverse("review:candidate", args=[project.name, cand]) + f"?round={rnd}"), page_calls),
         "review start page": (page(me, reverse("review:index")), page_calls),
         "admin project page": (page(boss, reverse("review:manage", args=[project.name])), admin_calls),
+        "project page (pipeline), admin": (page(boss, reverse("projects:detail", args=[project.name])), admin_calls),
+        "project page (pipeline), annotator": (page(me, reverse("projects:detail", args=[project.name])), admin_calls),
+        "projects list (home)": (page(boss, "/"), admin_calls),
     }
     from annotation.review import selectors
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from django.db.models import Count
 
+from annotation.review import selectors as review_selectors
 from core import access
 from core import selectors as core_selectors
 from core.models import GoldSegment
-from injection.models import Candidate
 
 
 def project_overview(user) -> list[dict]:
-    """Per project and visible direction: gold segments and candidates by status (two grouped queries per
-    project, whatever the number of directions)."""
+    """Per project and visible direction: gold segments (one grouped query) and candidates by status (the
+    review counters on PostgreSQL, a grouped query elsewhere), whatever the number of directions."""
     languages = set(access.allowed_languages(user).values_list("pk", flat=True))
     rows = []
     for project in core_selectors.visible_projects(user).select_related("source_language").prefetch_related("directions"):
@@ -21,13 +21,7 @@ def project_overview(user) -> list[dict]:
         segments = dict(
             GoldSegment.objects.filter(project=project, direction_id__in=ids).values_list("direction_id").annotate(n=Count("id"))
         )
-        statuses: dict[int, dict[str, int]] = {}
-        for direction_id, status, n in (
-            Candidate.objects.filter(segment__project=project, segment__direction_id__in=ids)
-            .values_list("segment__direction_id", "status")
-            .annotate(n=Count("id"))
-        ):
-            statuses.setdefault(direction_id, {})[status] = n
+        statuses = review_selectors.candidate_statuses(project)  # the review counters: no count of the candidates
         per_direction = [
             {"direction": d.code, "segments": segments.get(d.pk, 0), "candidates": statuses.get(d.pk, {})} for d in directions
         ]

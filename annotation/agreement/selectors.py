@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterable
 
@@ -146,29 +146,34 @@ class CachedReport:
     report: dict[str, list[dict]] | None
     computed_at: datetime | None
     fresh: bool
+    project: Project | None = field(default=None, compare=False, repr=False)  # where the change log answered
+    scope: Scope | None = field(default=None, compare=False, repr=False)
 
     def again(self) -> CachedReport:
         """Look again for the current rows' report (a refresh that ran in-process may have stored it)."""
-        entry = cache.get(self.key) if self.key else None
+        if self.key is None:
+            return cached_report(self.project, self.scope) if self.project is not None else self
+        entry = cache.get(self.key)
         return CachedReport(self.key, entry["report"], entry["computed_at"], True) if entry else self
 
 
 def cached_report(project: Project, scope: Scope) -> CachedReport:
     """The scope's report from the cache only; never computes (that is the refresh task's job).
 
-    Whether the cached report is that of the rows stored now: when workers refresh the reports and the
-    database keeps the review change log (PostgreSQL), the log's token answers (a few rows read), and a
-    stale report of a project above ``REVIEW_FIGURES_LIVE_LIMIT`` rows is shown as of its time without
-    reading the rows; otherwise the page reads the rows and compares their digest (exact, linear in them)."""
+    Whether the cached report is that of the rows stored now: where the database keeps the review change
+    log (PostgreSQL), the log's token answers (a few rows read), and a stale report of a project above
+    ``REVIEW_FIGURES_LIVE_LIMIT`` rows is shown as of its time without reading the rows (a page that asks
+    for a refresh without workers runs it in its request and looks ``again``); otherwise (SQLite, or a
+    smaller project whose log moved) the page reads the rows and compares their digest (exact, linear)."""
     token = changes.token(project.pk)
-    if token is not None and review_selectors.refreshed_by_workers():
+    if token is not None:
         latest = cache.get(_latest_key(project, scope.languages, scope.private))
         entry = cache.get(latest) if latest else None
         if entry is None:
-            return CachedReport(None, None, None, False)  # never computed (or evicted): the refresh will
+            return CachedReport(None, None, None, False, project, scope)  # never computed (or evicted)
         current = entry.get("token") == token and entry.get("options") == bootstrap_options()
         if current or entry.get("rows", 0) >= review_selectors.figures_live_limit():
-            return CachedReport(None, entry["report"], entry["computed_at"], current)
+            return CachedReport(None, entry["report"], entry["computed_at"], current, project, scope)
     key = _inputs(project, scope.languages, scope.private)[0]
     entry = cache.get(key)
     if entry is not None:

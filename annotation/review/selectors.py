@@ -441,6 +441,19 @@ def disagreements(project: Project) -> QuerySet[Candidate]:
     )
 
 
+def candidate_statuses(project: Project) -> dict[int, dict[str, int]]:
+    """Candidates per direction id and status: from the review counters (a few rows) on PostgreSQL, else
+    one grouped count."""
+    if tally.available():
+        return tally.statuses_by_direction(project)
+    out: dict[int, dict[str, int]] = {}
+    for direction_id, status, n in (
+        Candidate.objects.filter(segment__project=project).values_list("segment__direction_id", "status").annotate(n=Count("id")).order_by()
+    ):
+        out.setdefault(direction_id, {})[status] = n
+    return out
+
+
 def round_summaries(project: Project) -> list[dict]:
     """Per round: its sample's size (later rounds), annotator decisions and distinct reviewers."""
     if not tally.available():

@@ -43,15 +43,30 @@ def fold() -> int:
         return cursor.rowcount
 
 
-def units(project: Project) -> list[Unit]:
-    """The project's tally (rows plus changes not yet folded, read in one statement)."""
+def _rows(project: Project) -> list[tuple]:
+    """(direction id, round number, status, reviews, candidates): tally rows plus changes not yet folded,
+    read in one statement."""
     if ReviewTallyChange.objects.filter(project_id=project.pk)[FOLD_AFTER - 1:FOLD_AFTER].exists():
         fold()
     with connection.cursor() as cursor:
         cursor.execute(tally_sql.READ, {"project": project.pk})
-        rows = cursor.fetchall()
+        return cursor.fetchall()
+
+
+def units(project: Project) -> list[Unit]:
+    """The project's tally, one unit per (language, round, status, reviews)."""
+    rows = _rows(project)
     languages = dict(Direction.objects.filter(pk__in={r[0] for r in rows}).values_list("pk", "target__code"))
     return [Unit(languages[d], rnd, status, reviews, n) for d, rnd, status, reviews, n in rows]
+
+
+def statuses_by_direction(project: Project) -> dict[int, dict[str, int]]:
+    """Candidates of the project per direction id and status (round 1 counts every candidate once)."""
+    out: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for direction_id, rnd, status, _reviews, n in _rows(project):
+        if rnd == 1 and n:
+            out[direction_id][status] += n
+    return {d: dict(statuses) for d, statuses in out.items()}
 
 
 def open_in_scope(units_: list[Unit], round_number: int, codes, required: int) -> int:

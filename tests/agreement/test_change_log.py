@@ -244,3 +244,17 @@ def cache_entry(project):
 
     return cache.get(sel.report_cache_key(project))
 
+
+
+def test_without_workers_a_large_projects_page_computes_on_a_miss_then_reads_no_rows(client, world, settings):
+    """No broker: the dashboard's miss runs the refresh in its request and looks again through the log."""
+    settings.REVIEW_FIGURES_LIVE_LIMIT = 1
+    assert settings.CELERY_TASK_ALWAYS_EAGER
+    admin = world.users["admin"]
+    state, _, read = page(client, admin)
+    assert state == "fresh" and read  # the refresh ran here, reading the rows once
+    state, _, read = page(client, admin)
+    assert state == "fresh" and read == []
+    ReviewDecision.objects.filter(candidate=world.de[2], round=world.rounds[1]).update(decision="accept")
+    state, _, read = page(client, admin)
+    assert state == "fresh" and read  # stale by the log: computed again in the request

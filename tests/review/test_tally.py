@@ -44,8 +44,17 @@ def counted_by_tally(project) -> Counter:
     return +Counter({(u.language, u.round_number, u.status, u.reviews): u.candidates for u in tally.units(project)})
 
 
+def statuses_from_rows(project) -> dict:
+    out: dict = {}
+    for c in Candidate.objects.filter(segment__project=project).select_related("segment"):
+        by_status = out.setdefault(c.segment.direction_id, {})
+        by_status[c.status] = by_status.get(c.status, 0) + 1
+    return out
+
+
 def assert_exact(project, users):
     assert counted_by_tally(project) == counted_from_rows(project)
+    assert selectors.candidate_statuses(project) == statuses_from_rows(project)  # the home and project pages
     assert selectors.language_progress(project) == selectors.exact_language_progress(project)
     assert selectors.round_summaries(project) == selectors.exact_round_summaries(project)
     for user in users:

@@ -25,7 +25,7 @@ from exports.models import MetricScore, PseudoTranslation, Release, ScoringJob
 from exports.scores import selectors as scores_selectors
 from exports.scores import tasks as scores_tasks
 from injection import selectors as injection_selectors
-from injection.models import Candidate, InjectionRun
+from injection.models import InjectionRun
 from scoring.registry import all_metrics
 from xqmeval import selectors as site_selectors
 from xqmeval.celery import app
@@ -90,15 +90,11 @@ def corpus_stage(project: Project, visible: set[str] | None) -> Stage:
     return stage
 
 
-def injection_stage(project: Project, visible: set[str] | None, segments: int) -> Stage:
+def injection_stage(project: Project, visible: set[str] | None, segments: int, n_candidates: int) -> Stage:
 
     stage = Stage("injection", "Error injection", 2)
     runs = list(InjectionRun.objects.filter(project=project).order_by("-created_at", "-id")[:5])
     totals = InjectionRun.objects.filter(project=project).aggregate(n=Count("id"))
-    candidates = Candidate.objects.filter(segment__project=project)
-    if visible is not None:
-        candidates = candidates.filter(segment__direction__code__in=visible)
-    n_candidates = candidates.count()
     cost = sum((r.cost_usd for r in InjectionRun.objects.filter(project=project).only("cost_usd")), start=0)
     stage.data = {
         "runs": [{"run": r, "progress": injection_selectors.run_progress(r)} for r in runs],
@@ -132,7 +128,8 @@ def review_stage(project: Project, visible: set[str] | None, candidates: int) ->
     stage.data = {
         "languages": languages,
         "rounds": review_selectors.round_summaries(project) if visible is None else [],  # admins: every language
-        "adjudication_queue": review_selectors.disagreements(project).count() if visible is None else None,
+        # kept by the agreement refresh above a size (as the review admin page shows it), else counted now
+        "adjudication_queue": review_selectors.decision_figures(project).disagreements if visible is None else None,
         "reviewers_per_candidate": project.reviewers_per_candidate,
     }
     pending = sum(row["pending"] for row in languages)
@@ -333,16 +330,18 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     want = (lambda key: only in (None, key))
     stages: list[Stage] = []
     segments_q = GoldSegment.objects.filter(project=project)
-    candidates_q = Candidate.objects.filter(segment__project=project)
     if visible is not None:
         segments_q = segments_q.filter(direction__code__in=visible)
-        candidates_q = candidates_q.filter(segment__direction__code__in=visible)
+    candidates = 0
+    if want("injection") or want("review"):  # from the review counters: a few rows, not a count of the candidates
+        ids = None if visible is None else set(project.directions.filter(code__in=visible).values_list("pk", flat=True))
+        candidates = sum(sum(by_status.values()) for d, by_status in review_selectors.candidate_statuses(project).items() if ids is None or d in ids)
     if want("corpus"):
         stages.append(corpus_stage(project, visible))
     if want("injection"):
-        stages.append(injection_stage(project, visible, segments_q.count()))
+        stages.append(injection_stage(project, visible, segments_q.count(), candidates))
     if want("review"):
-        stages.append(review_stage(project, visible, candidates_q.count()))
+        stages.append(review_stage(project, visible, candidates))
     if want("agreement"):
         stages.append(agreement_stage(project, user))
     if want("benchmark"):
