@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from exports.benchmark import tasks as benchmark_tasks
-from exports.models import BenchmarkBuild, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
+from exports.models import BenchmarkBuild, BenchmarkChange, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
 from exports.release import tasks as release_tasks
 
 
@@ -18,6 +18,16 @@ class ReadOnlyMixin:
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(BenchmarkChange)
+class BenchmarkChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The benchmark change log (written by triggers, pruned by builds): never deleted by hand."""
+
+    list_display = ["id", "project_id"]
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

@@ -171,3 +171,14 @@ class ScoringJob(Job):
     @property
     def percent(self) -> int:
         return 100 if self.status == self.Status.DONE else 0
+
+
+class BenchmarkChange(models.Model):
+    """A statement changed what the benchmark's counts per direction and level are computed from: written
+    by PostgreSQL triggers (``exports.benchmark.changes_sql``), insert-only, read as a token by the pages
+    (``exports.benchmark.selectors.current_level_counts``). ``project_id`` None: every project."""
+
+    project_id = models.BigIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project_id", "id"], name="benchmark_change_by_project")]

@@ -23,7 +23,8 @@ but the newest.
 """
 from __future__ import annotations
 
-from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT, drop_trigger, statement_trigger
+from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT
+from core.triggers_sql import BOTH_ROWS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
 
 LOG = "annotation_reviewchange"
 RATING = "annotation_likertrating"
@@ -34,8 +35,7 @@ LANGUAGE = "core_language"
 
 
 def _log(projects: str) -> str:
-    """Append one row per distinct project of ``projects`` (a SELECT of one column, ``project_id``)."""
-    return f"INSERT INTO {LOG} (project_id) SELECT DISTINCT project_id FROM ({projects}) p;"
+    return log_projects(LOG, projects)
 
 
 def _decision_projects(rows: str) -> str:
@@ -51,18 +51,16 @@ def _both(projects, *tables: str) -> str:
     return " UNION ALL ".join(projects(t) for t in tables)
 
 
-_UPDATE_ROWS = "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"
-
 # name: (table, event, referencing, function body)
 STATEMENT_TRIGGERS = {
-    "xq_change_decision_insert": (DECISION, "INSERT", "REFERENCING NEW TABLE AS new_rows", _log(_decision_projects("new_rows"))),
-    "xq_change_decision_update": (DECISION, "UPDATE", _UPDATE_ROWS,
+    "xq_change_decision_insert": (DECISION, "INSERT", NEW_ROWS, _log(_decision_projects("new_rows"))),
+    "xq_change_decision_update": (DECISION, "UPDATE", BOTH_ROWS,
                                   _log(_both(_decision_projects, "old_rows", "new_rows"))),
-    "xq_change_decision_delete": (DECISION, "DELETE", "REFERENCING OLD TABLE AS old_rows", _log(_decision_projects("old_rows"))),
-    "xq_change_rating_insert": (RATING, "INSERT", "REFERENCING NEW TABLE AS new_rows", _log(_rating_projects("new_rows"))),
-    "xq_change_rating_update": (RATING, "UPDATE", _UPDATE_ROWS,
+    "xq_change_decision_delete": (DECISION, "DELETE", OLD_ROWS, _log(_decision_projects("old_rows"))),
+    "xq_change_rating_insert": (RATING, "INSERT", NEW_ROWS, _log(_rating_projects("new_rows"))),
+    "xq_change_rating_update": (RATING, "UPDATE", BOTH_ROWS,
                                 _log(_both(_rating_projects, "old_rows", "new_rows"))),
-    "xq_change_rating_delete": (RATING, "DELETE", "REFERENCING OLD TABLE AS old_rows", _log(_rating_projects("old_rows"))),
+    "xq_change_rating_delete": (RATING, "DELETE", OLD_ROWS, _log(_rating_projects("old_rows"))),
 }
 
 
@@ -94,22 +92,10 @@ UPDATE_TRIGGERS = {
 
 def install() -> str:
     parts = [statement_trigger(name, table, event, referencing, body) for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()]
-    parts += [statement_trigger(name, table, "UPDATE", _UPDATE_ROWS, _update(columns, projects))
+    parts += [statement_trigger(name, table, "UPDATE", BOTH_ROWS, _update(columns, projects))
               for name, (table, columns, projects) in UPDATE_TRIGGERS.items()]
     return "\n".join(parts)
 
 
 def uninstall() -> str:
     return "\n".join(drop_trigger(name, spec[0]) for name, spec in {**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS}.items())
-
-
-TOKEN = f"SELECT COUNT(*), MAX(id) FROM {LOG} WHERE project_id = %(project)s OR project_id IS NULL"
-
-# Keep the project's newest row, so the token never reads as an earlier one. The rows for every project
-# (NULL: renamed users, languages) stay: pruning them would change every other project's token.
-PRUNE = f"""
-    DELETE FROM {LOG} WHERE project_id = %(project)s
-       AND id < (SELECT MAX(id) FROM {LOG} WHERE project_id = %(project)s)
-"""
-
-FORGET = f"DELETE FROM {LOG} WHERE project_id = %(project)s"

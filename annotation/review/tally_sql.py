@@ -12,6 +12,8 @@ left with it, counted from the rows present then); that holds whichever order a 
 """
 from __future__ import annotations
 
+from core.triggers_sql import drop_trigger, statement_trigger
+
 CANDIDATE = "injection_candidate"
 SEGMENT = "core_goldsegment"
 DECISION = "annotation_reviewdecision"
@@ -45,16 +47,6 @@ def _append(units: str, sign: str) -> str:
     return f"""
         INSERT INTO {CHANGE} ({KEY}, delta)
         SELECT {KEY}, {sign} * COUNT(*) FROM ({units}) u GROUP BY {KEY};
-    """
-
-
-def _function(name: str, body: str) -> str:
-    return f"""
-        CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            {body}
-            RETURN NULL;
-        END $$;
     """
 
 
@@ -115,20 +107,6 @@ TRIGGERS = {
     "xq_tally_sample_insert": (SAMPLE, "INSERT", "REFERENCING NEW TABLE AS new_rows", _append(_SAMPLE_UNITS % "new_rows", "1")),
     "xq_tally_sample_delete": (SAMPLE, "DELETE", "REFERENCING OLD TABLE AS old_rows", _append(_SAMPLE_UNITS % "old_rows", "-1")),
 }
-
-
-def statement_trigger(name: str, table: str, event: str, referencing: str, body: str) -> str:
-    """The PL/pgSQL function ``name`` running ``body`` and the statement-level AFTER ``event`` trigger on
-    ``table`` that calls it with its transition tables (``referencing``), replacing earlier ones."""
-    return "\n".join([
-        _function(name, body),
-        f"DROP TRIGGER IF EXISTS {name} ON {table};",
-        f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();",
-    ])
-
-
-def drop_trigger(name: str, table: str) -> str:
-    return f"DROP TRIGGER IF EXISTS {name} ON {table}; DROP FUNCTION IF EXISTS {name}();"
 
 
 def install() -> str:

@@ -3,16 +3,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.core.cache import cache
 from django.db.models import Count
 
 from annotation.agreement.selectors import project_report
 from core import access
 from core import selectors as core_selectors
+from core.change_log import ChangeLog
 from core.domain.languages import unit_of
 from core.models import GoldSegment, Project
+from exports.benchmark import changes_sql
 from exports.benchmark import domain as merging
 from exports.models import BenchmarkBuild, PseudoTranslation, Release
 from injection.models import Candidate
+
+
+COUNTS_CACHE_SECONDS = 30 * 24 * 3600  # keyed by the change log's token: never stale, only evicted
 
 
 def level_counts(project: Project) -> dict:
@@ -29,6 +35,29 @@ def level_counts(project: Project) -> dict:
     for code, seg_id, level, n in rows:
         per_pair[code].setdefault(seg_id, {})[level] = n
     return merging.counts_table(dict(per_pair), project.max_errors)
+
+
+CHANGES = ChangeLog(changes_sql.LOG)
+
+
+def _counts_key(project: Project, token: tuple) -> str:
+    return f"benchmark:level-counts:v1:{project.pk}:{token[0]}:{token[1]}"
+
+
+def current_level_counts(project: Project) -> dict:
+    """``level_counts`` of the rows stored now, from the cache when the benchmark change log says nothing
+    changed since they were counted (PostgreSQL; a few rows read instead of every pseudo translation),
+    else counted now and kept. The token is read before the rows: a write made meanwhile moves it, so an
+    entry is never found for rows it does not describe."""
+    token = CHANGES.token(project.pk)
+    if token is None:
+        return level_counts(project)
+    key = _counts_key(project, token)
+    counts = cache.get(key)
+    if counts is None:
+        counts = level_counts(project)
+        cache.set(key, counts, timeout=COUNTS_CACHE_SECONDS)
+    return counts
 
 
 def excluded_candidates(project: Project) -> list[dict]:
@@ -284,7 +313,7 @@ def build_summary(build: BenchmarkBuild | None, directions: set[str] | None = No
 def benchmark_page(project: Project, directions: set[str] | None) -> dict:
     """What the project page and the API show: counts (visible directions), latest build, releases,
     excluded candidates and candidates placed by transplanting their edit, by direction."""
-    counts = level_counts(project)
+    counts = current_level_counts(project)
     if directions is not None:
         counts = {d: row for d, row in counts.items() if d in directions}
     levels = sorted({int(k) for row in counts.values() for k in row["levels"]})

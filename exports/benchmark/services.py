@@ -138,8 +138,15 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
             build.pseudo_created = result.pseudo_created
             build.save(update_fields=["done_segments", "rebuilt_segments", "pseudo_created"])
     _refresh_statistics()
-    result.counts = selectors.level_counts(project)
+    result.counts = _final_counts(project)
     return result
+
+
+def _final_counts(project: Project) -> dict:
+    """The counts a build ends with, kept for the pages (``selectors.current_level_counts``); the change
+    log's rows that the build's own writes added are pruned first (its token only needs the newest)."""
+    selectors.CHANGES.prune(project.pk)
+    return selectors.current_level_counts(project)
 
 
 def direction_codes(project: Project) -> list[str]:
@@ -392,7 +399,7 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
     """Close a build whose directions are all merged (the chord's last task): planner statistics for the
     rows just written (the release reads them next), counts per direction and level."""
     _refresh_statistics()
-    counts = selectors.level_counts(build.project)
+    counts = _final_counts(build.project)
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
         missing = sorted(code for code, entry in row.directions.items() if entry.get("status") != "done")

@@ -56,7 +56,7 @@ def release_content(project: Project, version: str, plan: SamplingPlan, progress
     triplet rows are read one direction at a time and the pseudo systems drawn from the triplet ids the
     writer collects, so nothing here holds the release."""
     step = progress or (lambda stage, pct: None)
-    counts = selectors.level_counts(project)
+    counts = selectors.current_level_counts(project)
     directions = selectors.triplet_directions(project)
     if not directions:
         raise ReleaseError(f"project {project.name} has no pseudo translations: run build_benchmark first")
