@@ -8,9 +8,12 @@ against the point-estimate-only baseline (1 resample) measured in the same run:
 - a cache hit: hashing the loaded rows into the cache key (what a dashboard reload pays besides the query);
 
 and, for one language (round 1 and 2 units, gold left out), the vectorised bootstrap of Krippendorff's α against calling the
-``krippendorff`` package once per resample.
+``krippendorff`` package once per resample; and, for the error-type rows over every language (what the
+report's "all languages" rows compute), α with its interval from a reviewers × units matrix (as the
+report did) against from each unit's decisions (as it does), in time and peak memory (``tracemalloc``),
+at ``--languages`` languages with two reviewers of their own each (a 200-language campaign: 400).
 
-Run: ``.venv/bin/python perf/agreement_report.py [--resamples 1000]``
+Run: ``.venv/bin/python perf/agreement_report.py [--resamples 1000] [--languages 200]``
 """
 from __future__ import annotations
 
@@ -34,11 +37,11 @@ LANGS = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 TYPES = ["Addition", "Mistranslation", "Omission", "Untranslated"]
 
 
-def synthetic(seed: int = 0) -> tuple[list[DecisionRow], list[RatingRow]]:
+def synthetic(seed: int = 0, langs: list[str] = LANGS) -> tuple[list[DecisionRow], list[RatingRow]]:
     rng = random.Random(seed)
     decisions, ratings = [], []
     cid = 0
-    for li, lang in enumerate(LANGS):
+    for li, lang in enumerate(langs):
         reviewers = [(100 + 2 * li, f"r{li}a"), (101 + 2 * li, f"r{li}b")]
         for i in range(816):
             cid += 1
@@ -70,6 +73,7 @@ def timed(fn, repeat: int = 1) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--languages", type=int, default=0, help="also time α over every language of this many (0: skip)")
     args = parser.parse_args()
     decisions, ratings = synthetic()
     print(f"rows: {len(decisions)} decisions, {len(ratings)} ratings")
@@ -94,6 +98,44 @@ def main() -> None:
     columns = [c for c in zip(*matrix) if sum(x is not None for x in c) >= 2]
     slow = timed(lambda: ag.bootstrap_ci(columns, lambda cols: ag.krippendorff_alpha([list(r) for r in zip(*cols)], "nominal"), resamples=n, seed=0))
     print(f"α bootstrap, {len(keys)} units, {n} resamples: package per resample {slow:.2f} s, vectorised {fast * 1000:.0f} ms ({slow / fast:.0f}× faster)")
+    if args.languages:
+        all_languages(args.languages, n)
+
+
+def all_languages(count: int, resamples: int) -> None:
+    import tracemalloc
+
+    from annotation.agreement.domain import statistics as ag
+
+    decisions, _ = synthetic(langs=[f"l{i:03d}" for i in range(count)])
+    rows = [d for d in decisions if d.error_type == TYPES[0] and not d.is_gold]
+    units: dict = {}
+    for d in rows:
+        units.setdefault((d.candidate, d.round_number), {})[d.reviewer] = d.decision
+    keys = sorted(units)
+    reviewers = sorted({d.reviewer for d in rows})
+
+    def from_matrix():
+        matrix = [[units[k].get(r) for k in keys] for r in reviewers]
+        return ag.krippendorff_alpha_ci(matrix, "nominal", ["accept", "reject"], resamples=resamples, seed=0)
+
+    def from_units():
+        return ag.krippendorff_alpha_units_ci([list(units[k].values()) for k in keys], "nominal", ["accept", "reject"], resamples=resamples, seed=0)
+
+    figures = {}
+    for name, fn in (("matrix", from_matrix), ("units", from_units)):
+        tracemalloc.start()
+        start = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        figures[name] = (result, seconds, peak)
+    assert figures["matrix"][0] == figures["units"][0], "the two must give the same interval"
+    (ms, mm), (us, um) = figures["matrix"][1:], figures["units"][1:]
+    print(f"α over {count} languages, one error type ({len(keys):,} units, {len(reviewers)} reviewers, {resamples} resamples): "
+          f"matrix {ms:.2f} s, peak {mm:.0f} MB; per unit {us:.2f} s, peak {um:.0f} MB "
+          f"({ms / us:.1f}× faster, {mm / um:.1f}× less memory; same interval)")
 
 
 if __name__ == "__main__":

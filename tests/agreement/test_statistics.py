@@ -408,3 +408,32 @@ def test_vectorised_kappa_bootstraps_equal_slow_ones(ab, weights, seed):
         ag.round_alignment_ci(first, second, resamples=40, seed=seed),
         ag.bootstrap_ci(list(zip(a, b)), lambda ps: sum(x == y for x, y in ps) / len(ps), resamples=40, seed=seed),
     )
+
+
+@settings(max_examples=150, deadline=None)
+@given(reliability, st.sampled_from(["nominal", "ordinal", "interval", "ratio"]), st.booleans())
+def test_krippendorff_from_units_equals_the_matrix(data, level, with_domain):
+    """The report computes α from each unit's ratings (no raters × units matrix): same value, same interval."""
+    units = [list(column) for column in zip(*data)]
+    domain = list(range(1, 6)) if with_domain else None
+    dense = ag.krippendorff_alpha(data, level, domain)
+    sparse = ag.krippendorff_alpha_units(units, level, domain)
+    assert (dense is None) == (sparse is None)
+    if dense is not None:
+        assert sparse == pytest.approx(dense, abs=1e-12)
+    boot = {"resamples": 50, "seed": 3}
+    assert ag.krippendorff_alpha_units_ci(units, level, domain, **boot) == ag.krippendorff_alpha_ci(data, level, domain, **boot)
+    # who gave a rating does not enter α: shuffling ratings between raters within each unit changes nothing
+    assert ag.krippendorff_alpha_units([u[::-1] for u in units], level, domain) == sparse
+
+
+def test_krippendorff_from_units_labels_and_errors():
+    units = [["accept", "accept"], ["reject", "reject"], ["accept", "reject"], ["accept"], [None, "reject"]]
+    matrix = [[u[i] if i < len(u) else None for u in units] for i in range(2)]
+    assert ag.krippendorff_alpha_units(units, "nominal", ["accept", "reject"]) == pytest.approx(
+        ag.krippendorff_alpha(matrix, "nominal", ["accept", "reject"]), abs=1e-12)
+    assert ag.krippendorff_alpha_units([["accept", "accept"], ["accept"]], "nominal") is None  # no variation
+    with pytest.raises(ValueError, match="not in value_domain"):
+        ag.krippendorff_alpha_units([["accept", "maybe"]], "nominal", ["accept", "reject"])
+    with pytest.raises(ValueError, match="level"):
+        ag.krippendorff_alpha_units(units, "cardinal")

@@ -100,9 +100,10 @@ def _units(rows: list[DecisionRow]) -> dict[tuple[int, int], dict[int, str]]:
 
 def _accept_reject_stats(rows: list[DecisionRow], boot: dict) -> dict:
     units = _units(rows)
-    reviewers = sorted({d.reviewer for d in rows})
+    reviewers = {d.reviewer for d in rows}
     keys = sorted(units)
-    matrix = [[units[k].get(r) for k in keys] for r in reviewers]
+    # α from each unit's decisions, not a reviewers × units matrix: the rows over every language would
+    # make that matrix every reviewer of the campaign × every unit (hundreds × hundreds of thousands).
     unit_lists = [list(units[k].values()) for k in keys]
     multi = [u for u in unit_lists if len(u) >= 2]
     fleiss_units = ag.fleiss_table(multi, [ACCEPT, REJECT], unequal="modal")[0].shape[0] if multi else 0
@@ -114,7 +115,7 @@ def _accept_reject_stats(rows: list[DecisionRow], boot: dict) -> dict:
         "reviewers": len(reviewers),
         "accept_rate": sum(d.decision == ACCEPT for d in rows) / len(rows) if rows else None,
         **_ci_columns("percent_agreement", ag.percent_agreement_ci(unit_lists, **boot)),
-        **_ci_columns("krippendorff_alpha", ag.krippendorff_alpha_ci(matrix, "nominal", [ACCEPT, REJECT], **boot)),
+        **_ci_columns("krippendorff_alpha", ag.krippendorff_alpha_units_ci(unit_lists, "nominal", [ACCEPT, REJECT], **boot)),
         **_ci_columns("fleiss_kappa", ag.fleiss_kappa_ci(multi, [ACCEPT, REJECT], "modal", **boot)),
         "fleiss_units": fleiss_units,
     }
