@@ -205,8 +205,7 @@ def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
         raters = sorted({r.rater for i in ids for r in items[i]})
         for j, dim in enumerate(DIMENSIONS):
             per_item = [[r.scores[j] for r in items[i]] for i in ids]
-            by_rater = {i: {r.rater: r.scores[j] for r in items[i]} for i in ids}
-            matrix = [[by_rater[i].get(rater) for i in ids] for rater in raters]
+            by_rater = [list({r.rater: r.scores[j] for r in items[i]}.values()) for i in ids]  # α per item, not raters × items
             rwgs = [ag.rwg(u, SCALE_POINTS) for u in per_item]
             scores = [x for u in per_item for x in u]
             dim_table.append({
@@ -216,7 +215,7 @@ def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
                 "mean_label": ag.mean_defined([sum(u) / len(u) for u in per_item]),
                 **_ci_columns("mean_rwg", ag.mean_rwg_ci(per_item, SCALE_POINTS, **boot)),
                 "share_rwg_at_least_0_7": (sum(v >= 0.7 for v in rwgs if v is not None) / sum(v is not None for v in rwgs)) if any(v is not None for v in rwgs) else None,
-                **_ci_columns("krippendorff_alpha_ordinal", ag.krippendorff_alpha_ci(matrix, "ordinal", list(range(1, SCALE_POINTS + 1)), **boot)),
+                **_ci_columns("krippendorff_alpha_ordinal", ag.krippendorff_alpha_units_ci(by_rater, "ordinal", list(range(1, SCALE_POINTS + 1)), **boot)),
             })
         texts = [[[r.scores[j] for r in items[i]] for j in range(len(DIMENSIONS))] for i in ids]
         composite_table.append({
