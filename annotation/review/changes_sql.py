@@ -24,7 +24,7 @@ but the newest.
 from __future__ import annotations
 
 from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT
-from core.triggers_sql import BOTH_ROWS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
+from core.triggers_sql import BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
 
 LOG = "annotation_reviewchange"
 RATING = "annotation_likertrating"
@@ -91,7 +91,8 @@ UPDATE_TRIGGERS = {
 
 
 def install() -> str:
-    parts = [statement_trigger(name, table, event, referencing, body) for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()]
+    parts = [statement_trigger(name, table, event, referencing, body, INDEX_LOOKUPS)
+             for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()]
     parts += [statement_trigger(name, table, "UPDATE", BOTH_ROWS, _update(columns, projects))
               for name, (table, columns, projects) in UPDATE_TRIGGERS.items()]
     return "\n".join(parts)

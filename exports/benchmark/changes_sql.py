@@ -11,7 +11,7 @@ those of the rows stored now; a build computes them once at its end.
 """
 from __future__ import annotations
 
-from core.triggers_sql import BOTH_ROWS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
+from core.triggers_sql import BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
 
 LOG = "exports_benchmarkchange"
 PSEUDO = "exports_pseudotranslation"
@@ -48,7 +48,7 @@ TRIGGERS = {
 
 
 def install() -> str:
-    return "\n".join(statement_trigger(name, *spec) for name, spec in TRIGGERS.items())
+    return "\n".join(statement_trigger(name, *spec, INDEX_LOOKUPS if spec[0] == PSEUDO else ()) for name, spec in TRIGGERS.items())
 
 
 def uninstall() -> str:
