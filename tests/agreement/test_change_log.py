@@ -258,3 +258,18 @@ def test_without_workers_a_large_projects_page_computes_on_a_miss_then_reads_no_
     ReviewDecision.objects.filter(candidate=world.de[2], round=world.rounds[1]).update(decision="accept")
     state, _, read = page(client, admin)
     assert state == "fresh" and read  # stale by the log: computed again in the request
+
+
+def test_the_log_triggers_look_rows_up_by_key(db):
+    """Each statement's rows are joined to candidates and segments by primary key, never by a scan of the
+    whole table (an import's per-language statements would each read every candidate written before)."""
+    from annotation.review import changes_sql
+    from exports.benchmark import changes_sql as benchmark_sql
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT proname, proconfig FROM pg_proc WHERE proname LIKE 'xq_change_%%' OR proname LIKE 'xq_bench_pseudo_%%'")
+        config = dict(cur.fetchall())
+    joined = [*changes_sql.STATEMENT_TRIGGERS, *(n for n, spec in benchmark_sql.TRIGGERS.items() if spec[0] == benchmark_sql.PSEUDO)]
+    assert set(joined) <= set(config)
+    for name in joined:
+        assert {"enable_hashjoin=off", "enable_mergejoin=off"} <= set(config[name] or []), name
