@@ -54,6 +54,16 @@ def log_projects(log: str, projects: str) -> str:
     return f"INSERT INTO {log} (project_id) SELECT DISTINCT project_id FROM ({projects}) p;"
 
 
+def changed_rows_projects(columns: tuple[str, ...], projects: str) -> str:
+    """In an UPDATE trigger: for each row whose ``columns`` changed, ``projects`` (a VALUES list of SQL
+    expressions over ``o``, the old row, and ``n``, the new one), as a SELECT of ``project_id``. The columns
+    are compared here, not in a trigger ``WHEN``, which would pin them: a later migration altering one
+    (Django's own on ``auth_user.username``) would then fail."""
+    changed = " OR ".join(f"o.{c} IS DISTINCT FROM n.{c}" for c in columns)
+    return f"""SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES {projects}) v(project_id) WHERE {changed}"""
+
+
 def token(log: str) -> str:
     return f"SELECT COUNT(*), MAX(id) FROM {log} WHERE project_id = %(project)s OR project_id IS NULL"
 

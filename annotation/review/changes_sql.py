@@ -24,7 +24,9 @@ but the newest.
 from __future__ import annotations
 
 from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT
-from core.triggers_sql import BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
+from core.triggers_sql import (
+    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, log_projects, statement_trigger,
+)
 
 LOG = "annotation_reviewchange"
 RATING = "annotation_likertrating"
@@ -65,18 +67,12 @@ STATEMENT_TRIGGERS = {
 
 
 def _update(columns: tuple[str, ...], projects: str) -> str:
-    """Log the projects of the rows whose ``columns`` changed: ``projects`` is a list of SQL expressions over
-    ``o`` (the old row) and ``n`` (the new one)."""
-    changed = " OR ".join(f"o.{c} IS DISTINCT FROM n.{c}" for c in columns)
-    return _log(f"""SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
-                    CROSS JOIN LATERAL (VALUES {projects}) v(project_id) WHERE {changed}""")
+    return _log(changed_rows_projects(columns, projects))
 
 
 _SEGMENT_PROJECT = f"(SELECT project_id FROM {SEGMENT} WHERE id = %s)"
 
-# Updates of the rows the figures join to that change a reported column. Statement-level like the others,
-# and the columns are compared in the function body, not in a trigger ``WHEN``: a ``WHEN`` would pin the
-# columns, so a later migration that alters one (Django's own on ``auth_user.username``) would fail.
+# Updates of the rows the figures join to that change a reported column (statement-level like the others).
 # name: (table, columns, the projects to log as SQL expressions over o and n)
 UPDATE_TRIGGERS = {
     "xq_change_candidate": (CANDIDATE, ("error_type", "is_gold", "gold_answer", "segment_id"),

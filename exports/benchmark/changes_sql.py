@@ -11,7 +11,9 @@ those of the rows stored now; a build computes them once at its end.
 """
 from __future__ import annotations
 
-from core.triggers_sql import BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, drop_trigger, log_projects, statement_trigger
+from core.triggers_sql import (
+    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, log_projects, statement_trigger,
+)
 
 LOG = "exports_benchmarkchange"
 PSEUDO = "exports_pseudotranslation"
@@ -25,13 +27,6 @@ def _pseudo_projects(rows: str) -> str:
     return f"SELECT s.project_id FROM {rows} p LEFT JOIN {SEGMENT} s ON s.id = p.segment_id"
 
 
-def _changed(columns: tuple[str, ...], projects: str) -> str:
-    """The rows of an UPDATE whose ``columns`` changed, as ``projects`` (SQL over o and n) per row."""
-    changed = " OR ".join(f"o.{c} IS DISTINCT FROM n.{c}" for c in columns)
-    return f"""SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
-               CROSS JOIN LATERAL (VALUES {projects}) v(project_id) WHERE {changed}"""
-
-
 # name: (table, event, referencing, function body)
 TRIGGERS = {
     "xq_bench_pseudo_insert": (PSEUDO, "INSERT", NEW_ROWS, log_projects(LOG, _pseudo_projects("new_rows"))),
@@ -40,10 +35,10 @@ TRIGGERS = {
     "xq_bench_pseudo_delete": (PSEUDO, "DELETE", OLD_ROWS, log_projects(LOG, _pseudo_projects("old_rows"))),
     "xq_bench_segment_insert": (SEGMENT, "INSERT", NEW_ROWS, log_projects(LOG, "SELECT project_id FROM new_rows")),
     "xq_bench_segment_update": (SEGMENT, "UPDATE", BOTH_ROWS,
-                                log_projects(LOG, _changed(("project_id", "direction_id"), "(o.project_id), (n.project_id)"))),
+                                log_projects(LOG, changed_rows_projects(("project_id", "direction_id"), "(o.project_id), (n.project_id)"))),
     "xq_bench_segment_delete": (SEGMENT, "DELETE", OLD_ROWS, log_projects(LOG, "SELECT project_id FROM old_rows")),
-    "xq_bench_project_levels": (PROJECT, "UPDATE", BOTH_ROWS, log_projects(LOG, _changed(("max_errors",), "(n.id)"))),
-    "xq_bench_direction_code": (DIRECTION, "UPDATE", BOTH_ROWS, log_projects(LOG, _changed(("code",), "(NULL::bigint)"))),
+    "xq_bench_project_levels": (PROJECT, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(("max_errors",), "(n.id)"))),
+    "xq_bench_direction_code": (DIRECTION, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(("code",), "(NULL::bigint)"))),
 }
 
 
