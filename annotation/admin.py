@@ -13,7 +13,9 @@ from annotation.models import (
     UsedIdempotencyKey,
 )
 from annotation.review.xqmeval_import import import_xqmeval
+from annotation.review import domain as rules
 from core.admin import ProjectAdmin as CoreProjectAdmin
+from core.admin_lists import LargeTableAdmin, values_filter
 from core.admin import report_errors
 from core.forms import XQMEvalUploadForm
 from core.models import Project
@@ -36,43 +38,50 @@ class ReviewRoundAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReviewDecision)
-class ReviewDecisionAdmin(ReadOnly):
+class ReviewDecisionAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["candidate", "reviewer", "round", "decision", "reason", "source", "is_final", "time_spent_ms", "updated_at"]
+    list_select_related = ["candidate__segment__direction", "reviewer", "round__project"]
     list_filter = ["candidate__segment__project", "candidate__segment__direction", "decision", "source", "is_final", "round__number"]
     search_fields = ["reviewer__username", "candidate__segment__external_id"]
     raw_id_fields = ["candidate"]
 
 
 @admin.register(ReviewSkip)
-class ReviewSkipAdmin(ReadOnly):
+class ReviewSkipAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["candidate", "reviewer", "round", "reason", "created_at"]
-    list_filter = ["candidate__segment__project", "candidate__segment__direction", "reason"]
+    list_filter = ["candidate__segment__project", "candidate__segment__direction",
+                   values_filter("reason", lambda: sorted(rules.reason_codes(rules.SKIP_REASONS)))]
+    list_select_related = ["candidate__segment__direction", "reviewer", "round__project"]
 
 
 @admin.register(ReviewLock)
-class ReviewLockAdmin(admin.ModelAdmin):
+class ReviewLockAdmin(LargeTableAdmin):
     list_display = ["candidate", "reviewer", "round", "expires_at"]
+    list_select_related = ["candidate__segment__direction", "reviewer", "round__project"]
     list_filter = ["candidate__segment__project", "candidate__segment__direction"]
     raw_id_fields = ["candidate"]
 
 
 @admin.register(RatingItem)
-class RatingItemAdmin(admin.ModelAdmin):
+class RatingItemAdmin(LargeTableAdmin):
     list_display = ["id", "project", "direction", "kind", "system", "external_id"]
+    list_select_related = ["project", "direction"]
     list_filter = ["project", "kind", "direction"]
     raw_id_fields = ["candidate", "pseudo_translation"]
 
 
 @admin.register(LikertRating)
-class LikertRatingAdmin(ReadOnly):
+class LikertRatingAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["item", "rater", "informativeness", "clarity", "plausibility", "faithfulness", "updated_at"]
     list_filter = ["item__project", "item__direction", "item__kind"]
+    list_select_related = ["item", "rater"]
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnly):
+class AuditEventAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["at", "actor", "action", "object_type", "object_id", "old", "new"]
-    list_filter = ["action", "object_type"]
+    list_filter = [values_filter("action", lambda: AuditEvent.ACTIONS)]  # the action names the object's type too
+    list_select_related = ["actor"]
     search_fields = ["object_id", "actor__username"]
 
 
@@ -104,9 +113,10 @@ class ReviewChangeAdmin(Counters):
 
 
 @admin.register(UsedIdempotencyKey)
-class UsedIdempotencyKeyAdmin(ReadOnly):
+class UsedIdempotencyKeyAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["created_at", "kind", "key", "user", "object_id"]
     list_filter = ["kind"]
+    list_select_related = ["user"]
     search_fields = ["key", "user__username"]
 
 

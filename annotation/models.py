@@ -185,6 +185,14 @@ class UsedIdempotencyKey(models.Model):
 class AuditEvent(models.Model):
     """Who changed what, when, from which value to which."""
 
+    # Every action written (``annotation.review.services.audit`` refuses another): the admin's filter lists
+    # these instead of reading the distinct values of a table that grows by one row per decision.
+    ACTIONS = (
+        "adjudication.change", "adjudication.create", "annotator.invite", "annotator.languages", "annotator.password_set",
+        "candidate.status", "decision.change", "decision.create", "plant_gold", "project.pool_rule", "rating.change",
+        "rating.create", "review.skip", "round.close", "round.open",
+    )
+
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     action = models.CharField(max_length=60)
     object_type = models.CharField(max_length=60)

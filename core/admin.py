@@ -11,6 +11,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
+from core.admin_lists import LargeTableAdmin
 from core.corpus.domain import Columns, CorpusError
 from core.forms import CorpusUploadForm
 from core.models import Direction, GoldSegment, Language, Profile, Project
@@ -122,7 +123,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(GoldSegment)
-class GoldSegmentAdmin(admin.ModelAdmin):
+class GoldSegmentAdmin(LargeTableAdmin):
     list_display = ["external_id", "project", "direction", "short_source", "short_reference"]
     list_filter = ["project", "direction"]
     search_fields = ["external_id", "source", "reference"]

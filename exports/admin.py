@@ -3,10 +3,13 @@ releases and pseudo systems. Actions are thin over services; long work goes to t
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.validators import MaxValueValidator
 from django.urls import reverse
 from django.utils.html import format_html
 
+from core.admin_lists import LargeTableAdmin, values_filter
 from exports.benchmark import tasks as benchmark_tasks
+from core.models import Project
 from exports.models import BenchmarkBuild, BenchmarkChange, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
 from exports.release import tasks as release_tasks
 
@@ -31,10 +34,19 @@ class BenchmarkChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return False
 
 
+def levels() -> range:
+    """Every level a project may have: 0 to the largest ``max_errors`` a project accepts."""
+    field = Project._meta.get_field("max_errors")
+    return range(0, max(v.limit_value for v in field.validators if isinstance(v, MaxValueValidator)) + 1)
+
+
+LevelFilter = values_filter("level", levels)
+
+
 @admin.register(PseudoTranslation)
-class PseudoTranslationAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class PseudoTranslationAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_display = ("id", "segment", "direction", "level", "mqm_penalty", "types", "flags", "marked_text")
-    list_filter = ("segment__project", "segment__direction", "level")
+    list_filter = ("segment__project", "segment__direction", LevelFilter)
     search_fields = ("marked_text", "segment__external_id", "key")
     list_select_related = ("segment__direction",)
     raw_id_fields = ("segment",)
@@ -55,8 +67,9 @@ class PseudoTranslationAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(MergedSegment)
-class MergedSegmentAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MergedSegmentAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_display = ("segment", "pseudo_count", "fingerprint", "built_at")
+    list_select_related = ("segment__direction",)
     list_filter = ("segment__project", "segment__direction")
     raw_id_fields = ("segment",)
 
@@ -128,9 +141,14 @@ class PseudoSystemAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(MetricScore)
-class MetricScoreAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MetricScoreAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_display = ("release", "metric", "direction", "triplet_id", "level", "score")
-    list_filter = ("release__project", "release", "metric", "direction", "level")
+    list_filter = (
+        "release__project", "release",
+        values_filter("metric", lambda: sorted(set(ScoringJob.objects.values_list("metric", flat=True)))),  # one job per metric and direction
+        "direction", LevelFilter,
+    )
+    list_select_related = ("release__project", "direction")
     search_fields = ("triplet_id",)
     readonly_fields = ("release", "metric", "direction", "triplet_id", "level", "score", "signature")
 

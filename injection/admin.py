@@ -6,9 +6,28 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html
 
+from core.admin_lists import LargeTableAdmin, values_filter
+from core.domain.edit_types import EDIT_TYPES
 from injection import services, tasks
 from injection.domain.checks import CHECKS
 from injection.models import Candidate, InjectionItem, InjectionRun
+
+
+def error_type_names() -> list[str]:
+    """The registered edit types and those any run asked for (a few rows): not the candidates' values."""
+    names = {name for _, name in EDIT_TYPES}
+    for types in InjectionRun.objects.values_list("error_types", flat=True):
+        names.update(t for t in types or [] if isinstance(t, str))
+    return sorted(names)
+
+
+def run_backends() -> list[str]:
+    """A candidate's backend is its run's (rule, openai, vllm, batch, import, gold): read from the runs."""
+    return sorted(set(InjectionRun.objects.values_list("backend", flat=True)))
+
+
+ErrorTypeFilter = values_filter("error_type", error_type_names, "error type")
+BackendFilter = values_filter("backend", run_backends)
 
 
 class FlagFilter(admin.SimpleListFilter):
@@ -67,9 +86,14 @@ class InjectionRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(InjectionItem)
-class InjectionItemAdmin(admin.ModelAdmin):
+class InjectionItemAdmin(LargeTableAdmin):
     list_display = ("id", "run", "segment", "kind", "error_type", "position", "status", "attempts", "retryable", "error")
-    list_filter = ("run__project", "segment__direction", "status", "kind", "error_type", "position", "retryable")
+    list_filter = (
+        "run__project", "segment__direction", "status",
+        values_filter("kind", lambda: Candidate.Kind.choices), ErrorTypeFilter,
+        values_filter("position", lambda: Candidate.Position.choices), "retryable",
+    )
+    list_select_related = ("run__project", "segment__direction")
     search_fields = ("error",)
     raw_id_fields = ("run", "segment", "candidate")
     actions = ["retry"]
@@ -84,9 +108,10 @@ class InjectionItemAdmin(admin.ModelAdmin):
 
 
 @admin.register(Candidate)
-class CandidateAdmin(admin.ModelAdmin):
+class CandidateAdmin(LargeTableAdmin):
     list_display = ("id", "segment", "kind", "error_type", "position", "status", "span", "edit_text", "flag_list", "backend", "model")
-    list_filter = ("run__project", "segment__direction", "status", "kind", "error_type", "position", FlagFilter, "backend")
+    list_filter = ("run__project", "segment__direction", "status", "kind", ErrorTypeFilter, "position", FlagFilter, BackendFilter)
+    list_select_related = ("segment__direction",)
     search_fields = ("text", "edit_text", "segment__external_id")
     raw_id_fields = ("run", "segment")
     readonly_fields = ("checks", "flags", "raw_output", "prompt_version", "sampling", "prompt_tokens", "completion_tokens", "cost_usd")

@@ -43,6 +43,12 @@ DIRECTIONS = ["en-de", "en-ru", "en-zh", "en-ja", "en-cs", "en-fr", "en-hi", "en
 ERROR_TYPES = ["Mistranslation", "Omission", "Addition", "Untranslated"]
 POSITIONS = ["head", "tail"]
 PER_SEGMENT = len(ERROR_TYPES) * len(POSITIONS)
+ADMIN_LISTS = [
+    ("candidates", "/admin/injection/candidate/"),
+    ("review decisions", "/admin/annotation/reviewdecision/"),
+    ("gold segments", "/admin/core/goldsegment/"),
+    ("audit events", "/admin/annotation/auditevent/"),
+]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -329,6 +335,13 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
         "project page (pipeline), annotator": (page(me, reverse("projects:detail", args=[project.name])), admin_calls),
         "projects list (home)": (page(boss, "/"), admin_calls),
     }
+    # The Django admin's lists of the tables that grow with the data (as the admin, a superuser, sees them): the first
+    # page, and the same filtered to one direction.
+    direction = project.directions.order_by("code").first()
+    for label, url in ADMIN_LISTS:
+        pages[f"admin list: {label}"] = (page(boss, url), admin_calls)
+    pages["admin list: candidates of 1 direction"] = (
+        page(boss, f"/admin/injection/candidate/?segment__direction__id__exact={direction.pk}"), admin_calls)
     from annotation.review import selectors
 
     codes = selectors.language_codes(annotator)

@@ -67,6 +67,8 @@ class Conflict(ReviewError):
 
 
 def audit(actor, action: str, obj, old=None, new=None) -> AuditEvent:
+    if action not in AuditEvent.ACTIONS:
+        raise ValueError(f"audit action {action!r} is not in AuditEvent.ACTIONS")
     return AuditEvent.objects.create(
         actor=actor if getattr(actor, "is_authenticated", False) else None,
         action=action,
