@@ -44,6 +44,25 @@ def _counts_key(project: Project, token: tuple) -> str:
     return f"benchmark:level-counts:v1:{project.pk}:{token[0]}:{token[1]}"
 
 
+def _segments_key(project: Project, token: tuple) -> str:
+    return f"benchmark:segment-counts:v1:{project.pk}:{token[0]}:{token[1]}"
+
+
+def segment_counts(project: Project) -> dict[int, int]:
+    """Gold segments per direction id of ``project`` (the corpus figures of the project page and the
+    projects list). The benchmark change log has a row for every insert and delete of a gold segment and
+    every move to another project or direction, so while its token stands the counts kept under it are
+    those of the rows (a grouped count of 200,000 segments is ≈ 0.1 s a view); elsewhere counted now."""
+    token = CHANGES.token(project.pk)
+    key = None if token is None else _segments_key(project, token)
+    counts = None if key is None else cache.get(key)
+    if counts is None:
+        counts = dict(GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by())
+        if key is not None:
+            cache.set(key, counts, timeout=COUNTS_CACHE_SECONDS)
+    return counts
+
+
 def current_level_counts(project: Project) -> dict:
     """``level_counts`` of the rows stored now, from the cache when the benchmark change log says nothing
     changed since they were counted (PostgreSQL; a few rows read instead of every pseudo translation),

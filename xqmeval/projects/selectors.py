@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Count, Max
 
 from core import access
-from core.models import GoldSegment, Project
+from core.models import Project
 from annotation.agreement import refresh
 from annotation.agreement import selectors as agreement
 from annotation.agreement import tasks as agreement_tasks
@@ -80,8 +80,8 @@ def _directions(project: Project, visible: set[str] | None) -> list:
 
 def corpus_stage(project: Project, visible: set[str] | None) -> Stage:
     stage = Stage("corpus", "Corpus", 1)
-    counts = dict(GoldSegment.objects.filter(project=project).values_list("direction__code").annotate(n=Count("id")).order_by())
-    rows = [{"direction": d.code, "segments": counts.get(d.code, 0)} for d in _directions(project, visible)]
+    counts = benchmark_selectors.segment_counts(project)
+    rows = [{"direction": d.code, "segments": counts.get(d.pk, 0)} for d in _directions(project, visible)]
     stage.data = {"rows": rows, "total": sum(r["segments"] for r in rows)}
     empty = [r["direction"] for r in rows if not r["segments"]]
     stage.state = "done" if rows and not empty else ("partial" if stage.data["total"] else "todo")
@@ -329,9 +329,6 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     visible = benchmark_selectors.visible_directions(user, project)
     want = (lambda key: only in (None, key))
     stages: list[Stage] = []
-    segments_q = GoldSegment.objects.filter(project=project)
-    if visible is not None:
-        segments_q = segments_q.filter(direction__code__in=visible)
     candidates = 0
     if want("injection") or want("review"):  # from the review counters: a few rows, not a count of the candidates
         ids = None if visible is None else set(project.directions.filter(code__in=visible).values_list("pk", flat=True))
@@ -339,7 +336,10 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     if want("corpus"):
         stages.append(corpus_stage(project, visible))
     if want("injection"):
-        stages.append(injection_stage(project, visible, segments_q.count(), candidates))
+        per_direction = benchmark_selectors.segment_counts(project)
+        codes = {d.pk: d.code for d in project.directions.all()}
+        segments = sum(n for pk, n in per_direction.items() if visible is None or codes.get(pk) in visible)
+        stages.append(injection_stage(project, visible, segments, candidates))
     if want("review"):
         stages.append(review_stage(project, visible, candidates))
     if want("agreement"):
