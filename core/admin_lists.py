@@ -9,46 +9,11 @@ ten to a hundred times larger.
 """
 from __future__ import annotations
 
-import json
 from typing import Callable, Iterable
 
-from django.conf import settings
 from django.contrib import admin
-from django.core.paginator import Paginator
-from django.db import connections
-from django.utils.functional import cached_property
 
-# Below this many rows (the planner's estimate) a list counts its rows exactly: a count of that many rows
-# by an index takes milliseconds. Above it the list shows the estimate, marked "about".
-EXACT_COUNT_BELOW = 50_000
-
-
-def planner_rows(queryset) -> int | None:
-    """The query planner's estimate of the rows ``queryset`` returns (PostgreSQL's ``EXPLAIN``: no row is
-    read), or None on a database that gives none."""
-    if connections[queryset.db].vendor != "postgresql":
-        return None
-    plan = json.loads(queryset.order_by().explain(format="json"))
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
-class EstimatedCountPaginator(Paginator):
-    """A paginator whose count is exact for small results and the planner's estimate for large ones.
-
-    ``estimated`` tells the template to say "about". The estimate of an unfiltered table comes from the
-    table's statistics (within a few per cent after ANALYZE); a filtered one may be further off, which is
-    why it is labelled and why a filter that narrows the list below the threshold gets an exact count."""
-
-    estimated = False
-
-    @cached_property
-    def count(self) -> int:
-        limit = getattr(settings, "ADMIN_EXACT_COUNT_BELOW", EXACT_COUNT_BELOW)
-        guess = planner_rows(self.object_list) if hasattr(self.object_list, "explain") else None
-        if guess is None or guess < limit:
-            return super().count
-        self.estimated = True
-        return guess
+from core.paging import EstimatedCountPaginator
 
 
 class LargeTableAdmin(admin.ModelAdmin):

@@ -112,7 +112,11 @@ class Candidate(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(span_end__gte=models.F("span_start")), name="candidate_span_ordered"),
         ]
-        indexes = [models.Index(fields=["status", "error_type"])]
+        indexes = [
+            models.Index(fields=["status", "error_type"]),
+            # the flagged candidates only (most pass every check): flag counts and flag filters read these
+            models.Index(fields=["run"], condition=~models.Q(flags=[]), name="candidate_flagged"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.segment} {self.error_type}/{self.position}"

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from django.core.exceptions import EmptyResultSet
+from django.db import connections
 from django.db.models import QuerySet
 
 from core import access
@@ -27,17 +29,34 @@ def filter_candidates(qs: QuerySet[Candidate], *, flag: str = "", direction: str
         qs = qs.filter(error_type=error_type)
     if flag:
         # `flags` is a JSON list of names; matching the quoted name works on SQLite and PostgreSQL alike.
-        qs = qs.filter(flags__icontains=f'"{flag}"')
+        # The "flagged" condition lets the database read the flagged candidates' index, not every candidate.
+        qs = qs.exclude(flags=[]).filter(flags__icontains=f'"{flag}"')
     if clean:
         qs = qs.filter(flags=[])
     return qs
 
 
 def flag_counts(qs: QuerySet[Candidate]) -> list[tuple[str, int]]:
+    """(flag, candidates) of ``qs``, most frequent first. Reads only the flagged candidates (the partial
+    index ``candidate_flagged``: most candidates pass every check), and on PostgreSQL counts them in the
+    database: a run page of 1.6 M candidates read every candidate's flags into Python, ≈ 10 s a view."""
+    flagged = qs.exclude(flags=[]).order_by()
+    if connections[qs.db].vendor == "postgresql":
+        try:
+            sql, params = flagged.values("flags").query.sql_with_params()
+        except EmptyResultSet:  # .none(), an empty __in: nothing to count
+            return []
+        with connections[qs.db].cursor() as cursor:
+            cursor.execute(
+                f"SELECT name, COUNT(*) FROM ({sql}) AS c CROSS JOIN LATERAL jsonb_array_elements_text(c.flags) AS name "
+                "GROUP BY name ORDER BY 2 DESC, 1",
+                params,
+            )
+            return [(name, int(n)) for name, n in cursor.fetchall()]
     counts: Counter = Counter()
-    for flags in qs.values_list("flags", flat=True):
+    for flags in flagged.values_list("flags", flat=True):
         counts.update(flags or [])
-    return counts.most_common()
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def run_progress(run: InjectionRun) -> dict:

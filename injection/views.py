@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_POST
 from core import access
 from core.domain.params import id_param
 from core.models import Project
+from core.paging import EstimatedCountPaginator
 from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
@@ -113,7 +113,7 @@ def candidates(request):
         error_type=request.GET.get("type", ""), run=id_param(run_id),
         clean=request.GET.get("clean") == "1",
     )
-    page = Paginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))
+    page = EstimatedCountPaginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))  # no COUNT of millions
     rows = [(candidate, selectors.marked_parts(candidate)) for candidate in page]
     return render(request, "injection/candidates.html", {
         "page": page, "rows": rows, "flags": selectors.flag_counts(qs), "query": _without_page(request.GET),

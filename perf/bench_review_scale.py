@@ -131,7 +131,8 @@ def top_up(project, directions, run, candidates: int) -> float:
                     checks, flags, status, status_reason, is_gold, gold_answer, created_at, segment_id, run_id)
                 SELECT s.external_id || '-' || t || '-' || p, 'error', t, p, 'major',
                        'eins ZWEI drei vier fuenf ' || s.external_id, 1, 2, 'ZWEI', 'rule', '', 'v1', '{{}}'::jsonb, '', 0, 0, 0,
-                       '{{}}'::jsonb, '[]'::jsonb, %s, '', false, '', now(), s.id, %s
+                       '{{}}'::jsonb, CASE WHEN s.id %% 7 = 0 THEN '["length_ratio"]' ELSE '[]' END::jsonb, %s, '', false, '',
+                       now(), s.id, %s
                 FROM core_goldsegment s, unnest({types}) AS t, unnest({positions}) AS p
                 WHERE s.project_id = %s AND s.id > (SELECT COALESCE(MAX(segment_id), 0) FROM injection_candidate WHERE run_id = %s)
                 ORDER BY s.id, t, p""",
@@ -342,6 +343,13 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
         pages[f"admin list: {label}"] = (page(boss, url), admin_calls)
     pages["admin list: candidates of 1 direction"] = (
         page(boss, f"/admin/injection/candidate/?segment__direction__id__exact={direction.pk}"), admin_calls)
+    # The injection run's page (its flag counts) and the candidate list; one candidate in 7 is flagged.
+    from injection.models import InjectionRun
+
+    run = InjectionRun.objects.filter(project=project).order_by("pk").first()
+    pages["injection run page"] = (page(boss, reverse("injection:run", args=[run.pk])), admin_calls)
+    pages["candidate list (injection)"] = (page(boss, reverse("injection:candidates")), admin_calls)
+    pages["agreement annotators page"] = (page(boss, reverse("agreement:annotators", args=[project.name])), admin_calls)
     from annotation.review import selectors
 
     codes = selectors.language_codes(annotator)

@@ -13,6 +13,7 @@ from annotation.models import AuditEvent, ReviewDecision, ReviewRound, ReviewSki
 from annotation.review import domain as rules
 from annotation.review import services
 from core.admin_lists import LargeTableAdmin
+from core.paging import EstimatedCountPaginator
 from core.models import GoldSegment
 from exports.models import PseudoTranslation
 from injection.models import Candidate, InjectionRun
@@ -123,7 +124,7 @@ def test_large_lists_show_the_estimate_and_count_nothing(client, admin_user, pro
     add_candidates(project, languages["en-de"], 300)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE injection_candidate")
-    with override_settings(ADMIN_EXACT_COUNT_BELOW=100), CaptureQueriesContext(connection) as queries:
+    with override_settings(LIST_EXACT_COUNT_BELOW=100), CaptureQueriesContext(connection) as queries:
         response = client.get("/admin/injection/candidate/")
     cl = response.context["cl"]
     assert cl.paginator.estimated and 250 <= cl.result_count <= 350  # the planner's estimate after ANALYZE
@@ -131,9 +132,12 @@ def test_large_lists_show_the_estimate_and_count_nothing(client, admin_user, pro
     assert re.search(rf"about</span> {cl.result_count} candidates", paginator)
     assert not [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper() and "injection_candidate" in q["sql"]]
     # narrowed by a filter below the threshold: counted exactly
-    with override_settings(ADMIN_EXACT_COUNT_BELOW=100):
+    with override_settings(LIST_EXACT_COUNT_BELOW=100):
         narrowed = client.get(f"/admin/injection/candidate/?segment__direction__id__exact={languages['en-de'].pk}&error_type=Omission")
     assert not narrowed.context["cl"].paginator.estimated
+    for nothing in (Candidate.objects.none(), Candidate.objects.filter(pk__in=[])):
+        paginator = EstimatedCountPaginator(nothing, 10)
+        assert paginator.count == 0 and not paginator.estimated
 
 
 def test_large_admins_are_the_growing_tables():

@@ -146,3 +146,32 @@ def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(client, a
     page = response.content.decode()
     assert response.status_code == 200 and 'class="field has-error"' in page and 'class="error" role="alert"' in page
     assert not InjectionRun.objects.exists()
+
+
+def test_flag_counts_are_the_flags_of_the_listed_candidates(client, admin_user, project, segments):
+    """The run page's and the candidate list's flag counts (counted in the database on PostgreSQL, from the
+    flagged candidates only) equal a count of every candidate's flags, per run and per filter."""
+    from collections import Counter
+
+    from injection import selectors
+
+    run = _rule_run(project)
+    other = _rule_run(project, name="other run")
+    flags = [["length_ratio"], ["length_ratio", "single_region"], ["candidate_language"], [], ["single_region"]]
+    for i, candidate in enumerate(Candidate.objects.order_by("id")):
+        candidate.flags = flags[i % len(flags)]
+        candidate.save(update_fields=["flags"])
+
+    def python_counts(qs):
+        counts = Counter(name for fl in qs.values_list("flags", flat=True) for name in fl)
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+    for qs in (Candidate.objects.all(), Candidate.objects.filter(run=run), Candidate.objects.filter(run=other),
+               selectors.filter_candidates(Candidate.objects.all(), flag="single_region"),
+               selectors.filter_candidates(Candidate.objects.all(), direction="en-zh", run=run.pk)):
+        assert selectors.flag_counts(qs) == python_counts(qs) and python_counts(qs)
+    assert selectors.flag_counts(Candidate.objects.none()) == selectors.flag_counts(Candidate.objects.filter(pk__in=[])) == []
+    client.force_login(admin_user)
+    page = client.get(reverse("injection:run", args=[run.pk])).content.decode()
+    for name, n in selectors.flag_counts(Candidate.objects.filter(run=run)):
+        assert f"flag={name}\">{name}</a>: {n}</li>" in page
