@@ -116,6 +116,8 @@ class Candidate(models.Model):
             models.Index(fields=["status", "error_type"]),
             # the flagged candidates only (most pass every check): flag counts and flag filters read these
             models.Index(fields=["run"], condition=~models.Q(flags=[]), name="candidate_flagged"),
+            # the planted gold items only (a few per cent): the annotator-quality page's gold overview
+            models.Index(fields=["segment"], condition=models.Q(is_gold=True), name="candidate_gold"),
         ]
 
     def __str__(self) -> str:

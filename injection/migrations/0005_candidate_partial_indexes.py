@@ -15,4 +15,8 @@ class Migration(migrations.Migration):
             model_name='candidate',
             index=models.Index(condition=models.Q(('flags', []), _negated=True), fields=['run'], name='candidate_flagged'),
         ),
+        migrations.AddIndex(
+            model_name='candidate',
+            index=models.Index(condition=models.Q(('is_gold', True)), fields=['segment'], name='candidate_gold'),
+        ),
     ]
