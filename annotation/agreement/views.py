@@ -23,6 +23,7 @@ from annotation.review import gold
 from core import access, selectors
 from core.domain.plotting import empty as empty_plot
 from core.models import Project
+from core.svg_cache import cached_svg
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 REFRESH_SECONDS = 10  # how often a page waiting for the current report reloads itself
@@ -162,7 +163,7 @@ def plot(request, project: str, plot: str):
     if private and not scope.private:
         raise PermissionDenied("this plot names reviewers and is for admins")
     report = _shown_report(project_obj, scope).report
-    body = draw(report) if report is not None else empty_plot("being computed: reload the page in a moment")
+    body = cached_svg(f"agreement-{plot}", draw, report) if report is not None else empty_plot("being computed: reload the page in a moment")
     response = HttpResponse(body, content_type="image/svg+xml")
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from core import access
 from core.http import redirect_next
 from core.models import Project
+from core.svg_cache import cached_svg
 from exports.benchmark import plots, selectors, tasks
 
 
@@ -48,4 +49,4 @@ def build(request, project: str):
 def counts_plot(request, project: str):
     project_obj, directions = visible_project_and_directions(request, project)
     counts = selectors.benchmark_page(project_obj, directions)["counts"]
-    return HttpResponse(plots.level_counts(counts), content_type="image/svg+xml")
+    return HttpResponse(cached_svg("level-counts", plots.level_counts, counts), content_type="image/svg+xml")

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from core.access import allowed_languages, is_admin, require_admin
 from core.http import redirect_next
+from core.svg_cache import cached_svg
 from exports.models import Release
 from exports.scores import plots, selectors, tasks
 from exports.scores.domain import ScoringError
@@ -110,4 +111,5 @@ def trend_plot(request, release_id: int):
         if not selectors.known_metric(release, metric):
             raise Http404(f"no scores of metric {metric!r} in this release")
         table = {"metric": metric, "better": "", "levels": [], "rows": []}  # a metric with no scores (yet): the empty state
-    return HttpResponse(plots.score_trend(table["metric"], table["better"], table["levels"], table["rows"]), content_type="image/svg+xml")
+    svg = cached_svg("score-trend", plots.score_trend, table["metric"], table["better"], table["levels"], table["rows"])
+    return HttpResponse(svg, content_type="image/svg+xml")
