@@ -155,6 +155,27 @@ class MetricScore(models.Model):
         indexes = [models.Index(fields=["release", "metric", "direction"])]
 
 
+class ScoreSummary(models.Model):
+    """Per release, metric, direction and level: how many scores there are and their sum. Written with the
+    scores, in their transaction (``exports.scores.services.summarize_scores``, called by the ingest), so
+    the pages read these few rows instead of a grouped pass over the scores (hundreds of millions at
+    FLORES size).
+    A re-ingest replaces them: new ids, so the newest id and the count also key what is computed from
+    the scores (the meta-evaluation's cache)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="score_summaries")
+    metric = models.CharField(max_length=80)
+    direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
+    level = models.PositiveSmallIntegerField(null=True, blank=True)
+    n = models.PositiveIntegerField()
+    total = models.FloatField(help_text="the sum of the scores (their mean is total / n)")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["release", "metric", "direction", "level"], name="score_summary_unique")
+        ]
+
+
 class ScoringJob(Job):
     """One (release, metric, direction) task on the gpu queue."""
 

@@ -3,6 +3,7 @@
 negated); cross-lingual CV is computed on the metric's own scale."""
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Mapping
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from exports.metaeval import domain as metaeval
 from exports.models import MetricScore, PseudoSystem, Release
+from exports.scores.selectors import scored_directions, scores_digest
 from scoring.registry import MetricError, get_metric
 
 
@@ -101,7 +103,7 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             cv = metaeval.coefficient_of_variation(list(per_dir.values())) if len(per_dir) >= 2 else None
             result["cv"].append({"level": level, "cv": cv, "directions": len(per_dir), "std": "sample"})
 
-    all_directions = set(MetricScore.objects.filter(release=release).values_list("direction__code", flat=True).distinct())
+    all_directions = scored_directions(release)
     multi: list[metaeval.SystemMeans] = []
     if mono and visible in (None, all_directions):
         # one system at a time, kept as its per-direction means (a few floats): the same numbers as the
@@ -112,7 +114,12 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
                 break
             multi.append(metaeval.system_means(system, oriented))
     if multi:
-        study = metaeval.multilingual_study_of_means(multi, metaeval.lgn_from_systems(mono, oriented), variant)
+        try:
+            lgn = metaeval.lgn_from_systems(mono, oriented)
+        except ValueError as exc:  # a direction whose systems all score the same: LGN is undefined
+            result["multilingual_error"] = str(exc)
+            return result
+        study = metaeval.multilingual_study_of_means(multi, lgn, variant)
         result["multilingual"] = {
             "repetitions": study.repetitions,
             "tau_plain": study.tau_plain,
@@ -131,11 +138,10 @@ HEADLINE_PENDING_SECONDS = 600
 
 
 def headline_key(release: Release, metric: str) -> str:
-    """Keyed by the scores it is computed from: new or re-ingested scores give a new key, never a stale one."""
-    from django.db.models import Count, Max
-
-    row = MetricScore.objects.filter(release=release, metric=metric).aggregate(n=Count("id"), last=Max("id"))
-    return f"metaeval:headline:v1:{release.pk}:{metric}:{row['n']}:{row['last']}"
+    """Keyed by the scores it is computed from: new or re-ingested scores give a new key, never a stale one
+    (the ingest's summaries: a few rows, not the scores)."""
+    n, last = scores_digest(release, metric)
+    return f"metaeval:headline:v2:{release.pk}:{metric}:{n}:{last}"
 
 
 def cached_headline(release: Release, metric: str) -> dict | None:
@@ -174,3 +180,38 @@ def compute_headline(release: Release, metric: str) -> dict:
     cache.set(key, headline, timeout=HEADLINE_CACHE_SECONDS)
     cache.delete(f"{key}:pending")
     return headline
+
+
+# ---- the meta-evaluation page's result (cached; computed by a task where a worker runs) -----------------
+
+RESULT_PENDING_SECONDS = 1800
+
+
+def result_key(release: Release, metric: str, variant: str, directions: list[str] | None) -> str:
+    """Keyed by the scores (as ``headline_key``), the τ variant and the directions the viewer may see."""
+    n, last = scores_digest(release, metric)
+    scope = "all" if directions is None else hashlib.sha256(",".join(sorted(directions)).encode()).hexdigest()[:16]
+    return f"metaeval:result:v1:{release.pk}:{metric}:{variant}:{scope}:{n}:{last}"
+
+
+def cached_meta_evaluation(release: Release, metric: str, variant: str, directions: list[str] | None) -> dict | None:
+    """What ``compute_meta_evaluation`` kept for these scores, or None."""
+    from django.core.cache import cache
+
+    return cache.get(result_key(release, metric, variant, directions))
+
+
+def compute_meta_evaluation(release: Release, metric: str, variant: str, directions: list[str] | None) -> dict:
+    """``release_meta_evaluation``, kept in the cache under the scores' key (``{"error": …}`` when it
+    cannot be computed). A pass over every score of the metric: 11 s for 27 directions here, minutes at
+    FLORES size, which is why the page asks a worker for it (``exports.metaeval_result``)."""
+    from django.core.cache import cache
+
+    key = result_key(release, metric, variant, directions)
+    try:
+        result = release_meta_evaluation(release, metric, directions=directions, variant=variant)
+    except MetaEvaluationError as exc:
+        result = {"error": str(exc)}
+    cache.set(key, result, timeout=HEADLINE_CACHE_SECONDS)
+    cache.delete(f"{key}:pending")
+    return result

@@ -22,3 +22,21 @@ def request_headline(release: Release, metric: str) -> None:
     key = selectors.headline_key(release, metric)
     if cache.add(f"{key}:pending", True, timeout=selectors.HEADLINE_PENDING_SECONDS):
         metaeval_headline_task.delay(release.pk, metric)
+
+
+@shared_task(name="exports.metaeval_result", **RETRY)
+def metaeval_result_task(release_id: int, metric: str, variant: str, directions: list[str] | None) -> None:
+    """The meta-evaluation page's result of one metric, variant and scope, into the cache."""
+    selectors.compute_meta_evaluation(Release.objects.get(pk=release_id), metric, variant, directions)
+
+
+def request_result(release: Release, metric: str, variant: str, directions: list[str] | None) -> None:
+    """Queue the page's computation once per key (page views while it runs find the pending key)."""
+    key = selectors.result_key(release, metric, variant, directions)
+    if cache.add(f"{key}:pending", True, timeout=selectors.RESULT_PENDING_SECONDS):
+        metaeval_result_task.delay(release.pk, metric, variant, directions)
+
+
+def queued() -> bool:
+    """Whether tasks go to a worker (a broker is configured) rather than run in-process."""
+    return not metaeval_result_task.app.conf.task_always_eager

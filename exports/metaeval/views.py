@@ -8,9 +8,13 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
 from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
-from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
+from exports.metaeval import selectors, tasks
 from exports.models import Release
+from exports.scores.selectors import scores_digest
 from exports.scores.views import visible_directions
+
+
+POLL_SECONDS = 5
 
 
 @login_required
@@ -23,13 +27,22 @@ def metaeval_page(request, release_id: int):
     metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "b")
     if variant not in TAU_STATISTICS:
         variant = "b"
-    try:
-        result = release_meta_evaluation(release, metric, directions=visible, variant=variant)
-    except MetaEvaluationError as exc:
-        raise Http404(str(exc)) from None
-    rows = [{**row, "system": result["system_level"].get(row["direction"])} for row in result["triplet_level"]]
+    scope = sorted(visible) if visible is not None else None
+    # A pass over every score of the metric (minutes at FLORES size): kept in the cache under the scores'
+    # key, computed by a worker where one runs (the page polls meanwhile), else here.
+    result = selectors.cached_meta_evaluation(release, metric, variant, scope)
+    computing = False
+    if result is None and tasks.queued() and scores_digest(release, metric)[0]:
+        tasks.request_result(release, metric, variant, scope)
+        computing = True
+    elif result is None:
+        result = selectors.compute_meta_evaluation(release, metric, variant, scope)
+    if result is not None and "error" in result:
+        raise Http404(result["error"])
+    rows = [] if computing else [{**row, "system": result["system_level"].get(row["direction"])} for row in result["triplet_level"]]
     return render(
         request,
         "scores/metaeval.html",
-        {"release": release, "result": result, "rows": rows, "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS], "variant": variant, "label": STATISTIC_LABELS[variant], "metric": metric},
+        {"release": release, "result": result, "rows": rows, "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS],
+         "variant": variant, "label": STATISTIC_LABELS[variant], "metric": metric, "computing": computing, "poll_seconds": POLL_SECONDS},
     )

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Avg, Count
+from django.db.models import Max, Sum
 
-from exports.models import MetricScore, Release, ScoringJob
+from exports.models import Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError
 from scoring.registry import MetricError, get_metric
 
@@ -76,6 +76,28 @@ def job_states(*, release: Release, app) -> list[JobState]:
 
 
 
+def scored_metrics(releases, directions: set[str] | None = None) -> list[dict]:
+    """Per release (newest first) and metric: the scores ingested (``n``) and the newest summary id
+    (``last``: a re-ingest writes new summaries), from ``ScoreSummary``; ``directions`` limits them."""
+    qs = ScoreSummary.objects.filter(release__in=releases)
+    if directions is not None:
+        qs = qs.filter(direction__code__in=directions)
+    return list(
+        qs.values("release_id", "release__version", "metric").annotate(n=Sum("n"), last=Max("id")).order_by("-release_id", "metric")
+    )
+
+
+def scores_digest(release: Release, metric: str) -> tuple[int, int]:
+    """(scores, newest summary id) of one metric on a release: changes with every ingest of it."""
+    row = ScoreSummary.objects.filter(release=release, metric=metric).aggregate(n=Sum("n"), last=Max("id"))
+    return int(row["n"] or 0), int(row["last"] or 0)
+
+
+def scored_directions(release: Release) -> set[str]:
+    """The directions with scores of any metric on the release."""
+    return set(ScoreSummary.objects.filter(release=release).values_list("direction__code", flat=True).distinct())
+
+
 def known_metric(release: Release, metric: str) -> bool:
     """A metric of the registry, or one this release has scoring jobs for."""
     try:
@@ -86,16 +108,16 @@ def known_metric(release: Release, metric: str) -> bool:
 
 
 def score_table(release: Release, directions: list[str] | None = None) -> list[dict]:
-    """Mean score per metric, direction and level (k), plus the mean over all levels, for the UI.
+    """Mean score per metric, direction and level (k), plus the mean over all levels, for the UI: from the
+    summaries the ingest wrote (``ScoreSummary``), not a pass over the scores.
 
     ``directions`` limits the rows (annotators see only their languages)."""
-    qs = MetricScore.objects.filter(release=release)
+    qs = ScoreSummary.objects.filter(release=release)
     if directions is not None:
         qs = qs.filter(direction__code__in=directions)
-    agg = qs.values("metric", "direction__code", "level").annotate(mean=Avg("score"), n=Count("id"))
     table: dict[str, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
-    for row in agg:
-        table[row["metric"]][row["direction__code"]][row["level"]] = (row["mean"], row["n"])
+    for metric, code, level, n, total in qs.values_list("metric", "direction__code", "level", "n", "total"):
+        table[metric][code][level] = (total / n, n)  # n ≥ 1: a summary row is written for scores only
     levels = sorted({lvl for m in table.values() for d in m.values() for lvl in d if lvl is not None})
     out = []
     for metric in sorted(table, key=str.lower):

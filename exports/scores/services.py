@@ -13,10 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Count, Sum
 
 from core import bulk
 from core.models import Direction
-from exports.models import MetricScore, Release, ScoringJob
+from exports.models import MetricScore, Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError, open_part  # noqa: F401  (ScoringError: raised here, caught by callers)
 from exports.scores.selectors import JobState, backend_state, scores_dir
 from scoring.registry import MetricError, MetricSpec, get_metric
@@ -127,4 +128,22 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
                 for row in rows
             ])
             stored += len(rows)
+        summarize_scores(release, metric=metric, direction=direction)  # with the scores, in their transaction
     return stored
+
+
+def summarize_scores(release: Release, *, metric: str | None = None, direction: Direction | None = None) -> int:
+    """Write the ``ScoreSummary`` rows of the release's scores (of one metric and direction when given) from
+    the scores stored now, replacing the old ones: one grouped pass over those scores, by their index. The
+    ingest calls it for each part file; whatever else writes scores calls it after them. Returns the rows
+    written."""
+    scores = MetricScore.objects.filter(release=release)
+    summaries = ScoreSummary.objects.filter(release=release)
+    if metric is not None:
+        scores, summaries = scores.filter(metric=metric), summaries.filter(metric=metric)
+    if direction is not None:
+        scores, summaries = scores.filter(direction=direction), summaries.filter(direction=direction)
+    with transaction.atomic():
+        summaries.delete()
+        rows = scores.values("metric", "direction_id", "level").annotate(n=Count("id"), total=Sum("score")).order_by("metric", "direction_id", "level")
+        return len(ScoreSummary.objects.bulk_create(ScoreSummary(release=release, **row) for row in rows))

@@ -5,6 +5,7 @@ from core.models import Direction, Project
 from exports.benchmark.services import build_benchmark
 from exports.models import MetricScore, Release
 from tests.exports.conftest import import_languages
+from exports.scores.services import summarize_scores
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 
@@ -48,6 +49,7 @@ def scored(project, languages):
             for k in range(6)
             for i in range(3)
         )
+    summarize_scores(release)  # as the ingest does
     return release
 
 
@@ -96,5 +98,6 @@ def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(clien
     assert svg_texts(response.content.decode()) == ["no chrF++ scores yet"]
     # scores without a level (nothing to put on the x axis): the same
     MetricScore.objects.create(release=release, metric="chrF++", direction=Direction.objects.get(code="en-de"), triplet_id="t", level=None, score=50.0)
+    summarize_scores(release)
     assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()) == ["no chrF++ scores yet"]
     assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "nope"}).status_code == 404

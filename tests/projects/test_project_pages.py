@@ -297,6 +297,7 @@ def test_running_stage_polls_and_a_finished_one_does_not(client, admin_user, pro
 
 def _scored_release(project, languages, tmp_path):
     from exports.models import MetricScore, Release
+    from exports.scores.services import summarize_scores
 
     release = Release.objects.create(project=project, version="t1", status="ready", path=str(tmp_path))
     rows = []
@@ -306,6 +307,7 @@ def _scored_release(project, languages, tmp_path):
                 score = 100 - slope * level + seg  # falls with the level: τ is positive
                 rows.append(MetricScore(release=release, metric="chrF++", direction=languages[code], triplet_id=f"{code}/{seg}/{level}", level=level, score=score))
     MetricScore.objects.bulk_create(rows)
+    summarize_scores(release)  # as the ingest does
     return release
 
 

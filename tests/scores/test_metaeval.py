@@ -10,6 +10,7 @@ from scipy import stats
 from core.models import Direction
 from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem, Release
+from exports.scores.services import summarize_scores
 
 pytestmark = pytest.mark.django_db
 
@@ -44,6 +45,7 @@ def scored(project, languages):
                 release=release, project=project, kind="multilingual", name=f"multi/s{s}/r{r}", repetition=r, seed=r,
                 human_score=-5.0 * (kde + kzh) / 2, triplet_ids=ids[("en-de", kde)] + ids[("en-zh", kzh)],
             )
+    summarize_scores(release)  # as the ingest does
     return release
 
 
@@ -121,3 +123,88 @@ def test_tie_calibrated_acc23_on_command_and_page(scored, client, admin_user):
     assert "variant=acc23-tc" in page and "variant=23-tc" in page
     page = client.get(url, {"metric": "MetricX-23", "variant": "acc23-tc"}).content.decode()
     assert "<strong>acc23, tie-calibrated (WMT23 segment level)</strong>" in page and "<th>ε</th>" in page
+
+
+def test_page_keeps_its_result_until_the_scores_change(client, scored, admin_user, annotator_de, tmp_path):
+    """Without a worker the page computes the result once per scores, variant and scope, then reads it
+    from the cache (no score is read); a new ingest of the metric changes the key."""
+    import re
+
+    from django.core.cache import cache
+    from django.db import connection
+    from django.db.models import F
+    from django.test.utils import CaptureQueriesContext
+
+    from exports.metaeval import selectors as metaeval_selectors
+
+    cache.clear()
+    url = f"/scores/{scored.pk}/metaeval/"
+    client.force_login(admin_user)
+    first = client.get(url, {"metric": "chrF++"}).content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get(url, {"metric": "chrF++"}).content.decode()
+    cells = lambda page: re.findall(r"<td>(.*?)</td>", page)  # noqa: E731 (the page differs by its CSP nonce)
+    assert cells(again) == cells(first) and "en-zh" in cells(again)
+    assert not [q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_metricscore"', q["sql"])]
+    assert metaeval_selectors.cached_meta_evaluation(scored, "chrF++", "b", None) is not None
+    assert metaeval_selectors.cached_meta_evaluation(scored, "chrF++", "c", None) is None  # per variant
+    client.force_login(annotator_de)  # another scope: its own entry, its directions only
+    mine = client.get(url, {"metric": "chrF++"}).content.decode()
+    assert "en-de" in mine and "<td>en-zh</td>" not in mine
+    assert metaeval_selectors.cached_meta_evaluation(scored, "chrF++", "b", ["en-de"]) is not None
+    # the scores change (a re-ingest writes new summaries): the kept result is not found any more
+    de = Direction.objects.get(code="en-de")
+    MetricScore.objects.filter(release=scored, metric="chrF++", direction=de).update(score=F("score") * 0.5)
+    summarize_scores(scored, metric="chrF++", direction=de)
+    assert metaeval_selectors.cached_meta_evaluation(scored, "chrF++", "b", None) is None
+    client.force_login(admin_user)
+    changed = client.get(url, {"metric": "chrF++"}).content.decode()
+    assert cells(changed) != cells(first)
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_page_asks_a_worker_when_one_runs(client, scored, admin_user, redis_url):
+    import redis as redis_lib
+    from django.core.cache import cache
+
+    from exports.metaeval import selectors as metaeval_selectors
+    from exports.metaeval.tasks import metaeval_result_task
+    from xqmeval.celery import app
+
+    cache.clear()
+    client.force_login(admin_user)
+    url = f"/scores/{scored.pk}/metaeval/?metric=chrF%2B%2B"
+    redis_lib.Redis.from_url(redis_url).delete("default")
+    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.conf.update(broker_url=redis_url, task_always_eager=False)
+    try:
+        page = client.get(url).content.decode()
+        again = client.get(url).content.decode()
+    finally:
+        app._pool = None
+        app.amqp._producer_pool = None
+        app.conf.update(saved)
+    assert "Being computed by a worker" in page and f'hx-get="{url}" hx-trigger="every 5s"' in page
+    assert "Being computed by a worker" in again and "Triplet-level" not in again
+    queued = redis_lib.Redis.from_url(redis_url).lrange("default", 0, -1)
+    assert sum(b"exports.metaeval_result" in m for m in queued) == 1  # the second view queued nothing more
+    redis_lib.Redis.from_url(redis_url).delete("default")
+    metaeval_result_task.apply((scored.pk, "chrF++", "b", None))  # what the worker runs
+    assert metaeval_selectors.cached_meta_evaluation(scored, "chrF++", "b", None) is not None
+    done = client.get(url).content.decode()
+    assert "Triplet-level" in done and "Being computed" not in done and "hx-trigger" not in done
+
+
+def test_page_says_why_lgn_is_undefined_instead_of_failing(client, scored, admin_user):
+    """A direction whose monolingual systems all score the same has no LGN (no spread to normalise by):
+    the page says so in the multilingual section and shows the rest."""
+    MetricScore.objects.filter(release=scored, metric="chrF++", direction__code="en-de").update(score=50.0)
+    summarize_scores(scored)
+    client.force_login(admin_user)
+    response = client.get(f"/scores/{scored.pk}/metaeval/", {"metric": "chrF++"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Not computed: en-de: LGN needs at least two distinct scores" in page and "<td>en-zh</td>" in page

@@ -14,6 +14,7 @@ from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem
 from exports.release import services
 from tests.exports.conftest import import_languages
+from exports.scores.services import summarize_scores
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
@@ -64,6 +65,7 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
             for r in table for metric, sign in (("chrF++", 1.0), ("MetricX-23", -1.0))
         ]
     MetricScore.objects.bulk_create(scores, batch_size=5000)
+    summarize_scores(release)  # as the ingest does
     assert PseudoSystem.objects.filter(release=release, kind="multilingual").count() == 10 * 6
     for metric, variant in (("chrF++", "b"), ("MetricX-23", "c"), ("chrF++", "acc23-tc")):
         got = release_meta_evaluation(release, metric, variant=variant)

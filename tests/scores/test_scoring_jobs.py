@@ -109,6 +109,54 @@ def test_ingest_streams_in_batches_and_a_late_bad_row_keeps_the_previous_scores(
     assert sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score")) == before
 
 
+def summaries_of(release) -> dict:
+    from exports.models import ScoreSummary
+
+    return {(m, d, lvl): (n, pytest.approx(t)) for m, d, lvl, n, t in
+            ScoreSummary.objects.filter(release=release).values_list("metric", "direction__code", "level", "n", "total")}
+
+
+def grouped_scores(release) -> dict:
+    from django.db.models import Count, Sum
+
+    return {(r["metric"], r["direction__code"], r["level"]): (r["n"], r["total"]) for r in
+            MetricScore.objects.filter(release=release).values("metric", "direction__code", "level").annotate(n=Count("id"), total=Sum("score")).order_by()}
+
+
+def test_score_summaries_follow_every_ingest(release, languages):
+    """The pages' per-level figures (ScoreSummary) equal a grouped pass over the scores after an ingest, a
+    re-ingest with other scores, a failed ingest (both left as they were) and another metric's ingest."""
+    path = write_part(release, "chrF++", "en-de")
+    services.ingest_part(release, "chrF++", languages["en-de"], path)
+    assert summaries_of(release) == grouped_scores(release) and len(summaries_of(release)) == 6
+    write_part(release, "chrF++", "en-de", scores=[float(i) for i in range(48)])
+    services.ingest_part(release, "chrF++", languages["en-de"], path)
+    assert summaries_of(release) == grouped_scores(release)
+    before = summaries_of(release)
+    write_part(release, "chrF++", "en-de", scores=[1.0] * 47 + [float("nan")])
+    with pytest.raises(ScoringError):
+        services.ingest_part(release, "chrF++", languages["en-de"], path)
+    assert summaries_of(release) == before == grouped_scores(release)
+    services.ingest_part(release, "TER", languages["en-zh"], write_part(release, "TER", "en-zh"))
+    assert summaries_of(release) == grouped_scores(release) and {k[0] for k in summaries_of(release)} == {"chrF++", "TER"}
+
+
+def test_score_pages_read_the_summaries_not_the_scores(client, admin_user, release, languages):
+    import re
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for d in ("en-de", "en-zh"):
+        services.ingest_part(release, "chrF++", languages[d], write_part(release, "chrF++", d))
+    client.force_login(admin_user)
+    for url in (f"/scores/{release.pk}/", f"/projects/{release.project.name}/"):
+        client.get(url)
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        assert not [q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_metricscore"', q["sql"])], url
+
+
 def test_ingest_refuses_a_file_of_another_metric(release, languages):
     path = write_part(release, "TER", "en-de")
     with pytest.raises(ScoringError, match="holds metric 'TER'"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db.models import Count, Max
+from django.db.models import Count
 
 from core import access
 from core.models import Project
@@ -21,7 +21,7 @@ from exports.benchmark import selectors as benchmark_selectors
 from exports.benchmark.services import pool_queryset
 from exports.metaeval import selectors as metaeval
 from exports.metaeval import tasks as metaeval_tasks
-from exports.models import MetricScore, PseudoTranslation, Release, ScoringJob
+from exports.models import PseudoTranslation, Release, ScoringJob
 from exports.scores import selectors as scores_selectors
 from exports.scores import tasks as scores_tasks
 from injection import selectors as injection_selectors
@@ -248,10 +248,7 @@ def scores_stage(project: Project, *, admin: bool, visible: set[str] | None = No
                     for j in ScoringJob.objects.filter(release=release).select_related("direction").order_by("metric", "direction__code")]
         else:
             jobs = []  # jobs are admin work, as on the scores page
-        scores = MetricScore.objects.filter(release=release)
-        if visible is not None:
-            scores = scores.filter(direction__code__in=visible)
-        metrics = list(scores.values("metric").annotate(n=Count("id")).order_by("metric"))
+        metrics = [{"metric": row["metric"], "n": row["n"]} for row in scores_selectors.scored_metrics([release], visible)]
         per_release.append({"release": release, "jobs": jobs, "metrics": metrics})
     stage.data = {
         "releases": per_release,
@@ -280,10 +277,7 @@ def scores_stage(project: Project, *, admin: bool, visible: set[str] | None = No
 def metaeval_stage(project: Project) -> Stage:
     """What the stage needs to load its headline: the newest scored release and its metrics."""
     stage = Stage("metaeval", "Meta-evaluation", 8)
-    scored = list(
-        MetricScore.objects.filter(release__project=project).values("release_id", "release__version", "metric")
-        .annotate(n=Count("id"), last=Max("id")).order_by("-release_id", "metric")
-    )
+    scored = scores_selectors.scored_metrics(Release.objects.filter(project=project))
     if not scored:
         stage.state = "blocked"
         stage.blockers.append("no metric scores yet: score a release first")
