@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.core.validators import MaxValueValidator
+from django.db.models import Func, IntegerField
 from django.urls import reverse
 from django.utils.html import format_html
 
 from core.admin_lists import LargeTableAdmin, values_filter
 from exports.benchmark import tasks as benchmark_tasks
 from core.models import Project
-from exports.models import BenchmarkBuild, BenchmarkChange, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoringJob
+from exports.models import (
+    BenchmarkBuild, BenchmarkChange, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoreSummary, ScoringJob,
+)
 from exports.release import tasks as release_tasks
 
 
@@ -127,17 +130,34 @@ class ReleaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 self.message_user(request, f"{release}: push to {release.hub_repo} started", messages.INFO)
 
 
+class JSONArrayLength(Func):
+    """The length of a JSON array column, computed by the database (SQLite's json_array_length)."""
+
+    function = "json_array_length"
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return super().as_sql(compiler, connection, function="jsonb_array_length", **extra)
+
+
 @admin.register(PseudoSystem)
-class PseudoSystemAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class PseudoSystemAdmin(ReadOnlyMixin, LargeTableAdmin):
+    """The list reads each system's size from the database: a multilingual system holds thousands of
+    triplet ids (every one loaded per row, and a query per row for its release, took 1.1 s at k = 3)."""
+
     list_display = ("name", "release", "kind", "direction", "level", "repetition", "seed", "human_score", "size")
-    list_filter = ("project", "kind", "direction", "level", "release")
+    list_filter = ("project", "kind", "direction", LevelFilter, "release")
+    list_select_related = ("release__project", "direction")
     search_fields = ("name",)
     exclude = ("triplet_ids",)
     readonly_fields = ("release", "project", "kind", "name", "direction", "level", "level_mix", "repetition", "seed", "human_score", "size")
 
-    @admin.display(description="triplets")
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("triplet_ids").annotate(triplet_count=JSONArrayLength("triplet_ids"))
+
+    @admin.display(description="triplets", ordering="triplet_count")
     def size(self, obj):
-        return len(obj.triplet_ids)
+        return obj.triplet_count
 
 
 @admin.register(MetricScore)
@@ -151,6 +171,19 @@ class MetricScoreAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_select_related = ("release__project", "direction")
     search_fields = ("triplet_id",)
     readonly_fields = ("release", "metric", "direction", "triplet_id", "level", "score", "signature")
+
+
+@admin.register(ScoreSummary)
+class ScoreSummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Written with the scores by the ingest (``exports.scores.services.summarize_scores``)."""
+
+    list_display = ("release", "metric", "direction", "level", "n", "mean")
+    list_filter = ("release__project", "release", "direction")
+    list_select_related = ("release__project", "direction")
+
+    @admin.display(description="mean score")
+    def mean(self, obj):
+        return obj.total / obj.n if obj.n else None
 
 
 @admin.register(ScoringJob)

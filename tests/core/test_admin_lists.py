@@ -145,11 +145,11 @@ def test_large_admins_are_the_growing_tables():
     from django.contrib import admin
 
     from annotation.models import LikertRating, ReviewLock, ReviewSkip, UsedIdempotencyKey
-    from exports.models import MergedSegment, MetricScore
+    from exports.models import MergedSegment, MetricScore, PseudoSystem
     from injection.models import InjectionItem
 
     for model in (Candidate, InjectionItem, ReviewDecision, ReviewSkip, ReviewLock, LikertRating, AuditEvent, UsedIdempotencyKey,
-                  GoldSegment, PseudoTranslation, MergedSegment, MetricScore):
+                  GoldSegment, PseudoTranslation, MergedSegment, MetricScore, PseudoSystem):
         assert isinstance(admin.site._registry[model], LargeTableAdmin), model
 
 
@@ -158,3 +158,33 @@ def test_audit_refuses_an_unlisted_action(admin_user, project):
     with pytest.raises(ValueError, match="not in AuditEvent.ACTIONS"):
         services.audit(admin_user, "candidate.teleport", project)
     assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_pseudo_system_list_counts_triplets_in_the_database(client, admin_user, project, languages):
+    """The pseudo system list shows each system's size without loading its triplet ids, in a number of
+    queries that does not grow with the systems listed."""
+    from exports.models import PseudoSystem, Release
+
+    release = Release.objects.create(project=project, version="1.0.0", status=Release.Status.READY)
+
+    def add(start: int, n: int) -> None:
+        PseudoSystem.objects.bulk_create(
+            PseudoSystem(release=release, project=project, kind="monolingual", name=f"mono/{i}", direction=languages["en-de"], level=i % 3,
+                         repetition=0, seed=0, human_score=-5.0 * (i % 3), triplet_ids=[f"en-de:{i}:{j}" for j in range(i + 1)])
+            for i in range(start, start + n)
+        )
+
+    client.force_login(admin_user)
+    add(0, 2)
+    client.get("/admin/exports/pseudosystem/")
+    with CaptureQueriesContext(connection) as few:
+        client.get("/admin/exports/pseudosystem/")
+    add(2, 20)
+    with CaptureQueriesContext(connection) as many:
+        response = client.get("/admin/exports/pseudosystem/")
+    assert len(many) == len(few)
+    listed = {obj.name: obj.triplet_count for obj in response.context["cl"].result_list}
+    assert listed == {f"mono/{i}": i + 1 for i in range(22)}
+    loaded = re.compile(r'(?<!length\()"exports_pseudosystem"\."triplet_ids"', re.IGNORECASE)  # the column, not its length
+    assert not [q["sql"] for q in many.captured_queries if loaded.search(q["sql"].split(" FROM ")[0])]
