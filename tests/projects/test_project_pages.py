@@ -338,23 +338,15 @@ def test_metaeval_headline_goes_to_a_worker_when_one_runs(client, admin_user, pr
 
     from exports.metaeval import selectors as metaeval
     from exports.metaeval.tasks import metaeval_headline_task
-    from xqmeval.celery import app
+    from tests.support.celery_queue import tasks_queued_to
 
     release = _scored_release(project, languages, tmp_path)
     cache.clear()
     client.force_login(admin_user)
     url = reverse("projects:metaeval_headline", args=[project.name])
-    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
-    app._pool = None
-    app.amqp._producer_pool = None
-    app.conf.update(broker_url=redis_url, task_always_eager=False)
-    try:
+    with tasks_queued_to(redis_url):
         fragment = client.get(url).content.decode()
         again = client.get(url).content.decode()
-    finally:
-        app._pool = None
-        app.amqp._producer_pool = None
-        app.conf.update(saved)
     assert "being computed by a worker" in fragment and f'hx-get="{url}" hx-trigger="every 2s"' in fragment
     assert "being computed by a worker" in again and metaeval.cached_headline(release, "chrF++") is None
     queued = redis_lib.Redis.from_url(redis_url).lrange("default", 0, -1)

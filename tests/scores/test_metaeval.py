@@ -170,23 +170,15 @@ def test_page_asks_a_worker_when_one_runs(client, scored, admin_user, redis_url)
 
     from exports.metaeval import selectors as metaeval_selectors
     from exports.metaeval.tasks import metaeval_result_task
-    from xqmeval.celery import app
+    from tests.support.celery_queue import tasks_queued_to
 
     cache.clear()
     client.force_login(admin_user)
     url = f"/scores/{scored.pk}/metaeval/?metric=chrF%2B%2B"
     redis_lib.Redis.from_url(redis_url).delete("default")
-    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
-    app._pool = None
-    app.amqp._producer_pool = None
-    app.conf.update(broker_url=redis_url, task_always_eager=False)
-    try:
+    with tasks_queued_to(redis_url):
         page = client.get(url).content.decode()
         again = client.get(url).content.decode()
-    finally:
-        app._pool = None
-        app.amqp._producer_pool = None
-        app.conf.update(saved)
     assert "Being computed by a worker" in page and f'hx-get="{url}" hx-trigger="every 5s"' in page
     assert "Being computed by a worker" in again and "Triplet-level" not in again
     queued = redis_lib.Redis.from_url(redis_url).lrange("default", 0, -1)
