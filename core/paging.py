@@ -15,7 +15,8 @@ from django.db import connections
 from django.utils.functional import cached_property
 
 # Below this many rows (the planner's estimate) a list counts its rows exactly: a count of that many rows
-# by an index takes milliseconds. Above it the list shows the estimate, marked "about".
+# by an index takes milliseconds. Above it the list shows the estimate, marked "about". The setting
+# LIST_EXACT_COUNT_BELOW (environment variable of the same name) overrides it.
 EXACT_COUNT_BELOW = 50_000
 
 

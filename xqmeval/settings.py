@@ -250,6 +250,8 @@ AGREEMENT_REFRESH_DELAY = int(os.environ.get("AGREEMENT_REFRESH_DELAY", "30"))  
 # annotator decisions above which the review admin page shows the per-annotator statistics the agreement
 # refresh computed last instead of a pass over every decision per view (annotation.review.selectors)
 REVIEW_FIGURES_LIVE_LIMIT = int(os.environ.get("REVIEW_FIGURES_LIVE_LIMIT", "20000"))
+# rows (the planner's estimate) from which list pages show an estimated count instead of counting (core.paging)
+LIST_EXACT_COUNT_BELOW = int(os.environ.get("LIST_EXACT_COUNT_BELOW", "50000"))
 
 CACHES = {
     "default": (
