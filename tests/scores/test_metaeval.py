@@ -200,3 +200,7 @@ def test_page_says_why_lgn_is_undefined_instead_of_failing(client, scored, admin
     assert response.status_code == 200
     page = response.content.decode()
     assert "Not computed: en-de: LGN needs at least two distinct scores" in page and "<td>en-zh</td>" in page
+    out = io.StringIO()
+    call_command("metaeval", "demo@1.0.0", "--metrics", "chrF++", stdout=out)
+    assert "multilingual systems: not computed (en-de: LGN needs at least two distinct scores)" in out.getvalue()
+    assert "en-zh: triplet τ" in out.getvalue()

@@ -50,6 +50,8 @@ class Command(BaseCommand):
                 if row["cv"] is not None:
                     self.stdout.write(f"  level {row['level']}: cross-lingual CV {row['cv']:.4f} ({row['std']} std, {row['directions']} directions)")
             m = r["multilingual"]
+            if r.get("multilingual_error"):
+                self.stdout.write(f"  multilingual systems: not computed ({r['multilingual_error']})")
             if m:
                 test = f", paired t = {m['t']:.3f}, p = {m['p']:.3g}" if m["t"] is not None else f" ({m['note']})"
                 self.stdout.write(f"  multilingual systems: τ plain {m['tau_plain']:.4f}, τ LGN {m['tau_lgn']:.4f} over {m['repetitions']} repetitions{test}")
