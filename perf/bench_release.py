@@ -139,7 +139,7 @@ def _placed_pools(project):
     from collections import defaultdict
 
     from core.models import GoldSegment
-    from exports.benchmark.services import pool_queryset
+    from exports.benchmark.selectors import pool_queryset
 
     by_segment = defaultdict(list)
     for cand in pool_queryset(project).only("segment_id", "span_start", "span_end", "flags", "checks"):

@@ -31,13 +31,6 @@ _WAS_ACCEPTED = re.compile(r" \(was accepted(?:: (?P<reason>.*))?\)$", re.S)
 BULK_BATCH = 2000
 
 
-def pool_queryset(project: Project):
-    """The filtered pool (SPEC glossary): accepted MQM candidates, never planted gold items."""
-    return Candidate.objects.filter(
-        segment__project=project, status=Candidate.Status.ACCEPTED, kind=Candidate.Kind.MQM, is_gold=False
-    )
-
-
 def _merge_candidates(project: Project):
     """What a build places: the pool, and the candidates an earlier build excluded as unplaceable (accepted
     by the reviewers; placing is recomputed every build, so one that can be placed now returns to the pool)."""

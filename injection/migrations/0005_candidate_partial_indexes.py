@@ -19,4 +19,8 @@ class Migration(migrations.Migration):
             model_name='candidate',
             index=models.Index(condition=models.Q(('is_gold', True)), fields=['segment'], name='candidate_gold'),
         ),
+        migrations.AddIndex(
+            model_name='candidate',
+            index=models.Index(condition=models.Q(('kind', 'mqm'), _negated=True), fields=['segment'], name='candidate_not_mqm'),
+        ),
     ]

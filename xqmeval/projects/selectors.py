@@ -18,7 +18,6 @@ from annotation.agreement import selectors as agreement
 from annotation.agreement import tasks as agreement_tasks
 from annotation.review import selectors as review_selectors
 from exports.benchmark import selectors as benchmark_selectors
-from exports.benchmark.services import pool_queryset
 from exports.metaeval import selectors as metaeval
 from exports.metaeval import tasks as metaeval_tasks
 from exports.models import PseudoTranslation, Release, ScoringJob
@@ -184,8 +183,7 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
 
     stage = Stage("benchmark", "Benchmark", 5)
     page = benchmark_selectors.benchmark_page(project, visible)
-    pool = pool_queryset(project)
-    accepted = dict(pool.values_list("segment__direction__code").annotate(n=Count("id")).order_by())
+    accepted = benchmark_selectors.pool_counts(project)  # the review counters, not a count of the pool
     directions = [d.code for d in _directions(project, visible)]
     build = page["build"]
     stage.data = {
