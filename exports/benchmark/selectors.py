@@ -40,12 +40,20 @@ def level_counts(project: Project) -> dict:
 CHANGES = ChangeLog(changes_sql.LOG)
 
 
-def _counts_key(project: Project, token: tuple) -> str:
-    return f"benchmark:level-counts:v1:{project.pk}:{token[0]}:{token[1]}"
-
-
-def _segments_key(project: Project, token: tuple) -> str:
-    return f"benchmark:segment-counts:v1:{project.pk}:{token[0]}:{token[1]}"
+def _kept(project: Project, name: str, compute):
+    """``compute()`` kept in the cache under the benchmark change log's token for ``project``
+    (PostgreSQL), so it is recomputed only after a change to the rows it reads; computed now where
+    there is no log. The token is read before the rows: a write made meanwhile moves it, so an entry is
+    never found for rows it does not describe."""
+    token = CHANGES.token(project.pk)
+    if token is None:
+        return compute()
+    key = f"benchmark:{name}:v1:{project.pk}:{token[0]}:{token[1]}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=COUNTS_CACHE_SECONDS)
+    return value
 
 
 def segment_counts(project: Project) -> dict[int, int]:
@@ -53,14 +61,11 @@ def segment_counts(project: Project) -> dict[int, int]:
     projects list). The benchmark change log has a row for every insert and delete of a gold segment and
     every move to another project or direction, so while its token stands the counts kept under it are
     those of the rows (a grouped count of 200,000 segments is ≈ 0.1 s a view); elsewhere counted now."""
-    token = CHANGES.token(project.pk)
-    key = None if token is None else _segments_key(project, token)
-    counts = None if key is None else cache.get(key)
-    if counts is None:
-        counts = dict(GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by())
-        if key is not None:
-            cache.set(key, counts, timeout=COUNTS_CACHE_SECONDS)
-    return counts
+    return _kept(
+        project,
+        "segment-counts",
+        lambda: dict(GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by()),
+    )
 
 
 def pool_queryset(project: Project):
@@ -79,9 +84,9 @@ def pool_counts(project: Project) -> dict[str, int]:
     from annotation.review import selectors as review_selectors
     from annotation.review import tally
 
-    codes = dict(project.directions.values_list("id", "code"))
     if not tally.available():
         return dict(pool_queryset(project).values_list("segment__direction__code").annotate(n=Count("id")).order_by())
+    codes = dict(project.directions.values_list("id", "code"))
     accepted = {d: by_status.get(Candidate.Status.ACCEPTED, 0) for d, by_status in review_selectors.candidate_statuses(project).items()}
     outside = (
         Candidate.objects.filter(segment__project=project, status=Candidate.Status.ACCEPTED)
@@ -96,17 +101,8 @@ def pool_counts(project: Project) -> dict[str, int]:
 def current_level_counts(project: Project) -> dict:
     """``level_counts`` of the rows stored now, from the cache when the benchmark change log says nothing
     changed since they were counted (PostgreSQL; a few rows read instead of every pseudo translation),
-    else counted now and kept. The token is read before the rows: a write made meanwhile moves it, so an
-    entry is never found for rows it does not describe."""
-    token = CHANGES.token(project.pk)
-    if token is None:
-        return level_counts(project)
-    key = _counts_key(project, token)
-    counts = cache.get(key)
-    if counts is None:
-        counts = level_counts(project)
-        cache.set(key, counts, timeout=COUNTS_CACHE_SECONDS)
-    return counts
+    else counted now."""
+    return _kept(project, "level-counts", lambda: level_counts(project))
 
 
 def excluded_candidates(project: Project) -> list[dict]:

@@ -77,9 +77,9 @@ def _directions(project: Project, visible: set[str] | None) -> list:
     return [d for d in project.directions.select_related("target").order_by("code") if visible is None or d.code in visible]
 
 
-def corpus_stage(project: Project, visible: set[str] | None) -> Stage:
+def corpus_stage(project: Project, visible: set[str] | None, counts: dict[int, int]) -> Stage:
+    """``counts``: gold segments per direction id (``segment_counts``), read once per view."""
     stage = Stage("corpus", "Corpus", 1)
-    counts = benchmark_selectors.segment_counts(project)
     rows = [{"direction": d.code, "segments": counts.get(d.pk, 0)} for d in _directions(project, visible)]
     stage.data = {"rows": rows, "total": sum(r["segments"] for r in rows)}
     empty = [r["direction"] for r in rows if not r["segments"]]
@@ -325,10 +325,10 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     if want("injection") or want("review"):  # from the review counters: a few rows, not a count of the candidates
         ids = None if visible is None else set(project.directions.filter(code__in=visible).values_list("pk", flat=True))
         candidates = sum(sum(by_status.values()) for d, by_status in review_selectors.candidate_statuses(project).items() if ids is None or d in ids)
+    per_direction = benchmark_selectors.segment_counts(project) if want("corpus") or want("injection") else {}
     if want("corpus"):
-        stages.append(corpus_stage(project, visible))
+        stages.append(corpus_stage(project, visible, per_direction))
     if want("injection"):
-        per_direction = benchmark_selectors.segment_counts(project)
         codes = {d.pk: d.code for d in project.directions.all()}
         segments = sum(n for pk, n in per_direction.items() if visible is None or codes.get(pk) in visible)
         stages.append(injection_stage(project, visible, segments, candidates))
