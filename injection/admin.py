@@ -8,7 +8,7 @@ from django.utils.html import format_html
 
 from core.admin_lists import LargeTableAdmin, values_filter
 from core.domain.edit_types import EDIT_TYPES
-from injection import services, tasks
+from injection import selectors, services, tasks
 from injection.domain.checks import CHECKS
 from injection.models import Candidate, InjectionItem, InjectionRun
 
@@ -43,7 +43,7 @@ class FlagFilter(admin.SimpleListFilter):
             return queryset
         if value == "none":
             return queryset.filter(flags=[])
-        return queryset.filter(flags__icontains=f'"{value}"')
+        return selectors.with_flag(queryset, value)
 
 
 @admin.register(InjectionRun)

@@ -1,6 +1,7 @@
 """Read-only queries of the injection app, shared by views, admin and commands."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from django.core.exceptions import EmptyResultSet
@@ -28,12 +29,21 @@ def filter_candidates(qs: QuerySet[Candidate], *, flag: str = "", direction: str
     if error_type:
         qs = qs.filter(error_type=error_type)
     if flag:
-        # `flags` is a JSON list of names; matching the quoted name works on SQLite and PostgreSQL alike.
-        # The "flagged" condition lets the database read the flagged candidates' index, not every candidate.
-        qs = qs.exclude(flags=[]).filter(flags__icontains=f'"{flag}"')
+        qs = with_flag(qs, flag)
     if clean:
         qs = qs.filter(flags=[])
     return qs
+
+
+def with_flag(qs: QuerySet[Candidate], flag: str) -> QuerySet[Candidate]:
+    """The candidates of ``qs`` whose flags name ``flag``. PostgreSQL: JSON containment, which the GIN index
+    ``candidate_flag_names`` (migration injection 0006) answers and the planner estimates from statistics
+    (a name matched as text sorted every flagged candidate of 1.6 M). SQLite has no containment on JSON:
+    there the name as JSON encodes it (quoted, escaped) is matched in the list's text, among the flagged
+    candidates only."""
+    if connections[qs.db].vendor == "postgresql":
+        return qs.filter(flags__contains=[flag])
+    return qs.exclude(flags=[]).filter(flags__icontains=json.dumps(flag))
 
 
 def flag_counts(qs: QuerySet[Candidate]) -> list[tuple[str, int]]:

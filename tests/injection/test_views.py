@@ -175,3 +175,38 @@ def test_flag_counts_are_the_flags_of_the_listed_candidates(client, admin_user, 
     page = client.get(reverse("injection:run", args=[run.pk])).content.decode()
     for name, n in selectors.flag_counts(Candidate.objects.filter(run=run)):
         assert f"flag={name}\">{name}</a>: {n}</li>" in page
+
+
+def test_flag_filter_lists_exactly_the_candidates_naming_the_flag(client, admin_user, project, segments):
+    """The candidate list's and the admin's flag filter (JSON containment on PostgreSQL, the quoted name on
+    SQLite) select the candidates whose flags name it: not a name it is part of ("region" in
+    "single_region"), not another candidate's, and the same through the page as through the selector."""
+    from django.db import connection
+
+    from injection import selectors
+
+    _rule_run(project)
+    flags = [["length_ratio"], ["length_ratio", "single_region"], ["candidate_language"], [], ["single_region"], ['we"ird'], ["prüfung"]]
+    for i, candidate in enumerate(Candidate.objects.order_by("id")):
+        candidate.flags = flags[i % len(flags)]
+        candidate.save(update_fields=["flags"])
+    for name in ("length_ratio", "single_region", "candidate_language", "region", 'we"ird', "prüfung", "none_such"):
+        expected = {pk for pk, fl in Candidate.objects.values_list("pk", "flags") if name in fl}
+        assert set(selectors.with_flag(Candidate.objects.all(), name).values_list("pk", flat=True)) == expected
+        assert set(selectors.filter_candidates(Candidate.objects.all(), flag=name).values_list("pk", flat=True)) == expected
+    assert not selectors.with_flag(Candidate.objects.all(), "region").exists()
+    client.force_login(admin_user)
+    page = client.get(reverse("injection:candidates"), {"flag": "candidate_language"}).content.decode()
+    n = sum("candidate_language" in fl for fl in Candidate.objects.values_list("flags", flat=True))
+    assert n and f">candidate_language</a> ({n})" in page and ">length_ratio</a>" not in page  # the listed ones' flags
+    admin_page = client.get(reverse("admin:injection_candidate_changelist"), {"flag": "single_region"}).content.decode()
+    ticked = {int(v) for v in __import__("re").findall(r'name="_selected_action" value="(\d+)"', admin_page)}
+    assert ticked == {pk for pk, fl in Candidate.objects.values_list("pk", "flags") if "single_region" in fl}
+    assert ticked and len(ticked) < Candidate.objects.count()
+    if connection.vendor == "postgresql":  # the filter's statement is one the GIN index answers
+        sql, params = selectors.with_flag(Candidate.objects.all(), "single_region").values("pk").query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "candidate_flag_names" in plan, plan
