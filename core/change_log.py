@@ -26,6 +26,15 @@ class ChangeLog:
             count, newest = cursor.fetchone()
         return int(count), int(newest or 0)
 
+    def tokens(self) -> tuple[tuple[int | None, int, int], ...] | None:
+        """(project, rows, newest id) of every project's rows and of those for every project (None first):
+        the token of a figure that spans projects (a list of candidates of every project)."""
+        if not self.available():
+            return None
+        with connection.cursor() as cursor:
+            cursor.execute(triggers_sql.all_tokens(self.table))
+            return tuple((project, int(count), int(newest)) for project, count, newest in cursor.fetchall())
+
     def prune(self, project_id: int) -> None:
         """Delete the project's rows but the newest (before reading the token that a new figure keeps)."""
         self._run(triggers_sql.prune(self.table), project_id)

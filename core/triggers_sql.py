@@ -68,6 +68,10 @@ def token(log: str) -> str:
     return f"SELECT COUNT(*), MAX(id) FROM {log} WHERE project_id = %(project)s OR project_id IS NULL"
 
 
+def all_tokens(log: str) -> str:
+    return f"SELECT project_id, COUNT(*), MAX(id) FROM {log} GROUP BY project_id ORDER BY project_id NULLS FIRST"
+
+
 def prune(log: str) -> str:
     # The rows for every project (NULL) stay: pruning them would change every other project's token.
     return f"""

@@ -165,3 +165,14 @@ class InjectionItem(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} {self.segment_id} {self.error_type}/{self.position}: {self.status}"
+
+
+class FlagChange(models.Model):
+    """A statement changed what the candidates' flag counts are computed from: written by PostgreSQL
+    triggers (``injection.changes_sql``), insert-only, read as a token by ``selectors.flag_counts``.
+    ``project_id`` None: every project."""
+
+    project_id = models.BigIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project_id", "id"], name="flag_change_by_project")]

@@ -1,11 +1,12 @@
-"""What the review change log's triggers (``annotation.review.changes_sql``) cost the writers they watch.
+"""What the change logs' triggers (the review log, ``annotation.review.changes_sql``, and the flag log,
+``injection.changes_sql``) cost the writers they watch.
 
 On a fresh PostgreSQL database (``xq_change_log_cost``, dropped at the end) with ``--candidates`` generated
-candidates (as ``bench_review_scale`` makes them), alternately with the log's candidate-update and
-decision-insert triggers disabled and enabled (every other trigger, the review tally's included, stays on):
+candidates (as ``bench_review_scale`` makes them), alternately with the logs' candidate-update triggers
+and the review log's decision-insert trigger disabled and enabled (every other trigger, the review tally's included, stays on):
 
-- an ``UPDATE`` of every candidate's status (the log writes nothing: status is not a reported column; the
-  trigger still joins the statement's old and new rows), twice, the faster of the two;
+- an ``UPDATE`` of every candidate's status (the logs write nothing: status is neither a reported column
+  nor a flag; each trigger still joins the statement's old and new rows), twice, the faster of the two;
 - a ``COPY`` of one decision per candidate (one join of the statement's rows to their candidates and
   segments), rolled back.
 
@@ -24,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench_review_scale as scale  # noqa: E402  (the same database set-up and generated candidates)
 
-TRIGGERS = [("injection_candidate", "xq_change_candidate"), ("annotation_reviewdecision", "xq_change_decision_insert")]
+TRIGGERS = [("injection_candidate", "xq_change_candidate"), ("injection_candidate", "xq_flags_candidate_update"),
+            ("annotation_reviewdecision", "xq_change_decision_insert")]
 
 
 def main() -> None:
