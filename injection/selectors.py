@@ -1,4 +1,5 @@
-"""Read-only queries of the injection app, shared by views, admin and commands."""
+"""Read-only queries of the injection app, shared by views, admin and commands. One write, of bookkeeping
+only: a recount of the flag counts prunes the flag change log's long runs (``_flag_tokens``)."""
 from __future__ import annotations
 
 import hashlib
