@@ -10,7 +10,7 @@ from core.admin_lists import LargeTableAdmin, values_filter
 from core.domain.edit_types import EDIT_TYPES
 from injection import selectors, services, tasks
 from injection.domain.checks import CHECKS
-from injection.models import Candidate, InjectionItem, InjectionRun
+from injection.models import Candidate, FlagChange, InjectionItem, InjectionRun
 
 
 def error_type_names() -> list[str]:
@@ -123,3 +123,19 @@ class CandidateAdmin(LargeTableAdmin):
     @admin.display(description="flags")
     def flag_list(self, candidate):
         return ", ".join(candidate.flags) or "—"
+
+
+@admin.register(FlagChange)
+class FlagChangeAdmin(admin.ModelAdmin):
+    """The flag change log (written by triggers, pruned by recounts of the flag counts): read only."""
+
+    list_display = ["id", "project_id"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
