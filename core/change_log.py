@@ -36,7 +36,8 @@ class ChangeLog:
             return tuple((project, int(count), int(newest)) for project, count, newest in cursor.fetchall())
 
     def prune(self, project_id: int) -> None:
-        """Delete the project's rows but the newest (before reading the token that a new figure keeps)."""
+        """Replace the project's rows with one new row (before reading the token that a new figure keeps):
+        its token moves, to one no later commit can bring back to an earlier value (``core.triggers_sql``)."""
         self._run(triggers_sql.prune(self.table), project_id)
 
     def forget(self, project_id: int) -> None:

@@ -4,7 +4,12 @@ migrations install these strings (the review counters, the review change log, th
 A change log is an insert-only table ``(id, project_id)``: its triggers add one row per statement and
 project that changed the rows some figure is computed from. Its token, (rows, newest id) of a project's
 rows plus those for every project (NULL), changes when such a transaction commits, whichever order
-transactions commit in; pruning keeps the project's newest row, so a token never reads as an earlier one.
+transactions commit in (a later commit of an earlier id still adds a row).
+
+Pruning replaces a project's rows with one new row, whose id is above every id drawn so far: from then on
+every token of the project has a newer id than any token read before, so no token can read as an earlier
+one. (Keeping the newest row instead would not do: a transaction that drew an older id and commits after
+the prune brings the count back, and the token with it, to one read before the prune.)
 """
 from __future__ import annotations
 
@@ -73,10 +78,11 @@ def all_tokens(log: str) -> str:
 
 
 def prune(log: str) -> str:
-    # The rows for every project (NULL) stay: pruning them would change every other project's token.
+    # One statement, so the delete and the new row commit together. The rows for every project (NULL) stay:
+    # pruning them would change every other project's token.
     return f"""
-        DELETE FROM {log} WHERE project_id = %(project)s
-           AND id < (SELECT MAX(id) FROM {log} WHERE project_id = %(project)s)
+        WITH pruned AS (DELETE FROM {log} WHERE project_id = %(project)s)
+        INSERT INTO {log} (project_id) VALUES (%(project)s)
     """
 
 

@@ -19,7 +19,7 @@ What the figures read, and the trigger that covers it:
 
 A project of a row that no longer resolves (its candidate or item already deleted) is logged as NULL too.
 Rows are insert-only (no contention between reviewers); the agreement refresh prunes each project's rows
-but the newest.
+to one new row (``core.triggers_sql.prune``).
 """
 from __future__ import annotations
 

@@ -137,7 +137,7 @@ def build_benchmark(project: Project, *, progress: Progress | None = None, build
 
 def _final_counts(project: Project) -> dict:
     """The counts a build ends with, kept for the pages (``selectors.current_level_counts``); the change
-    log's rows that the build's own writes added are pruned first (its token only needs the newest)."""
+    log's rows that the build's own writes added are pruned first (to one new row: its token needs no more)."""
     selectors.CHANGES.prune(project.pk)
     return selectors.current_level_counts(project)
 
