@@ -1,5 +1,5 @@
 """Read-only queries of the injection app, shared by views, admin and commands. One write, of bookkeeping
-only: a recount of the flag counts prunes the flag change log's long runs (``_flag_tokens``)."""
+only: a recount of the flag counts prunes the flag change log's long runs (``flag_counts``)."""
 from __future__ import annotations
 
 import hashlib
@@ -7,7 +7,6 @@ import json
 from collections import Counter
 
 from django.core.exceptions import EmptyResultSet
-from django.core.cache import cache
 from django.db import connections
 from django.db.models import QuerySet
 
@@ -56,14 +55,16 @@ FLAG_COUNTS_CACHE_SECONDS = 7 * 24 * 3600  # keyed by the change log's tokens: n
 PRUNE_ABOVE = 64  # log rows of a project beyond which a recount prunes them (each one is a statement)
 
 
-def flag_counts(qs: QuerySet[Candidate]) -> list[tuple[str, int]]:
+def flag_counts(qs: QuerySet[Candidate], *, project_id: int | None = None) -> list[tuple[str, int]]:
     """(flag, candidates) of ``qs``, most frequent first. Reads only the flagged candidates (the partial
     index ``candidate_flagged``: most candidates pass every check), and on PostgreSQL counts them in the
     database (a run page of 1.6 M candidates read every candidate's flags into Python, ≈ 10 s a view) and
-    keeps the counts in the cache under the flag change log's tokens, which any write that could change
+    keeps the counts in the cache under the flag change log's token, which any write that could change
     them moves (``injection.changes_sql``): a counted page costs ≈ 0.36 s at 1.6 M candidates with one in
     seven flagged, a kept one a read of the log. The key is the statement itself, so every filter and every
-    annotator's languages are counts of their own."""
+    annotator's languages are counts of their own. ``project_id``: the project every candidate of ``qs``
+    belongs to, where the caller knows it (a run's candidates): then only that project's writes, and those
+    for every project, count them again; otherwise any project's do."""
     flagged = qs.exclude(flags=[]).order_by()
     connection = connections[qs.db]
     if connection.vendor != "postgresql":
@@ -80,25 +81,15 @@ def flag_counts(qs: QuerySet[Candidate]) -> list[tuple[str, int]]:
         "GROUP BY name ORDER BY 2 DESC, 1",
         params,
     )
-    tokens = _flag_tokens()  # read before the rows: a write made meanwhile moves them
-    key = "injection:flag-counts:v1:" + hashlib.sha256(repr((statement, tokens)).encode()).hexdigest()
-    counts = cache.get(key)
-    if counts is None:
+
+    def count() -> list[tuple[str, int]]:
         with connection.cursor() as cursor:
             cursor.execute(statement)
-            counts = [(name, int(n)) for name, n in cursor.fetchall()]
-        cache.set(key, counts, timeout=FLAG_COUNTS_CACHE_SECONDS)
-    return counts
+            return [(name, int(n)) for name, n in cursor.fetchall()]
 
-
-def _flag_tokens() -> tuple:
-    """Every project's token of the flag change log, its long runs pruned first (an LLM run logs one row
-    per candidate it writes; the token is a count of them)."""
-    tokens = FLAG_CHANGES.tokens()
-    long_runs = [project for project, rows, _ in tokens if project is not None and rows > PRUNE_ABOVE]
-    for project in long_runs:
-        FLAG_CHANGES.prune(project)
-    return FLAG_CHANGES.tokens() if long_runs else tokens
+    # An LLM run logs a row per candidate it writes: a long log is pruned before its token is read.
+    name = "injection:flag-counts:v2:" + hashlib.sha256(statement.encode()).hexdigest()
+    return FLAG_CHANGES.kept(name, count, project_id=project_id, prune_above=PRUNE_ABOVE, timeout=FLAG_COUNTS_CACHE_SECONDS)
 
 
 def run_progress(run: InjectionRun) -> dict:

@@ -61,7 +61,7 @@ def run_detail(request, pk: int):
         "progress": selectors.run_progress(run),
         "failed_items": selectors.failed_items(run),
         "reasons": selectors.failure_reasons(run),
-        "flags": selectors.flag_counts(candidates),
+        "flags": selectors.flag_counts(candidates, project_id=run.project_id),
         "live": run.status in (InjectionRun.Status.PENDING, InjectionRun.Status.RUNNING),
     })
 
@@ -115,8 +115,10 @@ def candidates(request):
     )
     page = EstimatedCountPaginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))  # no COUNT of millions
     rows = [(candidate, selectors.marked_parts(candidate)) for candidate in page]
+    # one run's candidates are all of its project: another project's writes keep their counts
+    run_project = InjectionRun.objects.filter(pk=id_param(run_id)).values_list("project_id", flat=True).first() if id_param(run_id) else None
     return render(request, "injection/candidates.html", {
-        "page": page, "rows": rows, "flags": selectors.flag_counts(qs), "query": _without_page(request.GET),
+        "page": page, "rows": rows, "flags": selectors.flag_counts(qs, project_id=run_project), "query": _without_page(request.GET),
         "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},
     })
 

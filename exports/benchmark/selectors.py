@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.core.cache import cache
 from django.db.models import Count, Q
 
 from annotation.agreement.selectors import project_report
@@ -41,19 +40,9 @@ CHANGES = ChangeLog(changes_sql.LOG)
 
 
 def _kept(project: Project, name: str, compute):
-    """``compute()`` kept in the cache under the benchmark change log's token for ``project``
-    (PostgreSQL), so it is recomputed only after a change to the rows it reads; computed now where
-    there is no log. The token is read before the rows: a write made meanwhile moves it, so an entry is
-    never found for rows it does not describe."""
-    token = CHANGES.token(project.pk)
-    if token is None:
-        return compute()
-    key = f"benchmark:{name}:v1:{project.pk}:{token[0]}:{token[1]}"
-    value = cache.get(key)
-    if value is None:
-        value = compute()
-        cache.set(key, value, timeout=COUNTS_CACHE_SECONDS)
-    return value
+    """``compute()`` kept in the cache under the benchmark change log's token for ``project``, so it is
+    recomputed only after a change to the rows it reads (``ChangeLog.kept``)."""
+    return CHANGES.kept(f"benchmark:{name}:v2", compute, project_id=project.pk, timeout=COUNTS_CACHE_SECONDS)
 
 
 def segment_counts(project: Project) -> dict[int, int]:

@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core.models import GoldSegment
-from core.services import create_user, ensure_language
+from core.services import add_directions, create_user, ensure_language, ensure_project
 from injection import selectors
 from injection.models import Candidate, FlagChange, InjectionRun
 
@@ -138,3 +138,29 @@ def test_an_annotator_sees_counts_of_their_languages_only(client, project, candi
     annotator.profile.languages.set([ensure_language("de")])
     de_only = counted(Candidate.objects.filter(segment__direction__target__code="de"))
     assert de_only != zh_only and selectors.flag_counts(selectors.visible_candidates(annotator)) == de_only
+
+
+def test_a_runs_counts_are_kept_through_another_projects_writes(client, admin_user, project, languages, candidates):
+    if connection.vendor != "postgresql":
+        pytest.skip("the flag change log is kept by PostgreSQL triggers")
+    other, _ = ensure_project("other")
+    add_directions(other, ["en-de"])
+    other_run = InjectionRun.objects.create(project=other, name="elsewhere", backend="rule")
+    segment = GoldSegment.objects.create(project=other, direction=languages["en-de"], external_id="o-1", source="s", reference="r")
+    run = candidates[0]
+    client.force_login(admin_user)
+    pages = {"run page": f"/injection/runs/{run.pk}/", "list of the run": f"/injection/candidates/?run={run.pk}", "whole list": "/injection/candidates/"}
+
+    def counted_again(url) -> bool:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        return any("jsonb_array_elements_text" in q["sql"] for q in queries.captured_queries)
+
+    for url in pages.values():
+        counted_again(url)
+    Candidate.objects.create(run=other_run, segment=segment, error_type="Omission", position="head", text="t", span_start=0, span_end=1, flags=["edit_size"])
+    assert {name: counted_again(url) for name, url in pages.items()} == {"run page": False, "list of the run": False, "whole list": True}
+    Candidate.objects.filter(run=run).exclude(flags=[]).update(flags=["single_region"])  # the run's own project
+    assert counted_again(pages["run page"]) and counted_again(pages["whole list"])
+    html = client.get(pages["run page"]).content.decode()
+    assert [(name, int(n)) for name, n in re.findall(r">([\w ]+)</a>: (\d+)</li>", html)] == counted(Candidate.objects.filter(run=run)) != []
