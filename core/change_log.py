@@ -78,10 +78,6 @@ class ChangeLog:
         its token moves, to one no later commit can bring back to an earlier value (``core.triggers_sql``)."""
         self._run(triggers_sql.prune(self.table), project_id)
 
-    def forget(self, project_id: int) -> None:
-        """Delete every row of a project that no longer exists."""
-        self._run(triggers_sql.forget(self.table), project_id)
-
     def _run(self, sql: str, project_id: int) -> None:
         if self.available():
             with connection.cursor() as cursor:

@@ -77,6 +77,16 @@ def all_tokens(log: str) -> str:
     return f"SELECT project_id, COUNT(*), MAX(id) FROM {log} GROUP BY project_id ORDER BY project_id NULLS FIRST"
 
 
+PROJECT = "core_project"
+
+
+def forget_deleted_projects(log: str) -> tuple[str, str, str, str]:
+    """The trigger (table, event, referencing, body) deleting a deleted project's rows from ``log``: those
+    its own cascade wrote (it deletes a project's rows before the project) and the earlier ones. No token
+    of the project is read again, and a project id is never reused."""
+    return PROJECT, "DELETE", OLD_ROWS, f"DELETE FROM {log} WHERE project_id IN (SELECT id FROM old_rows);"
+
+
 def prune(log: str) -> str:
     # One statement, so the delete and the new row commit together. The rows for every project (NULL) stay:
     # pruning them would change every other project's token.
@@ -85,6 +95,3 @@ def prune(log: str) -> str:
         INSERT INTO {log} (project_id) VALUES (%(project)s)
     """
 
-
-def forget(log: str) -> str:
-    return f"DELETE FROM {log} WHERE project_id = %(project)s"

@@ -18,7 +18,9 @@ What the counts read, and the trigger that covers it:
 """
 from __future__ import annotations
 
-from core.triggers_sql import BOTH_ROWS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, log_projects, statement_trigger
+from core.triggers_sql import (
+    BOTH_ROWS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, forget_deleted_projects, log_projects, statement_trigger,
+)
 
 LOG = "injection_flagchange"
 CANDIDATE = "injection_candidate"
@@ -50,6 +52,7 @@ TRIGGERS = {
                            log_projects(LOG, changed_rows_projects(("code", "target_id"), "(NULL::bigint)"))),
     **{f"xq_flags_annotator_languages_{event.lower()}": (ANNOTATOR_LANGUAGES, event, "", log_projects(LOG, EVERY_PROJECT))
        for event in ("INSERT", "UPDATE", "DELETE")},
+    "xq_flags_project_delete": forget_deleted_projects(LOG),
 }
 
 

@@ -162,7 +162,6 @@ def refresh_project(project_id: int, *, progress: Callable[[sel.Scope, bool], No
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         logger.info("agreement refresh: project %s no longer exists; nothing to do", project_id)
-        changes.forget(project_id)  # the log rows its deletion wrote
         return None
     _update_status(project_id, state="running", started_at=timezone.now())
     started = time.monotonic()

@@ -11,4 +11,3 @@ LOG = ChangeLog(changes_sql.LOG)
 available = LOG.available
 token = LOG.token
 prune = LOG.prune
-forget = LOG.forget

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT
 from core.triggers_sql import (
-    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, log_projects, statement_trigger,
+    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, forget_deleted_projects, log_projects,
+    statement_trigger,
 )
 
 LOG = "annotation_reviewchange"
@@ -63,6 +64,7 @@ STATEMENT_TRIGGERS = {
     "xq_change_rating_update": (RATING, "UPDATE", BOTH_ROWS,
                                 _log(_both(_rating_projects, "old_rows", "new_rows"))),
     "xq_change_rating_delete": (RATING, "DELETE", OLD_ROWS, _log(_rating_projects("old_rows"))),
+    "xq_change_project_delete": forget_deleted_projects(LOG),
 }
 
 
@@ -87,7 +89,7 @@ UPDATE_TRIGGERS = {
 
 
 def install() -> str:
-    parts = [statement_trigger(name, table, event, referencing, body, INDEX_LOOKUPS)
+    parts = [statement_trigger(name, table, event, referencing, body, INDEX_LOOKUPS if table in (DECISION, RATING) else ())
              for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()]
     parts += [statement_trigger(name, table, "UPDATE", BOTH_ROWS, _update(columns, projects))
               for name, (table, columns, projects) in UPDATE_TRIGGERS.items()]

@@ -12,7 +12,8 @@ those of the rows stored now; a build computes them once at its end.
 from __future__ import annotations
 
 from core.triggers_sql import (
-    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, log_projects, statement_trigger,
+    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, forget_deleted_projects, log_projects,
+    statement_trigger,
 )
 
 LOG = "exports_benchmarkchange"
@@ -39,6 +40,7 @@ TRIGGERS = {
     "xq_bench_segment_delete": (SEGMENT, "DELETE", OLD_ROWS, log_projects(LOG, "SELECT project_id FROM old_rows")),
     "xq_bench_project_levels": (PROJECT, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(("max_errors",), "(n.id)"))),
     "xq_bench_direction_code": (DIRECTION, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(("code",), "(NULL::bigint)"))),
+    "xq_bench_project_delete": forget_deleted_projects(LOG),
 }
 
 

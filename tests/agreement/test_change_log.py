@@ -22,7 +22,8 @@ from annotation.models import LikertRating, RatingItem, ReviewChange, ReviewDeci
 from annotation.review import changes, services
 from core import bulk
 from core.services import add_directions, ensure_project
-from injection.models import Candidate
+from exports.models import BenchmarkChange
+from injection.models import Candidate, FlagChange
 from tests.review.factories import make_candidates
 
 
@@ -168,6 +169,21 @@ def test_a_transaction_that_commits_after_a_later_one_still_moves_the_token(lang
     assert ReviewDecision.objects.filter(candidate=first).exists()
 
 
+def test_a_deleted_projects_rows_leave_every_change_log_with_it(world, other):
+    """Its cascade logs its decisions, candidates and segments as they go; the project's own deletion then
+    deletes those rows and the earlier ones, in every log, and no other project's."""
+    logs = (ReviewChange, FlagChange, BenchmarkChange)
+    pk = world.project.pk
+    assert all(log.objects.filter(project_id=pk).exists() for log in logs)  # the fixture's writes
+    others = [sorted(log.objects.filter(project_id=other.pk).values_list("id", flat=True)) for log in logs]
+    assert all(others)
+    with CaptureQueriesContext(connection) as queries:
+        world.project.delete()
+    assert any('DELETE FROM "injection_candidate"' in q["sql"] for q in queries.captured_queries)  # a cascade
+    assert [log.objects.filter(project_id=pk).count() for log in logs] == [0, 0, 0]
+    assert [sorted(log.objects.filter(project_id=other.pk).values_list("id", flat=True)) for log in logs] == others
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_transaction_that_commits_after_a_prune_never_brings_back_an_earlier_token(languages, annotator_de):
     """A prune that kept the newest row failed here: the late row brought the count, and the token, back."""
@@ -293,7 +309,9 @@ def test_the_log_triggers_look_rows_up_by_key(db):
     with connection.cursor() as cur:
         cur.execute("SELECT proname, proconfig FROM pg_proc WHERE proname LIKE 'xq_change_%%' OR proname LIKE 'xq_bench_pseudo_%%'")
         config = dict(cur.fetchall())
-    joined = [*changes_sql.STATEMENT_TRIGGERS, *(n for n, spec in benchmark_sql.TRIGGERS.items() if spec[0] == benchmark_sql.PSEUDO)]
+    joined = [*(n for n, spec in changes_sql.STATEMENT_TRIGGERS.items() if spec[0] in (changes_sql.DECISION, changes_sql.RATING)),
+              *(n for n, spec in benchmark_sql.TRIGGERS.items() if spec[0] == benchmark_sql.PSEUDO)]
+    assert len(joined) == 9  # six on decisions and ratings, three on pseudo translations
     assert set(joined) <= set(config)
     for name in joined:
         assert {"enable_hashjoin=off", "enable_mergejoin=off"} <= set(config[name] or []), name
