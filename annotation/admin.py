@@ -15,19 +15,15 @@ from annotation.models import (
 from annotation.review.xqmeval_import import import_xqmeval
 from annotation.review import domain as rules
 from core.admin import ProjectAdmin as CoreProjectAdmin
-from core.admin_lists import LargeTableAdmin, values_filter
+from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
 from core.admin import report_errors
 from core.forms import XQMEvalUploadForm
 from core.models import Project
 from core.services import ImportRejected
 
 
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+class ReadOnly(ReadOnlyMixin, admin.ModelAdmin):
+    pass
 
 
 @admin.register(ReviewRound)
@@ -85,12 +81,8 @@ class AuditEventAdmin(ReadOnly, LargeTableAdmin):
     search_fields = ["object_id", "actor__username"]
 
 
-class Counters(ReadOnly):
-    """Kept by the database's triggers (``manage.py recount_review_progress`` rebuilds them): never edited
-    or deleted by hand."""
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+class Counters(KeptByTriggersMixin, admin.ModelAdmin):
+    """Kept by the database's triggers (``manage.py recount_review_progress`` rebuilds the counters)."""
 
 
 @admin.register(ReviewTally)

@@ -1,5 +1,6 @@
-"""Django admin lists of the tables that grow with the data (candidates, decisions, pseudo translations,
-scores, audit events): what makes a list page cost a pass over the table, and what replaces it.
+"""Django admin lists shared by the apps: the read-only mixins of records the pipeline writes, and lists of
+the tables that grow with the data (candidates, decisions, pseudo translations, scores, audit events):
+what makes a list page cost a pass over the table, and what replaces it.
 
 Django's defaults read the whole table on every view: the paginator's ``COUNT(*)`` (twice: the filtered
 count and the "N total" count), and a list filter on a field without choices lists its values with
@@ -14,6 +15,23 @@ from typing import Callable, Iterable
 from django.contrib import admin
 
 from core.paging import EstimatedCountPaginator
+
+
+class ReadOnlyMixin:
+    """Records the pipeline writes (a review, a merge, a release), never edited or added by hand."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class KeptByTriggersMixin(ReadOnlyMixin):
+    """Rows kept by the database's triggers (counters, change logs): not deleted by hand either."""
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class LargeTableAdmin(admin.ModelAdmin):

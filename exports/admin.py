@@ -8,7 +8,7 @@ from django.db.models import Func, IntegerField
 from django.urls import reverse
 from django.utils.html import format_html
 
-from core.admin_lists import LargeTableAdmin, values_filter
+from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
 from exports.benchmark import tasks as benchmark_tasks
 from core.models import Project
 from exports.models import (
@@ -17,24 +17,11 @@ from exports.models import (
 from exports.release import tasks as release_tasks
 
 
-class ReadOnlyMixin:
-    """Derived records: written by the merge or the release, never by hand."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(BenchmarkChange)
-class BenchmarkChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """The benchmark change log (written by triggers, pruned by builds): never deleted by hand."""
+class BenchmarkChangeAdmin(KeptByTriggersMixin, admin.ModelAdmin):
+    """The benchmark change log (written by triggers, pruned by builds)."""
 
     list_display = ["id", "project_id"]
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 def levels() -> range:

@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html
 
-from core.admin_lists import LargeTableAdmin, values_filter
+from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, values_filter
 from core.domain.edit_types import EDIT_TYPES
 from injection import selectors, services, tasks
 from injection.domain.checks import CHECKS
@@ -126,16 +126,7 @@ class CandidateAdmin(LargeTableAdmin):
 
 
 @admin.register(FlagChange)
-class FlagChangeAdmin(admin.ModelAdmin):
-    """The flag change log (written by triggers, pruned by recounts of the flag counts): read only."""
+class FlagChangeAdmin(KeptByTriggersMixin, admin.ModelAdmin):
+    """The flag change log (written by triggers, pruned by recounts of the flag counts)."""
 
     list_display = ["id", "project_id"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

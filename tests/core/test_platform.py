@@ -125,3 +125,32 @@ def test_every_model_has_an_admin_changelist_with_filters(client, admin_user, pr
         names = {f.name for f in model._meta.get_fields()}
         if names & {"project", "segment", "candidate", "release", "item", "run", "status"}:
             assert model_admin.list_filter, f"{model._meta.label} admin has no filters"
+
+
+def test_records_the_pipeline_writes_are_read_only_in_the_admin(client, admin_user):
+    """What a review, merge, release or trigger writes cannot be added or edited by hand; the rows the
+    database's triggers keep (counters, change logs) cannot be deleted either."""
+    from django.contrib import admin as django_admin
+
+    from annotation.models import ReviewChange, ReviewDecision
+    from core.admin_lists import KeptByTriggersMixin, ReadOnlyMixin
+    from exports.models import BenchmarkChange, PseudoTranslation
+    from injection.models import FlagChange
+
+    client.force_login(admin_user)
+    registry = django_admin.site._registry
+    read_only = [model for model, model_admin in registry.items() if isinstance(model_admin, ReadOnlyMixin)]
+    assert {ReviewDecision, PseudoTranslation, ReviewChange, FlagChange, BenchmarkChange} <= set(read_only)
+    for model in read_only:
+        url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/add/"
+        assert client.get(url).status_code == 403, url
+    logs = [model for model in read_only if isinstance(registry[model], KeptByTriggersMixin)]
+    assert {ReviewChange, FlagChange, BenchmarkChange} <= set(logs)
+    for log in (ReviewChange, FlagChange, BenchmarkChange):
+        row = log.objects.create(project_id=None)
+        base = f"/admin/{log._meta.app_label}/{log._meta.model_name}/{row.pk}"
+        assert client.get(f"{base}/change/").status_code == 200  # may be looked at
+        assert client.post(f"{base}/change/", {"project_id": 7}).status_code == 403
+        assert client.post(f"{base}/delete/", {"post": "yes"}).status_code == 403
+        row.refresh_from_db()
+        assert row.project_id is None
