@@ -1,22 +1,9 @@
-"""A deleted project's rows leave its change log with it (``core.triggers_sql.forget_deleted_projects``):
-one trigger on the projects, installed alone (the earlier migration installs the log's other triggers)."""
+"""A deleted project's rows leave the review change log with it (``core.triggers_sql.forget_deleted_projects``)."""
 
 from django.db import migrations
 
-from core.triggers_sql import PROJECT, drop_trigger, statement_trigger
+from core.trigger_ops import install_trigger
 from annotation.review import changes_sql
-
-NAME = "xq_change_project_delete"
-
-
-def install_trigger(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(statement_trigger(NAME, *changes_sql.STATEMENT_TRIGGERS[NAME]))
-
-
-def uninstall_trigger(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(drop_trigger(NAME, PROJECT))
 
 
 class Migration(migrations.Migration):
@@ -26,5 +13,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(install_trigger, uninstall_trigger),
+        install_trigger("xq_change_project_delete", changes_sql.STATEMENT_TRIGGERS["xq_change_project_delete"]),
     ]
