@@ -5,17 +5,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 from annotation.review import tally_sql
-
-
-def install_triggers(apps, schema_editor):
-    """PostgreSQL only: SQLite has no transition tables; there the selectors count the rows."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(tally_sql.install())
-
-
-def uninstall_triggers(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(tally_sql.uninstall())
+from core.trigger_ops import postgresql_only
 
 
 def count_existing(apps, schema_editor):
@@ -82,6 +72,6 @@ class Migration(migrations.Migration):
             model_name='reviewtally',
             constraint=models.UniqueConstraint(fields=('project', 'direction', 'round_number', 'status', 'reviews'), name='tally_unique_key'),
         ),
-        migrations.RunPython(install_triggers, uninstall_triggers),
+        postgresql_only(tally_sql.install, tally_sql.uninstall),  # SQLite has no transition tables; there the selectors count the rows
         migrations.RunPython(count_existing, migrations.RunPython.noop),
     ]

@@ -4,17 +4,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 from annotation.review import changes_sql
-
-
-def install_triggers(apps, schema_editor):
-    """PostgreSQL only: elsewhere the pages compare the rows themselves (``changes.token`` is None)."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(changes_sql.install())
-
-
-def uninstall_triggers(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(changes_sql.uninstall())
+from core.trigger_ops import postgresql_only
 
 
 class Migration(migrations.Migration):
@@ -37,5 +27,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['project_id', 'id'], name='review_change_by_project')],
             },
         ),
-        migrations.RunPython(install_triggers, uninstall_triggers),
+        postgresql_only(changes_sql.install, changes_sql.uninstall),  # elsewhere the pages compare the rows themselves (``changes.token`` is None)
     ]

@@ -2,18 +2,8 @@
 
 from django.db import migrations, models
 
+from core.trigger_ops import postgresql_only
 from injection import changes_sql
-
-
-def install_triggers(apps, schema_editor):
-    """PostgreSQL only: elsewhere the pages count the flags on every view."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(changes_sql.install())
-
-
-def uninstall_triggers(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(changes_sql.uninstall())
 
 
 class Migration(migrations.Migration):
@@ -33,5 +23,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['project_id', 'id'], name='flag_change_by_project')],
             },
         ),
-        migrations.RunPython(install_triggers, uninstall_triggers),
+        postgresql_only(changes_sql.install, changes_sql.uninstall),  # elsewhere the pages count the flags on every view
     ]
