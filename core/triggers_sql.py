@@ -6,9 +6,9 @@ project that changed the rows some figure is computed from. Its token, (rows, ne
 rows plus those for every project (NULL), changes when such a transaction commits, whichever order
 transactions commit in (a later commit of an earlier id still adds a row).
 
-Pruning replaces a project's rows with one new row, whose id is above every id drawn so far: from then on
-every token of the project has a newer id than any token read before, so no token can read as an earlier
-one. (Keeping the newest row instead would not do: a transaction that drew an older id and commits after
+Pruning replaces a project's rows (two or more) with one new row, whose id is above every id drawn so far:
+from then on every token of the project has a newer id than any token read before, so no token can read as
+an earlier one. (Keeping the newest row instead would not do: a transaction that drew an older id and commits after
 the prune brings the count back, and the token with it, to one read before the prune.)
 """
 from __future__ import annotations
@@ -88,10 +88,15 @@ def forget_deleted_projects(log: str) -> tuple[str, str, str, str]:
 
 
 def prune(log: str) -> str:
-    # One statement, so the delete and the new row commit together. The rows for every project (NULL) stay:
-    # pruning them would change every other project's token.
+    # One statement, so the delete and the new row commit together. A log of one row is left as it is (its
+    # token stays: a refresh with nothing new to read must not make every kept figure stale). The rows for
+    # every project (NULL) stay: pruning them would change every other project's token.
     return f"""
-        WITH pruned AS (DELETE FROM {log} WHERE project_id = %(project)s)
-        INSERT INTO {log} (project_id) VALUES (%(project)s)
+        WITH pruned AS (
+            DELETE FROM {log} WHERE project_id = %(project)s
+               AND (SELECT COUNT(*) FROM {log} WHERE project_id = %(project)s) > 1
+            RETURNING id
+        )
+        INSERT INTO {log} (project_id) SELECT %(project)s WHERE EXISTS (SELECT FROM pruned)
     """
 

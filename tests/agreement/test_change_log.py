@@ -147,6 +147,8 @@ def test_prune_leaves_one_newer_row_so_no_later_token_equals_an_earlier_one(worl
     changes.prune(project.pk)
     pruned = changes.token(project.pk)
     assert ReviewChange.objects.filter(project_id=project.pk).count() == 1 and pruned[1] > before[1]
+    changes.prune(project.pk)  # one row: nothing to prune, and the figures kept under its token stay current
+    assert changes.token(project.pk) == pruned
     assert ReviewChange.objects.filter(project_id=other.pk).count() == other_rows  # another project's rows stay
     ReviewDecision.objects.filter(candidate=world.de[0]).update(decision="reject")
     assert changes.token(project.pk) not in (before, pruned)
