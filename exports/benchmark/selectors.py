@@ -15,6 +15,7 @@ from exports.benchmark import changes_sql
 from exports.benchmark import domain as merging
 from exports.models import BenchmarkBuild, PseudoTranslation, Release
 from injection.models import Candidate
+from injection.selectors import with_flag
 
 
 COUNTS_CACHE_SECONDS = 30 * 24 * 3600  # keyed by the change log's token: never stale, only evicted
@@ -124,11 +125,11 @@ def excluded_candidates(project: Project) -> list[dict]:
 def transplanted_candidates(project: Project) -> list[dict]:
     """Pool candidates placed by transplanting their edit onto the reference (flag ``transplanted``): their
     text outside the span drifts from the reference. With the span the edit was placed at (reference units)
-    and the drift, in the same order as the exclusions.
-    The flag is read in Python: JSON containment is not portable to SQLite, and the pool is small."""
-    rows = Candidate.objects.filter(
-        segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.ACCEPTED, flags__icontains=merging.TRANSPLANTED
-    ).values_list(
+    and the drift, in the same order as the exclusions. Found through the flag index (``with_flag``): the
+    project page and every release ask, and the accepted pool is most of a project's candidates (a text
+    match of the flags read all of them)."""
+    pool = Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.ACCEPTED)
+    rows = with_flag(pool, merging.TRANSPLANTED).values_list(
         "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "flags", "checks"
     )
     out = [
@@ -144,7 +145,7 @@ def transplanted_candidates(project: Project) -> list[dict]:
             "drift": checks.get(merging.TRANSPLANTED, {}).get("drift", ""),
         }
         for d, seg, etype, pos, ext, flags, checks in rows
-        if merging.TRANSPLANTED in (flags or [])
+        if merging.TRANSPLANTED in (flags or [])  # SQLite's text match ignores case
     ]
     out.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
     return out
