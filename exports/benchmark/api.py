@@ -31,7 +31,7 @@ class ProjectBenchmark(APIView):
         directions = selectors.visible_directions(request.user, project_obj)
         if directions is not None and not directions:
             raise Http404("no such project among those you may see")
-        page = selectors.benchmark_page(project_obj, directions)
+        page = selectors.benchmark_summary(project_obj, directions)
         return Response(
             {
                 "project": project_obj.name,

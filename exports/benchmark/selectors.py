@@ -95,11 +95,28 @@ def current_level_counts(project: Project) -> dict:
     return _kept(project, "level-counts", lambda: level_counts(project))
 
 
-def excluded_candidates(project: Project) -> list[dict]:
+LISTED_ON_PAGE = 100  # rows of the excluded and transplanted lists a page shows; every row is in their CSV
+
+
+def _in_directions(qs, directions: set[str] | None):
+    return qs if directions is None else qs.filter(segment__direction__code__in=sorted(directions))
+
+
+def _excluded_queryset(project: Project, directions: set[str] | None):
+    return _in_directions(
+        Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.EXCLUDED), directions
+    )
+
+
+def excluded_count(project: Project, directions: set[str] | None = None) -> int:
+    return _excluded_queryset(project, directions).count()
+
+
+def excluded_candidates(project: Project, directions: set[str] | None = None) -> list[dict]:
     """Candidates kept out of the merge (unplaceable, or excluded by checks), with their reasons, in a
-    stable order (direction, segment, type, position)."""
+    stable order (direction, segment, type, position); ``directions``: of those only."""
     rows = (
-        Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.EXCLUDED)
+        _excluded_queryset(project, directions)
         .values_list(
             "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "span_start", "span_end", "status_reason"
         )
@@ -122,14 +139,14 @@ def excluded_candidates(project: Project) -> list[dict]:
     return out
 
 
-def transplanted_candidates(project: Project) -> list[dict]:
+def transplanted_candidates(project: Project, directions: set[str] | None = None) -> list[dict]:
     """Pool candidates placed by transplanting their edit onto the reference (flag ``transplanted``): their
     text outside the span drifts from the reference. With the span the edit was placed at (reference units)
     and the drift, in the same order as the exclusions. Found through the flag index (``with_flag``): the
     project page and every release ask, and the accepted pool is most of a project's candidates (a text
     match of the flags read all of them)."""
     pool = Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.ACCEPTED)
-    rows = with_flag(pool, merging.TRANSPLANTED).values_list(
+    rows = with_flag(_in_directions(pool, directions), merging.TRANSPLANTED).values_list(
         "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "flags", "checks"
     )
     out = [
@@ -345,12 +362,16 @@ def build_summary(build: BenchmarkBuild | None, directions: set[str] | None = No
     }
 
 
-def benchmark_page(project: Project, directions: set[str] | None) -> dict:
-    """What the project page and the API show: counts (visible directions), latest build, releases,
-    excluded candidates and candidates placed by transplanting their edit, by direction."""
+def visible_counts(project: Project, directions: set[str] | None) -> dict:
+    """``current_level_counts`` of the directions this user may see (None: all)."""
     counts = current_level_counts(project)
-    if directions is not None:
-        counts = {d: row for d, row in counts.items() if d in directions}
+    return counts if directions is None else {d: row for d, row in counts.items() if d in directions}
+
+
+def benchmark_summary(project: Project, directions: set[str] | None) -> dict:
+    """What the pages and the API show of the benchmark but its lists of candidates: counts (visible
+    directions), latest build, releases. Reads no candidate."""
+    counts = visible_counts(project, directions)
     levels = sorted({int(k) for row in counts.values() for k in row["levels"]})
     table = [
         {
@@ -363,8 +384,6 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
         }
         for d, row in sorted(counts.items())
     ]
-    excluded = [e for e in excluded_candidates(project) if directions is None or e["direction"] in directions]
-    transplanted = [t for t in transplanted_candidates(project) if directions is None or t["direction"] in directions]
     build = latest_build(project)
     releases = list(releases_of(project))
     for r in releases:
@@ -376,9 +395,18 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
         "build": build,
         "build_directions": build_directions(build, directions),
         "releases": releases,
-        "excluded": excluded,
-        "transplanted": transplanted,
     }
+
+
+def benchmark_page(project: Project, directions: set[str] | None) -> dict:
+    """The benchmark page: the summary, and the first ``LISTED_ON_PAGE`` excluded and transplanted
+    candidates of the visible directions with their totals (a FLORES-sized project has thousands; the
+    page links to their CSV)."""
+    page = benchmark_summary(project, directions)
+    for name, rows in (("excluded", excluded_candidates(project, directions)), ("transplanted", transplanted_candidates(project, directions))):
+        page[name] = rows[:LISTED_ON_PAGE]
+        page[f"{name}_total"] = len(rows)
+    return page
 
 
 def progress_status(project: Project, directions: set[str] | None = None) -> dict:

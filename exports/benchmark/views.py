@@ -48,5 +48,5 @@ def build(request, project: str):
 @login_required
 def counts_plot(request, project: str):
     project_obj, directions = visible_project_and_directions(request, project)
-    counts = selectors.benchmark_page(project_obj, directions)["counts"]
+    counts = selectors.visible_counts(project_obj, directions)
     return HttpResponse(cached_svg("level-counts", plots.level_counts, counts), content_type="image/svg+xml")

@@ -115,3 +115,57 @@ def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, s
     detail = client.get(reverse("admin:exports_pseudotranslation_change", args=[pseudo.pk])).content.decode()
     assert pseudo.error_types[0] in detail
     assert client.get(reverse("admin:exports_pseudotranslation_add")).status_code == 403
+
+
+def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_the_users_directions(client, admin_user, annotator_de, seeded, monkeypatch):
+    import csv
+    import io
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from exports.benchmark import selectors, services
+    from injection.models import Candidate
+    from injection.selectors import with_flag
+
+    services.build_benchmark(seeded)
+    transplanted = with_flag(Candidate.objects.all(), "transplanted").get()
+    transplanted.checks["transplanted"]["drift"] = "=HYPERLINK(\"http://x\") <b>"  # what a spreadsheet would run
+    transplanted.save(update_fields=["checks"])
+    monkeypatch.setattr(selectors, "LISTED_ON_PAGE", 1)
+    page = reverse("benchmarks:project", kwargs={"project": "demo"})
+
+    def table(user, name):
+        client.force_login(user)
+        response = client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": name}))
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+        assert response["Content-Disposition"] == f'attachment; filename="demo-{name}_candidates.csv"'
+        return list(csv.DictReader(io.StringIO(response.content.decode())))
+
+    client.force_login(admin_user)
+    html = client.get(page).content.decode()
+    assert "Excluded candidates (2)" in html and 'data-listed="1"' in html and "The first 1 of 2" in html
+    assert "Transplanted candidates (1)" in html and "&lt;b&gt;" in html and "<b>" not in html
+    excluded = table(admin_user, "excluded")
+    assert [(r["direction"], r["segment_id"], r["error_type"]) for r in excluded] == [("en-de", "1", "Untranslated"), ("en-zh", "1", "Untranslated")]
+    assert all(r["reason"] for r in excluded)
+    [row] = table(admin_user, "transplanted")
+    assert (row["direction"], row["segment_id"], row["error_type"]) == ("en-de", "1", "Mistranslation")
+    assert row["drift"] == "'=HYPERLINK(\"http://x\") <b>"  # shown as text, never run
+
+    client.force_login(annotator_de)
+    html = client.get(page).content.decode()
+    assert "Excluded candidates (1)" in html and "The first" not in html
+    assert [r["direction"] for r in table(annotator_de, "excluded")] == ["en-de"]
+    outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
+    client.force_login(outsider)
+    assert client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code == 404
+    client.logout()
+    assert client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code == 302
+
+    # the API and the counts plot need no list of candidates, so they read none
+    client.force_login(admin_user)
+    for url in (reverse("benchmarks_api:project", kwargs={"project": "demo"}), reverse("benchmarks:counts_plot", kwargs={"project": "demo"})):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        assert not [q for q in queries.captured_queries if 'FROM "injection_candidate"' in q["sql"]], url

@@ -182,7 +182,7 @@ def agreement_stage(project: Project, user) -> Stage:
 def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
 
     stage = Stage("benchmark", "Benchmark", 5)
-    page = benchmark_selectors.benchmark_page(project, visible)
+    page = benchmark_selectors.benchmark_summary(project, visible)
     accepted = benchmark_selectors.pool_counts(project)  # the review counters, not a count of the pool
     directions = [d.code for d in _directions(project, visible)]
     build = page["build"]
@@ -191,7 +191,7 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
         "levels": page["levels"],
         "build": build,
         "accepted": [{"direction": code, "accepted": accepted.get(code, 0)} for code in directions],
-        "excluded": len(page["excluded"]),
+        "excluded": benchmark_selectors.excluded_count(project, visible),
         "total": sum(row["total"] for row in page["table"]),
     }
     stage.live = bool(build and build.status in ("pending", "running"))

@@ -254,10 +254,16 @@ def _tsv_row(r: dict) -> list:
 
 def _write_excluded(rows: list[dict], path: Path, columns: list[str] = EXCLUDED_COLUMNS) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(columns)
-        for r in rows:
-            writer.writerow([safe_cell(r[c]) for c in columns])  # a table for people: opened in spreadsheets
+        write_candidate_table(rows, fh, columns)
+
+
+def write_candidate_table(rows: list[dict], fh, columns: list[str]) -> None:
+    """A list of candidates (excluded, transplanted) as CSV to ``fh``: the release's file, and the same
+    table downloaded from the benchmark page."""
+    writer = csv.writer(fh, lineterminator="\n")
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow([safe_cell(r[c]) for c in columns])  # a table for people: opened in spreadsheets
 
 
 def size_category(n: int) -> str:
