@@ -74,8 +74,9 @@ class ChangeLog:
         return self.tokens() if long_runs else tokens
 
     def prune(self, project_id: int) -> None:
-        """Replace the project's rows with one new row (before reading the token that a new figure keeps):
-        its token moves, to one no later commit can bring back to an earlier value (``core.triggers_sql``)."""
+        """Replace the project's rows (two or more) with one new row, before reading the token that a new
+        figure keeps: its token moves, to one no later commit can bring back to an earlier value
+        (``core.triggers_sql``). A log of one row is left as it is."""
         self._run(triggers_sql.prune(self.table), project_id)
 
     def _run(self, sql: str, project_id: int) -> None:

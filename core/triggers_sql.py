@@ -8,8 +8,8 @@ transactions commit in (a later commit of an earlier id still adds a row).
 
 Pruning replaces a project's rows (two or more) with one new row, whose id is above every id drawn so far:
 from then on every token of the project has a newer id than any token read before, so no token can read as
-an earlier one. (Keeping the newest row instead would not do: a transaction that drew an older id and commits after
-the prune brings the count back, and the token with it, to one read before the prune.)
+an earlier one. (Keeping the newest row instead would not do: a transaction that drew an older id and
+commits after the prune brings the count back, and the token with it, to one read before the prune.)
 """
 from __future__ import annotations
 
