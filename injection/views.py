@@ -106,17 +106,18 @@ def run_retry(request, pk: int):
 def candidates(request):
     qs = selectors.visible_candidates(request.user)
     run_id = request.GET.get("run")
-    if run_id and id_param(run_id) is None:
+    run = id_param(run_id)
+    if run_id and run is None:
         qs = qs.none()  # names no run: no rows (not every candidate)
     qs = selectors.filter_candidates(
         qs, flag=request.GET.get("flag", ""), direction=request.GET.get("direction", ""),
-        error_type=request.GET.get("type", ""), run=id_param(run_id),
+        error_type=request.GET.get("type", ""), run=run,
         clean=request.GET.get("clean") == "1",
     )
     page = EstimatedCountPaginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))  # no COUNT of millions
     rows = [(candidate, selectors.marked_parts(candidate)) for candidate in page]
     # one run's candidates are all of its project: another project's writes keep their counts
-    run_project = InjectionRun.objects.filter(pk=id_param(run_id)).values_list("project_id", flat=True).first() if id_param(run_id) else None
+    run_project = InjectionRun.objects.filter(pk=run).values_list("project_id", flat=True).first() if run else None
     return render(request, "injection/candidates.html", {
         "page": page, "rows": rows, "flags": selectors.flag_counts(qs, project_id=run_project), "query": _without_page(request.GET),
         "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_review_scale import django_setup, drop_database, percentile, recreate_database  # noqa: E402
+from bench_review_scale import django_setup, drop_database, percentile, recreate_database, top_up_segments  # noqa: E402
 
 DB_NAME = "xq_benchmark_pages"
 DIRECTIONS = ["en-de", "en-ru", "en-zh", "en-ja", "en-cs", "en-fr", "en-hi", "en-uk"]
@@ -54,25 +54,9 @@ def setup_project():
 
 def top_up(project, directions, run, candidates: int) -> float:
     """Grow the project to ``candidates`` reviewed candidates (whole segments); seconds taken."""
-    from django.db import connection, transaction
-
-    from core.models import GoldSegment
-
-    have = GoldSegment.objects.filter(project=project).count()
-    want = -(-candidates // PER_SEGMENT)
-    if want <= have:
-        return 0.0
-    t0 = time.perf_counter()
-    dir_ids = "ARRAY[" + ",".join(str(d.pk) for d in directions) + "]::bigint[]"
     transplanted = '{"transplanted": {"passed": true, "span": [1, 2], "drift": "=drift, quoted"}}'
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute(
-            f"""INSERT INTO core_goldsegment (external_id, source, reference, metadata, created_at, direction_id, project_id)
-                SELECT 's' || i, 'source sentence ' || i, 'eins zwei drei vier ' || i, '{{}}'::jsonb, now(),
-                       ({dir_ids})[1 + i %% {len(directions)}], %s
-                FROM generate_series(%s, %s) AS i""",
-            [project.pk, have, want - 1],
-        )
+
+    def insert_candidates(cur) -> None:
         cur.execute(
             f"""INSERT INTO injection_candidate (external_id, kind, error_type, position, severity, text, span_start, span_end,
                     edit_text, backend, model, prompt_version, sampling, raw_output, prompt_tokens, completion_tokens, cost_usd,
@@ -90,10 +74,8 @@ def top_up(project, directions, run, candidates: int) -> float:
                 WHERE s.project_id = %s AND s.id > (SELECT COALESCE(MAX(segment_id), 0) FROM injection_candidate WHERE run_id = %s)""",
             [transplanted, run.pk, project.pk, run.pk],
         )
-    with connection.cursor() as cur:
-        cur.execute("VACUUM (ANALYZE)")
-        cur.execute("CHECKPOINT")
-    return time.perf_counter() - t0
+
+    return top_up_segments(project, directions, candidates, PER_SEGMENT, insert_candidates)
 
 
 def expected(project, language: str | None) -> dict[str, int]:

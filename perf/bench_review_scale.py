@@ -104,25 +104,9 @@ def setup_project():
 
 def top_up(project, directions, run, candidates: int) -> float:
     """Grow the project to ``candidates`` candidates (rounded up to whole segments); seconds taken."""
-    from django.db import connection, transaction
-
-    from core.models import GoldSegment
     from injection.models import Candidate
 
-    have = GoldSegment.objects.filter(project=project).count()
-    want = -(-candidates // PER_SEGMENT)
-    if want <= have:
-        return 0.0
-    t0 = time.perf_counter()
-    dir_ids = "ARRAY[" + ",".join(str(d.pk) for d in directions) + "]::bigint[]"
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute(
-            f"""INSERT INTO core_goldsegment (external_id, source, reference, metadata, created_at, direction_id, project_id)
-                SELECT 's' || i, 'source sentence number ' || i, 'eins zwei drei vier fuenf ' || i, '{{}}'::jsonb, now(),
-                       ({dir_ids})[1 + i %% {len(directions)}], %s
-                FROM generate_series(%s, %s) AS i""",
-            [project.pk, have, want - 1],
-        )
+    def insert_candidates(cur) -> None:
         types = "ARRAY[" + ",".join(f"'{t}'" for t in ERROR_TYPES) + "]"
         positions = "ARRAY[" + ",".join(f"'{p}'" for p in POSITIONS) + "]"
         cur.execute(
@@ -138,6 +122,33 @@ def top_up(project, directions, run, candidates: int) -> float:
                 ORDER BY s.id, t, p""",
             [Candidate.Status.PENDING, run.pk, project.pk, run.pk],
         )
+
+    return top_up_segments(project, directions, candidates, PER_SEGMENT, insert_candidates)
+
+
+def top_up_segments(project, directions, candidates: int, per_segment: int, insert_candidates) -> float:
+    """Grow the project to enough gold segments for ``candidates`` candidates at ``per_segment`` each (over
+    ``directions`` in turn), give the new segments their candidates (``insert_candidates(cursor)``, in the
+    same transaction), then settle the database; seconds taken (0 when it is that large already)."""
+    from django.db import connection, transaction
+
+    from core.models import GoldSegment
+
+    have = GoldSegment.objects.filter(project=project).count()
+    want = -(-candidates // per_segment)
+    if want <= have:
+        return 0.0
+    t0 = time.perf_counter()
+    dir_ids = "ARRAY[" + ",".join(str(d.pk) for d in directions) + "]::bigint[]"
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            f"""INSERT INTO core_goldsegment (external_id, source, reference, metadata, created_at, direction_id, project_id)
+                SELECT 's' || i, 'source sentence number ' || i, 'eins zwei drei vier fuenf ' || i, '{{}}'::jsonb, now(),
+                       ({dir_ids})[1 + i %% {len(directions)}], %s
+                FROM generate_series(%s, %s) AS i""",
+            [project.pk, have, want - 1],
+        )
+        insert_candidates(cur)
     # What autovacuum and the checkpointer do in the minutes after an import, done before the timings:
     # otherwise the vacuum of the new rows and the flush of their WAL run during them, on the same 2 cores.
     with connection.cursor() as cur:
