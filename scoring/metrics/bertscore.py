@@ -39,6 +39,8 @@ class BertScoreScorer(NeuralScorer):
             idf=False,
             rescale_with_baseline=False,
         )
+        # BERTScorer has no dtype of its own; the run's dtype is the encoder's (the signature records it).
+        self.scorer._model.to(self.dtype)
 
     def score_batch(self, segments: Sequence[Segment]) -> BatchResult:
         p, r, f = self.scorer.score([s.mt for s in segments], [s.ref for s in segments], batch_size=self.batch_size)

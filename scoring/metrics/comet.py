@@ -3,6 +3,7 @@ checkpoint loading and ``predict`` (the same code path as the ``comet-score`` CL
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,10 +40,12 @@ class CometScorer(NeuralScorer):
                 f"{self.resolved.path / 'hparams.yaml'} ({exc}); put it in the Hugging Face cache "
                 "(huggingface-cli download ...) or edit pretrained_model to a local directory"
             ) from None
-        if self.dtype_name != "float32":
-            self.model = self.model.to(self.dtype)
+        if self.dtype_name == "float16":
+            self.model.half()  # what comet-score does (always); COMET's FeedForward casts its input for a half model
 
     def score_batch(self, segments: Sequence[Segment]) -> BatchResult:
+        import torch
+
         samples = []
         for seg in segments:
             sample = {"src": seg.src, "mt": seg.mt}
@@ -50,14 +53,18 @@ class CometScorer(NeuralScorer):
                 sample["ref"] = seg.ref
             samples.append(sample)
         gpus = 1 if self.device.startswith("cuda") else 0
-        out = self.model.predict(
-            samples,
-            batch_size=self.batch_size,
-            gpus=gpus,
-            accelerator="gpu" if gpus else "cpu",
-            progress_bar=False,
-            num_workers=0,
-        )
+        # bfloat16 as autocast over the float32 weights: COMET's pooling returns float32 and only a float16 estimator
+        # casts it back, so a model cast to bfloat16 whole fails.
+        precision = torch.autocast("cuda" if gpus else "cpu", dtype=self.dtype) if self.dtype_name == "bfloat16" else nullcontext()
+        with precision:
+            out = self.model.predict(
+                samples,
+                batch_size=self.batch_size,
+                gpus=gpus,
+                accelerator="gpu" if gpus else "cpu",
+                progress_bar=False,
+                num_workers=0,
+            )
         extras: dict[str, list] = {}
         metadata = out.get("metadata") if hasattr(out, "get") else None
         if self.error_spans and metadata is not None and "error_spans" in metadata:
@@ -72,6 +79,8 @@ class CometScorer(NeuralScorer):
             "comet_class": self._hparams.get("class_identifier"),
             "encoder": self._hparams.get("pretrained_model"),
             "uses_reference": self.uses_reference,
+            "precision": {"float32": "float32", "float16": "model.half() (as comet-score)"}.get(
+                self.dtype_name, f"autocast {self.dtype_name}, float32 weights"),
         }
 
 

@@ -96,6 +96,9 @@ class OmniScoreScorer(NeuralScorer):
             # Never execute code that came with a checkpoint unless the run says so.
             allow_remote_code=self.family == "score_predictor" and self.trust_remote_code,
         )
+        # omniscore 0.1.0 applies torch_dtype to the scoring head alone: the backbone, built from its config inside
+        # the model's __init__, stays float32, and a bfloat16/float16 run fails on a dtype mismatch. One dtype for all.
+        self.scorer.model.to(self.dtype)
         if self.scorer.input_format != self.input_format():
             raise MetricError(f"OmniScore: the package formats {self.resolved.model_id}'s input differently than the signature says")
 

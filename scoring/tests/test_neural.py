@@ -90,6 +90,41 @@ def test_neural_metric_on_tiny_model(metric, models, release, tmp_path):
         assert {"precision", "recall"} <= set(table.column_names)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["COMET-22", "MetricX-24", "BLEURT-20", "BERTScore", "OmniScore"])
+def test_a_bfloat16_run_computes_in_bfloat16(metric, models, release):
+    # The dtype goes into the signature, so it must be what ran: scores move off the float32 ones by rounding
+    # (a dtype left unapplied gives the float32 scores again), and no part of the model stays float32.
+    segments = _segments(release)[:13]
+    spec = get_metric(metric)
+    full = spec.build(model=models(metric), batch_size=4, device="cpu", dtype="float32").score(segments).scores
+    half = spec.build(model=models(metric), batch_size=4, device="cpu", dtype="bfloat16").score(segments).scores
+    assert all(math.isfinite(s) for s in half)
+    assert max(abs(a - b) for a, b in zip(full, half)) <= 0.02 * max(abs(x) for x in full) + 1e-3
+    assert half != full, f"{metric}: dtype=bfloat16 gave the float32 scores"
+
+
+@pytest.mark.slow
+def test_comet_in_float16_scores_what_comet_score_scores(models, release, tmp_path):
+    # unbabel-comet's CLI runs every model in float16 (model.half()); --dtype float16 is that same computation.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    segments = _segments(release)[:13]
+    for name in ("src", "mt", "ref"):
+        (tmp_path / f"{name}.txt").write_text("\n".join(getattr(s, name) for s in segments) + "\n", encoding="utf-8")
+    cli = Path(sys.executable).parent / "comet-score"
+    subprocess.run([str(cli), "-s", str(tmp_path / "src.txt"), "-t", str(tmp_path / "mt.txt"), "-r", str(tmp_path / "ref.txt"),
+                    "--model", str(Path(models("COMET-22")) / "checkpoints" / "model.ckpt"), "--batch_size", "16", "--gpus", "0",
+                    "--quiet", "--only_system", "--num_workers", "0", "--to_json", str(tmp_path / "cli.json")],
+                   check=True, capture_output=True)
+    expected = [row["COMET"] for row in json.loads((tmp_path / "cli.json").read_text())[str(tmp_path / "mt.txt")]]
+    build = get_metric("COMET-22").build
+    assert build(model=models("COMET-22"), batch_size=16, device="cpu", dtype="float16").score(segments).scores == expected
+    assert build(model=models("COMET-22"), batch_size=16, device="cpu").score(segments).scores != expected
+
+
 def test_sbert_minilm_ranks_identical_above_damaged(release):
     scorer = get_metric("SBERT").build(device="cpu", batch_size=8)
     segs = _segments(release)
