@@ -11,8 +11,9 @@ throughput. Without ``--release`` a release-format directory is built from the s
 SentencePiece file (offline) a SentencePiece model is trained on the same data, and both sides use it.
 With ``--comet-model DIR`` (a COMET model directory: hparams.yaml + checkpoints/model.ckpt) it also
 compares COMET through ``scoring`` with unbabel-comet's own ``comet-score`` CLI on the same triplets,
-both end to end (model load included, wall clock, same batch size; target at least 0.95), on the GPU
-when one is visible.
+both end to end (model load included, wall clock, same batch size, both in float16 as comet-score always
+runs; target at least 0.95), on the GPU when one is visible. ``perf/bench_gpu.py`` does the same at the real
+model shape on a lent GPU, with every other neural metric.
 
 Best of ``--repeats`` runs per side, alternating, on the same data. Times are this process's CPU time
 (both sides are single-threaded), so other people's jobs on a shared machine disturb the ratio less than
@@ -180,7 +181,8 @@ def bench_comet(release: Path, model_dir: Path, work: Path, args) -> dict:
     cli_scores = [row["COMET"] for row in json.loads((work / "cli.json").read_text())[str(work / "mt.txt")]]
     started = time.perf_counter()
     score_release(sub, ["COMET-22"], out=work / "comet-out",
-                  options=ScoreOptions(model=str(model_dir), batch_size=args.comet_batch_size, device="cuda" if gpus else "cpu"))
+                  options=ScoreOptions(model=str(model_dir), batch_size=args.comet_batch_size, device="cuda" if gpus else "cpu",
+                                       dtype="float16"))  # comet-score always runs model.half()
     t_ours = time.perf_counter() - started
     ours = pq.read_table(work / "comet-out" / "comet-22.parquet").column("score").to_pylist()
     worst = max(abs(a - b) for a, b in zip(ours, cli_scores))
