@@ -125,6 +125,25 @@ def test_comet_in_float16_scores_what_comet_score_scores(models, release, tmp_pa
     assert build(model=models("COMET-22"), batch_size=16, device="cpu").score(segments).scores != expected
 
 
+@pytest.mark.slow
+def test_comet_leaves_the_model_where_it_is_between_chunks(models, release, monkeypatch):
+    # Lightning's teardown calls the module's cpu() after every predict; on a GPU worker that is a host round
+    # trip of all weights per chunk. Counted here on the class, which the scorer's instance shadows.
+    from comet.models.base import CometModel
+
+    moved = []
+    original = CometModel.cpu
+    monkeypatch.setattr(CometModel, "cpu", lambda self: moved.append(1) or original(self))
+    scorer = get_metric("COMET-22").build(model=models("COMET-22"), batch_size=4, device="cpu")
+    segments = _segments(release)[:8]
+    first, second = scorer.score(segments[:4]).scores, scorer.score(segments[4:]).scores
+    assert len(first) == len(second) == 4 and moved == []
+    assert "cpu" not in vars(scorer.model), "the shadowing outlived the call"
+    scorer.model.predict([{"src": s.src, "mt": s.mt, "ref": s.ref} for s in segments[:2]], batch_size=2, gpus=0,
+                         accelerator="cpu", progress_bar=False, num_workers=0)
+    assert moved, "comet's predict no longer tears down through cpu(): the guard in scoring/metrics/comet.py is moot"
+
+
 def test_sbert_minilm_ranks_identical_above_damaged(release):
     scorer = get_metric("SBERT").build(device="cpu", batch_size=8)
     segs = _segments(release)
