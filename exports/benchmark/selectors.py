@@ -18,9 +18,6 @@ from injection.models import Candidate
 from injection.selectors import with_flag
 
 
-COUNTS_CACHE_SECONDS = 30 * 24 * 3600  # keyed by the change log's token: never stale, only evicted
-
-
 def level_counts(project: Project) -> dict:
     """Per direction and level: pseudo translations in all, and min/max per gold pair (Tables 4 and 8)."""
     per_pair: dict[str, dict[int, dict[int, int]]] = defaultdict(dict)
@@ -43,7 +40,7 @@ CHANGES = ChangeLog(changes_sql.LOG)
 def _kept(project: Project, name: str, compute):
     """``compute()`` kept in the cache under the benchmark change log's token for ``project``, so it is
     recomputed only after a change to the rows it reads (``ChangeLog.kept``)."""
-    return CHANGES.kept(f"benchmark:{name}:v2", compute, project_id=project.pk, timeout=COUNTS_CACHE_SECONDS)
+    return CHANGES.kept(f"benchmark:{name}:v2", compute, project_id=project.pk)
 
 
 def segment_counts(project: Project) -> dict[int, int]:
