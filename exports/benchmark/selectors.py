@@ -143,8 +143,11 @@ def transplanted_candidates(project: Project, directions: set[str] | None = None
     project page and every release ask, and the accepted pool is most of a project's candidates (a text
     match of the flags read all of them)."""
     pool = Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.ACCEPTED)
+    # Only the transplant's own check is read: decoding each candidate's whole checks object was most of the
+    # list's Python time at 1.6 M candidates.
     rows = with_flag(_in_directions(pool, directions), merging.TRANSPLANTED).values_list(
-        "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "flags", "checks"
+        "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "flags",
+        f"checks__{merging.TRANSPLANTED}",
     )
     out = [
         {
@@ -154,11 +157,11 @@ def transplanted_candidates(project: Project, directions: set[str] | None = None
             "error_type": etype,
             "position": pos,
             "external_id": ext,
-            "span_start": (checks.get(merging.TRANSPLANTED, {}).get("span") or [None, None])[0],
-            "span_end": (checks.get(merging.TRANSPLANTED, {}).get("span") or [None, None])[1],
-            "drift": checks.get(merging.TRANSPLANTED, {}).get("drift", ""),
+            "span_start": ((check or {}).get("span") or [None, None])[0],
+            "span_end": ((check or {}).get("span") or [None, None])[1],
+            "drift": (check or {}).get("drift", ""),
         }
-        for d, seg, etype, pos, ext, flags, checks in rows
+        for d, seg, etype, pos, ext, flags, check in rows
         if merging.TRANSPLANTED in (flags or [])  # SQLite's text match ignores case
     ]
     out.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
