@@ -277,7 +277,7 @@ class GpuMemory:
 HARD_DEADLINE = float("inf")  # set by run(): no subprocess outlives the budget by more than a minute
 
 
-def timed_process(cmd: list[str], log: Path, timeout: float = 0) -> tuple[float, float, int]:
+def timed_process(cmd: list[str], log: Path) -> tuple[float, float, int]:
     timeout = max(30.0, HARD_DEADLINE - time.monotonic())
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
