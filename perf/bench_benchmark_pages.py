@@ -2,8 +2,9 @@
 at 1,000 candidates and at many more.
 
 What a reviewed FLORES-sized project looks like to these pages: 8 directions, 8 MQM candidates per gold
-segment, 16 in 17 accepted (the rest rejected), one in 7 carrying a check's flag and one in 701 placed by
-transplanting its edit (flag ``transplanted``, with its span and drift), a few excluded by the merge. Per
+segment, 16 in 17 accepted (the rest rejected), each with every automatic check's result as an import
+records them, one in 7 carrying a check's flag and one in 701 placed by transplanting its edit (flag
+``transplanted``, with its span and drift), a few excluded by the merge. Per
 size, median and p95 of: the project page (the pipeline's cards), the benchmark page (counts, releases,
 the first rows of the excluded and transplanted candidates), its counts plot, the benchmark API, and the
 two lists' CSV downloads; as an admin and as an annotator of one language. Reported with the ratio of each
@@ -54,7 +55,13 @@ def setup_project():
 
 def top_up(project, directions, run, candidates: int) -> float:
     """Grow the project to ``candidates`` reviewed candidates (whole segments); seconds taken."""
-    transplanted = '{"transplanted": {"passed": true, "span": [1, 2], "drift": "=drift, quoted"}}'
+    # Every candidate carries what an import records, each automatic check's result (the pages decode what
+    # they select of it); one in 701 also the transplant's span and drift.
+    from injection.domain.checks import CHECKS
+
+    routine = {name: {"passed": True, "detail": ""} for name in CHECKS}
+    checks = json.dumps(routine)
+    transplanted = json.dumps({**routine, "transplanted": {"passed": True, "span": [1, 2], "drift": "=drift, quoted"}})
 
     def insert_candidates(cur) -> None:
         cur.execute(
@@ -63,7 +70,7 @@ def top_up(project, directions, run, candidates: int) -> float:
                     checks, flags, status, status_reason, is_gold, gold_answer, created_at, segment_id, run_id)
                 SELECT s.external_id || '-' || k, 'mqm', 'Type' || k, 'head', 'major', 'eins ZWEI drei ' || s.external_id, 1, 2,
                        'ZWEI', 'rule', '', 'v1', '{{}}'::jsonb, '', 0, 0, 0,
-                       CASE WHEN (s.id * 8 + k) %% 701 = 0 THEN %s ELSE '{{}}' END::jsonb,
+                       CASE WHEN (s.id * 8 + k) %% 701 = 0 THEN %s ELSE %s END::jsonb,
                        CASE WHEN (s.id * 8 + k) %% 701 = 0 THEN '["transplanted"]'
                             WHEN (s.id * 8 + k) %% 7 = 0 THEN '["length_ratio"]' ELSE '[]' END::jsonb,
                        CASE WHEN (s.id * 8 + k) %% 997 = 1 THEN 'excluded' WHEN (s.id * 8 + k) %% 17 = 0 THEN 'rejected'
@@ -72,7 +79,7 @@ def top_up(project, directions, run, candidates: int) -> float:
                        false, '', now(), s.id, %s
                 FROM core_goldsegment s CROSS JOIN generate_series(1, {PER_SEGMENT}) AS k
                 WHERE s.project_id = %s AND s.id > (SELECT COALESCE(MAX(segment_id), 0) FROM injection_candidate WHERE run_id = %s)""",
-            [transplanted, run.pk, project.pk, run.pk],
+            [transplanted, checks, run.pk, project.pk, run.pk],
         )
 
     return top_up_segments(project, directions, candidates, PER_SEGMENT, insert_candidates)
