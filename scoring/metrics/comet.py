@@ -1,5 +1,6 @@
 """COMET-22, xCOMET-XL/XXL (scores and error spans), COMETKiwi-22/23 through unbabel-comet's own
-checkpoint loading and ``predict`` (the same code path as the ``comet-score`` CLI)."""
+checkpoint loading and ``predict``: in float32 by default, as its Python API; ``dtype="float16"`` is what the
+``comet-score`` CLI computes (it always runs ``model.half()``)."""
 from __future__ import annotations
 
 import logging
