@@ -1,0 +1,46 @@
+"""``perf/bench_gpu.py`` on the CPU: a lent GPU comes with minutes of device time, so the script a GPU session
+runs is checked here first, every metric's path (build at the real layout with small widths, save in the
+metric's format, ``python -m scoring run``, and for COMET-22 the ``comet-score`` comparison)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scoring.tests.releases import SHARED_DATA, write_release_from_shared
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path):
+    shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))
+    if not (shared / "candidates").is_dir():
+        if os.environ.get("CI") == "true" or os.environ.get("REQUIRE_SHARED_DATA") == "1":  # as tests/conftest.py
+            pytest.fail(f"required but missing: shared XQ-MEval data at {shared}")
+        pytest.skip(f"missing: shared XQ-MEval data at {shared}")
+    script = str(REPO / "perf" / "bench_gpu.py")
+    env = {**os.environ, "XQMEVAL_SHARED_DATA": str(shared)}
+    subprocess.run([sys.executable, script, "prepare", str(tmp_path / "tok")], check=True, capture_output=True, env=env)
+    release = write_release_from_shared(tmp_path / "release", shared, directions=("en-de", "en-zh"))
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, script, "run", "--tokenizers", str(tmp_path / "tok"), "--release", str(release), "--out", str(out),
+         "--work", str(tmp_path / "work"), "--device", "cpu", "--limit", "2"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads((out / "gpu_figures.json").read_text())
+    assert set(figures["metrics"]) == {"COMET-22", "BERTScore", "OmniScore", "BLEURT-20", "MetricX-24", "xCOMET-XL"}
+    for metric, row in figures["metrics"].items():
+        assert "error" not in row and not any(k.startswith("error") for k in row), (metric, row)
+        assert row["triplets"] == 4 and row["seg_per_s"] > 0, (metric, row)
+    comet = figures["metrics"]["COMET-22"]
+    # comet-score and the scoring path (float16 both) on the same 4 triplets, and the other dtypes beside them
+    assert comet["cli_seg_per_s"] > 0 and comet["ratio"] > 0
+    assert comet["max_abs_diff"] < 1e-3 and comet["max_abs_diff_float32"] < 1e-3 and comet["max_abs_diff_bfloat16"] < 1e-2
+    assert (out / "logs.tar.gz").is_file()
