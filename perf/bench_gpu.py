@@ -138,8 +138,6 @@ def prepare(out: Path) -> None:
 
 # --- step 2: models with random weights, on the GPU -------------------------------------------------------
 
-SMOKE_OR_TINY = False  # set by run(): models have 2 layers
-
 TINY_DIMS = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "d_model": 64, "d_ff": 128, "d_kv": 16,
              "num_heads": 4}
 
@@ -274,11 +272,9 @@ class GpuMemory:
         self.peak_gib = (self.peak - self.base) / 2**30
 
 
-HARD_DEADLINE = float("inf")  # set by run(): no subprocess outlives the budget by more than a minute
-
-
-def timed_process(cmd: list[str], log: Path) -> tuple[float, float, int]:
-    timeout = max(30.0, HARD_DEADLINE - time.monotonic())
+def timed_process(cmd: list[str], log: Path, until: float) -> tuple[float, float, int]:
+    """Run ``cmd`` (output to ``log``), stopping it at the monotonic time ``until`` (30 s at least)."""
+    timeout = max(30.0, until - time.monotonic())
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with GpuMemory() as mem, log.open("w") as fh:
@@ -295,7 +291,8 @@ def scoring_cmd(release: Path, metric: str, model: Path, out: Path, spec: dict, 
     cmd = [sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", metric, "--model", str(model),
            "--out", str(out), "--batch-size", str(spec["batch"]), "--dtype", dtype, "--device", device, "--quiet"]
     if metric == "BERTScore":  # bert-score's layer for mBERT (fewer in a smoke run's 2-layer model)
-        cmd += ["--option", f"num_layers={2 if SMOKE_OR_TINY else 9}"]
+        layers = json.loads((model / "config.json").read_text())["num_hidden_layers"]
+        cmd += ["--option", f"num_layers={min(9, layers)}"]
     return cmd
 
 
@@ -353,8 +350,6 @@ def run(args) -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    global SMOKE_OR_TINY
-    SMOKE_OR_TINY = args.smoke or args.device == "cpu"
     if args.device == "cpu":
         os.environ["XQMEVAL_ALLOW_GPU_METRICS_ON_CPU"] = "1"
     work = Path(args.work)
@@ -373,8 +368,7 @@ def run(args) -> None:
     print(json.dumps(results), flush=True)
     wanted = args.only.split(",") if args.only else list(SHAPES)
     deadline = time.monotonic() + args.budget
-    global HARD_DEADLINE
-    HARD_DEADLINE = deadline + 60
+    args.until = deadline + 60  # no subprocess outlives the budget by more than a minute
     logs = work / "logs"
 
     def save():
@@ -399,7 +393,7 @@ def run(args) -> None:
             else:
                 wall, peak, rc = timed_process(
                     scoring_cmd(sub, metric, model, work / f"scores-{metric}", spec, spec["dtype"], args.device),
-                    logs / f"{metric}.log")
+                    logs / f"{metric}.log", args.until)
                 row.update(scoring_wall_s=round(wall, 1), seg_per_s=round(len(ids) / wall, 1), peak_gib=round(peak, 1), rc=rc)
                 if rc == 0:
                     row["steady_seg_per_s"] = steady_rate(work / f"scores-{metric}", metric)
@@ -422,23 +416,32 @@ def run(args) -> None:
     table(results)
 
 
+def comet_score_command(texts: dict[str, list[str]], model: Path, batch_size: int, gpus: int, work: Path) -> list[str]:
+    """unbabel-comet's ``comet-score`` on ``texts`` (src, mt, ref; one line each, written under ``work``) with the
+    COMET model directory ``model``; its segment scores go to ``work/cli.json`` (``comet_score_scores``)."""
+    for name, lines in texts.items():
+        (work / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [sys.executable, "-c", "import sys; from comet.cli.score import score_command; sys.exit(score_command())",
+            "-s", str(work / "src.txt"), "-t", str(work / "mt.txt"), "-r", str(work / "ref.txt"),
+            "--model", str(model / "checkpoints" / "model.ckpt"), "--batch_size", str(batch_size), "--gpus", str(gpus),
+            "--quiet", "--only_system", "--num_workers", "0", "--to_json", str(work / "cli.json")]
+
+
+def comet_score_scores(work: Path) -> list[float]:
+    return [row["COMET"] for row in json.loads((work / "cli.json").read_text())[str(work / "mt.txt")]]
+
+
 def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str], texts: dict, spec: dict, work: Path,
                  out: Path, args) -> None:
     """comet-score (unbabel-comet's CLI, which always runs the model in float16: ``model.half()``) against
     ``python -m scoring run --dtype float16`` on the same checkpoint and triplets, each end to end, at the same batch
     size; then the scoring path in float32 and bfloat16 (autocast) for the table, each compared with the CLI."""
-    for name, lines in texts.items():
-        (work / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cli = [sys.executable, "-c", "import sys; from comet.cli.score import score_command; sys.exit(score_command())",
-           "-s", str(work / "src.txt"), "-t", str(work / "mt.txt"), "-r", str(work / "ref.txt"),
-           "--model", str(model / "checkpoints" / "model.ckpt"), "--batch_size", str(spec["batch"]),
-           "--gpus", "0" if args.device == "cpu" else "1", "--quiet", "--only_system", "--num_workers", "0",
-           "--to_json", str(work / "cli.json")]
-    wall_cli, peak_cli, rc = timed_process(cli, out / "comet-score.log")
+    cli = comet_score_command(texts, model, spec["batch"], gpus=0 if args.device == "cpu" else 1, work=work)
+    wall_cli, peak_cli, rc = timed_process(cli, out / "comet-score.log", args.until)
     if rc:
         row["error"] = (out / "comet-score.log").read_text()[-1500:]
         return
-    cli_scores = [r["COMET"] for r in json.loads((work / "cli.json").read_text())[str(work / "mt.txt")]]
+    cli_scores = comet_score_scores(work)
     n = len(ids)
     row.update(cli_seg_per_s=round(n / wall_cli, 1), cli_peak_gib=round(peak_cli, 1), dtype="float16")
     for dtype in ("float16", "float32", "bfloat16"):
@@ -450,7 +453,7 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
             n = len(sub_ids)
             row[f"triplets{key}"] = n
         wall, peak, rc = timed_process(scoring_cmd(release, metric, model, scores_dir, spec, dtype, args.device),
-                                       out / f"{metric}{key}.log")
+                                       out / f"{metric}{key}.log", args.until)
         if rc:
             row["error" + key] = (out / f"{metric}{key}.log").read_text()[-1500:]
             continue

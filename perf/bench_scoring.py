@@ -33,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "perf"))  # bench_gpu's COMET helpers
 SHARED = Path(os.environ.get("XQMEVAL_SHARED_DATA", REPO.parent / "shared" / "data" / "xqmeval"))
 MARK = re.compile(r"</?v>")
 
@@ -148,44 +149,28 @@ def main() -> None:
 def bench_comet(release: Path, model_dir: Path, work: Path, args) -> dict:
     import subprocess
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
     import torch
+    from bench_gpu import comet_score_command, comet_score_scores, subset_release
 
     from scoring.runner import ScoreOptions, score_release
 
     # One release with the chosen triplets, so both sides score exactly the same rows.
-    sub = work / "comet-release"
-    src, mt, ref = [], [], []
-    for p in sorted(release.glob("*/test.parquet")):
-        t = pq.read_table(p)
-        if args.comet_limit:
-            t = t.slice(0, args.comet_limit)
-        (sub / p.parent.name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(t, sub / p.parent.name / "test.parquet")
-        d = t.to_pydict()
-        src += d["src"]
-        mt += d["mt"]
-        ref += d["ref"]
-    n = len(mt)
-    for name, lines in (("src", src), ("mt", mt), ("ref", ref)):
-        (work / f"{name}.txt").write_text("\n".join(x.replace("\n", " ") for x in lines) + "\n", encoding="utf-8")
+    sub, ids, texts = subset_release(release, args.comet_limit, work / "comet-release")
+    n = len(ids)
     gpus = 1 if torch.cuda.is_available() else 0
-    cli = Path(sys.executable).parent / "comet-score"
-    cmd = [str(cli), "-s", str(work / "src.txt"), "-t", str(work / "mt.txt"), "-r", str(work / "ref.txt"),
-           "--model", str(model_dir / "checkpoints" / "model.ckpt"), "--batch_size", str(args.comet_batch_size),
-           "--gpus", str(gpus), "--quiet", "--only_system", "--num_workers", "0", "--to_json", str(work / "cli.json")]
     started = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    subprocess.run(comet_score_command(texts, model_dir, args.comet_batch_size, gpus, work), check=True, capture_output=True, text=True)
     t_cli = time.perf_counter() - started
-    cli_scores = [row["COMET"] for row in json.loads((work / "cli.json").read_text())[str(work / "mt.txt")]]
+    cli_scores = comet_score_scores(work)
     started = time.perf_counter()
     score_release(sub, ["COMET-22"], out=work / "comet-out",
                   options=ScoreOptions(model=str(model_dir), batch_size=args.comet_batch_size, device="cuda" if gpus else "cpu",
                                        dtype="float16"))  # comet-score always runs model.half()
     t_ours = time.perf_counter() - started
-    ours = pq.read_table(work / "comet-out" / "comet-22.parquet").column("score").to_pylist()
-    worst = max(abs(a - b) for a, b in zip(ours, cli_scores))
+    table = pq.read_table(work / "comet-out" / "comet-22.parquet", columns=["triplet_id", "score"]).to_pydict()
+    ours = dict(zip(table["triplet_id"], table["score"]))
+    worst = max(abs(ours[i] - c) for i, c in zip(ids, cli_scores))
     ratio = t_cli / t_ours
     print(f"COMET    {n / t_cli:>13.1f} {n / t_ours:>14.1f} {ratio:>6.2f}   (comet-score CLI vs scoring, {n} triplets, "
           f"{'GPU' if gpus else 'CPU'}, max |diff| {worst:.2e}); target >= 0.95: {'met' if ratio >= 0.95 else 'NOT met'}")

@@ -2,11 +2,23 @@
 transformer checkpoints (built and saved here, then loaded through the same code as real ones)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from scoring.tests.releases import corpus_lines, write_release  # noqa: F401
+from scoring.tests.releases import SHARED_DATA, corpus_lines, write_release  # noqa: F401
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The shared XQ-MEval data: mandatory in CI (as tests/conftest.py), a skip elsewhere when it is missing."""
+    shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))
+    if not (shared / "candidates").is_dir():
+        if os.environ.get("CI") == "true" or os.environ.get("REQUIRE_SHARED_DATA") == "1":
+            pytest.fail(f"required but missing: shared XQ-MEval data at {shared}")
+        pytest.skip(f"missing: shared XQ-MEval data at {shared}")
+    return shared
 
 
 @pytest.fixture

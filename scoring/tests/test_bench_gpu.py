@@ -11,18 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from scoring.tests.releases import SHARED_DATA, write_release_from_shared
+from scoring.tests.releases import write_release_from_shared
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path):
-    shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))
-    if not (shared / "candidates").is_dir():
-        if os.environ.get("CI") == "true" or os.environ.get("REQUIRE_SHARED_DATA") == "1":  # as tests/conftest.py
-            pytest.fail(f"required but missing: shared XQ-MEval data at {shared}")
-        pytest.skip(f"missing: shared XQ-MEval data at {shared}")
+def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_data):
+    shared = shared_data
     script = str(REPO / "perf" / "bench_gpu.py")
     env = {**os.environ, "XQMEVAL_SHARED_DATA": str(shared)}
     subprocess.run([sys.executable, script, "prepare", str(tmp_path / "tok")], check=True, capture_output=True, env=env)

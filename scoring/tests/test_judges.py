@@ -345,15 +345,10 @@ def test_judge_refuses_to_run_without_a_model(tmp_path):
 # ---- end to end, worker, boundaries -------------------------------------------------------------------------------
 
 
-def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub, tmp_path):
-    from scoring.tests.releases import SHARED_DATA, write_release_from_shared
+def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub, tmp_path, shared_data):
+    from scoring.tests.releases import write_release_from_shared
 
-    shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))
-    if not (shared / "candidates").is_dir():
-        if os.environ.get("CI") == "true" or os.environ.get("REQUIRE_SHARED_DATA") == "1":  # as tests/conftest.py: mandatory in CI
-            pytest.fail(f"required but missing: shared XQ-MEval data at {shared}")
-        pytest.skip(f"missing: shared XQ-MEval data at {shared}")
-    release = write_release_from_shared(tmp_path / "rel", shared, directions=("en-de", "en-es"))
+    release = write_release_from_shared(tmp_path / "rel", shared_data, directions=("en-de", "en-es"))
     out = tmp_path / "out"
     proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40",
                 "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet", "--structured")
