@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_review_scale import django_setup, drop_database, percentile, recreate_database, top_up_segments  # noqa: E402
+from bench_review_scale import django_setup, drop_database, latency_summary, percentile, recreate_database, top_up_segments  # noqa: E402
 
 DB_NAME = "xq_benchmark_pages"
 DIRECTIONS = ["en-de", "en-ru", "en-zh", "en-ja", "en-cs", "en-fr", "en-hi", "en-uk"]
@@ -174,8 +174,7 @@ def main() -> None:
                       f"x{med / statistics.median(base[name]):.2f} of the first size", flush=True)
         if args.json:
             out = {str(k): {"candidates": v["candidates"], "lists": v["lists"],
-                            "latency_ms": {name: {"median": statistics.median(t) * 1000, "p95": percentile(t, 95) * 1000}
-                                           for name, t in v["latency"].items()}}
+                            "latency_ms": latency_summary(v["latency"])}
                    for k, v in report.items()}
             Path(args.json).write_text(json.dumps(out, indent=2), encoding="utf-8")
     finally:

@@ -74,6 +74,10 @@ SHAPES = {
     "xCOMET-XL": dict(shape="XLM-R XL (3.5B), XCOMET-XL head", config=XLMR_XL, tokenizer="xlmr", batch=64,
                       dtype="bfloat16", limit=300, comet="xcomet"),
 }
+# COMET-22's scoring runs after comet-score: (result key suffix, dtype, --option values). float16 runs score the
+# CLI's triplets, the others a subset.
+COMET_VARIANTS = (("", "float16", ()), ("_encode_once", "float16", ("encode_once=true",)),
+                  ("_float32", "float32", ()), ("_bfloat16", "bfloat16", ()))
 COMET_OTHER_DTYPES_LIMIT = 1000  # COMET-22 in float32 and bfloat16: the first 1,000 triplets per direction
 
 
@@ -284,12 +288,15 @@ def timed_process(cmd: list[str], log: Path, until: float) -> tuple[float, float
     return wall, mem.peak_gib, rc
 
 
-def scoring_cmd(release: Path, metric: str, model: Path, out: Path, spec: dict, dtype: str, device: str) -> list[str]:
+def scoring_cmd(release: Path, metric: str, model: Path, out: Path, spec: dict, dtype: str, device: str,
+                options: tuple[str, ...] = ()) -> list[str]:
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)  # a timed run starts from nothing (the runner would resume finished parts)
     cmd = [sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", metric, "--model", str(model),
            "--out", str(out), "--batch-size", str(spec["batch"]), "--dtype", dtype, "--device", device, "--quiet"]
+    for option in options:
+        cmd += ["--option", option]
     if metric == "BERTScore":  # bert-score's layer for mBERT (fewer in a smoke run's 2-layer model)
         layers = json.loads((model / "config.json").read_text())["num_hidden_layers"]
         cmd += ["--option", f"num_layers={min(9, layers)}"]
@@ -435,7 +442,8 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
                  out: Path, args) -> None:
     """comet-score (unbabel-comet's CLI, which always runs the model in float16: ``model.half()``) against
     ``python -m scoring run --dtype float16`` on the same checkpoint and triplets, each end to end, at the same batch
-    size; then the scoring path in float32 and bfloat16 (autocast) for the table, each compared with the CLI."""
+    size; then the same triplets with ``encode_once`` (each distinct sentence embedded once), and the scoring path in
+    float32 and bfloat16 (autocast) for the table, each compared with the CLI."""
     cli = comet_score_command(texts, model, spec["batch"], gpus=0 if args.device == "cpu" else 1, work=work)
     wall_cli, peak_cli, rc = timed_process(cli, out / "comet-score.log", args.until)
     if rc:
@@ -444,15 +452,14 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
     cli_scores = comet_score_scores(work)
     n = len(ids)
     row.update(cli_seg_per_s=round(n / wall_cli, 1), cli_peak_gib=round(peak_cli, 1), dtype="float16")
-    for dtype in ("float16", "float32", "bfloat16"):
-        key = "" if dtype == "float16" else "_" + dtype
+    for key, dtype, options in COMET_VARIANTS:
         scores_dir = work / f"scores-{metric}{key}"
         release, n = sub, len(ids)
         if dtype != "float16":
             release, sub_ids, _ = subset_release(sub, args.limit or COMET_OTHER_DTYPES_LIMIT, work / "release-comet-subset")
             n = len(sub_ids)
             row[f"triplets{key}"] = n
-        wall, peak, rc = timed_process(scoring_cmd(release, metric, model, scores_dir, spec, dtype, args.device),
+        wall, peak, rc = timed_process(scoring_cmd(release, metric, model, scores_dir, spec, dtype, args.device, options),
                                        out / f"{metric}{key}.log", args.until)
         if rc:
             row["error" + key] = (out / f"{metric}{key}.log").read_text()[-1500:]
@@ -461,9 +468,11 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
         row.update({f"seg_per_s{key}": round(n / wall, 1), f"peak_gib{key}": round(peak, 1),
                     f"max_abs_diff{key}": max(abs(ours[i] - c) for i, c in zip(ids, cli_scores) if i in ours),
                     f"steady_seg_per_s{key}": steady_rate(scores_dir, metric)})
-        if dtype == "float16":
+        if not key:
             row["ratio"] = round(wall_cli / wall, 3)
-        if args.smoke:
+        else:
+            row[f"ratio{key}"] = round(wall_cli / wall, 3) if dtype == "float16" else None
+        if args.smoke and key:
             break
 
 
@@ -479,10 +488,12 @@ def table(results: dict) -> None:
         if "cli_seg_per_s" in r:
             print(f"{'':<11} comet-score (float16) {r['cli_seg_per_s']} seg/s, peak {r['cli_peak_gib']} GiB; ratio "
                   f"{r.get('ratio')} (target >= 0.95); max |diff| {r.get('max_abs_diff', float('nan')):.2e}")
-            for dtype in ("float32", "bfloat16"):
-                if f"seg_per_s_{dtype}" in r:
-                    print(f"{'':<11} scoring {dtype}: {r[f'seg_per_s_{dtype}']} seg/s (steady {r[f'steady_seg_per_s_{dtype}']}), "
-                          f"peak {r[f'peak_gib_{dtype}']} GiB, max |diff| vs comet-score {r[f'max_abs_diff_{dtype}']:.2e}")
+            for key, dtype, options in COMET_VARIANTS[1:]:
+                if f"seg_per_s{key}" in r:
+                    ratio = f", ratio {r[f'ratio{key}']}" if r.get(f"ratio{key}") else ""
+                    print(f"{'':<11} scoring {dtype} {' '.join(options)}: {r[f'seg_per_s{key}']} seg/s (steady "
+                          f"{r[f'steady_seg_per_s{key}']}){ratio}, peak {r[f'peak_gib{key}']} GiB, max |diff| vs comet-score "
+                          f"{r[f'max_abs_diff{key}']:.2e}")
 
 
 def main() -> None:

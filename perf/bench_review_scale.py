@@ -260,6 +260,11 @@ def time_agreement(project, admin, calls: int = 10) -> dict:
     return out
 
 
+def latency_summary(latency: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Each endpoint's median and p95 in milliseconds, and the number of requests timed (the JSON reports)."""
+    return {name: {"median": statistics.median(t) * 1000, "p95": percentile(t, 95) * 1000, "n": len(t)} for name, t in latency.items()}
+
+
 def print_latencies(latency: dict, baseline: dict, width: int = 20) -> None:
     """A line per call: median, p95 and the ratio of the median to the first size's (when it was measured there)."""
     for name, lat in latency.items():
@@ -462,8 +467,7 @@ def main() -> None:
             Path(args.explain).write_text("\n".join(explains), encoding="utf-8")
         if args.json:
             out = {str(k): {"candidates": v["candidates"], "load_s": v["load_s"],
-                            "latency_ms": {name: {"median": statistics.median(l) * 1000, "p95": percentile(l, 95) * 1000, "n": len(l)}
-                                           for name, l in v["latency"].items()}}
+                            "latency_ms": latency_summary(v["latency"])}
                    for k, v in report.items()}
             Path(args.json).write_text(json.dumps(out, indent=2), encoding="utf-8")
     finally:

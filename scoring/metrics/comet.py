@@ -1,6 +1,12 @@
 """COMET-22, xCOMET-XL/XXL (scores and error spans), COMETKiwi-22/23 through unbabel-comet's own
 checkpoint loading and ``predict``: in float32 by default, as its Python API; ``dtype="float16"`` is what the
-``comet-score`` CLI computes (it always runs ``model.half()``)."""
+``comet-score`` CLI computes (it always runs ``model.half()``).
+
+``encode_once=True`` (COMET-22 and the other regression metrics) embeds each distinct sentence of a chunk once
+with the model's own ``get_sentence_embedding`` and runs its ``estimate`` per triplet. The encoder reads source,
+translation and reference separately there, and a release repeats each gold pair's source and reference in every
+pseudo translation of it (≈ 68 times in XQ-MEval), so the encoder runs ≈ 1 time per triplet instead of 3. The
+scores equal ``predict``'s up to the floating-point effect of different padding (as with another batch size)."""
 from __future__ import annotations
 
 import logging
@@ -16,7 +22,7 @@ from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segme
 class CometScorer(NeuralScorer):
     library = "unbabel-comet"
 
-    def __init__(self, metric: str, uses_reference: bool, error_spans: bool, model: str, **kw: Any):
+    def __init__(self, metric: str, uses_reference: bool, error_spans: bool, model: str, encode_once: bool = False, **kw: Any):
         self.metric = metric
         self.uses_reference = uses_reference
         self.error_spans = error_spans
@@ -25,6 +31,15 @@ class CometScorer(NeuralScorer):
         if not self.checkpoint.is_file():
             raise MetricError(f"{metric}: {self.resolved.path} is not a COMET model (no checkpoints/model.ckpt)")
         self._hparams = _read_hparams(self.resolved.path)
+        if not isinstance(encode_once, bool):
+            raise MetricError(f"{metric}: option encode_once={encode_once!r}: expected true or false")
+        if encode_once and self._hparams.get("class_identifier") != REGRESSION:
+            raise MetricError(
+                f"{metric}: option encode_once applies to COMET regression metrics (COMET-22), whose encoder reads "
+                f"source, translation and reference separately; {self.resolved.path} is a "
+                f"{self._hparams.get('class_identifier')!r}, which reads them as one input"
+            )
+        self.encode_once = encode_once
 
     def load(self) -> None:
         from comet import load_from_checkpoint
@@ -44,9 +59,18 @@ class CometScorer(NeuralScorer):
         if self.dtype_name == "float16":
             self.model.half()  # what comet-score does (always); COMET's FeedForward casts its input for a half model
 
-    def score_batch(self, segments: Sequence[Segment]) -> BatchResult:
+    def _precision(self):
         import torch
 
+        # bfloat16 as autocast over the float32 weights: COMET's pooling returns float32 and only a float16 estimator
+        # casts it back, so a model cast to bfloat16 whole fails.
+        if self.dtype_name == "bfloat16":
+            return torch.autocast("cuda" if self.device.startswith("cuda") else "cpu", dtype=self.dtype)
+        return nullcontext()
+
+    def score_batch(self, segments: Sequence[Segment]) -> BatchResult:
+        if self.encode_once:
+            return BatchResult(scores=self._score_encoding_each_sentence_once(segments))
         samples = []
         for seg in segments:
             sample = {"src": seg.src, "mt": seg.mt}
@@ -54,10 +78,7 @@ class CometScorer(NeuralScorer):
                 sample["ref"] = seg.ref
             samples.append(sample)
         gpus = 1 if self.device.startswith("cuda") else 0
-        # bfloat16 as autocast over the float32 weights: COMET's pooling returns float32 and only a float16 estimator
-        # casts it back, so a model cast to bfloat16 whole fails.
-        precision = torch.autocast("cuda" if gpus else "cpu", dtype=self.dtype) if self.dtype_name == "bfloat16" else nullcontext()
-        with precision, _kept_on_device(self.model):
+        with self._precision(), _kept_on_device(self.model):
             out = self.model.predict(
                 samples,
                 batch_size=self.batch_size,
@@ -72,6 +93,34 @@ class CometScorer(NeuralScorer):
             extras["error_spans"] = [_plain(spans) for spans in metadata["error_spans"]]
         return BatchResult(scores=[float(s) for s in out["scores"]], extras=extras)
 
+    def _score_encoding_each_sentence_once(self, segments: Sequence[Segment]) -> list[float]:
+        """RegressionMetric.forward, with its three get_sentence_embedding calls done once per distinct sentence."""
+        import torch
+
+        model = self.model
+        device = torch.device(self.device)
+        model.to(device)
+        model.eval()  # what predict's on_predict_start does without MC dropout
+        # str() as COMET's prepare_sample does; a sentence used as source, translation or reference is one entry
+        sentences = list(dict.fromkeys(str(t) for seg in segments for t in (seg.src, seg.mt, seg.ref)))
+        row = {text: i for i, text in enumerate(sentences)}
+        by_length = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # predict's length batching
+        embeddings = None
+        scores: list[float] = []
+        with torch.inference_mode(), self._precision():
+            for lo in range(0, len(by_length), self.batch_size):
+                rows = by_length[lo : lo + self.batch_size]
+                inputs = model.encoder.prepare_sample([sentences[i] for i in rows])
+                embedded = model.get_sentence_embedding(inputs["input_ids"].to(device), inputs["attention_mask"].to(device))
+                if embeddings is None:
+                    embeddings = embedded.new_empty((len(sentences), embedded.shape[1]))
+                embeddings[torch.tensor(rows, device=device)] = embedded
+            triplets = torch.tensor([[row[str(s.src)], row[str(s.mt)], row[str(s.ref)]] for s in segments], device=device)
+            for lo in range(0, len(segments), self.batch_size):
+                src, mt, ref = triplets[lo : lo + self.batch_size].unbind(dim=1)
+                scores.extend(model.estimate(embeddings[src], embeddings[mt], embeddings[ref]).score.float().tolist())
+        return scores
+
     def tokenizer_name(self) -> str | None:
         return str(self._hparams.get("pretrained_model"))
 
@@ -80,9 +129,13 @@ class CometScorer(NeuralScorer):
             "comet_class": self._hparams.get("class_identifier"),
             "encoder": self._hparams.get("pretrained_model"),
             "uses_reference": self.uses_reference,
+            **({"sentence_embeddings": "each distinct sentence of a chunk once (encode_once)"} if self.encode_once else {}),
             "precision": {"float32": "float32", "float16": "model.half() (as comet-score)"}.get(
                 self.dtype_name, f"autocast {self.dtype_name}, float32 weights"),
         }
+
+
+REGRESSION = "regression_metric"  # hparams' class_identifier of COMET-22 (and the wmt20/21 DA models)
 
 
 @contextmanager

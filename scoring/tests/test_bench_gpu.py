@@ -39,4 +39,5 @@ def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_da
     # comet-score and the scoring path (float16 both) on the same 4 triplets, and the other dtypes beside them
     assert comet["cli_seg_per_s"] > 0 and comet["ratio"] > 0
     assert comet["max_abs_diff"] < 1e-3 and comet["max_abs_diff_float32"] < 1e-3 and comet["max_abs_diff_bfloat16"] < 1e-2
+    assert comet["ratio_encode_once"] > 0 and comet["max_abs_diff_encode_once"] < 1e-3
     assert (out / "logs.tar.gz").is_file()

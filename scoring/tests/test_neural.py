@@ -176,3 +176,40 @@ def test_missing_model_offline_names_it_and_how_to_provide_it(tmp_path, monkeypa
     assert "Unbabel/wmt22-comet-da" in msg and "huggingface-cli download" in msg and "--model" in msg
     with pytest.raises(MetricError, match="does not exist"):
         get_metric("BLEURT-20").build(model=str(tmp_path / "nowhere"), device="cpu")
+
+
+@pytest.mark.slow
+def test_comet_encode_once_scores_what_predict_scores_with_each_sentence_encoded_once(models, release):
+    # A release repeats each gold pair's source and reference in all of its pseudo translations: encode_once
+    # embeds every distinct sentence once and must still give predict's scores (different padding only).
+    segments = _segments(release)[:40]
+    distinct = {t for s in segments for t in (s.src, s.mt, s.ref)}
+    assert len(distinct) < 2 * len(segments), "the test data no longer repeats sources and references"
+    build = get_metric("COMET-22").build
+    expected = build(model=models("COMET-22"), batch_size=8, device="cpu").score(segments).scores
+    scorer = build(model=models("COMET-22"), batch_size=8, device="cpu", encode_once=True)
+    scorer.score(segments[:1])  # loads the model
+    encoded = []
+    hook = scorer.model.encoder.register_forward_hook(lambda module, args, out: encoded.append(args[0].shape[0]))
+    try:
+        ours = scorer.score(segments).scores
+    finally:
+        hook.remove()
+    assert ours == pytest.approx(expected, abs=1e-6)
+    assert sum(encoded) == len(distinct)  # predict encodes 3 × 40 = 120 sentences
+    assert len(encoded) == math.ceil(len(distinct) / 8)
+    # bfloat16 (autocast) takes the same path
+    half = build(model=models("COMET-22"), batch_size=8, device="cpu", dtype="bfloat16", encode_once=True).score(segments).scores
+    assert half == pytest.approx(expected, abs=0.02 * max(abs(x) for x in expected) + 1e-3) and half != ours
+    # the scores may differ from predict's in the last bits, so a cached part of the other mode is not reused
+    assert scorer.signature()["sentence_embeddings"].startswith("each distinct sentence")
+    assert "sentence_embeddings" not in build(model=models("COMET-22"), device="cpu").signature()
+
+
+@pytest.mark.slow
+def test_comet_encode_once_is_refused_for_models_that_read_the_triplet_as_one_input(models):
+    for metric in ("xCOMET-XL", "COMETKiwi-22"):
+        with pytest.raises(MetricError, match="encode_once applies to COMET regression metrics"):
+            get_metric(metric).build(model=models(metric), device="cpu", encode_once=True)
+    with pytest.raises(MetricError, match="expected true or false"):
+        get_metric("COMET-22").build(model=models("COMET-22"), device="cpu", encode_once="yes")
