@@ -56,6 +56,9 @@ class MetricSpec:
     description: str = ""
     # What the published tables report (SPEC §8: COMET family and BLEURT ×100).
     report_scale: float = 1.0
+    # Switches the platform's scores page offers for this metric: option name -> what turning it on does.
+    # A switched-on option reaches the scorer as ``name=True`` (as ``--option name=true`` on the command line).
+    options: dict[str, str] = field(default_factory=dict)
 
     @property
     def direction(self) -> str:
@@ -72,6 +75,7 @@ class MetricSpec:
             "device": self.device,
             "report_scale": self.report_scale,
             "description": self.description,
+            "options": dict(self.options),
         }
 
 
@@ -115,6 +119,6 @@ def _load_builtin() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
     from scoring.metrics import strings, comet, metricx, bleurt, bertscore, omniscore, sbert  # noqa: F401
     from scoring.metrics import gemba, askqe, cef, dcr  # noqa: F401  (LLM judges; no network until scoring)
+    _loaded = True  # only once every module imported: a failed import fails every call, not just the first

@@ -60,8 +60,10 @@ def start_scoring(
     directions: list[str] | None = None,
     options: dict[str, Any] | None = None,
     force: bool = False,
+    metric_options: dict[str, dict[str, Any]] | None = None,
 ) -> list[ScoringJob]:
-    """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``."""
+    """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``.
+    ``options`` go to every task; ``metric_options`` (metric name -> scorer options) only to that metric's."""
     app = current_app
     if not getattr(settings, "CELERY_BROKER_URL", "") and not app.conf.broker_url:
         raise ScoringError(
@@ -72,6 +74,12 @@ def start_scoring(
     with transaction.atomic():
         jobs, to_send = services.prepare_scoring(release=release, metrics=metrics, directions=directions, force=force)
 
+        def options_for(metric: str) -> dict[str, Any]:
+            own = (metric_options or {}).get(metric)
+            if not own:
+                return options or {}
+            return {**(options or {}), "extra": {**(options or {}).get("extra", {}), **own}}
+
         def send() -> None:
             for job, spec, code in to_send:
                 tid = task_id_for(job)
@@ -79,7 +87,7 @@ def start_scoring(
                 collect = collect_scores.si(release.pk, job.pk).set(queue=COLLECT_QUEUE)
                 app.send_task(
                     TASK_NAME,
-                    kwargs={"release_dir": release.path, "metric": spec.name, "direction": code, "out_dir": out, "options": options or {}},
+                    kwargs={"release_dir": release.path, "metric": spec.name, "direction": code, "out_dir": out, "options": options_for(spec.name)},
                     queue=queue_for(spec.name),
                     task_id=tid,
                     link=collect,

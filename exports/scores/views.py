@@ -89,8 +89,12 @@ def start(request, release_id: int):
             messages.error(request, f"budget {judge['max_usd']!r} is not a number of US dollars")
             return redirect("scores:release", release_id=release.pk)
         options["judge"] = {k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v}
+    # Per-metric switches the registry offers (e.g. COMET-22's encode_once), named option:<metric>:<option>.
+    switched = {spec.name: {name: True for name in spec.options if request.POST.get(f"option:{spec.name}:{name}")}
+                for spec in all_metrics() if spec.name in metrics}
     try:
-        jobs = tasks.start_scoring(release=release, metrics=metrics, options=options or None, force=bool(request.POST.get("force")))
+        jobs = tasks.start_scoring(release=release, metrics=metrics, options=options or None, force=bool(request.POST.get("force")),
+                                   metric_options={m: o for m, o in switched.items() if o})
     except ScoringError as exc:
         messages.error(request, str(exc))
     else:

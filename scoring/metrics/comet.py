@@ -135,6 +135,7 @@ class CometScorer(NeuralScorer):
         }
 
 
+ENCODE_ONCE = "embed each distinct sentence once: 2–3× faster, scores equal to predict's up to padding"
 REGRESSION = "regression_metric"  # hparams' class_identifier of COMET-22 (and the wmt20/21 DA models)
 
 
@@ -190,6 +191,7 @@ def _comet(name: str, model: str, family: str, reference: bool, spans: bool, des
             build=build,
             description=description,
             report_scale=100.0,
+            options={"encode_once": ENCODE_ONCE} if family == Family.REGRESSION and reference and not spans else {},
         )
     )
 

@@ -536,6 +536,38 @@ def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue
 
 
 @pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_start_form_sends_a_metric_option_to_that_metric_only(client, broker, release, languages, admin_user):
+    import base64
+
+    import redis as redis_lib
+
+    from scoring.queues import queue_for
+
+    client.force_login(admin_user)
+    page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
+    assert 'name="option:COMET-22:encode_once"' in page  # offered where the registry declares it
+    assert 'name="option:xCOMET-XL:encode_once"' not in page and 'name="option:chrF++:encode_once"' not in page
+    # chrF++ has no such option: a forged field for it is dropped, not sent to its worker
+    client.post(reverse("scores:start", args=[release.pk]),
+                {"metric": ["COMET-22", "chrF++"], "option:COMET-22:encode_once": "1", "option:chrF++:encode_once": "1"})
+    jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
+    assert sorted(set(jobs.values())) == ["COMET-22", "chrF++"]
+    r = redis_lib.Redis.from_url(broker)
+    sent = {}
+    for queue in {queue_for("COMET-22"), queue_for("chrF++")}:
+        for raw in r.lrange(queue, 0, -1):
+            message = json.loads(raw)
+            if message["headers"]["id"] in jobs:
+                _, kwargs, _ = json.loads(base64.b64decode(message["body"]))
+                sent[message["headers"]["id"]] = (kwargs["metric"], kwargs["options"])
+                r.lrem(queue, 1, raw)  # no worker should score a test release later
+    assert len(sent) == len(jobs)
+    for metric, options in sent.values():
+        assert options == ({"extra": {"encode_once": True}} if metric == "COMET-22" else {}), (metric, options)
+
+
+@pytest.mark.redis
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_judge_job_progress_shows_requests_and_cost_so_far(judge_worker, release, languages, tmp_path, client, admin_user):
