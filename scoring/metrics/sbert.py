@@ -33,9 +33,15 @@ class SbertScorer(NeuralScorer):
         self.model = SentenceTransformer(str(self.resolved.path), device=self.device)
 
     def score_batch(self, segments: Sequence[Segment]) -> BatchResult:
-        kw = dict(batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
-        mt = self.model.encode([s.mt for s in segments], **kw)
-        ref = self.model.encode([s.ref for s in segments], **kw)
+        # Each distinct sentence is embedded once: a release repeats a gold pair's reference in every pseudo
+        # translation of it (and level 0's translation is the reference), so this halves the encoder's work.
+        # A sentence's embedding does not depend on the others in its batch (up to padding's rounding).
+        sentences = list(dict.fromkeys([s.mt for s in segments] + [s.ref for s in segments]))
+        row = {text: i for i, text in enumerate(sentences)}
+        embeddings = self.model.encode(sentences, batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True,
+                                       show_progress_bar=False)
+        mt = embeddings[[row[s.mt] for s in segments]]
+        ref = embeddings[[row[s.ref] for s in segments]]
         return BatchResult(scores=(mt * ref).sum(dim=-1).float().cpu().tolist())
 
     def tokenizer_name(self) -> str | None:

@@ -155,6 +155,26 @@ def test_sbert_minilm_ranks_identical_above_damaged(release):
     assert sum(by_level[5]) / len(by_level[5]) < sum(by_level[1]) / len(by_level[1]) < 1.0
 
 
+def test_sbert_embeds_each_distinct_sentence_once_and_scores_what_two_encode_calls_score(release):
+    scorer = get_metric("SBERT").build(device="cpu", batch_size=8)
+    segments = _segments(release)[:40]
+    distinct = {t for s in segments for t in (s.mt, s.ref)}
+    assert len(distinct) < 1.5 * len(segments), "the test data no longer repeats references"
+    scorer.score(segments[:1])  # loads the model
+    # sentence-transformers' documented use: embed both lists, cosine of normalised embeddings
+    kw = dict(batch_size=8, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False)
+    mt, ref = scorer.model.encode([s.mt for s in segments], **kw), scorer.model.encode([s.ref for s in segments], **kw)
+    expected = (mt * ref).sum(dim=-1).tolist()
+    encoded = []
+    hook = scorer.model[0].register_forward_hook(lambda module, args, out: encoded.append(args[0]["input_ids"].shape[0]))
+    try:
+        ours = scorer.score(segments).scores
+    finally:
+        hook.remove()
+    assert ours == pytest.approx(expected, abs=1e-6)
+    assert sum(encoded) == len(distinct)  # two encode calls embed 2 × 40
+
+
 def test_metricx_input_formats_follow_model_cards():
     from scoring.metrics.metricx import FORMATS
 
