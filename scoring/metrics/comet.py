@@ -14,7 +14,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
-from scoring.metrics.neural import NeuralScorer
+from scoring.metrics.neural import NeuralScorer, distinct_sentences
 from scoring.model_files import offline
 from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
 
@@ -102,8 +102,7 @@ class CometScorer(NeuralScorer):
         model.to(device)
         model.eval()  # what predict's on_predict_start does without MC dropout
         # str() as COMET's prepare_sample does; a sentence used as source, translation or reference is one entry
-        sentences = list(dict.fromkeys(str(t) for seg in segments for t in (seg.src, seg.mt, seg.ref)))
-        row = {text: i for i, text in enumerate(sentences)}
+        sentences, row = distinct_sentences(str(t) for seg in segments for t in (seg.src, seg.mt, seg.ref))
         by_length = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # predict's length batching
         embeddings = None
         scores: list[float] = []

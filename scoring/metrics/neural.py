@@ -60,6 +60,13 @@ class NeuralScorer:
         }
 
 
+def distinct_sentences(texts) -> tuple[list[str], dict[str, int]]:
+    """The distinct texts in first-seen order, and each one's row among them: scorers that embed sentences one by
+    one embed each once (a release repeats a gold pair's source and reference in all of its pseudo translations)."""
+    sentences = list(dict.fromkeys(texts))
+    return sentences, {text: i for i, text in enumerate(sentences)}
+
+
 def batches(items: Sequence, size: int):
     for i in range(0, len(items), size):
         yield items[i : i + size]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from scoring.metrics.neural import NeuralScorer
+from scoring.metrics.neural import NeuralScorer, distinct_sentences
 from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
 
 
@@ -36,8 +36,7 @@ class SbertScorer(NeuralScorer):
         # Each distinct sentence is embedded once: a release repeats a gold pair's reference in every pseudo
         # translation of it (and level 0's translation is the reference), so this halves the encoder's work.
         # A sentence's embedding does not depend on the others in its batch (up to padding's rounding).
-        sentences = list(dict.fromkeys([s.mt for s in segments] + [s.ref for s in segments]))
-        row = {text: i for i, text in enumerate(sentences)}
+        sentences, row = distinct_sentences([s.mt for s in segments] + [s.ref for s in segments])
         embeddings = self.model.encode(sentences, batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True,
                                        show_progress_bar=False)
         mt = embeddings[[row[s.mt] for s in segments]]
