@@ -22,6 +22,8 @@ model of the real architecture and size with random weights runs the same kernel
    included), polling the GPU's memory through NVML (peak used minus used before the start: the CUDA
    context counts). ``--smoke`` keeps 2 layers and 16 triplets per direction, to check the paths in a
    minute before the long run. Results: ``OUT/gpu_figures.json`` and a table on stdout.
+3. ``python3 perf/bench_gpu.py sweep --metric COMET-22 --batch-sizes 128,256,512,1024 --option encode_once=true ...``
+   times one metric at several batch sizes on the same model and triplets (``OUT/batch_sweep.json``).
 """
 from __future__ import annotations
 
@@ -74,11 +76,12 @@ SHAPES = {
     "xCOMET-XL": dict(shape="XLM-R XL (3.5B), XCOMET-XL head", config=XLMR_XL, tokenizer="xlmr", batch=64,
                       dtype="bfloat16", limit=300, comet="xcomet"),
 }
-# COMET-22's scoring runs after comet-score: (result key suffix, dtype, --option values). float16 runs score the
-# CLI's triplets, the others a subset.
-COMET_VARIANTS = (("", "float16", ()), ("_encode_once", "float16", ("encode_once=true",)),
-                  ("_float32", "float32", ()), ("_bfloat16", "bfloat16", ()))
-COMET_OTHER_DTYPES_LIMIT = 1000  # COMET-22 in float32 and bfloat16: the first 1,000 triplets per direction
+# A COMET model's scoring runs after comet-score: (name for --comet-variants, result key suffix, dtype, --option
+# values). float16 runs score the CLI's triplets, the others a subset. encode_once is for regression models only
+# (xCOMET reads the triplet as one input and refuses it).
+COMET_VARIANTS = (("float16", "", "float16", ()), ("encode_once", "_encode_once", "float16", ("encode_once=true",)),
+                  ("float32", "_float32", "float32", ()), ("bfloat16", "_bfloat16", "bfloat16", ()))
+COMET_OTHER_DTYPES_LIMIT = 1000  # COMET in float32 and bfloat16: at most the first 1,000 triplets per direction
 
 
 # --- step 1: tokenizers ---------------------------------------------------------------------------------
@@ -392,10 +395,10 @@ def run(args) -> None:
             started = time.perf_counter()
             model = build_model(metric, spec, tok, work / "models", args.smoke, args.device)
             row["build_s"] = round(time.perf_counter() - started, 1)
-            limit = args.limit if args.limit is not None else 16 if args.smoke else spec["limit"]
+            limit = args.limit if args.limit is not None else 16 if args.smoke else args.limits.get(metric, spec["limit"])
             sub, ids, texts = subset_release(release, limit, work / f"release-{metric}")
             row["triplets"] = len(ids)
-            if "comet" in spec and spec["comet"] == "regression":
+            if "comet" in spec:
                 comet_vs_cli(row, metric, model, sub, ids, texts, spec, work, logs, args)
             else:
                 wall, peak, rc = timed_process(
@@ -442,8 +445,9 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
                  out: Path, args) -> None:
     """comet-score (unbabel-comet's CLI, which always runs the model in float16: ``model.half()``) against
     ``python -m scoring run --dtype float16`` on the same checkpoint and triplets, each end to end, at the same batch
-    size; then the same triplets with ``encode_once`` (each distinct sentence embedded once), and the scoring path in
-    float32 and bfloat16 (autocast) for the table, each compared with the CLI."""
+    size; then the same triplets with ``encode_once`` (each distinct sentence embedded once; regression models such
+    as COMET-22 only), and the scoring path in float32 and bfloat16 (autocast) for the table, each compared with the
+    CLI. ``--comet-variants`` picks which of these run."""
     cli = comet_score_command(texts, model, spec["batch"], gpus=0 if args.device == "cpu" else 1, work=work)
     wall_cli, peak_cli, rc = timed_process(cli, out / "comet-score.log", args.until)
     if rc:
@@ -452,11 +456,14 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
     cli_scores = comet_score_scores(work)
     n = len(ids)
     row.update(cli_seg_per_s=round(n / wall_cli, 1), cli_peak_gib=round(peak_cli, 1), dtype="float16")
-    for key, dtype, options in COMET_VARIANTS:
+    for name, key, dtype, options in COMET_VARIANTS:
+        if name not in args.comet_variants or (name == "encode_once" and spec["comet"] != "regression"):
+            continue
         scores_dir = work / f"scores-{metric}{key}"
         release, n = sub, len(ids)
         if dtype != "float16":
-            release, sub_ids, _ = subset_release(sub, args.limit or COMET_OTHER_DTYPES_LIMIT, work / "release-comet-subset")
+            per_direction = min(args.limit or COMET_OTHER_DTYPES_LIMIT, args.limits.get(metric, spec["limit"]) or COMET_OTHER_DTYPES_LIMIT)
+            release, sub_ids, _ = subset_release(sub, per_direction, work / "release-comet-subset")
             n = len(sub_ids)
             row[f"triplets{key}"] = n
         wall, peak, rc = timed_process(scoring_cmd(release, metric, model, scores_dir, spec, dtype, args.device, options),
@@ -474,6 +481,40 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
             break
 
 
+def sweep(args) -> None:
+    """One metric's ``python -m scoring run`` at several batch sizes on the same model and triplets, one run each in
+    the order given (the first also pays a cold page cache for the checkpoint): segments/s end to end and steady, and
+    peak GPU memory, to find the batch size that fills the GPU."""
+    import torch
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.device == "cpu":
+        os.environ["XQMEVAL_ALLOW_GPU_METRICS_ON_CPU"] = "1"
+    work = Path(args.work)
+    spec = SHAPES[args.metric]
+    model = build_model(args.metric, spec, Path(args.tokenizers), work / "models", False, args.device)
+    sub, ids, _ = subset_release(Path(args.release), args.limit, work / f"release-{args.metric}")
+    dtype = args.dtype or spec["dtype"]
+    results = {"gpu": torch.cuda.get_device_name(0) if args.device != "cpu" else "CPU check", "torch": torch.__version__,
+               "weights": "random", "metric": args.metric, "shape": spec["shape"], "dtype": dtype, "options": args.option,
+               "triplets": len(ids), "runs": []}
+    deadline = time.monotonic() + args.budget
+    for size in (int(x) for x in args.batch_sizes.split(",")):
+        scores = work / f"scores-{args.metric}-{size}"
+        log = work / "logs" / f"{args.metric}-batch{size}.log"
+        wall, peak, rc = timed_process(scoring_cmd(sub, args.metric, model, scores, dict(spec, batch=size), dtype, args.device,
+                                                   tuple(args.option)), log, deadline)
+        run = {"batch_size": size, "rc": rc, "seg_per_s": round(len(ids) / wall, 1), "peak_gib": round(peak, 1)}
+        if rc == 0:
+            run["steady_seg_per_s"] = steady_rate(scores, args.metric)
+        else:
+            run["error"] = log.read_text()[-1500:]
+        results["runs"].append(run)
+        print(json.dumps(run), flush=True)
+        (out / "batch_sweep.json").write_text(json.dumps(results, indent=2))
+
+
 def table(results: dict) -> None:
     print(f"\n{results['gpu']}, torch {results['torch']}, random weights{' (SMOKE: 2 layers)' if results['smoke'] else ''}")
     print(f"{'metric':<11} {'triplets':>8} {'seg/s':>8} {'steady':>8} {'peak GiB':>8} {'batch':>5} {'dtype':<9} shape")
@@ -486,7 +527,7 @@ def table(results: dict) -> None:
         if "cli_seg_per_s" in r:
             print(f"{'':<11} comet-score (float16) {r['cli_seg_per_s']} seg/s, peak {r['cli_peak_gib']} GiB; ratio "
                   f"{r.get('ratio')} (target >= 0.95); max |diff| {r.get('max_abs_diff', float('nan')):.2e}")
-            for key, dtype, options in COMET_VARIANTS[1:]:
+            for _, key, dtype, options in COMET_VARIANTS[1:]:
                 if f"seg_per_s{key}" in r:
                     ratio = f", ratio {r[f'ratio{key}']}" if r.get(f"ratio{key}") else ""
                     print(f"{'':<11} scoring {dtype} {' '.join(options)}: {r[f'seg_per_s{key}']} seg/s (steady "
@@ -508,8 +549,33 @@ def main() -> None:
     r.add_argument("--smoke", action="store_true", help="2 layers, 16 triplets per direction")
     r.add_argument("--device", default="cuda", help="cpu: check the paths here with small widths (no figures)")
     r.add_argument("--limit", type=int, help="triplets per direction for every metric (default: SHAPES' own)")
+    r.add_argument("--limits", default="", help="per-metric triplets per direction, e.g. xCOMET-XL=100 (over SHAPES' own)")
+    r.add_argument("--comet-variants", default=",".join(v[0] for v in COMET_VARIANTS),
+                   help="the scoring runs beside comet-score, of: " + ", ".join(v[0] for v in COMET_VARIANTS))
     r.add_argument("--budget", type=float, default=480, help="seconds; metrics not started by then are skipped")
+    w = sub.add_parser("sweep", help="one metric at several batch sizes (the batch size that fills the GPU)")
+    w.add_argument("--tokenizers", required=True)
+    w.add_argument("--release", required=True)
+    w.add_argument("--out", required=True)
+    w.add_argument("--work", default="/tmp/bench-gpu-sweep")
+    w.add_argument("--metric", default="COMET-22", choices=list(SHAPES))
+    w.add_argument("--batch-sizes", default="128,256,512,1024")
+    w.add_argument("--limit", type=int, default=2000, help="triplets per direction (0 = the whole release)")
+    w.add_argument("--dtype", help="default: SHAPES' own")
+    w.add_argument("--option", action="append", default=[], help="KEY=VALUE for the scorer, e.g. encode_once=true")
+    w.add_argument("--device", default="cuda")
+    w.add_argument("--budget", type=float, default=480, help="seconds; each run is stopped 30 s after this at the latest")
     args = ap.parse_args()
+    if args.command == "sweep":
+        sweep(args)
+        return
+    if args.command == "run":
+        args.limits = {k.strip(): int(v) for k, v in (item.split("=", 1) for item in args.limits.split(",") if item.strip())}
+        unknown = set(args.limits) - set(SHAPES)
+        args.comet_variants = {v.strip() for v in args.comet_variants.split(",") if v.strip()}
+        unknown_variants = args.comet_variants - {v[0] for v in COMET_VARIANTS}
+        if unknown or unknown_variants:
+            ap.error(f"unknown metric in --limits or variant in --comet-variants: {sorted(unknown | unknown_variants)}")
     if args.command == "prepare":
         prepare(Path(args.out))
     else:
