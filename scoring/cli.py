@@ -59,7 +59,10 @@ def _main(argv: list[str] | None = None) -> int:
         "it executes whatever the checkpoint ships, so only for checkpoints you trust. Recorded in the signature",
     )
     run.add_argument("--chunk-size", type=int, default=4096, help="segments per checkpoint")
-    run.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric-specific option, e.g. num_layers=9")
+    run.add_argument("--option", action="append", metavar="[METRIC:]KEY=VALUE",
+                     help="a scorer option, e.g. num_layers=9: KEY=VALUE goes to every metric of the run that takes KEY, "
+                          "METRIC:KEY=VALUE to that metric alone; a KEY no metric of the run takes is an error "
+                          "(`python -m scoring list` shows what each takes)")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--limit", type=int, help="first N triplets per direction, in release order")
     _judge_arguments(run)

@@ -56,9 +56,16 @@ class MetricSpec:
     description: str = ""
     # What the published tables report (SPEC §8: COMET family and BLEURT ×100).
     report_scale: float = 1.0
+    # The scorer's own options, set with ``--option KEY=VALUE`` (``route_options`` sends each to the metrics that
+    # take it; a name no metric of the run takes is an error, so a misspelt option is never silently ignored).
+    takes: tuple[str, ...] = ()
     # Switches the platform's scores page offers for this metric: option name -> what turning it on does.
     # A switched-on option reaches the scorer as ``name=True`` (as ``--option name=true`` on the command line).
     options: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not set(self.options) <= set(self.takes):
+            raise ValueError(f"metric {self.name!r}: switches {sorted(set(self.options) - set(self.takes))} are not options it takes")
 
     @property
     def direction(self) -> str:
@@ -76,6 +83,7 @@ class MetricSpec:
             "report_scale": self.report_scale,
             "description": self.description,
             "options": dict(self.options),
+            "takes": list(self.takes),
         }
 
 
@@ -108,6 +116,35 @@ def parse_metric_list(text: str) -> list[MetricSpec]:
     if not names:
         raise MetricError("no metric named; give e.g. --metrics chrf++,spbleu")
     return [get_metric(n) for n in names]
+
+
+def route_options(specs: Sequence[MetricSpec], extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Send a run's ``--option`` values to its metrics: ``KEY=VALUE`` to every metric of the run that takes KEY,
+    ``METRIC:KEY=VALUE`` to that metric alone. A KEY that no metric of the run takes, a METRIC that is not in the
+    run, or a METRIC that does not take KEY is an error naming what each metric takes. Returns metric name ->
+    its options (every metric of the run has an entry)."""
+    routed: dict[str, dict[str, Any]] = {spec.name: {} for spec in specs}
+    by_name = {spec.name.lower(): spec for spec in specs}
+
+    def takes() -> str:
+        return "; ".join(f"{spec.name}: {', '.join(spec.takes) or 'none'}" for spec in specs)
+
+    for key, value in extra.items():
+        metric, sep, option = key.rpartition(":")
+        if sep:
+            spec = by_name.get(metric.strip().lower())
+            if spec is None:
+                raise MetricError(f"option {key!r}: {metric!r} is not a metric of this run ({', '.join(s.name for s in specs)})")
+            if option not in spec.takes:
+                raise MetricError(f"option {key!r}: {spec.name} does not take {option!r} (options taken: {takes()})")
+            routed[spec.name][option] = value
+            continue
+        takers = [spec for spec in specs if key in spec.takes]
+        if not takers:
+            raise MetricError(f"option {key!r}: no metric of this run takes it (options taken: {takes()})")
+        for spec in takers:
+            routed[spec.name].setdefault(key, value)  # a METRIC:KEY given for one metric wins over the plain KEY
+    return routed
 
 
 _loaded = False

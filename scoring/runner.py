@@ -21,7 +21,7 @@ import re
 import statistics
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scoring import __version__
-from scoring.registry import Family, MetricError, MetricSpec, Segment, get_metric
+from scoring.registry import Family, MetricError, MetricSpec, Segment, get_metric, route_options
 from scoring.release import DirectionData, Release, open_release
 
 META_KEY = b"xqmeval.scoring"
@@ -49,13 +49,20 @@ class ScoreOptions:
     dtype: str | None = None  # float32 / float16 / bfloat16
     chunk_size: int = DEFAULT_CHUNK
     trust_remote_code: bool = False  # run Python code shipped with a checkpoint (OmniScore's legacy format)
+    # ``--option`` values: KEY or METRIC:KEY -> value (scoring.registry.route_options sends each to its metrics)
     extra: dict[str, Any] = field(default_factory=dict)
     # LLM judges (family LLM only): model, base_url, backend, concurrency, rpm, max_usd, dry_run, cache_dir,
     # temperature, max_tokens, seed, structured, prompt_files (scoring.judges.engine.JudgeConfig).
     judge: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None  # first N triplets per direction, in release order
 
+    def per_metric(self, specs: list[MetricSpec]) -> dict[str, "ScoreOptions"]:
+        """Each metric's options for a run of several: ``extra`` routed (``route_options``), the rest shared."""
+        routed = route_options(specs, self.extra)
+        return {spec.name: replace(self, extra=routed[spec.name]) for spec in specs}
+
     def for_metric(self, spec: MetricSpec | None = None, out: Path | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``spec.build``."""
         kw = {
             "batch_size": self.batch_size,
             "device": self.device,
@@ -63,7 +70,8 @@ class ScoreOptions:
             "spm_model": self.spm_model,
             "dtype": self.dtype,
             **({"trust_remote_code": True} if self.trust_remote_code else {}),
-            **self.extra,
+            # one metric's share of the options; an option it does not take is an error here
+            **(route_options([spec], self.extra)[spec.name] if spec is not None else self.extra),
         }
         if spec is not None and spec.family == Family.LLM:
             judge = dict(self.judge)
@@ -343,12 +351,14 @@ def score_release(
     out = Path(out) if out else release.root / "scores"
     wanted = list(directions) if directions else release.directions()
     results = []
-    for name in metrics:
-        spec = get_metric(name)
-        scorer = spec.build(**(options or ScoreOptions()).for_metric(spec, out))  # one model load per metric
+    specs = [get_metric(name) for name in metrics]
+    own = (options or ScoreOptions()).per_metric(specs)  # every option checked before any model loads
+    for spec in specs:
+        options = own[spec.name]
+        scorer = spec.build(**options.for_metric(spec, out))  # one model load per metric
         for direction in wanted:
             total = release.count(direction)
-            if options is not None and options.limit is not None:
+            if options.limit is not None:
                 total = min(total, options.limit)
             progress = progress_factory(spec.name, direction, total) if progress_factory else None
             try:
@@ -376,11 +386,12 @@ def dry_run_release(
     options = options or ScoreOptions()
     wanted = list(directions) if directions else release.directions()
     plans = []
-    for name in metrics:
-        spec = get_metric(name)
+    specs = [get_metric(name) for name in metrics]
+    own = options.per_metric(specs)
+    for spec in specs:
         if spec.family != Family.LLM:
             continue
-        kw = options.for_metric(spec, out)
+        kw = own[spec.name].for_metric(spec, out)
         kw["judge"] = {**kw["judge"], "dry_run": True}
         scorer = spec.build(**kw)
         for direction in wanted:

@@ -11,6 +11,7 @@ can be read from the result backend at any time without storing anything else.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Sum
@@ -20,7 +21,7 @@ from core.models import Direction
 from exports.models import MetricScore, Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError, open_part  # noqa: F401  (ScoringError: raised here, caught by callers)
 from exports.scores.selectors import JobState, backend_state, scores_dir
-from scoring.registry import MetricError, MetricSpec, get_metric
+from scoring.registry import MetricError, MetricSpec, get_metric, route_options
 from scoring.release import open_release
 from scoring.runner import part_path
 
@@ -29,6 +30,26 @@ def release_directions(release: Release) -> list[str]:
         return open_release(release.path).directions()
     except MetricError as exc:
         raise ScoringError(str(exc)) from None
+
+
+def task_options(
+    *, metrics: list[str], options: dict[str, Any] | None, metric_options: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each metric's task options: the shared ones, with ``options["extra"]`` (``--option`` values: KEY or
+    METRIC:KEY) routed to the metrics that take them (``scoring.registry.route_options``) and ``metric_options``
+    (the scores page's switches, metric name -> options) added to their own metric's. An option that no metric of
+    the request takes is an error here, before any job is recorded, rather than a failed task on a worker."""
+    try:
+        specs = [get_metric(m) for m in metrics]
+        routed = route_options(specs, dict((options or {}).get("extra") or {}))
+    except MetricError as exc:
+        raise ScoringError(str(exc)) from None
+    shared = {k: v for k, v in (options or {}).items() if k != "extra"}
+    out = {}
+    for spec in specs:
+        extra = {**routed[spec.name], **(metric_options or {}).get(spec.name, {})}
+        out[spec.name] = {**shared, "extra": extra} if extra else dict(shared)
+    return out
 
 
 def prepare_scoring(

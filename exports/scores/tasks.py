@@ -71,14 +71,9 @@ def start_scoring(
             "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
         )
     out = str(selectors.scores_dir(release)) if release.path else ""
+    per_metric = services.task_options(metrics=metrics, options=options, metric_options=metric_options)
     with transaction.atomic():
         jobs, to_send = services.prepare_scoring(release=release, metrics=metrics, directions=directions, force=force)
-
-        def options_for(metric: str) -> dict[str, Any]:
-            own = (metric_options or {}).get(metric)
-            if not own:
-                return options or {}
-            return {**(options or {}), "extra": {**(options or {}).get("extra", {}), **own}}
 
         def send() -> None:
             for job, spec, code in to_send:
@@ -87,7 +82,7 @@ def start_scoring(
                 collect = collect_scores.si(release.pk, job.pk).set(queue=COLLECT_QUEUE)
                 app.send_task(
                     TASK_NAME,
-                    kwargs={"release_dir": release.path, "metric": spec.name, "direction": code, "out_dir": out, "options": options_for(spec.name)},
+                    kwargs={"release_dir": release.path, "metric": spec.name, "direction": code, "out_dir": out, "options": per_metric[spec.name]},
                     queue=queue_for(spec.name),
                     task_id=tid,
                     link=collect,

@@ -18,10 +18,8 @@ from scoring.judges.templates import PromptSet, parse_prompt_files
 from scoring.registry import BatchResult, MetricError, Segment
 
 SIGNATURE_VERSION = 1
-_COMMON = {"batch_size", "device", "model", "spm_model", "dtype"}  # ScoreOptions fields every metric receives
-# Options of all judge metrics: one run's --option values go to every metric it scores, so a judge metric
-# ignores another judge metric's options but rejects a name no judge metric knows (a typo).
-JUDGE_OPTIONS: set[str] = set()
+# ScoreOptions fields every metric receives (scoring.runner.ScoreOptions.for_metric), whether it uses them or not.
+_COMMON = {"batch_size", "device", "model", "spm_model", "dtype", "trust_remote_code"}
 
 
 class JudgeScorer:
@@ -31,16 +29,13 @@ class JudgeScorer:
     # option name -> default; values given with --option KEY=VALUE (validated here, recorded in the signature)
     options: dict[str, Any] = {}
 
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        JUDGE_OPTIONS.update(cls.options)
-
     def __init__(self, judge: dict | None = None, prompt_files=None, **options):
         judge = dict(judge or {})
         files = parse_prompt_files(prompt_files or judge.pop("prompt_files", None))
-        unknown = set(options) - JUDGE_OPTIONS - _COMMON
+        # A run sends each metric only the options it takes (scoring.registry.route_options); this catches direct use.
+        unknown = set(options) - set(self.options) - _COMMON
         if unknown:
-            raise MetricError(f"{self.name}: unknown option(s) {', '.join(sorted(unknown))}; judge metrics know: {', '.join(sorted(JUDGE_OPTIONS))}")
+            raise MetricError(f"{self.name}: unknown option(s) {', '.join(sorted(unknown))}; it takes: {', '.join(sorted(self.options)) or 'none'}")
         self.opts = {k: options.get(k, v) if options.get(k) is not None else v for k, v in self.options.items()}
         if judge.get("max_tokens") is None:
             judge["max_tokens"] = self.default_max_tokens

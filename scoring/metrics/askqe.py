@@ -213,6 +213,7 @@ register(
         default_model=None,
         device="judge",
         build=lambda **kw: AskQEScorer(**kw),
+        takes=tuple(AskQEScorer.options),
         description="AskQE: questions from the source answered on source and back-translated MT (F1); GMM accept/reject per direction",
     )
 )

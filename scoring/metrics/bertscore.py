@@ -67,6 +67,7 @@ register(
         default_model=DEFAULT_MODEL,
         device="gpu",
         build=lambda model=None, **kw: BertScoreScorer(model or DEFAULT_MODEL, **kw),
+        takes=("num_layers",),
         description="BERTScore F1 (no idf, no baseline rescaling)",
     )
 )

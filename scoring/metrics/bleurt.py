@@ -63,6 +63,7 @@ register(
         default_model="lucadiliello/BLEURT-20",
         device="gpu",
         build=lambda model=None, **kw: BleurtScorer(model or "lucadiliello/BLEURT-20", **kw),
+        takes=("max_length",),
         description="BLEURT-20 (RemBERT-based), ×100 in tables",
         report_scale=100.0,
     )

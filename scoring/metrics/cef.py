@@ -217,6 +217,7 @@ register(
         default_model=None,
         device="judge",
         build=lambda **kw: CEFScorer(**kw),
+        takes=tuple(CEFScorer.options),
         description="CEF cross-examination: Coverage, Conformity, Consistency (mean); ADR/ADS judge reliability with judges=m1,m2",
     )
 )

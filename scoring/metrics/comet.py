@@ -190,6 +190,7 @@ def _comet(name: str, model: str, family: str, reference: bool, spans: bool, des
             build=build,
             description=description,
             report_scale=100.0,
+            takes=("encode_once",) if family == Family.REGRESSION and reference and not spans else (),
             options={"encode_once": ENCODE_ONCE} if family == Family.REGRESSION and reference and not spans else {},
         )
     )

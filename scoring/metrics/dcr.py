@@ -163,6 +163,7 @@ register(
         default_model=None,
         device="judge",
         build=lambda **kw: DCRScorer(**kw),
+        takes=tuple(DCRScorer.options),
         description="DCR: DCE sentence-level reasons vs the reference, AMC marks -> ((sum z+a)/(k+b)+1)/2; variant=mt|paper",
     )
 )

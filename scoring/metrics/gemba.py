@@ -98,6 +98,7 @@ register(
         default_model=None,
         device="judge",
         build=lambda **kw: GembaMQMScorer(**kw),
+        takes=tuple(GembaMQMScorer.options),
         description="GEMBA-MQM: an LLM judge marks MQM errors (critical/major/minor); authors' weighting, -25..0",
     )
 )

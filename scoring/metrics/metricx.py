@@ -172,6 +172,7 @@ def _metricx(name: str, version: str, qe: bool, model: str, tokenizer: str, max_
             device="gpu",
             build=build,
             description=description,
+            takes=("tokenizer",),
         )
     )
 

@@ -144,6 +144,7 @@ register(
         default_model=DEFAULT_MODEL,
         device="gpu",
         build=lambda model=None, **kw: OmniScoreScorer(model or DEFAULT_MODEL, **kw),
+        takes=("task", "max_length"),
         description="OmniScore: informativeness, clarity, plausibility, faithfulness (1–5); legacy checkpoints need --trust-remote-code",
     )
 )

@@ -93,3 +93,73 @@ def test_hub_dataset_id_offline_is_a_clear_error(tmp_path, monkeypatch):
         open_release("someone/xq-release")
     with pytest.raises(MetricError, match="not a release directory"):
         open_release(str(tmp_path / "missing" / "dir"))
+
+
+def test_route_options_sends_each_option_to_the_metrics_that_take_it():
+    from scoring.registry import get_metric, route_options
+
+    specs = [get_metric(n) for n in ("COMET-22", "xCOMET-XL", "BERTScore", "chrF++")]
+    routed = route_options(specs, {"encode_once": True, "num_layers": 9})
+    assert routed == {"COMET-22": {"encode_once": True}, "xCOMET-XL": {}, "BERTScore": {"num_layers": 9}, "chrF++": {}}
+    # METRIC:KEY for one metric only (names case-insensitive), and it wins over the plain KEY whatever the order
+    assert route_options(specs, {"bertscore:num_layers": 4})["BERTScore"] == {"num_layers": 4}
+    assert route_options(specs, {"num_layers": 9, "BERTScore:num_layers": 4})["BERTScore"] == {"num_layers": 4}
+    assert route_options(specs, {"BERTScore:num_layers": 4, "num_layers": 9})["BERTScore"] == {"num_layers": 4}
+    with pytest.raises(MetricError, match=r"'nm_layers': no metric of this run takes it \(options taken: COMET-22: encode_once; "
+                                          r"xCOMET-XL: none; BERTScore: num_layers; chrF\+\+: none\)"):
+        route_options(specs, {"nm_layers": 9})
+    with pytest.raises(MetricError, match="xCOMET-XL does not take 'encode_once'"):
+        route_options(specs, {"xCOMET-XL:encode_once": True})
+    with pytest.raises(MetricError, match="'BLEURT-20' is not a metric of this run"):
+        route_options(specs, {"BLEURT-20:max_length": 256})
+
+
+def test_every_option_a_metric_declares_is_a_parameter_of_its_scorer():
+    """``MetricSpec.takes`` is what the routing lets through; each name must be a keyword its scorer reads, and
+    every switch the scores page offers (``options``) one of them."""
+    import inspect
+
+    from scoring.metrics.bertscore import BertScoreScorer
+    from scoring.metrics.bleurt import BleurtScorer
+    from scoring.metrics.comet import CometScorer
+    from scoring.metrics.metricx import MetricXScorer
+    from scoring.metrics.omniscore import OmniScoreScorer
+    from scoring.metrics.sbert import SbertScorer
+    from scoring.metrics.strings import SacrebleuScorer
+
+    classes = {"COMET": CometScorer, "xCOMET": CometScorer, "MetricX": MetricXScorer, "BLEURT": BleurtScorer,
+               "BERTScore": BertScoreScorer, "OmniScore": OmniScoreScorer, "SBERT": SbertScorer}
+    checked = 0
+    from scoring.metrics.askqe import AskQEScorer
+    from scoring.metrics.cef import CEFScorer
+    from scoring.metrics.dcr import DCRScorer
+    from scoring.metrics.gemba import GembaMQMScorer
+
+    judges = {"askqe": AskQEScorer, "cef": CEFScorer, "dcr": DCRScorer, "gemba-mqm": GembaMQMScorer}
+    checked = set()
+    for spec in all_metrics():
+        assert set(spec.options) <= set(spec.takes), spec.name
+        if spec.name in judges:  # a judge reads exactly the options its class declares as data
+            assert spec.takes == tuple(judges[spec.name].options), spec.name
+        else:
+            cls = next((c for prefix, c in classes.items() if spec.name.startswith(prefix)), SacrebleuScorer)
+            # the scorer's keywords, and the factory's own (MetricX's build takes the tokenizer)
+            params = set(inspect.signature(cls.__init__).parameters) | set(inspect.signature(spec.build).parameters)
+            assert set(spec.takes) <= params, (spec.name, spec.takes, params)
+        checked.add(spec.name)
+    assert set(judges) <= checked and {"COMET-22", "BERTScore", "MetricX-24", "chrF++"} <= checked
+
+
+def test_a_misspelt_option_fails_the_run_before_any_score_is_written(release, tmp_path):
+    from scoring.runner import ScoreOptions, score_release
+
+    with pytest.raises(MetricError, match="'nm_layers': no metric of this run takes it"):
+        score_release(release, ["chrF++", "BLEU"], out=tmp_path / "out", options=ScoreOptions(extra={"nm_layers": 9}))
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.parquet"))
+    # the command line says so and exits non-zero
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "chrf++",
+                           "--out", str(tmp_path / "cli"), "--option", "word_order=3", "--quiet"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "'word_order': no metric of this run takes it" in proc.stderr, proc.stderr[-2000:]

@@ -538,12 +538,6 @@ def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_start_form_sends_a_metric_option_to_that_metric_only(client, broker, release, languages, admin_user):
-    import base64
-
-    import redis as redis_lib
-
-    from scoring.queues import queue_for
-
     client.force_login(admin_user)
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
     assert 'name="option:COMET-22:encode_once"' in page  # offered where the registry declares it
@@ -553,18 +547,59 @@ def test_start_form_sends_a_metric_option_to_that_metric_only(client, broker, re
                 {"metric": ["COMET-22", "chrF++"], "option:COMET-22:encode_once": "1", "option:chrF++:encode_once": "1"})
     jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
     assert sorted(set(jobs.values())) == ["COMET-22", "chrF++"]
+    sent = _sent_task_options(broker, jobs)
+    for metric, options in sent:
+        assert options == ({"extra": {"encode_once": True}} if metric == "COMET-22" else {}), (metric, options)
+
+
+def _sent_task_options(broker: str, jobs: dict[str, str]) -> list[tuple[str, dict]]:
+    """(metric, options) of each scoring task sent for ``jobs`` (task id -> metric), taken off the queues so that no
+    worker scores a test release later."""
+    import base64
+
+    import redis as redis_lib
+
+    from scoring.queues import queue_for
+
     r = redis_lib.Redis.from_url(broker)
     sent = {}
-    for queue in {queue_for("COMET-22"), queue_for("chrF++")}:
+    for queue in {queue_for(metric) for metric in jobs.values()}:
         for raw in r.lrange(queue, 0, -1):
             message = json.loads(raw)
             if message["headers"]["id"] in jobs:
                 _, kwargs, _ = json.loads(base64.b64decode(message["body"]))
                 sent[message["headers"]["id"]] = (kwargs["metric"], kwargs["options"])
-                r.lrem(queue, 1, raw)  # no worker should score a test release later
-    assert len(sent) == len(jobs)
-    for metric, options in sent.values():
-        assert options == ({"extra": {"encode_once": True}} if metric == "COMET-22" else {}), (metric, options)
+                r.lrem(queue, 1, raw)
+    assert len(sent) == len(jobs), (sent, jobs)
+    return sorted(sent.values(), key=lambda item: item[0])
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_score_command_sends_each_option_to_the_metrics_that_take_it(broker, release, languages):
+    from django.core.management import CommandError, call_command
+
+    ref = f"{release.project.name}@{release.version}"
+    # a plain KEY=VALUE goes to the metrics of the request that take it (xCOMET-XL would refuse encode_once)
+    call_command("score", ref, "--metrics", "COMET-22,xCOMET-XL,chrF++", "--option", "encode_once=true", "--no-wait",
+                 "--directions", "en-de", stdout=open(os.devnull, "w"))
+    jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
+    assert _sent_task_options(broker, jobs) == [("COMET-22", {"extra": {"encode_once": True}}), ("chrF++", {}), ("xCOMET-XL", {})]
+    # METRIC:KEY=VALUE goes to that metric alone; BERTScore's num_layers to BERTScore only
+    call_command("score", ref, "--metrics", "COMET-22,BERTScore", "--option", "COMET-22:encode_once=false", "--option",
+                 "num_layers=9", "--no-wait", "--force", "--directions", "en-de", stdout=open(os.devnull, "w"))
+    jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release, metric__in=["COMET-22", "BERTScore"])}
+    assert _sent_task_options(broker, jobs) == [("BERTScore", {"extra": {"num_layers": 9}}), ("COMET-22", {"extra": {"encode_once": False}})]
+    # an option no metric of the request takes (a typo) is refused before any job is recorded or sent
+    before = ScoringJob.objects.count()
+    for option, error in (("encode_onse=true", "no metric of this run takes it"),
+                          ("xCOMET-XL:encode_once=true", "xCOMET-XL does not take 'encode_once'"),
+                          ("BLEURT-20:max_length=256", "'BLEURT-20' is not a metric of this run")):
+        with pytest.raises(CommandError, match=error) as raised:
+            call_command("score", ref, "--metrics", "COMET-22,xCOMET-XL,chrF++", "--option", option, "--no-wait", "--force",
+                         stdout=open(os.devnull, "w"))
+        assert "COMET-22: encode_once" in str(raised.value) or "not a metric of this run" in str(raised.value)
+    assert ScoringJob.objects.count() == before
 
 
 @pytest.mark.redis

@@ -40,7 +40,9 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=0, help="stop waiting after this many seconds (0: no limit)")
         parser.add_argument("--batch-size", type=int, help="per-task batch size")
         parser.add_argument("--spm-model", help="FLORES-200 SentencePiece file as the workers see it")
-        parser.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option passed to workers")
+        parser.add_argument("--option", action="append", metavar="[METRIC:]KEY=VALUE",
+                            help="scorer option passed to workers: KEY=VALUE to every metric of the request that takes KEY, "
+                                 "METRIC:KEY=VALUE to that metric alone; a KEY that none takes is refused")
         parser.add_argument(
             "--trust-remote-code", action="store_true",
             help="let workers run Python code shipped with a checkpoint (OmniScore's legacy format); only for checkpoints you trust",
