@@ -69,7 +69,8 @@ FORMATS = {
 class MetricXScorer(NeuralScorer):
     library = "transformers"
 
-    def __init__(self, metric: str, version: str, qe: bool, max_length: int, model: str, tokenizer: str | None = None, **kw: Any):
+    def __init__(self, metric: str, version: str, qe: bool, max_length: int, model: str, tokenizer: str | None = None,
+                 default_tokenizer: str | None = None, **kw: Any):
         self.metric = metric
         self.version = version
         self.qe = qe
@@ -81,7 +82,7 @@ class MetricXScorer(NeuralScorer):
         self.dtype_from = "option" if explicit_dtype else ("checkpoint" if version == "24" else "float32 (metricx23 predict.py)")
         # The MetricX repos hold no tokenizer; they use mT5's. A directory that has one uses its own.
         own = any((self.resolved.path / f).exists() for f in ("spiece.model", "tokenizer.json", "tokenizer_config.json"))
-        self.tokenizer_resolved = self.resolved if own and tokenizer is None else resolve_model(tokenizer or kw.get("default_tokenizer") or "google/mt5-large", metric)
+        self.tokenizer_resolved = self.resolved if own and tokenizer is None else resolve_model(tokenizer or default_tokenizer or "google/mt5-large", metric)
 
     def load(self) -> None:
         import torch

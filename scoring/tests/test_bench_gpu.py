@@ -16,20 +16,26 @@ from scoring.tests.releases import write_release_from_shared
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_data):
-    shared = shared_data
+def run_bench(tmp_path: Path, shared: Path, command: str, *args: str) -> Path:
+    """``perf/bench_gpu.py prepare``, then ``COMMAND`` on the CPU over a two-direction release of the shared data;
+    returns its --out folder (its --work folder is tmp_path/work)."""
     script = str(REPO / "perf" / "bench_gpu.py")
     env = {**os.environ, "XQMEVAL_SHARED_DATA": str(shared)}
     subprocess.run([sys.executable, script, "prepare", str(tmp_path / "tok")], check=True, capture_output=True, env=env)
     release = write_release_from_shared(tmp_path / "release", shared, directions=("en-de", "en-zh"))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, script, "run", "--tokenizers", str(tmp_path / "tok"), "--release", str(release), "--out", str(out),
-         "--work", str(tmp_path / "work"), "--device", "cpu", "--limit", "2"],
+        [sys.executable, script, command, "--tokenizers", str(tmp_path / "tok"), "--release", str(release), "--out", str(out),
+         "--work", str(tmp_path / "work"), "--device", "cpu", *args],
         capture_output=True, text=True, env=env, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_data):
+    out = run_bench(tmp_path, shared_data, "run", "--limit", "2")
     figures = json.loads((out / "gpu_figures.json").read_text())
     assert set(figures["metrics"]) == {"COMET-22", "BERTScore", "OmniScore", "BLEURT-20", "MetricX-24", "xCOMET-XL"}
     for metric, row in figures["metrics"].items():
@@ -49,18 +55,8 @@ def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_da
 
 @pytest.mark.slow
 def test_the_batch_size_sweep_runs_each_size_on_the_cpu(tmp_path, shared_data):
-    script = str(REPO / "perf" / "bench_gpu.py")
-    env = {**os.environ, "XQMEVAL_SHARED_DATA": str(shared_data)}
-    subprocess.run([sys.executable, script, "prepare", str(tmp_path / "tok")], check=True, capture_output=True, env=env)
-    release = write_release_from_shared(tmp_path / "release", shared_data, directions=("en-de", "en-zh"))
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, script, "sweep", "--tokenizers", str(tmp_path / "tok"), "--release", str(release), "--out", str(out),
-         "--work", str(tmp_path / "work"), "--device", "cpu", "--limit", "3", "--batch-sizes", "2,4",
-         "--dtype", "float16", "--option", "encode_once=true"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run_bench(tmp_path, shared_data, "sweep", "--limit", "3", "--batch-sizes", "2,4", "--dtype", "float16",
+                    "--option", "encode_once=true")
     sweep = json.loads((out / "batch_sweep.json").read_text())
     assert sweep["metric"] == "COMET-22" and sweep["triplets"] == 6 and sweep["options"] == ["encode_once=true"]
     assert [r["batch_size"] for r in sweep["runs"]] == [2, 4]

@@ -163,3 +163,15 @@ def test_a_misspelt_option_fails_the_run_before_any_score_is_written(release, tm
     proc = subprocess.run([sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "chrf++",
                            "--out", str(tmp_path / "cli"), "--option", "word_order=3", "--quiet"], capture_output=True, text=True)
     assert proc.returncode != 0 and "'word_order': no metric of this run takes it" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_scorer_built_directly_refuses_an_option_it_does_not_take():
+    from scoring.registry import get_metric
+    from scoring.runner import ScoreOptions
+
+    with pytest.raises(MetricError, match=r"chrF\+\+: unknown option\(s\) word_order; it takes none"):
+        get_metric("chrF++").build(**ScoreOptions().for_metric(), word_order=3)
+    with pytest.raises(MetricError, match=r"BERTScore: unknown option\(s\) nm_layers"):
+        get_metric("BERTScore").build(**ScoreOptions().for_metric(), nm_layers=9)
+    # the run-wide settings every metric is given are not options: building with them alone works
+    assert get_metric("chrF++").build(**ScoreOptions(trust_remote_code=True).for_metric()).signature("de")["metric"] == "chrF++"
