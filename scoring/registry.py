@@ -118,6 +118,19 @@ def parse_metric_list(text: str) -> list[MetricSpec]:
     return [get_metric(n) for n in names]
 
 
+# What scoring.runner.ScoreOptions.for_metric gives every metric, whether its scorer uses it or not: not options.
+RUN_SETTINGS = frozenset({"batch_size", "device", "model", "spm_model", "dtype", "trust_remote_code"})
+
+
+def refuse_unknown_options(metric: str, given, takes=None) -> None:
+    """A scorer built directly (a run routes options already, ``route_options``) with keywords it would ignore:
+    a MetricError naming them (and ``takes``, what it does take, where given), so none is dropped without a word."""
+    unknown = set(given) - RUN_SETTINGS - set(takes or ())
+    if unknown:
+        told = "" if takes is None else f"; it takes {', '.join(sorted(takes)) or 'none'}"
+        raise MetricError(f"{metric}: unknown option(s) {', '.join(sorted(unknown))}{told}")
+
+
 def route_options(specs: Sequence[MetricSpec], extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Send a run's ``--option`` values to its metrics: ``KEY=VALUE`` to every metric of the run that takes KEY,
     ``METRIC:KEY=VALUE`` to that metric alone. A KEY that no metric of the run takes, a METRIC that is not in the

@@ -354,15 +354,15 @@ def score_release(
     specs = [get_metric(name) for name in metrics]
     own = (options or ScoreOptions()).per_metric(specs)  # every option checked before any model loads
     for spec in specs:
-        options = own[spec.name]
-        scorer = spec.build(**options.for_metric(spec, out))  # one model load per metric
+        metric_options = own[spec.name]
+        scorer = spec.build(**metric_options.for_metric(spec, out))  # one model load per metric
         for direction in wanted:
             total = release.count(direction)
-            if options.limit is not None:
-                total = min(total, options.limit)
+            if metric_options.limit is not None:
+                total = min(total, metric_options.limit)
             progress = progress_factory(spec.name, direction, total) if progress_factory else None
             try:
-                summary = score_direction(release, spec, direction, out, options, progress, scorer=scorer, assemble=False)
+                summary = score_direction(release, spec, direction, out, metric_options, progress, scorer=scorer, assemble=False)
             finally:
                 if hasattr(scorer, "close"):
                     scorer.close()

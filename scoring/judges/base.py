@@ -15,11 +15,9 @@ from typing import Any, Callable, Sequence
 from scoring.judges.engine import Answer, Call, Decoding, Judge, JudgeConfig, Ledger
 from scoring.judges.languages import language_name
 from scoring.judges.templates import PromptSet, parse_prompt_files
-from scoring.registry import BatchResult, MetricError, Segment
+from scoring.registry import BatchResult, Segment, refuse_unknown_options
 
 SIGNATURE_VERSION = 1
-# ScoreOptions fields every metric receives (scoring.runner.ScoreOptions.for_metric), whether it uses them or not.
-_COMMON = {"batch_size", "device", "model", "spm_model", "dtype", "trust_remote_code"}
 
 
 class JudgeScorer:
@@ -32,10 +30,7 @@ class JudgeScorer:
     def __init__(self, judge: dict | None = None, prompt_files=None, **options):
         judge = dict(judge or {})
         files = parse_prompt_files(prompt_files or judge.pop("prompt_files", None))
-        # A run sends each metric only the options it takes (scoring.registry.route_options); this catches direct use.
-        unknown = set(options) - set(self.options) - _COMMON
-        if unknown:
-            raise MetricError(f"{self.name}: unknown option(s) {', '.join(sorted(unknown))}; it takes: {', '.join(sorted(self.options)) or 'none'}")
+        refuse_unknown_options(self.name, options, takes=self.options)
         self.opts = {k: options.get(k, v) if options.get(k) is not None else v for k, v in self.options.items()}
         if judge.get("max_tokens") is None:
             judge["max_tokens"] = self.default_max_tokens

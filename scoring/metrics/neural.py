@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from scoring.model_files import ResolvedModel, library_version, resolve_model, torch_device, torch_dtype
-from scoring.registry import BatchResult, MetricError, Segment
-
-# Settings a run gives every metric (scoring.runner.ScoreOptions.for_metric) that a model-based scorer may not use.
-RUN_WIDE = frozenset({"spm_model", "trust_remote_code"})
+from scoring.registry import BatchResult, Segment, refuse_unknown_options
 
 
 class NeuralScorer:
@@ -16,11 +13,7 @@ class NeuralScorer:
     library = ""  # distribution name whose version goes into the signature
 
     def __init__(self, model: str, batch_size: int = 64, device: str | None = None, dtype: str | None = None, **unused: Any):
-        # A run routes each option to the metrics that take it (scoring.registry.route_options); this catches a
-        # scorer built directly with one it would otherwise ignore without a word.
-        unknown = set(unused) - RUN_WIDE
-        if unknown:
-            raise MetricError(f"{self.metric}: unknown option(s) {', '.join(sorted(unknown))}")
+        refuse_unknown_options(self.metric, unused)  # what the subclass took is no longer in ``unused``
         self.resolved: ResolvedModel = resolve_model(model, self.metric)
         self.batch_size = int(batch_size)
         self.device = torch_device(device)

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, refuse_unknown_options, register
 
 # Targets written without spaces: 13a would treat a whole sentence as one token.
 CHAR_TOKENIZED = {"ja", "th", "lo", "my", "km", "bo"}
@@ -67,16 +67,11 @@ def flores200_tokenizer(spm_model: str | None):
 class SacrebleuScorer:
     """One sacrebleu metric object per target language (they differ only in tokenizer)."""
 
-    # Settings a run gives every metric (scoring.runner.ScoreOptions.for_metric) that a string metric does not use.
-    RUN_WIDE = frozenset({"device", "model", "dtype", "spm_model", "trust_remote_code"})
-
     def __init__(self, name: str, make: Callable[[str], Any], extra_signature: dict | None = None, batch_size: int = 0,
                  **unused: Any):
         import sacrebleu
 
-        unknown = set(unused) - self.RUN_WIDE
-        if unknown:  # a run routes options to the metrics that take them; this catches direct use
-            raise MetricError(f"{name}: unknown option(s) {', '.join(sorted(unknown))}; it takes none")
+        refuse_unknown_options(name, unused, takes=())
         self.name = name
         self._make = make
         self._objects: dict[str, Any] = {}
