@@ -25,7 +25,8 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from llm_client.stub_server import JsonHandler, ScriptState, StubHTTPServer, chat_completion, prompt_of, scripted_failure
 
 _WORD = re.compile(r"\w+", re.U)
 _NEG = {"not", "no", "nicht", "kein", "keine", "never", "nie", "不", "没有"}
@@ -188,77 +189,40 @@ class Served:
 
 
 @dataclass
-class StubState:
-    latency: float = 0.0
-    timeout_delay: float = 5.0
-    scripts: list = field(default_factory=list)
+class StubState(ScriptState):
     served: list[Served] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
     released: threading.Event = field(default_factory=threading.Event)
     cheap: bool = False  # benchmark mode: a fixed short answer, no rules (measures the client, not the stub)
 
-    def next_behaviour(self, prompt: str) -> str:
-        with self.lock:
-            for match, plan in self.scripts:
-                if match in prompt and plan:
-                    return plan.pop(0)
-        return "ok"
-
 
 def _completion(content: str, prompt: str, model: str, finish: str = "stop") -> dict:
-    return {
-        "id": "chatcmpl-judge-stub", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": max(1, len(prompt) // 4), "completion_tokens": max(1, len(content) // 4),
-                  "total_tokens": max(1, len(prompt) // 4) + max(1, len(content) // 4)},
-    }
+    return chat_completion(content, model=model, finish=finish, completion_id="chatcmpl-judge-stub",
+                           prompt_tokens=max(1, len(prompt) // 4), completion_tokens=max(1, len(content) // 4))
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class _Handler(JsonHandler):
     server: "JudgeStubServer"
-
-    def log_message(self, format, *args):  # noqa: A002
-        pass
-
-    def _send(self, status: int, payload, headers: dict | None = None) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
     def do_POST(self):  # noqa: N802
         state = self.server.state
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        body = json.loads(self._body() or b"{}")
         if not self.path.split("?")[0].endswith("/chat/completions"):
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
         messages = body.get("messages", [])
-        prompt = "\n".join(m.get("content", "") for m in messages if isinstance(m.get("content"), str))
+        prompt = prompt_of(body)
         model = body.get("model", "stub")
         structured = bool(body.get("response_format"))
         behaviour = state.next_behaviour(prompt)
         key = json.dumps(body, sort_keys=True, ensure_ascii=False)
         if behaviour == "hang":  # blocks until the test releases it (or the client gives up)
             state.released.wait(60)
-        elif behaviour == "timeout":
-            time.sleep(state.timeout_delay)
-        elif state.latency:
-            time.sleep(state.latency)
+        elif state.delay_for(behaviour):
+            time.sleep(state.delay_for(behaviour))
         with state.lock:
             state.served.append(Served(behaviour, key, prompt, time.monotonic()))
-        if behaviour == "429":
-            return self._send(429, {"error": {"message": "rate limit reached", "type": "rate_limit_error"}}, {"retry-after": "0.05"})
-        if behaviour in ("500", "503"):
-            return self._send(int(behaviour), {"error": {"message": "server error", "type": "server_error"}})
+        failure = scripted_failure(behaviour)
+        if failure:
+            return self._send(*failure)
         if state.cheap:
             return self._send(200, _completion('["ok"]', prompt, model))
         content = answer_for_messages(messages, structured)
@@ -269,44 +233,20 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(200, _completion(content, prompt, model))
 
 
-class JudgeStubServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class JudgeStubServer(StubHTTPServer):
     request_queue_size = 512
-
-    def __init__(self, port: int = 0, **state):
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.state = StubState(**state)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def script(self, match: str, *behaviours: str) -> None:
-        with self.state.lock:
-            self.state.scripts.append((match, list(behaviours)))
+    handler_class = _Handler
+    state_class = StubState
+    thread_name = "judge-stub"
 
     @property
     def served(self) -> list[Served]:
         with self.state.lock:
             return list(self.state.served)
 
-    def start(self) -> "JudgeStubServer":
-        self._thread = threading.Thread(target=self.serve_forever, name="judge-stub", daemon=True)
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         self.state.released.set()
-        self.shutdown()
-        self.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+        super().stop()
 
 
 def main(argv=None) -> int:

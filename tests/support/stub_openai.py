@@ -22,10 +22,10 @@ import email.policy
 import itertools
 import json
 import re
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from llm_client.stub_server import JsonHandler, ScriptState, StubHTTPServer, chat_completion, prompt_of, scripted_failure
 
 _SENTENCE_RE = re.compile(r"Sentence: (<head>.*</end>)")
 _HALVES_RE = re.compile(r"<head>(.*)</head>\s?<end>(.*)</end>", re.S)
@@ -91,24 +91,13 @@ class Call:
 
 
 @dataclass
-class StubState:
-    latency: float = 0.0
-    timeout_delay: float = 5.0
+class StubState(ScriptState):
     reject_response_format: bool = False
     batch_polls_before_done: int = 1
-    scripts: list[tuple[str, list[str]]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     batches: dict[str, dict] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
     ids: itertools.count = field(default_factory=itertools.count)
-
-    def next_behaviour(self, prompt: str) -> str:
-        with self.lock:
-            for match, plan in self.scripts:
-                if match in prompt and plan:
-                    return plan.pop(0)
-        return "ok"
 
     def new_id(self, prefix: str) -> str:
         with self.lock:
@@ -116,35 +105,24 @@ class StubState:
 
 
 def _completion(content: str | None, prompt: str, *, model: str, refusal: str | None = None, finish: str = "stop") -> dict:
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal}, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": len(prompt.split()),
-            "completion_tokens": len((content or "").split()),
-            "total_tokens": len(prompt.split()) + len((content or "").split()),
-        },
-    }
+    return chat_completion(content, model=model, refusal=refusal, finish=finish,
+                           prompt_tokens=len(prompt.split()), completion_tokens=len((content or "").split()))
 
 
 def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict | bytes, dict]:
     """(status, JSON body or raw bytes, headers) for one chat completion request."""
-    prompt = "\n".join(m.get("content", "") for m in body.get("messages", []) if isinstance(m.get("content"), str))
+    prompt = prompt_of(body)
     model = body.get("model", "stub")
     structured = bool(body.get("response_format"))
     if structured and state.reject_response_format:
         return 400, {"error": {"message": "response_format is not supported by this server", "type": "invalid_request_error"}}, {}
-    if behaviour in ("429",):
-        return 429, {"error": {"message": "rate limit reached", "type": "rate_limit_error"}}, {"retry-after": "0.05"}
+    failure = scripted_failure(behaviour)
+    if failure:
+        return failure
     if behaviour == "401":
         # Like api.openai.com: the message echoes part of the key that was sent.
         return 401, {"error": {"message": "Incorrect API key provided: sk-secr*********-123. You can find your API key at ...",
                                "type": "invalid_request_error", "code": "invalid_api_key"}}, {}
-    if behaviour in ("500", "503"):
-        return int(behaviour), {"error": {"message": "server error", "type": "server_error"}}, {}
     if behaviour == "malformed":
         return 200, b'{"id": "chatcmpl-stub", "choices": [ {"message": ', {}
     if behaviour == "nochoices":
@@ -170,31 +148,8 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
     return 200, _completion(content, prompt, model=model), {}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in two writes; with Nagle on, the second waits for a delayed ACK (~40 ms).
-    disable_nagle_algorithm = True
+class _Handler(JsonHandler):
     server: "StubServer"
-
-    def log_message(self, format, *args):  # noqa: A002 — quiet: tests read `calls`, not stderr
-        pass
-
-    def _send(self, status: int, payload, headers: dict | None = None) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test); nothing to deliver
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
 
     def do_POST(self):  # noqa: N802
         state = self.server.state
@@ -202,14 +157,13 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path.endswith("/chat/completions"):
             body = json.loads(raw or b"{}")
-            prompt = "\n".join(m.get("content", "") for m in body.get("messages", []) if isinstance(m.get("content"), str))
+            prompt = prompt_of(body)
             # A server without structured output refuses before any scripted behaviour is used up.
             behaviour = "no-json-mode" if body.get("response_format") and state.reject_response_format else state.next_behaviour(prompt)
             with state.lock:
                 state.calls.append(Call(path, behaviour, prompt, time.monotonic()))
-            delay = state.timeout_delay if behaviour == "timeout" else state.latency
-            if delay:
-                time.sleep(delay)
+            if state.delay_for(behaviour):
+                time.sleep(state.delay_for(behaviour))
             status, payload, headers = answer_chat(state, body, behaviour)
             return self._send(status, payload, headers)
         if path.endswith("/files"):
@@ -252,16 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         match = re.match(r".*/files/([^/]+)/content$", path)
         if match and match.group(1) in state.files:
-            data = state.files[match.group(1)]
-            try:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/octet-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            return
+            return self._send(200, state.files[match.group(1)], content_type="application/octet-stream")
         match = re.match(r".*/batches/([^/]+)$", path)
         if match and match.group(1) in state.batches:
             batch = state.batches[match.group(1)]
@@ -297,43 +242,15 @@ class _Handler(BaseHTTPRequestHandler):
         batch.update(status="completed", output_file_id=output_id, error_file_id=error_id if errors else None)
 
 
-class StubServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class StubServer(StubHTTPServer):
     request_queue_size = 256
-
-    def __init__(self, port: int = 0, **state):
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.state = StubState(**state)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def script(self, match: str, *behaviours: str) -> None:
-        """The next requests whose prompt contains ``match`` get these behaviours, in order."""
-        with self.state.lock:
-            self.state.scripts.append((match, list(behaviours)))
+    handler_class = _Handler
+    state_class = StubState
+    thread_name = "openai-stub"
 
     def calls_matching(self, match: str) -> list[Call]:
         with self.state.lock:
             return [c for c in self.state.calls if match in c.prompt]
-
-    def start(self) -> "StubServer":
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
-
-    def __enter__(self) -> "StubServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def main() -> None:
