@@ -19,6 +19,7 @@ from core.corpus.domain import text_cell, type_name
 from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
+from core.domain.params import MAX_ID
 from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
 
 ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
@@ -167,7 +168,10 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
                 elif col in INTEGER_COLUMNS:
                     if not (isinstance(value, int) and not isinstance(value, bool)) and not (isinstance(value, str) and value.strip().isdigit()):
                         problems.append(f"{col!r} must be a whole number, got {type_name(value)} ({value!r})")
-                elif not isinstance(value, str):
+                    elif not (isinstance(value, int) or value.strip().isascii()) or not 0 <= int(value) <= MAX_ID:
+                        # it becomes an id column's text: a bigint's digits fit, a longer number could not be stored
+                        problems.append(f"{col!r} {str(value)[:40]!r} is not a whole number from 0 to {MAX_ID}")
+                elif text_cell(value)[1]:  # not a string, or characters no cell may hold (NUL, controls)
                     problems.append(f"{col!r} {text_cell(value)[1]}")
                 elif col in GOLD_COLUMNS and bidi.spanning_problem(value):
                     problems.append(f"{col!r} {bidi.spanning_problem(value)}")
@@ -347,7 +351,7 @@ def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[Decisio
             missing = [c for c in DECISION_COLUMNS if c not in fieldnames]
             if missing:
                 return spool, [f"{name} line 1: missing column(s) {', '.join(missing)}"]
-            for row in reader:
+            for row in reader:  # (a csv.Error, e.g. a field over the csv module's size limit, is caught below)
                 loc = f"{name} line {reader.line_num}"
                 short = [c for c in DECISION_COLUMNS if row.get(c) is None]
                 if short:
@@ -365,6 +369,8 @@ def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[Decisio
                 spool.add(row["language"], row["error_type"], count_id, str(row["segment_id"]).strip(), row["error_position"], value, reader.line_num)
         except UnicodeDecodeError as exc:
             return spool, [f"{name}: not valid UTF-8 (byte {exc.start} of a read block, after line {reader.line_num})"]
+        except csv.Error as exc:
+            return spool, errors + [f"{name} line {reader.reader.line_num}: {exc}"]  # (DictReader.line_num: the last good row)
     finally:
         stream.close()
     return spool, errors

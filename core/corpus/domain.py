@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ def read_records(data: bytes, name: str, fmt: str | None = None) -> list[tuple[s
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CorpusError(name, [f"not valid UTF-8 at byte {exc.start}: {exc.reason}"]) from None
+        raise CorpusError(name, [decoding_problem(data, name, exc)]) from None
     if not text.strip():
         raise CorpusError(name, ["the file is empty"])
     return _jsonl_records(text, name) if fmt == "jsonl" else _delimited_records(text, name, "\t" if fmt == "tsv" else ",")
@@ -89,6 +90,14 @@ def read_hf_dataset(dataset: str, config: str | None, split: str, columns: Colum
     return validate_records(records, name, columns, present=set(ds.column_names))
 
 
+def decoding_problem(data: bytes, name: str, exc: UnicodeDecodeError) -> str:
+    """Where a file stops being UTF-8 (its line), and what it is instead when its BOM tells (UTF-16/32)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return f"{name}: the file is UTF-16 or UTF-32 (it starts with that byte order mark); save it as UTF-8"
+    line = data.count(b"\n", 0, exc.start) + 1
+    return f"{name} line {line}: not valid UTF-8 at byte {exc.start}: {exc.reason}"
+
+
 # ---- readers -> (location, record) -------------------------------------------------------------------
 
 
@@ -101,6 +110,9 @@ def _delimited_records(text: str, name: str, delimiter: str) -> list[tuple[str, 
     except (StopIteration, csv.Error) as exc:
         raise CorpusError(name, [f"line 1: cannot read the header ({exc})"]) from None
     header = [h.strip() for h in header]
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:  # zip() would keep the last one's cell without a word
+        raise CorpusError(name, [f"{name} line 1: column {h!r} appears twice in the header" for h in twice])
     records: list[tuple[str, dict[str, Any]]] = []
     errors: list[str] = []
     try:
@@ -121,15 +133,32 @@ def _delimited_records(text: str, name: str, delimiter: str) -> list[tuple[str, 
     return records
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:  # json.loads would keep the last value without a word
+        raise _DuplicateKey(", ".join(f"key {k!r} appears twice" for k in twice))
+    return dict(pairs)
+
+
 def _jsonl_records(text: str, name: str) -> list[tuple[str, dict[str, Any]]]:
     records, errors = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # split at "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085 and form feeds, which JSON
+    # strings may hold raw (json.dumps(ensure_ascii=False) writes them so)
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
         except json.JSONDecodeError as exc:
             errors.append(f"{name} line {number}: invalid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except _DuplicateKey as exc:
+            errors.append(f"{name} line {number}: {exc}")
             continue
         if not isinstance(value, dict):
             errors.append(f"{name} line {number}: expected a JSON object, got {type(value).__name__}")
@@ -170,12 +199,33 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+# C0 controls but tab, line feed and carriage return, and DEL: no corpus text holds them (an escape sequence
+# would reach terminals and pages); NUL and lone surrogates (from JSON's "\\ud800") cannot even be stored.
+_CONTROLS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def character_problem(text: str) -> str:
+    """'' when ``text`` holds only characters an imported cell may hold, else the problem for an error message."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    found = sorted(set(_SURROGATES.findall(text)))
+    if found:
+        return f"contains lone surrogate(s) {', '.join(f'U+{ord(c):04X}' for c in found)} (not valid Unicode)"
+    found = sorted(set(_CONTROLS.findall(text)))
+    if found:
+        return f"contains control character(s) {', '.join(f'U+{ord(c):04X}' for c in found)}"
+    return ""
+
+
 def text_cell(value: Any, *, integer_ok: bool = False) -> tuple[str, str]:
     """A cell as text, or a problem: JSONL/parquet values that are not strings are never stringified
-    (``["a"]``, ``{"x": 1}``, ``true``, ``1.5`` would become text no one wrote). ``integer_ok``: an id
-    column may hold whole numbers (a parquet int64 line index), never booleans or floats."""
+    (``["a"]``, ``{"x": 1}``, ``true``, ``1.5`` would become text no one wrote), and text with characters
+    no cell may hold (``character_problem``) is refused. ``integer_ok``: an id column may hold whole
+    numbers (a parquet int64 line index), never booleans or floats."""
     if isinstance(value, str):
-        return value, ""
+        problem = character_problem(value)
+        return ("", problem) if problem else (value, "")
     if integer_ok and isinstance(value, int) and not isinstance(value, bool):
         return str(value), ""
     wanted = "a string or a whole number" if integer_ok else "a string"
@@ -218,9 +268,6 @@ def validate_records(
                 value = value.strip()
             if not value.strip():
                 errors.append(f"{location}: empty {col!r}")
-                continue
-            if "\x00" in value:
-                errors.append(f"{location}: {col!r} contains a NUL character")
                 continue
             problem = bidi.spanning_problem(value)
             if problem:
