@@ -200,7 +200,7 @@ def type_name(value: Any) -> str:
 
 
 # C0 controls but tab, line feed and carriage return, and DEL: no corpus text holds them (an escape sequence
-# would reach terminals and pages); NUL and lone surrogates (from JSON's "\\ud800") cannot even be stored.
+# would reach terminals and pages); NUL and lone surrogates (JSON's "\ud800") cannot even be stored.
 _CONTROLS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 

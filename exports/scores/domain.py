@@ -20,6 +20,7 @@ from scoring.runner import META_KEY
 
 REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
 INGEST_BATCH = 10_000  # score rows read from the part file and written at a time
+MAX_LEVEL = 32767  # MetricScore.level: a PositiveSmallIntegerField
 
 
 class ScoringError(Exception):
@@ -40,11 +41,13 @@ class Part:
     signature: dict
     parquet: Any = field(repr=False)
     columns: list[str] = field(default_factory=list)
+    id_length: int = 0  # the most characters a triplet id may have (0: no limit)
 
     def batches(self, batch_size: int | None = None) -> Iterator[list[PartRow]]:
         """The rows, checked, ``batch_size`` at a time; a row the judge could not score (missing score with
-        its reason in ``error`` or ``note``) is left out. Refuses another direction, a triplet twice, or a
-        score that is not a finite number."""
+        its reason in ``error`` or ``note``) is left out. Refuses another direction, a triplet twice, a
+        score that is not a finite number, a triplet id that is not a string (or too long to store), or a
+        number of errors that is not a whole number from 0 to ``MAX_LEVEL``."""
         import pyarrow as pa
 
         path, seen, i = self.path, set(), 0
@@ -59,13 +62,19 @@ class Part:
                 for d, tid, score, level, reason in zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons):
                     if d != self.direction:
                         raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {self.direction!r}")
+                    if not isinstance(tid, str) or not tid.strip():
+                        raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} is not a non-empty string")
+                    if self.id_length and len(tid) > self.id_length:
+                        raise ScoringError(f"{path}: row {i}: triplet_id {tid[:40]!r}… is {len(tid)} characters long, at most {self.id_length} fit")
                     if tid in seen:
                         raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
                     if score is None and reason:
                         i += 1
                         continue  # an LLM judge could not score this segment; the file says why (the next run retries it)
-                    if score is None or not math.isfinite(score):
+                    if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                         raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
+                    if level is not None and not _is_level(level):
+                        raise ScoringError(f"{path}: row {i} (triplet {tid!r}): num_errors {level!r} is not a whole number from 0 to {MAX_LEVEL}")
                     seen.add(tid)
                     rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level), score=float(score)))
                     i += 1
@@ -74,9 +83,17 @@ class Part:
             raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
 
 
-def open_part(path: Path, *, metric: str, direction: str) -> Part:
+def _is_level(value: Any) -> bool:
+    """A number of errors the level column can hold (a whole float such as 3.0 counts: pandas writes one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return (isinstance(value, int) or value.is_integer()) and 0 <= value <= MAX_LEVEL
+
+
+def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) -> Part:
     """Open the part file at ``path`` for ``metric`` and ``direction`` (a code such as en-de) and check its
-    columns and metadata; the rows are checked as ``Part.batches()`` reads them."""
+    columns and metadata; the rows are checked as ``Part.batches()`` reads them (``id_length``: the most
+    characters a triplet id may have)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -90,8 +107,13 @@ def open_part(path: Path, *, metric: str, direction: str) -> Part:
     missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
     if missing:
         raise ScoringError(f"{path}: missing column(s) {', '.join(missing)}")
-    meta = json.loads((schema.metadata or {}).get(META_KEY, b"{}"))
+    try:
+        meta = json.loads((schema.metadata or {}).get(META_KEY, b"{}"))
+    except ValueError:  # (JSONDecodeError, or bytes that are not UTF-8)
+        meta = None
+    if not isinstance(meta, dict):
+        raise ScoringError(f"{path}: metadata {META_KEY!r} is not a JSON object")
     if meta.get("metric") != metric:
         raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
     columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note") if c in schema.names)]
-    return Part(path=path, direction=direction, signature=meta.get("signature") or {}, parquet=parquet, columns=columns)
+    return Part(path=path, direction=direction, signature=meta.get("signature") or {}, parquet=parquet, columns=columns, id_length=id_length)

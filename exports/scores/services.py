@@ -138,7 +138,7 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
     Streamed: the pure ``exports.scores.domain`` reads and checks ``INGEST_BATCH`` rows at a time and each
     batch is written inside one transaction, so memory is bounded by a batch (plus the set of triplet ids
     seen, to refuse duplicates) and a bad row anywhere leaves the previous scores in place."""
-    part = open_part(path, metric=metric, direction=direction.code)
+    part = open_part(path, metric=metric, direction=direction.code, id_length=MetricScore._meta.get_field("triplet_id").max_length)
     stored = 0
     with transaction.atomic():
         MetricScore.objects.filter(release=release, metric=metric, direction=direction).delete()

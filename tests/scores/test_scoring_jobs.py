@@ -86,6 +86,13 @@ def test_unreadable_worker_file_is_a_clear_error(release, languages):
         ({"score": [float("nan")] * 48}, "not a finite number"),
         ({"triplet_id": ["same"] * 48}, "appears twice"),
         ({"direction": ["en-zh"] * 48}, "expected 'en-de'"),
+        ({"triplet_id": [None] * 48}, r"row 0: triplet_id None is not a non-empty string"),
+        ({"triplet_id": [f"{i}" + "x" * 200 for i in range(48)]}, r"row 0: triplet_id '0xxx.*is 201 characters long, at most 200 fit"),
+        ({"score": ["0.5"] * 48}, r"row 0 \(triplet 'en-de:.*'\): score '0.5' is not a finite number"),
+        ({"score": [True] * 48}, r"row 0 \(triplet 'en-de:.*'\): score True is not a finite number"),
+        ({"num_errors": [float("nan")] * 48}, r"row 0 \(triplet 'en-de:.*'\): num_errors nan is not a whole number from 0 to 32767"),
+        ({"num_errors": [-1] * 48}, r"row 0 \(triplet 'en-de:.*'\): num_errors -1 is not a whole number"),
+        ({"num_errors": [1.5] * 48}, r"row 0 \(triplet 'en-de:.*'\): num_errors 1.5 is not a whole number"),
     ],
 )
 def test_bad_worker_file_is_refused_and_nothing_written(release, languages, overrides, error):
@@ -155,6 +162,16 @@ def test_score_pages_read_the_summaries_not_the_scores(client, admin_user, relea
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
         assert not [q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_metricscore"', q["sql"])], url
+
+
+@pytest.mark.parametrize("metadata", [b"{not json", b'["chrF++"]'])
+def test_a_worker_file_with_unreadable_metadata_is_refused(release, languages, metadata):
+    path = write_part(release, "chrF++", "en-de")
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({META_KEY: metadata}), path)
+    with pytest.raises(ScoringError, match=f"{path}: metadata {META_KEY!r} is not a JSON object"):
+        services.ingest_part(release, "chrF++", languages["en-de"], path)
+    assert not MetricScore.objects.exists()
 
 
 def test_ingest_refuses_a_file_of_another_metric(release, languages):
