@@ -11,6 +11,8 @@ row here when you add an endpoint.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass, field
 from typing import Callable
@@ -25,7 +27,7 @@ from django.urls import URLResolver, get_resolver, reverse
 from annotation.models import RatingItem
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
-from core.models import Project
+from core.models import Direction, Project
 from core.services import add_directions, create_user, ensure_direction, ensure_project
 from exports.models import MetricScore, PseudoSystem, Release
 from exports.scores.services import summarize_scores
@@ -348,3 +350,49 @@ def test_non_staff_cannot_enter_the_django_admin(world):
     client = Client()
     client.force_login(world.users["admin"])
     assert client.get(reverse("admin:annotation_reviewdecision_changelist")).status_code == 200
+
+
+# ---- untrusted text on every page ------------------------------------------------------------------------
+
+HOSTILE = "<script>alert(1)</script>\"'&"
+FORMULA = '=HYPERLINK("http://x","y")'
+
+
+def test_hostile_text_is_escaped_on_every_page_and_neutralised_in_every_csv(world):
+    """Text a user, an imported file or an LLM wrote (project title and description, gold pair, candidate,
+    check detail, rating item, decision comment, run error) in every GET the matrix makes, as the admin
+    (who sees everything) and the de annotator: never raw markup in HTML or SVG, never a live formula in CSV."""
+    de = Direction.objects.get(code="en-de")
+    Project.objects.filter(pk=world.project.pk).update(title=f"Titel {HOSTILE}", description=f"{HOSTILE} {FORMULA}")
+    hostile = make_candidate(world.project, de, f"Source {HOSTILE}", f"{FORMULA} Das {HOSTILE} Haus", f"{FORMULA} Das {HOSTILE} Hausboot",
+                             run=world.run, external_id=FORMULA, checks={"local_edit": {"passed": False, "detail": HOSTILE}}, flags=["local_edit"])
+    world.candidates[0] = hostile
+    RatingItem.objects.filter(pk=world.item.pk).update(text=f"{FORMULA} {HOSTILE}", system=HOSTILE, source=HOSTILE)
+    review_services.submit_decision(world.users["own"], hostile.pk, "reject", reason="wrong_type", comment=HOSTILE, idempotency_key="hostile")
+    InjectionRun.objects.filter(pk=world.run.pk).update(error=HOSTILE)  # a run's failure, as an LLM or server worded it
+    escaped_seen = False
+    for who in ("admin", "own"):
+        client = Client()
+        client.force_login(world.users[who])
+        for row in (r for r in ROWS if r.method == "get"):
+            response = request(client, row, world, who)
+            if response.status_code != 200:
+                continue
+            kind = response.get("Content-Type", "")
+            text = body_text(response)
+            where = f"GET {row.url(world)} as {who} ({kind})"
+            if "html" in kind or "svg" in kind:
+                assert "<script>alert(1)</script>" not in text, f"{where}: raw markup from data"
+                escaped_seen |= "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+            elif "csv" in kind:
+                cells = [cell for line in csv.reader(io.StringIO(text)) for cell in line]
+                assert not [c for c in cells if c[:1] in ("=", "+", "-", "@") and not _number(c)], f"{where}: a live formula"
+    assert escaped_seen, "the hostile text was shown nowhere: the check above proves nothing"
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
