@@ -408,6 +408,15 @@ HUB_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]
 CARD_FILES = ("README.md", "manifest.json")
 
 
+def without_token(text: str) -> str:
+    """``text`` with the Hub token (``HF_TOKEN``) cut out: failure texts are stored on the release and shown,
+    and a Hub, proxy or client error may quote the credentials it was sent."""
+    import os
+
+    token = os.environ.get("HF_TOKEN", "")
+    return text.replace(token, "[redacted]") if token else text
+
+
 def push_release(release: Release, repo_id: str, *, private: bool = True, progress=None) -> Release:
     """Push a written release to a Hub dataset repo and record the revision.
 
@@ -465,7 +474,7 @@ def push_release(release: Release, repo_id: str, *, private: bool = True, progre
             revision = commit.oid
             api.create_tag(repo_id, tag=release.version, revision=revision, tag_message=f"content hash {release.content_hash}", repo_type="dataset")
     except Exception as exc:
-        _release_progress(release, push_status="failed", stage="push failed", error=f"push to {repo_id}: {type(exc).__name__}: {exc}")
+        _release_progress(release, push_status="failed", stage="push failed", error=without_token(f"push to {repo_id}: {type(exc).__name__}: {exc}"))
         raise
     _release_progress(
         release, hub_revision=revision, push_status="pushed", pushed_at=timezone.now(), stage="pushed", progress=100, error=""

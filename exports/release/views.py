@@ -60,7 +60,7 @@ def release(request, project: str):
     except services.ReleaseError as exc:
         messages.error(request, str(exc))
     except Exception as exc:  # eager mode runs the task here: show the recorded failure, not a 500
-        messages.error(request, f"release {version} failed: {type(exc).__name__}: {exc}")
+        messages.error(request, services.without_token(f"release {version} failed: {type(exc).__name__}: {exc}"))
     else:
         messages.info(request, f"Release {version} started.")
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
@@ -78,7 +78,7 @@ def push(request, project: str, version: str):
     except services.ReleaseError as exc:
         messages.error(request, str(exc))
     except Exception as exc:
-        messages.error(request, f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
+        messages.error(request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)"))
     else:
         messages.info(request, f"Push of {version} to {repo_id} started.")
     return redirect_next(request, "benchmarks:project", project=project_obj.name)

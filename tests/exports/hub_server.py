@@ -36,6 +36,7 @@ class HubState:
     uploads: list[str] = field(default_factory=list)  # paths received in commits, in order
     fail_commits: list[str] = field(default_factory=list)  # commit summaries containing this text fail once
     calls: list[str] = field(default_factory=list)
+    echo_credentials: bool = False  # errors quote the request's Authorization header, as a careless proxy's do
 
 
 class HubHandler(BaseHTTPRequestHandler):
@@ -134,7 +135,8 @@ class HubHandler(BaseHTTPRequestHandler):
             for marker in list(self.state.fail_commits):
                 if marker in header["summary"]:
                     self.state.fail_commits.remove(marker)
-                    return self._send(400, {"error": f"injected failure of commit {header['summary']!r}"})
+                    sent = f" (sent {self.headers.get('Authorization')})" if self.state.echo_credentials else ""
+                    return self._send(400, {"error": f"injected failure of commit {header['summary']!r}{sent}"})
             for line in lines:
                 if line["key"] == "file":
                     value = line["value"]

@@ -244,6 +244,17 @@ def test_push_needs_the_token_from_the_environment(built, tmp_path, hub, monkeyp
     assert "lab/xq-meval" not in hub.state.repos
 
 
+def test_a_hub_error_quoting_the_token_is_recorded_without_it(built, tmp_path, hub):
+    release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    hub.state.echo_credentials = True
+    hub.state.fail_commits.append("data files")
+    with pytest.raises(Exception, match="injected failure"):
+        services.push_release(release, "lab/xq-meval")
+    release.refresh_from_db()
+    assert release.push_status == "failed" and "injected failure" in release.error
+    assert "hf_test_token_123" not in release.error and "[redacted]" in release.error
+
+
 def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, monkeypatch):
     from exports.release.domain import release_files
 
