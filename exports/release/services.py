@@ -408,6 +408,26 @@ HUB_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]
 CARD_FILES = ("README.md", "manifest.json")
 
 
+class HubPushError(ReleaseError):
+    """A push that the Hub or the network refused. Its text has the token cut out and it carries no cause
+    (the original may quote the credentials, and tracebacks reach logs and the result backend);
+    ``transient``: a network fault or a Hub 5xx, worth retrying."""
+
+    def __init__(self, message: str, transient: bool = False):  # one positional argument: rebuilt from a result backend
+        super().__init__(message)
+        self.transient = transient
+
+
+def is_transient_hub_fault(exc: Exception) -> bool:
+    import httpx
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if isinstance(exc, httpx.TransportError):
+        return True
+    response = getattr(exc, "response", None)
+    return isinstance(exc, HfHubHTTPError) and response is not None and response.status_code >= 500
+
+
 def without_token(text: str) -> str:
     """``text`` with the Hub token (``HF_TOKEN``) cut out: failure texts are stored on the release and shown,
     and a Hub, proxy or client error may quote the credentials it was sent."""
@@ -474,8 +494,9 @@ def push_release(release: Release, repo_id: str, *, private: bool = True, progre
             revision = commit.oid
             api.create_tag(repo_id, tag=release.version, revision=revision, tag_message=f"content hash {release.content_hash}", repo_type="dataset")
     except Exception as exc:
-        _release_progress(release, push_status="failed", stage="push failed", error=without_token(f"push to {repo_id}: {type(exc).__name__}: {exc}"))
-        raise
+        message = without_token(f"push to {repo_id}: {type(exc).__name__}: {exc}")
+        _release_progress(release, push_status="failed", stage="push failed", error=message)
+        raise HubPushError(message, transient=is_transient_hub_fault(exc)) from None
     _release_progress(
         release, hub_revision=revision, push_status="pushed", pushed_at=timezone.now(), stage="pushed", progress=100, error=""
     )

@@ -53,24 +53,14 @@ def finish_release_task(job: dict, push_repo: str = "", private: bool = True) ->
     return {"release": release.pk, "status": release.status, "content_hash": release.content_hash}
 
 
-def is_transient(exc: Exception) -> bool:
-    import httpx
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if isinstance(exc, httpx.TransportError):
-        return True
-    response = getattr(exc, "response", None)
-    return isinstance(exc, HfHubHTTPError) and response is not None and response.status_code >= 500
-
-
 @shared_task(name="exports.push_release", bind=True, max_retries=3)
 def push_release_task(self, release_id: int, repo_id: str, private: bool = True) -> dict:
     release = Release.objects.select_related("project").get(pk=release_id)
     try:
         release = services.push_release(release, repo_id, private=private)
-    except Exception as exc:
-        if not is_transient(exc):
-            raise  # bad request, no token, refused by the Hub: recorded on the release; retrying cannot help
+    except services.HubPushError as exc:
+        if not exc.transient:
+            raise  # bad request, refused by the Hub: recorded on the release; retrying cannot help
         # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
         raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries))
     return {"release": release.pk, "hub_revision": release.hub_revision}

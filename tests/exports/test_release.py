@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import traceback
 from pathlib import Path
 
 import pytest
@@ -245,14 +246,30 @@ def test_push_needs_the_token_from_the_environment(built, tmp_path, hub, monkeyp
 
 
 def test_a_hub_error_quoting_the_token_is_recorded_without_it(built, tmp_path, hub):
+    """Neither the release, nor the exception and its traceback (logs, the task's result), nor the command's
+    message holds the token, though the Hub quotes it; a refusal (4xx) is not retried."""
+    from exports.release.tasks import push_release_task
+
     release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
     hub.state.echo_credentials = True
     hub.state.fail_commits.append("data files")
-    with pytest.raises(Exception, match="injected failure"):
+    with pytest.raises(services.HubPushError, match="injected failure") as raised:
         services.push_release(release, "lab/xq-meval")
     release.refresh_from_db()
     assert release.push_status == "failed" and "injected failure" in release.error
     assert "hf_test_token_123" not in release.error and "[redacted]" in release.error
+    trace = "".join(traceback.format_exception(raised.value))
+    assert "Bearer [redacted]" in trace and "hf_test_token_123" not in trace and not raised.value.transient
+
+    hub.state.fail_commits.append("data files")
+    result = push_release_task.apply(args=(release.pk, "lab/xq-meval"), throw=False)
+    assert result.failed() and isinstance(result.result, services.HubPushError)
+    assert "injected failure" in result.traceback and "hf_test_token_123" not in result.traceback
+
+    hub.state.fail_commits.append("data files")
+    with pytest.raises(CommandError, match="run the same command again to resume") as failed:
+        call_command("release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--push", "lab/xq-meval", verbosity=0)
+    assert "injected failure" in str(failed.value) and "hf_test_token_123" not in str(failed.value)
 
 
 def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, monkeypatch):

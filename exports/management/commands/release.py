@@ -64,8 +64,8 @@ class Command(BaseCommand):
         if opts["push"]:
             try:
                 release = services.push_release(release, opts["push"], private=not opts["public"])
+            except services.HubPushError as exc:  # network or Hub error: recorded on the release, resumable by re-running
+                raise CommandError(f"push failed ({exc}); run the same command again to resume") from None
             except services.ReleaseError as exc:
                 raise CommandError(str(exc)) from None
-            except Exception as exc:  # network or Hub error: recorded on the release, resumable by re-running
-                raise CommandError(f"push failed ({type(exc).__name__}: {exc}); run the same command again to resume") from None
             w(f"pushed to {release.hub_repo} at revision {release.hub_revision}")
