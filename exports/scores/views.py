@@ -63,8 +63,8 @@ def release_scores(request, release_id: int):
 
 @login_required
 def progress(request, release_id: int):
+    require_admin(request.user)  # before the lookup: a 404 would tell a non-admin which ids exist
     release = get_object_or_404(Release, pk=release_id)
-    require_admin(request.user)
     states = selectors.job_states(release=release, app=current_app)
     if tasks.request_collect(release=release, states=states) and current_app.conf.task_always_eager:
         states = selectors.job_states(release=release, app=current_app)
@@ -77,8 +77,8 @@ def progress(request, release_id: int):
 @login_required
 @require_POST
 def start(request, release_id: int):
+    require_admin(request.user)  # before the lookup: a 404 would tell a non-admin which ids exist
     release = get_object_or_404(Release, pk=release_id)
-    require_admin(request.user)
     metrics = request.POST.getlist("metric")
     judge = {k: request.POST.get(f"judge_{k}", "").strip() for k in ("url", "model", "max_usd")}
     options = {}

@@ -352,6 +352,16 @@ def test_non_staff_cannot_enter_the_django_admin(world):
     assert client.get(reverse("admin:annotation_reviewdecision_changelist")).status_code == 200
 
 
+def test_admin_only_release_endpoints_answer_annotators_alike_for_any_id(world):
+    """The admin check comes before the lookup: a 404 for a missing id and a 403 for an existing one would
+    tell a non-admin which releases exist."""
+    client = Client()
+    client.force_login(world.users["own"])
+    for name, method in (("scores:progress", "get"), ("scores:start", "post")):
+        answers = {getattr(client, method)(reverse(name, args=[pk])).status_code for pk in (world.release.pk, world.release.pk + 1000)}
+        assert answers == {403}, name
+
+
 # ---- untrusted text on every page ------------------------------------------------------------------------
 
 HOSTILE = "<script>alert(1)</script>\"'&"
