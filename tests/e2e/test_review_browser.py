@@ -139,6 +139,10 @@ def test_other_language_gets_no_access(project, languages, annotator_zh, new_pag
     assert page.is_visible("#queue-empty")
 
 
+RUN_EDGES = """(box) => Array.from(document.querySelectorAll(box + ' > bdi, ' + box + ' > mark'))
+  .filter(e => e.textContent.trim()).map(e => { const r = e.getBoundingClientRect(); return {text: e.textContent, left: r.left, right: r.right}; })"""
+
+
 def test_rtl_review_screen(project, languages, new_page):
     create_user("amal_ar", "amal-pass-123", languages=["ar"])
     make_candidate(project, languages["en-ar"], "The book is very new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission")
@@ -148,6 +152,11 @@ def test_rtl_review_screen(project, languages, new_page):
     assert page.get_attribute("#candidate-text", "dir") == "rtl"
     assert page.evaluate("getComputedStyle(document.querySelector('#candidate-text')).direction") == "rtl"
     assert page.locator("#candidate-text .gap").count() == 1
+    # Read right to left: each run of text (isolates: <bdi>, the mark) lies left of the one before it. The
+    # runs are isolates, so the paragraph must take its direction from dir, not from its (isolated) text.
+    for text in ("#reference-text", "#candidate-text"):
+        runs = page.evaluate(RUN_EDGES, text)
+        assert len(runs) >= 2 and all(later["right"] <= earlier["left"] + 1 for earlier, later in zip(runs, runs[1:])), (text, runs)
     shot(page, "11-review-rtl")
 
 
