@@ -106,6 +106,12 @@ def reason_codes(reasons: Iterable[Reason]) -> set[str]:
     return {r.code for r in reasons}
 
 
+def reason_label(code: str, reasons: Iterable[Reason] = REJECT_REASONS) -> str:
+    """What the screens show for a stored reason code: its label, as the reviewer picked it; a code with no
+    label (an imported decision's own wording) as it is."""
+    return next((r.label for r in reasons if r.code == code), code)
+
+
 # ---- pool rules: the candidate's status from its decisions (SPEC §3) --------------------------------
 
 PENDING, ACCEPTED, REJECTED = "pending", "accepted", "rejected"

@@ -137,6 +137,14 @@ def test_decisions_list_shows_only_own_work(project, data, de_client, annotator_
     assert "other" not in de_client.get(reverse("review:mine")).content.decode()
 
 
+def test_own_decisions_show_the_rejection_reason_as_picked_not_its_code(project, data, de_client, annotator_de):
+    services.submit_decision(annotator_de, data["de"][0].pk, "reject", idempotency_key="r1", reason="outside_changed")
+    mine = de_client.get(reverse("review:mine")).content.decode()
+    assert "text outside the mark changed" in mine and "outside_changed" not in mine
+    screen = de_client.get(reverse("review:candidate", args=[project.name, data["de"][0].pk])).content.decode()
+    assert "You rejected this candidate (text outside the mark changed)" in screen
+
+
 def test_api_decision_is_idempotent(project, data, de_client):
     body = {"candidate": data["de"][0].pk, "decision": "reject", "reason": "wrong_type", "comment": "no", "time_spent_ms": 1200, "idempotency_key": "abc"}
     first = call(de_client, "post", reverse("review_api:decisions"), body)
