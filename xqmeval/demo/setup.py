@@ -9,8 +9,9 @@ from annotation.review.xqmeval_import import import_xqmeval
 from core.corpus.domain import CorpusRow
 from core.models import Project
 from core.services import add_directions, create_user, ensure_project, import_corpus_rows
-from exports.benchmark.services import build_benchmark
-from exports.models import Release
+from exports.benchmark.selectors import latest_build
+from exports.benchmark.services import run_build
+from exports.models import BenchmarkBuild, Release
 from exports.release.services import create_release
 from injection.models import InjectionRun
 from injection.services import RunSpec, execute_run, plan_run
@@ -37,17 +38,20 @@ def inject_rule_candidates(project, log) -> None:
     log(f"  {run.done} candidates from the rule backend ({run.failed} items without a candidate, reasons recorded)")
 
 
-def import_release_xqmeval(project, log) -> None:
+def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     """Where ../shared/data/xqmeval exists: the real XQ-MEval release as project 'xqmeval', merged into pseudo
     translations and released as version 1.0.0, so the benchmark and scores pages have content."""
-    if not (SHARED_XQMEVAL / "candidates").is_dir():
-        log(f"  skipped: no XQ-MEval data at {SHARED_XQMEVAL}")
+    if not (shared / "candidates").is_dir():
+        log(f"  skipped: no XQ-MEval data at {shared}")
         return
-    result = import_xqmeval("xqmeval", SHARED_XQMEVAL / "candidates", SHARED_XQMEVAL / "decisions.csv")
+    result = import_xqmeval("xqmeval", shared / "candidates", shared / "decisions.csv")
     log(f"  xqmeval: {result.candidates_created} candidates imported, {result.candidates_unchanged} unchanged")
     xq = Project.objects.get(name="xqmeval")
-    built = build_benchmark(xq)
-    log(f"  xqmeval: benchmark built ({built.rebuilt} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)")
+    latest = latest_build(xq)
+    if result.candidates_created or latest is None or latest.status != BenchmarkBuild.Status.DONE:
+        # a recorded build, as the page's Build button and the command make: the benchmark page shows it
+        built = run_build(BenchmarkBuild.objects.create(project=xq))
+        log(f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)")
     if not Release.objects.filter(project=xq, version="1.0.0").exists():
         release = create_release(xq, "1.0.0")
         log(f"  xqmeval: release {release.version} at {release.path}")
