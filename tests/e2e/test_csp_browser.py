@@ -52,6 +52,7 @@ def test_screens_work_under_the_content_security_policy(project, languages, anno
     admin.goto(f"/agreement/{project.name}/")
     assert admin.evaluate("() => getComputedStyle(document.querySelector('.table-scroll') || document.body).overflowX") in ("auto", "visible")
     admin.goto("/api/docs/")
+    assert admin.get_attribute("html", "lang") == "en"  # axe: html-has-lang (screen readers pick the voice by it)
     admin.wait_for_selector(".swagger-ui .info .title")
     assert "xqmeval API" in admin.inner_text(".swagger-ui .info .title")
     admin.wait_for_selector(".opblock-tag")  # the schema was fetched and rendered

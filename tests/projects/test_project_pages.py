@@ -2,7 +2,11 @@
 pipeline stages, imports from the page, and who may do what."""
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.conf import settings
+from django.contrib.staticfiles import finders
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -107,6 +111,15 @@ def test_admin_creates_a_project_on_the_site(client, admin_user):
     page = client.get(response.url).content.decode()
     assert "Import a corpus" in page and "no gold segments yet: import a corpus first" in page
     assert reverse("projects:detail", args=["flores"]) in client.get(reverse("home")).content.decode()
+
+
+def test_pages_name_an_icon_that_is_among_the_static_files(client, admin_user):
+    """Without one, browsers ask for /favicon.ico: a 404 and a console error on every first visit."""
+    client.force_login(admin_user)
+    icon = re.search(r'<link rel="icon" href="([^"]+)"', client.get(reverse("home")).content.decode())
+    prefix = "/" + settings.STATIC_URL.strip("/") + "/"
+    assert icon and icon.group(1).startswith(prefix), icon
+    assert finders.find(icon.group(1).removeprefix(prefix))
 
 
 def test_bad_project_form_says_what_is_wrong_and_writes_nothing(client, admin_user, languages):
