@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from core.models import GoldSegment, Project
 from core.services import ProjectRejected, create_user, project_create
+from xqmeval.projects.selectors import STAGES, Stage, next_step
 
 pytestmark = pytest.mark.django_db
 
@@ -168,6 +169,17 @@ def test_stages_say_why_they_cannot_start(client, admin_user, project, languages
     assert "no pseudo translations yet: build the benchmark first" in page
     assert "no ready release yet: make a release first" in page
     assert "no metric scores yet: score a release first" in page
+
+
+def test_next_step_is_the_first_stage_not_done_after_the_last_done():
+    def stages(*states):
+        return [Stage(key, title, n, state=state) for n, ((key, title), state) in enumerate(zip(STAGES, states), start=1)]
+
+    # the XQ-MEval import: decisions imported (no agreement to compute), benchmark built and released
+    assert next_step(stages("done", "done", "done", "partial", "done", "done", "blocked", "blocked")).key == "scores"
+    assert next_step(stages("done", "done", "partial", "partial", "blocked", "blocked", "blocked", "blocked")).key == "review"
+    assert next_step(stages("todo", "blocked", "blocked", "todo", "blocked", "blocked", "blocked", "blocked")).key == "corpus"
+    assert next_step(stages(*["done"] * 8)) is None
 
 
 def test_agreement_stage_reads_the_cache_and_never_computes(client, admin_user, project, languages, annotator_de, settings):

@@ -348,8 +348,10 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
 
 
 def next_step(stages: list[Stage]) -> Stage | None:
-    """The first stage that is not done: what the page points at."""
-    return next((s for s in stages if s.state != "done"), None)
+    """What the page points at: the first stage not done after the last one done. A stage left behind by
+    later ones (agreement on imported decisions, which have no second reviewer) is not where the work is."""
+    last_done = max((i for i, s in enumerate(stages) if s.state == "done"), default=-1)
+    return next((s for s in stages[last_done + 1:] if s.state != "done"), None)
 
 
 def project_list(user) -> list[dict]:
