@@ -402,6 +402,15 @@ def prepare_push(*, release: Release, repo_id: str) -> None:
     _release_progress(release, hub_repo=repo_id, push_status="pushing", stage="push queued", progress=0)
 
 
+def record_push_refusal(*, release: Release, reason: str) -> None:
+    """A queued push that the worker refused before reaching the Hub (no ``HF_TOKEN`` in its environment,
+    files missing or changed): recorded like a Hub failure, so the release does not stay ``pushing`` (which
+    hides the push button) and the page shows why."""
+    release.refresh_from_db(fields=["push_status"])
+    if release.push_status == "pushing":
+        _release_progress(release, push_status="failed", stage="push failed", error=without_token(reason))
+
+
 # ---- the Hugging Face Hub ------------------------------------------------------------------------------
 
 HUB_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -63,6 +63,9 @@ def push_release_task(self, release_id: int, repo_id: str, private: bool = True)
             raise  # bad request, refused by the Hub: recorded on the release; retrying cannot help
         # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
         raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries))
+    except services.ReleaseError as exc:
+        services.record_push_refusal(release=release, reason=str(exc))
+        raise  # a request the worker cannot carry out: retrying cannot help
     return {"release": release.pk, "hub_revision": release.hub_revision}
 
 

@@ -58,6 +58,30 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     assert not Release.objects.filter(version="a b").exists()
 
 
+def test_a_push_the_worker_refuses_before_the_hub_is_recorded_and_offered_again(client, admin_user, seeded, monkeypatch, django_capture_on_commit_callbacks):
+    """The worker has no HF_TOKEN: the push task fails before reaching the Hub. The release must not stay
+    'pushing' (no push button, the page polling forever) but show the failure, its reason and 'Resume push'."""
+    from exports.release.services import ReleaseError
+
+    client.force_login(admin_user)
+    page = reverse("benchmarks:project", kwargs={"project": "demo"})
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("benchmarks:build", kwargs={"project": "demo"}))
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0"})
+    release = Release.objects.get(project=seeded, version="0.1.0")
+    assert release.status == "ready"
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    # in-process (no broker) the task's exception reaches the caller, as it reaches the result backend on a worker
+    with pytest.raises(ReleaseError, match="HF_TOKEN"), django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/demo"})
+    release.refresh_from_db()
+    assert release.push_status == "failed" and "HF_TOKEN is not set" in release.error and release.hub_repo == "lab/demo"
+    html = client.get(page).content.decode()
+    assert "HF_TOKEN is not set" in html and "Resume push" in html
+
+
 def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, seeded, django_capture_on_commit_callbacks):
     from exports.benchmark import services
 
