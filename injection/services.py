@@ -436,6 +436,15 @@ def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_
     return run
 
 
+def record_retry(run_id: int, exc: Exception, *, attempt: int, of: int, countdown: float) -> None:
+    """A run that failed on a transient fault goes back to pending (the page keeps following it) with the
+    reason and when it is tried again; a cancel that came meanwhile stands."""
+    reason = redact(f"{type(exc).__name__}: {exc}")[:1800]
+    InjectionRun.objects.filter(pk=run_id, status=InjectionRun.Status.FAILED).update(
+        status=InjectionRun.Status.PENDING, error=f"{reason} — retrying in {countdown:.0f} s (retry {attempt} of {of})"
+    )
+
+
 def _finish(run: InjectionRun, status: str, error: str) -> None:
     refresh_counters(run)
     pending = run.items.filter(status=InjectionItem.Status.PENDING).count()

@@ -4,15 +4,32 @@ imports this module); idempotent (only pending items are generated)."""
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import transaction
+from celery.utils.time import get_exponential_backoff_interval
+from django.db import InterfaceError, OperationalError, transaction
 
 from injection import services
 from injection.models import InjectionRun
 
 
-@shared_task(name="injection.execute_run", acks_late=True)
-def execute_run_task(run_id: int) -> dict:
-    run = services.execute_run(run_id)
+# Faults a later attempt can get past: the database briefly unreachable, a lock or statement timeout, a
+# deadlock. The run resumes with its pending items (recording is exactly once). LLM faults are retried per
+# request by llm_client; anything else (a bug, a missing key) fails the run at once.
+TRANSIENT = (OperationalError, InterfaceError)
+RUN_RETRIES = 5
+
+
+@shared_task(name="injection.execute_run", bind=True, acks_late=True, max_retries=RUN_RETRIES)
+def execute_run_task(self, run_id: int) -> dict:
+    try:
+        run = services.execute_run(run_id)
+    except TRANSIENT as exc:
+        # execute_run recorded the run failed with the reason. In-process (no broker) a retry would only keep
+        # the request waiting: the run's page offers to resume it.
+        if self.request.is_eager or self.request.retries >= self.max_retries:
+            raise
+        countdown = get_exponential_backoff_interval(factor=2, retries=self.request.retries, maximum=120, full_jitter=True)
+        services.record_retry(run_id, exc, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
+        raise self.retry(exc=exc, countdown=countdown)
     return {"run": run.pk, "status": run.status, "done": run.done, "failed": run.failed, "total": run.total}
 
 

@@ -1,0 +1,105 @@
+"""The run task retries a transient database fault with backoff on a real worker (Redis broker), and the
+retry resumes the run with its pending items: no candidate twice."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from django.db import connection
+
+from injection import services
+from injection.models import Candidate, InjectionRun
+from tests.conftest import need
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def broker(redis_url):
+    """Celery on the Redis broker instead of in-process, with a queue of this test's own."""
+    from xqmeval.celery import app
+
+    def forget_connections() -> None:
+        # The app caches its connection and producer pools from the configuration it first saw.
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
+    forget_connections()
+    app.conf.update(broker_url=redis_url, task_always_eager=False)
+    queue = f"llm-test-{uuid.uuid4().hex}"
+    try:
+        yield queue
+    finally:
+        forget_connections()
+        app.conf.update(saved)
+
+
+@pytest.fixture
+def lock_timeout(db):
+    """New connections to the test database give up waiting for a lock after 300 ms (an OperationalError)."""
+    need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
+    name = connection.settings_dict["NAME"]
+    with connection.cursor() as cursor:
+        cursor.execute(f'ALTER DATABASE "{name}" SET lock_timeout = 300')
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f'ALTER DATABASE "{name}" RESET lock_timeout')
+
+
+def wait_until(condition, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_lock_timeout_fails_the_attempt_and_the_worker_retries_the_run(segments, broker, lock_timeout):
+    import psycopg
+    from celery.contrib.testing.worker import start_worker
+
+    from injection.tasks import execute_run_task
+    from xqmeval.celery import app
+
+    run = services.plan_run(services.RunSpec(project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]))
+    d = connection.settings_dict
+    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
+
+    def waiting_on_candidates() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("select count(*) from pg_locks where relation = 'injection_candidate'::regclass and not granted")
+            return cursor.fetchone()[0] > 0
+
+    try:
+        # Another session holds the candidates table: the run's first results cannot be saved.
+        holder.execute("LOCK TABLE injection_candidate IN ACCESS EXCLUSIVE MODE")
+        with start_worker(app, pool="solo", perform_ping_check=False, queues=[broker], loglevel="WARNING", shutdown_timeout=30):
+            execute_run_task.apply_async((run.pk,), queue=broker)
+            wait_until(waiting_on_candidates, "the run waiting for the lock")
+            time.sleep(0.6)  # past the 300 ms lock timeout: the first attempt has failed
+            holder.rollback()  # the lock goes; the retry (due within 2 s) saves the results
+            wait_until(lambda: InjectionRun.objects.get(pk=run.pk).status == "done", "the retried run", timeout=60)
+        run.refresh_from_db()
+        assert (run.done, run.failed, run.total, run.error) == (4, 0, 4, "")
+        assert Candidate.objects.filter(run=run).count() == 4
+    finally:
+        holder.close()
+
+
+def test_a_retry_is_recorded_on_the_run_and_a_cancel_stands(segments):
+    """What the page shows while the worker waits to retry: pending, the reason and when."""
+    from django.db import OperationalError
+
+    run = services.plan_run(services.RunSpec(project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]))
+    InjectionRun.objects.filter(pk=run.pk).update(status=InjectionRun.Status.FAILED, error="OperationalError: lock timeout")
+    services.record_retry(run.pk, OperationalError("canceling statement due to lock timeout"), attempt=1, of=5, countdown=2)
+    run.refresh_from_db()
+    assert run.status == "pending" and "lock timeout" in run.error and "retrying in 2 s (retry 1 of 5)" in run.error
+    services.cancel_run(run)
+    services.record_retry(run.pk, OperationalError("again"), attempt=2, of=5, countdown=4)
+    run.refresh_from_db()
+    assert run.status == "cancelled"
