@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from scoring.faults import HubUnreachable, is_transient
 from scoring.registry import MetricError
 
 
@@ -52,6 +53,8 @@ def resolve_model(model: str, metric: str, revision: str | None = None) -> Resol
                 local = snapshot_download(model, revision=revision)
             except Exception as exc:  # no network, gated model, unknown id
                 reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                if is_transient(exc):  # the Hub is down or the network cut: a later try may get it
+                    raise HubUnreachable(f"{metric}: model {model!r} could not be downloaded now ({reason}); the worker tries again") from None
             else:
                 reason = ""
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from scoring.faults import HubUnreachable, is_transient
 from scoring.registry import MetricError
 
 REQUIRED_COLUMNS = ("triplet_id", "src", "ref", "mt")
@@ -155,6 +156,8 @@ def _fetch_hub(repo_id: str, revision: str | None) -> Path:
             snapshot_download(repo_id, repo_type="dataset", revision=revision, allow_patterns=["*.parquet", "*.json", "README.md"])
         )
     except Exception as exc:  # offline, unknown repo, no permission
+        if is_transient(exc):  # the Hub is down or the network cut: a later try may get it
+            raise HubUnreachable(f"cannot fetch dataset {repo_id!r} from the Hub now ({type(exc).__name__}: {exc}); the worker tries again") from None
         raise ReleaseError(
             f"cannot fetch dataset {repo_id!r} from the Hub ({type(exc).__name__}: {exc}); "
             "download it first (huggingface-cli download --repo-type dataset ...) and pass the directory"

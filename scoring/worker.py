@@ -24,6 +24,7 @@ from pathlib import Path
 
 from celery import Celery
 
+from scoring.faults import is_transient, retry_delay
 from scoring.queues import ANY_QUEUE, GPU_QUEUE, JUDGE_QUEUE, TASK_NAME, queue_for  # noqa: F401
 from scoring.registry import MetricError, get_metric
 
@@ -54,15 +55,18 @@ def _has_gpu() -> bool:
         return False
 
 
-@app.task(
-    name=TASK_NAME,
-    bind=True,
-    autoretry_for=(ConnectionError, TimeoutError),  # broker/backend hiccups, Hub timeouts
-    retry_backoff=True,
-    retry_backoff_max=300,
-    max_retries=5,
-)
+@app.task(name=TASK_NAME, bind=True, max_retries=5)
 def score_direction_task(self, release_dir: str, metric: str, direction: str, out_dir: str | None = None, options: dict | None = None) -> dict:
+    try:
+        return _score_direction(self, release_dir, metric, direction, out_dir, options)
+    except Exception as exc:
+        if not is_transient(exc):  # a missing model offline, a bad option: a retry cannot help
+            raise
+        # broker/backend hiccups, a Hub that is down: try again later; the checkpoints keep what was scored
+        raise self.retry(exc=exc, countdown=retry_delay(self.request.retries))
+
+
+def _score_direction(self, release_dir: str, metric: str, direction: str, out_dir: str | None, options: dict | None) -> dict:
     from scoring.release import open_release
     from scoring.runner import ScoreOptions, part_path, score_direction
 

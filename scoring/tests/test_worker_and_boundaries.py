@@ -175,3 +175,101 @@ def test_a_scorer_built_directly_refuses_an_option_it_does_not_take():
         get_metric("BERTScore").build(**ScoreOptions().for_metric(), nm_layers=9)
     # the run-wide settings every metric is given are not options: building with them alone works
     assert get_metric("chrF++").build(**ScoreOptions(trust_remote_code=True).for_metric()).signature("de")["metric"] == "chrF++"
+
+
+# ---- which faults the worker retries -------------------------------------------------------------------
+
+
+@pytest.fixture
+def hub_that_hangs_up(monkeypatch):
+    """A Hub endpoint on 127.0.0.1 that accepts each connection and closes it at once (a Hub or proxy
+    going down); counts the connections."""
+    import socket
+    import threading
+
+    import huggingface_hub.constants
+    from huggingface_hub.utils import reset_sessions
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    # read once, when first imported (an earlier test may have set it), and baked into the cached HTTP session
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    reset_sessions()
+    yield accepted
+    listener.close()
+    monkeypatch.undo()
+    reset_sessions()
+
+
+def test_transient_faults_are_told_from_permanent_ones(hub_that_hangs_up, tmp_path, monkeypatch):
+    import httpx
+    import redis
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    from scoring.faults import HubUnreachable, is_transient
+    from scoring.model_files import resolve_model
+
+    with pytest.raises(Exception) as cut:  # the Hub hung up: huggingface_hub raises LocalEntryNotFoundError from it
+        snapshot_download("someone/model", cache_dir=tmp_path / "hub")
+    assert type(cut.value).__name__ == "LocalEntryNotFoundError" and is_transient(cut.value)
+    with pytest.raises(HubUnreachable, match="'someone/model' could not be downloaded now"):
+        resolve_model("someone/model", "SBERT")
+    with pytest.raises(Exception) as missing:  # not in the cache, and told not to look online: permanent
+        snapshot_download("someone/model", cache_dir=tmp_path / "hub", local_files_only=True)
+    assert not is_transient(missing.value)
+    with pytest.raises(redis.exceptions.ConnectionError) as broker:
+        redis.Redis(port=1, socket_connect_timeout=1).ping()
+    assert is_transient(broker.value)
+    assert not is_transient(OfflineModeIsEnabled("HF_HUB_OFFLINE is set"))  # a ConnectionError, yet it will not go away
+    assert not is_transient(MetricError("chrF++: unknown option 'wordorder'"))
+
+    def http_error(status: int) -> HfHubHTTPError:
+        return HfHubHTTPError(str(status), response=httpx.Response(status, request=httpx.Request("GET", "http://127.0.0.1/")))
+
+    assert is_transient(http_error(503)) and is_transient(http_error(429)) and not is_transient(http_error(404))
+
+
+def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, release, tmp_path, monkeypatch):
+    from celery.signals import task_retry
+
+    from scoring.faults import HubUnreachable
+    from scoring.worker import score_direction_task
+
+    retries = []
+    task_retry.connect(on_retry := lambda **kw: retries.append(str(kw["reason"])), weak=False)
+    try:
+        result = score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "SBERT", "direction": "en-de",
+                                                    "out_dir": str(tmp_path / "out"), "options": {"model": "someone/model"}})
+    finally:
+        task_retry.disconnect(on_retry)
+    assert len(retries) == score_direction_task.max_retries and all("could not be downloaded now" in r for r in retries)
+    assert len(hub_that_hangs_up) >= len(retries) + 1  # every try went to the Hub again
+    with pytest.raises(HubUnreachable, match="someone/model"):
+        result.get()
+
+    # a permanent fault (the model directory does not exist) is reported at once, not retried
+    task_retry.connect(on_retry, weak=False)
+    try:
+        result = score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "SBERT", "direction": "en-de",
+                                                    "out_dir": str(tmp_path / "out"), "options": {"model": str(tmp_path / "no-such-model")}})
+    finally:
+        task_retry.disconnect(on_retry)
+    assert len(retries) == score_direction_task.max_retries
+    with pytest.raises(MetricError, match="does not exist"):
+        result.get()
