@@ -106,6 +106,13 @@ def plan_run(spec: RunSpec) -> InjectionRun:
         problems.append("--max-attempts must be at least 1")
     if spec.timeout <= 0:
         problems.append("--timeout must be positive")
+    # the run form's bounds (injection.forms.RunForm), for the command too
+    if spec.rpm is not None and not spec.rpm >= 1:
+        problems.append("--rpm must be at least 1 (leave it out for no budget)")
+    if not 0 <= spec.temperature <= 2:
+        problems.append("--temperature must be from 0 to 2")
+    if spec.seed is not None and not -(2**63) <= spec.seed < 2**63:
+        problems.append("--seed must fit 64 bits (from -2**63 to 2**63-1)")
     if spec.engine_options and spec.backend != "vllm":
         problems.append(f"--engine-option: only the vllm backend takes engine options, not {spec.backend}")
     prompt_files: dict[str, str] = {}
@@ -481,6 +488,13 @@ def reset_failed(run: InjectionRun, item_ids: list[int] | None = None) -> int:
         InjectionRun.objects.filter(pk=run.pk).update(status=InjectionRun.Status.PENDING, finished_at=None, parameters=run.parameters)
     refresh_counters(run)
     return count
+
+
+def check_generates(run: InjectionRun) -> None:
+    """Refuse to resume or retry a run that no backend generates (the record of an XQ-MEval import):
+    executing it would only mark it failed."""
+    if run.backend not in BACKENDS:
+        raise RunRejected(f"run {run.pk} ({run.name}) was recorded by an import (backend {run.backend!r}): it has nothing to generate")
 
 
 def resume(run: InjectionRun) -> None:

@@ -585,6 +585,13 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
     seen: set[tuple[str, str]] = set()
     parsed = []
     limits = {"id": RatingItem._meta.get_field("external_id").max_length, "system": RatingItem._meta.get_field("system").max_length}
+    if system:  # the name for rows without a 'system' column: checked like the column's cells
+        system, problem = text_cell(system)
+        problem = problem or bidi.spanning_problem(system)
+        if not problem and len(system.strip()) > limits["system"]:
+            problem = f"is {len(system.strip())} characters long, at most {limits['system']} fit"
+        if problem:
+            raise ImportRejected(source_name, [f"--system {problem}"])
     for i, row in enumerate(rows, start=1):
         where = row.get("_location") or f"{source_name}:{i}"
         cells = {}

@@ -9,6 +9,7 @@ the command). Starting a release or a push on the worker is
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -147,6 +148,7 @@ def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
     project = release.project
     plan = SamplingPlan.from_dict(release.manifest["sampling_plan"])
     out_dir = Path(out_dir) if out_dir else default_out_dir(project, release.version)
+    release_files.check_out_dir(out_dir)
     try:
         content = release_content(project, release.version, plan, progress)
         manifest = release_files.write_release(content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash)
@@ -222,6 +224,13 @@ def begin_release(
     current one; any other is written (again). ``Release.directions`` gets an entry per direction."""
     validate_release_request(version, formats)
     sampling_plan_for(project, plan_overrides)  # a bad plan is refused before anything is recorded
+    out_dir = Path(out_dir) if out_dir else default_out_dir(project, version)
+    release_files.check_out_dir(out_dir)  # so is a place it cannot be written to
+    staging = staging_dir(out_dir)
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReleaseError(f"{out_dir}: cannot create the staging directory {staging} ({exc.strerror})") from None
     release, _ = Release.objects.get_or_create(project=project, version=version, defaults={"created_by": user if getattr(user, "pk", None) else None})
     if release.status == Release.Status.READY:
         raise ReleaseError(f"version {version} is released; write it again with create_release")
@@ -229,10 +238,9 @@ def begin_release(
     if not directions:
         reason = f"project {project.name} has no pseudo translations: run build_benchmark first"
         _release_progress(release, status=Release.Status.FAILED, error=reason)
+        with contextlib.suppress(OSError):
+            staging.rmdir()  # made just now (nothing staged in it): leave no empty directory behind
         raise ReleaseError(reason)
-    out_dir = Path(out_dir) if out_dir else default_out_dir(project, version)
-    staging = staging_dir(out_dir)
-    staging.mkdir(parents=True, exist_ok=True)
     formats = tuple(sorted(formats))
     stamps = {code: direction_stamp(project, code) for code in directions}
     with transaction.atomic():

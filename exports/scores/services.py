@@ -62,13 +62,14 @@ def prepare_scoring(
     if release.status != Release.Status.READY:
         raise ScoringError(f"release {release} is {release.status}, not ready")
     try:
-        specs = [get_metric(m) for m in metrics]
+        # a metric or direction named twice (chrF,chrf) is one job, listed once
+        specs = list({spec.name: spec for spec in (get_metric(m) for m in metrics)}.values())
     except MetricError as exc:
         raise ScoringError(str(exc)) from None
     if not specs:
         raise ScoringError("no metric named")
     available = release_directions(release)
-    wanted = directions or available
+    wanted = list(dict.fromkeys(directions)) if directions else available
     unknown = [d for d in wanted if d not in available]
     if unknown:
         raise ScoringError(f"release {release} has no direction {', '.join(unknown)} (it has {', '.join(available)})")

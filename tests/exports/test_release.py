@@ -178,6 +178,32 @@ def test_release_refuses_an_unbuilt_project_and_records_the_failure(project, tmp
     assert failed.status == "failed" and "build_benchmark" in failed.error
 
 
+@pytest.mark.parametrize(
+    "out, args, message",
+    [
+        ("a-file", [], "a-file is a file, not a directory"),
+        ("a-file/release", [], "a-file is a file, not a directory"),
+        ("not-empty", [], "not-empty is not empty and holds no release manifest"),
+        ("new", ["--push", "not a repo"], "--push: Hub repo 'not a repo': expected 'namespace/name'"),
+        ("new", ["--push", "lab/xq-meval"], "--push: HF_TOKEN is not set in the environment"),
+        ("new", ["--public"], "--public applies to the Hub repo that --push creates"),
+    ],
+)
+def test_release_command_refuses_an_unusable_output_or_push_before_writing(project, tmp_path, monkeypatch, out, args, message):
+    """Checked before anything is recorded or staged: these used to stage every direction first (or fail with a
+    traceback after it), leaving a failed release and a staging directory behind; a bad push came after the
+    release was written."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "not-empty").mkdir()
+    (tmp_path / "not-empty" / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(CommandError, match=message):
+        call_command("release", "demo", "--version", "1.0.0", "--out", str(tmp_path / out), *args, verbosity=0)
+    assert not Release.objects.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 # ---- the Hub ---------------------------------------------------------------------------------------------
 
 

@@ -48,12 +48,36 @@ def test_inject_command_resume_and_retry_failed(segments):
         (["demo", "--backend", "openai", "--engine-option", "enforce_eager=true"], "only the vllm backend takes engine options"),
         (["demo", "--backend", "vllm", "--engine-option", "enforce_eager"], "'enforce_eager' is not NAME=VALUE"),
         (["demo", "--backend", "vllm", "--engine-option", "model=other"], "give the model with --model"),
+        # the run form's bounds hold for the command too
+        (["demo", "--backend", "rule", "--rpm", "0"], "--rpm must be at least 1"),
+        (["demo", "--backend", "rule", "--rpm", "-5"], "--rpm must be at least 1"),
+        (["demo", "--backend", "rule", "--temperature", "-0.1"], "--temperature must be from 0 to 2"),
+        (["demo", "--backend", "rule", "--temperature", "nan"], "--temperature must be from 0 to 2"),
+        (["demo", "--backend", "rule", "--seed", str(2**63)], "--seed must fit 64 bits"),
+        (["--resume", "0"], "argument --resume: must be at least 1, got 0"),
+        (["--retry-failed", "-1"], "argument --retry-failed: must be at least 1, got -1"),
+        (["--resume", "1", "--retry-failed", "1"], "argument --retry-failed: not allowed with argument --resume"),
+        (["demo", "--resume", "1"], "leave PROJECT out"),
+        (["demo", "--backend", "rule", "--queue", "--write-batch", "batch.jsonl"], "--queue and --write-batch exclude each other"),
+        (["demo", "--backend", "rule", "--write-batch", "/nonexistent-dir/batch.jsonl"], "the directory /nonexistent-dir does not exist"),
+        (["demo", "--backend", "rule", "--write-batch", "/"], "--write-batch /: is a directory"),
     ],
 )
 def test_inject_command_rejects_bad_input_and_writes_nothing(segments, args, message):
     with pytest.raises(CommandError, match=message):
         call_command("inject", *args, verbosity=0)
     assert not InjectionRun.objects.exists() and not InjectionItem.objects.exists()
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--retry-failed"])
+def test_the_run_of_an_import_is_not_resumed(segments, flag):
+    """An XQ-MEval import records its candidates under a run no backend generates: resuming it used to mark
+    it failed ("unknown backend 'import'")."""
+    run = InjectionRun.objects.create(project=segments[0].project, name="xqmeval-release", backend="import", kind="mqm", status="done")
+    with pytest.raises(CommandError, match=rf"run {run.pk} \(xqmeval-release\) was recorded by an import"):
+        call_command("inject", flag, str(run.pk), verbosity=0)
+    run.refresh_from_db()
+    assert run.status == "done" and run.error == ""
 
 
 def test_vllm_backend_absent_is_a_clear_command_error(segments):

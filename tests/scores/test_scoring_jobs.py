@@ -640,3 +640,60 @@ def test_judge_job_progress_shows_requests_and_cost_so_far(judge_worker, release
     assert state.job.status == "done", state.job.error + (tmp_path / "judge-worker.log").read_text()[-2000:]
     assert seen and 0 < seen[0][0] < 12 and seen[0][1] == 0.0  # mid-run; a local model has no price
     assert [s for s, _ in seen] == sorted(s for s, _ in seen)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch-size", "0"], "argument --batch-size: must be at least 1, got 0"),
+        (["--batch-size", "-64"], "argument --batch-size: must be at least 1, got -64"),
+        (["--limit", "0"], "argument --limit: must be at least 1, got 0"),
+        (["--limit", "ten"], "argument --limit: 'ten' is not a whole number"),
+        (["--timeout", "-1"], "argument --timeout: must be 0 or more, got -1"),
+        (["--max-usd", "0"], "argument --max-usd: must be more than 0, got 0"),
+        (["--max-usd", "-2"], "argument --max-usd: must be more than 0, got -2"),
+        (["--max-usd", "inf"], "argument --max-usd: must be a finite number, got inf"),
+        (["--directions", ",,"], "--directions ',,': name at least one"),
+        (["--option", "=1"], "--option '=1': expected KEY=VALUE"),
+    ],
+)
+def test_score_command_refuses_bad_numbers_and_lists_and_records_no_job(release, languages, args, message):
+    """Checked before the broker is reached: no job recorded (a batch size of -64 used to reach the workers,
+    0 was dropped silently)."""
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=message):
+        call_command("score", "demo@t1", "--metrics", "chrF", "--no-wait", *args, stdout=open(os.devnull, "w"))
+    assert not ScoringJob.objects.exists()
+
+
+@pytest.mark.parametrize("command, extra", [("score", ["--no-wait"]), ("metaeval", [])])
+@pytest.mark.parametrize("text, message", [("²", "release '²' not found"), ("99999999999999999999999", "not found"), ("demo", "give PROJECT@VERSION")])
+def test_release_argument_that_names_no_release(release, command, extra, text, message):
+    """A Unicode digit ('²' passes str.isdigit) or an id no bigint holds names no release (was a traceback)."""
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=message):
+        call_command(command, text, "--metrics", "chrF", *extra, stdout=open(os.devnull, "w"))
+
+
+def test_metaeval_command_needs_a_metric_name(release):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--metrics ' , ': name at least one"):  # printed nothing and exited 0
+        call_command("metaeval", "demo@t1", "--metrics", " , ", stdout=open(os.devnull, "w"))
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_metric_or_direction_named_twice_is_one_job(broker, release, languages):
+    """chrF,chrf with en-de,en-de was reported as "4 job(s)" (the one job listed four times)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("score", "demo@t1", "--metrics", "chrF,chrf", "--directions", "en-de,en-de", "--no-wait", stdout=out)
+    assert out.getvalue() == "1 job(s) for demo@t1\n"
+    jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
+    assert _sent_task_options(broker, jobs) == [("chrF", {})]

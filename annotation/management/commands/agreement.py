@@ -36,6 +36,10 @@ class Command(BaseCommand):
         if not project:
             raise CommandError("name a project (or use --prewarm)")
         project_obj = self._project(project)
+        known = sorted(project_obj.directions.values_list("target__code", flat=True).distinct())
+        unknown = sorted(set(language or ()) - set(known))
+        if unknown:
+            raise CommandError(f"--language {', '.join(unknown)}: not a target language of project {project_obj.name} ({', '.join(known) or 'none'})")
         report = sel.project_report(project_obj, languages=language)
         if table:
             report = {name: report[name] for name in table}

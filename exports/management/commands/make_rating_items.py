@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.review import domain as review_rules
 from annotation.review import services
+from core.domain.params import positive_int
 from core.models import Project
 from exports.models import PseudoTranslation
 from injection.models import Candidate
@@ -23,13 +24,21 @@ class Command(BaseCommand):
         parser.add_argument("--from", dest="origin", required=True, choices=["accepted-candidates", "pseudo-translations"])
         parser.add_argument("--direction", help="only this direction, e.g. en-de")
         parser.add_argument("--level", type=int, help="pseudo translations of this level k only")
-        parser.add_argument("--limit", type=int, help="a seeded random sample of this size")
+        parser.add_argument("--limit", type=positive_int, help="a seeded random sample of this size")
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **opts):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
+        if opts["level"] is not None:
+            if opts["origin"] != "pseudo-translations":
+                raise CommandError("--level picks pseudo translations by their number of errors: use it with --from pseudo-translations")
+            if not 0 <= opts["level"] <= project.max_errors:
+                raise CommandError(f"--level {opts['level']}: project {project.name} has levels 0 to {project.max_errors}")
+        directions = sorted(project.directions.values_list("code", flat=True))
+        if opts["direction"] and opts["direction"] not in directions:
+            raise CommandError(f"--direction {opts['direction']}: not a direction of project {project.name} ({', '.join(directions) or 'none'})")
         if opts["origin"] == "accepted-candidates":
             qs = Candidate.objects.filter(segment__project=project, status=Candidate.Status.ACCEPTED, is_gold=False)
         else:

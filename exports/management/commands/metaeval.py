@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from exports.metaeval.domain import TAU_STATISTICS
 
-from exports.management.commands.score import find_release
+from exports.management.commands.score import find_release, names
 from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
 
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         release = find_release(opts["release"])
         results = []
-        for metric in [m.strip() for m in opts["metrics"].split(",") if m.strip()]:
+        for metric in names(opts["metrics"], "--metrics"):
             try:
                 results.append(release_meta_evaluation(release, metric, variant=opts["variant"]))
             except (MetaEvaluationError, ValueError) as exc:

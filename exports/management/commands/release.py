@@ -2,6 +2,7 @@
 
 Stages the release one direction at a time (the steps a worker chord runs), -v2 prints a line per direction;
 run again after a failure or an interruption, it resumes with the directions left."""
+import os
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -35,6 +36,15 @@ class Command(BaseCommand):
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
         formats = tuple(f.strip() for f in opts["format"].split(",") if f.strip())
+        if opts["public"] and not opts["push"]:
+            raise CommandError("--public applies to the Hub repo that --push creates; give --push REPO_ID too")
+        if opts["push"]:  # a push that cannot start is refused before the release is written
+            try:
+                services.check_release_request(project=project, version=opts["version"], push_repo=opts["push"])
+            except services.ReleaseError as exc:
+                raise CommandError(f"--push: {exc}") from None
+            if not os.environ.get("HF_TOKEN"):
+                raise CommandError("--push: HF_TOKEN is not set in the environment; nothing was written")
         overrides = {"seed": opts["seed"]} if opts["seed"] is not None else None
         bar = tqdm(total=100, desc="release", unit="%", disable=opts["verbosity"] == 0)
 

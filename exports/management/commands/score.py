@@ -10,14 +10,16 @@ import time
 from celery import current_app
 from django.core.management.base import BaseCommand, CommandError
 
+from core.domain.params import id_param, non_negative_number, positive_int, positive_number
 from exports.models import Release, ScoringJob
 from exports.scores import services, tasks
 from exports.scores.domain import ScoringError
 
 
 def find_release(text: str) -> Release:
-    if text.isdigit():
-        release = Release.objects.filter(pk=int(text)).first()
+    if text.isdigit():  # (any Unicode digits: id_param takes ASCII ones, the rest name no release)
+        release_id = id_param(text)
+        release = Release.objects.filter(pk=release_id).first() if release_id else None
     elif "@" in text:
         project, version = text.split("@", 1)
         release = Release.objects.filter(project__name=project, version=version).first()
@@ -37,8 +39,8 @@ class Command(BaseCommand):
         parser.add_argument("--directions", help="comma-separated directions (default: all of the release)")
         parser.add_argument("--force", action="store_true", help="queue again even jobs that are done or queued")
         parser.add_argument("--no-wait", action="store_true", help="queue and return; ingest later with a second run")
-        parser.add_argument("--timeout", type=float, default=0, help="stop waiting after this many seconds (0: no limit)")
-        parser.add_argument("--batch-size", type=int, help="per-task batch size")
+        parser.add_argument("--timeout", type=non_negative_number, default=0, help="stop waiting after this many seconds (0: no limit)")
+        parser.add_argument("--batch-size", type=positive_int, help="per-task batch size")
         parser.add_argument("--spm-model", help="FLORES-200 SentencePiece file as the workers see it")
         parser.add_argument("--option", action="append", metavar="[METRIC:]KEY=VALUE",
                             help="scorer option passed to workers: KEY=VALUE to every metric of the request that takes KEY, "
@@ -49,15 +51,17 @@ class Command(BaseCommand):
         )
         parser.add_argument("--judge-url", help="LLM judges: OpenAI-compatible base URL as the judge workers reach it")
         parser.add_argument("--judge-model", help="LLM judges: the judge model")
-        parser.add_argument("--max-usd", type=float, help="LLM judges: stop each task at this estimated cost")
+        parser.add_argument("--max-usd", type=positive_number, help="LLM judges: stop each task at this estimated cost")
         parser.add_argument("--judge-option", action="append", metavar="KEY=VALUE",
                             help="LLM judges: further judge settings (concurrency, rpm, temperature, structured, backend, …)")
-        parser.add_argument("--limit", type=int, help="first N triplets per direction")
+        parser.add_argument("--limit", type=positive_int, help="first N triplets per direction")
 
     def handle(self, *args, **opts):
         from tqdm import tqdm
 
         release = find_release(opts["release"])
+        metrics = names(opts["metrics"], "--metrics")
+        directions = names(opts["directions"], "--directions") if opts["directions"] is not None else None
         options = {}
         if opts["batch_size"]:
             options["batch_size"] = opts["batch_size"]
@@ -77,8 +81,8 @@ class Command(BaseCommand):
         try:
             jobs = tasks.start_scoring(
                 release=release,
-                metrics=[m for m in opts["metrics"].split(",") if m.strip()],
-                directions=opts["directions"].split(",") if opts["directions"] else None,
+                metrics=metrics,
+                directions=directions,
                 options=options,
                 force=opts["force"],
             )
@@ -111,12 +115,20 @@ class Command(BaseCommand):
             raise CommandError(f"{len(failed)} job(s) failed")
 
 
+def names(text: str, flag: str) -> list[str]:
+    """A comma-separated list of names (metrics, directions), blanks dropped; refused when it names none."""
+    out = [part.strip() for part in text.split(",") if part.strip()]
+    if not out:
+        raise CommandError(f"{flag} {text!r}: name at least one, comma-separated")
+    return out
+
+
 def _key_values(items: list[str] | None, flag: str) -> dict:
     """KEY=VALUE options; a VALUE that reads as JSON (numbers, true, lists) is taken as such, else as text."""
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not key.strip():
             raise CommandError(f"{flag} {item!r}: expected KEY=VALUE")
         try:
             out[key] = json.loads(value)

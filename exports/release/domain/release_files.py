@@ -609,6 +609,23 @@ def _write_systems(draws: Iterable[SystemDraw], path: Path, digest: _Digest, on_
     return count
 
 
+def check_out_dir(out_dir: str | Path) -> None:
+    """Refuse (``ReleaseConflict``) an output directory a release cannot be written into, before anything is
+    staged: a path that is a file or lies under one, a directory that is not writable, or a non-empty
+    directory holding no release (one holding a release is compared by content hash when it is finished)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReleaseConflict(f"{out_dir} is a file, not a directory; choose a new or empty directory")
+    _existing_hash(out_dir)
+    ancestor = out_dir.parent  # the staging directory goes next to out_dir
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ReleaseConflict(f"{out_dir}: {ancestor} is a file, not a directory; choose another output directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ReleaseConflict(f"{out_dir}: {ancestor} is not writable; choose another output directory")
+
+
 def _existing_hash(out_dir: Path) -> str | None:
     manifest = out_dir / "manifest.json"
     if not manifest.is_file():

@@ -6,9 +6,12 @@ on the `llm` Celery queue with --queue. --resume RUN continues a run (only pendi
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from core.domain.params import positive_int
 from core.models import Project
 from injection import services
 from injection.backends import BackendUnavailable
@@ -46,17 +49,28 @@ class Command(BaseCommand):
                                  "(its text is stored with the run; its hash marks the candidates' prompt version)")
         parser.add_argument("--name", default="", help="run name (unique in the project)")
         parser.add_argument("--queue", action="store_true", help="run on the llm Celery queue instead of here")
-        parser.add_argument("--resume", type=int, metavar="RUN", help="continue run RUN (its pending items)")
-        parser.add_argument("--retry-failed", type=int, metavar="RUN", help="retry the failed items of run RUN")
+        given_run = parser.add_mutually_exclusive_group()
+        given_run.add_argument("--resume", type=positive_int, metavar="RUN", help="continue run RUN (its pending items)")
+        given_run.add_argument("--retry-failed", type=positive_int, metavar="RUN", help="retry the failed items of run RUN")
         parser.add_argument("--write-batch", metavar="FILE",
                             help="plan the run (or take --resume RUN) and write its pending items as Batch API JSONL "
                                  "for `vllm run-batch -i FILE -o OUT --model M`, instead of running it")
-        parser.add_argument("--read-batch-output", nargs=2, metavar=("RUN", "FILE"),
+        given_run.add_argument("--read-batch-output", nargs=2, metavar=("RUN", "FILE"),
                             help="record the answers of a batch output file (vllm run-batch or OpenAI) for run RUN")
 
     def handle(self, *args, **opts):
         from django.conf import settings
 
+        if opts["queue"] and opts["write_batch"]:
+            raise CommandError("--queue and --write-batch exclude each other: a batch file is run by `vllm run-batch`, not by the llm queue")
+        if opts["write_batch"]:
+            target = Path(opts["write_batch"])
+            if target.is_dir():
+                raise CommandError(f"--write-batch {target}: is a directory; give a file name")
+            if not target.parent.is_dir():
+                raise CommandError(f"--write-batch {target}: the directory {target.parent} does not exist")
+        if opts["project"] and (opts["resume"] or opts["retry_failed"] or opts["read_batch_output"]):
+            raise CommandError("a run given by --resume, --retry-failed or --read-batch-output is of its own project: leave PROJECT out")
         if opts["read_batch_output"]:
             run_id, path = opts["read_batch_output"]
             run = InjectionRun.objects.filter(pk=int(run_id) if run_id.isdigit() else -1).first()
@@ -74,6 +88,10 @@ class Command(BaseCommand):
             run = InjectionRun.objects.filter(pk=run_id).first()
             if run is None:
                 raise CommandError(f"no injection run {run_id}")
+            try:
+                services.check_generates(run)
+            except services.RunRejected as exc:
+                raise CommandError(str(exc)) from None
             if opts["retry_failed"]:
                 count = services.reset_failed(run)
                 self.stdout.write(f"{count} failed item(s) of run {run.pk} put back to pending")
@@ -104,7 +122,10 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             self.stdout.write(f"run {run.pk} ({run.name}): {run.total} item(s), backend {run.backend}, model {run.model}")
         if opts["write_batch"]:
-            lines = services.export_batch_file(run, opts["write_batch"])
+            try:
+                lines = services.export_batch_file(run, opts["write_batch"])
+            except OSError as exc:
+                raise CommandError(f"--write-batch {opts['write_batch']}: {exc.strerror}; run {run.pk} is planned, write it with --resume {run.pk} --write-batch FILE") from None
             self.stdout.write(f"{lines} request(s) of run {run.pk} written to {opts['write_batch']}; after "
                               f"`vllm run-batch -i {opts['write_batch']} -o OUT --model {run.model}` run "
                               f"`inject --read-batch-output {run.pk} OUT`")
