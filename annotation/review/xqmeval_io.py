@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.corpus.domain import text_cell, type_name
+from core.corpus.domain import byte_order_mark_problem, text_cell, type_name
 from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
@@ -368,6 +368,10 @@ def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[Decisio
                     continue
                 spool.add(row["language"], row["error_type"], count_id, str(row["segment_id"]).strip(), row["error_position"], value, reader.line_num)
         except UnicodeDecodeError as exc:
+            stream.seek(0)
+            bom = byte_order_mark_problem(stream.read(4), name)
+            if bom:
+                return spool, [bom]
             return spool, [f"{name}: not valid UTF-8 (byte {exc.start} of a read block, after line {reader.line_num})"]
         except csv.Error as exc:
             return spool, errors + [f"{name} line {reader.reader.line_num}: {exc}"]  # (DictReader.line_num: the last good row)

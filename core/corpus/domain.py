@@ -90,10 +90,18 @@ def read_hf_dataset(dataset: str, config: str | None, split: str, columns: Colum
     return validate_records(records, name, columns, present=set(ds.column_names))
 
 
+def byte_order_mark_problem(head: bytes, name: str) -> str | None:
+    """What a file is instead of UTF-8 when its first bytes (a byte order mark) tell: UTF-16 or UTF-32."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return f"{name}: the file is UTF-16 or UTF-32 (it starts with that byte order mark); save it as UTF-8"
+    return None
+
+
 def decoding_problem(data: bytes, name: str, exc: UnicodeDecodeError) -> str:
     """Where a file stops being UTF-8 (its line), and what it is instead when its BOM tells (UTF-16/32)."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return f"{name}: the file is UTF-16 or UTF-32 (it starts with that byte order mark); save it as UTF-8"
+    bom = byte_order_mark_problem(data, name)
+    if bom:
+        return bom
     line = data.count(b"\n", 0, exc.start) + 1
     return f"{name} line {line}: not valid UTF-8 at byte {exc.start}: {exc.reason}"
 

@@ -137,6 +137,10 @@ DECISIONS_HEADER = b"language,error_type,count_id,segment_id,error_position,deci
 BAD_DECISIONS = [
     ("a field over the csv module's limit", DECISIONS_HEADER + b"de,Addition,1,7,head,accepted\nde,Addition,2,\"" + b"x" * 200_000 + b"\",head,accepted\n",
      ["decisions.csv line 3"]),
+    # the corpus reader's message for a byte order mark (was the generic "not valid UTF-8 (byte 0 of a read block …)")
+    ("UTF-16", (DECISIONS_HEADER + b"de,Addition,1,7,head,accepted\n").decode().encode("utf-16"), ["decisions.csv", "UTF-16", "save it as UTF-8"]),
+    ("UTF-16 big-endian", b"\xfe\xff" + (DECISIONS_HEADER + b"de,Addition,1,7,head,accepted\n").decode().encode("utf-16-be"), ["decisions.csv", "UTF-16"]),
+    ("latin-1", DECISIONS_HEADER + b"de,Addition,1,7,head,accept\xe9\n", ["decisions.csv", "not valid UTF-8"]),
 ]
 
 
