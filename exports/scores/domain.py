@@ -50,7 +50,7 @@ class Part:
         number of errors that is not a whole number from 0 to ``MAX_LEVEL``."""
         import pyarrow as pa
 
-        path, seen, i = self.path, set(), 0
+        path, seen, i = self.path, set(), 1  # row numbers count from 1, as the corpus and XQ-MEval parquet readers count theirs
         batch_size = batch_size or INGEST_BATCH
         try:
             for batch in self.parquet.iter_batches(batch_size=batch_size, columns=self.columns):

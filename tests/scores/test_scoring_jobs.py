@@ -86,13 +86,13 @@ def test_unreadable_worker_file_is_a_clear_error(release, languages):
         ({"score": [float("nan")] * 48}, "not a finite number"),
         ({"triplet_id": ["same"] * 48}, "appears twice"),
         ({"direction": ["en-zh"] * 48}, "expected 'en-de'"),
-        ({"triplet_id": [None] * 48}, r"row 0: triplet_id None is not a non-empty string"),
-        ({"triplet_id": [f"{i}" + "x" * 200 for i in range(48)]}, r"row 0: triplet_id '0xxx.*is 201 characters long, at most 200 fit"),
-        ({"score": ["0.5"] * 48}, r"row 0 \(triplet 'en-de:.*'\): score '0.5' is not a finite number"),
-        ({"score": [True] * 48}, r"row 0 \(triplet 'en-de:.*'\): score True is not a finite number"),
-        ({"num_errors": [float("nan")] * 48}, r"row 0 \(triplet 'en-de:.*'\): num_errors nan is not a whole number from 0 to 32767"),
-        ({"num_errors": [-1] * 48}, r"row 0 \(triplet 'en-de:.*'\): num_errors -1 is not a whole number"),
-        ({"num_errors": [1.5] * 48}, r"row 0 \(triplet 'en-de:.*'\): num_errors 1.5 is not a whole number"),
+        ({"triplet_id": [None] * 48}, r"row 1: triplet_id None is not a non-empty string"),
+        ({"triplet_id": [f"{i}" + "x" * 200 for i in range(48)]}, r"row 1: triplet_id '0xxx.*is 201 characters long, at most 200 fit"),
+        ({"score": ["0.5"] * 48}, r"row 1 \(triplet 'en-de:.*'\): score '0.5' is not a finite number"),
+        ({"score": [True] * 48}, r"row 1 \(triplet 'en-de:.*'\): score True is not a finite number"),
+        ({"num_errors": [float("nan")] * 48}, r"row 1 \(triplet 'en-de:.*'\): num_errors nan is not a whole number from 0 to 32767"),
+        ({"num_errors": [-1] * 48}, r"row 1 \(triplet 'en-de:.*'\): num_errors -1 is not a whole number"),
+        ({"num_errors": [1.5] * 48}, r"row 1 \(triplet 'en-de:.*'\): num_errors 1.5 is not a whole number"),
     ],
 )
 def test_bad_worker_file_is_refused_and_nothing_written(release, languages, overrides, error):
@@ -111,7 +111,7 @@ def test_ingest_streams_in_batches_and_a_late_bad_row_keeps_the_previous_scores(
     assert len(before) == 48
     scores = [50.0] * 47 + [float("inf")]  # the bad row is in the last batch
     write_part(release, "chrF++", "en-de", scores=scores)
-    with pytest.raises(ScoringError, match="row 47 .*not a finite number"):
+    with pytest.raises(ScoringError, match="row 48 .*not a finite number"):
         services.ingest_part(release, "chrF++", languages["en-de"], path)
     assert sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score")) == before
 
