@@ -54,7 +54,8 @@ def resolve_model(model: str, metric: str, revision: str | None = None) -> Resol
             except Exception as exc:  # no network, gated model, unknown id
                 reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                 if is_transient(exc):  # the Hub is down or the network cut: a later try may get it
-                    raise HubUnreachable(f"{metric}: model {model!r} could not be downloaded now ({reason}); the worker tries again") from None
+                    raise HubUnreachable(f"{metric}: model {model!r} could not be downloaded: the Hub is unreachable now ({reason}); "
+                                         f"a worker retries, or pass --model DIR / model=DIR with a local copy") from None
             else:
                 reason = ""
         else:

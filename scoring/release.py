@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from scoring.faults import HubUnreachable, is_transient
+from scoring.model_files import offline
 from scoring.registry import MetricError
 
 REQUIRED_COLUMNS = ("triplet_id", "src", "ref", "mt")
@@ -153,12 +154,11 @@ def _fetch_hub(repo_id: str, revision: str | None) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(
-            snapshot_download(repo_id, repo_type="dataset", revision=revision, allow_patterns=["*.parquet", "*.json", "README.md"])
+            snapshot_download(repo_id, repo_type="dataset", revision=revision, allow_patterns=["*.parquet", "*.json", "README.md"],
+                              local_files_only=offline())  # HF_HUB_OFFLINE as set now, not when huggingface_hub was imported
         )
-    except Exception as exc:  # offline, unknown repo, no permission
-        if is_transient(exc):  # the Hub is down or the network cut: a later try may get it
-            raise HubUnreachable(f"cannot fetch dataset {repo_id!r} from the Hub now ({type(exc).__name__}: {exc}); the worker tries again") from None
-        raise ReleaseError(
-            f"cannot fetch dataset {repo_id!r} from the Hub ({type(exc).__name__}: {exc}); "
-            "download it first (huggingface-cli download --repo-type dataset ...) and pass the directory"
-        ) from None
+    except Exception as exc:  # offline, unknown repo, no permission, the Hub or the network down
+        advice = "download it first (huggingface-cli download --repo-type dataset ...) and pass the directory"
+        if is_transient(exc):  # a later try may get it: a worker retries
+            raise HubUnreachable(f"cannot fetch dataset {repo_id!r} from the Hub: unreachable now ({type(exc).__name__}: {exc}); {advice}") from None
+        raise ReleaseError(f"cannot fetch dataset {repo_id!r} from the Hub ({type(exc).__name__}: {exc}); {advice}") from None

@@ -56,6 +56,15 @@ class ScoreOptions:
     judge: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None  # first N triplets per direction, in release order
 
+    def __post_init__(self) -> None:
+        # 0 or less would score nothing (limit) or never advance (batch, chunk), and be recorded as done
+        sizes = {"batch_size": self.batch_size, "chunk_size": self.chunk_size}
+        if self.limit is not None:
+            sizes["limit"] = self.limit
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise MetricError(f"{name.replace('_', '-')} must be a whole number of at least 1, got {value!r}")
+
     def per_metric(self, specs: list[MetricSpec]) -> dict[str, "ScoreOptions"]:
         """Each metric's options for a run of several: ``extra`` routed (``route_options``), the rest shared."""
         routed = route_options(specs, self.extra)

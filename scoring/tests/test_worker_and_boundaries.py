@@ -228,8 +228,10 @@ def test_transient_faults_are_told_from_permanent_ones(hub_that_hangs_up, tmp_pa
     with pytest.raises(Exception) as cut:  # the Hub hung up: huggingface_hub raises LocalEntryNotFoundError from it
         snapshot_download("someone/model", cache_dir=tmp_path / "hub")
     assert type(cut.value).__name__ == "LocalEntryNotFoundError" and is_transient(cut.value)
-    with pytest.raises(HubUnreachable, match="'someone/model' could not be downloaded now"):
+    with pytest.raises(HubUnreachable, match="'someone/model' could not be downloaded: the Hub is unreachable now"):
         resolve_model("someone/model", "SBERT")
+    with pytest.raises(HubUnreachable, match="cannot fetch dataset 'someone/xq-release' from the Hub: unreachable now"):
+        open_release("someone/xq-release")
     with pytest.raises(Exception) as missing:  # not in the cache, and told not to look online: permanent
         snapshot_download("someone/model", cache_dir=tmp_path / "hub", local_files_only=True)
     assert not is_transient(missing.value)
@@ -258,7 +260,7 @@ def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, 
                                                     "out_dir": str(tmp_path / "out"), "options": {"model": "someone/model"}})
     finally:
         task_retry.disconnect(on_retry)
-    assert len(retries) == score_direction_task.max_retries and all("could not be downloaded now" in r for r in retries)
+    assert len(retries) == score_direction_task.max_retries and all("the Hub is unreachable now" in r for r in retries)
     assert len(hub_that_hangs_up) >= len(retries) + 1  # every try went to the Hub again
     with pytest.raises(HubUnreachable, match="someone/model"):
         result.get()
@@ -273,3 +275,14 @@ def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, 
     assert len(retries) == score_direction_task.max_retries
     with pytest.raises(MetricError, match="does not exist"):
         result.get()
+
+
+@pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--batch-size", "-5"), ("--limit", "0"), ("--limit", "-3"), ("--chunk-size", "0")])
+def test_a_size_below_one_is_refused_before_anything_is_written(release, tmp_path, capsys, flag, value):
+    """It used to score nothing (--limit 0 or -3: n=0, recorded as done) or to be ignored."""
+    from scoring.cli import main
+
+    out = tmp_path / "out"
+    assert main(["run", "--release", str(release), "--metrics", "chrF++", "--out", str(out), "--quiet", flag, value]) == 2
+    assert f"{flag[2:]} must be a whole number of at least 1, got {value}" in capsys.readouterr().err
+    assert not out.exists()
