@@ -33,6 +33,12 @@ def execute_run_task(self, run_id: int) -> dict:
     return {"run": run.pk, "status": run.status, "done": run.done, "failed": run.failed, "total": run.total}
 
 
+def queued() -> bool:
+    """Whether runs go to a worker on queue `llm` (a broker is configured) rather than run in-process, in
+    the request that starts them."""
+    return not execute_run_task.app.conf.task_always_eager
+
+
 def enqueue(*, run: InjectionRun) -> None:
     """Execute a run on the `llm` Celery queue once the surrounding transaction commits."""
     transaction.on_commit(lambda: execute_run_task.delay(run.pk))

@@ -14,13 +14,25 @@ from django.views.decorators.http import require_POST
 
 from core import access
 from core.domain.params import id_param
-from core.models import Project
+from core.models import FINISHED, JobStatus, Project
 from core.paging import EstimatedCountPaginator
 from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
 
 ADMINS_ONLY = "injection runs are managed by admins"
+
+
+def _tell_run_outcome(request, run: InjectionRun, handed_over: str) -> None:
+    """Say what happened: without a broker the run went through in this request, so report how it ended;
+    with one it was handed to a worker (``handed_over``) and its page shows the progress."""
+    run.refresh_from_db()
+    if tasks.queued() or run.status not in FINISHED:
+        messages.success(request, handed_over)
+    elif run.status == JobStatus.DONE:
+        messages.success(request, f"Run {run.name} finished: {run.done} of {run.total} item(s) done, {run.failed} failed.")
+    else:
+        messages.error(request, f"Run {run.name} {run.status}: {run.done} of {run.total} item(s) done, {run.failed} failed. {run.error}".rstrip())
 
 
 @login_required
@@ -43,7 +55,7 @@ def runs(request):
         except services.RunRejected as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Run {run.name} started: {run.total} item(s).")
+            _tell_run_outcome(request, run, f"Run {run.name} started: {run.total} item(s).")
             return redirect("injection:run", pk=run.pk)
     recent = InjectionRun.objects.select_related("project").all()
     if project is not None:
@@ -98,7 +110,7 @@ def run_retry(request, pk: int):
         else:
             count = services.reset_failed(run, [id_param(item)] if id_param(item) else None)
         tasks.enqueue(run=run)
-    messages.success(request, f"{count} item(s) of run {run.name} queued again.")
+    _tell_run_outcome(request, run, f"{count} item(s) of run {run.name} queued again.")
     return redirect("injection:run", pk=pk)
 
 

@@ -42,6 +42,12 @@ def finish_build_task(build_id: int) -> dict:
     return {"build": build.pk, "status": build.status, "pseudo_created": build.pseudo_created}
 
 
+def queued() -> bool:
+    """Whether builds and releases go to a worker (a broker is configured) rather than run in-process, in
+    the request that starts them."""
+    return not build_benchmark_task.app.conf.task_always_eager
+
+
 def start_build(*, project: Project, user=None, force: bool = False) -> BenchmarkBuild:
     """Record a build and hand it to the worker once the transaction commits (in-process without a broker)."""
     build = services.create_build(project=project, user=user)

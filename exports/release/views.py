@@ -12,7 +12,9 @@ from core import access
 from core.http import redirect_next
 from core.models import Project
 from exports.benchmark import selectors
+from exports.benchmark import tasks as build_tasks
 from exports.benchmark.views import ADMINS_ONLY, visible_project_and_directions
+from exports.models import Release
 from exports.release import services, tasks
 from exports.release.domain.release_files import EXCLUDED_COLUMNS, EXTRA_FORMATS, TRANSPLANTED_COLUMNS, write_candidate_table
 
@@ -47,6 +49,20 @@ def candidates_csv(request, project: str, table: str):
     return response
 
 
+def _tell_release_outcome(request, project: Project, version: str, push_repo: str) -> None:
+    """Say what happened: without a broker the release was written (and pushed) in this request; with one
+    it was handed to a worker and the page shows its progress."""
+    release_obj = Release.objects.filter(project=project, version=version).first()
+    if build_tasks.queued() or release_obj is None or release_obj.status == Release.Status.BUILDING:
+        messages.info(request, f"Release {version} started.")
+    elif release_obj.status == Release.Status.FAILED:
+        messages.error(request, services.without_token(f"release {version} failed: {release_obj.error}"))
+    elif push_repo and release_obj.push_status != Release.PushStatus.DONE:
+        messages.warning(request, services.without_token(f"Release {version} written; push to {push_repo} {release_obj.get_push_status_display()}: {release_obj.error}"))
+    else:
+        messages.success(request, f"Release {version} written" + (f" and pushed to {push_repo}." if push_repo else "."))
+
+
 @login_required
 @require_POST
 def release(request, project: str):
@@ -62,7 +78,7 @@ def release(request, project: str):
     except Exception as exc:  # eager mode runs the task here: show the recorded failure, not a 500
         messages.error(request, services.without_token(f"release {version} failed: {type(exc).__name__}: {exc}"))
     else:
-        messages.info(request, f"Release {version} started.")
+        _tell_release_outcome(request, project_obj, version, push_repo)
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 
@@ -80,5 +96,9 @@ def push(request, project: str, version: str):
     except Exception as exc:
         messages.error(request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)"))
     else:
-        messages.info(request, f"Push of {version} to {repo_id} started.")
+        release_obj.refresh_from_db()
+        if not build_tasks.queued() and release_obj.push_status == Release.PushStatus.DONE:  # no broker: pushed in this request
+            messages.success(request, f"Release {version} pushed to {repo_id} (revision {release_obj.hub_revision}).")
+        else:
+            messages.info(request, f"Push of {version} to {repo_id} started.")
     return redirect_next(request, "benchmarks:project", project=project_obj.name)

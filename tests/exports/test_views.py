@@ -193,3 +193,46 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
         assert not [q for q in queries.captured_queries if 'FROM "injection_candidate"' in q["sql"]], url
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)  # the request commits, so its on_commit work runs inside it, as on the site
+def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(client, admin_user, seeded, monkeypatch, redis_url):
+    import redis as redis_lib
+
+    from tests.support.celery_queue import tasks_queued_to
+
+    client.force_login(admin_user)
+    response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), follow=True)
+    build = BenchmarkBuild.objects.get(project=seeded)
+    assert build.status == "done"  # ran in the request: not "started"
+    assert _messages(response) == [f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."]
+    response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0"}, follow=True)
+    assert Release.objects.get(version="0.1.0").status == "ready" and _messages(response) == ["Release 0.1.0 written."]
+    with HubServer(token="tok-abc") as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", "tok-abc")
+        response = client.post(reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/demo"}, follow=True)
+        revision = hub.state.repos["lab/demo"].tags["0.1.0"]
+        assert _messages(response) == [f"Release 0.1.0 pushed to lab/demo (revision {revision})."]
+        response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.2.0", "push_repo": "lab/demo"}, follow=True)
+        assert _messages(response) == ["Release 0.2.0 written and pushed to lab/demo."]
+
+    queue = redis_lib.Redis.from_url(redis_url)
+    queue.delete("default")
+    try:
+        with tasks_queued_to(redis_url):
+            response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), follow=True)
+            newest = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()
+            assert newest.status == "pending" and _messages(response) == [f"Build {newest.pk} started."]
+            response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.3.0"}, follow=True)
+            assert _messages(response) == ["Release 0.3.0 started."]
+            response = client.post(reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/other"}, follow=True)
+            assert _messages(response) == ["Push of 0.1.0 to lab/other started."]
+        assert queue.llen("default") == 3  # all three handed to a worker
+    finally:
+        queue.delete("default")

@@ -212,3 +212,33 @@ def test_flag_filter_lists_exactly_the_candidates_naming_the_flag(client, admin_
             cursor.execute("EXPLAIN " + sql, params)
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "candidate_flag_names" in plan, plan
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)  # the request commits, so its on_commit work runs inside it, as on the site
+def test_start_and_retry_say_the_run_finished_without_a_broker_and_started_with_one(client, admin_user, segments, redis_url):
+    import redis as redis_lib
+
+    from tests.support.celery_queue import tasks_queued_to
+
+    client.force_login(admin_user)
+    form = {"project": segments[0].project_id, "directions": ["en-de"], "kind": "mqm", "error_types": ["Omission"], "backend": "rule",
+            "concurrency": 4, "seed": 7, "temperature": 0.5}
+    response = client.post(reverse("injection:runs"), {**form, "name": "eager"}, follow=True)
+    assert _messages(response) == ["Run eager finished: 6 of 6 item(s) done, 0 failed."]  # ran in the request
+    response = client.post(reverse("injection:run_retry", args=[InjectionRun.objects.get(name="eager").pk]), {"resume": "1"}, follow=True)
+    assert _messages(response) == ["Run eager finished: 6 of 6 item(s) done, 0 failed."]
+
+    queue = redis_lib.Redis.from_url(redis_url)
+    queue.delete("llm")
+    try:
+        with tasks_queued_to(redis_url):
+            response = client.post(reverse("injection:runs"), {**form, "name": "queued"}, follow=True)
+        assert _messages(response) == ["Run queued started: 6 item(s)."]  # handed to a worker
+        assert InjectionRun.objects.get(name="queued").status == "pending" and queue.llen("llm") == 1
+    finally:
+        queue.delete("llm")
