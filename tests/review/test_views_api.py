@@ -145,6 +145,18 @@ def test_own_decisions_show_the_rejection_reason_as_picked_not_its_code(project,
     assert "You rejected this candidate (text outside the mark changed)" in screen
 
 
+def test_own_decisions_show_the_time_zone_and_the_reviewers_comment_escaped_and_truncated(project, data, de_client, annotator_de):
+    from django.utils import timezone
+
+    comment = "<b>odd</b> " + "word " * 40
+    decision, _ = services.submit_decision(annotator_de, data["de"][0].pk, "reject", idempotency_key="c1", reason="wrong_type", comment=comment)
+    mine = de_client.get(reverse("review:mine")).content.decode()
+    assert f"{timezone.localtime(decision.updated_at):%Y-%m-%d %H:%M} UTC</time>" in mine  # TIME_ZONE, named
+    assert "<th>Your comment</th>" in mine and "&lt;b&gt;odd&lt;/b&gt; word word" in mine and "<b>odd</b>" not in mine
+    shown = mine.split('<bdi title="', 1)[1].split("</bdi>", 1)[0].split(">", 1)[1]
+    assert len(shown) < 100 and shown.endswith("…")  # truncated; the whole comment is the title
+
+
 def test_api_decision_is_idempotent(project, data, de_client):
     body = {"candidate": data["de"][0].pk, "decision": "reject", "reason": "wrong_type", "comment": "no", "time_spent_ms": 1200, "idempotency_key": "abc"}
     first = call(de_client, "post", reverse("review_api:decisions"), body)
