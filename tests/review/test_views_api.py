@@ -128,6 +128,25 @@ def test_admin_pages_are_admin_only(project, data, de_client, admin_client):
     assert r.status_code == 403
 
 
+def test_the_main_menu_is_the_same_on_every_page_for_a_user(project, data, de_client, admin_client):
+    def menu(client, url):
+        html = client.get(url).content.decode()
+        return html.split('<nav aria-label="Main">', 1)[1].split("</nav>", 1)[0]
+
+    urls = [reverse("home"), reverse("agreement:index"), reverse("benchmarks:index"), reverse("scores:index"),
+            reverse("projects:detail", args=[project.name]), *page_urls(project, data)]
+    admin_menus = {url: menu(admin_client, url) for url in urls if admin_client.get(url).status_code == 200}
+    annotator_menus = {url: menu(de_client, url) for url in urls if de_client.get(url).status_code == 200}
+    assert len(admin_menus) >= 12 and reverse("review:manage", args=[project.name]) in admin_menus
+    assert reverse("review:mine") in annotator_menus and reverse("review:index") in annotator_menus
+    assert len(set(admin_menus.values())) == 1, admin_menus  # review pages used to add their own entries
+    assert len(set(annotator_menus.values())) == 1, annotator_menus
+    admin_menu, annotator_menu = admin_menus[urls[0]], annotator_menus[urls[0]]
+    assert ">My decisions</a>" in admin_menu and ">My decisions</a>" in annotator_menu
+    assert ">Annotators</a>" in admin_menu and ">Annotators</a>" not in annotator_menu  # what each may use
+    assert ">Injection</a>" in admin_menu and ">Injection</a>" not in annotator_menu
+
+
 def test_decisions_list_shows_only_own_work(project, data, de_client, annotator_de):
     other = create_user("ben_de", "ben-pass-123", languages=["de"])
     services.submit_decision(other, data["de"][0].pk, "reject", idempotency_key="other")
