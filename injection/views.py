@@ -131,12 +131,6 @@ def candidates(request):
     # one run's candidates are all of its project: another project's writes keep their counts
     run_project = InjectionRun.objects.filter(pk=run).values_list("project_id", flat=True).first() if run else None
     return render(request, "injection/candidates.html", {
-        "page": page, "rows": rows, "flags": selectors.flag_counts(qs, project_id=run_project), "query": _without_page(request.GET),
+        "page": page, "rows": rows, "flags": selectors.flag_counts(qs, project_id=run_project),
         "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},
     })
-
-
-def _without_page(query) -> str:
-    query = query.copy()
-    query.pop("page", None)
-    return query.urlencode()

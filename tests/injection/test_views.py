@@ -242,3 +242,22 @@ def test_start_and_retry_say_the_run_finished_without_a_broker_and_started_with_
         assert InjectionRun.objects.get(name="queued").status == "pending" and queue.llen("llm") == 1
     finally:
         queue.delete("llm")
+
+
+def test_candidate_pages_link_with_the_filters_kept_and_one_page_parameter(client, admin_user, project, segments):
+    import html as html_lib
+    from urllib.parse import parse_qs, urlsplit
+
+    for name in ("a", "b", "c", "d", "e"):
+        _rule_run(project, name=name)
+    assert Candidate.objects.count() > 100  # three pages of 50
+    client.force_login(admin_user)
+
+    def links(query):  # the pager's previous/next links
+        page = client.get(reverse("injection:candidates"), query).content.decode()
+        return [html_lib.unescape(h.split('"', 1)[0]) for h in page.split('<a href="')[1:] if "page=" in h.split('"', 1)[0]]
+
+    assert links({}) == ["?page=2"]  # no filter: not "?&page=2"
+    parsed = [parse_qs(urlsplit(h).query, keep_blank_values=True) for h in links({"direction": "en-de", "page": "2", "flag": ""})]
+    assert parsed and parsed[0]["page"] == ["1"]  # previous
+    assert all(p == {"direction": ["en-de"], "flag": [""], "page": [p["page"][0]]} for p in parsed)  # filters kept, one page
