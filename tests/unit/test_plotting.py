@@ -29,6 +29,24 @@ def test_the_empty_state_has_no_axis():
     assert texts(empty("nothing built yet")) == ["nothing built yet"]
 
 
+def test_counts_plot_keeps_coinciding_directions_visible_and_says_they_coincide():
+    """The demo's directions have level 0 only, so their lines lie on top of each other: each has its own
+    marker, and the legend names every direction and says which have the same counts."""
+    from exports.benchmark.plots import level_counts
+
+    def row(at_zero: int) -> dict:
+        return {"total": at_zero, "levels": {str(k): {"total": at_zero if k == 0 else 0} for k in range(5)}}
+
+    document = level_counts({"en-zh": row(3), "en-ar": row(3), "en-de": row(3), "en-ja": row(5)})
+    labels = texts(document)
+    assert {"en-ar", "en-de", "en-ja", "en-zh"} <= set(labels)
+    assert "en-ar, en-de, en-zh: the same counts" in labels  # en-ja differs at level 0
+    # markers are <defs> paths placed with <use>; the data's are filled, the ticks' marks are strokes only
+    shapes = dict(re.findall(r'<path id="(m[0-9a-f]+)" d="([^"]*)"', document))
+    data_markers = {shapes[ref] for ref, style in re.findall(r'<use xlink:href="#(m[0-9a-f]+)"[^>]*style="([^"]*)"', document) if "fill: #" in style}
+    assert len(data_markers) == 4  # one marker per direction, none the same shape and size as another's
+
+
 def test_nothing_heavy_is_imported_with_the_urlconf():
     """Every management command (system checks), web and Celery worker imports the URLconf at start-up:
     matplotlib and scipy load on first use instead (together ~2 s of every command's start)."""
