@@ -48,6 +48,28 @@ def test_a_plot_view_serves_the_kept_svg(client, admin_user, project, languages)
     def must_not_draw(*inputs):
         raise AssertionError("drawn again")
 
+    from exports.scores import plots
+
+    must_not_draw.__module__ = plots.score_trend.__module__  # it stands in for the view's drawing code
+
     [table] = selectors.score_table(release)  # what the view draws from: its SVG is the kept one
     assert cached_svg("score-trend", must_not_draw, table["metric"], table["better"], table["levels"], table["rows"]) == first
     assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode() == first
+
+
+def test_a_change_to_the_drawing_code_draws_again(tmp_path, monkeypatch):
+    """A deploy that changes how a plot looks must not serve the old drawing from the cache."""
+    import importlib
+
+    from core.svg_cache import code_version
+
+    module = tmp_path / "plot_under_test.py"
+    module.write_text('def draw(n):\n    return f"<svg><circle r=\'{n}\'/></svg>"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plots = importlib.import_module("plot_under_test")
+    assert cached_svg("c", plots.draw, 3) == "<svg><circle r='3'/></svg>"
+    module.write_text('def draw(n):\n    return f"<svg><rect width=\'{n}\'/></svg>"\n')
+    plots = importlib.reload(plots)
+    assert cached_svg("c", plots.draw, 3) == "<svg><circle r='3'/></svg>"  # the same process: the code it loaded
+    code_version.cache_clear()  # what a new process (the deploy) starts with
+    assert cached_svg("c", plots.draw, 3) == "<svg><rect width='3'/></svg>"
