@@ -92,3 +92,17 @@ def test_get_next_does_not_grow_with_the_queue(client, project, languages, candi
         c.force_login(create_user(f"holder{i}", "holder-pass-123", languages=["de"]))
         next_item(c, project)
     assert count_one() == small
+
+
+def test_my_decisions_page_does_not_grow_with_the_decisions(client, project, candidates):
+    """One query for all rows with their candidate, project, direction and round (the template reads all four)."""
+    def queries_for_page() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(reverse("review:mine")).status_code == 200
+        return len(captured)
+
+    submit(client, next_item(client, project))
+    one = queries_for_page()
+    for _ in range(5):
+        submit(client, next_item(client, project))
+    assert queries_for_page() == one
