@@ -78,8 +78,8 @@ class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.action(description="Build these projects' benchmarks again (changed gold pairs)")
     def build_again(self, request, queryset):
         for project in {b.project for b in queryset.select_related("project")}:
-            benchmark_tasks.start_build(project=project, user=request.user)
-        self.message_user(request, "Build(s) started; see the newest rows.", messages.INFO)
+            level, text = benchmark_tasks.build_outcome(benchmark_tasks.start_build(project=project, user=request.user))
+            self.message_user(request, f"{project.name}: {text}", level)
 
 
 @admin.register(Release)
@@ -114,7 +114,8 @@ class ReleaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
             except Exception as exc:  # recorded on the release as well
                 self.message_user(request, f"{release}: {exc}", messages.ERROR)
             else:
-                self.message_user(request, f"{release}: push to {release.hub_repo} started", messages.INFO)
+                level, text = release_tasks.push_outcome(release, release.hub_repo)
+                self.message_user(request, f"{release.project.name}: {text}", level)
 
 
 class JSONArrayLength(Func):

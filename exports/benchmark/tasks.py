@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import chord, group, shared_task
 from django.db import OperationalError, transaction
 
-from core.models import Project
+from core.models import FINISHED, JobStatus, Project
 from exports.benchmark import services
 from exports.models import BenchmarkBuild
 
@@ -46,6 +46,19 @@ def queued() -> bool:
     """Whether builds and releases go to a worker (a broker is configured) rather than run in-process, in
     the request that starts them."""
     return not build_benchmark_task.app.conf.task_always_eager
+
+
+def build_outcome(build: BenchmarkBuild) -> tuple[int, str]:
+    """(message level, text) for a build just started: without a broker it has already run in the request."""
+    from django.contrib import messages
+
+    build.refresh_from_db()
+    if queued() or build.status not in FINISHED:
+        return messages.INFO, f"Build {build.pk} started."
+    if build.status == JobStatus.DONE:
+        return messages.SUCCESS, (f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, "
+                                  f"{build.excluded} candidate(s) excluded.")
+    return messages.ERROR, f"Build {build.pk} {build.status}: {build.error}"
 
 
 def start_build(*, project: Project, user=None, force: bool = False) -> BenchmarkBuild:

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from core import access
 from core.http import redirect_next
-from core.models import FINISHED, JobStatus, Project
+from core.models import Project
 from core.svg_cache import cached_svg
 from exports.benchmark import plots, selectors, tasks
 
@@ -41,14 +41,7 @@ def build(request, project: str):
     access.require_admin(request.user, message=ADMINS_ONLY)
     project_obj = get_object_or_404(Project, name=project)
     build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
-    build_obj.refresh_from_db()
-    if tasks.queued() or build_obj.status not in FINISHED:
-        messages.info(request, f"Build {build_obj.pk} started.")
-    elif build_obj.status == JobStatus.DONE:  # no broker: it ran in this request
-        messages.success(request, f"Build {build_obj.pk} finished: {build_obj.pseudo_created} pseudo translation(s) written, "
-                                  f"{build_obj.excluded} candidate(s) excluded.")
-    else:
-        messages.error(request, f"Build {build_obj.pk} {build_obj.status}: {build_obj.error}")
+    messages.add_message(request, *tasks.build_outcome(build_obj))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 

@@ -76,6 +76,18 @@ def start_release(*, project: Project, version: str, formats=(), push_repo: str 
     transaction.on_commit(lambda: create_release_task.delay(project.pk, version, list(formats), push_repo, private, user_id))
 
 
+def push_outcome(release: Release, repo_id: str) -> tuple[int, str]:
+    """(message level, text) for a push just started: without a broker it has already run in the request."""
+    from django.contrib import messages
+
+    from exports.benchmark.tasks import queued
+
+    release.refresh_from_db()
+    if not queued() and release.push_status == Release.PushStatus.DONE:
+        return messages.SUCCESS, f"Release {release.version} pushed to {repo_id} (revision {release.hub_revision})."
+    return messages.INFO, f"Push of {release.version} to {repo_id} started."
+
+
 def start_push(*, release: Release, repo_id: str, private: bool = True) -> None:
     """Validate a push request from the UI, mark the release, and hand the push to the worker."""
     services.prepare_push(release=release, repo_id=repo_id)

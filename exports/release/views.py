@@ -96,9 +96,5 @@ def push(request, project: str, version: str):
     except Exception as exc:
         messages.error(request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)"))
     else:
-        release_obj.refresh_from_db()
-        if not build_tasks.queued() and release_obj.push_status == Release.PushStatus.DONE:  # no broker: pushed in this request
-            messages.success(request, f"Release {version} pushed to {repo_id} (revision {release_obj.hub_revision}).")
-        else:
-            messages.info(request, f"Push of {version} to {repo_id} started.")
+        messages.add_message(request, *tasks.push_outcome(release_obj, repo_id))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
