@@ -21,7 +21,8 @@ from core.models import Direction
 from exports.models import MetricScore, Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError, open_part  # noqa: F401  (ScoringError: raised here, caught by callers)
 from exports.scores.selectors import JobState, backend_state, scores_dir
-from scoring.registry import MetricError, MetricSpec, get_metric, route_options
+from scoring.judges.engine import JudgeConfig
+from scoring.registry import Family, MetricError, MetricSpec, get_metric, route_options
 from scoring.release import open_release
 from scoring.runner import part_path
 
@@ -38,10 +39,14 @@ def task_options(
     """Each metric's task options: the shared ones, with ``options["extra"]`` (``--option`` values: KEY or
     METRIC:KEY) routed to the metrics that take them (``scoring.registry.route_options``) and ``metric_options``
     (the scores page's switches, metric name -> options) added to their own metric's. An option that no metric of
-    the request takes is an error here, before any job is recorded, rather than a failed task on a worker."""
+    the request takes, or a judge setting out of its range, is an error here, before any job is recorded, rather
+    than a failed task on a worker."""
+    judge = (options or {}).get("judge") or {}
     try:
         specs = [get_metric(m) for m in metrics]
         routed = route_options(specs, dict((options or {}).get("extra") or {}))
+        if judge and any(spec.family == Family.LLM for spec in specs):  # concurrency=-1, a URL without http://
+            JudgeConfig.from_options({k: v for k, v in judge.items() if k != "prompt_files"})
     except MetricError as exc:
         raise ScoringError(str(exc)) from None
     shared = {k: v for k, v in (options or {}).items() if k != "extra"}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -50,6 +51,35 @@ class Decoding:
         return Decoding(**{**self.as_dict(), **kw})
 
 
+JUDGE_BACKENDS = ("openai", "vllm")
+
+
+def _number(value, name: str, *, low: float, above: bool = False) -> float:
+    """A finite number at least ``low`` (more than ``low`` with ``above``), from a number or its text."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or number < low or (above and number == low):
+        raise MetricError(f"judge option {name}={value!r}: a number {'more than' if above else 'at least'} {low:g}")
+    return number
+
+
+def _whole(value, name: str, *, low: int = 1) -> int:
+    number = _number(value, name, low=low)
+    if number != int(number):
+        raise MetricError(f"judge option {name}={value!r}: a whole number of at least {low}")
+    return int(number)
+
+
+def _flag(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise MetricError(f"judge option {name}={value!r}: true or false")
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     model: str = ""
@@ -68,17 +98,36 @@ class JudgeConfig:
 
     @classmethod
     def from_options(cls, options: dict | None) -> "JudgeConfig":
+        """The judge settings of a run; a value out of its range is an error naming the option (checked where
+        the run is asked for, so that it is not a failed task on a worker later)."""
         o = dict(options or {})
-        decoding = Decoding(
-            temperature=float(o.pop("temperature", 0.0)),
-            max_tokens=int(o.pop("max_tokens", 1024)),
-            seed=o.pop("seed", None),
-            structured=bool(o.pop("structured", False)),
-        )
         known = {f for f in cls.__dataclass_fields__ if f != "decoding"}
-        unknown = set(o) - known
+        unknown = set(o) - known - set(Decoding().as_dict())
         if unknown:
-            raise MetricError(f"unknown judge option(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known | set(decoding.as_dict())))}")
+            raise MetricError(f"unknown judge option(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known | set(Decoding().as_dict())))}")
+        seed = o.pop("seed", None)
+        decoding = Decoding(
+            temperature=_number(o.pop("temperature", 0.0), "temperature", low=0.0),
+            max_tokens=_whole(o.pop("max_tokens", 1024), "max_tokens"),
+            seed=None if seed is None else _whole(seed, "seed", low=0),
+            structured=_flag(o.pop("structured", False), "structured"),
+        )
+        if o.get("backend", "openai") not in JUDGE_BACKENDS:
+            raise MetricError(f"judge option backend={o['backend']!r}: one of {', '.join(JUDGE_BACKENDS)}")
+        base_url = o.get("base_url") or ""
+        if not isinstance(base_url, str) or (base_url and not base_url.startswith(("http://", "https://"))):
+            raise MetricError(f"judge option base_url={base_url!r}: an http:// or https:// URL (e.g. http://host:8000/v1)")
+        for name, low in (("concurrency", 1), ("max_attempts", 1)):
+            if name in o:
+                o[name] = _whole(o[name], name, low=low)
+        for name, low, above in (("timeout", 0.0, True), ("retry_base_delay", 0.0, False)):
+            if name in o:
+                o[name] = _number(o[name], name, low=low, above=above)
+        for name in ("rpm", "max_usd"):
+            if o.get(name) is not None:
+                o[name] = _number(o[name], name, low=0.0, above=True)
+        if "dry_run" in o:
+            o["dry_run"] = _flag(o["dry_run"], "dry_run")
         return cls(decoding=decoding, **o)
 
     @property

@@ -434,3 +434,23 @@ def test_json_metrics_ask_again_when_an_answer_is_cut_off_or_unreadable(stub, tm
     assert facts == [0.0, 0.1, 0.2] and result.extras["facts"][0] and result.extras["note"][0] == ""
     stats = askqe.stats()
     assert stats["by_stage"]["facts+backtranslation-reask"]["calls"] == 2
+
+
+def test_judge_settings_are_read_from_text_and_checked():
+    """--judge-option values arrive as text or JSON: "false" is false (bool("false") was true), numbers are
+    checked against their range, and a mistake names the option."""
+    import re
+
+    from scoring.judges.engine import JudgeConfig
+    from scoring.registry import MetricError
+
+    config = JudgeConfig.from_options({"concurrency": "8", "structured": "false", "temperature": "0.2", "rpm": None, "seed": 7,
+                                       "timeout": 30, "base_url": "http://127.0.0.1:8000/v1", "dry_run": "true"})
+    assert (config.concurrency, config.decoding.structured, config.decoding.temperature, config.rpm, config.decoding.seed) == (8, False, 0.2, None, 7)
+    assert config.timeout == 30.0 and config.dry_run is True
+    for options, message in [({"concurrency": 0}, "concurrency=0: a number at least 1"), ({"timeout": 0}, "timeout=0: a number more than 0"),
+                             ({"max_usd": "nan"}, "max_usd='nan'"), ({"max_tokens": True}, "max_tokens=True"),
+                             ({"seed": -1}, "seed=-1"), ({"base_url": "ftp://x"}, "an http:// or https:// URL"),
+                             ({"backend": "tgi"}, "one of openai, vllm"), ({"structured": 2}, "true or false")]:
+        with pytest.raises(MetricError, match=re.escape(message)):
+            JudgeConfig.from_options(options)

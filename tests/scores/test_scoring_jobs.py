@@ -697,3 +697,28 @@ def test_a_metric_or_direction_named_twice_is_one_job(broker, release, languages
     assert out.getvalue() == "1 job(s) for demo@t1\n"
     jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
     assert _sent_task_options(broker, jobs) == [("chrF", {})]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--judge-option", "concurrency=-1"], "judge option concurrency=-1: a number at least 1"),
+        (["--judge-option", "concurrency=2.5"], "judge option concurrency=2.5: a whole number of at least 1"),
+        (["--judge-option", "temperature=hot"], "judge option temperature='hot': a number at least 0"),
+        (["--judge-option", "backend=tgi"], "judge option backend='tgi': one of openai, vllm"),
+        (["--judge-option", "structured=maybe"], "judge option structured='maybe': true or false"),
+        (["--judge-url", "judge.lab:8000/v1"], "judge option base_url='judge.lab:8000/v1': an http:// or https:// URL"),
+        (["--judge-option", "temprature=0.2"], "unknown judge option.s. temprature"),
+    ],
+)
+def test_score_command_refuses_bad_judge_settings_and_records_no_job(broker, release, languages, args, message):
+    """Checked where the run is asked for (they used to fail each judge task on its worker): nothing recorded or sent."""
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=message):
+        call_command("score", "demo@t1", "--metrics", "gemba-mqm", "--judge-model", "m", "--no-wait", *args, stdout=open(os.devnull, "w"))
+    import redis as redis_lib
+
+    from scoring.queues import JUDGE_QUEUE
+
+    assert not ScoringJob.objects.exists() and redis_lib.Redis.from_url(broker).llen(JUDGE_QUEUE) == 0
