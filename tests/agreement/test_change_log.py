@@ -245,7 +245,7 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
     with django_capture_on_commit_callbacks(execute=True):
         services.submit_decision(anna, world.de[1].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
     state, html, read = page(client, admin)
-    assert state == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S}" in html and read == []
+    assert state == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}" in html and read == []
     broker.run_next()  # the refresh the submission queued
     state, _, read = page(client, admin)
     assert state == "fresh" and read == []

@@ -165,7 +165,7 @@ def test_after_a_change_the_last_report_is_shown_as_of_its_time(client, world, b
     assert queued["args"] == [project.pk] and datetime.fromisoformat(queued["eta"]) > timezone.now() + timedelta(seconds=refresh.delay_seconds() - 5)
 
     html = dashboard(client, admin)
-    assert state_of(html) == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S}; being updated" in html
+    assert state_of(html) == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}; being updated" in html
     assert shown_de_agreement(html) == f"{before['percent_agreement']:.3f}" and reloads_itself(html)
     assert len(broker.messages()) == 1  # the view found it queued
 
