@@ -2,7 +2,7 @@
 checkpoint loading and ``predict``: in float32 by default, as its Python API; ``dtype="float16"`` is what the
 ``comet-score`` CLI computes (it always runs ``model.half()``).
 
-``encode_once=True`` (COMET-22 and the other regression metrics) embeds each distinct sentence of a chunk once
+``encode_once=True`` (COMET-22, or another COMET regression checkpoint as its model) embeds each distinct sentence of a chunk once
 with the model's own ``get_sentence_embedding`` and runs its ``estimate`` per triplet. The encoder reads source,
 translation and reference separately there, and a release repeats each gold pair's source and reference in every
 pseudo translation of it (≈ 68 times in XQ-MEval), so the encoder runs ≈ 1 time per triplet instead of 3. The
