@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# fixtures shared by several folders' tests
+pytest_plugins = ["tests.support.db_faults"]
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("XQMEVAL_SHARED_DATA", REPO.parent / "shared" / "data" / "xqmeval"))
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"

@@ -26,6 +26,7 @@ from annotation.review import services
 from core.services import create_user
 from tests.conftest import need
 from tests.review.factories import make_candidate
+from tests.support.db_faults import wait_until
 
 TASK = "annotation.refresh_agreement"
 
@@ -275,30 +276,6 @@ def test_a_failed_prewarm_is_recorded(world, settings):
     with pytest.raises(CommandError, match="agreement of demo failed: .*confidence"):
         call_command("agreement", "demo", "--prewarm", stdout=io.StringIO(), stderr=io.StringIO())
     assert refresh.status(world.project.pk)["state"] == "failed"
-
-
-@pytest.fixture
-def lock_timeout(db):
-    """New connections to the test database give up waiting for a lock after 300 ms (an OperationalError)."""
-    need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
-    name = connection.settings_dict["NAME"]
-    with connection.cursor() as cursor:
-        cursor.execute(f'ALTER DATABASE "{name}" SET lock_timeout = 300')
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute(f'ALTER DATABASE "{name}" RESET lock_timeout')
-
-
-def wait_until(condition, what: str, timeout: float = 30.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.postgres

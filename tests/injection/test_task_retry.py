@@ -10,7 +10,8 @@ from django.db import connection
 
 from injection import services
 from injection.models import Candidate, InjectionRun
-from tests.conftest import need
+from tests.support.celery_queue import tasks_queued_to
+from tests.support.db_faults import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -18,44 +19,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(tra
 @pytest.fixture
 def broker(redis_url):
     """Celery on the Redis broker instead of in-process, with a queue of this test's own."""
-    from xqmeval.celery import app
-
-    def forget_connections() -> None:
-        # The app caches its connection and producer pools from the configuration it first saw.
-        app._pool = None
-        app.amqp._producer_pool = None
-
-    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
-    forget_connections()
-    app.conf.update(broker_url=redis_url, task_always_eager=False)
-    queue = f"llm-test-{uuid.uuid4().hex}"
-    try:
-        yield queue
-    finally:
-        forget_connections()
-        app.conf.update(saved)
-
-
-@pytest.fixture
-def lock_timeout(db):
-    """New connections to the test database give up waiting for a lock after 300 ms (an OperationalError)."""
-    need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
-    name = connection.settings_dict["NAME"]
-    with connection.cursor() as cursor:
-        cursor.execute(f'ALTER DATABASE "{name}" SET lock_timeout = 300')
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute(f'ALTER DATABASE "{name}" RESET lock_timeout')
-
-
-def wait_until(condition, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    with tasks_queued_to(redis_url):
+        yield f"llm-test-{uuid.uuid4().hex}"
 
 
 def test_a_lock_timeout_fails_the_attempt_and_the_worker_retries_the_run(segments, broker, lock_timeout):
