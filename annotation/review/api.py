@@ -75,7 +75,7 @@ class DecisionInSerializer(serializers.Serializer):
     candidate = id_field()
     decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=60)
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     round = id_field(required=False, allow_null=True)
     idempotency_key = serializers.CharField(max_length=64)
@@ -97,7 +97,7 @@ class DecisionSerializer(serializers.ModelSerializer):
 class SkipInSerializer(serializers.Serializer):
     candidate = id_field()
     reason = serializers.ChoiceField(choices=sorted(rules.reason_codes(rules.SKIP_REASONS)))
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
     round = id_field(required=False, allow_null=True)
     client_user = serializers.IntegerField(
         required=False, allow_null=True,
@@ -149,7 +149,7 @@ class RatingSerializer(serializers.ModelSerializer):
 class AdjudicationInSerializer(serializers.Serializer):
     candidate = id_field()
     decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
 
 
 LANG = OpenApiParameter("lang", str, description="one of your target languages (default: all of them)")

@@ -32,6 +32,7 @@ from core.services import ImportRejected, create_user, ensure_language
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
+MAX_COMMENT = 5000  # characters of a decision, skip or adjudication comment
 
 
 def lock_seconds() -> int:
@@ -111,6 +112,14 @@ def _clean_time(ms) -> int | None:
         raise Invalid("time_spent_ms must be an integer", "time_spent_ms") from None
     # Cap at a day: a tab left open overnight must not distort the medians.
     return max(0, min(ms, 86_400_000))
+
+
+def _clean_comment(comment) -> str:
+    """A comment of at most MAX_COMMENT characters (the API's serializers check the same limit)."""
+    comment = comment or ""
+    if len(comment) > MAX_COMMENT:
+        raise Invalid(f"comment must be at most {MAX_COMMENT} characters (got {len(comment)})", "comment")
+    return comment
 
 
 def _clean_key(key) -> str:
@@ -304,6 +313,7 @@ def submit_decision(
     if reason and (decision != "reject" or reason not in rules.reason_codes(rules.REJECT_REASONS)):
         raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
     time_spent_ms = _clean_time(time_spent_ms)
+    comment = _clean_comment(comment)
     try:
         with transaction.atomic():
             _serialize_writers()
@@ -411,6 +421,7 @@ def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_
     check_owner(user, client_user)
     if reason not in rules.reason_codes(rules.SKIP_REASONS):
         raise Invalid(f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason")
+    comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
         candidate = visible_candidate(user, candidate_id, lock=True)
@@ -431,10 +442,13 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
     access.require_admin(admin, error=Forbidden)
     if decision not in ReviewDecision.Decision.values:
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
+    comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
         candidate = visible_candidate(admin, candidate_id, lock=True)
         existing = ReviewDecision.objects.filter(candidate=candidate, source=ReviewDecision.Source.ADJUDICATION).first()
+        if existing and (existing.decision, existing.comment) == (decision, comment):
+            return existing  # the same decision again (a double click): nothing to change or record
         if existing:
             old = _decision_state(existing)
             existing.decision, existing.comment, existing.reviewer = decision, comment, admin
@@ -459,9 +473,10 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
         raise Invalid(f"unknown pool rule {rule!r}", "pool_rule")
     with transaction.atomic():
         old = project.pool_rule
-        project.pool_rule = rule
-        project.save(update_fields=["pool_rule"])
-        audit(admin, "project.pool_rule", project, {"pool_rule": old}, {"pool_rule": rule})
+        if rule != old:  # the same rule again re-derives the statuses below, and records nothing
+            project.pool_rule = rule
+            project.save(update_fields=["pool_rule"])
+            audit(admin, "project.pool_rule", project, {"pool_rule": old}, {"pool_rule": rule})
         changed = 0
         reviewed = Candidate.objects.filter(segment__project=project, decisions__isnull=False).distinct()
         for candidate in reviewed.select_related("segment__project"):
@@ -486,6 +501,10 @@ def open_round(admin, project: Project, *, sample_size: int, seed: int, language
         segment__project=project, status__in=[Candidate.Status.ACCEPTED, Candidate.Status.REJECTED]
     )
     if languages:
+        targets = set(project.directions.values_list("target__code", flat=True))
+        unknown = [code for code in languages if code not in targets]
+        if unknown:  # a typo would otherwise read as "nothing to sample"
+            raise Invalid(f"languages: {', '.join(map(repr, unknown))} is not a target language of {project.name}", "languages")
         population = population.filter(segment__direction__target__code__in=languages)
     ids = list(population.values_list("id", flat=True))
     if not ids:
@@ -676,8 +695,9 @@ def assign_languages(admin, user, codes: list[str]) -> None:
             languages = [ensure_language(c) for c in codes]
         except (KeyError, ValueError) as exc:
             raise Invalid(f"unknown language code: {exc}", "languages") from None
-        profile.languages.set(languages)
-        audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
+        if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
+            profile.languages.set(languages)
+            audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
 
 
 def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
@@ -705,7 +725,7 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
         except ValidationError:
             raise Invalid("email: enter a valid email address", "email") from None
     if get_user_model().objects.filter(username=username).exists():
-        raise Conflict(f"user {username!r} already exists", "username")
+        raise Conflict(f"username {username!r} is taken: that user already exists", "username")
     with transaction.atomic():
         try:
             user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)

@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
@@ -157,6 +157,9 @@ def rate(request, pk):
     if request.method == "POST":
         scores = {name: request.POST.get(name) for name in rules.DIMENSION_NAMES}
         try:
+            repeated = [name for name in rules.DIMENSION_NAMES if len(request.POST.getlist(name)) > 1]
+            if repeated:  # two scores for one dimension: which one the rater meant is unknown
+                raise services.Invalid(f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0])
             services.submit_rating(request.user, item.pk, scores, idempotency_key=request.POST.get("idempotency_key", ""),
                                    time_spent_ms=request.POST.get("time_spent_ms"), client_user=request.POST.get("client_user"))
         except services.ReviewError as exc:
@@ -191,11 +194,16 @@ def manage(request, project):
                                           seed=int(request.POST.get("seed") or 0), languages=langs or None)
                 messages.success(request, f"Round {rnd.number} opened on {rnd.candidates.count()} candidates.")
             elif request.POST.get("action") == "close_round":
-                services.close_round(request.user, get_object_or_404(ReviewRound, pk=id_param(request.POST.get("round")) or 0, project=project))
+                rnd = ReviewRound.objects.filter(pk=id_param(request.POST.get("round")) or 0, project=project).first()
+                if rnd is None:  # deleted meanwhile, or never of this project: say so on the page
+                    raise services.NotFound(f"round: no round {request.POST.get('round', '')!r} in {project.name}", "round")
+                services.close_round(request.user, rnd)
                 messages.success(request, "Round closed.")
             elif request.POST.get("action") == "pool_rule":
                 changed = services.set_pool_rule(request.user, project, request.POST.get("pool_rule", ""))
                 messages.success(request, f"Pool rule set; {changed} candidate status(es) changed.")
+            else:
+                raise services.Invalid(f"action: unknown action {request.POST.get('action', '')!r}", "action")
         except ValueError:
             messages.error(request, "sample size and seed must be integers")
         except services.ReviewError as exc:
@@ -240,15 +248,20 @@ def annotators(request):
     if request.method == "POST":
         codes = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
         try:
-            if request.POST.get("action") == "invite":
+            action = request.POST.get("action")
+            if action == "invite":
                 user, uid, token = services.invite_annotator(request.user, request.POST.get("username", ""),
                                                              email=request.POST.get("email", ""), languages=codes)
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
                 messages.success(request, f"Annotator {user.username} created. Send them the link below to set a password.")
-            else:
-                user = get_object_or_404(User, pk=id_param(request.POST.get("user")) or 0)
+            elif action == "assign":
+                user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
+                if user is None:  # deleted meanwhile: say so on the page
+                    raise services.NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
                 services.assign_languages(request.user, user, codes)
                 messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
+            else:
+                raise services.Invalid(f"action: unknown action {action!r}", "action")
         except services.ReviewError as exc:
             messages.error(request, exc.message)
         if invite_link is None:

@@ -83,8 +83,8 @@ def test_admin_forms_with_out_of_range_integers_answer_a_message(admin_client, p
                  {"action": "close_round", "round": HUGE}, {"action": "close_round", "round": "abc"}):
         response = admin_client.post(manage, form)
         assert response.status_code in (302, 404), (form, response.status_code)
-    response = admin_client.post("/review/annotators/", {"action": "languages", "user": "abc", "languages": "de"})
-    assert response.status_code == 404
+    response = admin_client.post("/review/annotators/", {"action": "assign", "user": "abc", "languages": "de"}, follow=True)
+    assert "user: no account 'abc'" in [str(m) for m in response.context["messages"]]
 
 
 @pytest.mark.parametrize("username", ["$\\mathrm{x}$", "anna bell", "a" * 151, "<script>"])

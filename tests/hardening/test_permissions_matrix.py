@@ -107,7 +107,7 @@ ROWS = [
     Row("review:mine", "get", _u("review:mine"), "OOO"),
     Row("review:annotators", "get", _u("review:annotators"), "DDO"),
     Row("review:annotators", "post", _u("review:annotators"), "DDO", writes=True,
-        body=lambda w: {"user": w.users["own"].pk, "languages": "de zh"}),  # an annotator giving themselves a language
+        body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),  # an annotator giving themselves a language
     Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOO", kind=PUBLIC),
     Row("review:next", "get", _u("review:next", P), "DOO"),
     Row("review:candidate", "get", _u("review:candidate", P, CAND), "DOO"),
