@@ -22,6 +22,7 @@ from annotation.agreement.domain import plots, tables
 from annotation.review import gold
 from core import access, selectors
 from core.domain.plotting import empty as empty_plot
+from core.domain.params import MAX_ID
 from core.models import Project
 from core.svg_cache import cached_svg
 
@@ -98,6 +99,15 @@ def dashboard(request, project: str):
     })
 
 
+def _form_number(request, name: str, kind: type, default: str = ""):
+    """A number from the form, or a ValueError naming the field."""
+    text = request.POST.get(name, "").strip() or default
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request, project: str):
@@ -106,8 +116,10 @@ def annotators(request, project: str):
         raise PermissionDenied("annotator quality is for admins")
     if request.method == "POST":
         try:
-            rate = float(request.POST.get("rate", ""))
-            seed = int(request.POST.get("seed", "0") or 0)
+            rate = _form_number(request, "rate", float)
+            seed = _form_number(request, "seed", int, default="0")
+            if not -MAX_ID - 1 <= seed <= MAX_ID:
+                raise ValueError("seed must fit in 64 bits")
             result = gold.plant_gold(project_obj, rate, seed=seed, created_by=request.user)
         except ValueError as exc:
             messages.error(request, f"Nothing planted: {exc}")
