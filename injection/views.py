@@ -103,6 +103,9 @@ def run_retry(request, pk: int):
     access.require_admin(request.user, message=ADMINS_ONLY)
     run = get_object_or_404(InjectionRun, pk=pk)
     item = request.POST.get("item")
+    if item and not run.items.filter(pk=id_param(item) or 0).exists():  # else every failed item would be retried
+        messages.error(request, f"item: no item {item!r} in run {run.name}")
+        return redirect("injection:run", pk=pk)
     with transaction.atomic():
         if request.POST.get("resume"):
             services.resume(run)
