@@ -139,7 +139,7 @@ def validate_release_request(version: str, formats) -> None:
         raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_', '+', '-' (at most 40, e.g. 1.0.0)")
     unknown = set(formats) - set(release_files.EXTRA_FORMATS)
     if unknown:
-        raise ReleaseError(f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(release_files.EXTRA_FORMATS)}")
+        raise ReleaseError(f"formats: unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(release_files.EXTRA_FORMATS)}")
 
 
 def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
@@ -393,10 +393,9 @@ class _SystemStore:
         PseudoSystem.objects.filter(release=self.release).delete()
 
 
-def check_release_request(*, project: Project, version: str, push_repo: str = "") -> None:
+def check_release_request(*, project: Project, version: str, push_repo: str = "", formats=()) -> None:
     """Refuse a release request from the UI that cannot be carried out, before anything is queued."""
-    if not VERSION_RE.match(version or ""):
-        raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_', '+', '-' (at most 40, e.g. 1.0.0)")
+    validate_release_request(version, formats)
     if push_repo and not HUB_REPO_RE.match(push_repo):
         raise ReleaseError(f"Hub repo {push_repo!r}: expected 'namespace/name'")
 
@@ -407,6 +406,8 @@ def prepare_push(*, release: Release, repo_id: str) -> None:
         raise ReleaseError(f"Hub repo {repo_id!r}: expected 'namespace/name'")
     if release.status != Release.Status.READY:
         raise ReleaseError(f"{release} is not ready (status {release.status})")
+    if release.push_status == "pushing":  # a double click: the first push is queued or running
+        raise ReleaseError(f"{release} is already being pushed to {release.hub_repo}")
     _release_progress(release, hub_repo=repo_id, push_status="pushing", stage="push queued", progress=0)
 
 
