@@ -89,7 +89,8 @@ def start_scoring(
                     link_error=collect,
                 )
 
-        transaction.on_commit(send)
+        if to_send:  # a repeated request (a double click) leaves the queued jobs alone and enqueues nothing
+            transaction.on_commit(send)
     return jobs
 
 

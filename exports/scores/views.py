@@ -2,6 +2,8 @@
 selectors and tasks. Pages only read: finished jobs are ingested by the ``collect_scores`` task."""
 from __future__ import annotations
 
+from argparse import ArgumentTypeError
+
 from celery import current_app
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -11,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core.access import allowed_languages, is_admin, require_admin
+from core.domain.params import positive_number
 from core.http import redirect_next
 from core.svg_cache import cached_svg
 from exports.models import Release
@@ -84,9 +87,9 @@ def start(request, release_id: int):
     options = {}
     if any(judge.values()):  # LLM judges: endpoint, model, budget (the workers on queue 'judge' use them)
         try:
-            max_usd = float(judge["max_usd"]) if judge["max_usd"] else None
-        except ValueError:
-            messages.error(request, f"budget {judge['max_usd']!r} is not a number of US dollars")
+            max_usd = positive_number(judge["max_usd"]) if judge["max_usd"] else None
+        except ArgumentTypeError as exc:  # NaN, inf, negative: a budget no worker could keep to
+            messages.error(request, f"budget {judge['max_usd']!r}: {exc} (US dollars)")
             return redirect("scores:release", release_id=release.pk)
         options["judge"] = {k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v}
     # Per-metric switches the registry offers (e.g. COMET-22's encode_once), named option:<metric>:<option>.
