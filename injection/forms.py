@@ -1,6 +1,8 @@
 """The start-a-run form of the admin UI."""
 from __future__ import annotations
 
+import uuid
+
 from django import forms
 
 from core.models import Direction, Project
@@ -35,6 +37,8 @@ class StartRunForm(forms.Form):
     seed = forms.IntegerField(initial=42, min_value=-(2**63), max_value=2**63 - 1)
     temperature = forms.FloatField(initial=0.5, min_value=0, max_value=2)
     name = forms.SlugField(required=False, max_length=200)
+    # one key per rendered form: sent twice (a double click, a resubmitted page), it plans one run
+    submission = forms.CharField(required=False, widget=forms.HiddenInput)
     engine_options = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text="vllm backend only: arguments of vllm.LLM, one NAME=VALUE per line (e.g. gpu_memory_utilization=0.5)",
@@ -49,6 +53,10 @@ class StartRunForm(forms.Form):
             self.fields["directions"].queryset = project.directions.all()
         self.fields["backend"].choices = [(name, name) for name in sorted(BACKENDS)]
         self.fields["backend"].initial = "rule"
+        self.fields["submission"].initial = uuid.uuid4().hex
+
+    def clean_submission(self) -> str:
+        return self.cleaned_data["submission"][:64]  # a hidden field has no place to show an error: never one
 
     def clean_engine_options(self) -> dict:
         from injection.backends.vllm_engine import parse_engine_options

@@ -67,6 +67,16 @@ class RunSpec:
     engine_options: dict = field(default_factory=dict)  # keyword arguments of vllm.LLM (vllm backend only)
     prompt_files: list[str] = field(default_factory=list)  # NAME=PATH: a user's perturbation prompt files
     created_by: object = None
+    submission: str = ""  # the start form's one-time key: the same form sent twice (a double click) plans one run
+
+
+def submitted_run(project: Project, submission: str) -> InjectionRun | None:
+    """The run a start form with this key already planned, if any. Call it inside the transaction that plans
+    the run: it locks the project's row, so a second request with the same key waits and then finds the run."""
+    if not submission:
+        return None
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    return InjectionRun.objects.filter(project=project, parameters__submission=submission).first()
 
 
 def project_types(project: Project, kind: str) -> list[str]:
@@ -140,6 +150,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
                 "retry_base_delay": spec.retry_base_delay, "timeout": spec.timeout, "poll_interval": spec.poll_interval,
                 **({"engine_options": spec.engine_options} if spec.engine_options else {}),
                 **({"prompt_files": prompt_files} if prompt_files else {}),
+                **({"submission": spec.submission} if spec.submission else {}),
             },
             created_by=spec.created_by,
         )

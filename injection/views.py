@@ -47,14 +47,20 @@ def runs(request):
             directions=[d.code for d in data["directions"]], error_types=list(data["error_types"]), name=data["name"],
             model=data["model"], base_url=data["base_url"], concurrency=data["concurrency"], rpm=data["rpm"],
             seed=data["seed"], temperature=data["temperature"], engine_options=data["engine_options"], created_by=request.user,
+            submission=data["submission"],
         )
         try:
             with transaction.atomic():
-                run = services.plan_run(spec)
-                tasks.enqueue(run=run)
+                earlier = services.submitted_run(data["project"], data["submission"])
+                if earlier is None:
+                    run = services.plan_run(spec)
+                    tasks.enqueue(run=run)
         except services.RunRejected as exc:
             form.add_error(None, str(exc))
         else:
+            if earlier is not None:  # the same form again: show the run it started
+                messages.info(request, f"Run {earlier.name} was already started from this form.")
+                return redirect("injection:run", pk=earlier.pk)
             _tell_run_outcome(request, run, f"Run {run.name} started: {run.total} item(s).")
             return redirect("injection:run", pk=run.pk)
     recent = InjectionRun.objects.select_related("project").all()

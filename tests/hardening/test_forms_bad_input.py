@@ -98,7 +98,8 @@ FORMS = {
                                 lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"}),
     "agreement:gold": Form(lambda w: reverse("agreement:annotators", args=[w.project.name]), lambda w: {"rate": "0.5", "seed": "1"}),
     "injection:runs": Form(lambda w: reverse("injection:runs"), lambda w: {
-        "project": w.project.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": "8", "seed": "42", "temperature": "0.5"}),
+        "project": w.project.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": "8", "seed": "42", "temperature": "0.5",
+        "submission": "d4c1e6f0a9b84c2b8f0e3a7d5c9b1e2f"}),
     "injection:run_retry": Form(lambda w: reverse("injection:run_retry", args=[w.run.pk]), lambda w: {}),
     "benchmarks:release": Form(lambda w: reverse("benchmarks:release", args=[w.project.name]), lambda w: {"version": "2.0.0", "formats": ["jsonl"]}),
     "benchmarks:push": Form(lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]), lambda w: {"repo_id": "lab/bench"}),
@@ -298,10 +299,8 @@ def test_the_valid_body_is_accepted(form, world, settings, django_capture_on_com
 
 
 # A release of an existing version is written again (versions regenerate, byte-identical), so a second one is queued.
-# A second injection run from the same form is planned as another run: the form carries no idempotency key (reported).
-DOUBLE_SUBMITS = [pytest.param(form, marks=pytest.mark.xfail(strict=True, reason="no idempotency key on the start-a-run form"))
-                  if form == "injection:runs" else form
-                  for form in sorted(set(FORMS) - {"projects:xqmeval", "login", "invite:password", "injection:run_retry", "benchmarks:release"})]
+# The start-a-run form carries a one-time key (``submission``): sent twice, it plans one run.
+DOUBLE_SUBMITS = sorted(set(FORMS) - {"projects:xqmeval", "login", "invite:password", "injection:run_retry", "benchmarks:release"})
 
 
 @pytest.mark.parametrize("form", DOUBLE_SUBMITS)

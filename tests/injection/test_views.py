@@ -35,6 +35,27 @@ def test_admin_starts_a_run_and_watches_it(client, admin_user, segments, django_
     assert progress["done"] == 12 and progress["percent"] == 100.0
 
 
+def test_the_start_form_sent_twice_plans_one_run(client, admin_user, segments, django_capture_on_commit_callbacks):
+    """Each rendered form carries its own key; the same form sent again (a double click) shows the run it started."""
+    import re
+
+    client.force_login(admin_user)
+    keys = [re.search(r'name="submission" value="([0-9a-f]{32})"', client.get(reverse("injection:runs")).content.decode()).group(1) for _ in range(2)]
+    assert keys[0] != keys[1]
+    body = {"project": segments[0].project_id, "directions": ["en-de"], "kind": "mqm", "error_types": ["Omission"], "backend": "rule",
+            "concurrency": 4, "seed": 7, "temperature": 0.5, "submission": keys[0]}
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.post(reverse("injection:runs"), body)
+    with django_capture_on_commit_callbacks() as enqueued:
+        again = client.post(reverse("injection:runs"), body, follow=True)
+    run = InjectionRun.objects.get()
+    assert first.url == reverse("injection:run", args=[run.pk]) and again.redirect_chain[-1][0] == first.url and not enqueued
+    assert f"Run {run.name} was already started from this form." in again.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):  # another rendering of the form is another run
+        client.post(reverse("injection:runs"), {**body, "submission": keys[1]})
+    assert InjectionRun.objects.count() == 2
+
+
 def test_invalid_run_is_rejected_with_a_clear_error_and_nothing_written(client, admin_user, segments):
     client.force_login(admin_user)
     response = client.post(reverse("injection:runs"), {
