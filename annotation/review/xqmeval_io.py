@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.corpus.domain import byte_order_mark_problem, text_cell, type_name
+from core.corpus.domain import blank, byte_order_mark_problem, text_cell, type_name
 from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
@@ -163,7 +163,7 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
             problems = []
             for col in CANDIDATE_COLUMNS:
                 value = row[col]
-                if value is None or (isinstance(value, str) and not value.strip()):
+                if value is None or (isinstance(value, str) and blank(value)):
                     problems.append(f"empty {col!r}")
                 elif col in INTEGER_COLUMNS:
                     if not (isinstance(value, int) and not isinstance(value, bool)) and not (isinstance(value, str) and value.strip().isdigit()):

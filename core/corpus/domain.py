@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,15 @@ def character_problem(text: str) -> str:
     return ""
 
 
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: whitespace and invisible format characters only (a zero-width space,
+    a byte order mark, bidirectional marks) are an empty cell too."""
+    return not any(unicodedata.category(c) not in _INVISIBLE for c in text.strip())
+
+
+_INVISIBLE = {"Zs", "Zl", "Zp", "Cc", "Cf"}
+
+
 def text_cell(value: Any, *, integer_ok: bool = False) -> tuple[str, str]:
     """A cell as text, or a problem: JSONL/parquet values that are not strings are never stringified
     (``["a"]``, ``{"x": 1}``, ``true``, ``1.5`` would become text no one wrote), and text with characters
@@ -274,7 +284,7 @@ def validate_records(
                 continue
             if role != "id":
                 value = value.strip()
-            if not value.strip():
+            if blank(value):
                 errors.append(f"{location}: empty {col!r}")
                 continue
             problem = bidi.spanning_problem(value)

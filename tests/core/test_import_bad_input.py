@@ -55,6 +55,8 @@ BAD_CORPORA = [
      ["c.jsonl line 1", "key 'reference' appears twice"]),
     ("UTF-16", "c.tsv", (HEADER + b"1\tHello\tHallo\n").decode().encode("utf-16"), ["c.tsv", "UTF-16", "UTF-8"]),
     ("latin-1 on line 3", "c.tsv", HEADER + b"1\tHello\tHallo\n2\tCoffee\tCaf\xe9\n", ["c.tsv line 3", "not valid UTF-8"]),
+    # nothing visible: zero-width spaces, a byte order mark, bidirectional marks are an empty cell
+    ("invisible characters only", "c.tsv", HEADER + "1\tHello\t\u200b\ufeff\u200e \n".encode(), ["c.tsv line 2", "empty 'reference'"]),
 ]
 
 
@@ -123,6 +125,7 @@ BAD_CANDIDATES = [
     ("segment_id longer than a bigint", {"segment_id": "9" * 250}, ["en-de-Addition.parquet row 1", "'segment_id'"]),
     ("count_id longer than a bigint", {"count_id": "9" * 150}, ["en-de-Addition.parquet row 1", "'count_id'"]),
     ("negative count_id", {"count_id": -5}, ["en-de-Addition.parquet row 1", "'count_id'"]),
+    ("zero-width spaces only in mt", {"mt": "\u200b\u200b"}, ["en-de-Addition.parquet row 1", "empty 'mt'"]),
 ]
 
 
