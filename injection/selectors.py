@@ -110,6 +110,16 @@ def run_progress(run: InjectionRun) -> dict:
     }
 
 
+def stalled_since(run: InjectionRun):
+    """When the lease of a run still marked running lapsed (its worker died, or could not even record its
+    failure), else None: nothing works on it, and the page offers to resume it."""
+    from django.utils import timezone
+
+    if run.status == InjectionRun.Status.RUNNING and run.lease_expires_at is not None and run.lease_expires_at <= timezone.now():
+        return run.lease_expires_at
+    return None
+
+
 def failed_items(run: InjectionRun, limit: int = 200) -> QuerySet[InjectionItem]:
     return run.items.filter(status=InjectionItem.Status.FAILED).select_related("segment__direction").order_by("id")[:limit]
 

@@ -81,6 +81,7 @@ def run_detail(request, pk: int):
         "reasons": selectors.failure_reasons(run),
         "flags": selectors.flag_counts(candidates, project_id=run.project_id),
         "live": run.status in (InjectionRun.Status.PENDING, InjectionRun.Status.RUNNING),
+        "stalled": selectors.stalled_since(run),
     })
 
 

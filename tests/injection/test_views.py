@@ -56,6 +56,25 @@ def test_the_start_form_sent_twice_plans_one_run(client, admin_user, segments, d
     assert InjectionRun.objects.count() == 2
 
 
+def test_a_run_whose_worker_is_gone_says_so_and_resumes(client, admin_user, segments, django_capture_on_commit_callbacks):
+    """Marked running, its lease lapsed: nobody works on it, and the page says so and offers to resume it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run = services.plan_run(services.RunSpec(project=segments[0].project, kind="mqm", directions=["en-de"], error_types=["Omission"]))
+    client.force_login(admin_user)
+    InjectionRun.objects.filter(pk=run.pk).update(status="running", lease_owner="gone@host", lease_expires_at=timezone.now() + timedelta(minutes=5))
+    assert 'id="run-stalled"' not in client.get(reverse("injection:run", args=[run.pk])).content.decode()  # a live lease: working
+    InjectionRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(minutes=1))
+    page = client.get(reverse("injection:run", args=[run.pk])).content.decode()
+    assert 'id="run-stalled"' in page and "No worker has held this run since" in page and f"Resume {run.total} pending" in page
+    with django_capture_on_commit_callbacks(execute=True):  # no broker: the resumed run goes through in the request
+        client.post(reverse("injection:run_retry", args=[run.pk]), {"resume": "1"})
+    run.refresh_from_db()
+    assert run.status == "done" and run.done == run.total and run.lease_owner != "gone@host"
+
+
 def test_invalid_run_is_rejected_with_a_clear_error_and_nothing_written(client, admin_user, segments):
     client.force_login(admin_user)
     response = client.post(reverse("injection:runs"), {
