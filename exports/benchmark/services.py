@@ -388,6 +388,21 @@ def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool 
     return entry
 
 
+def record_direction_retry(build: BenchmarkBuild, direction_code: str, reason: str) -> None:
+    """A direction whose merge hit a transient fault and is tried again: it says so, and the build is running
+    again (not failed) unless another direction failed for good."""
+    with transaction.atomic():
+        row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
+        row.directions = {**(row.directions or {}), direction_code: {**(row.directions or {}).get(direction_code, {}), "status": "retrying", "error": reason}}
+        failed = [f"{code}: {entry.get('error', '')}" for code, entry in row.directions.items() if entry.get("status") == "failed"]
+        if failed:
+            row.status, row.error = BenchmarkBuild.Status.FAILED, failed[0]
+        else:
+            row.status, row.error, row.finished_at = BenchmarkBuild.Status.RUNNING, "", None
+        row.save(update_fields=["directions", "status", "error", "finished_at"])
+    _copy(row, build)
+
+
 def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
     """Close a build whose directions are all merged (the chord's last task): planner statistics for the
     rows just written (the release reads them next), counts per direction and level."""

@@ -325,6 +325,17 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     return release
 
 
+def record_direction_retry(job: ReleaseJob, direction: str, reason: str) -> None:
+    """A direction whose staging hit a transient fault and is tried again: it says so, and the release is
+    being built again (not failed) unless another direction failed for good."""
+    with transaction.atomic():
+        row = Release.objects.select_for_update().get(pk=job.release_id)
+        row.directions = {**(row.directions or {}), direction: {**(row.directions or {}).get(direction, {}), "status": "retrying", "error": reason}}
+        failed = [f"{code}: {entry.get('error', '')}" for code, entry in row.directions.items() if entry.get("status") == "failed"]
+        row.status, row.error = (Release.Status.FAILED, failed[0]) if failed else (Release.Status.BUILDING, "")
+        row.save(update_fields=["directions", "status", "error"])
+
+
 def _record_direction(release: Release, direction: str, entry: dict, *, total: int, failure: str = "") -> None:
     """Set one direction's entry (the release row is locked: directions on other workers record theirs too)."""
     with transaction.atomic():

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from celery import chord, group, shared_task
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from core.models import Project
-from exports.benchmark.tasks import RETRY
+from exports.benchmark.tasks import DIRECTION_RETRIES, RETRY, retry_database_fault
 from exports.models import Release
 from exports.release import services
 
@@ -40,9 +40,13 @@ def create_release_task(project_id: int, version: str, formats: list[str] | None
     return {"release": release.pk, "status": release.status, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
 
 
-@shared_task(name="exports.release_direction", **RETRY)
-def release_direction_task(job: dict, direction: str) -> dict:
-    return {"direction": direction, **services.run_release_direction(services.ReleaseJob.from_dict(job), direction)}
+@shared_task(name="exports.release_direction", bind=True, max_retries=DIRECTION_RETRIES)
+def release_direction_task(self, job: dict, direction: str) -> dict:
+    release_job = services.ReleaseJob.from_dict(job)
+    try:
+        return {"direction": direction, **services.run_release_direction(release_job, direction)}
+    except OperationalError as exc:
+        retry_database_fault(self, exc, lambda reason: services.record_direction_retry(release_job, direction, reason))
 
 
 @shared_task(name="exports.finish_release", **RETRY)

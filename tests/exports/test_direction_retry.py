@@ -1,0 +1,77 @@
+"""A build's or a release's direction that hits a transient database fault is retried on the worker, and
+meanwhile says so: 'retrying' with the reason, the build running (not failed) unless another direction
+failed for good."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import connection
+
+from exports.benchmark import services as build_services
+from exports.models import BenchmarkBuild, PseudoTranslation, Release
+from exports.release import services as release_services
+from tests.support.celery_queue import tasks_queued_to
+from tests.support.db_faults import wait_until
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def broker(redis_url):
+    """Celery on the Redis broker instead of in-process, with a queue of this test's own."""
+    with tasks_queued_to(redis_url):
+        yield f"build-test-{uuid.uuid4().hex}"
+
+
+def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded, broker, lock_timeout):
+    import psycopg
+    from celery.contrib.testing.worker import start_worker
+
+    from exports.benchmark.tasks import build_direction_task
+    from xqmeval.celery import app
+
+    build = BenchmarkBuild.objects.create(project=seeded)
+    build_services.begin_build(build)
+    d = connection.settings_dict
+    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
+
+    def entry() -> dict:
+        return BenchmarkBuild.objects.get(pk=build.pk).directions["en-de"]
+
+    try:
+        # Another session holds the pseudo translations: the direction's merge cannot write them.
+        holder.execute("LOCK TABLE exports_pseudotranslation IN ACCESS EXCLUSIVE MODE")
+        with start_worker(app, pool="solo", perform_ping_check=False, queues=[broker], loglevel="WARNING", shutdown_timeout=30):
+            build_direction_task.apply_async((build.pk, "en-de"), queue=broker)
+            wait_until(lambda: entry()["status"] == "retrying", "the direction to say it is retrying")
+            shown = BenchmarkBuild.objects.get(pk=build.pk)
+            assert shown.status == "running" and shown.error == "" and "lock timeout" in entry()["error"] and "retry 1 of 3" in entry()["error"]
+            holder.rollback()  # the lock goes; the retry (due within 2 s) merges the direction
+            wait_until(lambda: entry()["status"] == "done", "the retried direction", timeout=60)
+        assert PseudoTranslation.objects.filter(segment__direction__code="en-de").count() == entry()["pseudo_created"] > 0
+    finally:
+        holder.close()
+
+
+def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):
+    build = BenchmarkBuild.objects.create(project=seeded)
+    build_services.begin_build(build)
+    BenchmarkBuild.objects.filter(pk=build.pk).update(
+        status="failed", error="en-zh: ValueError: bad span",
+        directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}, "en-zh": {"status": "failed", "error": "ValueError: bad span"}},
+    )
+    build_services.record_direction_retry(build, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)")
+    shown = BenchmarkBuild.objects.get(pk=build.pk)
+    assert shown.directions["en-de"]["status"] == "retrying" and (shown.status, shown.error) == ("failed", "en-zh: ValueError: bad span")
+
+
+def test_a_release_direction_retry_is_recorded_the_same_way(seeded, settings, tmp_path):
+    settings.RELEASES_DIR = tmp_path / "releases"
+    build_services.build_benchmark(seeded)
+    job = release_services.begin_release(seeded, "1.0.0")
+    Release.objects.filter(pk=job.release_id).update(status="failed", error="en-de: OperationalError: lock timeout",
+                                                    directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}})
+    release_services.record_direction_retry(job, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)")
+    shown = Release.objects.get(pk=job.release_id)
+    assert (shown.status, shown.error) == ("building", "") and shown.directions["en-de"]["status"] == "retrying"
