@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 
 from injection import services
 from injection.models import InjectionRun
@@ -28,7 +28,10 @@ def execute_run_task(self, run_id: int) -> dict:
         if self.request.is_eager or self.request.retries >= self.max_retries:
             raise
         countdown = get_exponential_backoff_interval(factor=2, retries=self.request.retries, maximum=120, full_jitter=True)
-        services.record_retry(run_id, exc, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
+        try:
+            services.record_retry(run_id, exc, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
+        except DatabaseError:
+            pass  # the database is still away: the run shows the failure until the retry records its outcome
         raise self.retry(exc=exc, countdown=countdown)
     return {"run": run.pk, "status": run.status, "done": run.done, "failed": run.failed, "total": run.total}
 
