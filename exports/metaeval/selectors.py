@@ -61,10 +61,16 @@ class _Oriented(Mapping):
         return len(self.raw)
 
 
-def release_meta_evaluation(release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b") -> dict:
+META_EVALUATION_STEPS = ("scores read", "triplet-level τ", "monolingual systems", "multilingual systems")
+
+
+def release_meta_evaluation(release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b",
+                            progress=None) -> dict:
     """Triplet-level τ per direction, monolingual system-level τ per direction (mean over repetitions),
     cross-lingual CV per level, and the multilingual study (plain averaging vs LGN, paired t-test) when every
-    direction of the release is visible and scored."""
+    direction of the release is visible and scored. ``progress(step)`` is called as each of
+    ``META_EVALUATION_STEPS`` ends (the command's progress bar)."""
+    step = progress or (lambda name: None)
     if variant not in metaeval.TAU_STATISTICS:
         raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_STATISTICS)}")
     better, sign = _orientation(metric)
@@ -82,12 +88,14 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
     if not raw:
         raise MetaEvaluationError(f"release {release}: no {metric} scores")
     oriented = _Oriented(raw, sign)
+    step(META_EVALUATION_STEPS[0])
     result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
     for direction, (metric_scores, human) in sorted(per_direction.items()):
         tau = metaeval.tau_statistic(metric_scores, human, variant)
         result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
     scored = set(per_direction)
     del per_direction  # every score is in ``raw``; the per-direction copies were for the triplet-level τ
+    step(META_EVALUATION_STEPS[1])
 
     visible = scored if directions is not None else None
     mono = [s for s in _systems(release, PseudoSystem.Kind.MONOLINGUAL, visible) if all(t in raw for t in s.triplet_ids)]
@@ -103,6 +111,7 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             cv = metaeval.coefficient_of_variation(list(per_dir.values())) if len(per_dir) >= 2 else None
             result["cv"].append({"level": level, "cv": cv, "directions": len(per_dir), "std": "sample"})
 
+    step(META_EVALUATION_STEPS[2])
     all_directions = scored_directions(release)
     multi: list[metaeval.SystemMeans] = []
     if mono and visible in (None, all_directions):
@@ -118,6 +127,7 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             lgn = metaeval.lgn_from_systems(mono, oriented)
         except ValueError as exc:  # a direction whose systems all score the same: LGN is undefined
             result["multilingual_error"] = str(exc)
+            step(META_EVALUATION_STEPS[3])
             return result
         study = metaeval.multilingual_study_of_means(multi, lgn, variant)
         result["multilingual"] = {
@@ -128,6 +138,7 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
             "p": study.test.pvalue if study.test else None,
             "note": "" if study.test else "difference constant over repetitions (or a single repetition): no t-test",
         }
+    step(META_EVALUATION_STEPS[3])
     return result
 
 

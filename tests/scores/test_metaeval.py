@@ -77,6 +77,19 @@ def test_command_prints_the_same_numbers(scored):
     assert "multilingual systems: τ plain" in text.getvalue() and "cross-lingual CV" in text.getvalue()
 
 
+def test_command_shows_each_step_in_a_progress_bar_on_stderr(scored, capsys):
+    from exports.metaeval.selectors import META_EVALUATION_STEPS
+
+    steps = []
+    release_meta_evaluation(scored, "chrF++", progress=steps.append)
+    assert steps == list(META_EVALUATION_STEPS)  # every step, once, in order
+    out = io.StringIO()
+    call_command("metaeval", "demo@1.0.0", "--metrics", "chrF++,MetricX-23", "--format", "json", stdout=out)
+    assert len(json.loads(out.getvalue())) == 2  # stdout holds the JSON alone
+    bar = capsys.readouterr().err
+    assert "meta-evaluation" in bar and "8/8" in bar and "MetricX-23: multilingual systems" in bar
+
+
 def test_command_errors_are_clear(scored):
     from django.core.management import CommandError
 

@@ -6,11 +6,12 @@ threshold under which two scores count as tied is chosen exactly, per direction,
 import json
 
 from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
 
 from exports.metaeval.domain import TAU_STATISTICS
 
 from exports.management.commands.score import find_release, names
-from exports.metaeval.selectors import MetaEvaluationError, release_meta_evaluation
+from exports.metaeval.selectors import META_EVALUATION_STEPS, MetaEvaluationError, release_meta_evaluation
 
 
 class Command(BaseCommand):
@@ -27,12 +28,21 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         release = find_release(opts["release"])
+        metrics = names(opts["metrics"], "--metrics")
         results = []
-        for metric in names(opts["metrics"], "--metrics"):
-            try:
-                results.append(release_meta_evaluation(release, metric, variant=opts["variant"]))
-            except (MetaEvaluationError, ValueError) as exc:
-                raise CommandError(str(exc)) from None
+        # tqdm writes to stderr: --format json keeps stdout for the JSON alone
+        bar = tqdm(total=len(metrics) * len(META_EVALUATION_STEPS), desc="meta-evaluation", unit="step", disable=opts["verbosity"] == 0)
+        try:
+            for metric in metrics:
+                def advance(step: str, metric=metric) -> None:
+                    bar.set_postfix_str(f"{metric}: {step}")
+                    bar.update(1)
+
+                results.append(release_meta_evaluation(release, metric, variant=opts["variant"], progress=advance))
+        except (MetaEvaluationError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
         if opts["format"] == "json":
             self.stdout.write(json.dumps(results, indent=2, ensure_ascii=False))
             return
