@@ -148,7 +148,7 @@ def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
     project = release.project
     plan = SamplingPlan.from_dict(release.manifest["sampling_plan"])
     out_dir = Path(out_dir) if out_dir else default_out_dir(project, release.version)
-    release_files.check_out_dir(out_dir)
+    release_files.check_out_dir(out_dir, name=project.name, version=release.version)
     try:
         content = release_content(project, release.version, plan, progress)
         manifest = release_files.write_release(content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash)
@@ -225,7 +225,7 @@ def begin_release(
     validate_release_request(version, formats)
     sampling_plan_for(project, plan_overrides)  # a bad plan is refused before anything is recorded
     out_dir = Path(out_dir) if out_dir else default_out_dir(project, version)
-    release_files.check_out_dir(out_dir)  # so is a place it cannot be written to
+    release_files.check_out_dir(out_dir, name=project.name, version=version)  # so is a place it cannot be written to
     staging = staging_dir(out_dir)
     try:
         staging.mkdir(parents=True, exist_ok=True)

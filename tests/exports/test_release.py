@@ -140,7 +140,7 @@ def test_a_released_version_is_immutable(built, tmp_path):
     assert files_of(tmp_path / "a") == before and not (tmp_path / "fresh").exists()
     assert Release.objects.get(pk=first.pk).content_hash == first.content_hash
     # a new version takes the new content; it may not overwrite the old one's directory
-    with pytest.raises(ReleaseConflict, match="already holds a release"):
+    with pytest.raises(ReleaseConflict, match="holds release xqm 1.0.0, not xqm 1.1.0"):
         services.create_release(built, "1.1.0", out_dir=tmp_path / "a")
     second = services.create_release(built, "1.1.0", out_dir=tmp_path / "b")
     assert second.content_hash != first.content_hash
@@ -184,6 +184,7 @@ def test_release_refuses_an_unbuilt_project_and_records_the_failure(project, tmp
         ("a-file", [], "a-file is a file, not a directory"),
         ("a-file/release", [], "a-file is a file, not a directory"),
         ("not-empty", [], "not-empty is not empty and holds no release manifest"),
+        ("other-release", [], "other-release holds release demo 0.9.0, not demo 1.0.0"),
         ("new", ["--push", "not a repo"], "--push: Hub repo 'not a repo': expected 'namespace/name'"),
         ("new", ["--push", "lab/xq-meval"], "--push: HF_TOKEN is not set in the environment"),
         ("new", ["--public"], "--public applies to the Hub repo that --push creates"),
@@ -197,6 +198,8 @@ def test_release_command_refuses_an_unusable_output_or_push_before_writing(proje
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "not-empty").mkdir()
     (tmp_path / "not-empty" / "notes.txt").write_text("mine")
+    (tmp_path / "other-release").mkdir()  # another version's release: found out before staging, not after it
+    (tmp_path / "other-release" / "manifest.json").write_text(json.dumps({"name": "demo", "version": "0.9.0", "content_hash": "ab" * 32}))
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(CommandError, match=message):
         call_command("release", "demo", "--version", "1.0.0", "--out", str(tmp_path / out), *args, verbosity=0)

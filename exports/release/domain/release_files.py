@@ -609,14 +609,19 @@ def _write_systems(draws: Iterable[SystemDraw], path: Path, digest: _Digest, on_
     return count
 
 
-def check_out_dir(out_dir: str | Path) -> None:
+def check_out_dir(out_dir: str | Path, *, name: str | None = None, version: str | None = None) -> None:
     """Refuse (``ReleaseConflict``) an output directory a release cannot be written into, before anything is
-    staged: a path that is a file or lies under one, a directory that is not writable, or a non-empty
-    directory holding no release (one holding a release is compared by content hash when it is finished)."""
+    staged: a path that is a file or lies under one, a directory that is not writable, a non-empty directory
+    holding no release, or one holding another project's or version's release (one holding this version is
+    compared by content hash when it is finished)."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ReleaseConflict(f"{out_dir} is a file, not a directory; choose a new or empty directory")
-    _existing_hash(out_dir)
+    if _existing_hash(out_dir) is not None and (name, version) != (None, None):
+        held = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+        if (held.get("name"), held.get("version")) != (name, version):
+            raise ReleaseConflict(f"{out_dir} holds release {held.get('name')} {held.get('version')}, not {name} {version}; "
+                                  "choose a new or empty directory")
     ancestor = out_dir.parent  # the staging directory goes next to out_dir
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
