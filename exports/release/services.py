@@ -29,6 +29,7 @@ from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Relea
 from exports.release.domain import release_files, sampling
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
+from scoring.faults import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
 
@@ -440,21 +441,11 @@ CARD_FILES = ("README.md", "manifest.json")
 class HubPushError(ReleaseError):
     """A push that the Hub or the network refused. Its text has the token cut out and it carries no cause
     (the original may quote the credentials, and tracebacks reach logs and the result backend);
-    ``transient``: a network fault or a Hub 5xx, worth retrying."""
+    ``transient``: a network fault, a Hub 5xx or 429, worth retrying (``scoring.faults.is_transient``)."""
 
     def __init__(self, message: str, transient: bool = False):  # one positional argument: rebuilt from a result backend
         super().__init__(message)
         self.transient = transient
-
-
-def is_transient_hub_fault(exc: Exception) -> bool:
-    import httpx
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if isinstance(exc, httpx.TransportError):
-        return True
-    response = getattr(exc, "response", None)
-    return isinstance(exc, HfHubHTTPError) and response is not None and response.status_code >= 500
 
 
 def without_token(text: str) -> str:
@@ -525,7 +516,7 @@ def push_release(release: Release, repo_id: str, *, private: bool = True, progre
     except Exception as exc:
         message = without_token(f"push to {repo_id}: {type(exc).__name__}: {exc}")
         _release_progress(release, push_status="failed", stage="push failed", error=message)
-        raise HubPushError(message, transient=is_transient_hub_fault(exc)) from None
+        raise HubPushError(message, transient=is_transient(exc)) from None
     _release_progress(
         release, hub_revision=revision, push_status="pushed", pushed_at=timezone.now(), stage="pushed", progress=100, error=""
     )

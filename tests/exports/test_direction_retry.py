@@ -3,29 +3,17 @@ meanwhile says so: 'retrying' with the reason, the build running (not failed) un
 failed for good."""
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from django.db import connection
 
 from exports.benchmark import services as build_services
 from exports.models import BenchmarkBuild, PseudoTranslation, Release
 from exports.release import services as release_services
-from tests.support.celery_queue import tasks_queued_to
-from tests.support.db_faults import wait_until
+from tests.support.db_faults import table_held, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def broker(redis_url):
-    """Celery on the Redis broker instead of in-process, with a queue of this test's own."""
-    with tasks_queued_to(redis_url):
-        yield f"build-test-{uuid.uuid4().hex}"
-
-
-def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded, broker, lock_timeout):
-    import psycopg
+def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded, worker_queue, lock_timeout):
     from celery.contrib.testing.worker import start_worker
 
     from exports.benchmark.tasks import build_direction_task
@@ -33,25 +21,20 @@ def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded
 
     build = BenchmarkBuild.objects.create(project=seeded)
     build_services.begin_build(build)
-    d = connection.settings_dict
-    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
 
     def entry() -> dict:
         return BenchmarkBuild.objects.get(pk=build.pk).directions["en-de"]
 
-    try:
-        # Another session holds the pseudo translations: the direction's merge cannot write them.
-        holder.execute("LOCK TABLE exports_pseudotranslation IN ACCESS EXCLUSIVE MODE")
-        with start_worker(app, pool="solo", perform_ping_check=False, queues=[broker], loglevel="WARNING", shutdown_timeout=30):
-            build_direction_task.apply_async((build.pk, "en-de"), queue=broker)
+    # Another session holds the pseudo translations: the direction's merge cannot write them.
+    with table_held("exports_pseudotranslation") as holder:
+        with start_worker(app, pool="solo", perform_ping_check=False, queues=[worker_queue], loglevel="WARNING", shutdown_timeout=30):
+            build_direction_task.apply_async((build.pk, "en-de"), queue=worker_queue)
             wait_until(lambda: entry()["status"] == "retrying", "the direction to say it is retrying")
             shown = BenchmarkBuild.objects.get(pk=build.pk)
             assert shown.status == "running" and shown.error == "" and "lock timeout" in entry()["error"] and "retry 1 of 3" in entry()["error"]
             holder.rollback()  # the lock goes; the retry (due within 2 s) merges the direction
             wait_until(lambda: entry()["status"] == "done", "the retried direction", timeout=60)
-        assert PseudoTranslation.objects.filter(segment__direction__code="en-de").count() == entry()["pseudo_created"] > 0
-    finally:
-        holder.close()
+    assert PseudoTranslation.objects.filter(segment__direction__code="en-de").count() == entry()["pseudo_created"] > 0
 
 
 def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):

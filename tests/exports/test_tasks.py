@@ -14,7 +14,7 @@ from exports.benchmark import services
 from exports.benchmark.tasks import build_benchmark_task
 from exports.models import BenchmarkBuild, PseudoTranslation
 from exports.release.services import ReleaseError
-from exports.release.services import is_transient_hub_fault as is_transient
+from scoring.faults import is_transient
 
 
 def _http_error(status: int) -> HfHubHTTPError:

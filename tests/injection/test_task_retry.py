@@ -3,56 +3,41 @@ retry resumes the run with its pending items: no candidate twice."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from django.db import connection
 
 from injection import services
 from injection.models import Candidate, InjectionRun
-from tests.support.celery_queue import tasks_queued_to
-from tests.support.db_faults import wait_until
+from tests.support.db_faults import table_held, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def broker(redis_url):
-    """Celery on the Redis broker instead of in-process, with a queue of this test's own."""
-    with tasks_queued_to(redis_url):
-        yield f"llm-test-{uuid.uuid4().hex}"
-
-
-def test_a_lock_timeout_fails_the_attempt_and_the_worker_retries_the_run(segments, broker, lock_timeout):
-    import psycopg
+def test_a_lock_timeout_fails_the_attempt_and_the_worker_retries_the_run(segments, worker_queue, lock_timeout):
     from celery.contrib.testing.worker import start_worker
 
     from injection.tasks import execute_run_task
     from xqmeval.celery import app
 
     run = services.plan_run(services.RunSpec(project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]))
-    d = connection.settings_dict
-    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
 
     def waiting_on_candidates() -> bool:
         with connection.cursor() as cursor:
             cursor.execute("select count(*) from pg_locks where relation = 'injection_candidate'::regclass and not granted")
             return cursor.fetchone()[0] > 0
 
-    try:
-        # Another session holds the candidates table: the run's first results cannot be saved.
-        holder.execute("LOCK TABLE injection_candidate IN ACCESS EXCLUSIVE MODE")
-        with start_worker(app, pool="solo", perform_ping_check=False, queues=[broker], loglevel="WARNING", shutdown_timeout=30):
-            execute_run_task.apply_async((run.pk,), queue=broker)
+    # Another session holds the candidates table: the run's first results cannot be saved.
+    with table_held("injection_candidate") as holder:
+        with start_worker(app, pool="solo", perform_ping_check=False, queues=[worker_queue], loglevel="WARNING", shutdown_timeout=30):
+            execute_run_task.apply_async((run.pk,), queue=worker_queue)
             wait_until(waiting_on_candidates, "the run waiting for the lock")
             time.sleep(0.6)  # past the 300 ms lock timeout: the first attempt has failed
             holder.rollback()  # the lock goes; the retry (due within 2 s) saves the results
             wait_until(lambda: InjectionRun.objects.get(pk=run.pk).status == "done", "the retried run", timeout=60)
-        run.refresh_from_db()
-        assert (run.done, run.failed, run.total, run.error) == (4, 0, 4, "")
-        assert Candidate.objects.filter(run=run).count() == 4
-    finally:
-        holder.close()
+    run.refresh_from_db()
+    assert (run.done, run.failed, run.total, run.error) == (4, 0, 4, "")
+    assert Candidate.objects.filter(run=run).count() == 4
 
 
 def test_a_retry_is_recorded_on_the_run_and_a_cancel_stands(segments):

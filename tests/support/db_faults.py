@@ -1,13 +1,17 @@
 """Transient database faults on demand, for the tests of the tasks that must retry them: new connections that
-give up waiting for a lock after 300 ms (an OperationalError), and a poll for what a worker does meanwhile."""
+give up waiting for a lock after 300 ms (an OperationalError), a table held by another session, a queue of the
+test's own for a worker on the Redis broker, and a poll for what the worker does meanwhile."""
 from __future__ import annotations
 
 import time
+import uuid
+from contextlib import contextmanager
 
 import pytest
 from django.db import connection
 
 from tests.conftest import need
+from tests.support.celery_queue import tasks_queued_to
 
 
 @pytest.fixture
@@ -31,3 +35,24 @@ def wait_until(condition, what: str, timeout: float = 30.0):
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def worker_queue(redis_url):
+    """Celery on the Redis broker instead of in-process, with a queue of this test's own for its worker."""
+    with tasks_queued_to(redis_url):
+        yield f"retry-test-{uuid.uuid4().hex}"
+
+
+@contextmanager
+def table_held(table: str):
+    """Another session holds ``table`` (ACCESS EXCLUSIVE) until its ``rollback()`` or the block's end."""
+    import psycopg
+
+    d = connection.settings_dict
+    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
+    try:
+        holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        yield holder
+    finally:
+        holder.close()
