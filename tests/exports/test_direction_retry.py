@@ -3,6 +3,8 @@ meanwhile says so: 'retrying' with the reason, the build running (not failed) un
 failed for good."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from exports.benchmark import services as build_services
@@ -29,10 +31,15 @@ def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded
     with table_held("exports_pseudotranslation") as holder:
         with start_worker(app, pool="solo", perform_ping_check=False, queues=[worker_queue], loglevel="WARNING", shutdown_timeout=30):
             build_direction_task.apply_async((build.pk, "en-de"), queue=worker_queue)
-            wait_until(lambda: entry()["status"] == "retrying", "the direction to say it is retrying")
-            shown = BenchmarkBuild.objects.get(pk=build.pk)
-            assert shown.status == "running" and shown.error == "" and "lock timeout" in entry()["error"] and "retry 1 of 3" in entry()["error"]
-            holder.rollback()  # the lock goes; the retry (due within 2 s) merges the direction
+            # One read gives both the build and its direction. The backoff is fully jittered (a first countdown
+            # of 0 s is possible), so the retrying seen first may be the second or third, and a second read may
+            # already see the next one.
+            shown = wait_until(lambda: (b := BenchmarkBuild.objects.get(pk=build.pk)).directions["en-de"]["status"] == "retrying" and b,
+                               "the direction to say it is retrying")
+            retrying = shown.directions["en-de"]["error"]
+            assert shown.status == "running" and shown.error == "" and "lock timeout" in retrying
+            assert re.search(r"retrying in \d+ s \(retry [123] of 3\)$", retrying), retrying
+            holder.rollback()  # the lock goes; the next retry (due within 8 s) merges the direction
             wait_until(lambda: entry()["status"] == "done", "the retried direction", timeout=60)
     assert PseudoTranslation.objects.filter(segment__direction__code="en-de").count() == entry()["pseudo_created"] > 0
 
