@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from core import bulk
+from core.domain.directions import first_failure, with_entry
 from core.domain.units import Edit, split_units
 from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
@@ -393,10 +394,9 @@ def record_direction_retry(build: BenchmarkBuild, direction_code: str, reason: s
     again (not failed) unless another direction failed for good."""
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
-        row.directions = {**(row.directions or {}), direction_code: {**(row.directions or {}).get(direction_code, {}), "status": "retrying", "error": reason}}
-        failed = [f"{code}: {entry.get('error', '')}" for code, entry in row.directions.items() if entry.get("status") == "failed"]
-        if failed:
-            row.status, row.error = BenchmarkBuild.Status.FAILED, failed[0]
+        row.directions = with_entry(row.directions, direction_code, {"status": "retrying", "error": reason})
+        if failed := first_failure(row.directions):
+            row.status, row.error = BenchmarkBuild.Status.FAILED, failed
         else:
             row.status, row.error, row.finished_at = BenchmarkBuild.Status.RUNNING, "", None
         row.save(update_fields=["directions", "status", "error", "finished_at"])
@@ -437,7 +437,7 @@ def _record_direction(build: BenchmarkBuild, direction_code: str, entry: dict, f
     """Set one direction's entry (the build row is locked: directions on other workers record theirs too)."""
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
-        row.directions = {**(row.directions or {}), direction_code: {**(row.directions or {}).get(direction_code, {}), **entry}}
+        row.directions = with_entry(row.directions, direction_code, entry)
         if failure:
             row.status, row.error, row.finished_at = BenchmarkBuild.Status.FAILED, failure, timezone.now()
         _sum_directions(row)

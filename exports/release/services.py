@@ -23,6 +23,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from core import bulk
+from core.domain.directions import first_failure, with_entry
 from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
@@ -331,9 +332,9 @@ def record_direction_retry(job: ReleaseJob, direction: str, reason: str) -> None
     being built again (not failed) unless another direction failed for good."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=job.release_id)
-        row.directions = {**(row.directions or {}), direction: {**(row.directions or {}).get(direction, {}), "status": "retrying", "error": reason}}
-        failed = [f"{code}: {entry.get('error', '')}" for code, entry in row.directions.items() if entry.get("status") == "failed"]
-        row.status, row.error = (Release.Status.FAILED, failed[0]) if failed else (Release.Status.BUILDING, "")
+        row.directions = with_entry(row.directions, direction, {"status": "retrying", "error": reason})
+        failed = first_failure(row.directions)
+        row.status, row.error = (Release.Status.FAILED, failed) if failed else (Release.Status.BUILDING, "")
         row.save(update_fields=["directions", "status", "error"])
 
 
@@ -341,7 +342,7 @@ def _record_direction(release: Release, direction: str, entry: dict, *, total: i
     """Set one direction's entry (the release row is locked: directions on other workers record theirs too)."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release.pk)
-        row.directions = {**(row.directions or {}), direction: {**(row.directions or {}).get(direction, {}), **entry}}
+        row.directions = with_entry(row.directions, direction, entry)
         done = sum(1 for e in row.directions.values() if e.get("status") == "done")
         row.progress, row.stage = int(60 * done / max(total, 1)), f"directions staged: {done}/{total}"
         if failure:
