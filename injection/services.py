@@ -22,6 +22,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.models import GoldSegment, Project
+from core.task_retry import retry_note
 from injection.backends import BackendUnavailable, EditTask, GenerationRequest, GenerationResult, Sampling, get_backend
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
@@ -459,7 +460,7 @@ def record_retry(run_id: int, exc: Exception, *, attempt: int, of: int, countdow
     reason and when it is tried again; a cancel that came meanwhile stands."""
     reason = redact(f"{type(exc).__name__}: {exc}")[:1800]
     InjectionRun.objects.filter(pk=run_id, status=InjectionRun.Status.FAILED).update(
-        status=InjectionRun.Status.PENDING, error=f"{reason} — retrying in {countdown:.0f} s (retry {attempt} of {of})"
+        status=InjectionRun.Status.PENDING, error=retry_note(reason, attempt=attempt, of=of, countdown=countdown)
     )
 
 

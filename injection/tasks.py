@@ -3,10 +3,12 @@
 imports this module); idempotent (only pending items are generated)."""
 from __future__ import annotations
 
-from celery import shared_task
-from celery.utils.time import get_exponential_backoff_interval
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from functools import partial
 
+from celery import shared_task
+from django.db import InterfaceError, OperationalError, transaction
+
+from core.task_retry import retry_after_fault
 from injection import services
 from injection.models import InjectionRun
 
@@ -23,16 +25,9 @@ def execute_run_task(self, run_id: int) -> dict:
     try:
         run = services.execute_run(run_id)
     except TRANSIENT as exc:
-        # execute_run recorded the run failed with the reason. In-process (no broker) a retry would only keep
-        # the request waiting: the run's page offers to resume it.
-        if self.request.is_eager or self.request.retries >= self.max_retries:
-            raise
-        countdown = get_exponential_backoff_interval(factor=2, retries=self.request.retries, maximum=120, full_jitter=True)
-        try:
-            services.record_retry(run_id, exc, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
-        except DatabaseError:
-            pass  # the database is still away: the run shows the failure until the retry records its outcome
-        raise self.retry(exc=exc, countdown=countdown)
+        # execute_run recorded the run failed with the reason; in-process (no broker) the run's page offers
+        # to resume it.
+        retry_after_fault(self, exc, partial(services.record_retry, run_id, exc), maximum=120)
     return {"run": run.pk, "status": run.status, "done": run.done, "failed": run.failed, "total": run.total}
 
 

@@ -6,29 +6,15 @@ imports the services, never the reverse."""
 from __future__ import annotations
 
 from celery import chord, group, shared_task
-from celery.utils.time import get_exponential_backoff_interval
-from django.db import DatabaseError, OperationalError, transaction
+from django.db import OperationalError, transaction
 
 from core.models import FINISHED, JobStatus, Project
+from core.task_retry import retry_after_fault, retry_note
 from exports.benchmark import services
 from exports.models import BenchmarkBuild
 
 RETRY = dict(autoretry_for=(OperationalError,), retry_backoff=True, retry_backoff_max=60, max_retries=3)
 DIRECTION_RETRIES = 3
-
-
-def retry_database_fault(task, exc: Exception, record) -> None:
-    """Retry a direction's task after a transient database fault (a lock or statement timeout, a deadlock, the
-    connection lost) with jittered backoff, after ``record(reason)`` has said so on its build or release;
-    in-process (no broker) or out of tries, the fault is raised and stays recorded as the failure."""
-    if task.request.is_eager or task.request.retries >= task.max_retries:
-        raise exc
-    countdown = get_exponential_backoff_interval(factor=2, retries=task.request.retries, maximum=60, full_jitter=True)
-    try:
-        record(f"{type(exc).__name__}: {exc} — retrying in {countdown:.0f} s (retry {task.request.retries + 1} of {task.max_retries})")
-    except DatabaseError:
-        pass  # the database is still away: the page keeps the failure until the retry records its outcome
-    raise task.retry(exc=exc, countdown=countdown)
 
 
 @shared_task(name="exports.build_benchmark", **RETRY)
@@ -52,7 +38,8 @@ def build_direction_task(self, build_id: int, direction: str, force: bool = Fals
     try:
         return {"build": build_id, "direction": direction, **services.run_build_direction(build, direction, force=force)}
     except OperationalError as exc:
-        retry_database_fault(self, exc, lambda reason: services.record_direction_retry(build, direction, reason))
+        reason = f"{type(exc).__name__}: {exc}"
+        retry_after_fault(self, exc, lambda **when: services.record_direction_retry(build, direction, retry_note(reason, **when)), maximum=60)
 
 
 @shared_task(name="exports.finish_build", **RETRY)

@@ -11,7 +11,8 @@ from django.contrib.auth import get_user_model
 from django.db import OperationalError, transaction
 
 from core.models import Project
-from exports.benchmark.tasks import DIRECTION_RETRIES, RETRY, retry_database_fault
+from core.task_retry import retry_after_fault, retry_note
+from exports.benchmark.tasks import DIRECTION_RETRIES, RETRY
 from exports.models import Release
 from exports.release import services
 
@@ -46,7 +47,8 @@ def release_direction_task(self, job: dict, direction: str) -> dict:
     try:
         return {"direction": direction, **services.run_release_direction(release_job, direction)}
     except OperationalError as exc:
-        retry_database_fault(self, exc, lambda reason: services.record_direction_retry(release_job, direction, reason))
+        reason = f"{type(exc).__name__}: {exc}"
+        retry_after_fault(self, exc, lambda **when: services.record_direction_retry(release_job, direction, retry_note(reason, **when)), maximum=60)
 
 
 @shared_task(name="exports.finish_release", **RETRY)
