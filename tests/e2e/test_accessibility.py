@@ -34,7 +34,9 @@ def test_annotator_pages(project, languages, annotator_de, new_page):
     page.keyboard.press("?")
     assert_accessible(page, "review screen with the help open", visited)
     visit(page, f"/review/{project.name}/rate/next/?lang=de", visited)
-    assert len(visited) == 10
+    for path in ("/review/no-such-page/", "/injection/"):  # the site's 404 and 403 pages
+        visit(page, path, visited)
+    assert len(visited) == 12
 
 
 def test_admin_pages(project, languages, admin_user, new_page):

@@ -91,6 +91,7 @@ ROWS = [
     Row("api-schema", "get", _u("api-schema"), "OOO", kind=API),
     Row("api-docs", "get", _u("api-docs"), "OOO", kind=API),
     # ---- projects ----
+    Row("projects:index", "get", _u("projects:index"), "OOO", note="a redirect to the project list (home)"),
     Row("projects:new", "get", _u("projects:new"), "DDO"),
     Row("projects:new", "post", _u("projects:new"), "DDO", writes=True, body=lambda w: {
         "title": "Neu", "name": "neu", "source_language": "en", "directions": "en-de", "reviewers_per_candidate": 2, "max_errors": 5}),

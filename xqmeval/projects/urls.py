@@ -1,9 +1,12 @@
+from django.contrib.auth.decorators import login_required
 from django.urls import path
+from django.views.generic import RedirectView
 
 from xqmeval.projects import views
 
 app_name = "projects"
 urlpatterns = [
+    path("", login_required(RedirectView.as_view(pattern_name="home")), name="index"),  # the project list is the home page
     path("new/", views.project_new, name="new"),
     path("<slug:slug>/", views.project_page, name="detail"),
     path("<slug:slug>/stages/<str:key>/", views.stage_fragment, name="stage"),
