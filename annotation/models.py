@@ -45,8 +45,8 @@ class ReviewDecision(models.Model):
         IMPORTED = "imported"
         ADJUDICATION = "adjudication"
 
-    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="decisions")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="review_decisions")
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="decisions", db_index=False)  # (candidate, round)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="review_decisions", db_index=False)  # (reviewer, round), (reviewer, created_at)
     round = models.ForeignKey(ReviewRound, null=True, blank=True, on_delete=models.CASCADE, related_name="decisions")
     decision = models.CharField(max_length=8, choices=Decision.choices)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.ANNOTATOR)
@@ -145,7 +145,7 @@ class LikertRating(models.Model):
 
     DIMENSIONS = ("informativeness", "clarity", "plausibility", "faithfulness")
 
-    item = models.ForeignKey(RatingItem, on_delete=models.CASCADE, related_name="ratings")
+    item = models.ForeignKey(RatingItem, on_delete=models.CASCADE, related_name="ratings", db_index=False)  # rating_once_per_rater
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="likert_ratings")
     informativeness = _likert_field("coverage, correctness, usefulness")
     clarity = _likert_field("fluency, structure, concision")

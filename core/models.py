@@ -72,7 +72,7 @@ class Project(models.Model):
 class GoldSegment(models.Model):
     """A gold pair (source, reference) of one direction in one project."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="segments")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="segments", db_index=False)  # segment_unique_external_id
     direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="segments")
     external_id = models.CharField(max_length=200, help_text="id in the imported corpus, e.g. the FLORES+ line index")
     source = models.TextField()
@@ -85,7 +85,7 @@ class GoldSegment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "direction", "external_id"], name="segment_unique_external_id")
         ]
-        indexes = [models.Index(fields=["project", "direction"])]
+        # (project, direction) lookups use segment_unique_external_id, which leads with both
 
     def __str__(self) -> str:
         return f"{self.direction.code}#{self.external_id}"

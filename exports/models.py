@@ -11,7 +11,7 @@ from injection.models import Candidate
 class PseudoTranslation(models.Model):
     """A reference with k accepted, non-conflicting candidates spliced in (k = 0 is the reference)."""
 
-    segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="pseudo_translations")
+    segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="pseudo_translations", db_index=False)  # (segment, level), pseudo_unique_combination
     level = models.PositiveSmallIntegerField(help_text="k, the number of major errors")
     key = models.CharField(max_length=400, help_text="sorted constituent candidate ids, e.g. '12-40-77'")
     text = models.TextField()
@@ -140,7 +140,7 @@ class PseudoSystem(models.Model):
 class MetricScore(models.Model):
     """A metric's score of one triplet of a release, ingested from a scoring worker's files."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="metric_scores")
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="metric_scores", db_index=False)  # score_unique_triplet
     metric = models.CharField(max_length=80)
     direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
     triplet_id = models.CharField(max_length=200)
@@ -152,7 +152,7 @@ class MetricScore(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["release", "metric", "direction", "triplet_id"], name="score_unique_triplet")
         ]
-        indexes = [models.Index(fields=["release", "metric", "direction"])]
+        # (release, metric, direction) lookups use score_unique_triplet, which leads with the three
 
 
 class ScoreSummary(models.Model):

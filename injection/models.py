@@ -74,7 +74,9 @@ class Candidate(models.Model):
         REJECTED = "rejected"
         EXCLUDED = "excluded"
 
-    run = models.ForeignKey(InjectionRun, on_delete=models.CASCADE, related_name="candidates")
+    # db_index=False where a composite index or unique constraint leads with the column: each index is written
+    # on every insert (COPY imports, merges), so a redundant one costs writes and reads nothing
+    run = models.ForeignKey(InjectionRun, on_delete=models.CASCADE, related_name="candidates", db_index=False)  # candidate_exactly_once
     segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="candidates")
     external_id = models.CharField(max_length=100, blank=True, help_text="id in an imported file (XQ-MEval count_id)")
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.MQM)
@@ -98,7 +100,7 @@ class Candidate(models.Model):
     # Automatic checks: {"name": {"passed": bool, "detail": str}}; failed names also in `flags` for filtering.
     checks = models.JSONField(default=dict, blank=True)
     flags = models.JSONField(default=list, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=False)  # (status, error_type)
     status_reason = models.TextField(blank=True, help_text="why excluded or how the status was decided")
     is_gold = models.BooleanField(default=False, help_text="a planted quality-control item; never enters the pool")
     gold_answer = models.CharField(max_length=10, blank=True, help_text="accept or reject, for gold items")
@@ -139,7 +141,7 @@ class InjectionItem(models.Model):
         DONE = "done"
         FAILED = "failed"
 
-    run = models.ForeignKey(InjectionRun, on_delete=models.CASCADE, related_name="items")
+    run = models.ForeignKey(InjectionRun, on_delete=models.CASCADE, related_name="items", db_index=False)  # (run, status), item_unique_work
     segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=20)
     error_type = models.CharField(max_length=40)
