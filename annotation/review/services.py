@@ -23,7 +23,7 @@ from annotation.models import (
 from annotation.review import domain as rules
 from annotation.review import selectors
 from annotation.signals import annotations_written
-from core import access
+from core import access, bulk
 from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
@@ -662,26 +662,47 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
     return result
 
 
-def _ratable(project: Project, kind: str, objects, fk: str, text_of) -> int:
-    """Make objects ratable as RatingItems of ``kind`` (``fk`` names the link); existing items are kept."""
-    have = set(RatingItem.objects.filter(project=project, kind=kind).values_list(f"{fk}_id", flat=True))
-    new = [
-        RatingItem(project=project, direction=o.segment.direction, kind=kind, external_id=str(o.pk),
-                   source=o.segment.source, reference=o.segment.reference, text=text_of(o), **{fk: o})
-        for o in objects.select_related("segment__direction") if o.pk not in have
-    ]
-    RatingItem.objects.bulk_create(new, batch_size=1000)
-    return len(new)
+RATABLE_CHUNK = 5000  # rows read and written per step: memory holds one chunk, not the project's pseudo translations
+RATABLE_KINDS = (RatingItem.Kind.CANDIDATE, RatingItem.Kind.PSEUDO_TRANSLATION)  # each names the item's link too
 
 
-def rating_items_for_candidates(project: Project, candidates) -> int:
+def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: int = RATABLE_CHUNK) -> int:
+    """Make ``objects`` (candidates or pseudo translations, as ``kind`` says: each has ``text`` and
+    ``segment``) ratable; existing items are kept; returns how many were made. Read in primary-key order,
+    ``chunk`` at a time, and written through ``core.bulk`` (COPY on PostgreSQL), all in one transaction: an
+    error leaves no half-made set. ``progress(n)`` after each chunk, ``n`` the objects it looked at."""
+    if kind not in RATABLE_KINDS:
+        raise ValueError(f"rating items of kind {kind!r} are not made from existing rows ({', '.join(RATABLE_KINDS)})")
+    ordered = objects.order_by("pk")
+    columns = ("pk", "segment__direction_id", "segment__source", "segment__reference", "text")
+    created, last = 0, None
+    with transaction.atomic():
+        while True:
+            rows = list((ordered if last is None else ordered.filter(pk__gt=last)).values_list(*columns)[:chunk])
+            if not rows:
+                return created
+            # the chunk's items made before, by the item's index: an anti-join in the query would be planned on
+            # the statistics from before this run's inserts, a nested loop over every item (minutes)
+            rated = set(RatingItem.objects.filter(project=project, kind=kind, **{f"{kind}_id__in": [row[0] for row in rows]})
+                        .values_list(f"{kind}_id", flat=True))
+            created += bulk.insert_dicts(RatingItem, (
+                {"project_id": project.pk, "direction_id": direction_id, "kind": kind, "external_id": str(pk), "source": source,
+                 "reference": reference, "text": text, f"{kind}_id": pk}
+                for pk, direction_id, source, reference, text in rows if pk not in rated
+            ))
+            last = rows[-1][0]
+            if progress is not None:
+                progress(len(rows))
+
+
+def rating_items_for_candidates(project: Project, candidates, *, progress=None) -> int:
     """Make candidates ratable (e.g. accepted ones); existing items are kept."""
-    return _ratable(project, RatingItem.Kind.CANDIDATE, candidates, "candidate", lambda c: c.text)
+    return make_ratable(project, candidates, RatingItem.Kind.CANDIDATE, progress=progress)
 
 
-def rating_items_for_pseudo_translations(project: Project, pseudo_translations) -> int:
+def rating_items_for_pseudo_translations(project: Project, pseudo_translations, *, progress=None) -> int:
     """Make pseudo translations ratable (the text with k errors, shown with its source and reference)."""
-    return _ratable(project, RatingItem.Kind.PSEUDO_TRANSLATION, pseudo_translations, "pseudo_translation", lambda p: p.text)
+    return make_ratable(project, pseudo_translations, RatingItem.Kind.PSEUDO_TRANSLATION, progress=progress)
 
 
 # ---- annotator accounts -----------------------------------------------------------------------------

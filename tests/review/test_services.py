@@ -218,6 +218,31 @@ def test_candidates_become_ratable(project, de_candidates):
     assert RatingItem.objects.filter(kind="candidate").count() == 7
 
 
+def test_items_are_made_chunk_by_chunk_with_the_candidates_texts(project, de_candidates):
+    first = Candidate.objects.order_by("pk")[:3]
+    assert services.make_ratable(project, Candidate.objects.filter(pk__in=[c.pk for c in first]), "candidate", chunk=2) == 3
+    steps: list[int] = []
+    assert services.make_ratable(project, Candidate.objects.all(), "candidate", progress=steps.append, chunk=2) == 4  # 3 kept
+    assert steps == [2, 2, 2, 1]
+    items = {item.candidate_id: item for item in RatingItem.objects.filter(kind="candidate")}
+    assert sorted(items) == sorted(c.pk for c in de_candidates)
+    for candidate in Candidate.objects.select_related("segment"):
+        item = items[candidate.pk]
+        assert (item.project_id, item.direction_id, item.external_id) == (project.pk, candidate.segment.direction_id, str(candidate.pk))
+        assert (item.source, item.reference, item.text) == (candidate.segment.source, candidate.segment.reference, candidate.text)
+
+
+def test_a_failure_part_way_leaves_no_items(project, de_candidates):
+    def stop_after_the_first_chunk(n):
+        raise KeyboardInterrupt  # Ctrl-C under the command's progress bar
+
+    with pytest.raises(KeyboardInterrupt):
+        services.make_ratable(project, Candidate.objects.all(), "candidate", progress=stop_after_the_first_chunk, chunk=2)
+    assert not RatingItem.objects.exists()
+    with pytest.raises(ValueError, match="system_output"):
+        services.make_ratable(project, Candidate.objects.all(), "system_output")
+
+
 def test_invite_and_assign(admin_user, annotator_de, db):
     user, uid, token = services.invite_annotator(admin_user, "neu_ja", languages=["ja"])
     assert not user.has_usable_password() and token

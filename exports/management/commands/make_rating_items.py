@@ -8,6 +8,7 @@ candidates, and only a later stage may import both; the items are written by the
 """
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models import RatingItem
 from annotation.review import domain as review_rules
 from annotation.review import services
 from core.domain.params import positive_int
@@ -49,5 +50,9 @@ class Command(BaseCommand):
             qs = qs.filter(segment__direction__code=opts["direction"])
         if opts["limit"]:
             qs = qs.filter(pk__in=review_rules.sample_ids(qs.values_list("pk", flat=True), opts["limit"], opts["seed"]))
-        make = services.rating_items_for_candidates if opts["origin"] == "accepted-candidates" else services.rating_items_for_pseudo_translations
-        self.stdout.write(f"{make(project, qs)} rating items created")
+        from tqdm import tqdm
+
+        kind = RatingItem.Kind.CANDIDATE if opts["origin"] == "accepted-candidates" else RatingItem.Kind.PSEUDO_TRANSLATION
+        with tqdm(total=qs.count(), desc="looked at", unit="row", disable=opts["verbosity"] == 0) as bar:
+            created = services.make_ratable(project, qs, kind, progress=bar.update)
+        self.stdout.write(f"{created} rating items created")
