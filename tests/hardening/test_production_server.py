@@ -140,6 +140,7 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
         _run(env, "migrate", "--noinput", "-v0")
         _run(env, "demo_setup")  # accounts, the demo project and its candidates, the XQ-MEval release 1.0.0
         _run(env, "collectstatic", "--noinput", "-v0")
+        assert "no issues" in _run(env, "check", "--deploy", "--fail-level", "WARNING")  # Django's deployment checklist
         server = subprocess.Popen([sys.executable, "-m", "gunicorn", "xqmeval.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--timeout", "120"],
                                   cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
@@ -178,6 +179,8 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
             session = next(h for h in browser.set_cookie_headers if h.startswith("sessionid="))
             assert "Secure" in session and "HttpOnly" in session
             assert "Secure" in next(h for h in browser.set_cookie_headers if h.startswith("csrftoken="))
+            schema = browser.request("GET", "/api/schema/")  # what the API docs page loads by script
+            assert schema.status_code == 200 and "openapi:" in schema.text
             missing = browser.request("GET", "/projects/no-such-project/")
             assert missing.status_code == 404 and "Page not found" in missing.text  # the site's page, its static files hashed
 
