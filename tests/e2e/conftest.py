@@ -34,8 +34,8 @@ def browser():
 def new_page(browser, live_server):
     contexts = []
 
-    def make():
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=live_server.url)
+    def make(viewport: dict | None = None):
+        context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}, base_url=live_server.url)
         context.set_default_timeout(15000)
         contexts.append(context)
         return context.new_page()
