@@ -695,14 +695,14 @@ def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: 
                 progress(len(rows))
 
 
-def rating_items_for_candidates(project: Project, candidates, *, progress=None) -> int:
+def rating_items_for_candidates(project: Project, candidates) -> int:
     """Make candidates ratable (e.g. accepted ones); existing items are kept."""
-    return make_ratable(project, candidates, RatingItem.Kind.CANDIDATE, progress=progress)
+    return make_ratable(project, candidates, RatingItem.Kind.CANDIDATE)
 
 
-def rating_items_for_pseudo_translations(project: Project, pseudo_translations, *, progress=None) -> int:
+def rating_items_for_pseudo_translations(project: Project, pseudo_translations) -> int:
     """Make pseudo translations ratable (the text with k errors, shown with its source and reference)."""
-    return make_ratable(project, pseudo_translations, RatingItem.Kind.PSEUDO_TRANSLATION, progress=progress)
+    return make_ratable(project, pseudo_translations, RatingItem.Kind.PSEUDO_TRANSLATION)
 
 
 # ---- annotator accounts -----------------------------------------------------------------------------

@@ -92,38 +92,41 @@ def _run(env, *args, timeout=600):
     return proc.stdout
 
 
-def shape(path: str, query: str) -> str:
+def shape(target: str) -> str:
     """One page per kind: ids and page numbers aside (/review/p/candidate/1/?round=1 is /review/p/candidate/N/?round)."""
-    return re.sub(r"\d+", "N", path) + "?" + ",".join(sorted({part.split("=")[0] for part in query.split("&") if part}))
+    url = urlsplit(target)
+    return re.sub(r"\d+", "N", url.path) + "?" + ",".join(sorted({part.split("=")[0] for part in url.query.split("&") if part}))
 
 
 def crawl(browser: Browser, start: list[str]) -> tuple[dict[str, int], set[str]]:
     """Status of every kind of page reached by following links from ``start`` (same site, GET), and the
     static files those pages load."""
-    seen, statuses, assets = {shape(*urlsplit(p)[2:4]) for p in start}, {}, set()
+    seen, statuses, assets = {shape(p) for p in start}, {}, set()
     queue = deque(start)
+
+    def follow(target: str) -> None:
+        if shape(target) not in seen:
+            seen.add(shape(target))
+            queue.append(target)
+
     while queue and len(statuses) < MAX_PAGES:
         path = queue.popleft()
         r = browser.request("GET", path)
         statuses[path] = r.status_code
         if r.status_code in (301, 302) and r.headers["Location"].startswith("/"):
-            target = r.headers["Location"]
-            if shape(*urlsplit(target)[2:4]) not in seen and not target.startswith("/accounts/login/"):
-                seen.add(shape(*urlsplit(target)[2:4]))
-                queue.append(target)
+            if not r.headers["Location"].startswith("/accounts/login/"):
+                follow(r.headers["Location"])
             continue
         if r.status_code != 200 or "text/html" not in r.headers.get("content-type", ""):
             continue
         parser = Links()
         parser.feed(r.text)
-        assets.update(urlsplit(urljoin(path, a)).path for a in parser.assets if urlsplit(urljoin(path, a)).path.startswith("/static/"))
+        assets.update(p for p in (urlsplit(urljoin(path, a)).path for a in parser.assets) if p.startswith("/static/"))
         for href in parser.pages:
             url = urlsplit(urljoin(path, href))
-            if url.netloc or url.scheme not in ("", "http", "https") or url.path.startswith("/static/"):
+            if url.netloc or url.scheme not in ("", "http", "https") or url.path.startswith("/static/") or SKIP.search(url.path):
                 continue
-            if shape(url.path, url.query) not in seen and not SKIP.search(url.path):
-                seen.add(shape(url.path, url.query))
-                queue.append(url.path + (f"?{url.query}" if url.query else ""))
+            follow(url.path + (f"?{url.query}" if url.query else ""))
     return statuses, assets
 
 
