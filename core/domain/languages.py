@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 CHAR = "char"
 TOKEN = "token"
@@ -89,6 +90,7 @@ def replica_code(base: str, n: int) -> str:
     return f"{base}_Qa{chr(ord('a') + n // 26)}{chr(ord('a') + n % 26)}"
 
 
+@lru_cache(maxsize=4096)  # a few codes, asked for several times per candidate by the checks (LanguageInfo is frozen)
 def _replica(code: str) -> LanguageInfo | None:
     match = REPLICA_RE.match(code)
     if not match or match["base"] not in KNOWN_LANGUAGES or match["tag"] in ("Qaaa",) or match["tag"] > "Qabx":
