@@ -25,8 +25,10 @@ from annotation.review.xqmeval_io import (
     plan_files,
     read_and_check_group,
     read_group,
+    read_spooled,
     spool_decisions,
     unmatched_decisions,
+    validate_group,
 )
 from core import bulk
 from core.models import GoldSegment, Project
@@ -82,6 +84,7 @@ def import_xqmeval(
     on_total: Callable[[int], None] | None = None,
     on_language: Callable[[str, int, int], None] | None = None,
     jobs: int = 1,
+    writers: int = 0,
 ) -> XQImportResult:
     """Import from a directory (``candidates/`` inside it is used when present) or from uploaded files.
 
@@ -90,18 +93,16 @@ def import_xqmeval(
     nothing. After the first problem nothing more is written, but every file is still read, so the error
     lists every problem. ``jobs`` > 1 reads and checks languages in that many worker processes (pure code:
     no database) while this process writes the languages read before. ``on_language(language, candidates,
-    problems so far)`` is called as each language is done."""
-    if files is None:
-        files = read_directory(directory)
-    source = str(directory or "upload")
-    if decisions is None and decisions_path is not None:
-        path = Path(decisions_path)
-        if not path.is_file():
-            raise ImportRejected(str(path), ["no such file"])
-        decisions = (str(path), path)  # read as a stream, into one temporary file per language
-    problem = project_name_problem(project_name)
-    if problem:
-        raise ImportRejected("project", [f"project name {project_name[:40]!r}: {problem}"])
+    problems so far)`` is called as each language is done.
+
+    ``writers`` > 1 (PostgreSQL): that many processes each read, check and write whole languages, one
+    transaction per language, after a first pass has validated every file and decision (so bad input
+    still writes nothing). The database work is then spread over as many server processes, which one
+    transaction cannot do; the price is that a conflict with stored rows found while writing leaves the
+    languages written before it (``ImportIncomplete``), and running the import again completes it."""
+    if writers > 1:
+        return _import_by_language(project_name, directory, files, decisions, decisions_path, strict, owner, progress, on_total, on_language, writers)
+    files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
     started = time.perf_counter()
     groups, errors = plan_files(files)
     spool, decision_errors = spool_decisions(decisions)
@@ -111,26 +112,7 @@ def import_xqmeval(
     with spool, transaction.atomic():  # the spool's files are deleted however it ends
         project, created = ensure_project(project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
-        codes = sorted({direction for g in groups for _, direction, _, _ in g.files})
-        directions = {code: ensure_direction(code) for code in codes}
-        try:
-            add_directions(project, directions)
-        except ValueError as exc:
-            raise ImportRejected(source, [str(exc)]) from None
-        run, _ = InjectionRun.objects.get_or_create(
-            project=project,
-            name=RUN_NAME,
-            defaults={
-                "backend": "import",
-                "model": "gpt-4o",
-                "kind": Candidate.Kind.MQM,
-                "directions": codes,
-                "error_types": sorted({etype for g in groups for _, _, etype, _ in g.files}),
-                "positions": ["head", "end"],
-                "parameters": {"source": "naist-nlp/XQ-MEval", **SAMPLING},
-                "status": InjectionRun.Status.DONE,
-            },
-        )
+        run, directions = _ensure_run(project, groups, source)
         units = {code: direction.target.unit for code, direction in directions.items()}  # span unit per direction
         stored_directions = set(GoldSegment.objects.filter(project=project).values_list("direction_id", flat=True).distinct())
         for read in _read_groups(groups, strict, jobs, seconds):
@@ -140,14 +122,7 @@ def import_xqmeval(
             errors += unmatched_decisions(rows)
             if not errors and not decision_errors:  # after the first problem: keep reading to report them all, write nothing more
                 started = time.perf_counter()
-                group_directions = sorted({d for d, _ in read.gold})
-                segments, result.segments_created, stored_before = _import_segments(
-                    project, directions, units, group_directions, read.gold, errors, result.segments_created, stored_directions
-                )
-                if not errors:
-                    ids = _import_candidates(run, segments, group_directions, read, decided, result, errors, stored_before)
-                    if not errors:
-                        _import_decisions(ids, decided, result, errors)
+                _write_language(project, run, directions, units, read, decided, result, errors, stored_directions)
                 seconds["write"] += time.perf_counter() - started
             if progress is not None:
                 progress(len(read.candidates))
@@ -156,16 +131,229 @@ def import_xqmeval(
         errors += decision_errors + unmatched_decisions(spool.rest(errors))
         if errors:
             raise ImportRejected(source, errors)
-        run.total = run.done = Candidate.objects.filter(run=run).count()
-        run.save(update_fields=["total", "done"])
-        for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
-            result.status_counts[status] += n
+        _finish(project, run, result)
+    _refresh_statistics(result)
+    return result
+
+
+def _inputs(project_name, directory, files, decisions, decisions_path) -> tuple[list, tuple | None, str]:
+    """The candidate files, the decisions (name, content or path) and the source's name, checked."""
+    if files is None:
+        files = read_directory(directory)
+    if decisions is None and decisions_path is not None:
+        path = Path(decisions_path)
+        if not path.is_file():
+            raise ImportRejected(str(path), ["no such file"])
+        decisions = (str(path), path)  # read as a stream, into one temporary file per language
+    problem = project_name_problem(project_name)
+    if problem:
+        raise ImportRejected("project", [f"project name {project_name[:40]!r}: {problem}"])
+    return files, decisions, str(directory or "upload")
+
+
+def _ensure_run(project: Project, groups: list[FileGroup], source: str) -> tuple[InjectionRun, dict]:
+    """The import's injection run (made once) and its directions by code (added to the project)."""
+    codes = sorted({direction for g in groups for _, direction, _, _ in g.files})
+    directions = {code: ensure_direction(code) for code in codes}
+    try:
+        add_directions(project, directions)
+    except ValueError as exc:
+        raise ImportRejected(source, [str(exc)]) from None
+    run, _ = InjectionRun.objects.get_or_create(
+        project=project,
+        name=RUN_NAME,
+        defaults={
+            "backend": "import",
+            "model": "gpt-4o",
+            "kind": Candidate.Kind.MQM,
+            "directions": codes,
+            "error_types": sorted({etype for g in groups for _, _, etype, _ in g.files}),
+            "positions": ["head", "end"],
+            "parameters": {"source": "naist-nlp/XQ-MEval", **SAMPLING},
+            "status": InjectionRun.Status.DONE,
+        },
+    )
+    return run, directions
+
+
+class ImportIncomplete(ImportRejected):
+    """Parallel writers (``writers`` > 1) met conflicts with stored rows in some languages: each of those
+    was rolled back, the other languages were written (``written``) and stay. Fix the input and import
+    again: what was written comes back unchanged and the rest is added."""
+
+    def __init__(self, source: str, errors: list[str], written: list[str]):
+        super().__init__(source, errors)
+        self.written = written
+        head, _, rest = self.args[0].partition("\n")
+        kept = ", ".join(written) if written else "none"
+        self.args = (head.replace("nothing imported", f"{len(written)} language(s) written and kept ({kept}), the others not") + "\n" + rest,)
+
+
+def _import_by_language(
+    project_name, directory, files, decisions, decisions_path, strict, owner, progress, on_total, on_language, writers: int
+) -> XQImportResult:
+    """``import_xqmeval`` with ``writers`` processes, each writing whole languages in their own transaction."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    from django.db import connection
+
+    from annotation.review import xqmeval_writers
+
+    if connection.vendor != "postgresql":
+        raise ImportRejected("writers", [f"parallel writers need PostgreSQL (this database is {connection.vendor}: use one writer)"])
+    if connection.in_atomic_block:  # the writers' connections could not see what this transaction holds
+        raise ImportRejected("writers", ["parallel writers commit each language: call the import outside a transaction"])
+    files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
+    started = time.perf_counter()
+    groups, errors = plan_files(files)
+    database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
+    # spawn, not fork: a forked child would share this process's database connection
+    pool = ProcessPoolExecutor(max_workers=writers, mp_context=multiprocessing.get_context("spawn"), initializer=xqmeval_writers.setup, initargs=(database,))
+    written: list[str] = []
+    try:
+        with pool:
+            pool.submit(int)  # the writers start (Python, Django) while the decisions are spooled
+            spool, decision_errors = spool_decisions(decisions)
+            with spool:
+                errors += decision_errors
+                name = decisions[0] if decisions is not None else ""
+                paths = {g.language: spool.finish(g.language) for g in groups}
+                # 1. validation of every language (files and decisions) before anything is written
+                total = 0
+                for future in [pool.submit(validate_group, g, strict, paths[g.language], name) for g in groups]:
+                    _, candidates, problems = future.result()
+                    total += candidates
+                    errors += problems
+                for language in spool.languages():
+                    if language not in paths:
+                        errors += unmatched_decisions(read_spooled(spool.finish(language), language, name, errors))
+                if errors:
+                    raise ImportRejected(source, errors)
+                seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
+                if on_total is not None:
+                    on_total(total)
+                with transaction.atomic():  # committed before the writers start: they see the project and the run
+                    project, created = ensure_project(project_name, owner=owner, title=project_name)
+                    run, _ = _ensure_run(project, groups, source)
+                result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
+                # 2. the writers: one language, one transaction
+                futures = {pool.submit(xqmeval_writers.write_language, project.pk, run.pk, g, strict, paths[g.language], name): g for g in groups}
+                for future in as_completed(futures):
+                    language = futures[future].language
+                    try:
+                        _, part = future.result()
+                    except BrokenProcessPool:
+                        raise
+                    except Exception as exc:  # a database error in that language's transaction: rolled back there
+                        part = LanguageWritten(errors=[f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"])
+                    errors += part.errors
+                    if not part.errors:
+                        written.append(language)
+                        _merge(result, part)
+                    if progress is not None:
+                        progress(part.candidates)
+                    if on_language is not None:
+                        on_language(language, part.candidates, len(errors))
+                seconds["write"] = time.perf_counter() - started - seconds["read"]
+            if errors:
+                raise ImportIncomplete(source, errors, sorted(written))
+            # the planner statistics, one table per writer, while this process counts what the run holds
+            analyzed = [pool.submit(xqmeval_writers.analyze, label) for label in STATISTICS_TABLES] if result.changed else []
+            _finish(project, run, result)
+            for future in analyzed:
+                future.result()
+    except BrokenProcessPool as exc:
+        raise ImportIncomplete(source, [f"an import writer process died ({exc}): run the import again (with fewer writers)"], sorted(written)) from None
+    return result
+
+
+@dataclass
+class LanguageWritten:
+    """What one writer did for one language (rolled back, counting nothing, when ``errors``)."""
+
+    candidates: int = 0
+    segments_created: int = 0
+    candidates_created: int = 0
+    candidates_unchanged: int = 0
+    decisions_created: int = 0
+    decisions_unchanged: int = 0
+    per_direction_type: Counter = field(default_factory=Counter)
+    flagged: Counter = field(default_factory=Counter)
+    errors: list = field(default_factory=list)
+
+
+def _merge(result: XQImportResult, part: LanguageWritten) -> None:
+    for name in ("segments_created", "candidates_created", "candidates_unchanged", "decisions_created", "decisions_unchanged"):
+        setattr(result, name, getattr(result, name) + getattr(part, name))
+    result.per_direction_type.update(part.per_direction_type)
+    result.flagged.update(part.flagged)
+
+
+class _Conflict(Exception):
+    pass
+
+
+def write_language_task(project_id: int, run_id: int, group: FileGroup, strict: bool, decisions_path: str | None, name: str) -> tuple[str, LanguageWritten]:
+    """A writer's unit of work (``xqmeval_writers.write_language``): read, check and write one language in
+    one transaction; a conflict with stored rows rolls that language back and is reported."""
+    from core.models import Direction
+
+    read = read_and_check_group(group, strict)
+    part = LanguageWritten(candidates=len(read.candidates))
+    errors = list(read.errors)
+    decided = match_decisions(read.candidates, read_spooled(decisions_path, group.language, name, errors), errors)
+    if errors:  # (the validation pass saw the same files: only a file changed since then gets here)
+        part.errors = errors
+        return group.language, part
+    project = Project.objects.get(pk=project_id)
+    run = InjectionRun.objects.get(pk=run_id)
+    codes = sorted({d for d, _ in read.gold})
+    directions = {d.code: d for d in Direction.objects.filter(code__in=codes).select_related("target")}
+    units = {code: direction.target.unit for code, direction in directions.items()}
+    stored_directions = set(
+        GoldSegment.objects.filter(project=project, direction__in=directions.values()).values_list("direction_id", flat=True).distinct()
+    )
+    try:
+        with transaction.atomic():
+            _write_language(project, run, directions, units, read, decided, part, errors, stored_directions)
+            if errors:
+                raise _Conflict
+    except _Conflict:
+        part = LanguageWritten(candidates=len(read.candidates), errors=errors)
+    return group.language, part
+
+
+def _finish(project: Project, run: InjectionRun, result: XQImportResult) -> None:
+    run.total = run.done = Candidate.objects.filter(run=run).count()
+    run.save(update_fields=["total", "done"])
+    for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
+        result.status_counts[status] += n
+
+
+STATISTICS_TABLES = ("core.GoldSegment", "injection.Candidate", "annotation.ReviewDecision")
+
+
+def _refresh_statistics(result: XQImportResult) -> None:
     if result.changed:
         # the review queue query takes seconds instead of milliseconds until the planner sees the new rows
-        from annotation.models import ReviewDecision
+        from django.apps import apps
 
-        bulk.refresh_planner_statistics(GoldSegment, Candidate, ReviewDecision)
-    return result
+        bulk.refresh_planner_statistics(*(apps.get_model(label) for label in STATISTICS_TABLES))
+
+
+def _write_language(project, run, directions, units, read: GroupRead, decided, result, errors, stored_directions) -> None:
+    """One language's gold pairs, candidates and decisions (what is new of them), in the caller's transaction;
+    a conflict with what is stored goes to ``errors`` and stops the writing."""
+    group_directions = sorted({d for d, _ in read.gold})
+    segments, result.segments_created, stored_before = _import_segments(
+        project, directions, units, group_directions, read.gold, errors, result.segments_created, stored_directions
+    )
+    if not errors:
+        ids = _import_candidates(run, segments, group_directions, read, decided, result, errors, stored_before)
+        if not errors:
+            _import_decisions(ids, decided, result, errors)
 
 
 def _read_groups(groups: list[FileGroup], strict: bool, jobs: int, seconds: dict) -> Iterator[GroupRead]:

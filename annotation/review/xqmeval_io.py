@@ -267,6 +267,18 @@ def read_and_check_group(group: FileGroup, strict: bool = False) -> GroupRead:
     return read
 
 
+def validate_group(group: FileGroup, strict: bool, decisions_path: str | None, decisions_name: str) -> tuple[str, int, list[str]]:
+    """(language, candidates, problems) of one language's files and its spooled decisions, nothing kept:
+    the validation pass that runs over every language before parallel writers write any (pure, top level,
+    for a process pool)."""
+    read = read_group(group, strict=strict)
+    errors = list(read.errors)
+    rows = read_spooled(decisions_path, group.language, decisions_name, errors)
+    match_decisions(read.candidates, rows, errors)
+    errors += unmatched_decisions(rows)
+    return group.language, len(read.candidates), errors
+
+
 class DecisionSpool:
     """The rows of a decisions CSV split by target language into temporary files as they are read, so an
     import holds one language's decisions at a time (a FLORES-sized file has 1.6 M rows: ≈ 0.8 GB as one
@@ -292,23 +304,24 @@ class DecisionSpool:
     def take(self, language: str, errors: list[str]) -> dict[tuple[str, str, int], DecisionRow]:
         """One language's decisions (candidate key -> row); a second, different decision for a candidate is
         an error. The language's file is deleted."""
-        entry = self._files.pop(language, None)
-        rows: dict[tuple[str, str, int], DecisionRow] = {}
-        if entry is None:
-            return rows
-        fh = entry[0]
-        fh.close()
-        with open(fh.name, encoding="utf-8", newline="") as spooled:
-            for error_type, count_id, segment_id, position, decision, line in csv.reader(spooled):
-                key = (language, error_type, int(count_id))
-                previous = rows.get(key)
-                if previous is not None:
-                    if previous.decision != decision:
-                        errors.append(f"{self.name} line {line}: a second, different decision for the same candidate")
-                    continue
-                rows[key] = DecisionRow(segment_id, position, decision, f"{self.name} line {line}")
-        Path(fh.name).unlink()
+        path = self.finish(language)
+        rows = read_spooled(path, language, self.name, errors)
+        if path is not None:
+            self._files.pop(language)
+            Path(path).unlink()
         return rows
+
+    def finish(self, language: str) -> str | None:
+        """The path of one language's file, closed so another process can read it (``read_spooled``);
+        None when the file named no candidate of that language. The file stays until ``take`` or ``close``."""
+        entry = self._files.get(language)
+        if entry is None:
+            return None
+        entry[0].close()
+        return entry[0].name
+
+    def languages(self) -> list[str]:
+        return list(self._files)
 
     def rest(self, errors: list[str]) -> dict[tuple[str, str, int], DecisionRow]:
         """The decisions of every language not taken yet."""
@@ -330,6 +343,24 @@ class DecisionSpool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def read_spooled(path: str | None, language: str, name: str, errors: list[str]) -> dict[tuple[str, str, int], DecisionRow]:
+    """One language's spooled decisions (candidate key -> row), read from its closed file (``finish``); a
+    second, different decision for a candidate is an error. Pure: an import worker process reads it too."""
+    rows: dict[tuple[str, str, int], DecisionRow] = {}
+    if path is None:
+        return rows
+    with open(path, encoding="utf-8", newline="") as spooled:
+        for error_type, count_id, segment_id, position, decision, line in csv.reader(spooled):
+            key = (language, error_type, int(count_id))
+            previous = rows.get(key)
+            if previous is not None:
+                if previous.decision != decision:
+                    errors.append(f"{name} line {line}: a second, different decision for the same candidate")
+                continue
+            rows[key] = DecisionRow(segment_id, position, decision, f"{name} line {line}")
+    return rows
 
 
 def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[DecisionSpool, list[str]]:

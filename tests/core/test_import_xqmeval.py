@@ -290,3 +290,158 @@ def test_verbosity_2_prints_a_line_per_language(three_languages):
     assert all(line.endswith("written") for line in lines)
     counts = {line.split(":")[0]: int(line.split()[1]) for line in lines}
     assert counts["de"] == sum(pq.read_metadata(p).num_rows for p in folder.glob("en-de-*.parquet"))
+
+
+# ---- parallel writers (PostgreSQL): every language validated first, then one transaction per language ---
+
+
+def _postgresql_only():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("parallel writers write through several PostgreSQL connections")
+
+
+def _database_now():
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def _analysed_since(moment) -> set[str]:
+    """The import's tables ANALYZEd after ``moment`` (by any backend: the writers analyse them)."""
+    import time
+
+    from django.db import connection
+
+    tables = [GoldSegment._meta.db_table, Candidate._meta.db_table, ReviewDecision._meta.db_table]
+    for _ in range(20):  # a backend's statistics reach the shared view when it reports them (at the latest, as it exits)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s) AND last_analyze > %s", [tables, moment])
+            analysed = {row[0] for row in cursor.fetchall()}
+        if len(analysed) == len(tables):
+            break
+        time.sleep(0.1)
+    return analysed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_writers_import_the_same_rows_as_one_process(three_languages):
+    _postgresql_only()
+    from injection.models import InjectionRun
+
+    folder, decisions = three_languages
+    run("one", str(folder), "--decisions", str(decisions))
+    in_process = _stored_rows()
+    run_totals = list(InjectionRun.objects.values_list("total", "done"))
+    Candidate.objects.all().delete()
+    GoldSegment.objects.all().delete()
+    InjectionRun.objects.all().delete()
+    started = _database_now()
+    out = run("one", str(folder), "--decisions", str(decisions), "--writers", "2")
+    assert _stored_rows() == in_process
+    assert _analysed_since(started) == {GoldSegment._meta.db_table, Candidate._meta.db_table, ReviewDecision._meta.db_table}
+    assert ReviewDecision.objects.count() == len(in_process)
+    assert list(InjectionRun.objects.values_list("total", "done")) == run_totals == [(len(in_process), len(in_process))]
+    assert f"{GoldSegment.objects.count()} gold segments, {len(in_process)} candidates (0 unchanged)" in out
+    assert "read, checked and written by 2 writers" in out
+    again = run("one", str(folder), "--decisions", str(decisions), "--writers", "2")
+    assert f"0 candidates ({len(in_process)} unchanged)" in again and "nothing changed" in again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_writers_validate_every_language_before_writing_any(three_languages):
+    _postgresql_only()
+    from core.models import Project
+
+    folder, decisions = three_languages
+    damage(folder, "en-ja-Omission.parquet", lambda df: df.assign(mt=df.mt.where(df.index != 1, "no markup")))
+    damage(folder, "en-zh-Addition.parquet", lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")))
+    lines = decisions.read_text(encoding="utf-8").splitlines()
+    decisions.write_text("\n".join(lines + ["xx,Addition,1,1,head,accepted"]) + "\n", encoding="utf-8")  # no such language
+    with pytest.raises(CommandError) as info:
+        run("bad", str(folder), "--decisions", str(decisions), "--writers", "2")
+    message = str(info.value)
+    assert "nothing imported" in message
+    assert "en-ja-Omission.parquet row 2: mt markup: no <v>" in message
+    assert "en-zh-Addition.parquet row 1: error_position 'middle' is not head or end" in message
+    assert f"line {len(lines) + 1}: no candidate xx/Addition/1 in the candidate files" in message
+    assert not Project.objects.filter(name="bad").exists()
+    assert not Candidate.objects.exists() and not GoldSegment.objects.exists() and not ReviewDecision.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_writers_keep_the_languages_written_before_a_conflict_and_a_second_run_completes_the_import(three_languages, tmp_path):
+    _postgresql_only()
+    folder, decisions = three_languages
+    japanese = tmp_path / "ja"
+    japanese.mkdir()
+    for path in folder.glob("en-ja-*.parquet"):  # stored first with other reference texts: the full import conflicts on ja
+        shutil.copy(path, japanese / path.name)
+        damage(japanese, path.name, lambda df: df.assign(ref=df.ref + " X"))
+    run("mixed", str(japanese))
+    stored_ja = Candidate.objects.count()
+    with pytest.raises(CommandError) as info:
+        run("mixed", str(folder), "--decisions", str(decisions), "--writers", "2")
+    message = str(info.value)
+    assert "2 language(s) written and kept (de, zh), the others not" in message
+    assert "already exists in mixed with different text" in message and "en-ja#" in message
+    by_language = Counter(Candidate.objects.values_list("segment__direction__code", flat=True))
+    assert by_language["en-ja"] == stored_ja  # ja rolled back: what was stored before is all there is
+    for lang in ("de", "zh"):
+        assert by_language[f"en-{lang}"] == sum(pq.read_metadata(p).num_rows for p in folder.glob(f"en-{lang}-*.parquet"))
+    assert ReviewDecision.objects.filter(candidate__segment__direction__code="en-ja").count() == 0
+    # the conflict resolved (the wrong ja rows removed), the same command finishes: de and zh come back unchanged
+    Candidate.objects.filter(segment__direction__code="en-ja").delete()
+    GoldSegment.objects.filter(direction__code="en-ja").delete()
+    out = run("mixed", str(folder), "--decisions", str(decisions), "--writers", "2")
+    ja_rows = sum(pq.read_metadata(p).num_rows for p in folder.glob("en-ja-*.parquet"))
+    assert f"{ja_rows} candidates ({by_language['en-de'] + by_language['en-zh']} unchanged)" in out
+    assert ReviewDecision.objects.count() == Candidate.objects.count()
+
+
+@pytest.mark.django_db
+def test_parallel_writers_refuse_a_surrounding_transaction_and_a_database_without_several_writers(three_languages):
+    from django.db import connection
+
+    folder, decisions = three_languages
+    expected = "call the import outside a transaction" if connection.vendor == "postgresql" else "parallel writers need PostgreSQL"
+    with pytest.raises(CommandError, match=expected):
+        run("x", str(folder), "--writers", "2")  # (a test without transaction=True runs inside one)
+    with pytest.raises(CommandError, match="not with --jobs"):
+        run("x", str(folder), "--writers", "2", "--jobs", "2")
+    assert not Candidate.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_writers_report_a_database_error_in_one_language_and_keep_the_others(three_languages):
+    _postgresql_only()
+    from django.db import connection
+
+    from core.models import Direction
+
+    folder, decisions = three_languages
+    refuse = """
+        CREATE FUNCTION xq_test_refuse_ja() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.direction_id IN (SELECT id FROM {direction} WHERE code = 'en-ja') THEN RAISE EXCEPTION 'refused for the test'; END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER xq_test_refuse_ja BEFORE INSERT ON {segment} FOR EACH ROW EXECUTE FUNCTION xq_test_refuse_ja();
+    """.format(direction=Direction._meta.db_table, segment=GoldSegment._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(refuse)  # the database refuses ja's gold segments, as a failing disk or a lock timeout would
+    try:
+        with pytest.raises(CommandError) as info:
+            run("refused", str(folder), "--decisions", str(decisions), "--writers", "2")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TRIGGER xq_test_refuse_ja ON {GoldSegment._meta.db_table}; DROP FUNCTION xq_test_refuse_ja();")
+    message = str(info.value)
+    assert "2 language(s) written and kept (de, zh), the others not" in message
+    assert "language ja: writing failed" in message and "refused for the test" in message
+    assert set(Candidate.objects.values_list("segment__direction__code", flat=True).distinct()) == {"en-de", "en-zh"}
+    assert not GoldSegment.objects.filter(direction__code="en-ja").exists()

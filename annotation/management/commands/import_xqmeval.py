@@ -1,4 +1,4 @@
-"""python manage.py import_xqmeval PROJECT DIR [--decisions FILE] [--strict] [--jobs N]"""
+"""python manage.py import_xqmeval PROJECT DIR [--decisions FILE] [--strict] [--jobs N | --writers N]"""
 import time
 from concurrent.futures.process import BrokenProcessPool
 
@@ -20,6 +20,11 @@ class Command(BaseCommand):
             "--jobs", type=int, default=1, metavar="N",
             help="read and check languages in N worker processes while this one writes (default 1: all in this process)",
         )
+        parser.add_argument(
+            "--writers", type=int, default=0, metavar="N",
+            help="PostgreSQL: N processes read, check and write whole languages, one transaction per language, after "
+            "every file is validated; a conflict with stored rows keeps the languages written before it (run again to finish)",
+        )
 
     def handle(self, *args, **opts):
         from tqdm import tqdm
@@ -27,6 +32,8 @@ class Command(BaseCommand):
         started = time.perf_counter()
         if opts["jobs"] < 1:
             raise CommandError(f"--jobs {opts['jobs']}: must be at least 1")
+        if opts["writers"] < 0 or (opts["writers"] and opts["jobs"] > 1):
+            raise CommandError("--writers N: N ≥ 0, and not with --jobs (each writer reads and checks its own languages)")
         bar = tqdm(desc="candidates", unit="cand", disable=opts["verbosity"] == 0)
 
         def total(n: int) -> None:
@@ -42,7 +49,7 @@ class Command(BaseCommand):
         try:
             result = import_xqmeval(
                 opts["project"], opts["directory"], opts["decisions"], strict=opts["strict"], progress=bar.update,
-                on_total=total, on_language=language_done, jobs=opts["jobs"],
+                on_total=total, on_language=language_done, jobs=opts["jobs"], writers=opts["writers"],
             )
         except ImportRejected as exc:
             raise CommandError(str(exc)) from None
@@ -56,7 +63,11 @@ class Command(BaseCommand):
           f"{result.segments_created} gold segments, {result.candidates_created} candidates "
           f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions "
           f"({result.decisions_unchanged} unchanged) in {elapsed:.1f} s")
-        if result.seconds and result.candidates_created:
+        if result.seconds and result.candidates_created and opts["writers"] > 1:
+            write = result.seconds["write"]
+            w(f"time: validation pass {result.seconds['read']:.2f} s, writing pass {write:.2f} s "
+              f"({result.candidates_created / write if write else 0:,.0f} candidates/s read, checked and written by {opts['writers']} writers)")
+        elif result.seconds and result.candidates_created:
             write = result.seconds["write"]
             w(f"time: read {result.seconds['read']:.2f} s, checks {result.seconds['checks']:.2f} s, database writes {write:.2f} s "
               f"({result.candidates_created / write if write else 0:,.0f} candidates/s with their decisions)")

@@ -1,0 +1,29 @@
+"""Entry points of the import's writer processes (``import_xqmeval(writers=N)``), spawned fresh: the pool's
+initializer sets Django up before anything imports a model, so this module imports none at its top."""
+from __future__ import annotations
+
+
+def setup(database: dict) -> None:
+    """A writer process: Django with the parent's database (under pytest, its test database)."""
+    import django
+
+    django.setup()
+    from django.db import connections
+
+    connections["default"].close()
+    connections["default"].settings_dict.update(database)
+
+
+def write_language(project_id: int, run_id: int, group, strict: bool, decisions_path: str | None, decisions_name: str):
+    from annotation.review.xqmeval_import import write_language_task
+
+    return write_language_task(project_id, run_id, group, strict, decisions_path, decisions_name)
+
+
+def analyze(model_label: str) -> None:
+    """ANALYZE one table (the import's planner statistics, one table per writer)."""
+    from django.apps import apps
+
+    from core import bulk
+
+    bulk.refresh_planner_statistics(apps.get_model(model_label))
