@@ -11,7 +11,8 @@ translations.
 Each stage runs as its own process, as it would in production, against a dedicated PostgreSQL database
 ``xq_scale_<k>`` (dropped and created on the server of ``DATABASE_URL``, then migrated, untimed):
 
-  import    ``manage.py import_xqmeval [--jobs N]`` (candidates, decisions, checks; ``--import-jobs N``)
+  import    ``manage.py import_xqmeval [--jobs N | --writers N]`` (candidates, decisions, checks;
+            ``--import-jobs N`` / ``--import-writers N``)
   build     ``manage.py build_benchmark --force``  (the merge)
   release   ``manage.py release``                  (parquet files, pseudo systems)
   score     ``.venv-scoring/bin/python -m scoring run --metrics chrF++`` (what a scoring worker runs)
@@ -242,7 +243,8 @@ def ingest_stage(release_dir: str) -> None:
 
 
 def measure(
-    k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, prefix: str = "xq_scale", until: str = STAGES[-1], import_jobs: int = 1
+    k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, prefix: str = "xq_scale", until: str = STAGES[-1], import_jobs: int = 1,
+    import_writers: int = 0,
 ) -> dict:
     name = f"{prefix}_{k}"
     work = scratch / f"k{k}"
@@ -263,7 +265,7 @@ def measure(
     release_dir = work / "release"
     subprocess.run([py, manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     commands = {
-        "import": [py, manage, "import_xqmeval", PROJECT, str(work / "candidates"), "--decisions", str(work / "decisions.csv"), "--jobs", str(import_jobs), "-v0"],
+        "import": [py, manage, "import_xqmeval", PROJECT, str(work / "candidates"), "--decisions", str(work / "decisions.csv"), "--jobs", str(import_jobs), "--writers", str(import_writers), "-v0"],
         "build": [py, manage, "build_benchmark", PROJECT, "--force", "-v0"],
         "release": [py, manage, "release", PROJECT, "--version", VERSION, "--out", str(release_dir), "-v0"],
         "score": [scoring_py, "-m", "scoring", "run", "--release", str(release_dir), "--metrics", METRIC, "--quiet"],
@@ -281,7 +283,7 @@ def measure(
         pseudo, release_mb = manifest["triplets"], round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)
     else:  # stopped before the release: count what the build wrote
         pseudo, release_mb = pseudo_translations(env["DATABASE_URL"]), None
-    figures = {"k": k, "import_jobs": import_jobs, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "database_mb": database_mb(env["DATABASE_URL"]), "stages": stages}
+    figures = {"k": k, "import_jobs": import_jobs, "import_writers": import_writers, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "database_mb": database_mb(env["DATABASE_URL"]), "stages": stages}
     for stage, s in stages.items():
         per = workload["candidates"] if stage == "import" else pseudo
         s["wall_us_per_item"] = round(1e6 * s["wall_s"] / per, 2)
@@ -289,10 +291,15 @@ def measure(
         # the stage's process and the database server's work for it: what the stage costs in CPU
         s["total_cpu_us_per_item"] = round(1e6 * (s["cpu_s"] + s.get("server_cpu_s", 0)) / per, 2)
     figures["import_candidates_per_s"] = round(workload["candidates"] / stages["import"]["wall_s"])
+    passes = re.search(r"time: validation pass ([\d.]+) s, writing pass ([\d.]+) s", (work / "import.log").read_text(encoding="utf-8"))
     if split:
         read_s, checks_s, write_s = (float(x) for x in split.groups())
         figures["import_split_s"] = {"read": read_s, "checks": checks_s, "write": write_s}
         figures["import_write_candidates_per_s"] = round(workload["candidates"] / write_s) if write_s else None
+    elif passes:  # --writers: a validation pass over every file, then the writers (reading, checking, writing)
+        validate_s, write_s = (float(x) for x in passes.groups())
+        figures["import_split_s"] = {"validation pass": validate_s, "writing pass": write_s}
+        figures["import_writing_pass_candidates_per_s"] = round(workload["candidates"] / write_s) if write_s else None
     if not keep:
         drop_database(base_url, name)
         shutil.rmtree(work, ignore_errors=True)
@@ -343,6 +350,7 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"k={r['k']}: database {r['database_mb']:,} MB; import {r['import_candidates_per_s']:,} candidates/s end to end"
             + (f", database writes {r['import_write_candidates_per_s']:,} candidates/s (with decisions; split {r['import_split_s']})" if r.get("import_write_candidates_per_s") else "")
+            + (f", writing pass {r['import_writing_pass_candidates_per_s']:,} candidates/s ({r['import_split_s']})" if r.get("import_writing_pass_candidates_per_s") else "")
         )
     return "\n".join(lines)
 
@@ -357,6 +365,7 @@ def main() -> None:
     parser.add_argument("--prefix", default="xq_scale", help="database names: <prefix>_<k> (default xq_scale)")
     parser.add_argument("--until", choices=STAGES, default=STAGES[-1], help="last stage to run (default: all)")
     parser.add_argument("--import-jobs", type=int, default=1, help="import_xqmeval --jobs: worker processes reading and checking (default 1)")
+    parser.add_argument("--import-writers", type=int, default=0, help="import_xqmeval --writers: processes writing whole languages (default 0: off)")
     parser.add_argument("--stage", choices=["ingest"], help=argparse.SUPPRESS)
     parser.add_argument("--release-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -369,7 +378,7 @@ def main() -> None:
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="bench-scale-"))
     results = []
     for k in [int(x) for x in args.k.split(",")]:
-        results.append(measure(k, Path(args.data), scratch, base_url, args.keep, prefix=args.prefix, until=args.until, import_jobs=args.import_jobs))
+        results.append(measure(k, Path(args.data), scratch, base_url, args.keep, prefix=args.prefix, until=args.until, import_jobs=args.import_jobs, import_writers=args.import_writers))
     report = {"results": results, "ratios": ratios(results) if len(results) > 1 else {}, "cpus": os.cpu_count()}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
