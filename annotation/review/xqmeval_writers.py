@@ -6,7 +6,9 @@ from __future__ import annotations
 def setup(database: dict) -> None:
     """A writer process: Django with the parent's database (under pytest, its test database)."""
     import django
+    from django.conf import settings
 
+    settings.AXES_VERBOSE = False  # one start-up banner per writer would break into the command's progress bar
     django.setup()
     from django.db import connections
 
