@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -41,17 +41,31 @@ SAMPLING = {"temperature": 0.5, "seed": 42}
 
 
 @dataclass
-class XQImportResult:
-    project: str
-    project_created: bool = False
+class ImportCounts:
+    """What an import, or one language of it, added and found stored already."""
+
     segments_created: int = 0
     candidates_created: int = 0
     candidates_unchanged: int = 0
     decisions_created: int = 0
     decisions_unchanged: int = 0
     per_direction_type: Counter = field(default_factory=Counter)
-    status_counts: Counter = field(default_factory=Counter)
     flagged: Counter = field(default_factory=Counter)
+
+    def add(self, other: "ImportCounts") -> None:
+        for f in fields(ImportCounts):
+            mine = getattr(self, f.name)
+            if isinstance(mine, Counter):
+                mine.update(getattr(other, f.name))
+            else:
+                setattr(self, f.name, mine + getattr(other, f.name))
+
+
+@dataclass
+class XQImportResult(ImportCounts):
+    project: str = ""
+    project_created: bool = False
+    status_counts: Counter = field(default_factory=Counter)
     seconds: dict = field(default_factory=dict)  # read (parse + validate files), checks, write (database inserts)
 
     @property
@@ -251,7 +265,7 @@ def _import_by_language(
                     errors += part.errors
                     if not part.errors:
                         written.append(language)
-                        _merge(result, part)
+                        result.add(part)
                     if progress is not None:
                         progress(part.candidates)
                     if on_language is not None:
@@ -270,25 +284,11 @@ def _import_by_language(
 
 
 @dataclass
-class LanguageWritten:
+class LanguageWritten(ImportCounts):
     """What one writer did for one language (rolled back, counting nothing, when ``errors``)."""
 
     candidates: int = 0
-    segments_created: int = 0
-    candidates_created: int = 0
-    candidates_unchanged: int = 0
-    decisions_created: int = 0
-    decisions_unchanged: int = 0
-    per_direction_type: Counter = field(default_factory=Counter)
-    flagged: Counter = field(default_factory=Counter)
     errors: list = field(default_factory=list)
-
-
-def _merge(result: XQImportResult, part: LanguageWritten) -> None:
-    for name in ("segments_created", "candidates_created", "candidates_unchanged", "decisions_created", "decisions_unchanged"):
-        setattr(result, name, getattr(result, name) + getattr(part, name))
-    result.per_direction_type.update(part.per_direction_type)
-    result.flagged.update(part.flagged)
 
 
 class _Conflict(Exception):
