@@ -313,7 +313,7 @@ class DecisionSpool:
 
     def finish(self, language: str) -> str | None:
         """The path of one language's file, closed so another process can read it (``read_spooled``);
-        None when the file named no candidate of that language. The file stays until ``take`` or ``close``."""
+        None when the decisions had no row of that language. The file stays until ``take`` or ``close``."""
         entry = self._files.get(language)
         if entry is None:
             return None
