@@ -4,13 +4,15 @@ negated); cross-lingual CV is computed on the metric's own scale."""
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
 
 import numpy as np
 
 from exports.metaeval import domain as metaeval
-from exports.models import MetricScore, PseudoSystem, Release
+from exports.models import MetricScore, PseudoSystem, Release, ScoreSummary
 from exports.scores.selectors import scored_directions, scores_digest
 from scoring.registry import MetricError, get_metric
 
@@ -27,21 +29,25 @@ def _orientation(metric: str) -> tuple[str, float]:
     return direction, (-1.0 if direction == "lower" else 1.0)
 
 
-def _iter_systems(release: Release, kind: str, directions: set[str] | None):
-    """The release's pseudo systems of ``kind``, one at a time (a multilingual system of 90 directions holds
-    9,180 triplet ids; a thousand of them held together were most of the meta-evaluation's memory)."""
-    rows = PseudoSystem.objects.filter(release=release, kind=kind).select_related("direction").order_by("repetition", "name")
+def _iter_systems(release: Release, kind: str, directions: set[str] | None, *, direction: int | None = None):
+    """The release's pseudo systems of ``kind`` (of one direction, by id), one at a time (a multilingual system of
+    90 directions holds 9,180 triplet ids; a thousand of them held together were most of the meta-evaluation's
+    memory)."""
+    rows = PseudoSystem.objects.filter(release=release, kind=kind)
+    if direction is not None:
+        rows = rows.filter(direction_id=direction)
+    rows = rows.select_related("direction").order_by("repetition", "name")
     for row in rows.iterator(chunk_size=50):
         sample = metaeval.SystemSample(
             row.name, row.repetition, row.human_score, row.triplet_ids, row.direction.code if row.direction else None, row.level
         )
         if directions is not None and {metaeval.direction_of(t) for t in sample.triplet_ids} - directions:
             continue  # a system with triplets outside the visible directions
-        yield sample
+        yield row.pk, sample
 
 
 def _systems(release: Release, kind: str, directions: set[str] | None) -> list[metaeval.SystemSample]:
-    return list(_iter_systems(release, kind, directions))
+    return [sample for _, sample in _iter_systems(release, kind, directions)]
 
 
 class _Oriented(Mapping):
@@ -61,7 +67,87 @@ class _Oriented(Mapping):
         return len(self.raw)
 
 
-META_EVALUATION_STEPS = ("scores read", "triplet-level τ", "monolingual systems", "multilingual systems")
+META_EVALUATION_STEPS = ("multilingual systems read", "directions", "multilingual study")
+
+
+class _MultilingualSpool:
+    """The multilingual systems' triplet ids, written once to one file per direction (``system index \\t
+    triplet id`` in the system's order), so each direction's part of every system is read while that
+    direction's scores are loaded and no pass holds every score at once. A system of 90 directions holds
+    9,180 ids; a thousand of them are 9 M ids at k = 10 and about 20 M for 200 directions."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="xq-metaeval-")
+        self.files: dict[str, object] = {}
+        self.systems: list[tuple[int, float, list[str]]] = []  # (repetition, human score, directions in order)
+
+    def add(self, system: metaeval.SystemSample) -> None:
+        index = len(self.systems)
+        by_direction: dict[str, list[str]] = {}  # in first appearance: the order Algorithm 1 averages them in
+        for triplet in system.triplet_ids:
+            direction = triplet.partition("/")[0]  # metaeval.direction_of, inline: 9 M calls at k = 10
+            ids = by_direction.get(direction)
+            if ids is None:
+                ids = by_direction[direction] = []
+            ids.append(triplet)
+        for direction, ids in by_direction.items():
+            line = "\t".join(ids)
+            if line.count("\t") != len(ids) - 1 or "\n" in line:
+                raise MetaEvaluationError(f"system {system.name}: a triplet id holds a tab or a line break")
+            out = self.files.get(direction)
+            if out is None:
+                out = self.files[direction] = open(self._path(direction), "w", encoding="utf-8")
+            out.write(f"{index}\t{line}\n")  # one line per system and direction
+        self.systems.append((system.repetition, system.human_score, list(by_direction)))
+
+    def _path(self, direction: str) -> str:
+        return os.path.join(self.dir.name, hashlib.sha256(direction.encode()).hexdigest()[:24])
+
+    def finish_writing(self) -> None:
+        for out in self.files.values():
+            out.close()
+
+    def means(self, direction: str, raw: Mapping[str, float], sign: float) -> dict[int, float] | None:
+        """Each system's mean oriented score in ``direction`` (the same values, in the same order, as
+        ``metaeval.system_means`` averages), or None when one of its triplets there has no score."""
+        result: dict[int, float] = {}
+        if direction not in self.files:
+            return result
+        with open(self._path(direction), encoding="utf-8") as lines:
+            for line in lines:
+                index, _, ids = line.rstrip("\n").partition("\t")
+                try:
+                    values = [sign * raw[triplet] for triplet in ids.split("\t")]
+                except KeyError:
+                    return None
+                result[int(index)] = float(np.mean(values))
+        return result
+
+    def close(self) -> None:
+        self.finish_writing()
+        self.dir.cleanup()
+
+
+def _scored_directions(release: Release, metric: str, directions: list[str] | None) -> tuple[list[tuple[int, str]], set[str]]:
+    """(direction id, code) of every direction with scores of ``metric`` (of the visible ones), by code; and the
+    codes of those with scores at a level. From the ingest's summaries, not a pass over the scores."""
+    rows = ScoreSummary.objects.filter(release=release, metric=metric)
+    if directions is not None:
+        rows = rows.filter(direction__code__in=directions)
+    found: dict[str, int] = {}
+    leveled: set[str] = set()
+    for direction_id, code, level in rows.values_list("direction_id", "direction__code", "level"):
+        found[code] = direction_id
+        if level is not None:
+            leveled.add(code)
+    return [(found[code], code) for code in sorted(found)], leveled
+
+
+def meta_evaluation_steps(release: Release, metric: str, directions: list[str] | None = None) -> list[str]:
+    """The steps ``release_meta_evaluation`` reports, in order: the multilingual systems' read, one per
+    direction, the multilingual study (the command's progress bar)."""
+    codes, _ = _scored_directions(release, metric, directions)
+    return [META_EVALUATION_STEPS[0]] + [f"{META_EVALUATION_STEPS[1]}: {code}" for _, code in codes] + [META_EVALUATION_STEPS[2]]
 
 
 def release_meta_evaluation(release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b",
@@ -69,77 +155,129 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
     """Triplet-level τ per direction, monolingual system-level τ per direction (mean over repetitions),
     cross-lingual CV per level, and the multilingual study (plain averaging vs LGN, paired t-test) when every
     direction of the release is visible and scored. ``progress(step)`` is called as each of
-    ``META_EVALUATION_STEPS`` ends (the command's progress bar)."""
+    ``meta_evaluation_steps`` ends (the command's progress bar).
+
+    One direction at a time: its scores, its monolingual systems and its part of every multilingual system
+    (spooled to disk by ``_MultilingualSpool``), so memory holds one direction's scores whatever the number
+    of directions. The figures equal, to the last digit, the computation over every score held together
+    (``tests/scores/test_metaeval_streaming.py``)."""
     step = progress or (lambda name: None)
     if variant not in metaeval.TAU_STATISTICS:
         raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_STATISTICS)}")
     better, sign = _orientation(metric)
-    qs = MetricScore.objects.filter(release=release, metric=metric)
-    if directions is not None:
-        qs = qs.filter(direction__code__in=directions)
-    # Streamed (server-side cursor on PostgreSQL): no list of row tuples beside the score dictionaries.
-    raw: dict[str, float] = {}
-    per_direction: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
-    for triplet, direction, level, score in qs.values_list("triplet_id", "direction__code", "level", "score").iterator(chunk_size=20_000):
-        raw[triplet] = score
-        if level is not None:
-            per_direction[direction][0].append(sign * score)
-            per_direction[direction][1].append(-5.0 * level)
-    if not raw:
+    codes, scored = _scored_directions(release, metric, directions)
+    if not codes:
         raise MetaEvaluationError(f"release {release}: no {metric} scores")
-    oriented = _Oriented(raw, sign)
-    step(META_EVALUATION_STEPS[0])
     result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
-    for direction, (metric_scores, human) in sorted(per_direction.items()):
-        tau = metaeval.tau_statistic(metric_scores, human, variant)
-        result["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
-    scored = set(per_direction)
-    del per_direction  # every score is in ``raw``; the per-direction copies were for the triplet-level τ
-    step(META_EVALUATION_STEPS[1])
-
     visible = scored if directions is not None else None
-    mono = [s for s in _systems(release, PseudoSystem.Kind.MONOLINGUAL, visible) if all(t in raw for t in s.triplet_ids)]
-    if mono:
-        result["system_level"] = metaeval.monolingual_system_tau(mono, oriented, variant)
-        # Cross-lingual CV at each level: the monolingual system scores of the directions, on the metric's
-        # own scale, averaged over repetitions first (SPEC §9; sample std).
-        means: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for system in mono:
-            means[system.level][system.direction].append(metaeval.system_score(system, raw))
-        for level in sorted(means):
-            per_dir = {d: float(np.mean(v)) for d, v in means[level].items()}
-            cv = metaeval.coefficient_of_variation(list(per_dir.values())) if len(per_dir) >= 2 else None
-            result["cv"].append({"level": level, "cv": cv, "directions": len(per_dir), "std": "sample"})
+    study = visible in (None, scored_directions(release))
 
+    spool = _MultilingualSpool()
+    try:
+        if study:
+            for _, system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, visible):
+                spool.add(system)
+        spool.finish_writing()
+        step(META_EVALUATION_STEPS[0])
+        per_direction = _DirectionFigures(len(spool.systems))
+        for direction_id, code in codes:
+            per_direction.add(release, metric, direction_id, code, sign, variant, visible, spool)
+            step(f"{META_EVALUATION_STEPS[1]}: {code}")
+        unread = set(spool.files) - {code for _, code in codes}
+    finally:
+        spool.close()
+
+    result["triplet_level"] = per_direction.triplet_level
+    if per_direction.any_monolingual:
+        result["system_level"] = per_direction.system_level
+        result["cv"] = per_direction.cv(release)
+    if study and per_direction.any_monolingual and spool.systems and per_direction.multilingual_complete and not unread:
+        if per_direction.lgn_error:  # a direction whose systems all score the same: LGN is undefined
+            result["multilingual_error"] = per_direction.lgn_error
+        else:
+            systems = [
+                metaeval.SystemMeans(repetition, human, {d: per_direction.multilingual_means[d][index] for d in order})
+                for index, (repetition, human, order) in enumerate(spool.systems)
+            ]
+            figures = metaeval.multilingual_study_of_means(systems, per_direction.lgn, variant)
+            result["multilingual"] = {
+                "repetitions": figures.repetitions,
+                "tau_plain": figures.tau_plain,
+                "tau_lgn": figures.tau_lgn,
+                "t": figures.test.statistic if figures.test else None,
+                "p": figures.test.pvalue if figures.test else None,
+                "note": "" if figures.test else "difference constant over repetitions (or a single repetition): no t-test",
+            }
     step(META_EVALUATION_STEPS[2])
-    all_directions = scored_directions(release)
-    multi: list[metaeval.SystemMeans] = []
-    if mono and visible in (None, all_directions):
-        # one system at a time, kept as its per-direction means (a few floats): the same numbers as the
-        # study over the systems held together (multilingual_study), without their triplet ids
-        for system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, visible):
-            if not all(t in raw for t in system.triplet_ids):
-                multi = []
-                break
-            multi.append(metaeval.system_means(system, oriented))
-    if multi:
-        try:
-            lgn = metaeval.lgn_from_systems(mono, oriented)
-        except ValueError as exc:  # a direction whose systems all score the same: LGN is undefined
-            result["multilingual_error"] = str(exc)
-            step(META_EVALUATION_STEPS[3])
-            return result
-        study = metaeval.multilingual_study_of_means(multi, lgn, variant)
-        result["multilingual"] = {
-            "repetitions": study.repetitions,
-            "tau_plain": study.tau_plain,
-            "tau_lgn": study.tau_lgn,
-            "t": study.test.statistic if study.test else None,
-            "p": study.test.pvalue if study.test else None,
-            "note": "" if study.test else "difference constant over repetitions (or a single repetition): no t-test",
-        }
-    step(META_EVALUATION_STEPS[3])
     return result
+
+
+class _DirectionFigures:
+    """What each direction contributes, computed while its scores are loaded and kept as a few numbers."""
+
+    def __init__(self, multilingual_systems: int) -> None:
+        self.triplet_level: list[dict] = []
+        self.system_level: dict[str, float] = {}
+        self.any_monolingual = False
+        # level -> direction -> (its monolingual systems' ids, their mean score)
+        self.level_means: dict[int, dict[str, tuple[list[int], float]]] = defaultdict(dict)
+        self.lgn: dict[str, metaeval.Normaliser] = {}
+        self.lgn_error = ""
+        self.multilingual_means: dict[str, dict[int, float]] = {}
+        self.multilingual_complete = multilingual_systems > 0
+
+    def add(self, release: Release, metric: str, direction_id: int, code: str, sign: float, variant: str,
+            visible: set[str] | None, spool: _MultilingualSpool) -> None:
+        raw: dict[str, float] = {}
+        metric_scores, human = [], []
+        rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=direction_id)
+        for triplet, level, score in rows.values_list("triplet_id", "level", "score").iterator(chunk_size=20_000):
+            raw[triplet] = score
+            if level is not None:
+                metric_scores.append(sign * score)
+                human.append(-5.0 * level)
+        if metric_scores:
+            tau = metaeval.tau_statistic(metric_scores, human, variant)
+            self.triplet_level.append({"direction": code, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
+        del metric_scores, human
+        oriented = _Oriented(raw, sign)
+
+        mono = [(pk, s) for pk, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, visible, direction=direction_id)
+                if all(t in raw for t in s.triplet_ids)]
+        if mono:
+            self.any_monolingual = True
+            systems = [s for _, s in mono]
+            self.system_level.update(metaeval.monolingual_system_tau(systems, oriented, variant))
+            by_level: dict[int, list[tuple[int, float]]] = defaultdict(list)
+            for pk, system in mono:
+                by_level[system.level].append((pk, metaeval.system_score(system, raw)))
+            for level, values in by_level.items():
+                self.level_means[level][code] = ([pk for pk, _ in values], float(np.mean([v for _, v in values])))
+            try:
+                self.lgn.update(metaeval.lgn_from_systems(systems, oriented))
+            except ValueError as exc:
+                self.lgn_error = self.lgn_error or str(exc)
+        if self.multilingual_complete:
+            means = spool.means(code, raw, sign)
+            if means is None:
+                self.multilingual_complete = False
+            else:
+                self.multilingual_means[code] = means
+
+    def cv(self, release: Release) -> list[dict]:
+        """Cross-lingual CV at each level: the monolingual system scores of the directions, on the metric's
+        own scale, averaged over repetitions first (SPEC §9; sample std), directions in the order their
+        first system comes in (repetition, name), as the computation over every system held together."""
+        position = {pk: i for i, pk in enumerate(
+            PseudoSystem.objects.filter(release=release, kind=PseudoSystem.Kind.MONOLINGUAL).order_by("repetition", "name").values_list("pk", flat=True)
+        )}
+        rows = []
+        for level in sorted(self.level_means):
+            ordered = sorted(self.level_means[level].values(), key=lambda ids_and_mean: min(position[pk] for pk in ids_and_mean[0]))
+            values = [mean for _, mean in ordered]
+            cv = metaeval.coefficient_of_variation(values) if len(values) >= 2 else None
+            rows.append({"level": level, "cv": cv, "directions": len(values), "std": "sample"})
+        return rows
 
 
 # ---- the headline the project page shows (cached; computed by a task where a worker runs) ---------------

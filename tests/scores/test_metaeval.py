@@ -78,16 +78,17 @@ def test_command_prints_the_same_numbers(scored):
 
 
 def test_command_shows_each_step_in_a_progress_bar_on_stderr(scored, capsys):
-    from exports.metaeval.selectors import META_EVALUATION_STEPS
+    from exports.metaeval.selectors import meta_evaluation_steps
 
     steps = []
     release_meta_evaluation(scored, "chrF++", progress=steps.append)
-    assert steps == list(META_EVALUATION_STEPS)  # every step, once, in order
+    assert steps == meta_evaluation_steps(scored, "chrF++")  # every step, once, in order
+    assert steps == ["multilingual systems read", "directions: en-de", "directions: en-zh", "multilingual study"]
     out = io.StringIO()
     call_command("metaeval", "demo@1.0.0", "--metrics", "chrF++,MetricX-23", "--format", "json", stdout=out)
     assert len(json.loads(out.getvalue())) == 2  # stdout holds the JSON alone
     bar = capsys.readouterr().err
-    assert "meta-evaluation" in bar and "8/8" in bar and "MetricX-23: multilingual systems" in bar
+    assert "meta-evaluation" in bar and "8/8" in bar and "MetricX-23: multilingual study" in bar and "chrF++: directions: en-zh" in bar
 
 
 def test_command_errors_are_clear(scored):
@@ -97,6 +98,25 @@ def test_command_errors_are_clear(scored):
         call_command("metaeval", "demo@1.0.0", "--metrics", "BLEU", stdout=io.StringIO())
     with pytest.raises(CommandError, match="unknown τ variant"):
         call_command("metaeval", "demo@1.0.0", "--metrics", "chrF++", "--variant", "a", stdout=io.StringIO())
+
+
+def test_multilingual_study_needs_every_triplet_scored_and_leaves_no_spool(scored, monkeypatch, tmp_path):
+    """The multilingual systems are spooled to disk per direction; a triplet of one of them without a score
+    (here en-zh/51, in a level-5 system) leaves the study out, as when every score was held together, and
+    the spool is removed either way."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert release_meta_evaluation(scored, "chrF++")["multilingual"]["repetitions"] == 2
+    MetricScore.objects.filter(release=scored, metric="chrF++", triplet_id="en-zh/51/k5").delete()
+    result = release_meta_evaluation(scored, "chrF++")
+    assert result["multilingual"] is None and "multilingual_error" not in result
+    # en-zh's level-5 systems lost a triplet: en-zh keeps its systems of levels 0-4, en-de all six
+    assert set(result["system_level"]) == {"en-de", "en-zh"} and [c["directions"] for c in result["cv"]] == [2, 2, 2, 2, 2, 1]
+    assert list(tmp_path.iterdir()) == []
+    # A viewer who sees one direction gets its figures, and no study
+    one = release_meta_evaluation(scored, "MetricX-23", directions=["en-de"])
+    assert [r["direction"] for r in one["triplet_level"]] == ["en-de"] and one["multilingual"] is None
 
 
 def test_page_shows_visible_directions_only(client, scored, admin_user, annotator_de):

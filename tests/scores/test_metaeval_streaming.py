@@ -1,9 +1,11 @@
-"""Meta-evaluation reading the multilingual systems one at a time (issue 15): on a release of the shared
-data, every figure equals, to the last digit, the computation over every score and system held together."""
+"""Meta-evaluation one direction at a time, the multilingual systems read once and spooled per direction
+(issue 15): on a release of the shared data, every figure equals, to the last digit, the computation over
+every score and system held together."""
 from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -44,6 +46,12 @@ def held_together(release, metric: str, variant: str) -> dict:
         out["triplet_level"].append({"direction": direction, "tau": tau.value, "n": tau.n, "epsilon": tau.epsilon})
     mono = _systems(release, "monolingual", None)
     out["system_level"] = metaeval.monolingual_system_tau(mono, oriented, variant)
+    means = {}
+    for system in mono:  # in (repetition, name) order: each level's directions in the order they first come
+        means.setdefault(system.level, {}).setdefault(system.direction, []).append(metaeval.system_score(system, raw))
+    for level in sorted(means):
+        per_dir = [float(np.mean(v)) for v in means[level].values()]
+        out["cv"].append({"level": level, "cv": metaeval.coefficient_of_variation(per_dir), "directions": len(per_dir), "std": "sample"})
     multi = _systems(release, "multilingual", None)
     study = metaeval.multilingual_study(multi, oriented, metaeval.lgn_from_systems(mono, oriented), variant)
     out["multilingual"] = (study.repetitions, study.tau_plain, study.tau_lgn, study.test.statistic if study.test else None, study.test.pvalue if study.test else None)
@@ -72,6 +80,7 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
         want = held_together(release, metric, variant)
         assert got["triplet_level"] == want["triplet_level"] and len(got["triplet_level"]) == 3
         assert got["system_level"] == want["system_level"]
+        assert got["cv"] == want["cv"] and len(got["cv"]) == 6
         m = got["multilingual"]
         assert (m["repetitions"], m["tau_plain"], m["tau_lgn"], m["t"], m["p"]) == want["multilingual"]  # exact floats, not approx
         assert m["repetitions"] == 6 and m["tau_plain"] < 1 and m["t"] is not None

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from exports.metaeval.domain import TAU_STATISTICS
 
 from exports.management.commands.score import find_release, names
-from exports.metaeval.selectors import META_EVALUATION_STEPS, MetaEvaluationError, release_meta_evaluation
+from exports.metaeval.selectors import MetaEvaluationError, meta_evaluation_steps, release_meta_evaluation
 
 
 class Command(BaseCommand):
@@ -31,7 +31,9 @@ class Command(BaseCommand):
         metrics = names(opts["metrics"], "--metrics")
         results = []
         # tqdm writes to stderr: --format json keeps stdout for the JSON alone
-        bar = tqdm(total=len(metrics) * len(META_EVALUATION_STEPS), desc="meta-evaluation", unit="step", disable=opts["verbosity"] == 0)
+        # one step per direction (plus reading the multilingual systems and their study), per metric
+        total = sum(len(meta_evaluation_steps(release, metric)) for metric in metrics)
+        bar = tqdm(total=total, desc="meta-evaluation", unit="step", disable=opts["verbosity"] == 0)
         try:
             for metric in metrics:
                 def advance(step: str, metric=metric) -> None:
