@@ -73,11 +73,11 @@ META_EVALUATION_STEPS = ("multilingual systems read", "directions", "multilingua
 
 
 class _MultilingualSpool:
-    """The multilingual systems' triplet ids, written once to one file per direction (``system index \\t
-    triplet id`` in the system's order), so each direction's part of every system is read while that
-    direction's scores are loaded and no pass holds every score at once. A system of 90 directions holds
-    9,180 ids; a thousand of them are 9 M ids at k = 10 (486 MB of files under TMPDIR, removed at the end)
-    and about 20 M for 200 directions."""
+    """The multilingual systems' triplet ids, written once to one file per direction (a line per system:
+    its index, then its ids there in its order, tab-separated), so each direction's part of every system
+    is read while that direction's scores are loaded and no pass holds every score at once. A system of
+    90 directions holds 9,180 ids; a thousand of them are 9 M ids at k = 10 (486 MB of files under
+    TMPDIR, removed at the end) and about 20 M for 200 directions."""
 
     def __init__(self) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="xq-metaeval-")
