@@ -23,6 +23,7 @@ from tests.exports.hub_server import HubServer, git_blob_sha1
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
+CARDS = Path(__file__).parent / "dataset_cards"  # cards written by the code before the template
 SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
 
 
@@ -117,6 +118,8 @@ def test_rebuilding_from_the_same_inputs_gives_the_same_bytes(built, tmp_path):
     # the same version again, elsewhere: same bytes
     services.create_release(built, "1.0.0", out_dir=tmp_path / "b")
     assert files_of(tmp_path / "a") == files_of(tmp_path / "b")
+    # the card, now rendered from a template, is byte for byte what the former string-writing code wrote
+    assert (tmp_path / "a" / "README.md").read_bytes() == (CARDS / "xqm-shared-data-1.0.0.md").read_bytes()
     # rebuild every pseudo translation (new database ids) and release from scratch: still the same bytes
     old_ids = set(PseudoTranslation.objects.values_list("id", flat=True))
     build_benchmark(built, force=True)

@@ -21,11 +21,12 @@ versions.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
-import io
 import json
 import os
 import shutil
+import string
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -661,6 +662,8 @@ def verify_release(out_dir: str | Path) -> list[str]:
 
 
 def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str]) -> str:
+    """The release's README.md: the prose is the template ``dataset_card.md`` beside this module; this fills in
+    the parts that come from the content (metadata, lists and the counts table)."""
     configs = [
         {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]} for d in sorted(content.directions)
     ]
@@ -678,97 +681,62 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         "tags": ["mt-evaluation", "mqm", "metric-benchmark", "xq-meval"],
         "configs": configs,
     }
-    out = io.StringIO()
-    out.write("---\n")
-    out.write(yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000))
-    out.write("---\n\n")
-    w = out.write
-    w(f"# {_md(content.title or content.name)} — version {_md(content.version)}\n\n")
-    if content.description:
-        w(_md(content.description) + "\n\n")
-    w(
-        "Triplets *(source, pseudo translation, reference)* at six controlled quality levels for benchmarking "
-        "MT evaluation metrics, built the XQ-MEval way: single major MQM errors injected into gold references, "
-        "reviewed by native speakers, and merged into pseudo translations with *k* = 0…5 errors "
-        "(human score −5·*k*).\n\n"
+    if content.agreement:
+        agreement = "".join(f"- {key}: {_md(str(content.agreement[key]))}\n" for key in sorted(content.agreement))
+    else:
+        agreement = "Not available for this release (no per-reviewer decisions were recorded).\n"
+    shortfalls = ""
+    if content.shortfalls:
+        shortfalls = (
+            "Draws with fewer triplets than asked for (all available taken):\n\n"
+            + "".join(f"- {_md(s)}\n" for s in content.shortfalls)
+            + "\n"
+        )
+    return _card_template().substitute(
+        metadata=yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000),
+        title=_md(content.title or content.name),
+        version=_md(content.version),
+        description=_md(content.description) + "\n\n" if content.description else "",
+        content_hash=content_hash,
+        first_direction=sorted(content.directions)[0] if content.directions else "en-de",
+        transplanted_flag=TRANSPLANTED_FLAG,
+        build="".join(f"- {key}: {_md(str(content.build[key]))}\n" for key in sorted(content.build)),
+        counts_table=_counts_table(content.counts),
+        transplanted_candidates=len(content.transplanted),
+        transplanted_triplets=f"{content.transplanted_triplets:,}",
+        excluded_candidates=len(content.excluded),
+        agreement=agreement,
+        sampling_plan=json.dumps(content.sampling_plan, sort_keys=True, indent=2),
+        shortfalls=shortfalls,
+        files="".join(f"- `{path}`\n" for path in sorted(canonical)),
+        license=content.license,
+        citation=CITATION,
     )
-    w(f"Content hash: `{content_hash}` (sha256 over every triplet, pseudo system, excluded candidate, the counts and the sampling plan; file checksums in `manifest.json`).\n\n")
-    w("## Loading\n\n```python\nfrom datasets import load_dataset\n\n")
-    first = sorted(content.directions)[0] if content.directions else "en-de"
-    w(f'triplets = load_dataset("<this repo or directory>", "{first}", split="test")\n')
-    w('systems = load_dataset("<this repo or directory>", "systems-monolingual", split="test")\n```\n\n')
-    w("## Columns\n\n")
-    for name, text in [
-        ("triplet_id", "unique in the release: `direction/segment_id/constituent candidates` (`reference` for level 0)"),
-        ("direction, segment_id", "translation direction and the gold pair's id (FLORES+ devtest line index for XQ-MEval)"),
-        ("src, ref, mt", "source, gold reference, pseudo translation"),
-        ("mt_marked", "the pseudo translation with each edit marked `<v>…</v>` (an omission is an empty `<v></v>`)"),
-        ("num_errors, mqm_penalty, human_score", "*k*, 5·*k*, −5·*k*"),
-        ("error_types", "the types of the *k* errors, in text order"),
-        ("spans", "per edit: candidate, type, `[ref_start, ref_end)` in the reference's units, `[mt_start, mt_end)` in the pseudo translation's units"),
-        ("unit", "how spans count: `token` (whitespace tokens) or `char` (characters, for zh/ja/lo/th/my/km/bo)"),
-        (
-            "flags",
-            f"`{TRANSPLANTED_FLAG}` when an edit comes from a candidate whose text outside its span drifts from the reference "
-            "(punctuation, whitespace or character width only): its edit was transplanted onto the reference, so `mt` is `ref` "
-            "outside the spans all the same; empty otherwise",
-        ),
-    ]:
-        w(f"- `{name}`: {text}\n")
-    w("\nPseudo systems (`systems-*` configs): one row per (system, triplet) with `system_id`, `kind`, `repetition`, "
-      "`seed`, `human_score` (predetermined: mean of −5·*k*), `level_mix`, `direction`, `level`, `triplet_id`.\n\n")
-    w("## How it was built\n\n")
-    for key in sorted(content.build):
-        w(f"- {key}: {_md(str(content.build[key]))}\n")
-    w(
-        "- merging (SPEC §6): every combination of *k* = 1…max_errors accepted candidates of a gold pair whose spans "
-        "do not conflict (at least one unchanged unit between two edits); level 0 is the reference; a candidate whose "
-        "text outside its span drifts from the reference by punctuation, whitespace or character width only (a quote "
-        f"mark, a comma, a full-width bracket) has its edit transplanted onto the reference, is flagged `{TRANSPLANTED_FLAG}` "
-        "and listed with the drift in `transplanted_candidates.csv`; one whose content outside the span differs (the "
-        "edit cannot be located) is excluded and listed in `excluded_candidates.csv`.\n"
-    )
-    w(
-        "- pseudo systems (SPEC §7): monolingual systems draw `n` triplets of one level in one direction without "
-        "replacement; multilingual systems use the same level mix in every direction; every draw has its own seed "
-        "derived from the plan's base seed (see the sampling plan in `manifest.json`).\n\n"
-    )
-    w("## Counts\n\nPseudo translations per direction and level; in brackets the minimum–maximum per gold pair.\n\n")
-    levels = sorted({int(k) for d in content.counts.values() for k in d["levels"]})
-    w("| direction | pairs | " + " | ".join(f"k={k}" for k in levels) + " | total |\n")
-    w("|---|---:|" + "---:|" * len(levels) + "---:|\n")
-    for direction in sorted(content.counts):
-        row = content.counts[direction]
+
+
+@functools.cache
+def _card_template() -> string.Template:
+    return string.Template((Path(__file__).parent / "dataset_card.md").read_text(encoding="utf-8"))
+
+
+def _counts_table(counts: dict) -> str:
+    """Pseudo translations per direction and level, "total (min–max per gold pair)" in each cell."""
+    levels = sorted({int(k) for d in counts.values() for k in d["levels"]})
+    lines = [
+        "| direction | pairs | " + " | ".join(f"k={k}" for k in levels) + " | total |\n",
+        "|---|---:|" + "---:|" * len(levels) + "---:|\n",
+    ]
+    for direction in sorted(counts):
+        row = counts[direction]
         cells = [
             f"{row['levels'][str(k)]['total']:,} ({row['levels'][str(k)]['min_per_pair']}–{row['levels'][str(k)]['max_per_pair']})"
             for k in levels
         ]
-        w(f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells) + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n")
-    w(
-        f"\nCandidates placed by transplanting their edit: {len(content.transplanted)} (flag `{TRANSPLANTED_FLAG}` on "
-        f"{content.transplanted_triplets:,} triplets; see "
-        "`transplanted_candidates.csv`). "
-        f"Excluded candidates: {len(content.excluded)} (see `excluded_candidates.csv`).\n\n"
-    )
-    w("## Review agreement\n\n")
-    if content.agreement:
-        for key in sorted(content.agreement):
-            w(f"- {key}: {_md(str(content.agreement[key]))}\n")
-    else:
-        w("Not available for this release (no per-reviewer decisions were recorded).\n")
-    w("\n## Sampling plan\n\n```json\n" + json.dumps(content.sampling_plan, sort_keys=True, indent=2) + "\n```\n\n")
-    if content.shortfalls:
-        w("Draws with fewer triplets than asked for (all available taken):\n\n")
-        for s in content.shortfalls:
-            w(f"- {_md(s)}\n")
-        w("\n")
-    w("## Files\n\n")
-    for path in sorted(canonical):
-        w(f"- `{path}`\n")
-    w("\n## License\n\n")
-    w(f"`{content.license}`. The gold pairs come from FLORES+ (CC BY-SA 4.0); derived data keeps the license of its inputs.\n\n")
-    w("## Citation\n\n```bibtex\n" + CITATION + "\n```\n")
-    return out.getvalue()
+        lines.append(
+            f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells)
+            + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n"
+        )
+    return "".join(lines)
 
 
 def _md(text: str) -> str:
