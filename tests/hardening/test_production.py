@@ -1,5 +1,5 @@
 """Production hygiene (issue 12 item 10): /healthz under SSL redirect, the Content-Security-Policy, Swagger
-UI from our own static files, who may read the schema, and the README's configuration names."""
+UI from our own static files, who may read the schema, and the docs' configuration names."""
 import os
 import re
 import subprocess
@@ -82,16 +82,28 @@ def test_api_docs_come_from_our_static_files_and_need_a_login(client, admin_user
     assert client.get("/api/schema/?format=json").json()["info"]["title"] == "xqmeval API"
 
 
-def test_every_setting_the_readme_names_is_read_by_the_code():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("## Configuration"):]
-    table = table[: table.index("\n## ", 5)] if "\n## " in table[5:] else table
-    names = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", table, re.M))
+def _configuration_table() -> str:
+    """The platform's settings table of the docs site (the configuration page's first section)."""
+    page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    table = page[page.index("## Settings of the platform"):]
+    return table[: table.index("\n## ", 5)]
+
+
+def test_every_setting_the_docs_name_is_read_by_the_code():
+    names = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", _configuration_table(), re.M))
     assert "DEBUG" in names or "DJANGO_DEBUG" in names
     code = "\n".join(
         p.read_text(encoding="utf-8")
-        for folder in ("xqmeval", "core", "annotation", "injection", "exports", "scoring", "benchmarks")
+        for folder in ("xqmeval", "core", "annotation", "injection", "exports", "scoring", "llm_client")
         for p in (REPO / folder).rglob("*.py")
     )
     unread = sorted(n for n in names if not re.search(rf"[\"']{n}[\"']", code))
     assert unread == []
+
+
+def test_every_variable_the_settings_read_is_in_the_docs():
+    settings = (REPO / "xqmeval" / "settings.py").read_text(encoding="utf-8")
+    read = set(re.findall(r"(?:environ\.get|environ\[|env_bool|env_list)\(?\s*\"([A-Z][A-Z0-9_]+)\"", settings))
+    assert {"DATABASE_URL", "SECRET_KEY", "CACHE_URL"} <= read  # the pattern finds what settings.py reads
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", _configuration_table()))
+    assert sorted(read - named) == []
