@@ -1,0 +1,40 @@
+"""The README is an index (issue 35): it keeps CI's two commands, stays short, and every page it points to
+exists; the docs site's navigation names every stage page. `bin/test` builds the site with
+`mkdocs build --strict`, which checks the links inside the site."""
+import re
+
+import yaml
+
+from tests.conftest import REPO
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_keeps_the_demo_and_test_commands_and_stays_short():
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    assert "bin/demo\n" in blocks and "bin/test\n" in blocks
+    assert len(README.splitlines()) <= 250
+
+
+def test_every_local_link_of_the_readme_names_a_file():
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)]+)\)", README) if not re.match(r"[a-z]+:", t)]
+    assert any(t.startswith("docs/stages/") for t in targets)
+    missing = sorted(t for t in targets if not (REPO / t).is_file())
+    assert missing == []
+
+
+def _nav_pages(nav) -> list[str]:
+    pages = []
+    for entry in nav:
+        for value in (entry.values() if isinstance(entry, dict) else [entry]):
+            pages += _nav_pages(value) if isinstance(value, list) else [value]
+    return pages
+
+
+def test_the_site_has_a_page_per_stage_in_its_navigation():
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    pages = _nav_pages(config["nav"])
+    assert all((REPO / "docs" / p).is_file() for p in pages)
+    stages = ["corpus", "injection", "review", "rating", "agreement", "benchmark", "release", "scoring", "meta-evaluation"]
+    assert [f"stages/{s}.md" for s in stages] == [p for p in pages if p.startswith("stages/")]
+    assert sorted(p.name for p in (REPO / "docs" / "stages").glob("*.md")) == sorted(f"{s}.md" for s in stages)
