@@ -10,9 +10,9 @@ better).
 Decision (``finalize``): a two-component Gaussian mixture per direction on the segment scores
 (scikit-learn, ``random_state`` 42 as in the authors' code); ``p_reject`` is the posterior of the
 lower-mean component (as theirs), ``decision`` is reject when it reaches ``reject_threshold`` (0.5).
-Segments without a score are left out of the fit (the authors' script counts them as 0). When the
-answers on the back-translation number differently from the questions, missing ones count as "No Answer"
-(the authors' script skips such rows). The fit is stored with the scores (parquet metadata and
+Segments without a score are left out of the fit (the authors' script counts them as 0). Answers
+are read one per question, in place: a list of another length is unreadable, asked again and then
+recorded as "answers unreadable" (score None), as the authors' script skips such rows. The fit is stored with the scores (parquet metadata and
 summary.json).
 """
 from __future__ import annotations
@@ -28,7 +28,12 @@ from scoring.judges.similarity import SIMILARITIES
 from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
 
 STRINGS = {"type": "string"}
-NO_ANSWER = "No Answer"
+
+
+def items(text: str | None) -> list[str] | None:
+    """Facts or questions: a list of texts; blank entries are no fact or question and are left out."""
+    values = string_list(text)
+    return None if values is None else [v for v in values if v]
 
 
 def gmm_decision(scores: list, seed: int = 0, threshold: float = 0.5) -> tuple[list, list, dict]:
@@ -130,7 +135,7 @@ class AskQEScorer(JudgeScorer):
                 calls.append(self._call("askqe-backtranslate", [i], source_lang=sl, target_lang=tl, translation=s.mt))
                 bt_index.append(i)
         n_src = len(sources)
-        _, parsed = self.ask(calls, lambda j, text: string_list(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger)
+        _, parsed = self.ask(calls, lambda j, text: items(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger)
         facts = dict(zip(sources, parsed[:n_src]))
         for i, text in zip(bt_index, parsed[n_src:]):
             bt[i] = text
@@ -140,11 +145,16 @@ class AskQEScorer(JudgeScorer):
         # stage 2: questions per source
         q_sources = [src for src in sources if facts[src]]
         calls = [self._call("askqe-questions", by_source[src], source_lang=src_lang, source=src, facts=json.dumps(facts[src], ensure_ascii=False)) for src in q_sources]
-        _, parsed = self.ask(calls, lambda j, text: string_list(text), "questions", ledger)
+        _, parsed = self.ask(calls, lambda j, text: items(text), "questions", ledger)
         questions = dict(zip(q_sources, parsed))
 
         # stage 3: answers on the source (per source) and on the back-translation (per triplet)
         calls, slots = [], []
+
+        def slot_source(j: int) -> str:
+            kind, key = slots[j]
+            return key if kind == "src" else segments[key].src
+
         for src in sources:
             if questions.get(src):
                 calls.append(self._call("askqe-answers", by_source[src], source_lang=src_lang, context=src, questions=json.dumps(questions[src], ensure_ascii=False)))
@@ -153,7 +163,9 @@ class AskQEScorer(JudgeScorer):
             if questions.get(s.src) and bt[i] is not None:
                 calls.append(self._call("askqe-answers", [i], source_lang=src_lang, context=bt[i], questions=json.dumps(questions[s.src], ensure_ascii=False)))
                 slots.append(("bt", i))
-        _, answers_parsed = self.ask(calls, lambda j, text: string_list(text), "answers", ledger)
+        # one answer per question, in place: a list of another length is unreadable (asked again, then
+        # recorded so), never padded
+        _, answers_parsed = self.ask(calls, lambda j, text: string_list(text, len(questions[slot_source(j)])), "answers", ledger)
         src_answers: dict[str, list[str]] = {}
         bt_answers: dict[int, list[str] | None] = {}
         for (kind, key), parsed in zip(slots, answers_parsed):
@@ -181,8 +193,6 @@ class AskQEScorer(JudgeScorer):
             elif a_src is None or a_bt is None:
                 note = "answers unreadable" if not ledger.errors[i] else ""
             else:
-                a_src = (a_src + [NO_ANSWER] * len(qs))[: len(qs)]
-                a_bt = (a_bt + [NO_ANSWER] * len(qs))[: len(qs)]
                 pairs = list(zip(a_bt, a_src))
                 sims = sim.batch(pairs) if hasattr(sim, "batch") else [sim(p, g) for p, g in pairs]
             scores.append(statistics.fmean(sims) if sims else None)

@@ -38,12 +38,16 @@ def normalize_label(value: str) -> str:
     return "IDK"
 
 
-def labels(text: str | None, n: int) -> list[str] | None:
+def questions_of(text: str | None) -> list[str] | None:
+    """Generated questions: blank entries are no question and are left out."""
     values = string_list(text)
-    if values is None:
-        return None
-    out = [normalize_label(v) for v in values][:n]
-    return out + ["IDK"] * (n - len(out))
+    return None if values is None else [v for v in values if v]
+
+
+def labels(text: str | None, n: int) -> list[str] | None:
+    """One label per question, in place; a list of another length is unreadable (None), never padded."""
+    values = string_list(text, n)
+    return None if values is None else [normalize_label(v) for v in values]
 
 
 def dimensions(qd_on_t: list[str], qd_on_d: list[str], qt_on_d: list[str], qt_on_t: list[str]) -> dict[str, float | None]:
@@ -112,7 +116,7 @@ class CEFScorer(JudgeScorer):
 
         calls = [self._qcall(src, src_lang, by_source[src]) for src in sources]
         calls += [self._qcall(s.mt, langs[i][1], [i]) for i, s in enumerate(segments)]
-        _, parsed = self.ask(calls, lambda j, text: string_list(text), "questions", ledger)
+        _, parsed = self.ask(calls, lambda j, text: questions_of(text), "questions", ledger)
         q_d = dict(zip(sources, parsed[: len(sources)]))
         q_t = parsed[len(sources):]
 
@@ -179,7 +183,7 @@ class CEFScorer(JudgeScorer):
         questions: dict[str, dict[str, list[str]]] = {}
         for m, judge in judges.items():
             calls = [self._qcall(src, src_lang, ()) for src in sources]
-            questions[m] = {src: (string_list(a.text) or []) if a.ok else [] for src, a in zip(sources, judge.run(calls, stage="reliability-questions"))}
+            questions[m] = {src: (questions_of(a.text) or []) if a.ok else [] for src, a in zip(sources, judge.run(calls, stage="reliability-questions"))}
         answers: dict[str, dict[str, str]] = {m: {} for m in models}
         q_by_judge: dict[str, list[str]] = {m: [] for m in models}
         for author in models:
