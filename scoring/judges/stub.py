@@ -9,7 +9,7 @@ Rules (enough to make scores move with the errors in a translation):
 - AskQE: facts are the clauses of the sentence; one question per fact about its longest word; an answer
   is the three words around that word in the text, or "No Answer". Back-translation returns the text.
 - CEF: one question per content word ("Does the text mention 'w'?"); YES when the word is in the text,
-  NO when a negation precedes it, IDK otherwise.
+  NO when a negation precedes it, IDK otherwise (one question per call, or a JSON list for a batch).
 - DCR: a candidate sentence is inconsistent when it has words the reference lacks; with the MT
   variant's instructions, reference words the candidate lacks are one more inconsistent entry (the paper's
   instructions let them pass: its blindness to omissions).
@@ -165,6 +165,9 @@ def answer_for_messages(messages: list[dict], structured: bool = False) -> str:
         n = int(_field_re(prompt, r"write (\d+) closed questions") or 10)
         words = list(dict.fromkeys(_content(_field(prompt, "Text"))))[:n]
         return _arr([f"Does the text mention '{w}'?" for w in words], structured)
+    if "Answer the question YES when the text" in prompt:
+        label = _cef_answer(_field(prompt, "Text"), _field(prompt, "Question"))
+        return json.dumps({"answer": label}) if structured else label
     if "answer YES when the text" in prompt:
         text = _field(prompt, "Text")
         return _arr([_cef_answer(text, q) for q in _json_field(prompt, "Questions")], structured)

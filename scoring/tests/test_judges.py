@@ -58,29 +58,32 @@ def _cli(*args, env_extra=None) -> subprocess.Popen:
 # ---- arithmetic on hand-built tables ------------------------------------------------------------------------
 
 
-def test_cef_dimensions_from_a_hand_built_table():
-    # Q_D: 5 questions; the 4th is IDK on the source itself and is dropped -> 4 kept: YES, IDK, NO, IDK on the MT.
-    # Q_T: 3 questions; the 3rd is IDK on the MT itself -> 2 kept: YES, IDK on the source.
-    dims = dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"])
+def test_cef_dimensions_under_the_paper_texts_formula():
+    # formula=paper-text, the paper's §3 text. Q_D: 5 questions; the 4th is IDK on the source itself and is
+    # dropped -> 4 kept: YES, IDK, NO, IDK on the MT. Q_T: 3; the 3rd is IDK on the MT -> 2 kept: YES, IDK.
+    dims = dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"],
+                      formula="paper-text")
     assert dims["coverage"] == 50.0  # 100 - 2/4 IDK
     assert dims["conformity"] == 75.0  # 100 - 1/4 NO
     assert dims["consistency"] == 50.0  # 100 - 1/2 IDK
     assert dims["dropped"] == 2 and dims["n_questions_source"] == 4 and dims["n_questions_mt"] == 2
-    assert dimensions([], [], [], [])["coverage"] is None
+    assert dimensions([], [], [], [], formula="paper-text")["coverage"] is None
+    # the authors' rule on the same table: consistency counts the NO against a YES gold too (1 of 2 kept right)
+    assert dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"])["consistency"] == 50.0
+    assert dimensions([], [], [], [])["coverage"] == 0.0  # no grounded question: 0, as the authors' code leaves it
 
 
 def test_adr_and_ads_from_a_hand_built_judges_by_questions_table():
-    questions = {"A": ["a1", "a2"], "B": ["b1"], "C": ["c1"]}
-    answers = {
-        "A": {"a1": "YES", "a2": "IDK", "b1": "YES", "c1": "NO"},
-        "B": {"a1": "YES", "a2": "NO", "b1": "YES", "c1": "YES"},
-        "C": {"a1": "NO", "a2": "NO", "b1": "YES", "c1": "IDK"},
-    }
+    # three judges; C's question repeats A's text on the same source (ADS counts it once, under A)
+    questions = [("A", 0, "q1"), ("B", 0, "q2"), ("C", 0, "q1")]
+    answers = {"A": {1: "YES", 2: "NO"}, "B": {0: "YES", 2: "YES"}, "C": {0: "NO", 1: "YES"}}
     r = reliability(questions, answers)
-    # ADR(A): a1 -> C differs (1/2), a2 -> B and C differ (2/2): mean 0.75; ADR(B) 0; ADR(C): c1 both differ: 1.
-    assert (r["A"]["adr"], r["B"]["adr"], r["C"]["adr"]) == (0.75, 0.0, 1.0)
-    # majority: a1 YES, a2 NO, b1 YES, c1 a three-way tie -> YES (label order); ADS over the 4 questions.
-    assert (r["A"]["ads"], r["B"]["ads"], r["C"]["ads"]) == (0.5, 0.0, 0.5)
+    # ADR: the others' answers that are not YES. A: B YES, C NO -> 1/2; B: 0; C: A NO, B YES -> 1/2
+    assert (r["A"]["adr"], r["B"]["adr"], r["C"]["adr"]) == (0.5, 0.0, 0.5)
+    # ADS (at least 2 of 3 agreeing): q1 votes A YES (its own), B YES, C NO -> C deviates; q2 all YES
+    assert (r["A"]["ads"], r["B"]["ads"], r["C"]["ads"]) == (0.0, 0.0, 0.5)
+    # with all three required to agree, only q2 counts
+    assert reliability(questions, answers, min_agreement=3)["C"]["ads"] == 0.0
 
 
 def test_amc_formula():
