@@ -70,7 +70,8 @@ def calls_per_triplet(base_url: str, n: int, work: Path) -> dict[str, tuple[floa
     release = write_release_from_shared(work / "release", shared, directions=("en-de",))
     out = {}
     for metric in ("gemba-mqm", "askqe", "cef", "dcr"):
-        opts = ScoreOptions(judge={"model": "stub-judge", "base_url": base_url, "concurrency": 32, "cache_dir": str(work / f"cache-{metric}")}, limit=n)
+        opts = ScoreOptions(judge={"model": "stub-judge", "base_url": base_url, "concurrency": 32, "cache_dir": str(work / f"cache-{metric}")}, limit=n,
+                            extra={"nli_model": "none"} if metric == "askqe" else {})
         [summary] = score_release(release, [metric], out=work / "scores", options=opts)
         judge = summary["judge"]
         out[metric] = (judge["calls"] / summary["n"], judge["sent"] / summary["n"])

@@ -154,7 +154,7 @@ def answer_for_messages(messages: list[dict], structured: bool = False) -> str:
     if "into atomic facts" in prompt:
         return _arr(_facts(_field(prompt, "Sentence")), structured)
     if "Write questions that check" in prompt:
-        facts = _json_field(prompt, "Facts")
+        facts = _json_field(prompt, "Facts") if "\nFacts:" in prompt else _facts(_field(prompt, "Sentence"))
         return _arr([f"What does the text say about '{_key_word(f)}'?" for f in facts], structured)
     if "Answer each question using only" in prompt:
         text = _field(prompt, "Text")

@@ -102,14 +102,15 @@ def test_gmm_decision_on_synthetic_bimodal_scores():
     low = [rng.gauss(0.2, 0.04) for _ in range(120)]
     high = [rng.gauss(0.85, 0.04) for _ in range(180)]
     scores = low + high + [None]
-    decision, p_reject, fit = gmm_decision(scores, seed=0)
+    decision, p_reject, fit = gmm_decision(scores, seed=0, missing_as_zero=False)
     assert fit["fitted"] and fit["n"] == 300
     assert sorted(round(m, 1) for m in fit["means"]) == [0.2, 0.8] or sorted(round(m, 2) for m in fit["means"])[1] > 0.8
     assert decision[:120] == ["reject"] * 120 and decision[120:300] == ["accept"] * 180 and decision[-1] is None
     assert all(p > 0.99 for p in p_reject[:120]) and all(p < 0.01 for p in p_reject[120:300])
-    again = gmm_decision(scores, seed=0)
+    again = gmm_decision(scores, seed=0, missing_as_zero=False)
     assert again[1] == p_reject  # fixed seed: the same fit
-    assert gmm_decision([0.5, 0.5, None])[2]["fitted"] is False
+    assert gmm_decision([0.5, 0.5, None], missing_as_zero=False)[2]["fitted"] is False
+    assert gmm_decision([0.5, 0.5])[2]["fitted"] is False
 
 
 # ---- the judge: faults, cache, budget ---------------------------------------------------------------------------
@@ -165,7 +166,7 @@ def test_rerun_of_all_four_metrics_sends_zero_requests_even_without_the_parts(st
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
     args = ["run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "12",
-            "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet"]
+            "--option", "nli_model=none", "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet"]
     first = _cli(*args)
     stdout, stderr = first.communicate(timeout=240)
     assert first.returncode == 0, stderr
@@ -198,7 +199,7 @@ def test_a_run_killed_mid_way_and_resumed_sends_no_request_twice(stub, tmp_path,
     out = tmp_path / "out"
     stub.script(hang_on, "hang")
     args = ["run", "--release", str(release), "--metrics", metric, "--out", str(out), "--quiet", "--concurrency", "4",
-            "--judge-url", stub.base_url, "--judge-model", "stub-judge"]
+            "--judge-url", stub.base_url, "--judge-model", "stub-judge", *(["--option", "nli_model=none"] if metric == "askqe" else [])]
     proc = _cli(*args)
     n, stable_since = -1, time.monotonic()
     deadline = time.monotonic() + 120
@@ -242,7 +243,7 @@ def test_budget_stops_the_run_and_a_rerun_resumes_from_the_cache(stub, tmp_path,
 def test_dry_run_prints_calls_and_tokens_and_sends_and_writes_nothing(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
-    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--out", str(out), "--dry-run",
+    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--out", str(out), "--dry-run", "--option", "nli_model=none",
                 "--limit", "6", "--judge-url", stub.base_url, "--judge-model", "gpt-4o")
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
@@ -312,7 +313,7 @@ def test_askqe_with_a_user_back_translation_column_and_its_decision(stub, tmp_pa
             rows.append({"triplet_id": f"t{s_i}-{k}", "src": s, "ref": "r", "mt": f"m{k}", "num_errors": k, "bt": bt})
     (tmp_path / "rel" / "en-de").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rel" / "en-de" / "test.parquet")
-    opts = ScoreOptions(judge=_judge(stub, tmp_path), extra={"bt_column": "bt"})
+    opts = ScoreOptions(judge=_judge(stub, tmp_path), extra={"bt_column": "bt", "nli_model": "none"})
     [summary] = score_release(tmp_path / "rel", ["askqe"], out=tmp_path / "out", options=opts)
     table = pq.read_table(tmp_path / "out" / "askqe.parquet").to_pydict()
     assert table["score"][0] == 1.0 and table["score"][5] < table["score"][1] <= 1.0
@@ -353,7 +354,7 @@ def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub
 
     release = write_release_from_shared(tmp_path / "rel", shared_data, directions=("en-de", "en-es"))
     out = tmp_path / "out"
-    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40",
+    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40", "--option", "nli_model=none",
                 "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet", "--structured")
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
@@ -431,7 +432,7 @@ def test_json_metrics_ask_again_when_an_answer_is_cut_off_or_unreadable(stub, tm
     assert dcr.score([_seg("", ref, ref)]).scores == [1.0]
     dce = [json.loads(c.body_key) for c in stub.served if f"Candidate: {ref}" in c.prompt]
     assert [b["max_tokens"] for b in dce] == [1024, 2048]
-    askqe = get_metric("askqe").build(judge=_judge(stub, tmp_path))
+    askqe = get_metric("askqe").build(judge=_judge(stub, tmp_path), nli_model="none")
     result = askqe.score([_seg("The museum will reopen next spring.", "Das Museum öffnet im nächsten Frühjahr wieder.")])
     facts = [json.loads(c.body_key)["temperature"] for c in stub.served if "into atomic facts" in c.prompt]
     assert facts == [0.0, 0.1, 0.2] and result.extras["facts"][0] and result.extras["note"][0] == ""
