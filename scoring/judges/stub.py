@@ -148,7 +148,9 @@ def _amc(prompt: str, structured: bool) -> str:
 
 def answer_for_messages(messages: list[dict], structured: bool = False) -> str:
     """The stub judge's answer to one of the packaged prompts (plain text, or JSON when structured)."""
-    prompt = "\n".join(m.get("content", "") for m in messages if isinstance(m.get("content"), str))
+    # the system message and the question itself: example turns (few-shot prompts) are not the task
+    asked = [m for m in messages if m.get("role") == "system"] + [m for m in messages if m.get("role") != "system"][-1:]
+    prompt = "\n".join(m.get("content", "") for m in asked if isinstance(m.get("content"), str))
     if "list its errors" in prompt and "Critical:" in prompt:
         return _gemba(prompt, structured)
     if "into atomic facts" in prompt:

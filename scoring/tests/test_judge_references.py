@@ -181,3 +181,32 @@ def test_nli_filter_keeps_or_drops_facts_and_falls_back_to_the_vanilla_questions
     assert dropped.extras["facts"][0] == []  # every fact contradicted: none kept
     assert not any("\nFacts:" in p for p in prompts) and any("Write questions that check" in p for p in prompts)
     assert dropped.extras["questions"][0] and dropped.scores[0] is not None  # the vanilla questions scored it
+
+
+# ---- GEMBA-MQM's three-shot prompt ------------------------------------------------------------------------------
+
+
+def test_the_packaged_examples_score_the_same_under_the_authors_parser_free_and_structured():
+    import contextlib
+    import io
+
+    gemba = pytest.importorskip("gemba.gemba_mqm_utils", reason="gemba==0.1.3 (test-only oracle) is not installed")
+    from scoring.judges.mqm import parse_answer
+    from scoring.judges.templates import packaged_template
+
+    shots = packaged_template("gemba-mqm").shots
+    assert len(shots) == 3 and len({(s["source_lang"], s["target_lang"]) for s in shots}) == 3
+    for shot, want in zip(shots, (-6.0, -5.0, -25.0)):
+        with contextlib.redirect_stdout(io.StringIO()):
+            theirs = -float(-gemba.parse_mqm_answer(shot["answer"], normalize=False))
+        assert theirs == want == parse_answer(shot["answer"]).score == parse_answer(shot["structured_answer"], structured=True).score
+
+
+def test_a_prompt_file_with_a_shot_missing_a_field_is_refused_naming_it(tmp_path):
+    from scoring.judges.templates import load_template
+    from scoring.registry import MetricError
+
+    path = tmp_path / "p.toml"
+    path.write_text('version = "x"\nuser = "{source} -> {translation}"\n[[shots]]\nsource = "a"\nanswer = "b"\n')
+    with pytest.raises(MetricError, match=r"p.toml: shot 1 lacks translation"):
+        load_template(path)

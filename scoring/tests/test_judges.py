@@ -120,7 +120,7 @@ def _gemba_scorer(stub, tmp_path, **judge):
     return get_metric("gemba-mqm").build(judge=_judge(stub, tmp_path, **judge))
 
 
-def test_faults_are_retried_and_gemba_reasks_as_its_authors_do(stub, tmp_path):
+def test_faults_are_retried_and_gemba_follows_its_authors_client(stub, tmp_path):
     segs = [_seg("The cat sleeps on the warm sofa.", f"Die Katze schläft auf dem warmen Sofa {i}.") for i in range(5)]
     stub.script("Sofa 0.", "429", "500", "ok")
     stub.script("Sofa 1.", "timeout", "ok")
@@ -135,14 +135,29 @@ def test_faults_are_retried_and_gemba_reasks_as_its_authors_do(stub, tmp_path):
     assert [c.behaviour for c in stub.served if "Sofa 0." in c.prompt] == ["429", "500", "ok"]
     # truncated: asked again with twice the tokens (the authors start at 500)
     assert [b["max_tokens"] for b in sofa(2)] == [500, 1000]
-    # unparsable: asked again at a temperature 0.1 higher each time
-    assert [b["temperature"] for b in sofa(3)] == [0.0, 0.1, 0.2]
-    assert result.extras["reasks"] == [0, 0, 1, 2, 0]
-    # the decoding each score's answer came from is recorded per segment
-    assert result.extras["decoding"][2]["max_tokens"] == 1000 and result.extras["decoding"][3]["temperature"] == 0.2
+    # no MQM headers: scored as the authors' parser scores it (0, no error), not asked again
+    assert [b["temperature"] for b in sofa(3)] == [0.0]
+    assert result.scores[3] == 0.0 and "no MQM headers" in result.extras["note"][3]
+    assert result.extras["reasks"] == [0, 0, 1, 0, 0]
+    assert result.extras["decoding"][2]["max_tokens"] == 1000
     stats = scorer.stats()
-    assert stats["sent"] == 1 + 1 + 2 + 3 + 1 and stats["calls"] == 8
+    assert stats["sent"] == 1 + 1 + 2 + 1 + 1 and stats["calls"] == 6
+    # the packaged prompt is three-shot: three example turns before the question
+    assert [m["role"] for m in sofa(4)[0]["messages"]] == ["system"] + ["user", "assistant"] * 3 + ["user"]
 
+
+def test_gemba_reask_is_our_option_and_a_cut_off_answer_at_the_limit_scores_0(stub, tmp_path):
+    segs = [_seg("The cat sleeps on the warm sofa.", f"Die Katze schläft auf dem warmen Sofa {i}.") for i in range(2)]
+    stub.script("Sofa 0.", "unparsable", "unparsable")
+    stub.script("Sofa 1.", "truncated", "truncated", "truncated", "truncated")
+    scorer = get_metric("gemba-mqm").build(judge=_judge(stub, tmp_path), reask="true")
+    result = scorer.score(segs)
+    bodies = [json.loads(c.body_key) for c in stub.served]
+    sofa = lambda k: [b for b in bodies if f"Sofa {k}." in b["messages"][-1]["content"]]  # noqa: E731
+    assert [b["temperature"] for b in sofa(0)] == [0.0, 0.1, 0.2]  # asked again 0.1 warmer each time
+    assert result.extras["reasks"][0] == 2 and scorer.signature("de")["options"]["reask"] is True
+    assert [b["max_tokens"] for b in sofa(1)] == [500, 1000, 2000, 4000]
+    assert result.scores[1] == 0.0 and "token limit" in result.extras["note"][1]
 
 def test_transport_errors_are_recorded_per_segment_never_cached_and_redone_by_a_rerun(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
