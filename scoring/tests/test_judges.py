@@ -420,7 +420,7 @@ def test_the_cache_keeps_raw_answers_with_their_requests_inspectable(stub, tmp_p
     assert proc.returncode == 0, stderr
     [record] = [json.loads(line) for line in stdout.splitlines()]
     assert record["text"].startswith("Critical:") and record["request"]["decoding"] == {"temperature": 0.3, "max_tokens": 500, "seed": 5, "structured": False}
-    assert record["request"]["prompt"]["version"] == "gemba-mqm-v1" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
+    assert record["request"]["prompt"]["version"] == "gemba-mqm-v2" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
 
 
 def test_rai_command_improves_translations_from_the_dce_reasons(stub, tmp_path):
