@@ -22,6 +22,7 @@ What runs: CEF ``calculate_scores`` (``cef-paper/src/cef_framework/QAG.py``) and
 (fed a JSONL file in a temporary directory); DCR ``DCE_AMC.auto_metric_converter``
 (``dcr/components/dce_amc.py``) with a stand-in LLM that returns the AMC answer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ import types
 from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "judge_reference.json"
-JUDGES = ["meta-llama/Llama-3.3-70B-Instruct", "Qwen/Qwen3-235B-A22B-Instruct-2507", "deepseek-ai/DeepSeek-V3",
-          "google/gemma-3-27b-it", "openai/gpt-oss-120b"]  # the five names robestness_scores.py loads
+JUDGES = [
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "deepseek-ai/DeepSeek-V3",
+    "google/gemma-3-27b-it",
+    "openai/gpt-oss-120b",
+]  # the five names robestness_scores.py loads
 
 
 def _stub_modules(*names: str, **attrs) -> None:
@@ -61,7 +67,9 @@ def _load(path: Path, name: str):
 
 def _commit(repo: Path) -> str:
     try:
-        return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -70,11 +78,21 @@ def _commit(repo: Path) -> str:
 
 CEF_CASES = [
     # (questions from the MT answered on the source, questions from the source answered on the MT): (predicted, gold)
-    ("paper appendix: 3 YES, 3 NO, 4 IDK on gold YES", [("YES", "YES")] * 3 + [("NO", "YES")] * 3 + [("IDK", "YES")] * 4,
-     [("YES", "YES")] * 4),
-    ("hand case", [("YES", "YES"), ("NO", "YES"), ("YES", "NO"), ("IDK", "YES"), ("YES", "YES")],
-     [("YES", "YES"), ("NO", "YES"), ("IDK", "YES"), ("YES", "YES"), ("NO", "NO")]),
-    ("IDK golds dropped", [("YES", "IDK"), ("NO", "IDK"), ("YES", "YES")], [("IDK", "IDK"), ("NO", "YES"), ("YES", "IDK")]),
+    (
+        "paper appendix: 3 YES, 3 NO, 4 IDK on gold YES",
+        [("YES", "YES")] * 3 + [("NO", "YES")] * 3 + [("IDK", "YES")] * 4,
+        [("YES", "YES")] * 4,
+    ),
+    (
+        "hand case",
+        [("YES", "YES"), ("NO", "YES"), ("YES", "NO"), ("IDK", "YES"), ("YES", "YES")],
+        [("YES", "YES"), ("NO", "YES"), ("IDK", "YES"), ("YES", "YES"), ("NO", "NO")],
+    ),
+    (
+        "IDK golds dropped",
+        [("YES", "IDK"), ("NO", "IDK"), ("YES", "YES")],
+        [("IDK", "IDK"), ("NO", "YES"), ("YES", "IDK")],
+    ),
     ("every gold IDK: no grounded question", [("YES", "IDK")], [("NO", "IDK"), ("YES", "IDK")]),
     ("no questions at all", [], []),
     ("contradiction on a NO gold", [("NO", "NO"), ("YES", "NO")], [("YES", "NO"), ("IDK", "NO"), ("NO", "NO")]),
@@ -82,17 +100,36 @@ CEF_CASES = [
 
 
 def cef_scores(root: Path) -> list[dict]:
-    _stub_modules("LLM_API", "utils", "nltk", "nltk.tokenize", LLM_API={"LLM_Caller": object},
-                  utils={"load_yaml": None, "safe_load_questions": None}, nltk_tokenize={"word_tokenize": str.split})
+    _stub_modules(
+        "LLM_API",
+        "utils",
+        "nltk",
+        "nltk.tokenize",
+        LLM_API={"LLM_Caller": object},
+        utils={"load_yaml": None, "safe_load_questions": None},
+        nltk_tokenize={"word_tokenize": str.split},
+    )
     qag = _load(root / "cef-paper" / "src" / "cef_framework" / "QAG.py", "cef_qag")
     out = []
     for name, on_description, on_summary in CEF_CASES:
-        row = {"mt_q_on_src": [{"predicted": p, "gold": g, "question": f"q{i}"} for i, (p, g) in enumerate(on_description)],
-               "src_q_on_mt": [{"predicted": p, "gold": g, "question": f"q{i}"} for i, (p, g) in enumerate(on_summary)]}
+        row = {
+            "mt_q_on_src": [
+                {"predicted": p, "gold": g, "question": f"q{i}"} for i, (p, g) in enumerate(on_description)
+            ],
+            "src_q_on_mt": [{"predicted": p, "gold": g, "question": f"q{i}"} for i, (p, g) in enumerate(on_summary)],
+        }
         # main.py passes the document's answers to the summary's questions first, the summary's to the document's second
         result = qag.calculate_scores(row, "mt_q_on_src", "src_q_on_mt")
-        out.append({"case": name, "mt_q_on_src": on_description, "src_q_on_mt": on_summary,
-                    "coverage": result["coverage score"], "conformity": result["conformity score"], "consistency": result["consistency score"]})
+        out.append(
+            {
+                "case": name,
+                "mt_q_on_src": on_description,
+                "src_q_on_mt": on_summary,
+                "coverage": result["coverage score"],
+                "conformity": result["conformity score"],
+                "consistency": result["consistency score"],
+            }
+        )
     return out
 
 
@@ -162,10 +199,27 @@ def cef_reliability(root: Path) -> list[dict]:
 
         shown: list = []
         before = set(sys.modules)
-        _stub_modules("requests", "transformers", "scipy", "sentencepiece", "sacrebleu", "sacrebleu.tokenizers", "evaluate", "jinja2",
-                      "jsonfinder", "datasets", "yaml", "tqdm", transformers={"AutoTokenizer": None}, scipy={"stats": None},
-                      sacrebleu_tokenizers={"BaseTokenizer": object}, jinja2={"Template": None}, jsonfinder={"jsonfinder": None},
-                      datasets={"load_from_disk": None}, tqdm={"tqdm": lambda x: x})
+        _stub_modules(
+            "requests",
+            "transformers",
+            "scipy",
+            "sentencepiece",
+            "sacrebleu",
+            "sacrebleu.tokenizers",
+            "evaluate",
+            "jinja2",
+            "jsonfinder",
+            "datasets",
+            "yaml",
+            "tqdm",
+            transformers={"AutoTokenizer": None},
+            scipy={"stats": None},
+            sacrebleu_tokenizers={"BaseTokenizer": object},
+            jinja2={"Template": None},
+            jsonfinder={"jsonfinder": None},
+            datasets={"load_from_disk": None},
+            tqdm={"tqdm": lambda x: x},
+        )
         sys.modules["datasets"].load_from_disk = load_from_disk
         namespace = {"display": lambda df: shown.append(df.copy()), "__name__": "robustness"}
         with contextlib.redirect_stdout(io.StringIO()):
@@ -180,7 +234,10 @@ def cef_reliability(root: Path) -> list[dict]:
             ads = ads_df[ads_df["Model"] == m]["en-xx"].iloc[0]
             judges[m] = {"adr_percent": value(adr), "ads_percent": value(ads)}
         assert isinstance(adr_df, pd.DataFrame)
-        data = {JUDGES[a]: [{"questions": t, "answers": {JUDGES[o]: v for o, v in ans.items()}} for t, ans in ex] for a, ex in case["data"].items()}
+        data = {
+            JUDGES[a]: [{"questions": t, "answers": {JUDGES[o]: v for o, v in ans.items()}} for t, ans in ex]
+            for a, ex in case["data"].items()
+        }
         out.append({"case": case["case"], "judges": JUDGES, "data": data, "result": judges})
     return out
 
@@ -188,9 +245,19 @@ def cef_reliability(root: Path) -> list[dict]:
 # ---- AskQE --------------------------------------------------------------------------------------------------
 
 ASKQE_PAIRS = [
-    ("Paris", "Paris"), ("the Paris.", "Paris"), ("paris", "Paris"), ("", ""), ("", "No Answer"), ("No Answer", "No Answer"),
-    ("in 1999, in May", "May 1999"), ("The cat sat on the mat.", "a cat sat on a mat"), ("three apples", "3 apples"),
-    ("Le chat noir", "le chat"), ("新しい種", "新しい種類"), ("It's a dog's life!", "its a dogs life"), ("  spaced   out ", "spaced out"),
+    ("Paris", "Paris"),
+    ("the Paris.", "Paris"),
+    ("paris", "Paris"),
+    ("", ""),
+    ("", "No Answer"),
+    ("No Answer", "No Answer"),
+    ("in 1999, in May", "May 1999"),
+    ("The cat sat on the mat.", "a cat sat on a mat"),
+    ("three apples", "3 apples"),
+    ("Le chat noir", "le chat"),
+    ("新しい種", "新しい種類"),
+    ("It's a dog's life!", "its a dogs life"),
+    ("  spaced   out ", "spaced out"),
     ("An answer", "an answer"),
 ]
 
@@ -200,8 +267,17 @@ def askqe_similarity(root: Path) -> list[dict]:
     out = []
     for pred, gold in ASKQE_PAIRS:
         f1, em, chrf, bleu = utils.compare_answers(pred, gold)  # normalize=True, as string_comparison.py calls it
-        out.append({"prediction": pred, "gold": gold, "f1": float(f1), "em": float(em), "chrf": float(chrf), "bleu": float(bleu),
-                    "f1_raw": float(utils.f1_score(pred, gold, normalize=False))})
+        out.append(
+            {
+                "prediction": pred,
+                "gold": gold,
+                "f1": float(f1),
+                "em": float(em),
+                "chrf": float(chrf),
+                "bleu": float(bleu),
+                "f1_raw": float(utils.f1_score(pred, gold, normalize=False)),
+            }
+        )
     return out
 
 
@@ -237,10 +313,16 @@ def askqe_gmm(root: Path) -> list[dict]:
                 rows = [json.loads(line) for line in open("classified/askqe_sbert.jsonl")]
             finally:
                 os.chdir(here)
-        out.append({"case": name, "scores": scores, "threshold": float(namespace["threshold"]),
-                    "means": sorted(float(m) for m in namespace["gmm"].means_.ravel()),
-                    "p_reject": [float(r["p_reject"]) for r in rows],
-                    "decision": [r["decision"] if s is not None else None for r, s in zip(rows, scores)]})
+        out.append(
+            {
+                "case": name,
+                "scores": scores,
+                "threshold": float(namespace["threshold"]),
+                "means": sorted(float(m) for m in namespace["gmm"].means_.ravel()),
+                "p_reject": [float(r["p_reject"]) for r in rows],
+                "decision": [r["decision"] if s is not None else None for r, s in zip(rows, scores)],
+            }
+        )
     return out
 
 
@@ -263,7 +345,9 @@ def dcr_amc(root: Path) -> list[dict]:
 
     out = []
     for marks in AMC_CASES:
-        text = json.dumps({"answer": marks, "reason": "r"}).replace("1", "+1").replace("-+1", "-1")  # as the model writes it
+        text = (
+            json.dumps({"answer": marks, "reason": "r"}).replace("1", "+1").replace("-+1", "-1")
+        )  # as the model writes it
         converter = dce_amc.DCE_AMC(Answering(text), {})
         shared, results = queue.Queue(), queue.Queue()
         shared.put((0, ["a reason"], "", True))
@@ -281,15 +365,24 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     fixture = {
         "made_by": "scoring/tests/regen_judge_fixtures.py",
-        "commits": {"cross-examination-framework": _commit(args.cef), "askqe": _commit(args.askqe), "DCR-consistency": _commit(args.dcr)},
+        "commits": {
+            "cross-examination-framework": _commit(args.cef),
+            "askqe": _commit(args.askqe),
+            "DCR-consistency": _commit(args.dcr),
+        },
         "cef_scores": cef_scores(args.cef),
         "cef_reliability": cef_reliability(args.cef),
         "askqe_similarity": askqe_similarity(args.askqe),
         "askqe_gmm": askqe_gmm(args.askqe),
         "dcr_amc": dcr_amc(args.dcr),
     }
-    text = json.dumps(fixture, indent=1, ensure_ascii=False, allow_nan=False,
-                      default=lambda v: None if isinstance(v, float) and math.isnan(v) else str(v))
+    text = json.dumps(
+        fixture,
+        indent=1,
+        ensure_ascii=False,
+        allow_nan=False,
+        default=lambda v: None if isinstance(v, float) and math.isnan(v) else str(v),
+    )
     FIXTURE.parent.mkdir(parents=True, exist_ok=True)
     FIXTURE.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {FIXTURE}")

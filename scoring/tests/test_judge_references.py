@@ -1,6 +1,7 @@
 """The judge metrics against their authors' own functions (fixtures made by running the authors' code from
 a fetched checkout: ``scoring/tests/regen_judge_fixtures.py``), and answers kept aligned with their
 questions."""
+
 from __future__ import annotations
 
 import json
@@ -127,11 +128,27 @@ def _tiny_nli(d, lean: str):
     from scoring.tests.tiny_models import TINY, train_spm
 
     sp = train_spm(d / "spm", pad_id=0, unk_id=3, bos_id=1, eos_id=2, control_symbols=["[CLS]", "[SEP]", "[MASK]"])
-    tok = DebertaV2Tokenizer(vocab_file=str(sp), bos_token="[CLS]", eos_token="[SEP]", cls_token="[CLS]", sep_token="[SEP]",
-                             pad_token="<pad>", unk_token="<unk>", mask_token="[MASK]")
+    tok = DebertaV2Tokenizer(
+        vocab_file=str(sp),
+        bos_token="[CLS]",
+        eos_token="[SEP]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="[MASK]",
+    )
     tok.save_pretrained(d)
-    config = DebertaV2Config(vocab_size=len(tok), max_position_embeddings=512, relative_attention=True, position_buckets=64,
-                             pos_att_type=["p2c", "c2p"], pad_token_id=tok.pad_token_id, num_labels=2, **TINY)
+    config = DebertaV2Config(
+        vocab_size=len(tok),
+        max_position_embeddings=512,
+        relative_attention=True,
+        position_buckets=64,
+        pos_att_type=["p2c", "c2p"],
+        pad_token_id=tok.pad_token_id,
+        num_labels=2,
+        **TINY,
+    )
     torch.manual_seed(0)
     model = DebertaV2ForSequenceClassification(config)
     with torch.no_grad():
@@ -153,9 +170,13 @@ def test_nli_labels_are_read_by_index_when_the_config_names_none_and_by_name_oth
     config = AutoConfig.from_pretrained(str(_tiny_nli(tmp_path / "m", "contradict")))
     assert config.id2label == {0: "LABEL_0", 1: "LABEL_1"}  # what the stored config gives: no names
     assert contradiction_index(config) == 1  # the card's layout: [entailment, contradiction]
-    named = AutoConfig.for_model("deberta-v2", num_labels=3, id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"})
+    named = AutoConfig.for_model(
+        "deberta-v2", num_labels=3, id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+    )
     assert contradiction_index(named) == 0
-    assert nli_pairs("The source.", ["a fact"]) == [("The source.", "a fact")]  # premise: the source; hypothesis: the fact
+    assert nli_pairs("The source.", ["a fact"]) == [
+        ("The source.", "a fact")
+    ]  # premise: the source; hypothesis: the fact
 
 
 def test_nli_filter_keeps_or_drops_facts_and_falls_back_to_the_vanilla_questions(tmp_path, monkeypatch):
@@ -163,13 +184,23 @@ def test_nli_filter_keeps_or_drops_facts_and_falls_back_to_the_vanilla_questions
     from scoring.registry import Segment, get_metric
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    seg = Segment(src="The museum will reopen next spring, and the garden stays closed.", mt="Das Museum öffnet im nächsten Frühjahr.",
-                  ref="", target_lang="de", source_lang="en")
+    seg = Segment(
+        src="The museum will reopen next spring, and the garden stays closed.",
+        mt="Das Museum öffnet im nächsten Frühjahr.",
+        ref="",
+        target_lang="de",
+        source_lang="en",
+    )
     with JudgeStubServer() as stub:
         results = {}
         for lean in ("entail", "contradict"):
             model = _tiny_nli(tmp_path / lean, lean)
-            judge = {"model": "stub-judge", "base_url": stub.base_url, "cache_dir": str(tmp_path / "cache"), "concurrency": 4}
+            judge = {
+                "model": "stub-judge",
+                "base_url": stub.base_url,
+                "cache_dir": str(tmp_path / "cache"),
+                "concurrency": 4,
+            }
             scorer = get_metric("askqe").build(judge=judge, nli_model=str(model))
             before = len(stub.served)
             results[lean] = (scorer.score([seg]), [c.prompt for c in stub.served[before:]])
@@ -199,7 +230,12 @@ def test_the_packaged_examples_score_the_same_under_the_authors_parser_free_and_
     for shot, want in zip(shots, (-6.0, -5.0, -25.0)):
         with contextlib.redirect_stdout(io.StringIO()):
             theirs = -float(-gemba.parse_mqm_answer(shot["answer"], normalize=False))
-        assert theirs == want == parse_answer(shot["answer"]).score == parse_answer(shot["structured_answer"], structured=True).score
+        assert (
+            theirs
+            == want
+            == parse_answer(shot["answer"]).score
+            == parse_answer(shot["structured_answer"], structured=True).score
+        )
 
 
 def test_a_prompt_file_with_a_shot_missing_a_field_is_refused_naming_it(tmp_path):
