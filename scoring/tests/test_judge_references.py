@@ -246,3 +246,26 @@ def test_a_prompt_file_with_a_shot_missing_a_field_is_refused_naming_it(tmp_path
     path.write_text('version = "x"\nuser = "{source} -> {translation}"\n[[shots]]\nsource = "a"\nanswer = "b"\n')
     with pytest.raises(MetricError, match=r"p.toml: shot 1 lacks translation"):
         load_template(path)
+
+
+def test_every_option_enters_the_signature_with_the_prompts_it_uses():
+    from scoring.registry import get_metric
+
+    judge = {"model": "stub-judge", "base_url": "http://127.0.0.1:9/v1"}
+    cef = get_metric("cef").build(judge=judge).signature("de")
+    batched = get_metric("cef").build(judge=judge, batch_answers="true", formula="paper-text").signature("de")
+    assert (
+        cef["options"]["batch_answers"] is False
+        and cef["options"]["formula"] == "authors"
+        and "cef-answer" in cef["prompts"]
+    )
+    assert batched["options"]["batch_answers"] is True and "cef-answers" in batched["prompts"]
+    assert "cef-answer" not in batched["prompts"] and batched["options"]["formula"] == "paper-text"
+    askqe = get_metric("askqe").build(judge=judge).signature("de")["options"]
+    assert askqe["nli_model"] == "potsawee/deberta-v3-large-mnli" and askqe["decision_rule"] == "midpoint"
+    assert askqe["normalization"] == "askqe" and askqe["missing_as_zero"] is True
+    assert get_metric("askqe").build(judge=judge, nli_model="none").signature("de")["options"]["nli_model"] == "none"
+    assert get_metric("gemba-mqm").build(judge=judge).signature("de")["options"]["reask"] is False
+    assert (
+        get_metric("gemba-mqm").build(judge=judge).signature("de")["prompts"]["gemba-mqm"]["version"] == "gemba-mqm-v2"
+    )
