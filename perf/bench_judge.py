@@ -10,6 +10,11 @@ calls, e.g. AskQE's source-side stages, are sent once).
 
     .venv-scoring/bin/python perf/bench_judge.py [--latency 1] [--concurrency 32] [--requests 800] [--triplets 120]
 
+``--run N``: instead, the whole ``python -m scoring run --metrics cef,askqe,gemba-mqm,dcr`` on the first N en-de
+triplets of the shared data against the stub at latency L (a subprocess, timed from its start: imports and
+writing the parts count against it): requests sent over the run's wall time, as a share of C / L. Stages
+are barriers (a stage's last wave may be partly empty), so this share is below the GEMBA-only figure.
+
 The same figure for an injection run: .venv/bin/python perf/bench_injection.py --latency 1 --requests 800 --repeats 1
 """
 from __future__ import annotations
@@ -70,11 +75,37 @@ def calls_per_triplet(base_url: str, n: int, work: Path) -> dict[str, tuple[floa
     release = write_release_from_shared(work / "release", shared, directions=("en-de",))
     out = {}
     for metric in ("gemba-mqm", "askqe", "cef", "dcr"):
-        opts = ScoreOptions(judge={"model": "stub-judge", "base_url": base_url, "concurrency": 32, "cache_dir": str(work / f"cache-{metric}")}, limit=n)
+        opts = ScoreOptions(judge={"model": "stub-judge", "base_url": base_url, "concurrency": 32, "cache_dir": str(work / f"cache-{metric}")}, limit=n,
+                            extra={"nli_model": "none"} if metric == "askqe" else {})
         [summary] = score_release(release, [metric], out=work / "scores", options=opts)
         judge = summary["judge"]
         out[metric] = (judge["calls"] / summary["n"], judge["sent"] / summary["n"])
     return out
+
+
+def whole_run(base_url: str, n: int, concurrency: int, latency: float, work: Path, repo: Path = REPO,
+              options: tuple[str, ...] = ("--option", "nli_model=none")) -> None:
+    """``repo``: the checkout whose ``scoring`` runs (an older one gives the figure before a change)."""
+    import json
+
+    from scoring.tests.releases import SHARED_DATA, write_release_from_shared
+
+    shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))
+    release = write_release_from_shared(work / "release", shared, directions=("en-de",))
+    out = work / "scores"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "cef,askqe,gemba-mqm,dcr",
+                    "--directions", "en-de", "--limit", str(n), *options, "--judge-url", base_url,
+                    "--judge-model", "stub-judge", "--concurrency", str(concurrency), "--out", str(out), "--quiet"], cwd=repo, check=True)
+    elapsed = time.perf_counter() - start
+    summary = json.loads((out / "summary.json").read_text())["metrics"]
+    sent = {m: summary[m]["directions"]["en-de"]["judge"]["sent"] for m in summary}
+    total = sum(sent.values())
+    bound = concurrency / latency
+    print(f"scoring run, 4 judge metrics, {n} en-de triplets: {total} requests in {elapsed:.1f} s = {total / elapsed:.1f} req/s, "
+          f"{total / elapsed / bound:.3f} of the bound C/L = {bound:.1f} (target >= 0.95)")
+    print("  requests sent per metric: " + ", ".join(f"{m} {k} ({k / n:.2f} per triplet)" for m, k in sent.items()))
+    print(f"  {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -83,6 +114,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--triplets", type=int, default=120)
+    parser.add_argument("--run", type=int, metavar="N", help="time the whole four-metric scoring run on N triplets instead")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-local-benchmark")
     import logging
@@ -90,6 +122,10 @@ def main() -> None:
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     L, C = args.latency, args.concurrency
     bound = C / L
+    if args.run:
+        with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp, stub_process(L) as base_url:
+            whole_run(base_url, args.run, C, L, Path(tmp))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp, stub_process(L) as base_url:
         throughput(base_url, C, C, f"{tmp}/warm")  # imports, connection pool
         elapsed, ok, cpu = throughput(base_url, args.requests, C, f"{tmp}/cache")

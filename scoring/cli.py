@@ -73,6 +73,9 @@ def _main(argv: list[str] | None = None) -> int:
     rai.add_argument("--limit", type=int)
     rai.add_argument("--variant", choices=["mt", "paper"], default="mt")
     rai.add_argument("--rounds", type=int, default=1, help="improve, re-evaluate, improve again (the paper's multi-round RAI)")
+    rai.add_argument("--select", choices=["amc", "dce"], default="amc",
+                     help="which candidates are rewritten: AMC score below 1 (the paper's Algorithm 1, the authors' example) "
+                          "or a sentence DCE flags inconsistent")
     _judge_arguments(rai)
     dump = sub.add_parser("judge-cache", help="print the stored raw judgements of a cache directory as JSON lines")
     dump.add_argument("directory", help="e.g. OUT/.judge-cache")
@@ -221,7 +224,7 @@ def _rai(args) -> int:
         from pathlib import Path
 
         judge["cache_dir"] = str(Path(args.out).resolve().parent / ".judge-cache")
-    tool = RAI(judge=judge, variant=args.variant)
+    tool = RAI(judge=judge, variant=args.variant, rai_select=args.select)
     segments = [Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang) for i in range(len(data))]
     before = tool.score(segments).scores
     current = segments

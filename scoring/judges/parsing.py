@@ -32,15 +32,24 @@ def extract_json(text: str | None):
     return None
 
 
-def string_list(text: str | None) -> list[str] | None:
-    """A JSON array of strings (an object holding one such array is accepted too), or None."""
+def string_list(text: str | None, n: int | None = None) -> list[str] | None:
+    """A JSON array of strings (an object holding one such array is accepted too), or None.
+
+    Every element keeps its place: an empty string stays an empty answer, so answer k always belongs to
+    question k. With ``n`` a list of any other length (or one holding a non-text element) is unreadable
+    (None): the caller asks again, then records it unreadable; it is never padded or cut to fit.
+    """
     value = extract_json(text)
     if isinstance(value, dict):
         lists = [v for v in value.values() if isinstance(v, list)]
         value = lists[0] if len(lists) == 1 else None
     if not isinstance(value, list):
         return None
-    return [str(v).strip() for v in value if isinstance(v, (str, int, float)) and str(v).strip()]
+    if any(isinstance(v, bool) or not isinstance(v, (str, int, float)) for v in value):
+        return None
+    if n is not None and len(value) != n:
+        return None
+    return [str(v).strip() for v in value]
 
 
 def array_schema(name: str, items: dict, key: str = "items") -> dict:

@@ -9,7 +9,7 @@ Rules (enough to make scores move with the errors in a translation):
 - AskQE: facts are the clauses of the sentence; one question per fact about its longest word; an answer
   is the three words around that word in the text, or "No Answer". Back-translation returns the text.
 - CEF: one question per content word ("Does the text mention 'w'?"); YES when the word is in the text,
-  NO when a negation precedes it, IDK otherwise.
+  NO when a negation precedes it, IDK otherwise (one question per call, or a JSON list for a batch).
 - DCR: a candidate sentence is inconsistent when it has words the reference lacks; with the MT
   variant's instructions, reference words the candidate lacks are one more inconsistent entry (the paper's
   instructions let them pass: its blindness to omissions).
@@ -148,13 +148,15 @@ def _amc(prompt: str, structured: bool) -> str:
 
 def answer_for_messages(messages: list[dict], structured: bool = False) -> str:
     """The stub judge's answer to one of the packaged prompts (plain text, or JSON when structured)."""
-    prompt = "\n".join(m.get("content", "") for m in messages if isinstance(m.get("content"), str))
+    # the system message and the question itself: example turns (few-shot prompts) are not the task
+    asked = [m for m in messages if m.get("role") == "system"] + [m for m in messages if m.get("role") != "system"][-1:]
+    prompt = "\n".join(m.get("content", "") for m in asked if isinstance(m.get("content"), str))
     if "list its errors" in prompt and "Critical:" in prompt:
         return _gemba(prompt, structured)
     if "into atomic facts" in prompt:
         return _arr(_facts(_field(prompt, "Sentence")), structured)
     if "Write questions that check" in prompt:
-        facts = _json_field(prompt, "Facts")
+        facts = _json_field(prompt, "Facts") if "\nFacts:" in prompt else _facts(_field(prompt, "Sentence"))
         return _arr([f"What does the text say about '{_key_word(f)}'?" for f in facts], structured)
     if "Answer each question using only" in prompt:
         text = _field(prompt, "Text")
@@ -165,6 +167,9 @@ def answer_for_messages(messages: list[dict], structured: bool = False) -> str:
         n = int(_field_re(prompt, r"write (\d+) closed questions") or 10)
         words = list(dict.fromkeys(_content(_field(prompt, "Text"))))[:n]
         return _arr([f"Does the text mention '{w}'?" for w in words], structured)
+    if "Answer the question YES when the text" in prompt:
+        label = _cef_answer(_field(prompt, "Text"), _field(prompt, "Question"))
+        return json.dumps({"answer": label}) if structured else label
     if "answer YES when the text" in prompt:
         text = _field(prompt, "Text")
         return _arr([_cef_answer(text, q) for q in _json_field(prompt, "Questions")], structured)

@@ -1,6 +1,10 @@
 """Prompt templates as versioned data files (``scoring/judges/prompts/<name>.toml``), replaceable per run by
 a user's file (``--prompt-file NAME=PATH``). Each file holds ``name``, ``version``, ``system``, ``user`` (a
-``str.format`` template) and optionally ``structured_suffix`` (appended when JSON-schema output is on).
+``str.format`` template) and optionally ``structured_suffix`` (appended when JSON-schema output is on) and
+example turns, ``[[shots]]``: each shot gives the user template's fields and the ``answer`` the assistant
+gives (``structured_answer`` too, used when JSON-schema output is on); the shots go between the system
+message and the real question, as a user turn and an assistant turn each (few-shot prompting as GEMBA-MQM's
+authors do it).
 The version and the SHA-256 of the file's bytes enter every metric's signature, so an edited prompt never
 passes for the packaged one. Change the wording: bump the version.
 """
@@ -27,6 +31,7 @@ class Template:
     sha256: str
     path: str
     overridden: bool = False
+    shots: tuple[dict, ...] = ()
 
     def fields(self) -> set[str]:
         names = set()
@@ -45,6 +50,12 @@ class Template:
         out = []
         if system:
             out.append({"role": "system", "content": system})
+        for shot in self.shots:
+            example = self.user.format(**shot)
+            if structured and self.structured_suffix:
+                example += self.structured_suffix
+            answer = shot.get("structured_answer") if structured and shot.get("structured_answer") else shot["answer"]
+            out += [{"role": "user", "content": example}, {"role": "assistant", "content": answer}]
         out.append({"role": "user", "content": user})
         return tuple(out)
 
@@ -62,6 +73,7 @@ def load_template(path: Path, expected_name: str | None = None, overridden: bool
     if missing:
         raise MetricError(f"{path}: missing text field(s) {', '.join(missing)} (a prompt file needs version and user)")
     name = data.get("name") or expected_name or path.stem
+    shots = _shots(path, data.get("shots", []), data["user"])
     if expected_name and name != expected_name:
         raise MetricError(f"{path}: name = {name!r} but it replaces prompt {expected_name!r}")
     template = Template(
@@ -73,6 +85,7 @@ def load_template(path: Path, expected_name: str | None = None, overridden: bool
         sha256=hashlib.sha256(raw).hexdigest(),
         path=str(path),
         overridden=overridden,
+        shots=shots,
     )
     if expected_name:
         packaged = packaged_template(expected_name)
@@ -80,6 +93,27 @@ def load_template(path: Path, expected_name: str | None = None, overridden: bool
         if extra:
             raise MetricError(f"{path}: unknown field(s) {', '.join(sorted(extra))}; {expected_name} offers {', '.join(sorted(packaged.fields()))}")
     return template
+
+
+def _shots(path: Path, raw, user: str) -> tuple[dict, ...]:
+    """The example turns of a prompt file, checked: each a table with text values for every field of the
+    user template and an ``answer``."""
+    if not isinstance(raw, list):
+        raise MetricError(f"{path}: shots must be an array of tables ([[shots]])")
+    needed = {f for _, f, _, _ in string.Formatter().parse(user) if f}
+    out = []
+    for n, shot in enumerate(raw, 1):
+        if not isinstance(shot, dict) or not all(isinstance(v, str) for v in shot.values()):
+            raise MetricError(f"{path}: shot {n} must be a table of text values")
+        missing = sorted((needed | {"answer"}) - set(shot))
+        if missing:
+            raise MetricError(f"{path}: shot {n} lacks {', '.join(missing)}")
+        try:
+            user.format(**shot)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise MetricError(f"{path}: shot {n} cannot fill the template ({type(exc).__name__}: {exc})") from None
+        out.append(dict(shot))
+    return tuple(out)
 
 
 _PACKAGED: dict[str, Template] = {}

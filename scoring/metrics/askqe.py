@@ -1,19 +1,22 @@
 """AskQE (Ki & Carpuat 2025): question generation and answering QE with an accept/reject decision.
 
-Per source sentence (once, shared by all its triplets): atomic facts (optionally kept only where a local
-NLI model says the source entails them), questions from the source guided by the facts, answers on the
-source. Per triplet: the MT back-translated into the source language (by the judge, or a release column
-the user names with ``bt_column``), answers on the back-translation, similarity per question (token F1 by
-default; ``similarity`` = em, chrf, bleu or sbert), segment score = mean over questions (0 … 1, higher is
-better).
+Per source sentence (once, shared by all its triplets): atomic facts, kept unless a local NLI classifier
+says the source (premise) contradicts them (the paper's chosen configuration: ``nli_model`` =
+potsawee/deberta-v3-large-mnli by default, a local directory, or ``none``), questions from the source
+guided by the facts (from the sentence alone, the authors' vanilla prompt, when no fact is left),
+answers on the source. Per triplet: the MT back-translated into the source language (by the judge, or a
+release column the user names with ``bt_column``), answers on the back-translation, similarity per
+question (token F1 by default; ``similarity`` = em, chrf, bleu or sbert) on answers normalised as the
+authors do (``normalization`` = squad lower-cases too), segment score = mean over questions (0 … 1).
 
-Decision (``finalize``): a two-component Gaussian mixture per direction on the segment scores
-(scikit-learn, ``random_state`` 42 as in the authors' code); ``p_reject`` is the posterior of the
-lower-mean component (as theirs), ``decision`` is reject when it reaches ``reject_threshold`` (0.5).
-Segments without a score are left out of the fit (the authors' script counts them as 0). When the
-answers on the back-translation number differently from the questions, missing ones count as "No Answer"
-(the authors' script skips such rows). The fit is stored with the scores (parquet metadata and
-summary.json).
+Decision (``finalize``), as the authors' ``gmm.py``: a two-component Gaussian mixture over the direction's
+scores (scikit-learn, ``random_state`` 42), a segment without a score counted as 0 in the fit
+(``missing_as_zero``); ``p_reject`` is the posterior of the lower-mean component; ``decision`` is reject
+below the midpoint of the two means (``decision_rule`` = posterior: ``p_reject`` >= ``reject_threshold``).
+The authors fit one mixture over their whole file; parts here are per direction, so the fit is per
+direction. Answers are read one per question, in place: a list of another length is unreadable, asked
+again and then recorded as "answers unreadable" (score None), as the authors' script skips such rows. The
+fit is stored with the scores (parquet metadata and summary.json).
 """
 from __future__ import annotations
 
@@ -24,17 +27,35 @@ from typing import Any, Sequence
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
 from scoring.judges.parsing import array_schema, string_list
-from scoring.judges.similarity import SIMILARITIES
+from scoring.judges.similarity import NORMALIZATIONS, SIMILARITIES
 from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
 
 STRINGS = {"type": "string"}
-NO_ANSWER = "No Answer"
+NLI_MODEL = "potsawee/deberta-v3-large-mnli"  # the paper's entailment classifier (footnote 3)
 
 
-def gmm_decision(scores: list, seed: int = 0, threshold: float = 0.5) -> tuple[list, list, dict]:
-    """(decision, p_reject, fit) for one direction's scores (None scores get None)."""
-    values = [float(s) for s in scores if s is not None]
-    fit: dict[str, Any] = {"method": "GaussianMixture", "n_components": 2, "random_state": seed, "threshold": threshold, "n": len(values)}
+def items(text: str | None) -> list[str] | None:
+    """Facts or questions: a list of texts; blank entries are no fact or question and are left out."""
+    values = string_list(text)
+    return None if values is None else [v for v in values if v]
+
+
+DECISION_RULES = ("midpoint", "posterior")
+
+
+def gmm_decision(scores: list, seed: int = 42, threshold: float = 0.5, rule: str = "midpoint",
+                 missing_as_zero: bool = True) -> tuple[list, list, dict]:
+    """(decision, p_reject, fit) for one direction's scores, as the authors' ``gmm.py``: a two-component
+    Gaussian mixture (``random_state`` 42) over the scores, where a segment without a score counts as 0
+    (``missing_as_zero``; its decision stays None); ``p_reject`` is the posterior of the lower-mean
+    component; reject when the score is below the midpoint of the two means (``rule`` = ``posterior``:
+    when ``p_reject`` reaches ``threshold``, our earlier rule)."""
+    present = [s is not None for s in scores]
+    values = [float(s) if s is not None else 0.0 for s in scores if s is not None or missing_as_zero]
+    fit: dict[str, Any] = {"method": "GaussianMixture", "n_components": 2, "random_state": seed, "rule": rule, "n": len(values),
+                           "missing_as_zero": missing_as_zero}
+    if rule == "posterior":
+        fit["threshold"] = threshold
     if len(set(values)) < 2:
         fit["fitted"] = False
         fit["reason"] = "fewer than two distinct scores"
@@ -47,54 +68,106 @@ def gmm_decision(scores: list, seed: int = 0, threshold: float = 0.5) -> tuple[l
     means = gmm.means_.ravel()
     reject = int(np.argmin(means))
     proba = gmm.predict_proba(x)[:, reject]
+    midpoint = float((means.min() + means.max()) / 2)
     fit.update(
         fitted=True, converged=bool(gmm.converged_), reject_component=reject, means=[float(m) for m in means],
-        variances=[float(v) for v in gmm.covariances_.ravel()], weights=[float(w) for w in gmm.weights_],
-        n_reject=int((proba >= threshold).sum()),
+        variances=[float(v) for v in gmm.covariances_.ravel()], weights=[float(w) for w in gmm.weights_], midpoint=midpoint,
     )
-    it = iter(proba.tolist())
+    it = iter(zip(values, proba.tolist()))
     p_reject, decision = [], []
-    for s in scores:
-        if s is None:
+    for s, has in zip(scores, present):
+        if not has and not missing_as_zero:
             p_reject.append(None)
             decision.append(None)
+            continue
+        value, p = next(it)
+        p_reject.append(round(float(p), 6))
+        if not has:
+            decision.append(None)  # in the fit as 0, as the authors count it, but no score to decide on
+        elif rule == "midpoint":
+            decision.append("reject" if value < midpoint else "accept")
         else:
-            p = float(next(it))
-            p_reject.append(round(p, 6))
             decision.append("reject" if p >= threshold else "accept")
+    fit["n_reject"] = decision.count("reject")
     return decision, p_reject, fit
 
 
+def contradiction_index(config) -> int:
+    """Which logit of an NLI classifier means contradiction: the label named so, else index 1 of a two-label
+    model, as potsawee/deberta-v3-large-mnli's card reads its logits ([entailment, contradiction]; its
+    stored config names them only LABEL_0 and LABEL_1)."""
+    names = {int(i): str(n).lower() for i, n in (getattr(config, "id2label", None) or {}).items()}
+    named = [i for i, n in sorted(names.items()) if "contradict" in n]
+    if named:
+        return named[0]
+    if int(getattr(config, "num_labels", len(names) or 0)) == 2:
+        return 1
+    raise MetricError(f"askqe: the NLI model's labels {sorted(names.values())} name no contradiction and it has not two labels; "
+                      "give a model whose config names a contradiction label, or a two-label [entailment, contradiction] one")
+
+
+def nli_pairs(source: str, facts: list[str]) -> list[tuple[str, str]]:
+    """(premise, hypothesis) pairs: the source is the premise, each fact a hypothesis (the paper's §3.1)."""
+    return [(source, f) for f in facts]
+
+
 class NliFilter:
-    """Keeps the facts that a local NLI model (e.g. potsawee/deberta-v3-large-mnli copied locally) says
-    the source entails. Loaded on first use."""
+    """Keeps the facts that a local NLI classifier does not call contradicted by the source (the paper
+    discards contradictory facts). The model comes from a local directory or the Hugging Face cache
+    (``scoring.model_files``); loaded on first use."""
 
     def __init__(self, model: str):
-        self.model_path = model
-        self._pipe = None
+        self.model_id = model
+        self._model = None
+
+    def _load(self):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from scoring.model_files import resolve_model
+
+        path = resolve_model(self.model_id, "askqe").path
+        self._tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self._model = AutoModelForSequenceClassification.from_pretrained(str(path)).eval()
+        self._contradiction = contradiction_index(self._model.config)
+        self._torch = torch
 
     def keep(self, premise: str, facts: list[str]) -> list[str]:
         if not facts:
             return facts
-        if self._pipe is None:
-            from transformers import pipeline
-
-            self._pipe = pipeline("text-classification", model=self.model_path, device=-1)
-        out = self._pipe([{"text": premise, "text_pair": f} for f in facts])
-        return [f for f, r in zip(facts, out) if "contradict" not in str(r["label"]).lower() and "not" not in str(r["label"]).lower()]
+        if self._model is None:
+            self._load()
+        pairs = nli_pairs(premise, facts)
+        enc = self._tokenizer([p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation=True, return_tensors="pt")
+        with self._torch.no_grad():
+            labels = self._model(**enc).logits.argmax(dim=-1).tolist()
+        return [f for f, label in zip(facts, labels) if label != self._contradiction]
 
 
 class AskQEScorer(JudgeScorer):
     name = "askqe"
-    prompts = ("askqe-facts", "askqe-questions", "askqe-answers", "askqe-backtranslate")
+    prompts = ("askqe-facts", "askqe-questions", "askqe-questions-vanilla", "askqe-answers", "askqe-backtranslate")
     default_max_tokens = 512
-    options = {"similarity": "f1", "bt_column": None, "nli_model": None, "gmm_seed": 42, "reject_threshold": 0.5}
+    options = {"similarity": "f1", "normalization": "askqe", "bt_column": None, "nli_model": NLI_MODEL, "gmm_seed": 42,
+               "decision_rule": "midpoint", "reject_threshold": 0.5, "missing_as_zero": True}
 
     def __init__(self, **kw):
         super().__init__(**kw)
         if self.opts["similarity"] not in SIMILARITIES:
             raise MetricError(f"askqe: similarity {self.opts['similarity']!r} unknown; choose from {', '.join(SIMILARITIES)}")
-        self.nli = NliFilter(self.opts["nli_model"]) if self.opts["nli_model"] else None
+        if self.opts["normalization"] not in NORMALIZATIONS:
+            raise MetricError(f"askqe: normalization {self.opts['normalization']!r} unknown; choose from {', '.join(NORMALIZATIONS)}")
+        if self.opts["decision_rule"] not in DECISION_RULES:
+            raise MetricError(f"askqe: decision_rule {self.opts['decision_rule']!r} unknown; choose from {', '.join(DECISION_RULES)}")
+        flag = self.opts["missing_as_zero"]
+        if not isinstance(flag, bool):
+            if str(flag).lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise MetricError(f"askqe: missing_as_zero={flag!r}: true or false")
+            self.opts["missing_as_zero"] = str(flag).lower() in ("true", "1", "yes")
+        off = str(self.opts["nli_model"]).lower() in ("none", "off", "")
+        if off:
+            self.opts["nli_model"] = "none"  # one spelling in the signature
+        self.nli = None if off else NliFilter(self.opts["nli_model"])
 
     def wanted_columns(self) -> list[str]:
         return [self.opts["bt_column"]] if self.opts["bt_column"] else []
@@ -130,21 +203,28 @@ class AskQEScorer(JudgeScorer):
                 calls.append(self._call("askqe-backtranslate", [i], source_lang=sl, target_lang=tl, translation=s.mt))
                 bt_index.append(i)
         n_src = len(sources)
-        _, parsed = self.ask(calls, lambda j, text: string_list(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger)
+        _, parsed = self.ask(calls, lambda j, text: items(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger)
         facts = dict(zip(sources, parsed[:n_src]))
         for i, text in zip(bt_index, parsed[n_src:]):
             bt[i] = text
         if self.nli:
             facts = {src: (self.nli.keep(src, f) if f else f) for src, f in facts.items()}
 
-        # stage 2: questions per source
-        q_sources = [src for src in sources if facts[src]]
-        calls = [self._call("askqe-questions", by_source[src], source_lang=src_lang, source=src, facts=json.dumps(facts[src], ensure_ascii=False)) for src in q_sources]
-        _, parsed = self.ask(calls, lambda j, text: string_list(text), "questions", ledger)
+        # stage 2: questions per source, from its facts; without any (none extracted, or all contradicted)
+        # from the sentence alone, the authors' vanilla prompt
+        q_sources = [src for src in sources if facts[src] is not None]
+        calls = [self._call("askqe-questions", by_source[src], source_lang=src_lang, source=src, facts=json.dumps(facts[src], ensure_ascii=False))
+                 if facts[src] else self._call("askqe-questions-vanilla", by_source[src], source_lang=src_lang, source=src) for src in q_sources]
+        _, parsed = self.ask(calls, lambda j, text: items(text), "questions", ledger)
         questions = dict(zip(q_sources, parsed))
 
         # stage 3: answers on the source (per source) and on the back-translation (per triplet)
         calls, slots = [], []
+
+        def slot_source(j: int) -> str:
+            kind, key = slots[j]
+            return key if kind == "src" else segments[key].src
+
         for src in sources:
             if questions.get(src):
                 calls.append(self._call("askqe-answers", by_source[src], source_lang=src_lang, context=src, questions=json.dumps(questions[src], ensure_ascii=False)))
@@ -153,7 +233,9 @@ class AskQEScorer(JudgeScorer):
             if questions.get(s.src) and bt[i] is not None:
                 calls.append(self._call("askqe-answers", [i], source_lang=src_lang, context=bt[i], questions=json.dumps(questions[s.src], ensure_ascii=False)))
                 slots.append(("bt", i))
-        _, answers_parsed = self.ask(calls, lambda j, text: string_list(text), "answers", ledger)
+        # one answer per question, in place: a list of another length is unreadable (asked again, then
+        # recorded so), never padded
+        _, answers_parsed = self.ask(calls, lambda j, text: string_list(text, len(questions[slot_source(j)])), "answers", ledger)
         src_answers: dict[str, list[str]] = {}
         bt_answers: dict[int, list[str] | None] = {}
         for (kind, key), parsed in zip(slots, answers_parsed):
@@ -163,6 +245,7 @@ class AskQEScorer(JudgeScorer):
                 bt_answers[key] = parsed
 
         sim = SIMILARITIES[self.opts["similarity"]]
+        norm = NORMALIZATIONS[self.opts["normalization"]]
         scores, extras = [], {"facts": [], "questions": [], "answers_src": [], "answers_bt": [], "similarities": [], "backtranslation": [], "note": []}
         for i, s in enumerate(segments):
             qs = questions.get(s.src) or []
@@ -170,9 +253,7 @@ class AskQEScorer(JudgeScorer):
             a_bt = bt_answers.get(i)
             note = ""
             sims: list[float] = []
-            if facts.get(s.src) == []:
-                note = "no facts extracted"
-            elif facts.get(s.src) is None:
+            if facts.get(s.src) is None:
                 note = "" if ledger.errors[i] else "facts unreadable"
             elif bt[i] is None:
                 note = "" if ledger.errors[i] else "back-translation empty"
@@ -181,10 +262,8 @@ class AskQEScorer(JudgeScorer):
             elif a_src is None or a_bt is None:
                 note = "answers unreadable" if not ledger.errors[i] else ""
             else:
-                a_src = (a_src + [NO_ANSWER] * len(qs))[: len(qs)]
-                a_bt = (a_bt + [NO_ANSWER] * len(qs))[: len(qs)]
                 pairs = list(zip(a_bt, a_src))
-                sims = sim.batch(pairs) if hasattr(sim, "batch") else [sim(p, g) for p, g in pairs]
+                sims = sim.batch(pairs) if hasattr(sim, "batch") else [sim(p, g, norm) for p, g in pairs]
             scores.append(statistics.fmean(sims) if sims else None)
             extras["facts"].append(facts.get(s.src) or [])
             extras["questions"].append(qs)
@@ -196,7 +275,8 @@ class AskQEScorer(JudgeScorer):
         return self.result(scores, ledger, extras)
 
     def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
-        decision, p_reject, fit = gmm_decision(columns["score"], seed=int(self.opts["gmm_seed"]), threshold=float(self.opts["reject_threshold"]))
+        decision, p_reject, fit = gmm_decision(columns["score"], seed=int(self.opts["gmm_seed"]), threshold=float(self.opts["reject_threshold"]),
+                                               rule=self.opts["decision_rule"], missing_as_zero=self.opts["missing_as_zero"])
         columns["decision"] = decision
         columns["p_reject"] = p_reject
         return {"gmm": fit}

@@ -4,13 +4,19 @@ DCE: the judge splits the MT into sentences and says for each, with a reason, wh
 whole reference. AMC: a second call turns the reasons into marks z_i = +1 / -1, and the score is
 ((sum z + alpha) / (k + beta) + 1) / 2, in [0, 1] (alpha = beta = 0 by default).
 
+The score is the authors' ``auto_metric_converter`` (``(sum z / k + 1) / 2``; checked against it in
+``test_judge_references.py``); alpha and beta are the paper's Eq. 3 terms, 0 by default, which is theirs.
+
 Two DCE instructions, both named in the signature (``variant``):
 - ``paper``: the paper's criterion, where information the candidate leaves out is acceptable. For
   translation this is blind to Omission: an MT that drops words but adds nothing scores 1.
-- ``mt`` (default): omissions and additions count as inconsistencies; reference content that no MT
-  sentence conveys becomes one more inconsistent entry.
+- ``mt`` (default, ours, not the authors'): omissions and additions count as inconsistencies; reference
+  content that no MT sentence conveys becomes one more inconsistent entry. The default for MT because
+  XQ-MEval's Omission errors must cost something; ``variant=paper`` is the authors' reading.
 
-RAI (the improved translation from the reasons) is its own command: ``python -m scoring rai``.
+RAI (the improved translation from the reasons) is its own command: ``python -m scoring rai``. As the
+paper's Algorithm 1 and the authors' example do, it rewrites the candidates whose AMC score is below 1
+(``rai_select`` = ``dce``: those with a sentence DCE flags inconsistent, our earlier rule).
 """
 from __future__ import annotations
 
@@ -127,25 +133,50 @@ class DCRScorer(JudgeScorer):
         return self.result(scores, ledger, extras)
 
 
+RAI_SELECT = ("amc", "dce")
+
+
 class RAI(DCRScorer):
-    """Reason-assisted improver: DCE (shared with the metric through the cache), then a rewrite."""
+    """Reason-assisted improver: DCE (shared with the metric through the cache), then a rewrite of the
+    candidates that need one: AMC score below 1 (the paper's Algorithm 1, the authors' example), or with
+    ``rai_select`` = dce, a sentence DCE flags inconsistent."""
 
     prompts = ("dcr-dce-paper", "dcr-dce-mt", "dcr-amc", "dcr-rai")
+    options = {**DCRScorer.options, "rai_select": "amc"}
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        if self.opts["rai_select"] not in RAI_SELECT:
+            raise MetricError(f"rai: rai_select {self.opts['rai_select']!r} unknown; choose from {', '.join(RAI_SELECT)}")
+
+    def needs_rewrite(self, segments: Sequence[Segment], entries: list[list[dict] | None], ledger: Ledger) -> list[bool]:
+        if self.opts["rai_select"] == "dce":
+            return [bool(e) and not all(x.get("consistent") is True for x in e) for e in entries]
+        t = self.prompt_set["dcr-amc"]
+        d = self.decoding
+        idx = [i for i in range(len(segments)) if entries[i]]
+        calls = [Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx]
+        _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
+        below = [False] * len(segments)
+        for i, m in zip(idx, parsed):
+            below[i] = bool(m) and amc_score(m, float(self.opts["alpha"]), float(self.opts["beta"])) < 1
+        return below
 
     def improve(self, segments: Sequence[Segment]) -> tuple[list[str | None], list[list[dict] | None], Ledger]:
         ledger = Ledger(len(segments))
         entries = self.dce(segments, ledger)
         t = self.prompt_set["dcr-rai"]
         d = self.decoding.replace(structured=False)
-        idx = [i for i, e in enumerate(entries) if e and not all(x.get("consistent") is True for x in e)]
+        rewrite = self.needs_rewrite(segments, entries, ledger)
+        idx = [i for i, e in enumerate(entries) if e and rewrite[i]]
         calls = [Call(t, t.messages(False, language=self.languages(segments[i])[1], reference=segments[i].ref, candidate=segments[i].mt,
                                     reasons=numbered(entries[i])), d, None, owners=(i,)) for i in idx]
         answers = self.judge.run(calls, stage="rai")
         ledger.add(calls, answers)
         improved: list[str | None] = [None] * len(segments)
         for i, e in enumerate(entries):
-            if e and all(x.get("consistent") is True for x in e):
-                improved[i] = segments[i].mt  # nothing to improve
+            if e and not rewrite[i]:
+                improved[i] = segments[i].mt  # nothing to improve (unless its AMC marks stayed unreadable)
         for i, a in zip(idx, answers):
             if improved[i] is None and a.ok:
                 improved[i] = a.text.strip()

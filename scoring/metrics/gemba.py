@@ -1,9 +1,16 @@
 """GEMBA-MQM (Kocmi & Federmann 2023): the judge lists MQM errors by severity for (source, MT); the score
 is the authors' weighting (scoring.judges.mqm), -25 … 0, higher is better.
 
-As in the authors' implementation, an unparsable answer is asked again at a temperature 0.1 higher (up
-to 1.0) and a truncated one with twice the tokens (from 500 up to 4000). Extras: the errors with their
-spans located in the MT (start, end, found), counts per severity, the raw answer, the number of re-asks.
+The packaged prompt is three-shot, as the method is (three language pairs with annotated errors; our own
+examples); ``--prompt-file gemba-mqm=PATH`` loads any other, the authors' own included.
+
+As the authors' client does, an answer cut off at the token limit is asked again with twice the tokens
+(from 500 up to 4000); one still cut off at 4000 scores 0, as theirs gives no answer to parse. An answer
+without MQM headers scores what the authors' parser gives it: 0 (no error found), noted
+"no MQM headers"; their parser never rejects an answer, so their re-ask on unreadable answers never runs
+for MQM. ``reask`` = true (ours, off by default) asks such an answer again at a temperature 0.1 higher (up
+to 1.0, at most ``max_reasks`` times) before scoring it so. Extras: the errors with their spans located in
+the MT (start, end, found), counts per severity, the raw answer, the number of re-asks.
 """
 from __future__ import annotations
 
@@ -11,8 +18,8 @@ from typing import Sequence
 
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
-from scoring.judges.mqm import SCHEMA, locate, parse_answer
-from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
+from scoring.judges.mqm import SCHEMA, Parsed, locate, parse_answer
+from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
 
 MAX_TOKENS_LIMIT = 4000
 TEMPERATURE_LIMIT = 1.0
@@ -22,7 +29,15 @@ class GembaMQMScorer(JudgeScorer):
     name = "gemba-mqm"
     prompts = ("gemba-mqm",)
     default_max_tokens = 500
-    options = {"max_reasks": 10}
+    options = {"reask": False, "max_reasks": 10}
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        flag = self.opts["reask"]
+        if not isinstance(flag, bool):
+            if str(flag).lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise MetricError(f"gemba-mqm: reask={flag!r}: true or false")
+            self.opts["reask"] = str(flag).lower() in ("true", "1", "yes")
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:
         n = len(segments)
@@ -56,7 +71,8 @@ class GembaMQMScorer(JudgeScorer):
                     reasks[i] += 1
                     continue
                 parsed = parse_answer(answer.text, structured=answer.structured)
-                if not parsed.parsable and reasks[i] < self.opts["max_reasks"] and round(d.temperature + 0.1, 2) <= TEMPERATURE_LIMIT:
+                if (not parsed.parsable and self.opts["reask"] and reasks[i] < int(self.opts["max_reasks"])
+                        and round(d.temperature + 0.1, 2) <= TEMPERATURE_LIMIT):
                     pending[i] = d.replace(temperature=round(d.temperature + 0.1, 2))
                     reasks[i] += 1
                     continue
@@ -66,13 +82,21 @@ class GembaMQMScorer(JudgeScorer):
         scores, errors, counts, raw, notes = [], [], {"n_critical": [], "n_major": [], "n_minor": []}, [], []
         for i, (answer, parsed) in enumerate(final):
             raw.append(answer.text)
-            if parsed is None or not parsed.parsable:
+            if parsed is None:  # a transport failure: no answer
                 scores.append(None)
                 errors.append([])
                 for k in counts:
                     counts[k].append(None)
-                notes.append("" if parsed is None else "unparsable after re-asking")
+                notes.append("")
                 continue
+            if answer.truncated:
+                # cut off even at the token limit: the authors' client returns no answer, scored 0
+                parsed = Parsed(errors=[], parsable=False)
+                notes.append("truncated at the token limit (scored 0)")
+            elif not parsed.parsable:
+                notes.append("no MQM headers (scored as the authors' parser does)")
+            else:
+                notes.append("")
             scores.append(parsed.score)
             located = []
             for e in parsed.errors:
@@ -82,7 +106,6 @@ class GembaMQMScorer(JudgeScorer):
             c = parsed.counts()
             for s in ("critical", "major", "minor"):
                 counts[f"n_{s}"].append(c[s])
-            notes.append("truncated" if answer.truncated else "")
         extras = {"errors": errors, **counts, "raw_answer": raw, "reasks": reasks, "decoding": used, "note": notes}
         return self.result(scores, ledger, extras)
 

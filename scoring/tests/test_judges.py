@@ -58,29 +58,32 @@ def _cli(*args, env_extra=None) -> subprocess.Popen:
 # ---- arithmetic on hand-built tables ------------------------------------------------------------------------
 
 
-def test_cef_dimensions_from_a_hand_built_table():
-    # Q_D: 5 questions; the 4th is IDK on the source itself and is dropped -> 4 kept: YES, IDK, NO, IDK on the MT.
-    # Q_T: 3 questions; the 3rd is IDK on the MT itself -> 2 kept: YES, IDK on the source.
-    dims = dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"])
+def test_cef_dimensions_under_the_paper_texts_formula():
+    # formula=paper-text, the paper's §3 text. Q_D: 5 questions; the 4th is IDK on the source itself and is
+    # dropped -> 4 kept: YES, IDK, NO, IDK on the MT. Q_T: 3; the 3rd is IDK on the MT -> 2 kept: YES, IDK.
+    dims = dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"],
+                      formula="paper-text")
     assert dims["coverage"] == 50.0  # 100 - 2/4 IDK
     assert dims["conformity"] == 75.0  # 100 - 1/4 NO
     assert dims["consistency"] == 50.0  # 100 - 1/2 IDK
     assert dims["dropped"] == 2 and dims["n_questions_source"] == 4 and dims["n_questions_mt"] == 2
-    assert dimensions([], [], [], [])["coverage"] is None
+    assert dimensions([], [], [], [], formula="paper-text")["coverage"] is None
+    # the authors' rule on the same table: consistency counts the NO against a YES gold too (1 of 2 kept right)
+    assert dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"])["consistency"] == 50.0
+    assert dimensions([], [], [], [])["coverage"] == 0.0  # no grounded question: 0, as the authors' code leaves it
 
 
 def test_adr_and_ads_from_a_hand_built_judges_by_questions_table():
-    questions = {"A": ["a1", "a2"], "B": ["b1"], "C": ["c1"]}
-    answers = {
-        "A": {"a1": "YES", "a2": "IDK", "b1": "YES", "c1": "NO"},
-        "B": {"a1": "YES", "a2": "NO", "b1": "YES", "c1": "YES"},
-        "C": {"a1": "NO", "a2": "NO", "b1": "YES", "c1": "IDK"},
-    }
+    # three judges; C's question repeats A's text on the same source (ADS counts it once, under A)
+    questions = [("A", 0, "q1"), ("B", 0, "q2"), ("C", 0, "q1")]
+    answers = {"A": {1: "YES", 2: "NO"}, "B": {0: "YES", 2: "YES"}, "C": {0: "NO", 1: "YES"}}
     r = reliability(questions, answers)
-    # ADR(A): a1 -> C differs (1/2), a2 -> B and C differ (2/2): mean 0.75; ADR(B) 0; ADR(C): c1 both differ: 1.
-    assert (r["A"]["adr"], r["B"]["adr"], r["C"]["adr"]) == (0.75, 0.0, 1.0)
-    # majority: a1 YES, a2 NO, b1 YES, c1 a three-way tie -> YES (label order); ADS over the 4 questions.
-    assert (r["A"]["ads"], r["B"]["ads"], r["C"]["ads"]) == (0.5, 0.0, 0.5)
+    # ADR: the others' answers that are not YES. A: B YES, C NO -> 1/2; B: 0; C: A NO, B YES -> 1/2
+    assert (r["A"]["adr"], r["B"]["adr"], r["C"]["adr"]) == (0.5, 0.0, 0.5)
+    # ADS (at least 2 of 3 agreeing): q1 votes A YES (its own), B YES, C NO -> C deviates; q2 all YES
+    assert (r["A"]["ads"], r["B"]["ads"], r["C"]["ads"]) == (0.0, 0.0, 0.5)
+    # with all three required to agree, only q2 counts
+    assert reliability(questions, answers, min_agreement=3)["C"]["ads"] == 0.0
 
 
 def test_amc_formula():
@@ -99,14 +102,15 @@ def test_gmm_decision_on_synthetic_bimodal_scores():
     low = [rng.gauss(0.2, 0.04) for _ in range(120)]
     high = [rng.gauss(0.85, 0.04) for _ in range(180)]
     scores = low + high + [None]
-    decision, p_reject, fit = gmm_decision(scores, seed=0)
+    decision, p_reject, fit = gmm_decision(scores, seed=0, missing_as_zero=False)
     assert fit["fitted"] and fit["n"] == 300
     assert sorted(round(m, 1) for m in fit["means"]) == [0.2, 0.8] or sorted(round(m, 2) for m in fit["means"])[1] > 0.8
     assert decision[:120] == ["reject"] * 120 and decision[120:300] == ["accept"] * 180 and decision[-1] is None
     assert all(p > 0.99 for p in p_reject[:120]) and all(p < 0.01 for p in p_reject[120:300])
-    again = gmm_decision(scores, seed=0)
+    again = gmm_decision(scores, seed=0, missing_as_zero=False)
     assert again[1] == p_reject  # fixed seed: the same fit
-    assert gmm_decision([0.5, 0.5, None])[2]["fitted"] is False
+    assert gmm_decision([0.5, 0.5, None], missing_as_zero=False)[2]["fitted"] is False
+    assert gmm_decision([0.5, 0.5])[2]["fitted"] is False
 
 
 # ---- the judge: faults, cache, budget ---------------------------------------------------------------------------
@@ -116,7 +120,7 @@ def _gemba_scorer(stub, tmp_path, **judge):
     return get_metric("gemba-mqm").build(judge=_judge(stub, tmp_path, **judge))
 
 
-def test_faults_are_retried_and_gemba_reasks_as_its_authors_do(stub, tmp_path):
+def test_faults_are_retried_and_gemba_follows_its_authors_client(stub, tmp_path):
     segs = [_seg("The cat sleeps on the warm sofa.", f"Die Katze schläft auf dem warmen Sofa {i}.") for i in range(5)]
     stub.script("Sofa 0.", "429", "500", "ok")
     stub.script("Sofa 1.", "timeout", "ok")
@@ -131,14 +135,29 @@ def test_faults_are_retried_and_gemba_reasks_as_its_authors_do(stub, tmp_path):
     assert [c.behaviour for c in stub.served if "Sofa 0." in c.prompt] == ["429", "500", "ok"]
     # truncated: asked again with twice the tokens (the authors start at 500)
     assert [b["max_tokens"] for b in sofa(2)] == [500, 1000]
-    # unparsable: asked again at a temperature 0.1 higher each time
-    assert [b["temperature"] for b in sofa(3)] == [0.0, 0.1, 0.2]
-    assert result.extras["reasks"] == [0, 0, 1, 2, 0]
-    # the decoding each score's answer came from is recorded per segment
-    assert result.extras["decoding"][2]["max_tokens"] == 1000 and result.extras["decoding"][3]["temperature"] == 0.2
+    # no MQM headers: scored as the authors' parser scores it (0, no error), not asked again
+    assert [b["temperature"] for b in sofa(3)] == [0.0]
+    assert result.scores[3] == 0.0 and "no MQM headers" in result.extras["note"][3]
+    assert result.extras["reasks"] == [0, 0, 1, 0, 0]
+    assert result.extras["decoding"][2]["max_tokens"] == 1000
     stats = scorer.stats()
-    assert stats["sent"] == 1 + 1 + 2 + 3 + 1 and stats["calls"] == 8
+    assert stats["sent"] == 1 + 1 + 2 + 1 + 1 and stats["calls"] == 6
+    # the packaged prompt is three-shot: three example turns before the question
+    assert [m["role"] for m in sofa(4)[0]["messages"]] == ["system"] + ["user", "assistant"] * 3 + ["user"]
 
+
+def test_gemba_reask_is_our_option_and_a_cut_off_answer_at_the_limit_scores_0(stub, tmp_path):
+    segs = [_seg("The cat sleeps on the warm sofa.", f"Die Katze schläft auf dem warmen Sofa {i}.") for i in range(2)]
+    stub.script("Sofa 0.", "unparsable", "unparsable")
+    stub.script("Sofa 1.", "truncated", "truncated", "truncated", "truncated")
+    scorer = get_metric("gemba-mqm").build(judge=_judge(stub, tmp_path), reask="true")
+    result = scorer.score(segs)
+    bodies = [json.loads(c.body_key) for c in stub.served]
+    sofa = lambda k: [b for b in bodies if f"Sofa {k}." in b["messages"][-1]["content"]]  # noqa: E731
+    assert [b["temperature"] for b in sofa(0)] == [0.0, 0.1, 0.2]  # asked again 0.1 warmer each time
+    assert result.extras["reasks"][0] == 2 and scorer.signature("de")["options"]["reask"] is True
+    assert [b["max_tokens"] for b in sofa(1)] == [500, 1000, 2000, 4000]
+    assert result.scores[1] == 0.0 and "token limit" in result.extras["note"][1]
 
 def test_transport_errors_are_recorded_per_segment_never_cached_and_redone_by_a_rerun(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
@@ -162,7 +181,7 @@ def test_rerun_of_all_four_metrics_sends_zero_requests_even_without_the_parts(st
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
     args = ["run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "12",
-            "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet"]
+            "--option", "nli_model=none", "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet"]
     first = _cli(*args)
     stdout, stderr = first.communicate(timeout=240)
     assert first.returncode == 0, stderr
@@ -195,7 +214,7 @@ def test_a_run_killed_mid_way_and_resumed_sends_no_request_twice(stub, tmp_path,
     out = tmp_path / "out"
     stub.script(hang_on, "hang")
     args = ["run", "--release", str(release), "--metrics", metric, "--out", str(out), "--quiet", "--concurrency", "4",
-            "--judge-url", stub.base_url, "--judge-model", "stub-judge"]
+            "--judge-url", stub.base_url, "--judge-model", "stub-judge", *(["--option", "nli_model=none"] if metric == "askqe" else [])]
     proc = _cli(*args)
     n, stable_since = -1, time.monotonic()
     deadline = time.monotonic() + 120
@@ -239,7 +258,7 @@ def test_budget_stops_the_run_and_a_rerun_resumes_from_the_cache(stub, tmp_path,
 def test_dry_run_prints_calls_and_tokens_and_sends_and_writes_nothing(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
-    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--out", str(out), "--dry-run",
+    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--out", str(out), "--dry-run", "--option", "nli_model=none",
                 "--limit", "6", "--judge-url", stub.base_url, "--judge-model", "gpt-4o")
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
@@ -309,7 +328,7 @@ def test_askqe_with_a_user_back_translation_column_and_its_decision(stub, tmp_pa
             rows.append({"triplet_id": f"t{s_i}-{k}", "src": s, "ref": "r", "mt": f"m{k}", "num_errors": k, "bt": bt})
     (tmp_path / "rel" / "en-de").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rel" / "en-de" / "test.parquet")
-    opts = ScoreOptions(judge=_judge(stub, tmp_path), extra={"bt_column": "bt"})
+    opts = ScoreOptions(judge=_judge(stub, tmp_path), extra={"bt_column": "bt", "nli_model": "none"})
     [summary] = score_release(tmp_path / "rel", ["askqe"], out=tmp_path / "out", options=opts)
     table = pq.read_table(tmp_path / "out" / "askqe.parquet").to_pydict()
     assert table["score"][0] == 1.0 and table["score"][5] < table["score"][1] <= 1.0
@@ -350,7 +369,7 @@ def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub
 
     release = write_release_from_shared(tmp_path / "rel", shared_data, directions=("en-de", "en-es"))
     out = tmp_path / "out"
-    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40",
+    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40", "--option", "nli_model=none",
                 "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet", "--structured")
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
@@ -401,7 +420,7 @@ def test_the_cache_keeps_raw_answers_with_their_requests_inspectable(stub, tmp_p
     assert proc.returncode == 0, stderr
     [record] = [json.loads(line) for line in stdout.splitlines()]
     assert record["text"].startswith("Critical:") and record["request"]["decoding"] == {"temperature": 0.3, "max_tokens": 500, "seed": 5, "structured": False}
-    assert record["request"]["prompt"]["version"] == "gemba-mqm-v1" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
+    assert record["request"]["prompt"]["version"] == "gemba-mqm-v2" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
 
 
 def test_rai_command_improves_translations_from_the_dce_reasons(stub, tmp_path):
@@ -428,7 +447,7 @@ def test_json_metrics_ask_again_when_an_answer_is_cut_off_or_unreadable(stub, tm
     assert dcr.score([_seg("", ref, ref)]).scores == [1.0]
     dce = [json.loads(c.body_key) for c in stub.served if f"Candidate: {ref}" in c.prompt]
     assert [b["max_tokens"] for b in dce] == [1024, 2048]
-    askqe = get_metric("askqe").build(judge=_judge(stub, tmp_path))
+    askqe = get_metric("askqe").build(judge=_judge(stub, tmp_path), nli_model="none")
     result = askqe.score([_seg("The museum will reopen next spring.", "Das Museum öffnet im nächsten Frühjahr wieder.")])
     facts = [json.loads(c.body_key)["temperature"] for c in stub.served if "into atomic facts" in c.prompt]
     assert facts == [0.0, 0.1, 0.2] and result.extras["facts"][0] and result.extras["note"][0] == ""

@@ -509,7 +509,7 @@ def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(clien
     with JudgeStubServer() as stub:
         judge = {"model": "stub-judge", "base_url": stub.base_url, "concurrency": 8}
         score_release(release.path, ["askqe", "cef"], out=selectors.scores_dir(release),
-                      options=ScoreOptions(judge=judge, limit=12, extra={"judges": "stub-judge,stub-b", "bt_column": "mt_marked"}))
+                      options=ScoreOptions(judge=judge, limit=12, extra={"judges": "stub-judge,stub-b", "bt_column": "mt_marked", "nli_model": "none"}))
     client.force_login(admin_user)
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
     assert "LLM judges: calls and cost" in page and "stub-judge" in page
