@@ -367,3 +367,57 @@ def compute_meta_evaluation(release: Release, metric: str, variant: str, directi
     cache.set(key, result, timeout=HEADLINE_CACHE_SECONDS)
     cache.delete(f"{key}:pending")
     return result
+
+
+# ---- the leaderboard: metrics ranked with WMT's significance clusters, per direction and over all ----------
+
+
+def _direction_scores(release: Release, metric: str, direction_id: int, sign: float) -> dict[str, tuple[int, float]]:
+    rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=direction_id, level__isnull=False)
+    return {t: (level, sign * s) for t, level, s in rows.values_list("triplet_id", "level", "score").iterator(chunk_size=20_000)}
+
+
+def release_leaderboard(release: Release, metrics: list[str], *, statistic: str = "pearson", resamples: int = 1000,
+                        seed: int = 0, alpha: float = 0.05, block_size: int = 1000,
+                        directions: list[str] | None = None) -> dict:
+    """Triplet-level leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined
+    quality −5·k: per direction, the statistic of each metric over the triplets every metric scored, the metrics
+    ranked into WMT's greedy significance clusters by a paired permutation test (mt-metrics-eval
+    ``PermutationSigDiff`` / ``AssignRanks``); over all directions, the mean of the per-direction values (pairwise
+    accuracy: pooled over directions, as WMT's global accuracy) with its own test over the directions' items.
+    One direction's scores are read at a time; the overall test keeps the aligned scores (a float per triplet and
+    metric)."""
+    from exports.metaeval import statistics
+
+    statistics.get_statistic(statistic)
+    if len(metrics) < 2 or len(set(metrics)) != len(metrics):
+        raise MetaEvaluationError("a leaderboard ranks at least two distinct metrics")
+    signs = {m: _orientation(m)[1] for m in metrics}
+    per_metric = {m: dict(_scored_directions(release, m, directions)[0]) for m in metrics}
+    shared = sorted(set.intersection(*(set(ids.values()) for ids in per_metric.values())))
+    if not shared:
+        raise MetaEvaluationError(f"release {release}: no direction where every one of {', '.join(metrics)} is scored")
+    ids = {code: pk for pk, code in _scored_directions(release, metrics[0], directions)[0]}
+    params = {"resamples": resamples, "seed": seed, "alpha": alpha, "block_size": block_size}
+    rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
+    for code in shared:
+        loaded = {m: _direction_scores(release, m, ids[code], signs[m]) for m in metrics}
+        triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
+        if len(triplets) < 3:
+            continue
+        gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
+        vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
+        del loaded
+        result = statistics.permutation_significance(statistic, gold, vectors, **params)
+        rows.append({"direction": code, "n": len(triplets), **result.as_dict()})
+        bounds.append((len(gold_all), len(gold_all) + len(gold)))
+        gold_all.extend(gold)
+        for m in metrics:
+            scores_all[m].extend(vectors[m])
+    if not rows:
+        raise MetaEvaluationError(f"release {release}: fewer than three triplets scored by every metric")
+    overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params)
+    label = statistics.STATISTICS[statistic]
+    return {"release": str(release), "statistic": statistic, "label": label.label, "reference": label.reference,
+            "level": "triplet", "parameters": params, "directions": rows,
+            "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()}}

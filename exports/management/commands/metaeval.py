@@ -1,4 +1,6 @@
 """python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23|23-tc|acc23-tc] [--format json|text]
+python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboard [--statistic pearson]
+    [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
 
 Meta-evaluates scored metrics against the release's predetermined human scores (SPEC §9). ``acc23-tc`` is acc23
 with tie calibration (the WMT23 segment-level statistic; ``23-tc`` the same for τ_23): the metric-difference
@@ -8,10 +10,16 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from exports.metaeval.domain import TAU_STATISTICS
-
 from exports.management.commands.score import find_release, names
-from exports.metaeval.selectors import MetaEvaluationError, meta_evaluation_steps, release_meta_evaluation
+from exports.metaeval import leaderboard
+from exports.metaeval.domain import TAU_STATISTICS
+from exports.metaeval.selectors import (
+    MetaEvaluationError,
+    meta_evaluation_steps,
+    release_leaderboard,
+    release_meta_evaluation,
+)
+from exports.metaeval.statistics import STATISTICS
 
 
 class Command(BaseCommand):
@@ -24,11 +32,39 @@ class Command(BaseCommand):
             "--variant", default="b",
             help=f"Kendall τ variant: {', '.join(TAU_STATISTICS)}; -tc: with tie calibration (acc23-tc is WMT23's segment-level statistic); default b",
         )
-        parser.add_argument("--format", choices=["json", "text"], default="text")
+        parser.add_argument("--format", choices=["json", "csv", "text"], default="text", help="csv: --leaderboard only")
+        parser.add_argument("--leaderboard", action="store_true",
+                            help="rank the metrics with WMT's significance clusters, per direction and over all")
+        parser.add_argument("--statistic", default="pearson", choices=list(STATISTICS), help="leaderboard statistic")
+        parser.add_argument("--resamples", type=int, default=1000, help="permutation resamples (leaderboard)")
+        parser.add_argument("--seed", type=int, default=0, help="permutation seed (leaderboard)")
+        parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the clusters")
+        parser.add_argument("--latex", action="store_true", help="the leaderboard as a LaTeX table")
+
+    def _leaderboard(self, release, metrics, opts) -> None:
+        if not 1 <= opts["resamples"] <= 100_000:
+            raise CommandError("--resamples: between 1 and 100000")
+        if not 0 < opts["alpha"] < 1:
+            raise CommandError("--alpha: between 0 and 1")
+        try:
+            board = release_leaderboard(release, metrics, statistic=opts["statistic"], resamples=opts["resamples"],
+                                        seed=opts["seed"], alpha=opts["alpha"])
+        except (MetaEvaluationError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        if opts["latex"]:
+            self.stdout.write(leaderboard.as_latex(board), ending="")
+        elif opts["format"] == "json":
+            self.stdout.write(json.dumps(board, indent=2, ensure_ascii=False))
+        else:
+            self.stdout.write(leaderboard.FORMATS[opts["format"]](board), ending="")
 
     def handle(self, *args, **opts):
         release = find_release(opts["release"])
         metrics = names(opts["metrics"], "--metrics")
+        if opts["leaderboard"]:
+            return self._leaderboard(release, metrics, opts)
+        if opts["format"] == "csv" or opts["latex"]:
+            raise CommandError("--format csv and --latex are for --leaderboard")
         results = []
         # tqdm writes to stderr: --format json keeps stdout for the JSON alone
         # one step per direction (plus reading the multilingual systems and their study), per metric
