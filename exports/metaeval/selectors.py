@@ -421,3 +421,70 @@ def release_leaderboard(release: Release, metrics: list[str], *, statistic: str 
     return {"release": str(release), "statistic": statistic, "label": label.label, "reference": label.reference,
             "level": "triplet", "parameters": params, "directions": rows,
             "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()}}
+
+
+# ---- known-answer diagnostics: per error type, what each metric does to the injected errors -----------------
+
+_RECORD_COLUMNS = ("triplet_id", "segment_id", "num_errors", "error_types", "spans")
+
+
+def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, list[str], list[str]]]:
+    """triplet id → (segment, k, error types, candidates) from the release's own file of ``code``."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    path = Path(release.path or "") / code / "test.parquet"
+    if not release.path or not path.is_file():
+        raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
+    present = set(pq.read_schema(path).names)
+    missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
+    if missing:
+        raise MetaEvaluationError(
+            f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records")
+    table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
+    spans = table.column("spans").to_pylist() if "spans" in present else [None] * table.num_rows
+    records = {}
+    for triplet, segment, k, types, span in zip(*(table.column(c).to_pylist() for c in _RECORD_COLUMNS[:4]), spans):
+        if isinstance(span, str):  # a JSON-encoded list in hand-written files
+            span = json.loads(span or "[]")
+        candidates = [str(s["candidate"]) for s in span or [] if isinstance(s, dict) and s.get("candidate")]
+        records[str(triplet)] = (str(segment), int(k), [str(t) for t in types or []], candidates)
+    return records
+
+
+def release_diagnostics(release: Release, metrics: list[str], *, directions: list[str] | None = None,
+                        tie_threshold: float = 0.0, resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Per metric and direction: sensitivity per error type and additivity (``exports.metaeval.diagnostics``),
+    and a heatmap of detection rates per metric. One direction's records and scores are read at a time."""
+    from exports.metaeval import diagnostics
+
+    scored = {m: [code for _, code in _scored_directions(release, m, directions)[0]] for m in metrics}
+    codes = sorted({code for found in scored.values() for code in found})
+    if not codes:
+        raise MetaEvaluationError(f"release {release}: no scores of {', '.join(metrics)}")
+    ids = {}
+    for m in metrics:
+        ids.update({code: pk for pk, code in _scored_directions(release, m, directions)[0]})
+    result = {m: {} for m in metrics}
+    for code in codes:
+        records = _release_records(release, code)
+        for metric in metrics:
+            if code not in scored[metric]:
+                continue
+            sign = _orientation(metric)[1]
+            rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=ids[code])
+            translations = [
+                diagnostics.Translation(t, *records[t][:1], records[t][1], records[t][2], records[t][3], sign * s)
+                for t, s in rows.values_list("triplet_id", "score").iterator(chunk_size=20_000) if t in records
+            ]
+            result[metric][code] = {
+                "sensitivity": diagnostics.sensitivity(translations, tie_threshold=tie_threshold, resamples=resamples,
+                                                       seed=seed, alpha=alpha),
+                "additivity": diagnostics.additivity(translations),
+            }
+    grids = diagnostics.heatmap({m: {c: v["sensitivity"] for c, v in per.items()} for m, per in result.items()})
+    return {"release": str(release), "parameters": {"tie_threshold": tie_threshold, "resamples": resamples,
+                                                    "seed": seed, "alpha": alpha, "interval": "percentile bootstrap"},
+            "metrics": result, "heatmap": grids}

@@ -205,7 +205,8 @@ class Significance:
             "test": "paired permutation (PERM-BOTH) of z-scored metric scores, mt-metrics-eval PermutationSigDiff",
             "parameters": {"resamples": self.resamples, "seed": self.seed, "block_size": self.block_size,
                            "early_min": self.early_min, "early_max": self.early_max, "alpha": self.alpha},
-            "ranking": [{"metric": m, "value": v, "cluster": r} for m, v, r in zip(self.metrics, self.values, self.ranks)],
+            "ranking": [{"metric": m, "value": v, "cluster": r}
+                        for m, v, r in zip(self.metrics, self.values, self.ranks)],
             "p_values": {f"{self.metrics[i]} > {self.metrics[j]}": float(self.p_values[i, j])
                          for i in range(n) for j in range(i + 1, n)},
         }
