@@ -229,3 +229,34 @@ def read(root: str, name: str, lp: str) -> EvalSet:
     if not human:
         raise EvalSetError(f"{os.path.join(d, 'human-scores')}: no human seg or sys scores for {lp}")
     return EvalSet(name, lp, sources, references, outputs, documents, human, metrics)
+
+
+def meta_evaluate(evs: EvalSet, gold: str, level: str, statistic: str = "pearson", *, resamples: int = 1000,
+                  seed: int = 0, alpha: float = 0.05) -> dict:
+    """Every metric of an EvalSet ranked against the human scores ``gold`` at ``level`` with significance
+    clusters (``statistics.permutation_significance``), as mt-metrics-eval's ``GetCorrelations`` +
+    ``CompareMetrics`` with ``average_by='none'``: seg level flattens systems x segments, items without a human
+    score dropped; sys level takes the systems with a human score. Human outputs (systems named after a
+    reference) are left out, as ``include_human=False`` does."""
+    from exports.metaeval import statistics
+
+    if level not in LEVELS:
+        raise EvalSetError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
+    human = evs.human.get((gold, level))
+    if human is None:
+        names = sorted({scorer for scorer, lv in evs.human if lv == level})
+        raise EvalSetError(f"{evs.name}/{evs.lp}: no {gold!r} human scores at {level} level (there are: "
+                           f"{', '.join(names) or 'none'})")
+    metrics = {metric: scores for (metric, lv), scores in evs.metrics.items() if lv == level}
+    if len(metrics) < 2:
+        raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than two metrics with {level}-level scores")
+    systems = sorted(s for s in human if s not in evs.references and all(s in m for m in metrics.values()))
+    keep = [(s, i) for s in systems for i, v in enumerate(human[s]) if v is not None]
+    if len(keep) < 3:
+        raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than three {level}-level items with a human score")
+    gold_vector = [human[s][i] for s, i in keep]
+    vectors = {m: [scores[s][i] for s, i in keep] for m, scores in metrics.items()}
+    result = statistics.permutation_significance(statistic, gold_vector, vectors, resamples=resamples, seed=seed,
+                                                 alpha=alpha)
+    return {"evalset": evs.name, "lp": evs.lp, "gold": gold, "level": level, "systems": len(systems),
+            "n": len(keep), **result.as_dict()}

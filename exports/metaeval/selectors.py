@@ -488,3 +488,46 @@ def release_diagnostics(release: Release, metrics: list[str], *, directions: lis
     return {"release": str(release), "parameters": {"tie_threshold": tie_threshold, "resamples": resamples,
                                                     "seed": seed, "alpha": alpha, "interval": "percentile bootstrap"},
             "metrics": result, "heatmap": grids}
+
+
+# ---- mt-metrics-eval interoperability: the release as EvalSets -------------------------------------------
+
+EVALSET_COLUMNS = ("triplet_id", "src", "ref", "mt", "num_errors")
+
+
+def export_evalsets(release: Release, metrics: list[str], out_dir: str, *,
+                    directions: list[str] | None = None) -> list[str]:
+    """Write one mt-metrics-eval EvalSet per direction scored by every metric, named ``PROJECT-VERSION``, under
+    ``out_dir`` (``exports.metaeval.evalset.from_triplets``: a segment per triplet, the ``triplets`` system and
+    the direction's monolingual pseudo systems, seg and sys scores of each metric). One direction at a time."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from exports.metaeval import evalset
+
+    per_metric = [{code: pk for pk, code in _scored_directions(release, m, directions)[0]} for m in metrics]
+    shared = sorted(set.intersection(*(set(found) for found in per_metric))) if per_metric else []
+    if not shared:
+        raise MetaEvaluationError(f"release {release}: no direction scored by every one of {', '.join(metrics)}")
+    name = f"{release.project.name}-{release.version}"
+    written = []
+    for code in shared:
+        path = Path(release.path or "") / code / "test.parquet"
+        if not release.path or not path.is_file():
+            raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
+        table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
+        triplets = [evalset.Triplet(*values) for values in zip(*(table[c] for c in EVALSET_COLUMNS))]
+        del table
+        scores = {m: dict(MetricScore.objects.filter(release=release, metric=m, direction_id=found[code])
+                          .values_list("triplet_id", "score").iterator(chunk_size=20_000))
+                  for m, found in zip(metrics, per_metric)}
+        systems = [evalset.System(s.name.replace("/", "_"), s.human_score, s.triplet_ids) for _, s in
+                   _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=per_metric[0][code])]
+        try:
+            evs = evalset.from_triplets(name, code, triplets, systems, scores)
+            evalset.write(evs, out_dir)
+        except evalset.EvalSetError as exc:
+            raise MetaEvaluationError(f"{code}: {exc}") from None
+        written.append(str(Path(out_dir) / name / "system-outputs" / code))
+    return written

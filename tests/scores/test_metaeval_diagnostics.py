@@ -4,15 +4,21 @@ record each pseudo translation's errors as the build writes them (error types; s
 The scores follow a rule stated here: each error type costs a metric a known amount, so the expected drops,
 detection rates and additivity ratios are known answers, computed in this file from the rule (not by the code
 under test)."""
+import io
+import json
 from itertools import combinations
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.urls import reverse
+from scipy import stats
 
 from core.models import Direction
+from exports.metaeval import evalset
 from exports.metaeval.selectors import release_diagnostics
 from exports.models import MetricScore, Release
 from exports.scores.services import summarize_scores
@@ -49,7 +55,8 @@ def release(project, languages, tmp_path):
     root = tmp_path / "release"
     rel = Release.objects.create(project=project, version="3.0.0", status=Release.Status.READY, path=str(root))
     for code in CODES:
-        rows = [{"triplet_id": tid, "segment_id": str(s), "num_errors": len(errors),
+        rows = [{"triplet_id": tid, "segment_id": str(s), "num_errors": len(errors), "src": f"source {s}",
+                 "ref": f"reference {s}", "mt": f"translation of {s} with " + " ".join(c for c, _ in errors),
                  "error_types": [t for _, t in errors],
                  "spans": [{"candidate": c, "error_type": t, "ref_start": 0, "ref_end": 1, "mt_start": 0, "mt_end": 1}
                            for c, t in errors]} for tid, s, errors in translations(code)]
@@ -139,3 +146,49 @@ def test_untrusted_metric_and_type_names_are_escaped(client, release, admin_user
     summarize_scores(release)
     text = client.get(reverse("scores:diagnostics", args=[release.pk]), {"metrics": name}).content.decode()
     assert name not in text and "&lt;script&gt;x&lt;/script&gt;" in text
+
+
+def test_diagnostics_command_prints_the_known_answers(release):
+    out = io.StringIO()
+    call_command("metaeval", str(release.pk), "--metrics", "chrF++", "--diagnostics", "--format", "json",
+                 "--resamples", "50", stdout=out, verbosity=0)
+    rows = json.loads(out.getvalue())["metrics"]["chrF++"]["en-zh"]["sensitivity"]
+    assert {r["error_type"]: r["mean_drop"] for r in rows} == pytest.approx(COST["chrF++"])
+
+
+def test_export_evalset_round_trip_and_import_command(release, tmp_path):
+    out = io.StringIO()
+    call_command("metaeval", str(release.pk), "--metrics", "chrF++,BLEU,TER", "--export-evalset", str(tmp_path),
+                 stdout=out, verbosity=0)
+    name = f"{release.project.name}-{release.version}"
+    evs = evalset.read(str(tmp_path), name, "en-de")
+    ids = [tid for tid, _, _ in translations("en-de")]
+    assert evs.outputs["triplets"][1] == "translation of 0 with Addition/en-de/0"
+    assert evs.human[("xqm", "seg")]["triplets"] == [-5.0 * len(e) for _, _, e in translations("en-de")]
+    assert evs.metrics[("BLEU-refA", "seg")]["triplets"] == [
+        score("BLEU", s, e) for _, s, e in translations("en-de")]
+    assert len(ids) == len(evs.sources)
+    out = io.StringIO()
+    call_command("metaeval", "--import-evalset", str(tmp_path), "--evalset", name, "--lp", "en-de", "--level", "seg",
+                 "--resamples", "100", "--format", "json", stdout=out, verbosity=0)
+    result = json.loads(out.getvalue())
+    human = [-5.0 * len(e) for _, _, e in translations("en-de")]
+    expected = {f"{m}-refA": stats.pearsonr(human, [score(m, s, e) for _, s, e in translations("en-de")]).statistic
+                for m in ("chrF++", "BLEU")}
+    values = {r["metric"]: r["value"] for r in result["ranking"]}
+    assert {m: values[m] for m in expected} == pytest.approx(expected, abs=1e-12)
+    assert values["TER-refA"] == pytest.approx(-expected["chrF++-refA"], abs=1e-12)  # exported as scored: raw TER
+    assert result["n"] == len(ids) and result["parameters"]["resamples"] == 100
+
+
+def test_import_command_on_the_reference_evalset_equals_mt_metrics_eval():
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "mtme"
+    expected = json.loads((root / "expected.json").read_text())
+    out = io.StringIO()
+    call_command("metaeval", "--import-evalset", str(root), "--evalset", expected["evalset"], "--lp", expected["lp"],
+                 "--format", "json", "--resamples", "20", stdout=out, verbosity=0)
+    values = {r["metric"]: r["value"] for r in json.loads(out.getvalue())["ranking"]}
+    assert values == pytest.approx({m: v["pearson"] for m, v in expected["system"].items()}, abs=1e-12)
+    with pytest.raises(CommandError, match="no 'mqm' human scores at sys level \\(there are: xqm\\)"):
+        call_command("metaeval", "--import-evalset", str(root), "--evalset", expected["evalset"], "--lp", "en-de",
+                     "--gold", "mqm", verbosity=0)
