@@ -107,6 +107,7 @@ class Statistic:
     reference: str  # the mt-metrics-eval function it equals
     compute: Callable[[np.ndarray, np.ndarray], np.ndarray]
     pooled: bool = False  # over groups: pairs summed (global accuracy) rather than a mean of group values
+    pairwise: bool = False  # O(n²) in the items: for systems, or triplets offline (the pages offer the others)
 
 
 STATISTICS: dict[str, Statistic] = {
@@ -114,9 +115,9 @@ STATISTICS: dict[str, Statistic] = {
     for s in (
         Statistic("pearson", "Pearson r", "stats.Correlation.Pearson (scipy.stats.pearsonr)", pearson),
         Statistic("spearman", "Spearman ρ", "stats.Correlation.Spearman (scipy.stats.spearmanr)", spearman),
-        Statistic("kendall-b", "Kendall τ_b", "stats.Correlation.Kendall(variant='b')", kendall_b),
+        Statistic("kendall-b", "Kendall τ_b", "stats.Correlation.Kendall(variant='b')", kendall_b, pairwise=True),
         Statistic("accuracy", "pairwise accuracy", "stats.Agreement; data.CompareMetricsWithGlobalAccuracy", accuracy,
-                  pooled=True),
+                  pooled=True, pairwise=True),
     )
 }
 

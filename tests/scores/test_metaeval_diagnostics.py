@@ -126,6 +126,12 @@ def test_pages_linked_from_the_scores_stage(client, release, admin_user, annotat
     assert board.status_code == 200 and "All directions" in text and "Cluster" in text
     for name in ("chrF++", "BLEU", "TER"):
         assert f"<bdi>{name}</bdi>" in text
+    url = reverse("scores:leaderboard", args=[release.pk])
+    spearman = client.get(url, {"metrics": "chrF++,BLEU", "statistic": "spearman"}).content.decode()
+    assert "<strong>Spearman ρ</strong>" in spearman
+    # pairwise accuracy is O(n²) per resample: the command's, not a page's (the page falls back to Pearson)
+    pairwise = client.get(url, {"metrics": "chrF++,BLEU", "statistic": "accuracy"}).content.decode()
+    assert "<strong>Pearson r</strong>" in pairwise and "pairwise accuracy" not in pairwise
     diag = client.get(reverse("scores:diagnostics", args=[release.pk]), {"metrics": "chrF++,BLEU"})
     text = diag.content.decode()
     assert diag.status_code == 200 and 'class="heat-0">0.00</td>' in text and "Additivity" in text
