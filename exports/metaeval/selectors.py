@@ -374,22 +374,52 @@ def compute_meta_evaluation(release: Release, metric: str, variant: str, directi
 
 def _direction_scores(release: Release, metric: str, direction_id: int, sign: float) -> dict[str, tuple[int, float]]:
     rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=direction_id, level__isnull=False)
-    return {t: (level, sign * s) for t, level, s in rows.values_list("triplet_id", "level", "score").iterator(chunk_size=20_000)}
+    values = rows.values_list("triplet_id", "level", "score").iterator(chunk_size=20_000)
+    return {t: (level, sign * s) for t, level, s in values}
+
+
+LEADERBOARD_LEVELS = ("triplet", "system")
+
+
+def _system_vectors(release: Release, direction_id: int, loaded: dict[str, dict[str, tuple[int, float]]],
+                    metrics: list[str]) -> tuple[list[float], dict[str, list[float]], list[tuple[int, int]]]:
+    """The direction's monolingual pseudo systems whose every triplet every metric scored: human scores, each
+    metric's mean oriented score, and the item bounds of each repetition (a group, as a language pair is in
+    WMT's global accuracy: systems are compared within their repetition)."""
+    by_repetition: dict[int, list[metaeval.SystemSample]] = defaultdict(list)
+    for _, system in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=direction_id):
+        if all(t in loaded[m] for m in metrics for t in system.triplet_ids):
+            by_repetition[system.repetition].append(system)
+    gold, vectors, bounds = [], {m: [] for m in metrics}, []
+    for _, systems in sorted(by_repetition.items()):
+        if len(systems) < 2:
+            continue
+        bounds.append((len(gold), len(gold) + len(systems)))
+        for system in systems:
+            gold.append(system.human_score)
+            for m in metrics:
+                vectors[m].append(float(np.mean([loaded[m][t][1] for t in system.triplet_ids])))
+    return gold, vectors, bounds
 
 
 def release_leaderboard(release: Release, metrics: list[str], *, statistic: str = "pearson", resamples: int = 1000,
                         seed: int = 0, alpha: float = 0.05, block_size: int = 1000,
-                        directions: list[str] | None = None) -> dict:
-    """Triplet-level leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined
-    quality −5·k: per direction, the statistic of each metric over the triplets every metric scored, the metrics
-    ranked into WMT's greedy significance clusters by a paired permutation test (mt-metrics-eval
-    ``PermutationSigDiff`` / ``AssignRanks``); over all directions, the mean of the per-direction values (pairwise
-    accuracy: pooled over directions, as WMT's global accuracy) with its own test over the directions' items.
-    One direction's scores are read at a time; the overall test keeps the aligned scores (a float per triplet and
-    metric)."""
+                        directions: list[str] | None = None, level: str = "triplet") -> dict:
+    """Leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined quality.
+
+    ``triplet`` level: per direction, the statistic of each metric over the triplets every metric scored (human
+    score −5·k). ``system`` level: over the direction's monolingual pseudo systems (their mean scores against
+    their predetermined human score), each repetition a group whose values are averaged (pairs pooled for
+    accuracy: WMT's global accuracy). Per direction, the metrics are ranked into WMT's greedy significance
+    clusters by a paired permutation test (mt-metrics-eval ``PermutationSigDiff`` / ``AssignRanks``); over all
+    directions, the mean of the groups' values (accuracy: pooled) with its own test over every direction's
+    items. One direction's scores are read at a time; the overall test keeps the aligned scores (a float per
+    item and metric)."""
     from exports.metaeval import statistics
 
     statistics.get_statistic(statistic)
+    if level not in LEADERBOARD_LEVELS:
+        raise MetaEvaluationError(f"level {level!r}: choose one of {', '.join(LEADERBOARD_LEVELS)}")
     if len(metrics) < 2 or len(set(metrics)) != len(metrics):
         raise MetaEvaluationError("a leaderboard ranks at least two distinct metrics")
     signs = {m: _orientation(m)[1] for m in metrics}
@@ -402,24 +432,29 @@ def release_leaderboard(release: Release, metrics: list[str], *, statistic: str 
     rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
     for code in shared:
         loaded = {m: _direction_scores(release, m, ids[code], signs[m]) for m in metrics}
-        triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
-        if len(triplets) < 3:
-            continue
-        gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
-        vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
+        if level == "system":
+            gold, vectors, groups = _system_vectors(release, ids[code], loaded, metrics)
+        else:
+            triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
+            gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
+            vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
+            groups = [(0, len(gold))]
         del loaded
-        result = statistics.permutation_significance(statistic, gold, vectors, **params)
-        rows.append({"direction": code, "n": len(triplets), **result.as_dict()})
-        bounds.append((len(gold_all), len(gold_all) + len(gold)))
+        if len(gold) < 3:
+            continue
+        result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
+        rows.append({"direction": code, "n": len(gold), **result.as_dict()})
+        bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
         gold_all.extend(gold)
         for m in metrics:
             scores_all[m].extend(vectors[m])
     if not rows:
-        raise MetaEvaluationError(f"release {release}: fewer than three triplets scored by every metric")
+        raise MetaEvaluationError(
+            f"release {release}: fewer than three {level} scores of every metric in any direction")
     overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params)
     label = statistics.STATISTICS[statistic]
     return {"release": str(release), "statistic": statistic, "label": label.label, "reference": label.reference,
-            "level": "triplet", "parameters": params, "directions": rows,
+            "level": level, "parameters": params, "directions": rows,
             "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()}}
 
 

@@ -3,6 +3,7 @@ significance clusters per direction and over all. Values against scipy on the or
 test itself is compared with mt-metrics-eval in tests/unit/test_metaeval_reference.py."""
 import csv
 import io
+import itertools
 import json
 
 import numpy as np
@@ -13,7 +14,7 @@ from scipy import stats
 
 from core.models import Direction
 from exports.metaeval.selectors import release_leaderboard
-from exports.models import MetricScore, Release
+from exports.models import MetricScore, PseudoSystem, Release
 from exports.scores.services import summarize_scores
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +39,12 @@ def scored(project, languages):
             MetricScore.objects.bulk_create(
                 MetricScore(release=release, metric=metric, direction=direction, triplet_id=f"{code}/{i}/k{i % 6}",
                             level=i % 6, score=float(v)) for i, v in enumerate(values))
+        for repetition in range(2):  # 6 monolingual systems per repetition, one per level, 5 triplets each
+            for k in range(6):
+                ids = [f"{code}/{i}/k{k}" for i in range(60) if i % 6 == k][repetition * 5:(repetition + 1) * 5]
+                PseudoSystem.objects.create(release=release, project=project, kind="monolingual", direction=direction,
+                                            name=f"mono/{code}/k{k}/r{repetition}", level=k, repetition=repetition,
+                                            seed=repetition, human_score=-5.0 * k, triplet_ids=ids)
     summarize_scores(release)
     return release
 
@@ -94,3 +101,24 @@ def test_command_errors_are_clear(scored):
                      verbosity=0)
     with pytest.raises(CommandError, match="for --leaderboard"):
         call_command("metaeval", str(scored.pk), "--metrics", "chrF++", "--format", "csv", verbosity=0)
+
+
+def test_system_level_pooled_accuracy_over_repetitions_and_directions(scored):
+    board = release_leaderboard(scored, ["chrF++", "BLEU", "TER"], statistic="accuracy", level="system",
+                                resamples=100, seed=5)
+    signs = {"chrF++": 1.0, "BLEU": 1.0, "TER": -1.0}
+    agree, pairs = {m: 0 for m in signs}, 0
+    for code in CODES:
+        values = scores_of(code)
+        for repetition in range(2):
+            members = [[i for i in range(60) if i % 6 == k][repetition * 5:(repetition + 1) * 5] for k in range(6)]
+            human = [-5.0 * k for k in range(6)]
+            for m, sign in signs.items():
+                means = [sign * np.mean([values[m][i] for i in ids]) for ids in members]
+                agree[m] += sum(np.sign(human[a] - human[b]) == np.sign(means[a] - means[b])
+                                for a, b in itertools.combinations(range(6), 2))
+            pairs += 15
+    overall = {r["metric"]: r["value"] for r in board["overall"]["ranking"]}
+    assert overall == pytest.approx({m: agree[m] / pairs for m in signs}, abs=1e-12)
+    assert board["level"] == "system" and board["overall"]["n"] == 24
+    assert [r["n"] for r in board["directions"]] == [12, 12]

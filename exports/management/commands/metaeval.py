@@ -1,6 +1,6 @@
 """python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23|23-tc|acc23-tc] [--format json|text]
-python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboard [--statistic pearson]
-    [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
+python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboard [--level triplet|system]
+    [--statistic pearson] [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --diagnostics [--tie-threshold 0] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --export-evalset DIR
 python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de [--gold mqm] [--level sys|seg]
@@ -55,14 +55,15 @@ class Command(BaseCommand):
         parser.add_argument("--evalset", help="the EvalSet's name (a folder of ROOT), with --import-evalset")
         parser.add_argument("--lp", help="its language pair, e.g. en-de")
         parser.add_argument("--gold", default=evalset.HUMAN_SCORER, help="its human scores' name (mqm, esa, ...)")
-        parser.add_argument("--level", default="sys", choices=list(evalset.LEVELS))
+        parser.add_argument("--level",
+                            help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg")
 
     def _imported(self, opts) -> None:
         if not opts["evalset"] or not opts["lp"]:
             raise CommandError("--import-evalset needs --evalset NAME and --lp LP")
         try:
             evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"])
-            result = evalset.meta_evaluate(evs, opts["gold"], opts["level"], opts["statistic"],
+            result = evalset.meta_evaluate(evs, opts["gold"], opts["level"] or "sys", opts["statistic"],
                                            resamples=opts["resamples"], seed=opts["seed"], alpha=opts["alpha"])
         except (evalset.EvalSetError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
@@ -109,7 +110,7 @@ class Command(BaseCommand):
             raise CommandError("--alpha: between 0 and 1")
         try:
             board = release_leaderboard(release, metrics, statistic=opts["statistic"], resamples=opts["resamples"],
-                                        seed=opts["seed"], alpha=opts["alpha"])
+                                        seed=opts["seed"], alpha=opts["alpha"], level=opts["level"] or "triplet")
         except (MetaEvaluationError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         if opts["latex"]:
