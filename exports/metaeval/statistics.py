@@ -30,6 +30,8 @@ import numpy as np
 
 # Most pair-sign matrices held at once (floats): bounds memory whatever the number of resamples.
 _PAIR_BLOCK = 4_000_000
+# Most permutation draws held at once (items x resamples): a few tens of MB whatever the items.
+_DRAW_BLOCK = 2_000_000
 
 
 def _as_2d(x) -> np.ndarray:
@@ -227,14 +229,16 @@ def permutation_p_value(statistic: Statistic, gold: np.ndarray, better: np.ndarr
     below ``early_min`` or above ``early_max``."""
     a, b = _zscore(better), _zscore(worse)
     observed = grouped(statistic, gold, a, bounds) - grouped(statistic, gold, b, bounds)
+    rows_at_once = max(1, _DRAW_BLOCK // max(len(a), 1))  # bounds memory; row by row, the stream is the same
     large, used = 0, 0
     while used < resamples:
         size = min(block_size, resamples - used)
-        w = rng.binomial(1, 0.5, (size, len(a)))
-        hybrid_worse = w * b + (1 - w) * a
-        hybrid_better = (1 - w) * b + w * a
-        diff = grouped(statistic, gold, hybrid_better, bounds) - grouped(statistic, gold, hybrid_worse, bounds)
-        large += int(np.sum(diff >= observed[0]))
+        for start in range(0, size, rows_at_once):
+            w = rng.binomial(1, 0.5, (min(rows_at_once, size - start), len(a)))
+            hybrid_worse = w * b + (1 - w) * a
+            hybrid_better = (1 - w) * b + w * a
+            diff = grouped(statistic, gold, hybrid_better, bounds) - grouped(statistic, gold, hybrid_worse, bounds)
+            large += int(np.sum(diff >= observed[0]))
         used += size
         if used % block_size == 0:
             p = large / used

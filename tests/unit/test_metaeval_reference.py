@@ -66,6 +66,17 @@ def test_permutation_clusters_equal_mt_metrics_eval_under_the_same_seed(evs):
     assert any(0 < p < 1 for row in expected["p_values"] for p in row)  # a p-value the draws decide
 
 
+def test_draws_taken_a_few_rows_at_a_time_are_the_same_draws(evs, monkeypatch):
+    """The memory bound on draws (``_DRAW_BLOCK``) changes how many rows are drawn at once, never the stream."""
+    monkeypatch.setattr(statistics, "_DRAW_BLOCK", 7 * len(evs.sources))  # 7 resamples at a time
+    gold = evs.human[("xqm", "seg")][ALL]
+    metrics = {m: evs.metrics[(m, "seg")][ALL] for m in EXPECTED["metrics"]}
+    result = statistics.permutation_significance("pearson", gold, metrics, resamples=EXPECTED["resamples"],
+                                                 seed=EXPECTED["seed"], alpha=EXPECTED["alpha"])
+    expected = EXPECTED["triplet_clusters"]
+    np.testing.assert_array_equal(np.triu(result.p_values, 1), np.triu(np.array(expected["p_values"]), 1))
+
+
 def test_pooled_accuracy_clusters_equal_mt_metrics_eval(evs):
     systems = {m: _system_vectors(evs, m) for m in EXPECTED["metrics"]}
     gold = next(iter(systems.values()))[0]
