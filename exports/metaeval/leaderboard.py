@@ -26,21 +26,24 @@ def as_text(board: dict) -> str:
     for group in _groups(board):
         lines.append(f"  {group['direction']} (n={group['n']})")
         for row in group["ranking"]:
-            lines.append(f"    {row['cluster']:>3}  {row['metric']:<24} {row['value']:.4f}")
+            interval = f"  [{row['low']:.4f}, {row['high']:.4f}]" if "low" in row else ""
+            lines.append(f"    {row['cluster']:>3}  {row['metric']:<24} {row['value']:.4f}{interval}")
     return "\n".join(lines) + "\n"
 
 
 def as_csv(board: dict) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["direction", "n", "metric", "statistic", "value", "cluster", "resamples", "seed", "alpha"])
+    writer.writerow(["direction", "n", "metric", "statistic", "value", "low", "high", "cluster", "resamples", "seed",
+                     "alpha"])
     p = board["parameters"]
     for group in _groups(board):
         for row in group["ranking"]:
             metric = row["metric"]
             if metric[:1] in "=+-@":  # a spreadsheet would run it as a formula
                 metric = "'" + metric
-            writer.writerow([group["direction"], group["n"], metric, board["statistic"], repr(row["value"]),
+            bounds = [repr(row["low"]), repr(row["high"])] if "low" in row else ["", ""]
+            writer.writerow([group["direction"], group["n"], metric, board["statistic"], repr(row["value"]), *bounds,
                              row["cluster"], p["resamples"], p["seed"], p["alpha"]])
     return out.getvalue()
 

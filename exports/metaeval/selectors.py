@@ -414,7 +414,8 @@ def release_leaderboard(release: Release, metrics: list[str], *, statistic: str 
     clusters by a paired permutation test (mt-metrics-eval ``PermutationSigDiff`` / ``AssignRanks``); over all
     directions, the mean of the groups' values (accuracy: pooled) with its own test over every direction's
     items. One direction's scores are read at a time; the overall test keeps the aligned scores (a float per
-    item and metric)."""
+    item and metric). At triplet level each direction's value has a percentile bootstrap interval over its
+    triplets (same resamples, seed and α)."""
     from exports.metaeval import statistics
 
     statistics.get_statistic(statistic)
@@ -443,7 +444,13 @@ def release_leaderboard(release: Release, metrics: list[str], *, statistic: str 
         if len(gold) < 3:
             continue
         result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
-        rows.append({"direction": code, "n": len(gold), **result.as_dict()})
+        row = {"direction": code, "n": len(gold), **result.as_dict()}
+        if level == "triplet":  # a bootstrap interval over the direction's triplets, per metric
+            for entry in row["ranking"]:
+                interval = statistics.bootstrap_interval(statistic, gold, vectors[entry["metric"]],
+                                                         resamples=resamples, seed=seed, alpha=alpha)
+                entry["low"], entry["high"] = interval.low, interval.high
+        rows.append(row)
         bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
         gold_all.extend(gold)
         for m in metrics:

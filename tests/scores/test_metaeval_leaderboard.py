@@ -65,6 +65,8 @@ def test_leaderboard_ranks_chrf_bleu_ter_with_clusters_per_direction_and_over_al
         assert [r["metric"] for r in ranking] == order == ["chrF++", "BLEU", "TER"]
         assert [r["value"] for r in ranking] == pytest.approx([expected[r["metric"]] for r in ranking], abs=1e-12)
         assert [r["cluster"] for r in ranking] == [1, 2, 3]  # far apart: every difference significant
+        for r in ranking:  # the interval over the same resamples as mt-metrics-eval's Pearson (tests/unit)
+            assert r["low"] < r["value"] < r["high"]
         assert row["n"] == 60 and row["parameters"] == {"resamples": 200, "seed": 3, "block_size": 1000,
                                                         "early_min": 0.02, "early_max": 0.5, "alpha": 0.05}
     overall = board["overall"]
