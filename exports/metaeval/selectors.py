@@ -480,12 +480,17 @@ def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, l
     path = Path(release.path or "") / code / "test.parquet"
     if not release.path or not path.is_file():
         raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
-    present = set(pq.read_schema(path).names)
-    missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
-    if missing:
-        raise MetaEvaluationError(
-            f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records")
-    table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
+    try:
+        present = set(pq.read_schema(path).names)
+        missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
+        if missing:
+            raise MetaEvaluationError(
+                f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records")
+        table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError; a MetaEvaluationError too
+        if isinstance(exc, MetaEvaluationError):
+            raise
+        raise MetaEvaluationError(f"{path}: not a readable triplet file ({exc})") from None
     spans = table.column("spans").to_pylist() if "spans" in present else [None] * table.num_rows
     records = {}
     for triplet, segment, k, types, span in zip(*(table.column(c).to_pylist() for c in _RECORD_COLUMNS[:4]), spans):
@@ -558,7 +563,11 @@ def export_evalsets(release: Release, metrics: list[str], out_dir: str, *,
         path = Path(release.path or "") / code / "test.parquet"
         if not release.path or not path.is_file():
             raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
-        table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
+        try:
+            table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            columns = ", ".join(EVALSET_COLUMNS)
+            raise MetaEvaluationError(f"{path}: not a readable triplet file with {columns} ({exc})") from None
         triplets = [evalset.Triplet(*values) for values in zip(*(table[c] for c in EVALSET_COLUMNS))]
         del table
         scores = {m: dict(MetricScore.objects.filter(release=release, metric=m, direction_id=found[code])
