@@ -29,6 +29,8 @@ scores = (
         path("<int:release_id>/progress", scores_views.progress, name="progress"),
         path("<int:release_id>/trend.svg", scores_views.trend_plot, name="trend_plot"),
         path("<int:release_id>/metaeval/", metaeval_views.metaeval_page, name="metaeval"),
+        path("<int:release_id>/leaderboard/", metaeval_views.leaderboard_page, name="leaderboard"),
+        path("<int:release_id>/diagnostics/", metaeval_views.diagnostics_page, name="diagnostics"),
         path("<int:release_id>/start", scores_views.start, name="start"),
     ],
     "scores",

@@ -367,3 +367,218 @@ def compute_meta_evaluation(release: Release, metric: str, variant: str, directi
     cache.set(key, result, timeout=HEADLINE_CACHE_SECONDS)
     cache.delete(f"{key}:pending")
     return result
+
+
+# ---- the leaderboard: metrics ranked with WMT's significance clusters, per direction and over all ----------
+
+
+def _direction_scores(release: Release, metric: str, direction_id: int, sign: float) -> dict[str, tuple[int, float]]:
+    rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=direction_id, level__isnull=False)
+    values = rows.values_list("triplet_id", "level", "score").iterator(chunk_size=20_000)
+    return {t: (level, sign * s) for t, level, s in values}
+
+
+LEADERBOARD_LEVELS = ("triplet", "system")
+
+
+def _system_vectors(release: Release, direction_id: int, loaded: dict[str, dict[str, tuple[int, float]]],
+                    metrics: list[str]) -> tuple[list[float], dict[str, list[float]], list[tuple[int, int]]]:
+    """The direction's monolingual pseudo systems whose every triplet every metric scored: human scores, each
+    metric's mean oriented score, and the item bounds of each repetition (a group, as a language pair is in
+    WMT's global accuracy: systems are compared within their repetition)."""
+    by_repetition: dict[int, list[metaeval.SystemSample]] = defaultdict(list)
+    for _, system in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=direction_id):
+        if all(t in loaded[m] for m in metrics for t in system.triplet_ids):
+            by_repetition[system.repetition].append(system)
+    gold, vectors, bounds = [], {m: [] for m in metrics}, []
+    for _, systems in sorted(by_repetition.items()):
+        if len(systems) < 2:
+            continue
+        bounds.append((len(gold), len(gold) + len(systems)))
+        for system in systems:
+            gold.append(system.human_score)
+            for m in metrics:
+                vectors[m].append(float(np.mean([loaded[m][t][1] for t in system.triplet_ids])))
+    return gold, vectors, bounds
+
+
+def release_leaderboard(release: Release, metrics: list[str], *, statistic: str = "pearson", resamples: int = 1000,
+                        seed: int = 0, alpha: float = 0.05, block_size: int = 1000,
+                        directions: list[str] | None = None, level: str = "triplet") -> dict:
+    """Leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined quality.
+
+    ``triplet`` level: per direction, the statistic of each metric over the triplets every metric scored (human
+    score −5·k). ``system`` level: over the direction's monolingual pseudo systems (their mean scores against
+    their predetermined human score), each repetition a group whose values are averaged (pairs pooled for
+    accuracy: WMT's global accuracy). Per direction, the metrics are ranked into WMT's greedy significance
+    clusters by a paired permutation test (mt-metrics-eval ``PermutationSigDiff`` / ``AssignRanks``); over all
+    directions, the mean of the groups' values (accuracy: pooled) with its own test over every direction's
+    items. One direction's scores are read at a time; the overall test keeps the aligned scores (a float per
+    item and metric). At triplet level each direction's value has a percentile bootstrap interval over its
+    triplets (same resamples, seed and α)."""
+    from exports.metaeval import statistics
+
+    statistics.get_statistic(statistic)
+    if level not in LEADERBOARD_LEVELS:
+        raise MetaEvaluationError(f"level {level!r}: choose one of {', '.join(LEADERBOARD_LEVELS)}")
+    if len(metrics) < 2 or len(set(metrics)) != len(metrics):
+        raise MetaEvaluationError("a leaderboard ranks at least two distinct metrics")
+    signs = {m: _orientation(m)[1] for m in metrics}
+    per_metric = {m: dict(_scored_directions(release, m, directions)[0]) for m in metrics}
+    shared = sorted(set.intersection(*(set(ids.values()) for ids in per_metric.values())))
+    if not shared:
+        raise MetaEvaluationError(f"release {release}: no direction where every one of {', '.join(metrics)} is scored")
+    ids = {code: pk for pk, code in _scored_directions(release, metrics[0], directions)[0]}
+    params = {"resamples": resamples, "seed": seed, "alpha": alpha, "block_size": block_size}
+    rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
+    for code in shared:
+        loaded = {m: _direction_scores(release, m, ids[code], signs[m]) for m in metrics}
+        if level == "system":
+            gold, vectors, groups = _system_vectors(release, ids[code], loaded, metrics)
+        else:
+            triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
+            gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
+            vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
+            groups = [(0, len(gold))]
+        del loaded
+        if len(gold) < 3:
+            continue
+        result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
+        row = {"direction": code, "n": len(gold), **result.as_dict()}
+        if level == "triplet":  # a bootstrap interval over the direction's triplets, per metric
+            for entry in row["ranking"]:
+                interval = statistics.bootstrap_interval(statistic, gold, vectors[entry["metric"]],
+                                                         resamples=resamples, seed=seed, alpha=alpha)
+                entry["low"], entry["high"] = interval.low, interval.high
+        rows.append(row)
+        bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
+        gold_all.extend(gold)
+        for m in metrics:
+            scores_all[m].extend(vectors[m])
+    if not rows:
+        raise MetaEvaluationError(
+            f"release {release}: fewer than three {level} scores of every metric in any direction")
+    overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params)
+    label = statistics.STATISTICS[statistic]
+    return {"release": str(release), "statistic": statistic, "label": label.label, "reference": label.reference,
+            "level": level, "parameters": params, "directions": rows,
+            "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()}}
+
+
+# ---- known-answer diagnostics: per error type, what each metric does to the injected errors -----------------
+
+_RECORD_COLUMNS = ("triplet_id", "segment_id", "num_errors", "error_types", "spans")
+
+
+def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, list[str], list[str]]]:
+    """triplet id → (segment, k, error types, candidates) from the release's own file of ``code``."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    path = Path(release.path or "") / code / "test.parquet"
+    if not release.path or not path.is_file():
+        raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
+    try:
+        present = set(pq.read_schema(path).names)
+        missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
+        if missing:
+            raise MetaEvaluationError(
+                f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records")
+        table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError; a MetaEvaluationError too
+        if isinstance(exc, MetaEvaluationError):
+            raise
+        raise MetaEvaluationError(f"{path}: not a readable triplet file ({exc})") from None
+    spans = table.column("spans").to_pylist() if "spans" in present else [None] * table.num_rows
+    records = {}
+    for triplet, segment, k, types, span in zip(*(table.column(c).to_pylist() for c in _RECORD_COLUMNS[:4]), spans):
+        if isinstance(span, str):  # a JSON-encoded list in hand-written files
+            span = json.loads(span or "[]")
+        candidates = [str(s["candidate"]) for s in span or [] if isinstance(s, dict) and s.get("candidate")]
+        records[str(triplet)] = (str(segment), int(k), [str(t) for t in types or []], candidates)
+    return records
+
+
+def release_diagnostics(release: Release, metrics: list[str], *, directions: list[str] | None = None,
+                        tie_threshold: float = 0.0, resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Per metric and direction: sensitivity per error type and additivity (``exports.metaeval.diagnostics``),
+    and a heatmap of detection rates per metric. One direction's records and scores are read at a time."""
+    from exports.metaeval import diagnostics
+
+    scored = {m: [code for _, code in _scored_directions(release, m, directions)[0]] for m in metrics}
+    codes = sorted({code for found in scored.values() for code in found})
+    if not codes:
+        raise MetaEvaluationError(f"release {release}: no scores of {', '.join(metrics)}")
+    ids = {}
+    for m in metrics:
+        ids.update({code: pk for pk, code in _scored_directions(release, m, directions)[0]})
+    result = {m: {} for m in metrics}
+    for code in codes:
+        records = _release_records(release, code)
+        for metric in metrics:
+            if code not in scored[metric]:
+                continue
+            sign = _orientation(metric)[1]
+            rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=ids[code])
+            translations = [
+                diagnostics.Translation(t, *records[t][:1], records[t][1], records[t][2], records[t][3], sign * s)
+                for t, s in rows.values_list("triplet_id", "score").iterator(chunk_size=20_000) if t in records
+            ]
+            result[metric][code] = {
+                "sensitivity": diagnostics.sensitivity(translations, tie_threshold=tie_threshold, resamples=resamples,
+                                                       seed=seed, alpha=alpha),
+                "additivity": diagnostics.additivity(translations),
+            }
+    grids = diagnostics.heatmap({m: {c: v["sensitivity"] for c, v in per.items()} for m, per in result.items()})
+    return {"release": str(release), "parameters": {"tie_threshold": tie_threshold, "resamples": resamples,
+                                                    "seed": seed, "alpha": alpha, "interval": "percentile bootstrap"},
+            "metrics": result, "heatmap": grids}
+
+
+# ---- mt-metrics-eval interoperability: the release as EvalSets -------------------------------------------
+
+EVALSET_COLUMNS = ("triplet_id", "src", "ref", "mt", "num_errors")
+
+
+def export_evalsets(release: Release, metrics: list[str], out_dir: str, *,
+                    directions: list[str] | None = None) -> list[str]:
+    """Write one mt-metrics-eval EvalSet per direction scored by every metric, named ``PROJECT-VERSION``, under
+    ``out_dir`` (``exports.metaeval.evalset.from_triplets``: a segment per triplet, the ``triplets`` system and
+    the direction's monolingual pseudo systems, seg and sys scores of each metric). One direction at a time."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from exports.metaeval import evalset
+
+    per_metric = [{code: pk for pk, code in _scored_directions(release, m, directions)[0]} for m in metrics]
+    shared = sorted(set.intersection(*(set(found) for found in per_metric))) if per_metric else []
+    if not shared:
+        raise MetaEvaluationError(f"release {release}: no direction scored by every one of {', '.join(metrics)}")
+    name = f"{release.project.name}-{release.version}"
+    written = []
+    for code in shared:
+        path = Path(release.path or "") / code / "test.parquet"
+        if not release.path or not path.is_file():
+            raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
+        try:
+            table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            columns = ", ".join(EVALSET_COLUMNS)
+            raise MetaEvaluationError(f"{path}: not a readable triplet file with {columns} ({exc})") from None
+        triplets = [evalset.Triplet(*values) for values in zip(*(table[c] for c in EVALSET_COLUMNS))]
+        del table
+        scores = {m: dict(MetricScore.objects.filter(release=release, metric=m, direction_id=found[code])
+                          .values_list("triplet_id", "score").iterator(chunk_size=20_000))
+                  for m, found in zip(metrics, per_metric)}
+        systems = [evalset.System(s.name.replace("/", "_"), s.human_score, s.triplet_ids) for _, s in
+                   _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=per_metric[0][code])]
+        try:
+            evs = evalset.from_triplets(name, code, triplets, systems, scores)
+            evalset.write(evs, out_dir)
+        except evalset.EvalSetError as exc:
+            raise MetaEvaluationError(f"{code}: {exc}") from None
+        written.append(str(Path(out_dir) / name / "system-outputs" / code))
+    return written

@@ -8,6 +8,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
 from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
+from exports.metaeval.statistics import STATISTICS
 from exports.metaeval import selectors, tasks
 from exports.models import Release
 from exports.scores.selectors import scores_digest
@@ -46,3 +47,71 @@ def metaeval_page(request, release_id: int):
         {"release": release, "result": result, "rows": rows, "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS],
          "variant": variant, "label": STATISTIC_LABELS[variant], "metric": metric, "computing": computing, "poll_seconds": POLL_SECONDS},
     )
+
+
+MAX_METRICS = 20
+
+
+def _metrics_param(request) -> list[str]:
+    """``?metrics=a,b``: distinct names in the order given, bounded in number and length."""
+    names = []
+    for part in request.GET.get("metrics", "").split(",")[: MAX_METRICS + 1]:
+        name = part.strip()[:80]
+        if name and name not in names:
+            names.append(name)
+    if not names or len(names) > MAX_METRICS:
+        raise Http404(f"name between one and {MAX_METRICS} metrics: ?metrics=chrF++,BLEU")
+    return names
+
+
+def _release_in_scope(request, release_id: int):
+    release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
+    visible = visible_directions(request.user, release)
+    if visible is not None and not visible:
+        raise Http404("no such release")  # as a missing one: nothing of it is in the user's languages
+    return release, (sorted(visible) if visible is not None else None)
+
+
+@login_required
+def leaderboard_page(request, release_id: int):
+    """The metrics of ``?metrics=`` ranked with significance clusters, per visible direction and over them."""
+    release, scope = _release_in_scope(request, release_id)
+    metrics = _metrics_param(request)
+    # A page answers in linear time: the pairwise statistics (O(n²) per resample) are the command's
+    offered = {name: s for name, s in STATISTICS.items() if not s.pairwise}
+    statistic = request.GET.get("statistic", "pearson")
+    if statistic not in offered:
+        statistic = "pearson"
+    try:
+        board = selectors.release_leaderboard(release, metrics, statistic=statistic, directions=scope)
+    except selectors.MetaEvaluationError as exc:
+        raise Http404(str(exc)) from None
+    return render(request, "scores/leaderboard.html", {
+        "release": release, "board": board, "groups": [*board["directions"], board["overall"]],
+        "statistics": [(name, s.label) for name, s in offered.items()], "statistic": statistic,
+        "metrics_param": ",".join(metrics)})
+
+
+HEAT_BUCKETS = 5
+
+
+def _bucket(rate: float | None) -> int | None:
+    return None if rate is None else min(int(rate * HEAT_BUCKETS), HEAT_BUCKETS - 1)
+
+
+@login_required
+def diagnostics_page(request, release_id: int):
+    """Known-answer diagnostics of the metrics of ``?metrics=``: sensitivity per error type, additivity, and a
+    heatmap of detection rates, over the visible directions."""
+    release, scope = _release_in_scope(request, release_id)
+    metrics = _metrics_param(request)
+    try:
+        result = selectors.release_diagnostics(release, metrics, directions=scope)
+    except selectors.MetaEvaluationError as exc:
+        raise Http404(str(exc)) from None
+    heatmaps = []
+    for metric, grid in result["heatmap"].items():
+        rows = [{"error_type": t, "cells": [{"rate": v, "bucket": _bucket(v)} for v in values]}
+                for t, values in zip(grid["error_types"], grid["rows"])]
+        heatmaps.append({"metric": metric, "directions": grid["directions"], "rows": rows})
+    return render(request, "scores/diagnostics.html", {"release": release, "result": result, "heatmaps": heatmaps})

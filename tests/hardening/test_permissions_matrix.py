@@ -175,6 +175,9 @@ ROWS = [
     Row("scores:progress", "get", _u("scores:progress", REL), "DDO"),
     Row("scores:trend_plot", "get", _u("scores:trend_plot", REL, query="?metric=chrF%2B%2B"), "DOO"),
     Row("scores:metaeval", "get", _u("scores:metaeval", REL, query="?metric=chrF%2B%2B"), "DOO"),
+    Row("scores:leaderboard", "get", _u("scores:leaderboard", REL, query="?metrics=chrF%2B%2B,BLEU"), "DOO"),
+    # the world's release file is empty (no build records): a 404 for everyone, as for a missing release
+    Row("scores:diagnostics", "get", _u("scores:diagnostics", REL, query="?metrics=chrF%2B%2B"), "DDD"),
     Row("scores:start", "post", _u("scores:start", REL), "DDO", writes=True, body=lambda w: {"metric": ["chrF++"]}),
 ]
 
@@ -240,6 +243,7 @@ def world(db, settings, tmp_path) -> World:
         ids = [f"en-de/{k}/{i}" for i in range(4)]
         for i, tid in enumerate(ids):
             MetricScore.objects.create(release=release, metric="chrF++", direction=de, triplet_id=tid, level=k, score=80.0 - 8 * k + i)
+            MetricScore.objects.create(release=release, metric="BLEU", direction=de, triplet_id=tid, level=k, score=40.0 - 4 * k - i)
         for r in range(2):
             PseudoSystem.objects.create(release=release, project=project, kind="monolingual", name=f"mono/en-de/k{k}/r{r}", direction=de,
                                         level=k, repetition=r, seed=r, human_score=-5.0 * k, triplet_ids=ids)

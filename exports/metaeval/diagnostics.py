@@ -1,0 +1,117 @@
+"""Known-answer diagnostics: what a metric does to each injected error, from the release's own records (pure
+Python and numpy, no Django).
+
+Every pseudo translation is the reference (k = 0) of its segment with k accepted single errors spliced in, each
+of a known type and from a known candidate. So, per metric (scores oriented so that higher is better):
+
+- **sensitivity**: the drop ``score(reference) − score(pseudo translation)`` of each single-error pseudo
+  translation (k = 1) of a segment, per error type: its mean with a percentile bootstrap interval, and the
+  detection rate, the share of drops above the metric's tie threshold (a drop at or under it is a tie: the
+  error went unpunished);
+- **additivity**: for each pseudo translation with k ≥ 2 errors whose every error also appears alone (k = 1)
+  in the same segment, its drop against the sum of those single-error drops; per error type (translations
+  whose errors are all of one type) and k, the mean of each and their ratio (1: errors cost what they cost
+  alone; below 1: later errors cost less);
+- **heatmap**: detection rate per error type and direction, one grid per metric.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MIXED = "(mixed types)"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One triplet as the diagnostics see it."""
+
+    triplet_id: str
+    segment_id: str
+    level: int
+    error_types: Sequence[str]
+    candidates: Sequence[str]  # the accepted single errors spliced in, in the release's span order
+    score: float  # oriented: higher is better
+
+
+def _mean_interval(values: np.ndarray, resamples: int, seed: int, alpha: float) -> tuple[float, float]:
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    idx = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
+    means = values[idx].mean(axis=1)
+    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
+
+
+def _by_segment(translations: Iterable[Translation]) -> dict[str, list[Translation]]:
+    segments: dict[str, list[Translation]] = defaultdict(list)
+    for t in translations:
+        segments[t.segment_id].append(t)
+    return segments
+
+
+def single_error_drops(translations: Iterable[Translation]) -> list[tuple[Translation, float]]:
+    """Each k = 1 translation with the drop from its segment's reference (segments without a k = 0 score are
+    skipped: no known answer to measure against)."""
+    out = []
+    for members in _by_segment(translations).values():
+        reference = [t for t in members if t.level == 0]
+        if len(reference) != 1:
+            continue
+        out.extend((t, reference[0].score - t.score) for t in members if t.level == 1 and t.error_types)
+    return out
+
+
+def sensitivity(translations: Iterable[Translation], *, tie_threshold: float = 0.0, resamples: int = 1000,
+                seed: int = 0, alpha: float = 0.05) -> list[dict]:
+    """Per error type: single-error pseudo translations, mean drop with interval, detection rate."""
+    drops: dict[str, list[float]] = defaultdict(list)
+    for t, drop in single_error_drops(translations):
+        drops[t.error_types[0]].append(drop)
+    rows = []
+    for error_type in sorted(drops):
+        values = np.asarray(drops[error_type])
+        low, high = _mean_interval(values, resamples, seed, alpha)
+        rows.append({"error_type": error_type, "n": len(values), "mean_drop": float(values.mean()), "low": low,
+                     "high": high, "detection_rate": float(np.mean(values > tie_threshold))})
+    return rows
+
+
+def additivity(translations: Iterable[Translation]) -> list[dict]:
+    """Per error type (or MIXED) and k ≥ 2: the mean drop of the pseudo translations against the mean of the
+    sums of their errors' single-error drops in the same segment."""
+    pairs: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+    for members in _by_segment(translations).values():
+        reference = [t for t in members if t.level == 0]
+        if len(reference) != 1:
+            continue
+        ref = reference[0].score
+        alone = {t.candidates[0]: ref - t.score for t in members if t.level == 1 and len(t.candidates) == 1}
+        for t in members:
+            if t.level < 2 or len(t.candidates) != t.level or any(c not in alone for c in t.candidates):
+                continue
+            kind = t.error_types[0] if len(set(t.error_types)) == 1 else MIXED
+            pairs[(kind, t.level)].append((ref - t.score, sum(alone[c] for c in t.candidates)))
+    rows = []
+    for (kind, level), values in sorted(pairs.items()):
+        actual, predicted = (float(np.mean(v)) for v in zip(*values))
+        rows.append({"error_type": kind, "k": level, "n": len(values), "mean_drop": actual,
+                     "mean_sum_of_single_drops": predicted,
+                     "ratio": actual / predicted if predicted else float("nan")})
+    return rows
+
+
+def heatmap(sensitivities: dict[str, dict[str, list[dict]]]) -> dict:
+    """``{metric: {direction: sensitivity rows}}`` → per metric a grid of detection rates, rows the error types
+    and columns the directions (None where a type has no single-error translation in a direction)."""
+    grids = {}
+    for metric, per_direction in sensitivities.items():
+        directions = sorted(per_direction)
+        types = sorted({row["error_type"] for rows in per_direction.values() for row in rows})
+        cells = {(d, row["error_type"]): row["detection_rate"] for d, rows in per_direction.items() for row in rows}
+        grids[metric] = {"directions": directions, "error_types": types,
+                         "rows": [[cells.get((d, t)) for d in directions] for t in types]}
+    return grids
