@@ -35,6 +35,12 @@ DEFAULT_MAX_ERRORS = 5
 TRANSPLANTED = "transplanted"  # the flag of a candidate (and its pseudo translations) placed despite drift
 
 
+def exclusion_note(reason: str, review_reason: str) -> str:
+    """The ``reason`` column of the excluded candidates (page, CSV, release file): the merge's reason and the
+    review outcome the candidate holds, in the words releases have always used, so their bytes stay the same."""
+    return f"merge: cannot be placed: {reason} (was accepted{': ' + review_reason if review_reason else ''})"
+
+
 @dataclass(frozen=True)
 class PoolCandidate:
     """One accepted candidate of a gold pair, as the merger needs it.
