@@ -33,11 +33,16 @@ def main() -> None:
     parser.add_argument("--step", choices=("fresh", "again"), required=True)
     parser.add_argument("--code", default=str(ROOT), help="the checkout whose platform code runs")
     parser.add_argument("--data", default=os.environ.get("XQMEVAL_SHARED_DATA", str(ROOT.parent / "shared" / "data" / "xqmeval")))
+    parser.add_argument("--check-code", action="store_true", help="only print where the platform code is imported from")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--out", required=True, help="folder the releases are written to (one subfolder each)")
     args = parser.parse_args()
 
-    sys.path.insert(0, str(Path(args.code).resolve()))
+    out = Path(args.out).resolve()
+    code = Path(args.code).resolve()
+    # from the checkout's own folder: Celery's loader puts the working directory first on sys.path
+    os.chdir(code)
+    sys.path.insert(0, str(code))
     os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "xqmeval.settings")
     import django
@@ -45,9 +50,14 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    import exports.benchmark.services
+
+    print("code", Path(exports.benchmark.services.__file__).resolve().parent.parent.parent, file=sys.stderr)
+    if args.check_code:
+        return
+
     call_command("migrate", verbosity=0)
-    out = Path(args.out)
-    (fresh if args.step == "fresh" else again)(Path(args.data), out)
+    (fresh if args.step == "fresh" else again)(Path(args.data).resolve(), out)
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         print(path.relative_to(out).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest())
     for line in candidate_records():
