@@ -138,6 +138,19 @@ def test_builds_leave_every_candidate_row_as_it_was(seeded):
     assert _candidate_rows() == before
 
 
+@pytest.mark.django_db
+def test_the_admin_lists_the_builds_outcome_per_candidate(client, admin_user, seeded):
+    services.build_benchmark(seeded)
+    client.force_login(admin_user)
+    html = client.get("/admin/exports/candidateplacement/?outcome=transplanted").content.decode()
+    moved = CandidatePlacement.objects.select_related("candidate").get(outcome="transplanted")
+    assert f"[{moved.span_start}, {moved.span_end})" in html and moved.drift.replace("'", "&#x27;") in html
+    assert "cannot be located" not in html
+    html = client.get("/admin/exports/candidateplacement/?outcome=excluded").content.decode()
+    assert html.count("cannot be located") == 2
+    assert client.get(f"/admin/exports/candidateplacement/{moved.pk}/change/").status_code == 200  # read-only view
+
+
 # ---- the data migration from the rows old builds wrote ------------------------------------------------
 
 MIGRATION = importlib.import_module("exports.migrations.0012_candidate_placement_from_candidates")
