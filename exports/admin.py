@@ -12,7 +12,8 @@ from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin
 from exports.benchmark import tasks as benchmark_tasks
 from core.models import Project
 from exports.models import (
-    BenchmarkBuild, BenchmarkChange, CandidatePlacement, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoreSummary, ScoringJob,
+    BenchmarkBuild, BenchmarkChange, CandidatePlacement, MergedSegment, MetricScore,
+    PseudoSystem, PseudoTranslation, Release, ScoreSummary, ScoringJob,
 )
 from exports.release import tasks as release_tasks
 

@@ -102,8 +102,12 @@ class CandidatePlacement(models.Model):
     candidate = models.OneToOneField(Candidate, on_delete=models.CASCADE, primary_key=True, related_name="placement")
     outcome = models.CharField(max_length=12, choices=Outcome.choices)
     reason = models.TextField(blank=True, help_text="why the merge cannot place it (excluded)")
-    drift = models.TextField(blank=True, help_text="how its text outside the span differs from the reference (transplanted)")
-    span_start = models.PositiveIntegerField(null=True, blank=True, help_text="where its edit was placed (transplanted)")
+    drift = models.TextField(
+        blank=True, help_text="how its text outside the span differs from the reference (transplanted)"
+    )
+    span_start = models.PositiveIntegerField(
+        null=True, blank=True, help_text="where its edit was placed (transplanted)"
+    )
     span_end = models.PositiveIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

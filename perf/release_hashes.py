@@ -16,6 +16,7 @@ another checkout (e.g. ``git archive main``), so the same script runs against th
 Run: ``.venv/bin/python perf/release_hashes.py --step fresh --database-url postgres://…/scratch --out DIR``
 (the database must exist and be empty).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--step", choices=("fresh", "again"), required=True)
     parser.add_argument("--code", default=str(ROOT), help="the checkout whose platform code runs")
-    parser.add_argument("--data", default=os.environ.get("XQMEVAL_SHARED_DATA", str(ROOT.parent / "shared" / "data" / "xqmeval")))
+    parser.add_argument(
+        "--data", default=os.environ.get("XQMEVAL_SHARED_DATA", str(ROOT.parent / "shared" / "data" / "xqmeval"))
+    )
     parser.add_argument("--check-code", action="store_true", help="only print where the platform code is imported from")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--out", required=True, help="folder the releases are written to (one subfolder each)")
@@ -77,8 +80,12 @@ def fresh(data: Path, out: Path) -> None:
     services.create_release(project, "1.0.0", out_dir=out / "1.0.0")
     pool = Candidate.objects.filter(segment__project=project, status="accepted", kind="mqm", is_gold=False)
     rejected = pool.filter(segment__direction__code="en-de").order_by("id").first()
-    Candidate.objects.filter(pk=rejected.pk).update(status="rejected", status_reason="1/2 accepted; unanimous acceptance required")
-    changed = pool.filter(segment__direction__code="en-de", span_start__gt=0).exclude(pk=rejected.pk).order_by("id").first()
+    Candidate.objects.filter(pk=rejected.pk).update(
+        status="rejected", status_reason="1/2 accepted; unanimous acceptance required"
+    )
+    changed = (
+        pool.filter(segment__direction__code="en-de", span_start__gt=0).exclude(pk=rejected.pk).order_by("id").first()
+    )
     Candidate.objects.filter(pk=changed.pk).update(text="Anders " + changed.text.split(" ", 1)[1])
     build_benchmark(project)
     services.create_release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
@@ -101,8 +108,16 @@ def candidate_records():
     from injection.models import Candidate
 
     rows = Candidate.objects.values_list(
-        "segment__direction__code", "segment__external_id", "external_id", "kind", "error_type", "position",
-        "status", "status_reason", "flags", "checks",
+        "segment__direction__code",
+        "segment__external_id",
+        "external_id",
+        "kind",
+        "error_type",
+        "position",
+        "status",
+        "status_reason",
+        "flags",
+        "checks",
     )
     for row in sorted(rows, key=lambda r: tuple(map(str, r[:6]))):
         print_row = json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

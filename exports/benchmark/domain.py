@@ -14,10 +14,10 @@ Transplanting (issue 12): a candidate whose text outside its marked span differs
 by *drift* — punctuation (a quote mark, a comma, a bracket), whitespace or character width (NFKC) — is
 placed all the same: its edit (the units inside the span) is transplanted onto the reference, whose own
 text stands everywhere else; every pseudo translation it enters carries the flag ``transplanted``, and the
-build records the drift and the span used (``exports.models.CandidatePlacement``). The edit is located by the units that carry content: the
-candidate's content before the span must be the reference's first content units, its content after the
-span the reference's last ones. Where any content differs outside the span, the edit cannot be located
-and the candidate is excluded with the reason.
+build records the drift and the span used (``exports.models.CandidatePlacement``). The edit is located by
+the units that carry content: the candidate's content before the span must be the reference's first
+content units, its content after the span the reference's last ones. Where any content differs outside
+the span, the edit cannot be located and the candidate is excluded with the reason.
 """
 from __future__ import annotations
 

@@ -76,13 +76,16 @@ def _placements(project: Project, outcome: str, directions: set[str] | None):
 
 
 _CANDIDATE_FIELDS = (
-    "candidate__segment__direction__code", "candidate__segment__external_id", "candidate__error_type", "candidate__position",
-    "candidate__external_id",
+    "candidate__segment__direction__code", "candidate__segment__external_id", "candidate__error_type",
+    "candidate__position", "candidate__external_id",
 )
 
 
 def _candidate_row(d: str, seg: str, etype: str, pos: str, ext: str) -> dict:
-    return {"direction": d, "segment_id": seg, "candidate": f"{etype}.{pos}", "error_type": etype, "position": pos, "external_id": ext}
+    return {
+        "direction": d, "segment_id": seg, "candidate": f"{etype}.{pos}", "error_type": etype, "position": pos,
+        "external_id": ext,
+    }
 
 
 def _in_release_order(rows: list[dict]) -> list[dict]:
@@ -102,7 +105,10 @@ def excluded_candidates(project: Project, directions: set[str] | None = None) ->
     )
     return _in_release_order(
         [
-            {**_candidate_row(*row[:5]), "span_start": s, "span_end": e, "reason": merging.exclusion_note(reason, review_reason)}
+            {
+                **_candidate_row(*row[:5]), "span_start": s, "span_end": e,
+                "reason": merging.exclusion_note(reason, review_reason),
+            }
             for *row, s, e, reason, review_reason in rows
         ]
     )

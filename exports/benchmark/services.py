@@ -63,7 +63,10 @@ def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging
     rows = (
         review_selectors.pool_candidates(project)
         .filter(segment__direction__code=direction)
-        .values_list("id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code")
+        .values_list(
+            "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text",
+            "segment__direction__target__code",
+        )
     )
     by_segment: dict[int, list[tuple]] = defaultdict(list)
     for row in rows:
@@ -173,10 +176,9 @@ def _record_placements(
     (with the reason) and per transplanted one (with the drift and the span its edit was placed at); none
     for a candidate placed as it stands. Only rows that differ are written. Returns how many candidates an
     earlier build had excluded are placed now."""
-    wanted: dict[int, tuple] = {cid: (CandidatePlacement.Outcome.EXCLUDED, reason, "", None, None) for cid, reason in exclusions}
-    wanted.update(
-        (cid, (CandidatePlacement.Outcome.TRANSPLANTED, "", drift, start, end)) for cid, drift, start, end in placed if drift
-    )
+    excluded, transplanted = CandidatePlacement.Outcome.EXCLUDED, CandidatePlacement.Outcome.TRANSPLANTED
+    wanted: dict[int, tuple] = {cid: (excluded, reason, "", None, None) for cid, reason in exclusions}
+    wanted.update((cid, (transplanted, "", drift, start, end)) for cid, drift, start, end in placed if drift)
     fields = ("outcome", "reason", "drift", "span_start", "span_end")
     held = {
         row[0]: row[1:]
@@ -185,12 +187,16 @@ def _record_placements(
         ).values_list("candidate_id", *fields)
     }
     placed_ids = {cid for cid, _, _, _ in placed}
-    restored = sum(1 for cid, row in held.items() if row[0] == CandidatePlacement.Outcome.EXCLUDED and cid in placed_ids)
+    restored = sum(1 for cid, row in held.items() if row[0] == excluded and cid in placed_ids)
     stale = [cid for cid, row in held.items() if wanted.get(cid) != row]
     for i in range(0, len(stale), BULK_BATCH):
         CandidatePlacement.objects.filter(candidate_id__in=stale[i : i + BULK_BATCH]).delete()
     CandidatePlacement.objects.bulk_create(
-        [CandidatePlacement(candidate_id=cid, **dict(zip(fields, row))) for cid, row in wanted.items() if held.get(cid) != row],
+        [
+            CandidatePlacement(candidate_id=cid, **dict(zip(fields, row)))
+            for cid, row in wanted.items()
+            if held.get(cid) != row
+        ],
         batch_size=BULK_BATCH,
     )
     return restored
@@ -266,7 +272,9 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
 
 def _refresh_statistics() -> None:
     """Planner statistics for the rows a build wrote: the release reads them next, 100 gold pairs at a time."""
-    bulk.refresh_planner_statistics(PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, CandidatePlacement)
+    bulk.refresh_planner_statistics(
+        PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, CandidatePlacement
+    )
 
 
 def _json(value) -> str:

@@ -7,6 +7,7 @@ transplanted one got the flag ``transplanted`` and a check of that name holding 
 each becomes a ``CandidatePlacement`` row, and the candidate gets its status ``accepted`` and review reason
 back, without the flag and the check. The prose is read this once, to convert the old rows; no code reads
 it afterwards. Reversible: the backward step writes the old form again."""
+
 import re
 
 from django.db import migrations
@@ -34,8 +35,10 @@ def candidates_to_placements(apps, schema_editor) -> None:
     Placement = apps.get_model("exports", "CandidatePlacement")
     candidates, placements = [], []
     excluded = Candidate.objects.filter(status="excluded", status_reason__startswith=EXCLUSION_PREFIX)
-    for cand in excluded.only("id", "status", "status_reason", "flags", "checks").order_by("id").iterator(chunk_size=BATCH):
-        text = cand.status_reason[len(EXCLUSION_PREFIX):]
+    for cand in (
+        excluded.only("id", "status", "status_reason", "flags", "checks").order_by("id").iterator(chunk_size=BATCH)
+    ):
+        text = cand.status_reason[len(EXCLUSION_PREFIX) :]
         match = WAS_ACCEPTED.search(text)
         reason = text[: match.start()] if match else text
         placements.append(Placement(candidate_id=cand.id, outcome="excluded", reason=reason))
@@ -48,13 +51,21 @@ def candidates_to_placements(apps, schema_editor) -> None:
     # the flagged candidates only (the candidate_flagged partial index); the flag itself is matched here in
     # Python, where SQLite's JSON text match would ignore case
     flagged = Candidate.objects.exclude(flags=[]).exclude(status="excluded")
-    for cand in flagged.only("id", "flags", "checks", "status", "status_reason").order_by("id").iterator(chunk_size=BATCH):
+    for cand in (
+        flagged.only("id", "flags", "checks", "status", "status_reason").order_by("id").iterator(chunk_size=BATCH)
+    ):
         if TRANSPLANTED not in (cand.flags or []):
             continue
         check = (cand.checks or {}).get(TRANSPLANTED) or {}
         span = check.get("span") or [None, None]
         placements.append(
-            Placement(candidate_id=cand.id, outcome="transplanted", drift=check.get("drift", ""), span_start=span[0], span_end=span[1])
+            Placement(
+                candidate_id=cand.id,
+                outcome="transplanted",
+                drift=check.get("drift", ""),
+                span_start=span[0],
+                span_end=span[1],
+            )
         )
         _without_transplant(cand)
         candidates.append(cand)
@@ -94,7 +105,6 @@ def placements_to_candidates(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("exports", "0011_candidate_placement"),
     ]

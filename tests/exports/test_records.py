@@ -5,6 +5,7 @@ Shown two ways: a scan of the source (no write to ``Candidate`` outside ``inject
 ``annotation/review/``), and builds that leave every candidate row as it was, column for column. The data
 migration that moved the old builds' writes out of the candidates is checked against the old form, written
 out here as the old build wrote it."""
+
 from __future__ import annotations
 
 import ast
@@ -24,7 +25,17 @@ ROOT = Path(__file__).resolve().parents[2]
 # reviewers and importers.
 OWNERS = ("injection", "annotation/review")
 NOT_PLATFORM = ("tests", "perf", "scoring", "llm_client", "static", "templates", "docs", "bin")
-WRITES = {"update", "bulk_update", "bulk_create", "create", "get_or_create", "update_or_create", "delete", "_raw_delete", "save"}
+WRITES = {
+    "update",
+    "bulk_update",
+    "bulk_create",
+    "create",
+    "get_or_create",
+    "update_or_create",
+    "delete",
+    "_raw_delete",
+    "save",
+}
 SQL_WRITES = ("update injection_candidate", "insert into injection_candidate", "delete from injection_candidate")
 
 
@@ -71,7 +82,7 @@ def platform_sources():
 
 
 def test_the_scan_finds_each_kind_of_write_and_passes_reads():
-    writes = '''
+    writes = """
 Candidate.objects.filter(pk=1).update(status="excluded")
 Candidate.objects.bulk_update(rows, ["status"], batch_size=10)
 Candidate.objects.create(run=run)
@@ -79,15 +90,15 @@ Candidate(run=run).save()
 copy_rows(Candidate._meta.db_table, cols, rows)
 cursor.execute("UPDATE  injection_candidate SET status = 'x'")
 cursor.execute('INSERT INTO "injection_candidate" (id) VALUES (1)')
-'''
+"""
     assert len(candidate_writes(writes)) == 7
-    reads = '''
+    reads = """
 Candidate.objects.filter(pk=1).values_list("status")
 Candidate.Status.ACCEPTED
 PseudoTranslation.objects.filter(candidates__in=ids).delete()
 CandidatePlacement.objects.bulk_create(rows)
 cursor.execute("SELECT id FROM injection_candidate")
-'''
+"""
     assert candidate_writes(reads) == []
 
 
@@ -104,7 +115,11 @@ def test_no_code_outside_injection_and_review_writes_a_candidate():
 
 
 def test_the_owners_do_write_candidates_so_the_scan_looks_where_writes_are():
-    owned = {rel for rel, path in platform_sources() if rel.startswith(OWNERS) and candidate_writes(path.read_text(encoding="utf-8"))}
+    owned = {
+        rel
+        for rel, path in platform_sources()
+        if rel.startswith(OWNERS) and candidate_writes(path.read_text(encoding="utf-8"))
+    }
     assert "annotation/review/services.py" in owned and any(rel.startswith("injection/") for rel in owned)
 
 
@@ -165,28 +180,53 @@ OLD_TRANSPLANT_CHECK = {
 def _old_build_state(project, direction) -> dict[str, Candidate]:
     """Candidates as builds before ``CandidatePlacement`` left them, written out literally."""
     run = InjectionRun.objects.create(project=project, name="old", backend="import")
-    segment = GoldSegment.objects.create(project=project, direction=direction, external_id="9", source="s", reference="r")
+    segment = GoldSegment.objects.create(
+        project=project, direction=direction, external_id="9", source="s", reference="r"
+    )
     common = {"run": run, "segment": segment, "text": "t", "span_start": 0, "span_end": 1}
     length = {"length_ratio": {"passed": False, "detail": "too long"}}
     return {
         "excluded_with_reason": Candidate.objects.create(
-            **common, error_type="Omission", position="head", status="excluded",
-            status_reason="merge: cannot be placed: the candidate's text outside span [0, 1) differs (was accepted: imported XQ-MEval decision)",
+            **common,
+            error_type="Omission",
+            position="head",
+            status="excluded",
+            status_reason="merge: cannot be placed: the candidate's text outside span [0, 1) differs"
+            " (was accepted: imported XQ-MEval decision)",
         ),
         "excluded_bare": Candidate.objects.create(
-            **common, error_type="Addition", position="head", status="excluded",
+            **common,
+            error_type="Addition",
+            position="head",
+            status="excluded",
             status_reason="merge: cannot be placed: the candidate's text outside span [2, 3) differs (was accepted)",
-            flags=["length_ratio"], checks=length,
+            flags=["length_ratio"],
+            checks=length,
         ),
         "transplanted": Candidate.objects.create(
-            **common, error_type="Mistranslation", position="end", status="accepted", status_reason="2/2 accepted (unanimous)",
-            flags=["length_ratio", "transplanted"], checks={**length, "transplanted": OLD_TRANSPLANT_CHECK},
+            **common,
+            error_type="Mistranslation",
+            position="end",
+            status="accepted",
+            status_reason="2/2 accepted (unanimous)",
+            flags=["length_ratio", "transplanted"],
+            checks={**length, "transplanted": OLD_TRANSPLANT_CHECK},
         ),
         "plain": Candidate.objects.create(
-            **common, error_type="Untranslated", position="end", status="rejected", status_reason="0/2 accepted", flags=["length_ratio"], checks=length,
+            **common,
+            error_type="Untranslated",
+            position="end",
+            status="rejected",
+            status_reason="0/2 accepted",
+            flags=["length_ratio"],
+            checks=length,
         ),
         "excluded_by_hand": Candidate.objects.create(
-            **common, error_type="Grammar", position="end", status="excluded", status_reason="withdrawn by the project admin",
+            **common,
+            error_type="Grammar",
+            position="end",
+            status="excluded",
+            status_reason="withdrawn by the project admin",
         ),
     }
 
@@ -212,7 +252,13 @@ def test_the_migration_moves_the_old_builds_writes_into_placements_and_restores_
     first = rows[old["excluded_with_reason"].pk]
     assert (first.outcome, first.reason) == ("excluded", "the candidate's text outside span [0, 1) differs")
     moved = rows[old["transplanted"].pk]
-    assert (moved.outcome, moved.drift, moved.span_start, moved.span_end, moved.reason) == ("transplanted", "' .' → ' !'", 8, 9, "")
+    assert (moved.outcome, moved.drift, moved.span_start, moved.span_end, moved.reason) == (
+        "transplanted",
+        "' .' → ' !'",
+        8,
+        9,
+        "",
+    )
     # the pages read the moved rows as they read the old ones
     assert [r["reason"] for r in selectors.excluded_candidates(project)] == [
         as_written["excluded_bare"][1],
@@ -222,7 +268,8 @@ def test_the_migration_moves_the_old_builds_writes_into_placements_and_restores_
     MIGRATION.placements_to_candidates(apps, None)
     assert {name: _record(c) for name, c in old.items()} == as_written and not CandidatePlacement.objects.exists()
     MIGRATION.candidates_to_placements(apps, None)
-    assert {r.candidate_id: (r.outcome, r.reason, r.drift, r.span_start, r.span_end) for r in CandidatePlacement.objects.all()} == {
-        cid: (r.outcome, r.reason, r.drift, r.span_start, r.span_end) for cid, r in rows.items()
-    }
+    assert {
+        r.candidate_id: (r.outcome, r.reason, r.drift, r.span_start, r.span_end)
+        for r in CandidatePlacement.objects.all()
+    } == {cid: (r.outcome, r.reason, r.drift, r.span_start, r.span_end) for cid, r in rows.items()}
     assert MergedSegment.objects.count() == 0  # the conversion writes no build state of its own
