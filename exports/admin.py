@@ -12,7 +12,8 @@ from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin
 from exports.benchmark import tasks as benchmark_tasks
 from core.models import Project
 from exports.models import (
-    BenchmarkBuild, BenchmarkChange, MergedSegment, MetricScore, PseudoSystem, PseudoTranslation, Release, ScoreSummary, ScoringJob,
+    BenchmarkBuild, BenchmarkChange, CandidatePlacement, MergedSegment, MetricScore,
+    PseudoSystem, PseudoTranslation, Release, ScoreSummary, ScoringJob,
 )
 from exports.release import tasks as release_tasks
 
@@ -62,6 +63,25 @@ class MergedSegmentAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_select_related = ("segment__direction",)
     list_filter = ("segment__project", "segment__direction")
     raw_id_fields = ("segment",)
+
+
+@admin.register(CandidatePlacement)
+class CandidatePlacementAdmin(ReadOnlyMixin, LargeTableAdmin):
+    """What the latest build did with the pool candidates it did not place as they stand (the candidates'
+    own list shows what injection and review decided)."""
+
+    list_display = ("candidate", "direction", "outcome", "reason", "drift", "span", "updated_at")
+    list_filter = ("candidate__segment__project", "candidate__segment__direction", "outcome")
+    list_select_related = ("candidate__segment__direction",)
+    raw_id_fields = ("candidate",)
+
+    @admin.display(ordering="candidate__segment__direction__code")
+    def direction(self, obj):
+        return obj.candidate.segment.direction.code
+
+    @admin.display(description="span used")
+    def span(self, obj):
+        return "" if obj.span_start is None else f"[{obj.span_start}, {obj.span_end})"
 
 
 @admin.register(BenchmarkBuild)

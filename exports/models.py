@@ -86,6 +86,35 @@ class MergedSegment(models.Model):
     built_at = models.DateTimeField(auto_now=True)
 
 
+class CandidatePlacement(models.Model):
+    """What the latest build did with a pool candidate that it did not place as it stands: excluded (no span
+    of the reference takes its edit), or transplanted (its edit placed at ``span_start``–``span_end`` of the
+    reference, in reference units, although its text outside the span drifts from the reference).
+
+    The benchmark stage's own record, written only by the build (``exports.benchmark.services``); the
+    candidate row keeps what injection and review decided. A pool candidate without a row was placed as it
+    stands (its pseudo translations link it). Each build rewrites the rows of the directions it merges."""
+
+    class Outcome(models.TextChoices):
+        EXCLUDED = "excluded"
+        TRANSPLANTED = "transplanted"
+
+    candidate = models.OneToOneField(Candidate, on_delete=models.CASCADE, primary_key=True, related_name="placement")
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    reason = models.TextField(blank=True, help_text="why the merge cannot place it (excluded)")
+    drift = models.TextField(
+        blank=True, help_text="how its text outside the span differs from the reference (transplanted)"
+    )
+    span_start = models.PositiveIntegerField(
+        null=True, blank=True, help_text="where its edit was placed (transplanted)"
+    )
+    span_end = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"candidate {self.candidate_id}: {self.outcome}"
+
+
 class BenchmarkBuild(Job):
     """One merge of a project's pool into pseudo translations (progress, outcome, counts)."""
 

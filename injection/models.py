@@ -121,7 +121,7 @@ class Candidate(models.Model):
             # the planted gold items only (a few per cent): the annotator-quality page's gold overview
             models.Index(fields=["segment"], condition=models.Q(is_gold=True), name="candidate_gold"),
             # the perturbations only: with candidate_gold, what the review counters' accepted count holds
-            # beyond the benchmark's pool (exports.benchmark.selectors.pool_counts)
+            # beyond the benchmark's pool (annotation.review.selectors.pool_counts)
             models.Index(fields=["segment"], condition=~models.Q(kind="mqm"), name="candidate_not_mqm"),
         ]
 

@@ -3,8 +3,8 @@ at 1,000 candidates and at many more.
 
 What a reviewed FLORES-sized project looks like to these pages: 8 directions, 8 MQM candidates per gold
 segment, 16 in 17 accepted (the rest rejected), each with every automatic check's result as an import
-records them, one in 7 carrying a check's flag and one in 701 placed by transplanting its edit (flag
-``transplanted``, with its span and drift), a few excluded by the merge. Per
+records them, one in 7 carrying a check's flag; of the build's records (``CandidatePlacement``), one in 701
+placed by transplanting its edit (with its span and drift), one in 997 excluded by the merge. Per
 size, median and p95 of: the project page (the pipeline's cards), the benchmark page (counts, releases,
 the first rows of the excluded and transplanted candidates), its counts plot, the benchmark API, and the
 two lists' CSV downloads; as an admin and as an annotator of one language. Reported with the ratio of each
@@ -56,30 +56,38 @@ def setup_project():
 def top_up(project, directions, run, candidates: int) -> float:
     """Grow the project to ``candidates`` reviewed candidates (whole segments); seconds taken."""
     # Every candidate carries what an import records, each automatic check's result (the pages decode what
-    # they select of it); one in 701 also the transplant's span and drift.
+    # they select of it).
     from injection.domain.checks import CHECKS
 
     routine = {name: {"passed": True, "detail": ""} for name in CHECKS}
     checks = json.dumps(routine)
-    transplanted = json.dumps({**routine, "transplanted": {"passed": True, "span": [1, 2], "drift": "=drift, quoted"}})
 
     def insert_candidates(cur) -> None:
+        cur.execute("SELECT COALESCE(MAX(id), 0) FROM injection_candidate")
+        (before,) = cur.fetchone()
         cur.execute(
             f"""INSERT INTO injection_candidate (external_id, kind, error_type, position, severity, text, span_start, span_end,
                     edit_text, backend, model, prompt_version, sampling, raw_output, prompt_tokens, completion_tokens, cost_usd,
                     checks, flags, status, status_reason, is_gold, gold_answer, created_at, segment_id, run_id)
                 SELECT s.external_id || '-' || k, 'mqm', 'Type' || k, 'head', 'major', 'eins ZWEI drei ' || s.external_id, 1, 2,
                        'ZWEI', 'rule', '', 'v1', '{{}}'::jsonb, '', 0, 0, 0,
-                       CASE WHEN (s.id * 8 + k) %% 701 = 0 THEN %s ELSE %s END::jsonb,
-                       CASE WHEN (s.id * 8 + k) %% 701 = 0 THEN '["transplanted"]'
-                            WHEN (s.id * 8 + k) %% 7 = 0 THEN '["length_ratio"]' ELSE '[]' END::jsonb,
-                       CASE WHEN (s.id * 8 + k) %% 997 = 1 THEN 'excluded' WHEN (s.id * 8 + k) %% 17 = 0 THEN 'rejected'
-                            ELSE 'accepted' END,
-                       CASE WHEN (s.id * 8 + k) %% 997 = 1 THEN 'merge: cannot be located' ELSE '' END,
+                       %s::jsonb,
+                       CASE WHEN (s.id * 8 + k) %% 7 = 0 THEN '["length_ratio"]' ELSE '[]' END::jsonb,
+                       CASE WHEN (s.id * 8 + k) %% 17 = 0 THEN 'rejected' ELSE 'accepted' END, '',
                        false, '', now(), s.id, %s
                 FROM core_goldsegment s CROSS JOIN generate_series(1, {PER_SEGMENT}) AS k
                 WHERE s.project_id = %s AND s.id > (SELECT COALESCE(MAX(segment_id), 0) FROM injection_candidate WHERE run_id = %s)""",
-            [transplanted, checks, run.pk, project.pk, run.pk],
+            [checks, run.pk, project.pk, run.pk],
+        )
+        # what a build records of the new candidates: one in 997 excluded, one in 701 transplanted
+        cur.execute(
+            """INSERT INTO exports_candidateplacement (candidate_id, outcome, reason, drift, span_start, span_end, updated_at)
+               SELECT c.id, CASE WHEN c.id %% 997 = 1 THEN 'excluded' ELSE 'transplanted' END,
+                      CASE WHEN c.id %% 997 = 1 THEN 'cannot be located' ELSE '' END,
+                      CASE WHEN c.id %% 997 = 1 THEN '' ELSE '=drift, quoted' END,
+                      CASE WHEN c.id %% 997 = 1 THEN NULL ELSE 1 END, CASE WHEN c.id %% 997 = 1 THEN NULL ELSE 2 END, now()
+               FROM injection_candidate c WHERE c.id > %s AND c.run_id = %s AND (c.id %% 997 = 1 OR c.id %% 701 = 0)""",
+            [before, run.pk],
         )
 
     return top_up_segments(project, directions, candidates, PER_SEGMENT, insert_candidates)
@@ -92,11 +100,11 @@ def expected(project, language: str | None) -> dict[str, int]:
     where = "" if language is None else "AND l.code = %(language)s"
     with connection.cursor() as cur:
         cur.execute(
-            f"""SELECT COUNT(*) FILTER (WHERE c.status = 'excluded'),
-                       COUNT(*) FILTER (WHERE c.status = 'accepted' AND c.flags @> '["transplanted"]')
-                FROM injection_candidate c JOIN core_goldsegment s ON s.id = c.segment_id
+            f"""SELECT COUNT(*) FILTER (WHERE p.outcome = 'excluded'), COUNT(*) FILTER (WHERE p.outcome = 'transplanted')
+                FROM exports_candidateplacement p JOIN injection_candidate c ON c.id = p.candidate_id
+                JOIN core_goldsegment s ON s.id = c.segment_id
                 JOIN core_direction d ON d.id = s.direction_id JOIN core_language l ON l.id = d.target_id
-                WHERE s.project_id = %(project)s AND c.kind = 'mqm' AND NOT c.is_gold {where}""",
+                WHERE s.project_id = %(project)s AND c.status = 'accepted' AND c.kind = 'mqm' AND NOT c.is_gold {where}""",
             {"project": project.pk, "language": language},
         )
         excluded, transplanted = cur.fetchone()

@@ -95,10 +95,7 @@ def run(data: Path, scratch: Path) -> dict:
     t_one, one = timed(build_benchmark, project)
 
     # the span each candidate was placed at: a transplanted one's edit may sit elsewhere than its stored span
-    pools = [
-        [tuple(c.checks["transplanted"]["span"]) if "transplanted" in c.flags else (c.span_start, c.span_end) for c in seg_cands]
-        for seg_cands in _placed_pools(project)
-    ]
+    pools = _placed_pools(project)
     t_naive, naive_total = timed(naive_counts, pools)
     assert naive_total == PseudoTranslation.objects.filter(segment__project=project).count(), "naive count disagrees"
 
@@ -135,15 +132,19 @@ def run(data: Path, scratch: Path) -> dict:
 
 
 def _placed_pools(project):
-    """Per gold pair, the spans of the candidates the merge placed (accepted, not excluded)."""
+    """Per gold pair, the spans of the candidates the merge placed: the pool but those the build excluded, a
+    transplanted one at the span its edit was placed at (``CandidatePlacement``)."""
     from collections import defaultdict
 
+    from annotation.review.selectors import pool_candidates
     from core.models import GoldSegment
-    from exports.benchmark.selectors import pool_queryset
 
     by_segment = defaultdict(list)
-    for cand in pool_queryset(project).only("segment_id", "span_start", "span_end", "flags", "checks"):
-        by_segment[cand.segment_id].append(cand)
+    rows = pool_candidates(project).exclude(placement__outcome="excluded").values_list(
+        "segment_id", "span_start", "span_end", "placement__span_start", "placement__span_end"
+    )
+    for segment_id, start, end, placed_start, placed_end in rows:
+        by_segment[segment_id].append((start, end) if placed_start is None else (placed_start, placed_end))
     return [by_segment.get(seg_id, []) for seg_id in GoldSegment.objects.filter(project=project).values_list("id", flat=True)]
 
 

@@ -13,11 +13,11 @@ depth-first walk visits exactly the valid combinations, never a conflicting pref
 Transplanting (issue 12): a candidate whose text outside its marked span differs from the reference only
 by *drift* — punctuation (a quote mark, a comma, a bracket), whitespace or character width (NFKC) — is
 placed all the same: its edit (the units inside the span) is transplanted onto the reference, whose own
-text stands everywhere else, and the candidate and every pseudo translation it enters carry the flag
-``transplanted`` with the drift described. The edit is located by the units that carry content: the
-candidate's content before the span must be the reference's first content units, its content after the
-span the reference's last ones. Where any content differs outside the span, the edit cannot be located
-and the candidate is excluded with the reason.
+text stands everywhere else; every pseudo translation it enters carries the flag ``transplanted``, and the
+build records the drift and the span used (``exports.models.CandidatePlacement``). The edit is located by
+the units that carry content: the candidate's content before the span must be the reference's first
+content units, its content after the span the reference's last ones. Where any content differs outside
+the span, the edit cannot be located and the candidate is excluded with the reason.
 """
 from __future__ import annotations
 
@@ -32,7 +32,13 @@ from core.domain.units import CLOSE_TAG, OPEN_TAG, Edit, outside_matches, split_
 
 MQM_MAJOR_PENALTY = 5  # one major error (Freitag et al. 2021)
 DEFAULT_MAX_ERRORS = 5
-TRANSPLANTED = "transplanted"  # the flag of a candidate (and its pseudo translations) placed despite drift
+TRANSPLANTED = "transplanted"  # the flag of pseudo translations (and spans) holding a candidate placed despite drift
+
+
+def exclusion_note(reason: str, review_reason: str) -> str:
+    """The ``reason`` column of the excluded candidates (page, CSV, release file): the merge's reason and the
+    review outcome the candidate holds, in the words releases have always used, so their bytes stay the same."""
+    return f"merge: cannot be placed: {reason} (was accepted{': ' + review_reason if review_reason else ''})"
 
 
 @dataclass(frozen=True)

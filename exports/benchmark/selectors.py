@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from annotation.agreement.selectors import project_report
+from annotation.review import selectors as review_selectors
 from core import access
 from core import selectors as core_selectors
 from core.change_log import ChangeLog
@@ -13,9 +14,7 @@ from core.domain.languages import unit_of
 from core.models import GoldSegment, Project
 from exports.benchmark import changes_sql
 from exports.benchmark import domain as merging
-from exports.models import BenchmarkBuild, PseudoTranslation, Release
-from injection.models import Candidate
-from injection.selectors import with_flag
+from exports.models import BenchmarkBuild, CandidatePlacement, PseudoTranslation, Release
 
 
 def level_counts(project: Project) -> dict:
@@ -55,36 +54,6 @@ def segment_counts(project: Project) -> dict[int, int]:
     )
 
 
-def pool_queryset(project: Project):
-    """The filtered pool (SPEC glossary): accepted MQM candidates, never planted gold items."""
-    return Candidate.objects.filter(
-        segment__project=project, status=Candidate.Status.ACCEPTED, kind=Candidate.Kind.MQM, is_gold=False
-    )
-
-
-def pool_counts(project: Project) -> dict[str, int]:
-    """The pool (accepted MQM candidates that are not gold items) per direction code, for the benchmark
-    card. With the review counters (PostgreSQL): their accepted count per direction minus the accepted gold
-    items and perturbations, read through their partial indexes (``candidate_gold``,
-    ``candidate_not_mqm``), so a view reads those few candidates instead of every accepted one (94 % of
-    them in XQ-MEval: a grouped count of 1.5 M rows per view at FLORES size). Elsewhere one grouped count."""
-    from annotation.review import selectors as review_selectors
-    from annotation.review import tally
-
-    if not tally.available():
-        return dict(pool_queryset(project).values_list("segment__direction__code").annotate(n=Count("id")).order_by())
-    codes = dict(project.directions.values_list("id", "code"))
-    accepted = {d: by_status.get(Candidate.Status.ACCEPTED, 0) for d, by_status in review_selectors.candidate_statuses(project).items()}
-    outside = (
-        Candidate.objects.filter(segment__project=project, status=Candidate.Status.ACCEPTED)
-        .filter(Q(is_gold=True) | ~Q(kind=Candidate.Kind.MQM))
-        .values_list("segment__direction_id").annotate(n=Count("id")).order_by()
-    )
-    for direction_id, n in outside:
-        accepted[direction_id] = accepted.get(direction_id, 0) - n
-    return {codes[d]: n for d, n in accepted.items() if n and d in codes}
-
-
 def current_level_counts(project: Project) -> dict:
     """``level_counts`` of the rows stored now, from the cache when the benchmark change log says nothing
     changed since they were counted (PostgreSQL; a few rows read instead of every pseudo translation),
@@ -95,77 +64,66 @@ def current_level_counts(project: Project) -> dict:
 LISTED_ON_PAGE = 100  # rows of the excluded and transplanted lists a page shows; every row is in their CSV
 
 
-def _in_directions(qs, directions: set[str] | None):
-    return qs if directions is None else qs.filter(segment__direction__code__in=sorted(directions))
-
-
-def _excluded_queryset(project: Project, directions: set[str] | None):
-    return _in_directions(
-        Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.EXCLUDED), directions
+def _placements(project: Project, outcome: str, directions: set[str] | None):
+    """The latest build's placements of one outcome in the project (of those directions when given), of
+    candidates still in the pool: one that review took out since the build is no longer the benchmark's."""
+    placements = CandidatePlacement.objects.filter(outcome=outcome, candidate__segment__project=project).filter(
+        review_selectors.in_pool("candidate__")
     )
+    if directions is not None:
+        placements = placements.filter(candidate__segment__direction__code__in=sorted(directions))
+    return placements
+
+
+_CANDIDATE_FIELDS = (
+    "candidate__segment__direction__code", "candidate__segment__external_id", "candidate__error_type",
+    "candidate__position", "candidate__external_id",
+)
+
+
+def _candidate_row(d: str, seg: str, etype: str, pos: str, ext: str) -> dict:
+    return {
+        "direction": d, "segment_id": seg, "candidate": f"{etype}.{pos}", "error_type": etype, "position": pos,
+        "external_id": ext,
+    }
+
+
+def _in_release_order(rows: list[dict]) -> list[dict]:
+    rows.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
+    return rows
 
 
 def excluded_count(project: Project, directions: set[str] | None = None) -> int:
-    return _excluded_queryset(project, directions).count()
+    return _placements(project, CandidatePlacement.Outcome.EXCLUDED, directions).count()
 
 
 def excluded_candidates(project: Project, directions: set[str] | None = None) -> list[dict]:
-    """Candidates kept out of the merge (unplaceable, or excluded by checks), with their reasons, in a
+    """Pool candidates the latest build could not place (``CandidatePlacement``), with their reasons, in a
     stable order (direction, segment, type, position); ``directions``: of those only."""
-    rows = (
-        _excluded_queryset(project, directions)
-        .values_list(
-            "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "span_start", "span_end", "status_reason"
-        )
+    rows = _placements(project, CandidatePlacement.Outcome.EXCLUDED, directions).values_list(
+        *_CANDIDATE_FIELDS, "candidate__span_start", "candidate__span_end", "reason", "candidate__status_reason"
     )
-    out = [
-        {
-            "direction": d,
-            "segment_id": seg,
-            "candidate": f"{etype}.{pos}",
-            "error_type": etype,
-            "position": pos,
-            "external_id": ext,
-            "span_start": s,
-            "span_end": e,
-            "reason": reason,
-        }
-        for d, seg, etype, pos, ext, s, e, reason in rows
-    ]
-    out.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
-    return out
+    return _in_release_order(
+        [
+            {
+                **_candidate_row(*row[:5]), "span_start": s, "span_end": e,
+                "reason": merging.exclusion_note(reason, review_reason),
+            }
+            for *row, s, e, reason, review_reason in rows
+        ]
+    )
 
 
 def transplanted_candidates(project: Project, directions: set[str] | None = None) -> list[dict]:
-    """Pool candidates placed by transplanting their edit onto the reference (flag ``transplanted``): their
-    text outside the span drifts from the reference. With the span the edit was placed at (reference units)
-    and the drift, in the same order as the exclusions. Found through the flag index (``with_flag``): the
-    project page and every release ask, and the accepted pool is most of a project's candidates (a text
-    match of the flags read all of them)."""
-    pool = Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False, status=Candidate.Status.ACCEPTED)
-    # Only the transplant's own check is read, not each candidate's whole checks object (every automatic
-    # check's result): 104 → 64–72 ms for this list at 1.6 M candidates (perf/bench_benchmark_pages.py's pool).
-    rows = with_flag(_in_directions(pool, directions), merging.TRANSPLANTED).values_list(
-        "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "flags",
-        f"checks__{merging.TRANSPLANTED}",
+    """Pool candidates the latest build placed by transplanting their edit onto the reference
+    (``CandidatePlacement``): their text outside the span drifts from the reference. With the span the edit
+    was placed at (reference units) and the drift, in the same order as the exclusions."""
+    rows = _placements(project, CandidatePlacement.Outcome.TRANSPLANTED, directions).values_list(
+        *_CANDIDATE_FIELDS, "span_start", "span_end", "drift"
     )
-    out = [
-        {
-            "direction": d,
-            "segment_id": seg,
-            "candidate": f"{etype}.{pos}",
-            "error_type": etype,
-            "position": pos,
-            "external_id": ext,
-            "span_start": ((check or {}).get("span") or [None, None])[0],
-            "span_end": ((check or {}).get("span") or [None, None])[1],
-            "drift": (check or {}).get("drift", ""),
-        }
-        for d, seg, etype, pos, ext, flags, check in rows
-        if merging.TRANSPLANTED in (flags or [])  # SQLite's text match ignores case
-    ]
-    out.sort(key=lambda r: (r["direction"], natural_key(r["segment_id"]), r["candidate"], r["external_id"]))
-    return out
+    return _in_release_order(
+        [{**_candidate_row(*row[:5]), "span_start": s, "span_end": e, "drift": drift} for *row, s, e, drift in rows]
+    )
 
 
 def natural_key(value: str):

@@ -7,42 +7,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
+from annotation.review import selectors as review_selectors
 from core import bulk
 from core.domain.directions import first_failure, with_entry
 from core.domain.units import Edit, split_units
 from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
 from exports.benchmark import selectors
-from exports.models import BenchmarkBuild, MergedSegment, PseudoTranslation
-from injection.models import Candidate
+from exports.models import BenchmarkBuild, CandidatePlacement, MergedSegment, PseudoTranslation
 
 Progress = Callable[[int, int], None]  # (done, total)
 
-EXCLUSION_PREFIX = "merge: cannot be placed: "
-_WAS_ACCEPTED = re.compile(r" \(was accepted(?:: (?P<reason>.*))?\)$", re.S)
 BULK_BATCH = 2000
-
-
-def _merge_candidates(project: Project):
-    """What a build places: the pool, and the candidates an earlier build excluded as unplaceable (accepted
-    by the reviewers; placing is recomputed every build, so one that can be placed now returns to the pool)."""
-    return _placeable_states(Candidate.objects.filter(segment__project=project, kind=Candidate.Kind.MQM, is_gold=False))
-
-
-def _placeable_states(candidates):
-    """Accepted, or excluded by a merge (a candidate whose status changed meanwhile is left alone)."""
-    return candidates.filter(
-        Q(status=Candidate.Status.ACCEPTED) | Q(status=Candidate.Status.EXCLUDED, status_reason__startswith=EXCLUSION_PREFIX)
-    )
 
 
 def candidate_label(error_type: str, position: str) -> str:
@@ -58,7 +42,7 @@ class BuildResult:
     pseudo_deleted: int = 0
     excluded: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, reason)
     transplanted: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, drift), placed with the flag
-    restored: int = 0  # candidates excluded by an earlier build that are placed now
+    restored: int = 0  # candidates an earlier build excluded that are placed now
     counts: dict = field(default_factory=dict)
 
 
@@ -73,23 +57,20 @@ def _fingerprint(reference: str, language: str, max_errors: int, placed: list[me
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
-def _pool_by_segment(
-    project: Project, direction: str | None = None, state: dict[int, tuple[str, bool]] | None = None
-) -> dict[int, list[merging.PoolCandidate]]:
-    """The candidates to place, per gold pair (of one direction when given); ``state`` (when given) receives
-    each one's (status, whether it carries the ``transplanted`` flag)."""
-    queryset = _merge_candidates(project)
-    if direction is not None:
-        queryset = queryset.filter(segment__direction__code=direction)
-    rows = queryset.values_list(
-        "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text", "segment__direction__target__code",
-        "status", "flags",
+def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging.PoolCandidate]]:
+    """The pool (``annotation.review.selectors.pool_candidates``) of one direction, per gold pair. Every
+    pool candidate is placed again each build: one an earlier build excluded returns when it can be placed."""
+    rows = (
+        review_selectors.pool_candidates(project)
+        .filter(segment__direction__code=direction)
+        .values_list(
+            "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text",
+            "segment__direction__target__code",
+        )
     )
     by_segment: dict[int, list[tuple]] = defaultdict(list)
     for row in rows:
-        by_segment[row[1]].append(row[:9])
-        if state is not None:
-            state[row[0]] = (row[9], merging.TRANSPLANTED in (row[10] or []))
+        by_segment[row[1]].append(row)
     pools: dict[int, list[merging.PoolCandidate]] = {}
     for segment_id, cand_rows in by_segment.items():
         labels = [candidate_label(r[2], r[3]) for r in cand_rows]
@@ -109,11 +90,11 @@ def _pool_by_segment(
 
 def build_benchmark(project: Project, *, progress: Progress | None = None, build: BenchmarkBuild | None = None, force: bool = False) -> BuildResult:
     """Merge the project's pool into pseudo translations, rebuilding only gold pairs whose placed pool
-    (or reference, or max_errors) changed since the last build. Unplaceable candidates get status
-    ``excluded`` with the reason; candidates placed by transplanting their edit (text outside the span
-    drifts from the reference) get the ``transplanted`` flag; candidates an earlier build excluded are
-    placed again when they can be. Each direction is committed on its own, so an interrupted build resumes
-    where it stopped."""
+    (or reference, or max_errors) changed since the last build. What it does with a candidate other than
+    placing it as it stands is recorded in ``CandidatePlacement`` (excluded with the reason; transplanted,
+    with the drift and the span used); candidates an earlier build excluded are placed again when they can
+    be. The candidates themselves are not written. Each direction is committed on its own, so an
+    interrupted build resumes where it stopped."""
     # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
     # not the project: 200 directions build in the memory of one.
     total = GoldSegment.objects.filter(project=project).count()
@@ -152,14 +133,13 @@ def build_direction(project: Project, direction_code: str, result: BuildResult, 
     """Merge one direction's pool (committed on its own; nothing in it depends on another direction's, so
     directions may run on different workers at once); adds to ``result``, returns its number of gold pairs."""
     max_errors = project.max_errors
-    candidate_state: dict[int, tuple[str, bool]] = {}
     segments = list(
         GoldSegment.objects.filter(project=project, direction__code=direction_code)
         .select_related("direction__target")
         .order_by("id")
         .only("id", "reference", "external_id", "direction__code", "direction__target__code")
     )
-    pools = _pool_by_segment(project, direction_code, candidate_state)
+    pools = _pool_by_segment(project, direction_code)
     states = dict(
         MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
     )
@@ -181,9 +161,7 @@ def build_direction(project: Project, direction_code: str, result: BuildResult, 
         # Two builds of one project take turns per direction (PostgreSQL row lock; SQLite serialises writes
         # anyway); each deletes a gold pair's rows before writing them, so the later one simply wins.
         Project.objects.select_for_update().filter(pk=project.pk).first()
-        _exclude(direction_exclusions)
-        rebuilt_ids = {c.id for _, _, merged in plans for c in merged.placed}
-        result.restored += _mark_placed(direction_placed, candidate_state, rebuilt_ids)
+        result.restored += _record_placements(project, direction_code, direction_exclusions, direction_placed)
         if plans:
             _write_direction(plans, result, written_before=set(states))
     result.excluded += direction_exclusions
@@ -191,73 +169,37 @@ def build_direction(project: Project, direction_code: str, result: BuildResult, 
     return len(segments)
 
 
-def _exclude(exclusions: list[tuple[int, str]]) -> None:
-    """Unplaceable candidates: status ``excluded`` with the reason (and what their status said before), and
-    no ``transplanted`` flag."""
-    if not exclusions:
-        return
-    reasons = dict(exclusions)
-    to_update = []
-    for cand in _placeable_states(Candidate.objects.filter(id__in=reasons)).only("id", "status", "status_reason", "flags", "checks"):
-        if cand.status == Candidate.Status.ACCEPTED:
-            was = f" (was accepted: {cand.status_reason})" if cand.status_reason else " (was accepted)"
-        else:  # excluded by an earlier build: keep what it was before, with today's reason
-            match = _WAS_ACCEPTED.search(cand.status_reason)
-            was = match.group(0) if match else " (was accepted)"
-        reason = EXCLUSION_PREFIX + reasons[cand.id] + was
-        changed = _set_transplanted(cand, "", None)
-        if (cand.status, cand.status_reason) != (Candidate.Status.EXCLUDED, reason) or changed:
-            cand.status, cand.status_reason = Candidate.Status.EXCLUDED, reason
-            to_update.append(cand)
-    Candidate.objects.bulk_update(to_update, ["status", "status_reason", "flags", "checks"], batch_size=BULK_BATCH)
-
-
-def _mark_placed(placed: list[tuple[int, str, int, int]], state: dict[int, tuple[str, bool]], rebuilt: set[int]) -> int:
-    """Placed candidates: back to ``accepted`` when an earlier build had excluded them (with the reason
-    their status had before), and the ``transplanted`` flag set (with the drift) exactly on those placed
-    despite drift. ``state`` is each candidate's (status, has the flag) as read, ``rebuilt`` the candidates
-    of the gold pairs merged again; only rows that may change are read again, only changed ones written.
-    Returns how many came back into the pool."""
-    # A flagged candidate whose drift or span changed is in a rebuilt gold pair (its fingerprint changed):
-    # its flag is rewritten there; the flag's presence decides here.
-    drifts = {
-        cid: (drift, (start, end))
-        for cid, drift, start, end in placed
-        if state[cid][0] == Candidate.Status.EXCLUDED or bool(drift) != state[cid][1] or (drift and cid in rebuilt)
+def _record_placements(
+    project: Project, direction_code: str, exclusions: list[tuple[int, str]], placed: list[tuple[int, str, int, int]]
+) -> int:
+    """Make the direction's ``CandidatePlacement`` rows say what this merge did: a row per excluded candidate
+    (with the reason) and per transplanted one (with the drift and the span its edit was placed at); none
+    for a candidate placed as it stands. Only rows that differ are written. Returns how many candidates an
+    earlier build had excluded are placed now."""
+    excluded, transplanted = CandidatePlacement.Outcome.EXCLUDED, CandidatePlacement.Outcome.TRANSPLANTED
+    wanted: dict[int, tuple] = {cid: (excluded, reason, "", None, None) for cid, reason in exclusions}
+    wanted.update((cid, (transplanted, "", drift, start, end)) for cid, drift, start, end in placed if drift)
+    fields = ("outcome", "reason", "drift", "span_start", "span_end")
+    held = {
+        row[0]: row[1:]
+        for row in CandidatePlacement.objects.filter(
+            candidate__segment__project=project, candidate__segment__direction__code=direction_code
+        ).values_list("candidate_id", *fields)
     }
-    if not drifts:
-        return 0
-    to_update, restored = [], 0
-    for cand in _placeable_states(Candidate.objects.filter(id__in=drifts)).only("id", "status", "status_reason", "flags", "checks"):
-        changed = _set_transplanted(cand, *drifts[cand.id])
-        if cand.status == Candidate.Status.EXCLUDED:
-            match = _WAS_ACCEPTED.search(cand.status_reason)
-            cand.status, cand.status_reason = Candidate.Status.ACCEPTED, (match.group("reason") or "") if match else ""
-            restored += 1
-            changed = True
-        if changed:
-            to_update.append(cand)
-    Candidate.objects.bulk_update(to_update, ["status", "status_reason", "flags", "checks"], batch_size=BULK_BATCH)
+    placed_ids = {cid for cid, _, _, _ in placed}
+    restored = sum(1 for cid, row in held.items() if row[0] == excluded and cid in placed_ids)
+    stale = [cid for cid, row in held.items() if wanted.get(cid) != row]
+    for i in range(0, len(stale), BULK_BATCH):
+        CandidatePlacement.objects.filter(candidate_id__in=stale[i : i + BULK_BATCH]).delete()
+    CandidatePlacement.objects.bulk_create(
+        [
+            CandidatePlacement(candidate_id=cid, **dict(zip(fields, row)))
+            for cid, row in wanted.items()
+            if held.get(cid) != row
+        ],
+        batch_size=BULK_BATCH,
+    )
     return restored
-
-
-def _set_transplanted(cand: Candidate, drift: str, span: tuple[int, int] | None) -> bool:
-    """Set (drift given) or clear the ``transplanted`` flag and its entry in ``checks`` (the drift, and the
-    span the edit was placed at, in reference units); True when changed."""
-    flag = merging.TRANSPLANTED
-    flags = [f for f in (cand.flags or []) if f != flag] + ([flag] if drift else [])
-    checks = {k: v for k, v in (cand.checks or {}).items() if k != flag}
-    if drift:
-        checks[flag] = {
-            "passed": False,
-            "detail": f"edit transplanted onto the reference at span [{span[0]}, {span[1]}); drift outside the span: {drift}",
-            "span": list(span),
-            "drift": drift,
-        }
-    if flags == (cand.flags or []) and checks == (cand.checks or {}):
-        return False
-    cand.flags, cand.checks = flags, checks
-    return True
 
 
 def _write_direction(plans, result: BuildResult, *, written_before: set[int]) -> None:
@@ -330,7 +272,9 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
 
 def _refresh_statistics() -> None:
     """Planner statistics for the rows a build wrote: the release reads them next, 100 gold pairs at a time."""
-    bulk.refresh_planner_statistics(PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, Candidate)
+    bulk.refresh_planner_statistics(
+        PseudoTranslation, PseudoTranslation.candidates.through, MergedSegment, CandidatePlacement
+    )
 
 
 def _json(value) -> str:

@@ -1,5 +1,5 @@
-"""The benchmark card's pool per direction (``selectors.pool_counts``): on PostgreSQL the review counters'
-accepted count minus the accepted gold items and perturbations, equal to a grouped count of the pool
+"""The benchmark card's pool per direction (``annotation.review.selectors.pool_counts``): on PostgreSQL
+the review counters' accepted count minus the accepted gold items and perturbations, equal to a grouped count of the pool
 (accepted, MQM, not gold) after a random mix of kinds, gold flags and status changes; elsewhere that count."""
 from __future__ import annotations
 
@@ -12,14 +12,19 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 
 from core.models import GoldSegment
-from exports.benchmark import selectors
+from annotation.review import selectors
 from injection.models import Candidate, InjectionRun
 
 pytestmark = pytest.mark.django_db
 
 
 def grouped_pool(project) -> dict[str, int]:
-    return dict(selectors.pool_queryset(project).values_list("segment__direction__code").annotate(n=Count("id")).order_by())
+    """The pool as the SPEC's glossary words it (accepted MQM candidates, never gold items), grouped here,
+    and the pool selector grouped the same way: both must agree."""
+    spec = Candidate.objects.filter(segment__project=project, status="accepted", kind="mqm", is_gold=False)
+    expected = dict(spec.values_list("segment__direction__code").annotate(n=Count("id")).order_by())
+    assert dict(selectors.pool_candidates(project).values_list("segment__direction__code").annotate(n=Count("id")).order_by()) == expected
+    return expected
 
 
 def test_pool_counts_equal_the_pool_after_every_change(project, languages):

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from core.models import Project
 from exports.benchmark.services import build_benchmark
-from exports.models import PseudoSystem, PseudoTranslation, Release
+from exports.models import CandidatePlacement, PseudoSystem, PseudoTranslation, Release
 from exports.release import services
 from exports.release.domain.release_files import ReleaseConflict, verify_release
 from injection.models import Candidate
@@ -93,12 +93,14 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
     assert manifest["counts"]["en-de"]["levels"]["0"]["total"] == 102
     assert verify_release(out) == []
     rows = list(csv.DictReader(io.StringIO((out / "excluded_candidates.csv").read_text())))
-    excluded = Candidate.objects.filter(segment__project=built, status="excluded")
+    excluded = CandidatePlacement.objects.filter(candidate__segment__project=built, outcome="excluded")
     assert len(rows) == excluded.count() > 0
     assert all(r["reason"].startswith("merge: cannot be placed") for r in rows)
     assert any(r["external_id"] == victim.external_id and "cannot be located" in r["reason"] for r in rows)
     # transplanted candidates: listed with their drift, named in the card and the manifest, flagged in the triplets
-    transplanted = [c for c in Candidate.objects.filter(segment__project=built, status="accepted") if "transplanted" in c.flags]
+    transplanted = list(
+        Candidate.objects.filter(segment__project=built, status="accepted", placement__outcome="transplanted")
+    )
     listed = list(csv.DictReader(io.StringIO((out / "transplanted_candidates.csv").read_text(encoding="utf-8"))))
     assert len(listed) == len(transplanted) == manifest["transplanted_candidates"] > 0
     assert all(r["drift"] and r["span_start"] for r in listed)

@@ -149,13 +149,12 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     from django.test.utils import CaptureQueriesContext
 
     from exports.benchmark import selectors, services
-    from injection.models import Candidate
-    from injection.selectors import with_flag
+    from exports.models import CandidatePlacement
 
     services.build_benchmark(seeded)
-    transplanted = with_flag(Candidate.objects.all(), "transplanted").get()
-    transplanted.checks["transplanted"]["drift"] = "=HYPERLINK(\"http://x\") <b>"  # what a spreadsheet would run
-    transplanted.save(update_fields=["checks"])
+    transplanted = CandidatePlacement.objects.get(outcome="transplanted")
+    transplanted.drift = "=HYPERLINK(\"http://x\") <b>"  # what a spreadsheet would run
+    transplanted.save(update_fields=["drift"])
     monkeypatch.setattr(selectors, "LISTED_ON_PAGE", 1)
     page = reverse("benchmarks:project", kwargs={"project": "demo"})
 

@@ -183,7 +183,7 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
 
     stage = Stage("benchmark", "Benchmark", 5)
     page = benchmark_selectors.benchmark_summary(project, visible)
-    accepted = benchmark_selectors.pool_counts(project)  # the review counters, not a count of the pool
+    accepted = review_selectors.pool_counts(project)  # the review counters, not a count of the pool
     directions = [d.code for d in _directions(project, visible)]
     build = page["build"]
     stage.data = {
