@@ -22,7 +22,7 @@ from tests.conftest import REPO, need, stop_process_group
 from tests.injection.test_kill_resume import WorkerDatabase
 from tests.injection.test_rules import LANGUAGES, gold_pairs
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.shared_data]
+pytestmark = [pytest.mark.slow, pytest.mark.gpu, pytest.mark.redis, pytest.mark.shared_data]
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 PER_LANGUAGE = 4
