@@ -265,7 +265,7 @@ def test_push_needs_the_token_from_the_environment(built, tmp_path, hub, monkeyp
     with pytest.raises(services.ReleaseError, match="HF_TOKEN"):
         services.push_release(release, "lab/xq-meval")
     monkeypatch.setenv("HF_TOKEN", "wrong")
-    with pytest.raises(Exception):
+    with pytest.raises(services.HubPushError):
         services.push_release(release, "lab/xq-meval")
     release.refresh_from_db()
     assert release.push_status == "failed" and "wrong" not in release.error
