@@ -135,6 +135,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("subprocess")
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database, empty: one kept by ``--reuse-db`` may hold the rows of a run stopped midway (a
+    transactional test's, or a module's shared rows: ``tests/exports/conftest.py``, ``module_data``)."""
+    from django.core.management import call_command
+
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
+
+
 @pytest.fixture
 def languages(db):
     from core.services import ensure_direction
