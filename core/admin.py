@@ -50,7 +50,7 @@ class ProjectAdminForm(forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = "__all__"
+        fields = "__all__"  # noqa: DJ007  (the admin edits every field, as ModelAdmin does by default)
 
     def clean(self):
         data = super().clean()

@@ -8,10 +8,10 @@ code's version, so a deploy that changes how a plot looks does not serve the old
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
-from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Callable
@@ -21,7 +21,7 @@ from django.core.cache import cache
 SVG_CACHE_SECONDS = 7 * 24 * 3600
 
 
-@lru_cache(maxsize=None)
+@functools.cache
 def code_version(module_name: str) -> str:
     """A digest of the module that draws, the shared plotting helpers and matplotlib's version (once per
     process: code changes with a deploy, which starts new processes)."""

@@ -461,7 +461,7 @@ def main() -> None:
             print(f"\n== {n:,} candidates and {decided:,} annotator decisions (inserted in {review_s:.1f} s; progress figures "
                   f"equal the exact count, checked in {check_s:.1f} s; per-annotator statistics equal the Python computation)", flush=True)
             print_latencies(report[key]["latency"], report[sizes[0]], width=26)
-            for name, (secs, sql) in m["slowest_query"].items():
+            for name, (secs, _sql) in m["slowest_query"].items():
                 print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
         if args.explain:
             Path(args.explain).write_text("\n".join(explains), encoding="utf-8")

@@ -63,7 +63,7 @@ def score_direction_task(self, release_dir: str, metric: str, direction: str, ou
         if not is_transient(exc):  # a missing model offline, a bad option: a retry cannot help
             raise
         # broker/backend hiccups, a Hub that is down: try again later; the checkpoints keep what was scored
-        raise self.retry(exc=exc, countdown=retry_delay(self.request.retries))
+        raise self.retry(exc=exc, countdown=retry_delay(self.request.retries)) from exc
 
 
 def _score_direction(self, release_dir: str, metric: str, direction: str, out_dir: str | None, options: dict | None) -> dict:

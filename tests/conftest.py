@@ -8,7 +8,9 @@ and the run ends with one line saying how many and how to provide the data.
 """
 from __future__ import annotations
 
+import inspect
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,70 @@ def pytest_unconfigure(config):
             yellow=True,
             bold=True,
         )
+
+
+# Markers that follow from what a test uses, so `-m` selects the same tests whoever forgot a decorator:
+# a fixture (its whole closure: a fixture that needs redis_url needs Redis too) implies the marker.
+MARKER_BY_FIXTURE = {
+    "browser": {"browser", "new_page"},
+    "redis": {"redis_url"},
+    "shared_data": {"shared_data"},
+}
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:  # nested functions, lambdas, comprehensions
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def starts_processes(obj, seen: set[int] | None = None) -> bool:
+    """Whether a test function, fixture or test helper reaches ``subprocess``: through its own code, or
+    through the functions and classes of the test suite it names (a worker fixture, ``stop_process_group``,
+    a helper from another test module). Library code is not followed: a library that spawns processes is
+    the browser (marked ``browser``) and nothing else here."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    if isinstance(obj, type):
+        return any(starts_processes(member, seen) for member in vars(obj).values() if inspect.isfunction(member))
+    obj = inspect.unwrap(obj)
+    if not inspect.isfunction(obj):
+        return False
+    names = _code_names(obj.__code__)
+    if names & {"subprocess", "Popen"}:
+        return True
+    for name in names:
+        target = obj.__globals__.get(name)
+        if (inspect.isfunction(target) or isinstance(target, type)) and target.__module__.startswith("tests."):
+            if starts_processes(target, seen):
+                return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in MARKER_BY_FIXTURE.items():
+            if used & fixtures:
+                item.add_marker(marker)
+        fixturedefs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        code = [getattr(item, "function", None)] + [d.func for defs in fixturedefs.values() for d in defs]
+        if any(starts_processes(func) for func in code if func is not None):
+            item.add_marker("subprocess")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database, empty: one kept by ``--reuse-db`` may hold the rows of a run stopped midway (a
+    transactional test's, or a module's shared rows: ``tests/exports/conftest.py``, ``module_data``)."""
+    from django.core.management import call_command
+
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ def refresh_agreement(self, project_id: int) -> dict:
             raise
         refresh.record_retry(project_id, exc, self.request.retries + 1)
         countdown = get_exponential_backoff_interval(factor=2, retries=self.request.retries, maximum=120, full_jitter=True)
-        raise self.retry(exc=exc, countdown=countdown)
+        raise self.retry(exc=exc, countdown=countdown) from exc
     except Exception as exc:
         refresh.record_failure(project_id, exc)
         raise

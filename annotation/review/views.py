@@ -268,7 +268,7 @@ def annotators(request):
             return redirect("review:annotators")
     users = User.objects.select_related("profile").prefetch_related("profile__languages").order_by("username")
     rows = [{"user": u, "role": getattr(getattr(u, "profile", None), "role", ""),
-             "languages": " ".join(l.code for l in u.profile.languages.all()) if hasattr(u, "profile") else ""} for u in users]
+             "languages": " ".join(lang.code for lang in u.profile.languages.all()) if hasattr(u, "profile") else ""} for u in users]
     return render(request, "review/annotators.html", {"rows": rows, "invite_link": invite_link})
 
 

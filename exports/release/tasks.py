@@ -68,7 +68,7 @@ def push_release_task(self, release_id: int, repo_id: str, private: bool = True)
         if not exc.transient:
             raise  # bad request, refused by the Hub: recorded on the release; retrying cannot help
         # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
-        raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries))
+        raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries)) from exc
     except services.ReleaseError as exc:
         services.record_push_refusal(release=release, reason=str(exc))
         raise  # a request the worker cannot carry out: retrying cannot help

@@ -34,6 +34,7 @@ def run_bench(tmp_path: Path, shared: Path, command: str, *args: str) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.gpu
 def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_data):
     out = run_bench(tmp_path, shared_data, "run", "--limit", "2")
     figures = json.loads((out / "gpu_figures.json").read_text())
@@ -54,6 +55,7 @@ def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_da
 
 
 @pytest.mark.slow
+@pytest.mark.gpu
 def test_the_batch_size_sweep_runs_each_size_on_the_cpu(tmp_path, shared_data):
     out = run_bench(tmp_path, shared_data, "sweep", "--limit", "3", "--batch-sizes", "2,4", "--dtype", "float16",
                     "--option", "encode_once=true")

@@ -14,7 +14,7 @@ import pytest
 
 from scoring.tests.releases import corpus_lines, write_release
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gpu]
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 

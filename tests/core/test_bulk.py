@@ -60,7 +60,7 @@ def test_a_failing_bulk_insert_leaves_nothing_inside_the_callers_transaction():
     segment = GoldSegment.objects.create(project=project, direction=direction, external_id="1", source="s", reference="r")
     run = InjectionRun.objects.create(project=project, name="a")
     rows = make(run, segment, 10) + make(run, segment, 1)  # the last one repeats (run, segment, type, position)
-    with pytest.raises(IntegrityError):
+    with pytest.raises(IntegrityError):  # noqa: PT012  (the atomic block is under test: both writes roll back)
         with transaction.atomic():
             GoldSegment.objects.create(project=project, direction=direction, external_id="2", source="s", reference="r")
             bulk.insert_objects(Candidate, rows)

@@ -166,14 +166,16 @@ def test_network_error_does_not_lose_the_decision(project, languages, annotator_
     login(page, "anna_de", "anna-pass-123")
     next_review(page)
     first = int(page.url.split("/candidate/")[1].split("/")[0])
-    failures = {"n": 0}
+    # The network stays down until the test has read the waiting state: the page retries on a timer, so a
+    # fixed number of failures let the retried send succeed (and the page move on) before the checks ran.
+    network = {"up": False, "failures": 0}
 
     def flaky(route):
-        if failures["n"] < 2:
-            failures["n"] += 1
-            route.abort("connectionreset")
-        else:
+        if network["up"]:
             route.continue_()
+        else:
+            network["failures"] += 1
+            route.abort("connectionreset")
 
     page.route("**/api/review/decisions/", flaky)
     page.keyboard.press("a")
@@ -181,8 +183,12 @@ def test_network_error_does_not_lose_the_decision(project, languages, annotator_
     box = f"xqmeval.outbox.v2:{annotator_de.pk}:demo"
     pending = page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", box)
     assert pending and pending[0]["body"]["candidate"] == first
+    assert not ReviewDecision.objects.filter(candidate_id=first).exists()
     shot(page, "12-network-error")
-    page.wait_for_url(lambda url: f"/candidate/{first}/" not in url, timeout=20000)
+    network["up"] = True
+    # the retry delay doubles from 1 s, so the next try comes at most about as long after as the checks took
+    page.wait_for_url(lambda url: f"/candidate/{first}/" not in url, timeout=45000)
+    assert network["failures"] >= 1
     assert ReviewDecision.objects.filter(candidate_id=first, reviewer=annotator_de).count() == 1
     assert page.evaluate("(key) => localStorage.getItem(key)", box) is None
 

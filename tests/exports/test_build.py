@@ -19,9 +19,14 @@ from tests.exports.conftest import import_languages, locatable_anywhere, without
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
 
+@pytest.fixture(scope="module")
+def xq_imported(module_data, shared_data):
+    """The import is the same for every test here (each test's changes are rolled back after it)."""
+    return module_data(lambda: import_languages("xqm", shared_data, ["de", "zh"]))
+
+
 @pytest.fixture
-def xq(db, shared_data):
-    import_languages("xqm", shared_data, ["de", "zh"])
+def xq(db, xq_imported):
     return Project.objects.get(name="xqm")
 
 

@@ -27,14 +27,24 @@ CARDS = Path(__file__).parent / "dataset_cards"  # cards written by the code bef
 SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
 
 
-@pytest.fixture
-def built(db, shared_data):
+def import_and_build(shared_data) -> int:
     import_languages("xqm", shared_data, ["de", "zh"])
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
     build_benchmark(project)
-    return project
+    return project.pk
+
+
+@pytest.fixture(scope="module")
+def built_once(module_data, shared_data):
+    """Imported and built once for the module (each test's changes are rolled back after it)."""
+    return module_data(lambda: import_and_build(shared_data))
+
+
+@pytest.fixture
+def built(db, built_once):
+    return Project.objects.get(pk=built_once)
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -270,7 +280,7 @@ def test_push_needs_the_token_from_the_environment(built, tmp_path, hub, monkeyp
     with pytest.raises(services.ReleaseError, match="HF_TOKEN"):
         services.push_release(release, "lab/xq-meval")
     monkeypatch.setenv("HF_TOKEN", "wrong")
-    with pytest.raises(Exception):
+    with pytest.raises(services.HubPushError):
         services.push_release(release, "lab/xq-meval")
     release.refresh_from_db()
     assert release.push_status == "failed" and "wrong" not in release.error

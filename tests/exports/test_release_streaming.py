@@ -44,14 +44,24 @@ def whole_table(project: Project, direction: str) -> pd.DataFrame:
     return frame
 
 
-@pytest.fixture
-def built(db, shared_data):
+def import_and_build(shared_data) -> int:
     import_languages("xqm", shared_data, ["de", "zh"])
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
     services.build_benchmark(project)
-    return project
+    return project.pk
+
+
+@pytest.fixture(scope="module")
+def built_once(module_data, shared_data):
+    """Imported and built once for the module (each test's changes are rolled back after it)."""
+    return module_data(lambda: import_and_build(shared_data))
+
+
+@pytest.fixture
+def built(db, built_once):
+    return Project.objects.get(pk=built_once)
 
 
 @pytest.mark.shared_data

@@ -220,7 +220,7 @@ def test_perturbation_run_with_a_users_prompt_file(project, segments, stub, llm_
     assert set(Candidate.objects.filter(run=run, error_type="Synonym").values_list("prompt_version", flat=True)) == {"askqe-synonym-v2"}
     assert any("Drop words (drop two words.) from this German text." in c.prompt for c in stub.state.calls)
     assert "lab-omission-1" in run.parameters["prompt_files"]["perturbation-omission"]  # the text travels with the run
+    bad = tmp_path / "bad.toml"
+    bad.write_text('version = "x"\ninstruction = "y"\nuser = "{sentence}"\n', encoding="utf-8")
     with pytest.raises(services.RunRejected, match="unknown placeholder"):
-        bad = tmp_path / "bad.toml"
-        bad.write_text('version = "x"\ninstruction = "y"\nuser = "{sentence}"\n', encoding="utf-8")
         _run(project, stub, kind="perturbation", prompt_files=[f"perturbation-omission={bad}"], name="bad")

@@ -22,7 +22,7 @@ from tests.conftest import REPO, need, stop_process_group
 from tests.injection.test_kill_resume import WorkerDatabase
 from tests.injection.test_rules import LANGUAGES, gold_pairs
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.shared_data]
+pytestmark = [pytest.mark.slow, pytest.mark.gpu, pytest.mark.redis, pytest.mark.shared_data]
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 PER_LANGUAGE = 4
@@ -115,7 +115,7 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
             assert checks and flags, (error_type, text, checks)  # noise never reaches a reviewer unflagged
         assert languages_seen == set(LANGUAGES)
         assert len({row[11] for row in candidates}) > len(LANGUAGES)  # each item's own prompt reached the engine
-        for error, raw in db.rows("select error, raw_output from injection_injectionitem where status = 'failed'"):
+        for error, _raw in db.rows("select error, raw_output from injection_injectionitem where status = 'failed'"):
             assert error.startswith(("unusable answer: ", "answer cut off")), error
         # The worker loaded the model once and kept the engine for the second run.
         assert log_text.count("Starting to load model") == 1, log_text[-4000:]

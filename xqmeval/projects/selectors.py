@@ -319,7 +319,10 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     """Every stage of ``project`` as ``user`` may see it (annotators: their directions only)."""
     admin = access.is_admin(user)
     visible = benchmark_selectors.visible_directions(user, project)
-    want = (lambda key: only in (None, key))
+
+    def want(key: str) -> bool:
+        return only in (None, key)
+
     stages: list[Stage] = []
     candidates = 0
     if want("injection") or want("review"):  # from the review counters: a few rows, not a count of the candidates

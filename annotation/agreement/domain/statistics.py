@@ -36,12 +36,12 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import Callable, Hashable, Literal, Mapping, Optional, Sequence, TypeVar
+from typing import Callable, Hashable, Literal, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 Label = Hashable
-Weights = Optional[Literal["linear", "quadratic"]]
+Weights = Literal["linear", "quadratic"] | None
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 T = TypeVar("T")
 
