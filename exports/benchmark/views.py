@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
@@ -18,11 +18,8 @@ from exports.benchmark import plots, selectors, tasks
 
 def visible_project_and_directions(request, name: str) -> tuple[Project, set[str] | None]:
     """The project and the directions this user may see (None: all)."""
-    project = get_object_or_404(Project, name=name)
-    directions = selectors.visible_directions(request.user, project)
-    if directions is not None and not directions:
-        raise Http404("no such project among those you may see")
-    return project, directions
+    project = access.visible_project(request.user, name)
+    return project, selectors.visible_directions(request.user, project)
 
 
 ADMINS_ONLY = "only admins build and release benchmarks"
