@@ -13,7 +13,7 @@ from core import access
 from core.http import redirect_next
 from core.models import Project
 from core.svg_cache import cached_svg
-from exports.benchmark import plots, selectors, tasks
+from exports.benchmark import plots, selectors, services, tasks
 
 
 def visible_project_and_directions(request, name: str) -> tuple[Project, set[str] | None]:
@@ -37,8 +37,13 @@ def status(request, project: str):
 def build(request, project: str):
     access.require_admin(request.user, message=ADMINS_ONLY)
     project_obj = get_object_or_404(Project, name=project)
-    build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
-    messages.add_message(request, *tasks.build_outcome(build_obj))
+    try:
+        build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
+    except services.BuildRunning as running:  # a second submit shows the running build
+        messages.info(request, f"Build {running.build.pk} is already {running.build.status} "
+                               f"({running.build.done_segments} / {running.build.total_segments} gold pairs); it was not started again.")
+    else:
+        messages.add_message(request, *tasks.build_outcome(build_obj))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 

@@ -194,7 +194,7 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
         "excluded": benchmark_selectors.excluded_count(project, visible),
         "total": sum(row["total"] for row in page["table"]),
     }
-    stage.live = bool(build and build.status in ("pending", "running"))
+    stage.live = bool(build and build.status in ("pending", "running") and not build.interrupted)  # died: not running
     without = [code for code in directions if not accepted.get(code)]
     for code in without:
         stage.blockers.append(f"no accepted candidates in {code} yet")
