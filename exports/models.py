@@ -124,8 +124,9 @@ class BenchmarkBuild(Job):
 
     @property
     def interrupted(self) -> bool:
-        """Live by its status, but no process has renewed its lease in time: the process running it died."""
-        return self.status in self.LIVE and self.lease_expires_at is not None and self.lease_expires_at <= timezone.now()
+        """Live by its status, but no process has renewed its lease in time (or ever took one, as builds recorded
+        before leases): the process running it died."""
+        return self.status in self.LIVE and (self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
 
     @property
     def percent(self) -> int:
