@@ -244,6 +244,10 @@ CONTENT_SECURITY_POLICY = {
 # ---- Agreement (annotation/agreement/selectors.py) -------------------------------------------------
 # Review: how long a reviewer holds a candidate before it returns to the queue.
 REVIEW_LOCK_SECONDS = int(os.environ.get("REVIEW_LOCK_SECONDS", "900"))
+# A benchmark build renews its lease at its start and at each direction (one direction is one transaction):
+# a live build whose lease has passed is shown as interrupted and the next start resumes it, so this must
+# exceed the longest direction's merge.
+BUILD_LEASE_SECONDS = int(os.environ.get("BUILD_LEASE_SECONDS", "3600"))
 AGREEMENT_BOOTSTRAP_RESAMPLES = int(os.environ.get("AGREEMENT_BOOTSTRAP_RESAMPLES", "1000"))
 AGREEMENT_BOOTSTRAP_SEED = int(os.environ.get("AGREEMENT_BOOTSTRAP_SEED", "0"))
 AGREEMENT_CONFIDENCE = float(os.environ.get("AGREEMENT_CONFIDENCE", "0.95"))
