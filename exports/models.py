@@ -69,13 +69,25 @@ class Release(models.Model):
     pushed_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Renewed while the release is written (start, each direction); as for builds, a building release whose
+    # lease has passed lost its process: shown as interrupted, and the next start of it resumes it.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["project", "-created_at"]
-        constraints = [models.UniqueConstraint(fields=["project", "version"], name="release_unique_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="release_unique_version"),
+            # one release of a project written at a time (exports.release.services.begin_release)
+            models.UniqueConstraint(fields=["project"], condition=models.Q(status="building"), name="one_building_release_per_project"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.project.name}@{self.version}"
+
+    @property
+    def interrupted(self) -> bool:
+        """Being built by its status, but no process has renewed its lease in time: that process died."""
+        return self.status == self.Status.BUILDING and (self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
 
 
 class MergedSegment(models.Model):

@@ -317,7 +317,7 @@ def release_directions(release: Release, directions: set[str] | None = None) -> 
 def release_summary(release: Release, directions: set[str] | None = None) -> dict:
     return {
         "version": release.version,
-        "status": release.status,
+        "status": "interrupted" if release.interrupted else release.status,  # its process died: release again
         "content_hash": release.content_hash,
         "stage": release.stage,
         "progress": release.progress,

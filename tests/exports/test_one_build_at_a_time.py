@@ -1,4 +1,4 @@
-"""One build per project at a time, with real concurrent requests against a live server (issue 36: two
+"""One build (and one release) per project at a time, with real concurrent requests against a live server (issue 36: two
 simultaneous POSTs to the build page gave 500s, "database is locked", and builds stuck running forever).
 
 Run on PostgreSQL (DATABASE_URL) and on SQLite (DATABASE_URL unset, with TEST_DATABASE_NAME a file: an
@@ -15,7 +15,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from exports.models import BenchmarkBuild
+from exports.benchmark import services
+from exports.models import BenchmarkBuild, Release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,3 +81,58 @@ def test_simultaneous_starts_answer_without_error_and_leave_no_build_live(live_s
     assert [a.status_code for a in answers] == [302] * STARTS, [a.text[:300] for a in answers if a.status_code != 302]
     builds = list(BenchmarkBuild.objects.values_list("status", flat=True))
     assert builds and set(builds) == {"done"}, builds  # none failed, none stuck pending or running
+
+
+# ---- releases: one written per project at a time ---------------------------------------------------------
+
+def post_release_at_once(live_server, session: requests.Session, versions: list[str]) -> list[requests.Response]:
+    url = live_server.url + reverse("benchmarks:release", kwargs={"project": "demo"})
+    barrier, answers = threading.Barrier(len(versions)), [None] * len(versions)
+
+    def post(i: int) -> None:
+        barrier.wait()
+        answers[i] = session.post(url, data={"version": versions[i]}, headers={"X-CSRFToken": session.cookies["csrftoken"]},
+                                  allow_redirects=False, timeout=120)
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(len(versions))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+@pytest.fixture
+def built(seeded):
+    services.run_build(services.create_build(project=seeded))
+    return seeded
+
+
+def test_a_second_release_start_shows_the_one_being_written_and_starts_nothing(live_server, admin_user, built):
+    writing = Release.objects.create(project=built, version="1.0.0", status="building", stage="staging directions",
+                                     lease_expires_at=timezone.now() + timedelta(hours=1))
+    session = admin_session(live_server, admin_user)
+    answers = post_release_at_once(live_server, session, ["1.0.0", "1.1.0", "2.0.0"])
+    assert [a.status_code for a in answers] == [302] * 3, [a.text[:300] for a in answers if a.status_code != 302]
+    assert list(Release.objects.values_list("pk", "status")) == [(writing.pk, "building")]  # nothing started
+    page = session.get(live_server.url + answers[0].headers["Location"], timeout=60).text
+    assert "release 1.0.0 of demo is being written" in page and "it was not started again" in page
+
+
+def test_an_interrupted_release_is_shown_and_releasing_it_again_resumes_it(live_server, admin_user, built):
+    died = Release.objects.create(project=built, version="1.0.0", status="building", lease_expires_at=timezone.now() - timedelta(seconds=1))
+    session = admin_session(live_server, admin_user)
+    page = session.get(live_server.url + reverse("benchmarks:project", kwargs={"project": "demo"}), timeout=60).text
+    assert "interrupted: its process stopped" in page
+    answers = post_release_at_once(live_server, session, ["1.0.0"])
+    assert answers[0].status_code == 302
+    died.refresh_from_db()
+    assert died.status == "ready" and died.content_hash
+
+
+def test_simultaneous_release_starts_answer_without_error_and_leave_none_building(live_server, admin_user, built):
+    session = admin_session(live_server, admin_user)
+    answers = post_release_at_once(live_server, session, ["1.0.0", "1.1.0", "1.2.0"])
+    assert [a.status_code for a in answers] == [302] * 3, [a.text[:300] for a in answers if a.status_code != 302]
+    statuses = dict(Release.objects.values_list("version", "status"))
+    assert statuses and set(statuses.values()) == {"ready"}, statuses  # written, or refused while one was: none stuck
