@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from exports.benchmark import services
 from exports.models import BenchmarkBuild, Release
+from injection.models import InjectionRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -136,3 +137,30 @@ def test_simultaneous_release_starts_answer_without_error_and_leave_none_buildin
     assert [a.status_code for a in answers] == [302] * 3, [a.text[:300] for a in answers if a.status_code != 302]
     statuses = dict(Release.objects.values_list("version", "status"))
     assert statuses and set(statuses.values()) == {"ready"}, statuses  # written, or refused while one was: none stuck
+
+
+# ---- injection: one start of a submitted form ------------------------------------------------------------
+
+def test_the_injection_form_submitted_twice_at_once_starts_one_run_without_error(live_server, admin_user, seeded):
+    """Issue 36: the form submitted twice at once gave a 500 ("database is locked" on SQLite). Both requests
+    carry the form's submission key: the project's row lock (an IMMEDIATE transaction on SQLite) makes the
+    second wait and then find the run the first planned."""
+    session = admin_session(live_server, admin_user)
+    before = set(InjectionRun.objects.values_list("pk", flat=True))  # the fixture's own run
+    url = live_server.url + reverse("injection:runs")
+    form = {"project": seeded.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": 2, "seed": 42,
+            "temperature": 0.5, "submission": "one-form"}
+    barrier, answers = threading.Barrier(STARTS), [None] * STARTS
+
+    def post(i: int) -> None:
+        barrier.wait()
+        answers[i] = session.post(url, data=form, headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=120)
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(STARTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [a.status_code for a in answers] == [302] * STARTS, [(a.status_code, a.text[:300]) for a in answers if a.status_code != 302]
+    runs = list(InjectionRun.objects.exclude(pk__in=before).values_list("pk", flat=True))
+    assert len(runs) == 1 and {a.headers["Location"] for a in answers} == {reverse("injection:run", args=[runs[0]])}
