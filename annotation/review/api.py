@@ -2,7 +2,8 @@
 
 Thin over services/selectors; a refused request answers ``{"detail", "field"}`` with the service's
 status (400 invalid, 403 admins only or recorded for another user (``client_user``), 404 not yours or
-absent, 409 conflict: closed round, full candidate, key of another user).
+absent, 409 conflict: closed round, full candidate, key of another user; 422 a key used before for another
+request).
 """
 from __future__ import annotations
 
