@@ -214,7 +214,7 @@ def releases_stage(project: Project, pseudo_translations: int) -> Stage:
     stage = Stage("releases", "Releases", 6)
     releases = list(benchmark_selectors.releases_of(project))
     stage.data = {"releases": releases}
-    stage.live = any(r.status == "building" or r.push_status == "pushing" for r in releases)
+    stage.live = any((r.status == "building" and not r.interrupted) or r.push_status == "pushing" for r in releases)  # died: not live
     if stage.live:
         stage.state = "running"
     elif not pseudo_translations:
