@@ -125,6 +125,8 @@ def test_an_interrupted_release_is_shown_and_releasing_it_again_resumes_it(live_
     session = admin_session(live_server, admin_user)
     page = session.get(live_server.url + reverse("benchmarks:project", kwargs={"project": "demo"}), timeout=60).text
     assert "interrupted: its process stopped" in page
+    project_page = session.get(live_server.url + reverse("projects:detail", args=["demo"]), timeout=60).text
+    assert "interrupted</span> (its process stopped; release it again" in project_page
     answers = post_release_at_once(live_server, session, ["1.0.0"])
     assert answers[0].status_code == 302
     died.refresh_from_db()
