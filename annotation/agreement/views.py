@@ -87,7 +87,10 @@ def dashboard(request, project: str):
     report = shown.report
     own = None
     if access.is_annotator(request.user):  # her own agreement with the others, who stay anonymous
-        own = tables.display(sel.own_agreement(request.user, project_obj, scope.languages))
+        try:
+            own = tables.display(sel.own_agreement(request.user, project_obj, scope.languages))
+        except ValueError:  # bad bootstrap settings: the refresh records why, for admins; the page still answers
+            own = None
     sections = []
     for name in scope.tables if report is not None else ():
         if name in ("annotators", "likert_raters", "likert_items"):
