@@ -182,6 +182,8 @@ class UsedIdempotencyKey(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     object_id = models.PositiveBigIntegerField()
     response = models.JSONField(encoder=DjangoJSONEncoder, help_text="the row's fields as stored by this submission")
+    # sha256 of what the submission asked for (services.request_hash); empty for keys stored before it existed
+    request_hash = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -2,13 +2,19 @@
 
 Admins (role admin, staff or superuser) see everything. Annotators see only items whose target language
 is one of their assigned languages, and change only their own work. Viewers read aggregate pages only.
+
+Two language sets, one rule: ``allowed_languages`` decides which projects, directions and aggregates
+(counts, agreement by language, scores) a user reads; ``item_languages`` decides whose items (candidate and
+rating texts, review queues) a user reads or works on: a viewer's is empty. Anything a user may not see
+answers exactly as a missing thing does (``not_found``: HTTP 404, one message), so no answer tells
+whether it exists.
 """
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 
 from core.models import Language, Profile, Project
 
@@ -46,6 +52,23 @@ def allowed_languages(user) -> QuerySet[Language]:
     return profile.languages.all()
 
 
+def item_languages(user) -> QuerySet[Language]:
+    """Target languages whose items (candidate and rating texts, queues) this user may read or work on: all
+    for admins, theirs for annotators, none for viewers and strangers (viewers read aggregates only)."""
+    if is_admin(user) or is_annotator(user):
+        return allowed_languages(user)
+    return Language.objects.none()
+
+
+NOT_FOUND = "Not found."
+
+
+def not_found() -> Http404:
+    """What every view raises for a thing that is missing or that the caller may not see: one status, one
+    message, so the answer never tells which."""
+    return Http404(NOT_FOUND)
+
+
 def may_see_language(user, language_code: str) -> bool:
     if is_admin(user):
         return True
@@ -59,11 +82,24 @@ def require_admin(user, *, message: str = "admins only", error: type[Exception] 
         raise error(message)
 
 
-def visible_project(user, name: str) -> Project:
-    """The project named ``name`` if ``user`` may see it (admins: every project; others: projects with a
-    direction into one of their languages); HTTP 404 otherwise, so a stranger cannot tell it exists."""
+def visible_projects(user, *, items: bool = False) -> QuerySet[Project]:
+    """Projects ``user`` may see (admins: every project; others: projects with a direction into one of their
+    languages); with ``items``, only those whose items they may read or work on (none for viewers)."""
     if is_admin(user):
-        projects = Project.objects.all()
-    else:
-        projects = Project.objects.filter(directions__target__in=allowed_languages(user)).distinct()
-    return get_object_or_404(projects, name=name)
+        return Project.objects.all()
+    languages = item_languages(user) if items else allowed_languages(user)
+    return Project.objects.filter(directions__target__in=languages).distinct()
+
+
+def visible_project(user, name, *, items: bool = False) -> Project:
+    """The project named ``name`` if ``user`` may see it (its items too, with ``items``); ``not_found``
+    otherwise, so a stranger cannot tell it exists."""
+    try:
+        return visible_projects(user, items=items).select_related("source_language").get(name=str(name))
+    except Project.DoesNotExist:
+        raise not_found() from None
+
+
+def work_project(user, name) -> Project:
+    """A project whose items ``user`` reviews or rates (review screens, queues, progress): viewers get 404."""
+    return visible_project(user, name, items=True)

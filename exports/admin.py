@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
+from exports.benchmark import services as benchmark_services
 from exports.benchmark import tasks as benchmark_tasks
 from core.models import Project
 from exports.models import (
@@ -98,7 +99,10 @@ class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.action(description="Build these projects' benchmarks again (changed gold pairs)")
     def build_again(self, request, queryset):
         for project in {b.project for b in queryset.select_related("project")}:
-            level, text = benchmark_tasks.build_outcome(benchmark_tasks.start_build(project=project, user=request.user))
+            try:
+                level, text = benchmark_tasks.build_outcome(benchmark_tasks.start_build(project=project, user=request.user))
+            except benchmark_services.BuildRunning as running:  # one build per project at a time
+                level, text = messages.INFO, str(running)
             self.message_user(request, f"{project.name}: {text}", level)
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
-from core.models import Direction, GoldSegment, Job, Project
+from core.models import Direction, GoldSegment, Job, JobStatus, Project
 from injection.models import Candidate
 
 
@@ -68,13 +69,25 @@ class Release(models.Model):
     pushed_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Renewed while the release is written (start, each direction); as for builds, a building release whose
+    # lease has passed lost its process: shown as interrupted, and the next start of it resumes it.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["project", "-created_at"]
-        constraints = [models.UniqueConstraint(fields=["project", "version"], name="release_unique_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="release_unique_version"),
+            # one release of a project written at a time (exports.release.services.begin_release)
+            models.UniqueConstraint(fields=["project"], condition=models.Q(status="building"), name="one_building_release_per_project"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.project.name}@{self.version}"
+
+    @property
+    def interrupted(self) -> bool:
+        """Being built by its status, but no process has renewed its lease in time: that process died."""
+        return self.status == self.Status.BUILDING and (self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
 
 
 class MergedSegment(models.Model):
@@ -134,12 +147,27 @@ class BenchmarkBuild(Job):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Renewed while the build works (start, each direction); a live build whose lease has passed lost its
+    # process (a killed worker or server) and is shown as interrupted; starting a build resumes it.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    LIVE = (JobStatus.PENDING, JobStatus.RUNNING)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # one build per project at a time, on every database (exports.benchmark.services.create_build)
+            models.UniqueConstraint(fields=["project"], condition=models.Q(status__in=["pending", "running"]), name="one_live_build_per_project"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.project.name} build {self.pk} ({self.status})"
+
+    @property
+    def interrupted(self) -> bool:
+        """Live by its status, but no process has renewed its lease in time (or ever took one, as builds recorded
+        before leases): the process running it died."""
+        return self.status in self.LIVE and (self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
 
     @property
     def percent(self) -> int:

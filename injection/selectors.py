@@ -18,11 +18,12 @@ from injection.models import Candidate, InjectionItem, InjectionRun
 
 
 def visible_candidates(user) -> QuerySet[Candidate]:
-    """Candidates of the target languages this user may see (all for admins)."""
+    """Candidates whose texts this user may read: all for admins, their languages' for annotators, none for
+    viewers (``access.item_languages``, the rule review uses too)."""
     qs = Candidate.objects.select_related("segment__direction__target", "run")
     if access.is_admin(user):
         return qs
-    return qs.filter(segment__direction__target__in=access.allowed_languages(user))
+    return qs.filter(segment__direction__target__in=access.item_languages(user))
 
 
 def filter_candidates(qs: QuerySet[Candidate], *, flag: str = "", direction: str = "", error_type: str = "", run: int | None = None, clean: bool = False):

@@ -100,8 +100,10 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'xqmeval.sqlite3'}")
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Concurrent readers while a worker writes; the timeout rides out short write locks.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 30})
+    # Concurrent readers while a worker writes; the timeout rides out short write locks. IMMEDIATE: a
+    # transaction takes the write lock when it begins, so two writers queue instead of one failing with
+    # "database is locked" when a read lock cannot be upgraded (issue 36: two builds started at once).
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 30, "transaction_mode": "IMMEDIATE"})
 # Parallel test runs on one PostgreSQL server need distinct test database names.
 if os.environ.get("TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["TEST_DATABASE_NAME"]}
@@ -242,6 +244,10 @@ CONTENT_SECURITY_POLICY = {
 # ---- Agreement (annotation/agreement/selectors.py) -------------------------------------------------
 # Review: how long a reviewer holds a candidate before it returns to the queue.
 REVIEW_LOCK_SECONDS = int(os.environ.get("REVIEW_LOCK_SECONDS", "900"))
+# A benchmark build renews its lease at its start and at each direction (one direction is one transaction):
+# a live build whose lease has passed is shown as interrupted and the next start resumes it, so this must
+# exceed the longest direction's merge.
+BUILD_LEASE_SECONDS = int(os.environ.get("BUILD_LEASE_SECONDS", "3600"))
 AGREEMENT_BOOTSTRAP_RESAMPLES = int(os.environ.get("AGREEMENT_BOOTSTRAP_RESAMPLES", "1000"))
 AGREEMENT_BOOTSTRAP_SEED = int(os.environ.get("AGREEMENT_BOOTSTRAP_SEED", "0"))
 AGREEMENT_CONFIDENCE = float(os.environ.get("AGREEMENT_CONFIDENCE", "0.95"))

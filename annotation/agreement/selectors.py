@@ -31,6 +31,7 @@ from annotation.agreement.domain.report import (  # noqa: F401  (the names the v
     PRIVATE_TABLES,
     PUBLIC_TABLES,
     TABLE_TITLES,
+    own_agreement_table,
     TABLES,
     DecisionRow,
     RatingRow,
@@ -63,6 +64,24 @@ def _decision_rows(project: Project, languages: frozenset[str] | None) -> list[D
         "candidate__gold_answer", "reviewer_id", "reviewer__username", "round__number", "decision", "source", "time_spent_ms",
     ).order_by("candidate_id", "id")
     return [DecisionRow(c, lang, et, gold, ga or "", rid, rname or "", rnum or 1, d, src, t) for c, lang, et, gold, ga, rid, rname, rnum, d, src, t in values]
+
+
+def own_agreement(user, project: Project, languages: frozenset[str] | None) -> list[dict]:
+    """The user's agreement with each other reviewer of the units she decided (her languages of the project),
+    the others anonymised (``report.own_agreement_table``). Reads her decisions' candidates only: bounded by
+    her own work, so the page computes it on the spot."""
+    mine = ReviewDecision.objects.filter(
+        candidate__segment__project=project, reviewer=user, source=ReviewDecision.Source.ANNOTATOR, candidate__is_gold=False,
+    )
+    if languages is not None:
+        mine = mine.filter(candidate__segment__direction__target__code__in=languages)
+    values = (
+        ReviewDecision.objects.filter(candidate__in=mine.values("candidate_id"), source=ReviewDecision.Source.ANNOTATOR, reviewer__isnull=False)
+        .values_list("candidate_id", "candidate__segment__direction__target__code", "reviewer_id", "round__number", "decision")
+        .order_by("candidate_id", "id")
+    )
+    rows = [DecisionRow(c, lang, "", False, "", rid, "", rnum or 1, d, ReviewDecision.Source.ANNOTATOR, None) for c, lang, rid, rnum, d in values]
+    return own_agreement_table(rows, user.pk, bootstrap_options())
 
 
 def _rating_rows(project: Project, languages: frozenset[str] | None) -> list[RatingRow]:

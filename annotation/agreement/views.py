@@ -1,8 +1,10 @@
 """Agreement dashboard, downloads and plots: thin views over ``annotation.agreement.selectors`` and
 ``annotation.review.gold``.
 
-Admins see every table; annotators see aggregates over their own languages of the project (no table that
-names reviewers); anyone else gets 404 for the project or 403 for a page.
+Admins see every table; annotators and viewers see accept/reject aggregates over their own languages of the
+project (no table that names reviewers, no Likert figure: ratings stay blind), and an annotator her own
+agreement with the others, anonymised. Anyone else gets 404 for the project, as for a missing one; an
+admin-only page or table answers 403 before the project is looked up, whatever the project.
 
 The pages (dashboard, annotator quality, plots) never compute the report: they show what the cache holds
 (current, or the last one marked as of its time) and ask ``annotation.agreement.tasks.page_missed`` for a refresh on a miss.
@@ -11,9 +13,8 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotation.agreement import refresh, tasks
@@ -38,17 +39,18 @@ PLOTS = {
         ),
         False,
     ),
-    "rwg": (lambda r: plots.rwg_distribution(r["likert_items"], sel.DIMENSIONS), False),
-    "score-vs-agreement": (lambda r: plots.agreement_vs_score(r["likert_dimensions"]), False),
+    # Likert plots are admins' too: ratings stay blind (report.PUBLIC_TABLES says why)
+    "rwg": (lambda r: plots.rwg_distribution(r["likert_items"], sel.DIMENSIONS), True),
+    "score-vs-agreement": (lambda r: plots.agreement_vs_score(r["likert_dimensions"]), True),
     "annotators": (lambda r: plots.annotator_quality(r["annotators"]), True),
 }
 
 
 def _project_and_scope(request, name: str) -> tuple[Project, sel.Scope]:
-    project = get_object_or_404(Project, name=name)
+    project = access.visible_project(request.user, name)
     scope = sel.scope_for(request.user, project)
     if scope is None:
-        raise Http404("no such project among those you may see")
+        raise access.not_found()
     return project, scope
 
 
@@ -83,6 +85,12 @@ def dashboard(request, project: str):
     project_obj, scope = _project_and_scope(request, project)
     shown = _shown_report(project_obj, scope)
     report = shown.report
+    own = None
+    if access.is_annotator(request.user):  # her own agreement with the others, who stay anonymous
+        try:
+            own = tables.display(sel.own_agreement(request.user, project_obj, scope.languages))
+        except ValueError:  # bad bootstrap settings: the refresh records why, for admins; the page still answers
+            own = None
     sections = []
     for name in scope.tables if report is not None else ():
         if name in ("annotators", "likert_raters", "likert_items"):
@@ -93,7 +101,8 @@ def dashboard(request, project: str):
         "project": project_obj, "scope": scope, "sections": sections, "is_admin": scope.private,
         "tables": [(name, sel.TABLE_TITLES[name]) for name in scope.tables],
         "plots": [name for name, (_, private) in PLOTS.items() if scope.private or not private],
-        "likert_items": len(report["likert_items"]) if report is not None else None, "bootstrap": sel.bootstrap_options(),
+        "likert_items": len(report["likert_items"]) if report is not None and scope.private else None,
+        "own_headers": own[0] if own else None, "own_cells": own[1] if own else None, "bootstrap": sel.bootstrap_options(),
         "languages": sorted(scope.languages) if scope.languages is not None else None,
         **_refresh_context(project_obj, shown, scope),
     })
@@ -111,9 +120,8 @@ def _form_number(request, name: str, kind: type, default: str = ""):
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request, project: str):
+    access.require_admin(request.user, message="annotator quality is for admins")  # before the lookup: any project alike
     project_obj, scope = _project_and_scope(request, project)
-    if not access.is_admin(request.user):
-        raise PermissionDenied("annotator quality is for admins")
     if request.method == "POST":
         try:
             rate = _form_number(request, "rate", float)
@@ -144,15 +152,16 @@ def annotators(request, project: str):
 
 @login_required
 def download(request, project: str, table: str, fmt: str):
+    # Admin-only tables are refused before the lookup, so the answer is the same for every project.
+    if table == "gold":
+        access.require_admin(request.user, message="gold scores are for admins")
+    elif table in sel.PRIVATE_TABLES:
+        access.require_admin(request.user, message="this table names reviewers or holds blind ratings and is for admins")
     project_obj, scope = _project_and_scope(request, project)
     if fmt not in FORMATS:
         raise Http404(f"format must be one of {', '.join(FORMATS)}")
     if table == "gold":
-        if not scope.private:
-            raise PermissionDenied("gold scores are for admins")
         rows = gold.gold_overview(project_obj)
-    elif table in sel.PRIVATE_TABLES and not scope.private:
-        raise PermissionDenied("this table names reviewers and is for admins")
     elif table not in sel.TABLES:
         raise Http404(f"no table {table!r}")
     else:
@@ -168,12 +177,12 @@ def download(request, project: str, table: str, fmt: str):
 
 @login_required
 def plot(request, project: str, plot: str):
+    if PLOTS.get(plot, (None, False))[1]:  # before the lookup, as for the tables
+        access.require_admin(request.user, message="this plot names reviewers or shows blind ratings and is for admins")
     project_obj, scope = _project_and_scope(request, project)
     if plot not in PLOTS:
         raise Http404(f"no plot {plot!r}")
-    draw, private = PLOTS[plot]
-    if private and not scope.private:
-        raise PermissionDenied("this plot names reviewers and is for admins")
+    draw, _private = PLOTS[plot]
     report = _shown_report(project_obj, scope).report
     body = cached_svg(f"agreement-{plot}", draw, report) if report is not None else empty_plot("being computed: reload the page in a moment")
     response = HttpResponse(body, content_type="image/svg+xml")

@@ -2,7 +2,8 @@
 
 Thin over services/selectors; a refused request answers ``{"detail", "field"}`` with the service's
 status (400 invalid, 403 admins only or recorded for another user (``client_user``), 404 not yours or
-absent, 409 conflict: closed round, full candidate, key of another user).
+absent, 409 conflict: closed round, full candidate, key of another user; 422 a key used before for another
+request).
 """
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ class NextCandidateView(APIView):
 
     @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
     def post(self, request, project):
-        project = access.visible_project(request.user, project)
+        project = access.work_project(request.user, project)
         got = services.next_candidate(request.user, project, language=request.query_params.get("lang"))
         if got is None:
             return Response({"candidate": None, "round": None, "resumed": False})
@@ -173,7 +174,7 @@ class NextCandidateView(APIView):
 class ProgressView(APIView):
     @extend_schema(parameters=[LANG], responses=ProgressSerializer(many=True))
     def get(self, request, project):
-        project = access.visible_project(request.user, project)
+        project = access.work_project(request.user, project)
         codes = selectors.language_codes(request.user, request.query_params.get("lang"))
         return Response([selectors.progress(request.user, project, rnd, codes) for rnd in selectors.open_rounds(project)])
 
@@ -232,7 +233,7 @@ class SkipsView(APIView):
 class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
-        project = access.visible_project(request.user, project)
+        project = access.work_project(request.user, project)
         item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
         return Response({"item": RatingItemSerializer(item).data if item else None})
 

@@ -16,7 +16,7 @@ from annotation.review import domain as rules
 from annotation.review import changes, tally
 from core import access
 from core.domain.units import split_units
-from core.models import Language, Project
+from core.models import Project
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -25,9 +25,7 @@ ANNOTATOR = ReviewDecision.Source.ANNOTATOR
 def work_languages(user):
     """Languages whose items this user may review or rate: admins all, annotators theirs, viewers none
     (viewers read aggregate pages only)."""
-    if access.is_admin(user) or access.is_annotator(user):
-        return access.allowed_languages(user)
-    return Language.objects.none()
+    return access.item_languages(user)
 
 
 def language_codes(user, language: str | None = None) -> list[str]:

@@ -8,6 +8,8 @@ the transaction first takes SQLite's database write lock, which serialises the s
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -65,6 +67,12 @@ class Forbidden(ReviewError):
 
 class Conflict(ReviewError):
     status = 409
+
+
+class KeyMismatch(ReviewError):
+    # A key reused for another request: Stripe and the IETF idempotency-key draft answer 422, never the first
+    # request's answer (which would silently drop the second request).
+    status = 422
 
 
 def audit(actor, action: str, obj, old=None, new=None) -> AuditEvent:
@@ -158,17 +166,33 @@ def _restore(model, snapshot: dict):
     return model(**fields)
 
 
-def _remember_key(kind: str, key: str, user, obj) -> None:
-    UsedIdempotencyKey.objects.create(kind=kind, key=key, user=user, object_id=obj.pk, response=_snapshot(obj))
+def request_hash(request: dict) -> str:
+    """The fingerprint a key is bound to: what the submission asks for (its target, its values, its comment and
+    round), not when or how long it took, so a client's retry of the same submission matches."""
+    return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
 
 
-def _replay_key(kind: str, model, user, key: str):
-    """What this key did the first time, or None for a key never used. Another user's key is a conflict.
-    (Keys stored before this table existed were copied into it by migration 0004.)"""
+def _remember_key(kind: str, key: str, user, obj, fingerprint: str) -> None:
+    UsedIdempotencyKey.objects.create(
+        kind=kind, key=key, user=user, object_id=obj.pk, response=_snapshot(obj), request_hash=fingerprint,
+    )
+
+
+def _replay_key(kind: str, model, user, key: str, fingerprint: str):
+    """What this key did the first time, or None for a key never used. Another user's key is a conflict; the
+    same user's key with another request is refused (422), so the second request is never silently dropped.
+    (Keys stored before this table existed were copied into it by migration 0004; keys stored before the
+    request hash have none and replay as before.)"""
     used = UsedIdempotencyKey.objects.filter(kind=kind, key=key).first()
     if used is not None:
         if used.user_id != user.id:
             raise Conflict("idempotency key already used by another submission", "idempotency_key")
+        if used.request_hash and used.request_hash != fingerprint:
+            raise KeyMismatch(
+                f"idempotency key {key!r} was already used for a different {kind}; nothing was stored. "
+                "Send a new key with each new submission.",
+                "idempotency_key",
+            )
         return _restore(model, used.response)
     return None
 
@@ -314,10 +338,14 @@ def submit_decision(
         raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
     time_spent_ms = _clean_time(time_spent_ms)
     comment = _clean_comment(comment)
+    fingerprint = request_hash({
+        "candidate": id_param(candidate_id), "decision": decision,
+        "reason": reason, "comment": comment, "round": None if round_id in (None, "") else id_param(round_id),
+    })
     try:
         with transaction.atomic():
             _serialize_writers()
-            replay = _replay(user, key)
+            replay = _replay(user, key, fingerprint)
             if replay:
                 return replay, False
             candidate = visible_candidate(user, candidate_id, lock=True)
@@ -344,7 +372,7 @@ def submit_decision(
                 )
                 audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
                 created = True
-            _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result)
+            _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
                 refresh_status(candidate, actor=user, first_round=rnd)
@@ -352,14 +380,14 @@ def submit_decision(
             return result, created
     except IntegrityError:
         # A concurrent twin of this very submission won the race: answer with what it stored.
-        replay = _replay(user, key)
+        replay = _replay(user, key, fingerprint)
         if replay:
             return replay, False
         raise Conflict("this candidate was decided concurrently; reload") from None
 
 
-def _replay(user, key: str) -> ReviewDecision | None:
-    return _replay_key(UsedIdempotencyKey.Kind.DECISION, ReviewDecision, user, key)
+def _replay(user, key: str, fingerprint: str) -> ReviewDecision | None:
+    return _replay_key(UsedIdempotencyKey.Kind.DECISION, ReviewDecision, user, key, fingerprint)
 
 
 def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
@@ -553,10 +581,11 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
         raise Invalid(f"rate every dimension from 1 to 5; missing: {', '.join(missing)}", missing[0])
     values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
     time_spent_ms = _clean_time(time_spent_ms)
+    fingerprint = request_hash({"item": id_param(item_id), **values})
     try:
         with transaction.atomic():
             _serialize_writers()
-            replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key)
+            replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
             if replay is not None:
                 return replay, False
             item = visible_rating_item(user, item_id)
@@ -569,7 +598,7 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
                     setattr(own, n, v)
                 own.idempotency_key = key
                 own.save()
-                _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own)
+                _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
                 audit(user, "rating.change", own, old, values)
                 annotations_written.send(sender=__name__, project_id=item.project_id)
                 return own, False
@@ -577,12 +606,12 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
             if LikertRating.objects.filter(item=item).count() >= limit:
                 raise Conflict(f"this item already has its {limit} ratings; take the next one")
             rating = LikertRating.objects.create(item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values)
-            _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating)
+            _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
             audit(user, "rating.create", rating, None, values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
             return rating, True
     except IntegrityError:
-        replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key)
+        replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
         if replay is not None:
             return replay, False
         raise Conflict("this item was rated concurrently; reload") from None

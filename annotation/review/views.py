@@ -62,7 +62,7 @@ def index(request):
 
 @login_required
 def next_item(request, project):
-    project = access.visible_project(request.user, project)
+    project = access.work_project(request.user, project)
     lang = _lang_param(request)
     got = services.next_candidate(request.user, project, language=lang)
     if got is None:
@@ -75,7 +75,7 @@ def next_item(request, project):
 @login_required
 @require_http_methods(["GET", "POST"])
 def candidate(request, project, pk):
-    project = access.visible_project(request.user, project)
+    project = access.work_project(request.user, project)
     try:
         cand = services.visible_candidate(request.user, pk)
         if cand.segment.project_id != project.pk:
@@ -136,7 +136,7 @@ def my_decisions(request):
 
 @login_required
 def next_rating(request, project):
-    project = access.visible_project(request.user, project)
+    project = access.work_project(request.user, project)
     lang = _lang_param(request)
     item = services.next_rating_item(request.user, project, language=lang)
     if item is None:
@@ -185,7 +185,7 @@ def rate(request, pk):
 @require_http_methods(["GET", "POST"])
 def manage(request, project):
     access.require_admin(request.user)
-    project = access.visible_project(request.user, project)
+    project = access.work_project(request.user, project)
     if request.method == "POST":
         try:
             if request.POST.get("action") == "open_round":
@@ -225,7 +225,7 @@ def manage(request, project):
 @require_http_methods(["GET", "POST"])
 def adjudication(request, project):
     access.require_admin(request.user)
-    project = access.visible_project(request.user, project)
+    project = access.work_project(request.user, project)
     if request.method == "POST":
         try:
             services.adjudicate(request.user, request.POST.get("candidate"), request.POST.get("decision", ""),

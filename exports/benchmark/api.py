@@ -1,14 +1,12 @@
 """Read-only API of the benchmark: counts table and releases of a project (directions filtered by access)."""
 from __future__ import annotations
 
-from django.http import Http404
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.models import Project
+from core import access
 from exports.benchmark import selectors
 
 
@@ -27,10 +25,8 @@ class ProjectBenchmark(APIView):
         ),
     )
     def get(self, request, project: str):
-        project_obj = get_object_or_404(Project, name=project)
+        project_obj = access.visible_project(request.user, project)
         directions = selectors.visible_directions(request.user, project_obj)
-        if directions is not None and not directions:
-            raise Http404("no such project among those you may see")
         page = selectors.benchmark_summary(project_obj, directions)
         return Response(
             {

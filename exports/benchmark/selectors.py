@@ -275,7 +275,7 @@ def release_directions(release: Release, directions: set[str] | None = None) -> 
 def release_summary(release: Release, directions: set[str] | None = None) -> dict:
     return {
         "version": release.version,
-        "status": release.status,
+        "status": "interrupted" if release.interrupted else release.status,  # its process died: release again
         "content_hash": release.content_hash,
         "stage": release.stage,
         "progress": release.progress,
@@ -307,7 +307,7 @@ def build_summary(build: BenchmarkBuild | None, directions: set[str] | None = No
         return None
     return {
         "id": build.pk,
-        "status": build.status,
+        "status": "interrupted" if build.interrupted else build.status,  # its process died: Build resumes it
         "percent": build.percent,
         "done_segments": build.done_segments,
         "total_segments": build.total_segments,

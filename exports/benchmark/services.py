@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from django.db import connection, transaction
-from django.db.models import Count
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.review import selectors as review_selectors
@@ -300,9 +302,10 @@ def begin_build(build: BenchmarkBuild) -> list[str]:
             for code, n in sorted(pairs.items())
         }
         row.status, row.error, row.finished_at = BenchmarkBuild.Status.RUNNING, "", None
+        row.lease_expires_at = _lease_end()
         row.total_segments = sum(pairs.values())
         _sum_directions(row)
-        row.save(update_fields=["directions", "status", "error", "finished_at", "total_segments", *_SUMMED])
+        row.save(update_fields=["directions", "status", "error", "finished_at", "lease_expires_at", "total_segments", *_SUMMED])
     _copy(row, build)
     return [code for code, entry in build.directions.items() if entry["status"] != "done"]
 
@@ -359,8 +362,8 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
             row.status, row.error = BenchmarkBuild.Status.FAILED, row.error or f"directions not merged: {', '.join(missing)}"
         else:
             row.status, row.error, row.counts = BenchmarkBuild.Status.DONE, "", counts  # a retried direction succeeded
-        row.finished_at = timezone.now()
-        row.save(update_fields=["status", "error", "counts", "finished_at"])
+        row.finished_at, row.lease_expires_at = timezone.now(), None
+        row.save(update_fields=["status", "error", "counts", "finished_at", "lease_expires_at"])
     _copy(row, build)
     return build
 
@@ -382,10 +385,11 @@ def _record_direction(build: BenchmarkBuild, direction_code: str, entry: dict, f
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
         row.directions = with_entry(row.directions, direction_code, entry)
+        row.lease_expires_at = _lease_end()  # a direction started or ended: the build's process is alive
         if failure:
             row.status, row.error, row.finished_at = BenchmarkBuild.Status.FAILED, failure, timezone.now()
         _sum_directions(row)
-        row.save(update_fields=["directions", "status", "error", "finished_at", *_SUMMED])
+        row.save(update_fields=["directions", "status", "error", "finished_at", "lease_expires_at", *_SUMMED])
     _copy(row, build)
 
 
@@ -401,9 +405,42 @@ def _copy(row: BenchmarkBuild, build: BenchmarkBuild) -> None:
             setattr(build, attr, getattr(row, attr))
 
 
+class BuildRunning(Exception):
+    """A build of the project is already pending or running: it is not started twice."""
+
+    def __init__(self, build: BenchmarkBuild):
+        super().__init__(f"build {build.pk} of {build.project.name} is already {build.status}; it was not started again")
+        self.build = build
+
+
+def _lease_end():
+    return timezone.now() + timedelta(seconds=int(getattr(settings, "BUILD_LEASE_SECONDS", 3600)))
+
+
 def create_build(*, project: Project, user=None) -> BenchmarkBuild:
-    """Record a build to run (``exports.benchmark.tasks.start_build`` hands it to the worker)."""
-    return BenchmarkBuild.objects.create(project=project, created_by=user if getattr(user, "pk", None) else None)
+    """Record a build to run (``exports.benchmark.tasks.start_build`` hands it to the worker), one per project
+    at a time: a live build raises ``BuildRunning``; an interrupted one (its process died: lease passed) is
+    returned to be run again, which resumes it with the directions not done. The project's row lock (on
+    SQLite, the write lock an IMMEDIATE transaction takes) serialises concurrent starts, and the unique
+    constraint ``one_live_build_per_project`` holds even without it."""
+    try:
+        with transaction.atomic():
+            Project.objects.select_for_update().filter(pk=project.pk).exists()
+            live = BenchmarkBuild.objects.select_related("project").filter(project=project, status__in=BenchmarkBuild.LIVE).first()
+            if live is not None:
+                if not live.interrupted:
+                    raise BuildRunning(live)
+                live.lease_expires_at = _lease_end()  # taken over by this start: it resumes where it stopped
+                live.save(update_fields=["lease_expires_at"])
+                return live
+            return BenchmarkBuild.objects.create(
+                project=project, created_by=user if getattr(user, "pk", None) else None, lease_expires_at=_lease_end(),
+            )
+    except IntegrityError:  # a concurrent start won (the constraint, where the lock did not serialise)
+        live = BenchmarkBuild.objects.select_related("project").filter(project=project, status__in=BenchmarkBuild.LIVE).first()
+        if live is None:
+            raise
+        raise BuildRunning(live) from None
 
 
 def format_counts(counts: dict) -> list[str]:

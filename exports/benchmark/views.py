@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
@@ -13,16 +13,13 @@ from core import access
 from core.http import redirect_next
 from core.models import Project
 from core.svg_cache import cached_svg
-from exports.benchmark import plots, selectors, tasks
+from exports.benchmark import plots, selectors, services, tasks
 
 
 def visible_project_and_directions(request, name: str) -> tuple[Project, set[str] | None]:
     """The project and the directions this user may see (None: all)."""
-    project = get_object_or_404(Project, name=name)
-    directions = selectors.visible_directions(request.user, project)
-    if directions is not None and not directions:
-        raise Http404("no such project among those you may see")
-    return project, directions
+    project = access.visible_project(request.user, name)
+    return project, selectors.visible_directions(request.user, project)
 
 
 ADMINS_ONLY = "only admins build and release benchmarks"
@@ -40,8 +37,13 @@ def status(request, project: str):
 def build(request, project: str):
     access.require_admin(request.user, message=ADMINS_ONLY)
     project_obj = get_object_or_404(Project, name=project)
-    build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
-    messages.add_message(request, *tasks.build_outcome(build_obj))
+    try:
+        build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
+    except services.BuildRunning as running:  # a second submit shows the running build
+        messages.info(request, f"Build {running.build.pk} is already {running.build.status} "
+                               f"({running.build.done_segments} / {running.build.total_segments} gold pairs); it was not started again.")
+    else:
+        messages.add_message(request, *tasks.build_outcome(build_obj))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
 
 

@@ -3,16 +3,14 @@ under /scores/ (``exports.urls``); visible directions as on the scores page."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
 from exports.metaeval.statistics import STATISTICS
 from exports.metaeval import selectors, tasks
-from exports.models import Release
 from exports.scores.selectors import scores_digest
-from exports.scores.views import visible_directions
+from exports.scores.views import visible_release
 
 
 POLL_SECONDS = 5
@@ -21,10 +19,7 @@ POLL_SECONDS = 5
 @login_required
 def metaeval_page(request, release_id: int):
     """Meta-evaluation of one metric (``?metric=NAME&variant=b``) against the predetermined human scores."""
-    release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
-    visible = visible_directions(request.user, release)
-    if visible is not None and not visible:
-        raise PermissionDenied("no direction of this release is in your languages")
+    release, visible = visible_release(request.user, release_id)
     metric, variant = request.GET.get("metric", ""), request.GET.get("variant", "b")
     if variant not in TAU_STATISTICS:
         variant = "b"

@@ -15,10 +15,11 @@ import json
 import re
 import shutil
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
@@ -233,9 +234,7 @@ def begin_release(
         staging.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ReleaseError(f"{out_dir}: cannot create the staging directory {staging} ({exc.strerror})") from None
-    release, _ = Release.objects.get_or_create(project=project, version=version, defaults={"created_by": user if getattr(user, "pk", None) else None})
-    if release.status == Release.Status.READY:
-        raise ReleaseError(f"version {version} is released; write it again with create_release")
+    release = _take_release(project, version, user)
     directions = selectors.triplet_directions(project)
     if not directions:
         reason = f"project {project.name} has no pseudo translations: run build_benchmark first"
@@ -301,7 +300,7 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
         raise ReleaseError(f"{release}: {reason}")
 
     def step(stage: str, pct: int) -> None:
-        _release_progress(release, stage=stage, progress=pct)
+        _release_progress(release, stage=stage, progress=pct, lease_expires_at=_release_lease_end())
         if progress:
             progress(stage, pct)
 
@@ -345,11 +344,62 @@ def _record_direction(release: Release, direction: str, entry: dict, *, total: i
         row.directions = with_entry(row.directions, direction, entry)
         done = sum(1 for e in row.directions.values() if e.get("status") == "done")
         row.progress, row.stage = int(60 * done / max(total, 1)), f"directions staged: {done}/{total}"
+        row.lease_expires_at = _release_lease_end()  # a direction started or ended: the process is alive
         if failure:
             row.status, row.error = Release.Status.FAILED, failure
-        row.save(update_fields=["directions", "progress", "stage", "status", "error"])
+        row.save(update_fields=["directions", "progress", "stage", "status", "error", "lease_expires_at"])
     for attr in ("directions", "progress", "stage", "status", "error"):
         setattr(release, attr, getattr(row, attr))
+
+
+class ReleaseRunning(ReleaseError):
+    """A release of the project is being written by a live process: it is not started twice."""
+
+    def __init__(self, release: Release):
+        super().__init__(f"release {release.version} of {release.project.name} is being written ({release.stage or 'starting'}, "
+                         f"{release.progress}%); it was not started again")
+        self.release = release
+
+
+def _release_lease_end():
+    return timezone.now() + timedelta(seconds=int(getattr(settings, "BUILD_LEASE_SECONDS", 3600)))
+
+
+def check_no_release_running(project: Project) -> None:
+    """Raise ``ReleaseRunning`` while a release of ``project`` is being written by a live process (the start
+    page says so before handing a second one to the worker)."""
+    live = Release.objects.select_related("project").filter(project=project, status=Release.Status.BUILDING).first()
+    if live is not None and not live.interrupted:
+        raise ReleaseRunning(live)
+
+
+def _take_release(project: Project, version: str, user) -> Release:
+    """The release row of ``version``, recorded as being written by this process (its lease taken), one per
+    project at a time: a live one (this version or another) raises ``ReleaseRunning``; an interrupted other
+    version is closed as failed, an interrupted same version resumed. The project's row lock serialises
+    concurrent starts; the constraint ``one_building_release_per_project`` holds without it."""
+    try:
+        with transaction.atomic():
+            Project.objects.select_for_update().filter(pk=project.pk).exists()
+            live = Release.objects.select_related("project").filter(project=project, status=Release.Status.BUILDING).first()
+            if live is not None and not live.interrupted:
+                raise ReleaseRunning(live)
+            if live is not None and live.version != version:
+                live.status, live.error = Release.Status.FAILED, "interrupted: its process stopped before it was written"
+                live.save(update_fields=["status", "error"])
+            release, _ = Release.objects.get_or_create(
+                project=project, version=version, defaults={"created_by": user if getattr(user, "pk", None) else None},
+            )
+            if release.status == Release.Status.READY:
+                raise ReleaseError(f"version {version} is released; write it again with create_release")
+            release.status, release.lease_expires_at = Release.Status.BUILDING, _release_lease_end()
+            release.save(update_fields=["status", "lease_expires_at"])
+            return release
+    except IntegrityError:  # a concurrent start won (the constraint, where the lock did not serialise)
+        live = Release.objects.select_related("project").filter(project=project, status=Release.Status.BUILDING).first()
+        if live is None:
+            raise
+        raise ReleaseRunning(live) from None
 
 
 def _release_progress(release: Release, **fields) -> None:

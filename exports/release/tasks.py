@@ -78,6 +78,7 @@ def push_release_task(self, release_id: int, repo_id: str, private: bool = True)
 def start_release(*, project: Project, version: str, formats=(), push_repo: str = "", private: bool = True, user=None) -> None:
     """Validate a release request from the UI and hand it to the worker; the Release row shows progress."""
     services.check_release_request(project=project, version=version, push_repo=push_repo, formats=formats)
+    services.check_no_release_running(project)  # a second start shows the running one
     user_id = user.pk if getattr(user, "pk", None) else None
     transaction.on_commit(lambda: create_release_task.delay(project.pk, version, list(formats), push_repo, private, user_id))
 

@@ -7,11 +7,11 @@ from argparse import ArgumentTypeError
 from celery import current_app
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from core import access
 from core.access import allowed_languages, is_admin, require_admin
 from core.domain.params import positive_number
 from core.http import redirect_next
@@ -30,6 +30,18 @@ def visible_directions(user, release: Release) -> list[str] | None:
     return [d.code for d in release.project.directions.all() if d.target.code in langs]
 
 
+def visible_release(user, release_id) -> tuple[Release, list[str] | None]:
+    """The release and the directions of it this user may see (None: all); a release with none of theirs
+    answers as a missing one does (``access.not_found``)."""
+    release = Release.objects.select_related("project").filter(pk=release_id).first()
+    if release is None:
+        raise access.not_found()
+    visible = visible_directions(user, release)
+    if visible is not None and not visible:
+        raise access.not_found()
+    return release, visible
+
+
 @login_required
 def index(request):
     releases = Release.objects.select_related("project").filter(status=Release.Status.READY)
@@ -39,10 +51,7 @@ def index(request):
     return render(request, "scores/index.html", {"releases": releases})
 
 
-def _context(request, release: Release) -> dict:
-    visible = visible_directions(request.user, release)
-    if visible is not None and not visible:
-        raise PermissionDenied("no direction of this release is in your languages")
+def _context(request, release: Release, visible: list[str] | None) -> dict:
     admin = is_admin(request.user)
     jobs = selectors.job_states(release=release, app=current_app) if admin else []
     if admin and tasks.request_collect(release=release, states=jobs) and current_app.conf.task_always_eager:
@@ -60,8 +69,8 @@ def _context(request, release: Release) -> dict:
 
 @login_required
 def release_scores(request, release_id: int):
-    release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
-    return render(request, "scores/release.html", _context(request, release))
+    release, visible = visible_release(request.user, release_id)
+    return render(request, "scores/release.html", _context(request, release, visible))
 
 
 @login_required
@@ -108,10 +117,7 @@ def start(request, release_id: int):
 @login_required
 def trend_plot(request, release_id: int):
     """One metric's mean score by level and direction (``?metric=NAME``), limited to visible directions."""
-    release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
-    visible = visible_directions(request.user, release)
-    if visible is not None and not visible:
-        raise PermissionDenied("no direction of this release is in your languages")
+    release, visible = visible_release(request.user, release_id)
     metric = request.GET.get("metric", "")
     table = next((t for t in selectors.score_table(release, visible) if t["metric"] == metric), None)
     if table is None:

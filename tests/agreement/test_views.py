@@ -91,12 +91,10 @@ def test_annotator_sees_only_their_languages_aggregates(client, world):
     assert "ben_de" not in html
     data = json.loads(client.get(url("download", project="demo", table="languages", fmt="json")).content)
     assert [r["language"] for r in data["rows"]] == ["de"]
-    likert = json.loads(client.get(url("download", project="demo", table="likert_items", fmt="json")).content)
-    assert {r["language"] for r in likert["rows"]} == {"de"}
     for table in ("reviewer_pairs", "annotators", "likert_raters", "gold"):
         assert client.get(url("download", project="demo", table=table, fmt="csv")).status_code == 403
     assert client.get(url("plot", project="demo", plot="annotators")).status_code == 403
-    assert client.get(url("plot", project="demo", plot="rwg")).status_code == 200
+    assert client.get(url("plot", project="demo", plot="by-language")).status_code == 200
     assert client.get(url("annotators", project="demo")).status_code == 403
     assert client.post(url("annotators", project="demo"), {"rate": "0.1"}).status_code == 403
     assert not Candidate.objects.filter(is_gold=True).exists()
@@ -110,8 +108,50 @@ def test_outsiders_and_anonymous(client, world):
     login(client, create_user("fr_only", "fr-pass-123", languages=["fr"]))
     assert "demo" not in client.get(url("index")).content.decode()
     for name, kw in [("dashboard", {"project": "demo"}), ("annotators", {"project": "demo"}),
-                     ("download", {"project": "demo", "table": "languages", "fmt": "json"}), ("plot", {"project": "demo", "plot": "rwg"})]:
-        assert client.get(url(name, **kw)).status_code == 404, name
+                     ("download", {"project": "demo", "table": "languages", "fmt": "json"}), ("plot", {"project": "demo", "plot": "by-language"})]:
+        expected = 403 if name == "annotators" else 404  # an admin-only page refuses before the lookup, any project alike
+        assert client.get(url(name, **kw)).status_code == expected, name
+
+
+# ---- blind ratings: no Likert figure for anyone but admins -------------------------------------------------
+
+LIKERT_TABLES = ("likert_dimensions", "likert_composite", "likert_items", "likert_raters")
+
+
+@pytest.mark.parametrize("who", ["anna_de", "viewer"])
+def test_likert_ratings_stay_blind_for_annotators_and_viewers(client, world, who):
+    """Issue 36: anna, who has not rated an item, read every rater's scores for it in likert_items.csv (with two
+    raters she works out the other's from her own). Now no Likert table, plot or section reaches a non-admin."""
+    user = world.users[who] if who != "viewer" else create_user("vera_de", "vera-pass-123", role="viewer", languages=["de"])
+    login(client, user)
+    for table in LIKERT_TABLES:
+        for fmt in ("csv", "json"):
+            assert client.get(url("download", project="demo", table=table, fmt=fmt)).status_code == 403, (table, fmt)
+    for plot in ("rwg", "score-vs-agreement"):
+        assert client.get(url("plot", project="demo", plot=plot)).status_code == 403, plot
+    html = client.get(url("dashboard", project="demo")).content.decode()
+    assert "Likert ratings stay blind" in html and "likert_items" not in html and "rwg" not in html
+    assert client.get(url("download", project="demo", table="languages", fmt="csv")).status_code == 200  # aggregates stay
+
+
+def test_annotator_sees_her_own_agreement_anonymised(client, world):
+    """Issue 37: annotators saw kappa per named reviewer pair. anna and ben share 16 German units (12 in round 1,
+    4 in round 2); by hand from the fixture: they agree on 9 + 3 = 12 (0.750); anna accepts 12 of 16, ben 10 of
+    16, so chance agreement is (12*10 + 4*6) / 256 = 0.5625 and Cohen's kappa (0.75 - 0.5625) / 0.4375 = 3/7."""
+    login(client, world.users["anna_de"])
+    html = client.get(url("dashboard", project="demo")).content.decode()
+    assert "Your agreement with the other reviewers" in html
+    rows = sel.own_agreement(world.users["anna_de"], world.project, frozenset({"de"}))
+    assert [(r["language"], r["other_reviewer"], r["units"]) for r in rows] == [("de", "reviewer 1", 16)]
+    assert rows[0]["percent_agreement"] == pytest.approx(0.75, abs=1e-12)
+    assert rows[0]["cohen_kappa"] == pytest.approx(3 / 7, abs=1e-12)
+    assert "reviewer 1" in html and "0.750" in html and "0.429" in html
+    assert "ben_de" not in html  # the other reviewer is never named
+    # the admin still sees the pairs with their names
+    login(client, world.users["admin"])
+    admin_html = client.get(url("dashboard", project="demo")).content.decode()
+    assert "Agreement per reviewer pair" in admin_html and "ben_de" in admin_html
+    assert "Your agreement with the other reviewers" not in admin_html
 
 
 def test_unknown_table_format_plot(client, world):

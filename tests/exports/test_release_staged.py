@@ -5,11 +5,13 @@ who may see the direction."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from core.models import Project
 from exports.benchmark.services import build_benchmark
@@ -146,6 +148,10 @@ def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_re
     for code in again.todo:
         services.run_release_direction(again, code)
     (services.staging_dir(out) / "en-zh" / "test.parquet").write_bytes(b"not parquet")
+    # run again once this writer has stopped (its lease passed): while it is live, a second start is refused
+    with pytest.raises(services.ReleaseRunning):
+        services.begin_release(built, "1.0.0", out_dir=out)
+    Release.objects.filter(pk=again.release_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert services.begin_release(built, "1.0.0", out_dir=out).todo == ("en-zh",)
 
 

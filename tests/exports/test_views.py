@@ -239,7 +239,7 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
 
 @pytest.mark.django_db(transaction=True)  # the request commits, so its on_commit work runs inside it, as on the site
 def test_the_admin_build_action_says_what_happened_without_a_broker(client, admin_user, seeded):
-    first = BenchmarkBuild.objects.create(project=seeded)
+    first = BenchmarkBuild.objects.create(project=seeded, status="done")  # a finished build: built again anew
     client.force_login(admin_user)
     response = client.post(reverse("admin:exports_benchmarkbuild_changelist"), {"action": "build_again", "_selected_action": [first.pk]}, follow=True)
     build = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()

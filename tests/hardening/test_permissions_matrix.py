@@ -1,10 +1,11 @@
 """Who may see and change what, for every URL the site serves (the Django admin apart: see the last test).
 
-One row per endpoint and method. Each row is requested as four users: anonymous, an annotator of another
-language (zh), the right annotator (de) and an admin, over a project whose only direction is en-de. The
-expectation is a status class per user; every refused request must also leave the database as it was and
-enqueue no task, and no non-admin response may carry text it must not show (the de project's texts for
-the zh annotator and strangers, another de reviewer's work for the de annotator).
+One row per endpoint and method. Each row is requested as five users: anonymous, an annotator of another
+language (zh), the right annotator (de), a viewer of de and an admin, over a project whose only direction is
+en-de. The expectation is a status class per user; every refused request must also leave the database as it
+was and enqueue no task, and no non-admin response may carry text it must not show (the de project's texts
+for the zh annotator and strangers, its candidate and rating texts for the viewer, who reads aggregates
+only, another de reviewer's work for the de annotator).
 
 A URL name the resolver serves and no row classifies fails ``test_every_url_has_a_permission_row``: add a
 row here when you add an endpoint.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -24,6 +26,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
+from annotation.agreement.domain.report import TABLES
 from annotation.models import RatingItem
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
@@ -38,9 +41,11 @@ pytestmark = pytest.mark.django_db
 
 # Text only the de annotator and admins may read, and text only its author (ben) and admins may read.
 DE_ONLY = ("Geheimprojekt", "Geheimwort", "Bewertungsgeheimnis")
+# What the de viewer may not read of it: the items' texts (the project's title is an aggregate page's heading).
+ITEM_TEXTS = DE_ONLY[1:]
 BENS_OWN = ("ben-private-note",)
 
-# Expectations per user, in the order other-language annotator, right annotator, admin:
+# Expectations per user, in the order other-language annotator, right annotator, viewer of de, admin:
 # O: allowed (2xx, or a redirect that is not to the login page); D: refused (403 or 404).
 # Anonymous users get, by the row's kind: "page" a redirect to the login page, "api" 401/403,
 # "public" the same as everyone (pages that hold no data: health, login, the invitation link).
@@ -52,7 +57,7 @@ class Row:
     name: str  # the URL name, with its namespace
     method: str  # get, post (form), json (POST of a JSON body)
     url: Callable  # world -> path
-    expect: str  # other, own, admin: O or D each
+    expect: str  # other, own, viewer, admin: O or D each
     kind: str = PAGE
     body: Callable | None = None  # world -> form data or JSON body
     writes: bool = False  # an allowed request with this body writes rows or enqueues a task (so refusals are meaningful)
@@ -80,105 +85,109 @@ CAND = lambda w: w.candidates[0].pk  # noqa: E731
 ITEM = lambda w: w.item.pk  # noqa: E731
 RUN = lambda w: w.run.pk  # noqa: E731
 REL = lambda w: w.release.pk  # noqa: E731
+# The agreement tables a project's annotators and viewers may download: accept/reject aggregates. Written out
+# here, not read from the code, so moving a table into the code's public list fails this test.
+AGGREGATE_TABLES = ("languages", "error_types", "rounds")
 SCORES = {"informativeness": 4, "clarity": 4, "plausibility": 3, "faithfulness": 5}
 
 ROWS = [
     # ---- site ----
-    Row("home", "get", _u("home"), "OOO"),
-    Row("healthz", "get", _u("healthz"), "OOO", kind=PUBLIC),
-    Row("login", "get", _u("login"), "OOO", kind=PUBLIC),
-    Row("logout", "post", _u("logout"), "OOO", kind=PUBLIC),
-    Row("api-schema", "get", _u("api-schema"), "OOO", kind=API),
-    Row("api-docs", "get", _u("api-docs"), "OOO", kind=API),
+    Row("home", "get", _u("home"), "OOOO"),
+    Row("healthz", "get", _u("healthz"), "OOOO", kind=PUBLIC),
+    Row("login", "get", _u("login"), "OOOO", kind=PUBLIC),
+    Row("logout", "post", _u("logout"), "OOOO", kind=PUBLIC),
+    Row("api-schema", "get", _u("api-schema"), "OOOO", kind=API),
+    Row("api-docs", "get", _u("api-docs"), "OOOO", kind=API),
     # ---- projects ----
-    Row("projects:index", "get", _u("projects:index"), "OOO", note="a redirect to the project list (home)"),
-    Row("projects:new", "get", _u("projects:new"), "DDO"),
-    Row("projects:new", "post", _u("projects:new"), "DDO", writes=True, body=lambda w: {
+    Row("projects:index", "get", _u("projects:index"), "OOOO", note="a redirect to the project list (home)"),
+    Row("projects:new", "get", _u("projects:new"), "DDDO"),
+    Row("projects:new", "post", _u("projects:new"), "DDDO", writes=True, body=lambda w: {
         "title": "Neu", "name": "neu", "source_language": "en", "directions": "en-de", "reviewers_per_candidate": 2, "max_errors": 5}),
-    Row("projects:detail", "get", _u("projects:detail", P), "DOO"),
-    Row("projects:stage", "get", _u("projects:stage", P, "review"), "DOO"),
-    Row("projects:metaeval_headline", "get", _u("projects:metaeval_headline", P), "DOO"),
-    Row("projects:corpus", "get", _u("projects:corpus", P), "DDO"),
-    Row("projects:corpus", "post", _u("projects:corpus", P), "DDO", writes=True, body=lambda w: {
+    Row("projects:detail", "get", _u("projects:detail", P), "DOOO"),
+    Row("projects:stage", "get", _u("projects:stage", P, "review"), "DOOO"),
+    Row("projects:metaeval_headline", "get", _u("projects:metaeval_headline", P), "DOOO"),
+    Row("projects:corpus", "get", _u("projects:corpus", P), "DDDO"),
+    Row("projects:corpus", "post", _u("projects:corpus", P), "DDDO", writes=True, body=lambda w: {
         "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference",
         "file": SimpleUploadedFile("gold.tsv", "id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n".encode())}),
-    Row("projects:xqmeval", "post", _u("projects:xqmeval", P), "DDO", note="no files: the admin sees the form's errors"),
+    Row("projects:xqmeval", "post", _u("projects:xqmeval", P), "DDDO", note="no files: the admin sees the form's errors"),
     # ---- review screens ----
-    Row("review:index", "get", _u("review:index"), "OOO"),
-    Row("review:mine", "get", _u("review:mine"), "OOO"),
-    Row("review:annotators", "get", _u("review:annotators"), "DDO"),
-    Row("review:annotators", "post", _u("review:annotators"), "DDO", writes=True,
+    Row("review:index", "get", _u("review:index"), "OOOO"),
+    Row("review:mine", "get", _u("review:mine"), "OOOO"),
+    Row("review:annotators", "get", _u("review:annotators"), "DDDO"),
+    Row("review:annotators", "post", _u("review:annotators"), "DDDO", writes=True,
         body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),  # an annotator giving themselves a language
-    Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOO", kind=PUBLIC),
-    Row("review:next", "get", _u("review:next", P), "DOO"),
-    Row("review:candidate", "get", _u("review:candidate", P, CAND), "DOO"),
-    Row("review:candidate", "post", _u("review:candidate", P, CAND), "DOO", writes=True,
+    Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOOO", kind=PUBLIC),
+    Row("review:next", "get", _u("review:next", P), "DODO"),
+    Row("review:candidate", "get", _u("review:candidate", P, CAND), "DODO"),
+    Row("review:candidate", "post", _u("review:candidate", P, CAND), "DODO", writes=True,
         body=lambda w: {"action": "accept", "idempotency_key": "form-decision"}),
-    Row("review:rate_next", "get", _u("review:rate_next", P), "DOO"),
-    Row("review:rate", "get", _u("review:rate", ITEM), "DOO"),
-    Row("review:rate", "post", _u("review:rate", ITEM), "DOO", writes=True, body=lambda w: {**SCORES, "idempotency_key": "form-rating"}),
-    Row("review:manage", "get", _u("review:manage", P), "DDO"),
-    Row("review:manage", "post", _u("review:manage", P), "DDO", writes=True, body=lambda w: {"action": "pool_rule", "pool_rule": "adjudicated"}),
-    Row("review:adjudication", "get", _u("review:adjudication", P), "DDO"),
-    Row("review:adjudication", "post", _u("review:adjudication", P), "DDO", writes=True,
+    Row("review:rate_next", "get", _u("review:rate_next", P), "DODO"),
+    Row("review:rate", "get", _u("review:rate", ITEM), "DODO"),
+    Row("review:rate", "post", _u("review:rate", ITEM), "DODO", writes=True, body=lambda w: {**SCORES, "idempotency_key": "form-rating"}),
+    Row("review:manage", "get", _u("review:manage", P), "DDDO"),
+    Row("review:manage", "post", _u("review:manage", P), "DDDO", writes=True, body=lambda w: {"action": "pool_rule", "pool_rule": "adjudicated"}),
+    Row("review:adjudication", "get", _u("review:adjudication", P), "DDDO"),
+    Row("review:adjudication", "post", _u("review:adjudication", P), "DDDO", writes=True,
         body=lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"}),
     # ---- review API ----
-    Row("review_api:next", "json", _u("review_api:next", P), "DOO", kind=API, body=lambda w: {}, writes=True),
-    Row("review_api:progress", "get", _u("review_api:progress", P), "DOO", kind=API),
-    Row("review_api:rating_next", "json", _u("review_api:rating_next", P), "DOO", kind=API, body=lambda w: {}),
-    Row("review_api:candidate", "get", _u("review_api:candidate", CAND), "DOO", kind=API),
-    Row("review_api:decisions", "get", _u("review_api:decisions"), "OOO", kind=API),
-    Row("review_api:decisions", "json", _u("review_api:decisions"), "DOO", kind=API, writes=True,
+    Row("review_api:next", "json", _u("review_api:next", P), "DODO", kind=API, body=lambda w: {}, writes=True),
+    Row("review_api:progress", "get", _u("review_api:progress", P), "DODO", kind=API),
+    Row("review_api:rating_next", "json", _u("review_api:rating_next", P), "DODO", kind=API, body=lambda w: {}),
+    Row("review_api:candidate", "get", _u("review_api:candidate", CAND), "DODO", kind=API),
+    Row("review_api:decisions", "get", _u("review_api:decisions"), "OOOO", kind=API),
+    Row("review_api:decisions", "json", _u("review_api:decisions"), "DODO", kind=API, writes=True,
         body=lambda w: {"candidate": w.candidates[1].pk, "decision": "reject", "reason": "wrong_type", "idempotency_key": "api-decision"}),
-    Row("review_api:skips", "json", _u("review_api:skips"), "DOO", kind=API, writes=True,
+    Row("review_api:skips", "json", _u("review_api:skips"), "DODO", kind=API, writes=True,
         body=lambda w: {"candidate": w.candidates[1].pk, "reason": "unsure"}),
-    Row("review_api:rating_item", "get", _u("review_api:rating_item", ITEM), "DOO", kind=API),
-    Row("review_api:ratings", "get", _u("review_api:ratings"), "OOO", kind=API),
-    Row("review_api:ratings", "json", _u("review_api:ratings"), "DOO", kind=API, writes=True,
+    Row("review_api:rating_item", "get", _u("review_api:rating_item", ITEM), "DODO", kind=API),
+    Row("review_api:ratings", "get", _u("review_api:ratings"), "OOOO", kind=API),
+    Row("review_api:ratings", "json", _u("review_api:ratings"), "DODO", kind=API, writes=True,
         body=lambda w: {"item": w.item.pk, "idempotency_key": "api-rating", **SCORES}),
-    Row("review_api:adjudications", "json", _u("review_api:adjudications"), "DDO", kind=API, writes=True,
+    Row("review_api:adjudications", "json", _u("review_api:adjudications"), "DDDO", kind=API, writes=True,
         body=lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"}),
     # ---- agreement ----
-    Row("agreement:index", "get", _u("agreement:index"), "OOO"),
-    Row("agreement:dashboard", "get", _u("agreement:dashboard", P), "DOO"),
-    Row("agreement:annotators", "get", _u("agreement:annotators", P), "DDO"),
-    Row("agreement:annotators", "post", _u("agreement:annotators", P), "DDO", writes=True, body=lambda w: {"rate": "0.5", "seed": "1"}),
-    Row("agreement:download", "get", _u("agreement:download", P, "languages", "csv"), "DOO"),
-    Row("agreement:download", "get", _u("agreement:download", P, "annotators", "json"), "DDO", note="names reviewers"),
-    Row("agreement:download", "get", _u("agreement:download", P, "gold", "csv"), "DDO", note="gold scores"),
-    Row("agreement:plot", "get", _u("agreement:plot", P, "by-language"), "DOO"),
-    Row("agreement:plot", "get", _u("agreement:plot", P, "annotators"), "DDO", note="names reviewers"),
+    Row("agreement:index", "get", _u("agreement:index"), "OOOO"),
+    Row("agreement:dashboard", "get", _u("agreement:dashboard", P), "DOOO"),
+    Row("agreement:annotators", "get", _u("agreement:annotators", P), "DDDO"),
+    Row("agreement:annotators", "post", _u("agreement:annotators", P), "DDDO", writes=True, body=lambda w: {"rate": "0.5", "seed": "1"}),
+    # every table in both formats and every plot: accept/reject aggregates for the project's annotators and
+    # viewers; tables naming reviewers, Likert figures (ratings stay blind) and gold scores for admins only
+    *[Row("agreement:download", "get", _u("agreement:download", P, table, fmt), "DOOO" if table in AGGREGATE_TABLES else "DDDO")
+      for table in (*TABLES, "gold") for fmt in ("csv", "json")],
+    *[Row("agreement:plot", "get", _u("agreement:plot", P, plot), "DOOO" if plot in ("by-language", "by-error-type") else "DDDO")
+      for plot in ("by-language", "by-error-type", "rwg", "score-vs-agreement", "annotators")],
     # ---- injection ----
-    Row("injection:runs", "get", _u("injection:runs"), "DDO"),
-    Row("injection:runs", "post", _u("injection:runs"), "DDO", writes=True, body=lambda w: {
+    Row("injection:runs", "get", _u("injection:runs"), "DDDO"),
+    Row("injection:runs", "post", _u("injection:runs"), "DDDO", writes=True, body=lambda w: {
         "project": w.project.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": 8, "seed": 42, "temperature": 0.5}),
-    Row("injection:run", "get", _u("injection:run", RUN), "DDO"),
-    Row("injection:run_progress", "get", _u("injection:run_progress", RUN), "DDO"),
-    Row("injection:run_cancel", "post", _u("injection:run_cancel", RUN), "DDO", writes=True, body=lambda w: {}),
-    Row("injection:run_retry", "post", _u("injection:run_retry", RUN), "DDO", writes=True, body=lambda w: {"resume": "1"}),
-    Row("injection:candidates", "get", _u("injection:candidates"), "OOO"),
-    Row("injection:candidates", "get", _u("injection:candidates", query="?direction=en-de"), "OOO", note="a filter is no way in"),
+    Row("injection:run", "get", _u("injection:run", RUN), "DDDO"),
+    Row("injection:run_progress", "get", _u("injection:run_progress", RUN), "DDDO"),
+    Row("injection:run_cancel", "post", _u("injection:run_cancel", RUN), "DDDO", writes=True, body=lambda w: {}),
+    Row("injection:run_retry", "post", _u("injection:run_retry", RUN), "DDDO", writes=True, body=lambda w: {"resume": "1"}),
+    Row("injection:candidates", "get", _u("injection:candidates"), "OOOO"),
+    Row("injection:candidates", "get", _u("injection:candidates", query="?direction=en-de"), "OOOO", note="a filter is no way in"),
     # ---- benchmarks and releases ----
-    Row("benchmarks:index", "get", _u("benchmarks:index"), "OOO"),
-    Row("benchmarks:project", "get", _u("benchmarks:project", P), "DOO"),
-    Row("benchmarks:status", "get", _u("benchmarks:status", P), "DOO"),
-    Row("benchmarks:counts_plot", "get", _u("benchmarks:counts_plot", P), "DOO"),
-    Row("benchmarks:candidates_csv", "get", lambda w: reverse("benchmarks:candidates_csv", kwargs={"project": w.project.name, "table": "excluded"}), "DOO"),
-    Row("benchmarks:build", "post", _u("benchmarks:build", P), "DDO", writes=True, body=lambda w: {}),
-    Row("benchmarks:release", "post", _u("benchmarks:release", P), "DDO", writes=True, body=lambda w: {"version": "2.0.0", "formats": ["jsonl"]}),
-    Row("benchmarks:push", "post", lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]), "DDO", writes=True,
+    Row("benchmarks:index", "get", _u("benchmarks:index"), "OOOO"),
+    Row("benchmarks:project", "get", _u("benchmarks:project", P), "DOOO"),
+    Row("benchmarks:status", "get", _u("benchmarks:status", P), "DOOO"),
+    Row("benchmarks:counts_plot", "get", _u("benchmarks:counts_plot", P), "DOOO"),
+    Row("benchmarks:candidates_csv", "get", lambda w: reverse("benchmarks:candidates_csv", kwargs={"project": w.project.name, "table": "excluded"}), "DOOO"),
+    Row("benchmarks:build", "post", _u("benchmarks:build", P), "DDDO", writes=True, body=lambda w: {}),
+    Row("benchmarks:release", "post", _u("benchmarks:release", P), "DDDO", writes=True, body=lambda w: {"version": "2.0.0", "formats": ["jsonl"]}),
+    Row("benchmarks:push", "post", lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]), "DDDO", writes=True,
         body=lambda w: {"repo_id": "lab/geheim"}),
-    Row("benchmarks_api:project", "get", _u("benchmarks_api:project", P), "DOO", kind=API),
+    Row("benchmarks_api:project", "get", _u("benchmarks_api:project", P), "DOOO", kind=API),
     # ---- scores and meta-evaluation ----
-    Row("scores:index", "get", _u("scores:index"), "OOO"),
-    Row("scores:release", "get", _u("scores:release", REL), "DOO"),
-    Row("scores:progress", "get", _u("scores:progress", REL), "DDO"),
-    Row("scores:trend_plot", "get", _u("scores:trend_plot", REL, query="?metric=chrF%2B%2B"), "DOO"),
-    Row("scores:metaeval", "get", _u("scores:metaeval", REL, query="?metric=chrF%2B%2B"), "DOO"),
-    Row("scores:leaderboard", "get", _u("scores:leaderboard", REL, query="?metrics=chrF%2B%2B,BLEU"), "DOO"),
+    Row("scores:index", "get", _u("scores:index"), "OOOO"),
+    Row("scores:release", "get", _u("scores:release", REL), "DOOO"),
+    Row("scores:progress", "get", _u("scores:progress", REL), "DDDO"),
+    Row("scores:trend_plot", "get", _u("scores:trend_plot", REL, query="?metric=chrF%2B%2B"), "DOOO"),
+    Row("scores:metaeval", "get", _u("scores:metaeval", REL, query="?metric=chrF%2B%2B"), "DOOO"),
+    Row("scores:leaderboard", "get", _u("scores:leaderboard", REL, query="?metrics=chrF%2B%2B,BLEU"), "DOOO"),
     # the world's release file is empty (no build records): a 404 for everyone, as for a missing release
-    Row("scores:diagnostics", "get", _u("scores:diagnostics", REL, query="?metrics=chrF%2B%2B"), "DDD"),
-    Row("scores:start", "post", _u("scores:start", REL), "DDO", writes=True, body=lambda w: {"metric": ["chrF++"]}),
+    Row("scores:diagnostics", "get", _u("scores:diagnostics", REL, query="?metrics=chrF%2B%2B"), "DDDD"),
+    Row("scores:start", "post", _u("scores:start", REL), "DDDO", writes=True, body=lambda w: {"metric": ["chrF++"]}),
 ]
 
 
@@ -220,6 +229,7 @@ def world(db, settings, tmp_path) -> World:
     users = {
         "other": create_user("li_zh", "pw-li-123", languages=["zh"]),
         "own": create_user("anna_de", "pw-anna-123", languages=["de"]),
+        "viewer": create_user("vera_de", "pw-vera-123", role="viewer", languages=["de"]),
         "admin": create_user("root", "pw-root-123", role="admin"),
     }
     ben = create_user("ben_de", "pw-ben-123", languages=["de"])
@@ -292,7 +302,7 @@ def body_text(response) -> str:
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r.method} {r.name} {i}" for i, r in enumerate(ROWS)])
 def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
     users = {"anonymous": None, **world.users}
-    expected = dict(zip(("other", "own", "admin"), row.expect))
+    expected = dict(zip(("other", "own", "viewer", "admin"), row.expect))
     for who, user in users.items():
         client = Client()
         if user is not None:
@@ -321,9 +331,39 @@ def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
             assert database_state() != before or enqueued, f"{where}: the row's body wrote nothing; the refusals prove nothing"
         if who != "admin":
             text = body_text(response)
-            hidden = BENS_OWN + (DE_ONLY if who in ("anonymous", "other") else ())
+            hidden = BENS_OWN + (DE_ONLY if who in ("anonymous", "other") else ITEM_TEXTS if who == "viewer" else ())
             shown = [marker for marker in hidden if marker in text]
             assert not shown, f"{where}: the response shows {shown}"
+
+
+REFUSED_ROWS = [r for r in ROWS if "D" in r.expect[:3]]
+CSRF_MASK = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]+"')
+
+
+def _answer(response) -> tuple:
+    """Status, type and body; the CSRF token's value apart, which Django masks afresh on every render."""
+    body = body_text(response).encode()
+    return response.status_code, response.get("Content-Type"), CSRF_MASK.sub(b'name="csrfmiddlewaretoken" value=""', body)
+
+
+@pytest.mark.parametrize("row", REFUSED_ROWS, ids=[f"{r.method} {r.name} {i}" for i, r in enumerate(REFUSED_ROWS)])
+def test_what_a_user_may_not_see_answers_as_a_missing_thing(row, world):
+    """Every refused request, made again after the project (and with it its candidates, items, runs and
+    releases) is deleted, gets the same answer byte for byte: no status, message or page tells a user that
+    a thing they may not see exists."""
+    clients = {}
+    for who in ("other", "own", "viewer"):
+        if dict(zip(("other", "own", "viewer"), row.expect))[who] == "D":
+            clients[who] = Client()
+            clients[who].force_login(world.users[who])
+    hidden = {who: _answer(request(client, row, world, who)) for who, client in clients.items()}
+    url, pk = row.url(world), world.project.pk
+    world.project.delete()
+    world.project.pk = pk  # a form that names the project by id names the deleted one
+    for who, client in clients.items():
+        missing = _answer(request(client, row, world, who))
+        assert hidden[who][0] in (403, 404), f"{url} as {who}: {hidden[who][0]}"
+        assert hidden[who] == missing, f"{row.method.upper()} {url} as {who}: the hidden thing answers {hidden[who][:2]}, a missing one {missing[:2]}"
 
 
 def test_the_right_annotator_sees_the_marked_text(world):

@@ -260,6 +260,7 @@ def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, ad
     admin_page = client.get(reverse("projects:detail", args=[project.name])).content.decode()
     for action in ("Import a corpus", "Start an injection run", "Build the benchmark", "Review progress and rounds"):
         assert action in admin_page, action
+    assert 'id="next-step"' in admin_page  # the admin's "Next" line (issue 37: annotators saw it too)
 
     client.force_login(annotator_de)
     home = client.get(reverse("home")).content.decode()
@@ -269,6 +270,7 @@ def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, ad
     text = page.content.decode()
     for action in ADMIN_ACTIONS:
         assert action not in text, action
+    assert 'id="next-step"' not in text and "Next:" not in text  # no admin hint on an annotator's page
     assert f'href="{reverse("injection:runs")}' not in text and "en-zh" not in text  # no admin link, not other languages
     refused = [
         ("get", reverse("projects:new"), {}),

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation.review import selectors
 from annotation.review import services
-from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewSkip
+from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewSkip, UsedIdempotencyKey
 from core.services import create_user
 from tests.review.factories import make_candidates
 
@@ -54,10 +54,52 @@ def test_late_duplicate_of_an_old_key_does_not_undo_a_newer_decision(cands, anna
     current = ReviewDecision.objects.get(candidate=cands[0], reviewer=annotator_de)
     assert (current.decision, current.reason, current.comment, current.idempotency_key) == ("reject", "wrong_type", "no", "K2")
     assert AuditEvent.objects.filter(action="decision.change").count() == 1
-    # K2 resent also answers as it did, and K1 with a different body changes nothing either
-    assert post(anna, "decisions", {**body, "decision": "reject", "idempotency_key": "K2"}).json()["decision"] == "reject"
-    assert post(anna, "decisions", {**body, "decision": "reject", "idempotency_key": "K1"}).json()["decision"] == "accept"
+    # K2 resent with its own body also answers as it did
+    k2 = {**body, "decision": "reject", "reason": "wrong_type", "comment": "no", "idempotency_key": "K2"}
+    assert post(anna, "decisions", k2).json() == changed.json()
     assert ReviewDecision.objects.get(candidate=cands[0], reviewer=annotator_de).decision == "reject"
+
+
+# ---- a key is bound to its request: another body under a used key is refused -----------------------------
+
+def test_a_key_replayed_with_another_body_is_refused_naming_the_key(cands, anna, annotator_de):
+    """The attack in issue 36: candidate 1 decided with key k, then candidate 2 sent with k answered 200 with
+    candidate 1's decision and stored nothing for candidate 2."""
+    first = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "k"})
+    assert first.status_code == 201
+    before = list(ReviewDecision.objects.order_by("pk").values_list()), AuditEvent.objects.count()
+    for other in (
+        {"candidate": cands[1].pk, "decision": "reject", "idempotency_key": "k"},  # another candidate
+        {"candidate": cands[0].pk, "decision": "reject", "reason": "wrong_type", "idempotency_key": "k"},  # another decision
+        {"candidate": cands[0].pk, "decision": "accept", "comment": "changed my mind", "idempotency_key": "k"},
+    ):
+        r = post(anna, "decisions", other)
+        assert r.status_code == 422, (other, r.status_code, r.content)
+        assert r.json()["field"] == "idempotency_key" and "'k'" in r.json()["detail"]
+    assert (list(ReviewDecision.objects.order_by("pk").values_list()), AuditEvent.objects.count()) == before
+    # the same body still replays, timing apart (a retry measures its own time)
+    again = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "k", "time_spent_ms": 5})
+    assert again.status_code == 200 and again.json() == first.json()
+    # the screen's form path answers the same way: the message names the key, nothing stored
+    url = reverse("review:candidate", args=[cands[1].segment.project.name, cands[1].pk])
+    r = anna.post(url, {"action": "reject", "idempotency_key": "k"}, follow=True)
+    assert "idempotency key &#x27;k&#x27; was already used" in r.content.decode()
+    assert not ReviewDecision.objects.filter(candidate=cands[1]).exists()
+
+
+def test_a_rating_key_replayed_with_other_scores_is_refused(item, anna, annotator_de):
+    first = post(anna, "ratings", {"item": item.pk, "idempotency_key": "R1", **SCORES})
+    assert first.status_code == 201
+    r = post(anna, "ratings", {"item": item.pk, "idempotency_key": "R1", **SCORES, "clarity": 1})
+    assert r.status_code == 422 and r.json()["field"] == "idempotency_key" and "'R1'" in r.json()["detail"]
+    assert LikertRating.objects.get(item=item, rater=annotator_de).clarity == SCORES["clarity"]
+    assert post(anna, "ratings", {"item": item.pk, "idempotency_key": "R1", **SCORES}).json() == first.json()
+
+
+def test_keys_stored_before_the_request_hash_still_replay(cands, anna):
+    first = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "old"})
+    UsedIdempotencyKey.objects.filter(key="old").update(request_hash="")  # as migration 0010 leaves older keys
+    assert post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "old"}).json() == first.json()
 
 
 def test_late_duplicate_of_an_old_rating_key_does_not_undo_a_newer_rating(item, anna, annotator_de):

@@ -194,7 +194,7 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
         "excluded": benchmark_selectors.excluded_count(project, visible),
         "total": sum(row["total"] for row in page["table"]),
     }
-    stage.live = bool(build and build.status in ("pending", "running"))
+    stage.live = bool(build and build.status in ("pending", "running") and not build.interrupted)  # died: not running
     without = [code for code in directions if not accepted.get(code)]
     for code in without:
         stage.blockers.append(f"no accepted candidates in {code} yet")
@@ -214,7 +214,7 @@ def releases_stage(project: Project, pseudo_translations: int) -> Stage:
     stage = Stage("releases", "Releases", 6)
     releases = list(benchmark_selectors.releases_of(project))
     stage.data = {"releases": releases}
-    stage.live = any(r.status == "building" or r.push_status == "pushing" for r in releases)
+    stage.live = any((r.status == "building" and not r.interrupted) or r.push_status == "pushing" for r in releases)  # died: not live
     if stage.live:
         stage.state = "running"
     elif not pseudo_translations:

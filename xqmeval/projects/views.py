@@ -16,7 +16,6 @@ from django.urls import reverse
 
 from annotation.review.xqmeval_import import import_xqmeval
 from core import access
-from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError
 from core.forms import CorpusUploadForm, ProjectCreateForm, XQMEvalUploadForm
 from core.models import Project
@@ -33,10 +32,7 @@ def _require_admin(request, what: str) -> None:
 
 
 def _visible_project(request, slug: str) -> Project:
-    project = get_object_or_404(Project.objects.select_related("source_language"), name=slug)
-    if not core_selectors.visible_projects(request.user).filter(pk=project.pk).exists():
-        raise Http404("no such project among those you may see")
-    return project
+    return access.visible_project(request.user, slug)
 
 
 def _stage_context(request, project: Project, stage: selectors.Stage) -> dict:
@@ -73,11 +69,12 @@ def project_new(request):
 def project_page(request, slug: str):
     project = _visible_project(request, slug)
     stages = selectors.pipeline(project, request.user)
+    admin = access.is_admin(request.user)
     return render(request, "projects/project.html", {
         "project": project,
         "stages": stages,
-        "next_stage": selectors.next_step(stages),
-        "is_admin": access.is_admin(request.user),
+        "next_stage": selectors.next_step(stages) if admin else None,  # what an admin does next: not an annotator's hint
+        "is_admin": admin,
         "poll_seconds": POLL_SECONDS,
     })
 

@@ -25,10 +25,12 @@ DIMENSIONS: tuple[str, ...] = ("informativeness", "clarity", "plausibility", "fa
 SCALE_POINTS = 5
 ALL = "all"
 
-# Tables an annotator may see (aggregates over their own languages); the rest are admin-only because they
-# name reviewers.
-PUBLIC_TABLES = ("languages", "error_types", "rounds", "likert_dimensions", "likert_composite", "likert_items")
-PRIVATE_TABLES = ("reviewer_pairs", "annotators", "likert_raters")
+# Tables an annotator or viewer may see (accept/reject aggregates over their own languages); the rest are
+# admin-only: they name reviewers, or they hold Likert ratings, which stay blind: a rater may change her
+# rating at any time, so any Likert figure (an item's mean, a dimension's agreement) would let her read the
+# other raters' scores from her own and move towards them (docs/roles.md, "Blind ratings").
+PUBLIC_TABLES = ("languages", "error_types", "rounds")
+PRIVATE_TABLES = ("reviewer_pairs", "annotators", "likert_dimensions", "likert_composite", "likert_items", "likert_raters")
 TABLES = PUBLIC_TABLES + PRIVATE_TABLES
 TABLE_TITLES = {
     "languages": "Accept/reject agreement by language",
@@ -77,9 +79,9 @@ def compute_report(decisions: list[DecisionRow], ratings: list[RatingRow], *, pr
         "languages": _accept_reject_table(iaa, lambda d: (d.language,), ("language",), boot),
         "error_types": _accept_reject_table(iaa, lambda d: (d.language, d.error_type), ("language", "error_type"), boot, with_all_languages=True),
         "rounds": _rounds_table(iaa, boot),
-        **_likert_tables(ratings, boot),
     }
     if private:
+        report.update(_likert_tables(ratings, boot))
         report["reviewer_pairs"] = _reviewer_pairs_table(iaa, boot)
         report["annotators"] = _annotators_table(decisions)
         report["likert_raters"] = _likert_raters_table(ratings)
@@ -149,6 +151,33 @@ def _reviewer_pairs_table(rows: list[DecisionRow], boot: dict) -> list[dict]:
                 **_ci_columns("percent_agreement", ag.percent_agreement_ci([[x, y] for x, y in zip(xs, ys)], **boot)),
                 **_ci_columns("cohen_kappa", ag.cohen_kappa_ci(xs, ys, None, [ACCEPT, REJECT], **boot)),
             })
+    return table
+
+
+def own_agreement_table(rows: list[DecisionRow], me: int, boot: dict) -> list[dict]:
+    """One reviewer's agreement with each other reviewer she shares units with, per language, the others
+    anonymised: "reviewer 1", "reviewer 2", … numbered per language by shared units (most first), then by
+    agreement, never by name or id. ``rows`` are annotator decisions (no gold items); only units ``me``
+    decided count."""
+    per_language: dict[str, dict[tuple[int, int], dict[int, str]]] = defaultdict(lambda: defaultdict(dict))
+    for d in rows:
+        per_language[d.language][(d.candidate, d.round_number)][d.reviewer] = d.decision
+    table = []
+    for language in sorted(per_language):
+        mine = {k: u for k, u in per_language[language].items() if me in u}
+        others = {r for u in mine.values() for r in u if r != me}
+        pairs = []
+        for other in others:
+            shared = [u for u in mine.values() if other in u]
+            xs, ys = [u[me] for u in shared], [u[other] for u in shared]
+            pairs.append({
+                "units": len(shared),
+                **_ci_columns("percent_agreement", ag.percent_agreement_ci([[x, y] for x, y in zip(xs, ys)], **boot)),
+                **_ci_columns("cohen_kappa", ag.cohen_kappa_ci(xs, ys, None, [ACCEPT, REJECT], **boot)),
+            })
+        pairs.sort(key=lambda p: (-p["units"], -(p["percent_agreement"] or 0), -(p["cohen_kappa"] or 0)))
+        for n, pair in enumerate(pairs, start=1):
+            table.append({"language": language, "other_reviewer": f"reviewer {n}", **pair})
     return table
 
 

@@ -30,7 +30,10 @@ class Command(BaseCommand):
             left = sorted(code for code, entry in build.directions.items() if entry.get("status") != "done")
             self.stdout.write(f"resuming build {build.pk}: {len(build.directions) - len(left)} direction(s) done, {len(left)} left")
         else:
-            build = BenchmarkBuild.objects.create(project=project)
+            try:  # one build per project at a time, as on the site (an interrupted one is resumed)
+                build = services.create_build(project=project)
+            except services.BuildRunning as running:
+                raise CommandError(f"{running}; wait for it, or run again with --resume once it has stopped") from None
         bar = tqdm(desc="gold pairs", unit="pair", disable=opts["verbosity"] == 0)
 
         def progress(done: int, total: int) -> None:
