@@ -19,11 +19,10 @@ of a known type and from a known candidate. So, per metric (scores oriented so t
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import re
 
 import numpy as np
 

@@ -16,13 +16,17 @@ from django.urls import reverse
 
 from core.models import Direction
 from exports.metaeval import diagnostics
-from exports.metaeval.diagnostics import SpanTranslation, character_spans, span_agreement, span_counts
+from exports.metaeval.diagnostics import (
+    SpanTranslation,
+    character_spans,
+    span_agreement,
+    span_counts,
+)
 from exports.metaeval.selectors import release_diagnostics
 from exports.models import MetricScore, Release, ScoringJob
 from exports.scores import services
 from exports.scores.domain import ScoringError
 from scoring.runner import META_KEY, part_path
-
 
 # ---- the pure figures, against hand-worked cases ---------------------------------------------------------
 
@@ -143,8 +147,8 @@ def _chars(start: int, end: int) -> set[int]:
 
 def test_gemba_mqm_spans_from_the_stub_judge_reach_the_diagnostics(client, project, languages, admin_user, tmp_path,
                                                                    monkeypatch):
-    from scoring.judges.stub import JudgeStubServer
     from exports.scores import selectors as score_selectors
+    from scoring.judges.stub import JudgeStubServer
     from scoring.runner import ScoreOptions, score_release
 
     release = Release.objects.create(project=project, version="s2", status=Release.Status.READY,
@@ -192,3 +196,54 @@ def test_gemba_mqm_spans_from_the_stub_judge_reach_the_diagnostics(client, proje
     out = io.StringIO()
     call_command("metaeval", str(release.pk), "--metrics", "gemba-mqm", "--diagnostics", "--resamples", "20", stdout=out)
     assert f"Addition{' ' * 20} n=1     spans: precision 1.000 recall {20 / len(ADDED):.3f}" in out.getvalue()
+
+
+# ---- xCOMET on the tiny checkpoint scoring/tests builds, in the scoring environment --------------------------
+
+XCOMET_RUN = """
+import sys
+from pathlib import Path
+from scoring.runner import ScoreOptions, score_release
+from scoring.tests import tiny_models
+model = tiny_models.comet_checkpoint(Path(sys.argv[2]), "xcomet")
+score_release(sys.argv[1], ["xCOMET-XL"], out=Path(sys.argv[3]), options=ScoreOptions(model=str(model), device="cpu"))
+"""
+
+
+@pytest.mark.slow
+def test_xcomet_spans_on_a_tiny_checkpoint_are_kept_and_measured(project, languages, tmp_path):
+    import subprocess
+
+    from exports.scores import selectors as score_selectors
+    from tests.conftest import REPO, need
+
+    python = REPO / ".venv-scoring" / "bin" / "python"
+    need(python.exists(), f"the scoring virtualenv at {python.parent.parent} (bin/setup-env scoring)")
+    release = Release.objects.create(project=project, version="s3", status=Release.Status.READY,
+                                     path=str(_release(tmp_path, ROWS)))
+    out = score_selectors.scores_dir(release)
+    run = subprocess.run([str(python), "-c", XCOMET_RUN, release.path, str(tmp_path / "xcomet"), str(out)], cwd=REPO,
+                         capture_output=True, text=True, timeout=540, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                                                            "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    # what the part file says, read here with pyarrow and json: unbabel-comet's character offsets per translation
+    table = pq.read_table(part_path(out, "xCOMET-XL", "en-de")).to_pydict()
+    marked = {t: [(s["start"], s["end"]) for s in json.loads(x)] for t, x in zip(table["triplet_id"], table["error_spans"])}
+    job = ScoringJob.objects.create(release=release, metric="xCOMET-XL", direction=Direction.objects.get(code="en-de"))
+    assert services.ingest_job(job) == 4
+    stored = dict(MetricScore.objects.filter(release=release, metric="xCOMET-XL").values_list("triplet_id", "spans"))
+    assert stored == {t: [list(s) for s in spans] for t, spans in marked.items()}
+
+    mts = {r["triplet_id"]: r["mt"] for r in ROWS}
+    injected = {}  # "budget" where it replaced "Haushalt"; the added clause at the end
+    for t, mt in mts.items():
+        i = mt.find("budget")
+        injected[t] = (_chars(i, i + 6) if i >= 0 else set()) | (
+            _chars(len(mt) - len(ADDED), len(mt)) if mt.endswith(ADDED) else set())
+    predicted = {t: set().union(set(), *(_chars(a, min(b, len(mts[t]))) for a, b in s)) for t, s in marked.items()}
+    both = sum(len(predicted[t] & injected[t]) for t in mts)
+    p, g = sum(len(v) for v in predicted.values()), sum(len(v) for v in injected.values())
+    [total] = [r for r in release_diagnostics(release, ["xCOMET-XL"], resamples=20)["metrics"]["xCOMET-XL"]["en-de"]["spans"]
+               if r["error_type"] == diagnostics.ALL_TRANSLATIONS]
+    assert (total["overlap_chars"], total["predicted_chars"], total["injected_chars"]) == (both, p, g)
+    assert total["recall"] == pytest.approx(both / g) and total["f1"] == pytest.approx(2 * both / (p + g))
