@@ -504,7 +504,8 @@ def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, l
 def release_diagnostics(release: Release, metrics: list[str], *, directions: list[str] | None = None,
                         tie_threshold: float = 0.0, resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
     """Per metric and direction: sensitivity per error type and additivity (``exports.metaeval.diagnostics``),
-    span agreement for a metric whose scores carry error spans, and a heatmap of detection rates per metric. One direction's records and scores are read at a time."""
+    span agreement for a metric whose scores carry error spans, and a heatmap of detection rates per metric.
+    One direction's records and scores are read at a time."""
     from exports.metaeval import diagnostics
 
     scored = {m: [code for _, code in _scored_directions(release, m, directions)[0]] for m in metrics}

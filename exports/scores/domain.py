@@ -78,7 +78,8 @@ class Part:
                 span_column = next((c for c in SPAN_COLUMNS if c in cols), None)
                 marked = cols[span_column] if span_column else [None] * batch.num_rows
                 rows = []
-                for d, tid, score, level, reason, spans in zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons, marked):
+                rows_in = zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons, marked)
+                for d, tid, score, level, reason, spans in rows_in:
                     if d != self.direction:
                         raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {self.direction!r}")
                     if not isinstance(tid, str) or not tid.strip():
@@ -96,8 +97,10 @@ class Part:
                         raise ScoringError(f"{path}: row {i} (triplet {tid!r}): num_errors {level!r} is not a whole number from 0 to {MAX_LEVEL}")
                     seen.add(tid)
                     if span_column:
-                        spans = _spans(spans, SPAN_COLUMNS[span_column], f"{path}: row {i} (triplet {tid!r}): {span_column}")
-                    rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level), score=float(score), spans=spans))
+                        where = f"{path}: row {i} (triplet {tid!r}): {span_column}"
+                        spans = _spans(spans, SPAN_COLUMNS[span_column], where)
+                    rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level),
+                                        score=float(score), spans=spans))
                     i += 1
                 yield rows
         except (pa.ArrowException, OSError) as exc:
