@@ -121,7 +121,7 @@ def refresh_planner_statistics(*models) -> None:
 def insert_objects(model, objs: Iterable, *, batch_size: int = COPY_BATCH, with_ids: bool = False) -> int:
     """Insert model instances (auto primary keys left to the database; ``pk`` stays None on PostgreSQL),
     or, ``with_ids``, with the primary keys they carry (drawn by ``reserve_ids``).
-    A JSON field holding ``None`` is stored as SQL NULL (none of ours is nullable JSON)."""
+    A JSON field holding ``None`` is stored as SQL NULL (MetricScore.spans: null when a metric marks none)."""
     if not copy_supported():
         objs = list(objs)
         model.objects.bulk_create(objs, batch_size=min(batch_size, 1000))

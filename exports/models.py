@@ -204,6 +204,9 @@ class MetricScore(models.Model):
     level = models.PositiveSmallIntegerField(null=True, blank=True)
     score = models.FloatField()
     signature = models.JSONField(default=dict, blank=True)
+    # The error spans the metric marked, [[start, end], …] character offsets in the pseudo translation;
+    # null for metrics that mark none (and for part files written before spans were kept).
+    spans = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

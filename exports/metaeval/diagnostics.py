@@ -12,10 +12,14 @@ of a known type and from a known candidate. So, per metric (scores oriented so t
   in the same segment, its drop against the sum of those single-error drops; per error type (translations
   whose errors are all of one type) and k, the mean of each and their ratio (1: errors cost what they cost
   alone; below 1: later errors cost less);
-- **heatmap**: detection rate per error type and direction, one grid per metric.
+- **heatmap**: detection rate per error type and direction, one grid per metric;
+- **span agreement**: for a metric that marks error spans (GEMBA-MQM, xCOMET), character-level precision,
+  recall and F1 of its predicted spans against the injected ones, both in the pseudo translation's own
+  character offsets (``span_agreement``).
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MIXED = "(mixed types)"
+_TOKEN = re.compile(r"\S+")  # the build's token unit: str.split()'s whitespace-separated tokens
 
 
 @dataclass(frozen=True)
@@ -115,3 +120,70 @@ def heatmap(sensitivities: dict[str, dict[str, list[dict]]]) -> dict:
         grids[metric] = {"directions": directions, "error_types": types,
                          "rows": [[cells.get((d, t)) for d in directions] for t in types]}
     return grids
+
+
+ALL_TRANSLATIONS = "(all translations)"
+
+
+@dataclass(frozen=True)
+class SpanTranslation:
+    """One triplet's predicted and injected spans: ``[start, end)`` character offsets in its pseudo translation."""
+
+    level: int
+    error_types: Sequence[str]
+    predicted: Sequence[tuple[int, int]]
+    injected: Sequence[tuple[int, int]]
+
+
+def _characters(spans: Iterable[tuple[int, int]]) -> set[int]:
+    # a set: overlapping predicted spans (an LLM may mark a word twice) count each character once
+    return {i for start, end in spans for i in range(start, end)}
+
+
+def character_spans(mt: str, unit: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The build's ``[start, end)`` spans in the pseudo translation's units (``unit``: "char" or "token",
+    whitespace-separated tokens) as character offsets in ``mt``. A token span runs from its first token's first
+    character to its last token's last one; an empty span (an omission: nothing of it is left in the
+    translation) has no characters."""
+    if unit == "char":
+        return [(max(0, a), min(len(mt), b)) for a, b in spans if a < b]
+    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(mt)]
+    out = []
+    for a, b in spans:
+        a, b = max(0, a), min(len(tokens), b)
+        if a < b:
+            out.append((tokens[a][0], tokens[b - 1][1]))
+    return out
+
+
+def span_counts(predicted: Iterable[tuple[int, int]], injected: Iterable[tuple[int, int]]) -> tuple[int, int, int]:
+    """(characters in both, predicted characters, injected characters) of one translation."""
+    p, g = _characters(predicted), _characters(injected)
+    return len(p & g), len(p), len(g)
+
+
+def _prf(both: int, predicted: int, injected: int) -> dict:
+    # micro-averaged over the characters of every translation in the group; a ratio with nothing to divide
+    # by is None (no predicted characters: precision undefined; no injected characters: recall undefined)
+    return {"precision": both / predicted if predicted else None,
+            "recall": both / injected if injected else None,
+            "f1": 2 * both / (predicted + injected) if predicted + injected else None,
+            "overlap_chars": both, "predicted_chars": predicted, "injected_chars": injected}
+
+
+def span_agreement(translations: Iterable[SpanTranslation]) -> list[dict]:
+    """Character-level precision, recall and F1 per error type over the single-error translations (k = 1),
+    then one row over every translation (references and k ≥ 2 too: a span marked on a reference is all false
+    positive)."""
+    per_type: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    total = [0, 0, 0, 0]
+    for t in translations:
+        counts = span_counts(t.predicted, t.injected)
+        groups = [total] + ([per_type[t.error_types[0]]] if t.level == 1 and len(t.error_types) == 1 else [])
+        for group in groups:
+            for i, c in enumerate((*counts, 1)):
+                group[i] += c
+    rows = [{"error_type": kind, "n": c[3], **_prf(*c[:3])} for kind, c in sorted(per_type.items())]
+    if total[3]:
+        rows.append({"error_type": ALL_TRANSLATIONS, "n": total[3], **_prf(*total[:3])})
+    return rows

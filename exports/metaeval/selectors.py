@@ -504,7 +504,8 @@ def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, l
 def release_diagnostics(release: Release, metrics: list[str], *, directions: list[str] | None = None,
                         tie_threshold: float = 0.0, resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
     """Per metric and direction: sensitivity per error type and additivity (``exports.metaeval.diagnostics``),
-    and a heatmap of detection rates per metric. One direction's records and scores are read at a time."""
+    span agreement for a metric whose scores carry error spans, and a heatmap of detection rates per metric.
+    One direction's records and scores are read at a time."""
     from exports.metaeval import diagnostics
 
     scored = {m: [code for _, code in _scored_directions(release, m, directions)[0]] for m in metrics}
@@ -516,7 +517,7 @@ def release_diagnostics(release: Release, metrics: list[str], *, directions: lis
         ids.update({code: pk for pk, code in _scored_directions(release, m, directions)[0]})
     result = {m: {} for m in metrics}
     for code in codes:
-        records = _release_records(release, code)
+        records, injected = _release_records(release, code), None
         for metric in metrics:
             if code not in scored[metric]:
                 continue
@@ -531,10 +532,58 @@ def release_diagnostics(release: Release, metrics: list[str], *, directions: lis
                                                        seed=seed, alpha=alpha),
                 "additivity": diagnostics.additivity(translations),
             }
+            marked = rows.filter(spans__isnull=False)
+            if marked.exists():  # a metric that marks error spans (GEMBA-MQM, xCOMET)
+                injected = _injected_spans(release, code) if injected is None else injected
+                result[metric][code]["spans"] = diagnostics.span_agreement(
+                    diagnostics.SpanTranslation(*injected[t][:2], _clip(spans, injected[t][3]), injected[t][2])
+                    for t, spans in marked.values_list("triplet_id", "spans").iterator(chunk_size=20_000)
+                    if t in injected
+                )
     grids = diagnostics.heatmap({m: {c: v["sensitivity"] for c, v in per.items()} for m, per in result.items()})
     return {"release": str(release), "parameters": {"tie_threshold": tie_threshold, "resamples": resamples,
                                                     "seed": seed, "alpha": alpha, "interval": "percentile bootstrap"},
             "metrics": result, "heatmap": grids}
+
+
+def _clip(spans, length: int) -> list[tuple[int, int]]:
+    # a stored span past the translation's end (a part file scored on another text) counts only its overlap
+    return [(min(a, length), min(b, length)) for a, b in spans or []]
+
+
+def _injected_spans(release: Release, code: str) -> dict[str, tuple[int, list[str], list[tuple[int, int]], int]]:
+    """triplet id → (k, error types, injected spans as character offsets in its pseudo translation, its length),
+    from the build's records in the release file of ``code`` (spans in the translation's own units)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from core.domain.languages import unit_of
+    from exports.metaeval import diagnostics
+
+    path = Path(release.path or "") / code / "test.parquet"
+    try:
+        present = set(pq.read_schema(path).names)
+        columns = [c for c in ("triplet_id", "num_errors", "error_types", "mt", "spans", "unit") if c in present]
+        table = pq.read_table(path, columns=columns)
+    except (OSError, ValueError) as exc:
+        raise MetaEvaluationError(f"{path}: not a readable triplet file ({exc})") from None
+    if not {"mt", "spans"} <= present:
+        raise MetaEvaluationError(f"{path}: no column mt or spans: the span diagnostics need the build's spans")
+    n = table.num_rows
+    cols = {c: table.column(c).to_pylist() if c in present else [None] * n for c in columns + ["unit"]}
+    default_unit = unit_of(code.rsplit("-", 1)[-1])
+    out = {}
+    for i, triplet in enumerate(cols["triplet_id"]):
+        spans = cols["spans"][i]
+        if isinstance(spans, str):  # a JSON-encoded list in hand-written files
+            spans = json.loads(spans or "[]")
+        mt = cols["mt"][i] or ""
+        edits = [(int(s["mt_start"]), int(s["mt_end"])) for s in spans or [] if isinstance(s, dict) and "mt_start" in s]
+        out[str(triplet)] = (int(cols["num_errors"][i]), [str(t) for t in cols["error_types"][i] or []],
+                             diagnostics.character_spans(mt, cols["unit"][i] or default_unit, edits), len(mt))
+    return out
 
 
 # ---- mt-metrics-eval interoperability: the release as EvalSets -------------------------------------------

@@ -2,7 +2,8 @@
 
 A part file is the parquet table one worker writes for one (metric, direction): columns ``direction``,
 ``triplet_id``, ``score`` and optionally ``num_errors`` (and, for LLM judges, ``error``/``note``: why a
-score is missing), and the run's metadata under ``scoring.runner.META_KEY``. ``open_part`` checks the file
+score is missing), for metrics that mark error spans a JSON column of them (``SPAN_COLUMNS``), and the
+run's metadata under ``scoring.runner.META_KEY``. ``open_part`` checks the file
 and its metadata; ``Part.batches()`` then streams the rows ``INGEST_BATCH`` at a time as plain
 ``PartRow``s, raising ``ScoringError`` (naming the file, the row and the field) at the first bad row, so
 ``exports.scores.services.ingest_part`` can write batch by batch inside one transaction and a bad row
@@ -21,6 +22,21 @@ from scoring.runner import META_KEY
 REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
 INGEST_BATCH = 10_000  # score rows read from the part file and written at a time
 MAX_LEVEL = 32767  # MetricScore.level: a PositiveSmallIntegerField
+MAX_SPANS = 1000  # error spans kept per row; a row with more is refused (bounded storage per score)
+
+
+def _located_errors(item: dict) -> tuple[int, int] | None:
+    # GEMBA-MQM (scoring.metrics.gemba): each error's span text located in the MT; not found: no offsets
+    return (item.get("start"), item.get("end")) if item.get("found") else None
+
+
+def _xcomet_spans(item: dict) -> tuple[int, int] | None:
+    # xCOMET (unbabel-comet's metadata.error_spans): character offsets in the MT
+    return item.get("start"), item.get("end")
+
+
+# Part file column → how one of its entries gives a [start, end) character span in the scored translation.
+SPAN_COLUMNS = {"errors": _located_errors, "error_spans": _xcomet_spans}
 
 
 class ScoringError(Exception):
@@ -32,6 +48,7 @@ class PartRow:
     triplet_id: str
     level: int | None
     score: float
+    spans: list[list[int]] | None = None  # [[start, end], …] in the scored translation; None: none marked
 
 
 @dataclass
@@ -58,8 +75,11 @@ class Part:
                 levels = cols.get("num_errors") or [None] * batch.num_rows
                 blank = [""] * batch.num_rows
                 reasons = [(e or "") + (n or "") for e, n in zip(cols.get("error") or blank, cols.get("note") or blank)]
+                span_column = next((c for c in SPAN_COLUMNS if c in cols), None)
+                marked = cols[span_column] if span_column else [None] * batch.num_rows
                 rows = []
-                for d, tid, score, level, reason in zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons):
+                rows_in = zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons, marked)
+                for d, tid, score, level, reason, spans in rows_in:
                     if d != self.direction:
                         raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {self.direction!r}")
                     if not isinstance(tid, str) or not tid.strip():
@@ -76,11 +96,39 @@ class Part:
                     if level is not None and not _is_level(level):
                         raise ScoringError(f"{path}: row {i} (triplet {tid!r}): num_errors {level!r} is not a whole number from 0 to {MAX_LEVEL}")
                     seen.add(tid)
-                    rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level), score=float(score)))
+                    if span_column:
+                        where = f"{path}: row {i} (triplet {tid!r}): {span_column}"
+                        spans = _spans(spans, SPAN_COLUMNS[span_column], where)
+                    rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level),
+                                        score=float(score), spans=spans))
                     i += 1
                 yield rows
         except (pa.ArrowException, OSError) as exc:
             raise ScoringError(f"{path}: not a readable parquet file ({exc})") from None
+
+
+def _spans(value: Any, read, where: str) -> list[list[int]] | None:
+    """A row's span column (a JSON list of objects, as scoring.runner writes extras) → [[start, end], …]."""
+    if value is None:
+        return None
+    try:
+        items = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ScoringError(f"{where}: not JSON") from None
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ScoringError(f"{where}: not a list of objects")
+    if len(items) > MAX_SPANS:
+        raise ScoringError(f"{where}: {len(items)} spans, at most {MAX_SPANS}")
+    out = []
+    for n, item in enumerate(items, 1):
+        span = read(item)
+        if span is None:
+            continue
+        start, end = span
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)) or not 0 <= start <= end:
+            raise ScoringError(f"{where}: span {n} has start {start!r} and end {end!r}, not offsets 0 <= start <= end")
+        out.append([start, end])
+    return out
 
 
 def _is_level(value: Any) -> bool:
@@ -115,5 +163,5 @@ def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) ->
         raise ScoringError(f"{path}: metadata {META_KEY!r} is not a JSON object")
     if meta.get("metric") != metric:
         raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
-    columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note") if c in schema.names)]
+    columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note", *SPAN_COLUMNS) if c in schema.names)]
     return Part(path=path, direction=direction, signature=meta.get("signature") or {}, parquet=parquet, columns=columns, id_length=id_length)

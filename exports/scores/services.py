@@ -151,7 +151,7 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
         for rows in part.batches():
             bulk.insert_objects(MetricScore, [
                 MetricScore(release=release, metric=metric, direction=direction, triplet_id=row.triplet_id,
-                            level=row.level, score=row.score, signature=part.signature)
+                            level=row.level, score=row.score, signature=part.signature, spans=row.spans)
                 for row in rows
             ])
             stored += len(rows)

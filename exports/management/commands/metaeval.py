@@ -46,7 +46,8 @@ class Command(BaseCommand):
         parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the clusters")
         parser.add_argument("--latex", action="store_true", help="the leaderboard as a LaTeX table")
         parser.add_argument("--diagnostics", action="store_true",
-                            help="known-answer diagnostics: sensitivity per error type, additivity, heatmap")
+                            help="known-answer diagnostics: sensitivity per error type, additivity, heatmap, "
+                                 "span precision/recall/F1 for metrics that mark error spans")
         parser.add_argument("--tie-threshold", type=float, default=0.0,
                             help="a drop at or under it counts as undetected (diagnostics)")
         parser.add_argument("--export-evalset", metavar="DIR",
@@ -94,6 +95,10 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {code} {row['error_type']:<28} k={row['k']} n={row['n']:<5} drop "
                                       f"{row['mean_drop']:.3f} vs sum of singles {row['mean_sum_of_single_drops']:.3f}"
                                       f" (ratio {row['ratio']:.3f})")
+                for row in figures.get("spans", []):
+                    prf = " ".join(f"{k} {'–' if row[k] is None else format(row[k], '.3f')}"
+                                        for k in ("precision", "recall", "f1"))
+                    self.stdout.write(f"  {code} {row['error_type']:<28} n={row['n']:<5} spans: {prf}")
 
     def _export(self, release, metrics, opts) -> None:
         try:
