@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("exports", "0010_drop_redundant_indexes"),
+        ("exports", "0014_one_building_release_per_project"),
     ]
 
     operations = [
