@@ -30,10 +30,15 @@ def env_list(name: str, default: str = "") -> list[str]:
 PRODUCTION = os.environ.get("DJANGO_ENV", "development") == "production"
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
 
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+# Production never runs on the development key, whatever DEBUG says: sessions and CSRF tokens signed with a
+# published key can be forged (#36.9).
+if PRODUCTION and (not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY):
+    raise ImproperlyConfigured("SECRET_KEY must be set to a secret of its own when DJANGO_ENV=production")
 if not SECRET_KEY:
     if DEBUG:
-        SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
+        SECRET_KEY = DEVELOPMENT_SECRET_KEY
     else:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
 
