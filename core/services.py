@@ -164,11 +164,31 @@ def add_directions(project: Project, codes: Iterable[str]) -> list[Direction]:
     return directions
 
 
+def clean_username(username: str) -> str:
+    """``username`` NFKC-normalised and checked by Django's rules and the confusables rule
+    (``core.domain.usernames``); a ``ValidationError`` says what is wrong. Every path that creates a user
+    goes through it."""
+    from django.core.exceptions import ValidationError
+
+    from core.domain.usernames import normalize_username, username_problem
+
+    username = normalize_username(username)
+    User = get_user_model()
+    User._meta.get_field(User.USERNAME_FIELD).clean(username, None)  # letters, digits, @/./+/-/_; 150 at most
+    problem = username_problem(username)
+    if problem:
+        raise ValidationError(problem, code="confusable")
+    return username
+
+
 def create_user(username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""):
-    """Create (or update) a user with a role and, for annotators, their target languages."""
+    """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
+    goes through ``clean_username`` (a ``ValidationError`` when refused)."""
     User = get_user_model()
     with transaction.atomic():
-        user, created = User.objects.get_or_create(username=username, defaults={"email": email})
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            user, _ = User.objects.get_or_create(username=clean_username(username), defaults={"email": email})
         user.set_password(password)
         user.is_staff = role == Profile.Role.ADMIN
         user.is_superuser = role == Profile.Role.ADMIN

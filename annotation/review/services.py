@@ -28,7 +28,7 @@ from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Direction, Profile, Project
-from core.services import ImportRejected, create_user, ensure_language
+from core.services import ImportRejected, clean_username, create_user, ensure_language
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -736,8 +736,8 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     from django.core.exceptions import ValidationError
     from django.core.validators import validate_email
 
-    try:  # Django's own rules: letters, digits and @/./+/-/_ only, at most 150 characters
-        get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD).clean(username, None)
+    try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
+        username = clean_username(username)
     except ValidationError as exc:
         raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
     if email:
