@@ -193,6 +193,15 @@ CELERY_ACCEPT_CONTENT = ["json"]
 
 # ---- LLM backends (injection). Keys stay in the environment; never stored. ------------------------
 LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")  # empty: api.openai.com
+# The endpoints runs may call, each with the variable holding its key (llm_client.endpoints, docs/security.md):
+# a key goes only to its own endpoint. Typed URLs (forms) only with LLM_ALLOW_CUSTOM_URL=1, and never with a key.
+from llm_client.endpoints import EndpointError, configured_endpoints, custom_urls_allowed  # noqa: E402
+
+try:
+    LLM_ENDPOINTS = configured_endpoints(os.environ)
+except EndpointError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+LLM_ALLOW_CUSTOM_URL = custom_urls_allowed(os.environ)
 LLM_MODEL = os.environ.get("LLM_MODEL", "gpt-4o")
 INJECTION_DEFAULT_BACKEND = os.environ.get("INJECTION_BACKEND", "rule")
 
