@@ -181,6 +181,15 @@ def clean_username(username: str) -> str:
     return username
 
 
+def corpus_limits():
+    """The corpus limits the settings give (``CORPUS_LIMITS``), for every reader of an upload."""
+    from django.conf import settings
+
+    from core.corpus.domain import Limits
+
+    return Limits(**settings.CORPUS_LIMITS)
+
+
 def create_user(username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""):
     """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
     goes through ``clean_username`` (a ``ValidationError`` when refused)."""
@@ -282,9 +291,12 @@ def import_corpus_source(
     from core.corpus.domain import read_corpus, read_hf_dataset
 
     if hf_dataset:
-        rows = read_hf_dataset(hf_dataset, hf_config or None, hf_split or "test", columns)
+        from django.conf import settings
+
+        rows = read_hf_dataset(hf_dataset, hf_config or None, hf_split or "test", columns, hub_only=True,
+                               timeout=settings.HF_HUB_TIMEOUT, limits=corpus_limits())
         name = hf_dataset
     else:
-        rows = read_corpus(data or b"", upload_name, columns)
+        rows = read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
         name = upload_name
     return name, import_corpus_rows(project, direction, rows, name)
