@@ -198,6 +198,36 @@ def next_candidate(user, project: Project, *, language: str | None = None) -> As
     return None
 
 
+def held_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+    """The item this reviewer already holds (an unexpired lock, undecided), read only: what ``GET …/next/``
+    resumes. A GET takes no lock (prefetchers follow links); ``next_candidate`` does, on POST (#36.10)."""
+    codes = selectors.language_codes(user, language)
+    if not codes:
+        return None
+    now = timezone.now()
+    decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
+    mine = (
+        ReviewLock.objects.filter(
+            reviewer=user, round__project=project, round__is_open=True, expires_at__gt=now,
+            candidate__segment__direction__target__code__in=codes,
+        )
+        .filter(~Exists(decided))
+        .select_related("candidate", "round")
+        .order_by("created_at")
+        .first()
+    )
+    return Assignment(mine.candidate, mine.round, mine.expires_at, resumed=True) if mine is not None else None
+
+
+def has_work(user, project: Project, *, language: str | None = None) -> bool:
+    """Whether ``next_candidate`` would find something for this reviewer now (read only)."""
+    codes = selectors.language_codes(user, language)
+    now = timezone.now()
+    return bool(codes) and any(
+        selectors.queue(user, project, rnd, codes, now=now).exists() for rnd in selectors.open_rounds(project)
+    )
+
+
 DEADLOCK_RETRIES = 3
 
 

@@ -111,6 +111,7 @@ ROWS = [
         body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),  # an annotator giving themselves a language
     Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOO", kind=PUBLIC),
     Row("review:next", "get", _u("review:next", P), "DOO"),
+    Row("review:next", "post", _u("review:next", P), "DOO", writes=True, body=lambda w: {}),  # takes a lock
     Row("review:candidate", "get", _u("review:candidate", P, CAND), "DOO"),
     Row("review:candidate", "post", _u("review:candidate", P, CAND), "DOO", writes=True,
         body=lambda w: {"action": "accept", "idempotency_key": "form-decision"}),
