@@ -26,6 +26,7 @@ from core.task_retry import retry_note
 from injection.backends import BackendUnavailable, EditTask, GenerationRequest, GenerationResult, Sampling, get_backend
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
+from core.domain.units import DiffTooLarge
 from injection.domain.checks import run_checks
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
@@ -292,11 +293,19 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
         if result.ok and result.detail.get("finish_reason") == "length":
             # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
             error = "answer cut off at the token limit (finish_reason length)"
-        elif result.ok:
+        checks = flags = None
+        if result.ok and result.detail.get("finish_reason") != "length":
             try:
                 processed = process_output(result.text, segment.reference, language)
+                checks, flags = run_checks(
+                    reference=segment.reference, candidate_text=processed.text, edit=processed.edit, language=language,
+                    kind=item.kind, error_type=item.error_type, position=item.position, source=segment.source,
+                    regions=processed.regions,
+                )
             except OutputRejected as exc:
-                error = f"unusable answer: {exc}"
+                error, processed = f"unusable answer: {exc}", None
+            except DiffTooLarge as exc:  # the diff's budget: the item fails with the reason, never spins (#36.5)
+                error, processed = f"not checked: {exc}", None
         if processed is None:
             item.status = InjectionItem.Status.FAILED
             item.error = error or "no answer"
@@ -304,11 +313,6 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
             item.raw_output = result.text or ""
             item.save()
             return item
-        checks, flags = run_checks(
-            reference=segment.reference, candidate_text=processed.text, edit=processed.edit, language=language,
-            kind=item.kind, error_type=item.error_type, position=item.position, source=segment.source,
-            regions=processed.regions,
-        )
         sampling = _sampling(run).as_dict()
         sampling.update({k: v for k, v in result.detail.items() if v is not None})
         candidate, _ = Candidate.objects.get_or_create(
