@@ -18,9 +18,9 @@ def redirect_next(request, *fallback_args, **fallback_kwargs):
 
 
 def _signed_in(request) -> bool:
-    """Whether the request carries a session cookie: the limit is decided before the session is read (a
-    forged cookie only buys the larger limit, which still bounds the body)."""
-    return settings.SESSION_COOKIE_NAME in request.COOKIES
+    """Whether the request carries a session cookie or API credentials (Basic auth): the limit is decided
+    before either is checked (forged ones only buy the larger limit, which still bounds the body)."""
+    return settings.SESSION_COOKIE_NAME in request.COOKIES or "HTTP_AUTHORIZATION" in request.META
 
 
 def body_limit(request) -> int:

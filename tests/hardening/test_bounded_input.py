@@ -87,6 +87,20 @@ def test_an_anonymous_200_mb_post_is_refused_before_it_is_read(live_server):
     assert status.endswith("413 Request Entity Too Large")  # signed in or not: past REQUEST_BODY_MAX_BYTES
 
 
+def test_signed_in_and_api_requests_get_the_larger_limit():
+    from django.test import RequestFactory
+
+    from core.http import body_limit
+
+    factory = RequestFactory()
+    anonymous = factory.post("/api/review/decisions/")
+    api = factory.post("/api/review/decisions/", HTTP_AUTHORIZATION="Basic YW5uYTpwdw==")
+    session = factory.post("/review/demo/next/")
+    session.COOKIES["sessionid"] = "x"
+    assert body_limit(anonymous) == 64 * 1024
+    assert body_limit(api) == body_limit(session) == 64 * 1024 * 1024
+
+
 def test_a_corpus_upload_past_its_limit_is_a_form_error_naming_the_file(settings):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
