@@ -115,14 +115,15 @@ def read_hf_dataset(dataset: str, config: str | None, split: str, columns: Colum
                     limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
     """Load a dataset through `datasets`: a Hub id, or (the command line only, ``hub_only`` off) a local
     dataset directory. ``timeout``: seconds for each Hub call, so an unreachable Hub fails soon."""
-    import os
-
     name = f"{dataset}" + (f" ({config})" if config else "") + f" split {split}"
     if hub_only and hub_id_problem(dataset):
         raise CorpusError(name, [hub_id_problem(dataset)])
-    if timeout is not None:  # read by huggingface_hub when it is imported (each call's connect/read timeout)
-        os.environ["HF_HUB_ETAG_TIMEOUT"] = os.environ["HF_HUB_DOWNLOAD_TIMEOUT"] = str(int(max(1, timeout)))
     import datasets
+
+    if timeout is not None:  # each Hub call's connect/read timeout (huggingface_hub reads its constants per call)
+        import huggingface_hub.constants as hub
+
+        hub.HF_HUB_ETAG_TIMEOUT = hub.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1, timeout))
 
     try:
         ds = datasets.load_dataset(dataset, config, split=split)
