@@ -298,3 +298,10 @@ def test_admin_user_form_refuses_look_alike_usernames(admin_client):
     assert response.status_code == 200
     assert "mixes Latin and Cyrillic letters that look alike" in response.content.decode()
     assert not get_user_model().objects.filter(username="аdmin").exists()
+
+
+def test_create_user_refuses_a_bidi_control_in_a_new_name(db):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        create_user("ben\u202e_de", "ben-pass-123", languages=["de"])
