@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
@@ -15,7 +16,7 @@ from core.admin_lists import LargeTableAdmin
 from core.corpus.domain import Columns, CorpusError
 from core.forms import CorpusUploadForm
 from core.models import Direction, GoldSegment, Language, Profile, Project
-from core.services import ImportRejected, import_corpus_source, project_create, project_problems
+from core.services import ImportRejected, clean_username, import_corpus_source, project_create, project_problems
 
 
 @admin.register(Language)
@@ -160,8 +161,29 @@ User = get_user_model()
 admin.site.unregister(User)
 
 
+class _CleanUsername:
+    """Django admin creates and renames users too: the same username rules as the invite form."""
+
+    def clean_username(self):
+        username = self.cleaned_data["username"]
+        if not (self.instance.pk and username == self.instance.username):  # an existing name is not re-judged
+            self.cleaned_data["username"] = username = clean_username(username)
+        parent = getattr(super(), "clean_username", None)  # the creation form's case-insensitive duplicate check
+        return parent() if parent else username
+
+
+class UserAddForm(_CleanUsername, AdminUserCreationForm):
+    pass
+
+
+class UserEditForm(_CleanUsername, UserChangeForm):
+    pass
+
+
 @admin.register(User)
 class UserAdmin(BaseUserAdmin):
+    add_form = UserAddForm
+    form = UserEditForm
     inlines = [ProfileInline]
     list_display = ["username", "email", "is_staff", "role", "languages"]
     list_filter = ["is_staff", "profile__role", "profile__languages"]

@@ -66,12 +66,30 @@ class CorpusUploadForm(forms.Form):
         if allow_hf:
             self.fields["hf_dataset"] = forms.CharField(
                 required=False, label="or a Hugging Face dataset",
-                help_text="A Hub id or a local dataset directory, loaded through `datasets` (instead of a file).",
+                help_text="A Hub dataset id, namespace/name (instead of a file); local directories: the import_corpus command.",
             )
             self.fields["hf_config"] = forms.CharField(required=False, label="Dataset config", help_text="e.g. deu_Latn")
             self.fields["hf_split"] = forms.CharField(required=False, initial="test", label="Dataset split")
         else:
             self.fields["file"].required = True
+
+    def clean_file(self):
+        from django.conf import settings
+
+        upload = self.cleaned_data.get("file")
+        limit = settings.CORPUS_UPLOAD_MAX_BYTES
+        if upload is not None and upload.size > limit:  # the size the upload declares, before a byte is read
+            raise forms.ValidationError(f"{upload.name}: {upload.size} bytes, more than the {limit} allowed")
+        return upload
+
+    def clean_hf_dataset(self):
+        from core.corpus.domain import hub_id_problem
+
+        value = (self.cleaned_data.get("hf_dataset") or "").strip()
+        problem = hub_id_problem(value) if value else ""
+        if problem:  # never a server path: local dataset directories are for the import_corpus command (#36.4)
+            raise forms.ValidationError(problem)
+        return value
 
     def clean_direction(self):
         value = self.cleaned_data["direction"].strip()

@@ -164,11 +164,40 @@ def add_directions(project: Project, codes: Iterable[str]) -> list[Direction]:
     return directions
 
 
+def clean_username(username: str) -> str:
+    """``username`` NFKC-normalised and checked by Django's rules and the confusables rule
+    (``core.domain.usernames``); a ``ValidationError`` says what is wrong. Every path that creates a user
+    goes through it."""
+    from django.core.exceptions import ValidationError
+
+    from core.domain.usernames import normalize_username, username_problem
+
+    username = normalize_username(username)
+    User = get_user_model()
+    User._meta.get_field(User.USERNAME_FIELD).clean(username, None)  # letters, digits, @/./+/-/_; 150 at most
+    problem = username_problem(username)
+    if problem:
+        raise ValidationError(problem, code="confusable")
+    return username
+
+
+def corpus_limits():
+    """The corpus limits the settings give (``CORPUS_LIMITS``), for every reader of an upload."""
+    from django.conf import settings
+
+    from core.corpus.domain import Limits
+
+    return Limits(**settings.CORPUS_LIMITS)
+
+
 def create_user(username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""):
-    """Create (or update) a user with a role and, for annotators, their target languages."""
+    """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
+    goes through ``clean_username`` (a ``ValidationError`` when refused)."""
     User = get_user_model()
     with transaction.atomic():
-        user, created = User.objects.get_or_create(username=username, defaults={"email": email})
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            user, _ = User.objects.get_or_create(username=clean_username(username), defaults={"email": email})
         user.set_password(password)
         user.is_staff = role == Profile.Role.ADMIN
         user.is_superuser = role == Profile.Role.ADMIN
@@ -262,9 +291,12 @@ def import_corpus_source(
     from core.corpus.domain import read_corpus, read_hf_dataset
 
     if hf_dataset:
-        rows = read_hf_dataset(hf_dataset, hf_config or None, hf_split or "test", columns)
+        from django.conf import settings
+
+        rows = read_hf_dataset(hf_dataset, hf_config or None, hf_split or "test", columns, hub_only=True,
+                               timeout=settings.HF_HUB_TIMEOUT, limits=corpus_limits())
         name = hf_dataset
     else:
-        rows = read_corpus(data or b"", upload_name, columns)
+        rows = read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
         name = upload_name
     return name, import_corpus_rows(project, direction, rows, name)

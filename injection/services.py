@@ -26,11 +26,13 @@ from core.task_retry import retry_note
 from injection.backends import BackendUnavailable, EditTask, GenerationRequest, GenerationResult, Sampling, get_backend
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
+from core.domain.units import DiffTooLarge
 from injection.domain.checks import run_checks
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
 from injection.domain.prompts import PromptFileError, build_prompt, perturbation_overrides
 from injection.models import Candidate, InjectionItem, InjectionRun
+from llm_client.endpoints import Endpoint, EndpointError, MissingKey, endpoint_for
 from llm_client.limits import RetryPolicy
 from llm_client.pricing import estimate_cost
 
@@ -42,7 +44,16 @@ COMMIT_EVERY_S = 0.25  # … and held at most this long before their commit
 
 
 class RunRejected(ValueError):
-    """The run specification is invalid; nothing was written."""
+    """The run specification is invalid; nothing was written. ``problems`` pairs each problem with the
+    option it is about (the command's flag name, e.g. ``directions``; empty: the run as a whole), so the
+    command says ``--directions: …`` and the form puts it under its Directions field."""
+
+    def __init__(self, message: str | list[tuple[str, str]]):
+        self.problems = [("", message)] if isinstance(message, str) else list(message)
+        super().__init__("; ".join(f"--{flag}: {text}" if flag else text for flag, text in self.problems))
+
+
+REMOTE_BACKENDS = ("openai", "batch")  # the backends that send requests to an endpoint with a key
 
 
 @dataclass
@@ -55,7 +66,9 @@ class RunSpec:
     positions: list[str] = field(default_factory=list)  # empty: each type's positions
     name: str = ""
     model: str = ""
-    base_url: str = ""
+    endpoint: str = ""  # a configured endpoint's name (settings.LLM_ENDPOINTS); empty: the one at base_url, or the first
+    base_url: str = ""  # another URL: sent no server key, and from a form only if LLM_ALLOW_CUSTOM_URL is on
+    custom_url_allowed: bool = True  # the command line is the operator's; forms pass settings.LLM_ALLOW_CUSTOM_URL
     concurrency: int = 8
     rpm: float | None = None
     seed: int | None = 42
@@ -87,61 +100,105 @@ def project_types(project: Project, kind: str) -> list[str]:
     return list((project.options or {}).get("perturbations", []))
 
 
+def _endpoint_of(spec: RunSpec, problems: list[tuple[str, str]]) -> Endpoint | None:
+    """The endpoint a remote run will call, checked before anything is written: it is configured (or a typed
+    URL where that is allowed) and its key is in the environment (#36.1, #37.6)."""
+    from django.conf import settings
+
+    try:
+        if spec.endpoint or spec.base_url:
+            endpoint = endpoint_for(settings.LLM_ENDPOINTS, name=spec.endpoint, base_url=spec.base_url)
+        elif settings.LLM_ENDPOINTS:
+            endpoint = settings.LLM_ENDPOINTS[0]
+        else:
+            raise EndpointError("no LLM endpoint is configured (LLM_ENDPOINTS)")
+    except EndpointError as exc:
+        problems.append(("endpoint", str(exc)))
+        return None
+    if not endpoint.name and not spec.custom_url_allowed:
+        problems.append(("base-url", f"{endpoint.base_url} is not a configured endpoint, and typed URLs are off "
+                                     "(LLM_ALLOW_CUSTOM_URL)"))
+        return None
+    try:
+        endpoint.api_key()
+    except MissingKey as exc:
+        problems.append(("endpoint", str(exc)))
+        return None
+    return endpoint
+
+
+def endpoint_of_run(run: InjectionRun) -> Endpoint:
+    """The endpoint a planned run calls now: its configured endpoint only while that still lives at the
+    run's URL (else the URL without a key, so a changed configuration never moves a key to an old URL)."""
+    from django.conf import settings
+
+    name = (run.parameters or {}).get("endpoint", "")
+    try:
+        endpoint = endpoint_for(settings.LLM_ENDPOINTS, name=name, base_url=run.base_url)
+    except EndpointError:
+        return Endpoint(name="", base_url=run.base_url)
+    return endpoint if endpoint.base_url.rstrip("/") == run.base_url.rstrip("/") else Endpoint(name="", base_url=run.base_url)
+
+
 def plan_run(spec: RunSpec) -> InjectionRun:
     """Validate a run and create it with all its work items (pending)."""
     from django.conf import settings
 
     problems = []
     if spec.kind not in KINDS:
-        problems.append(f"--kind: {spec.kind!r} is not one of {', '.join(KINDS)}")
+        problems.append(("kind", f"{spec.kind!r} is not one of {', '.join(KINDS)}"))
     if spec.backend not in BACKENDS:
-        problems.append(f"--backend: {spec.backend!r} is not one of {', '.join(sorted(BACKENDS))}")
+        problems.append(("backend", f"{spec.backend!r} is not one of {', '.join(sorted(BACKENDS))}"))
     types = []
     if not problems:
         try:
             types = resolve_types(spec.kind, spec.error_types or project_types(spec.project, spec.kind))
         except ValueError as exc:
-            problems.append(f"--types: {exc}")
+            problems.append(("types", str(exc)))
     project_directions = {d.code: d for d in spec.project.directions.all()}
     codes = spec.directions or sorted(project_directions)
     for code in codes:
         if code not in project_directions:
-            problems.append(f"--directions: {code} is not a direction of project {spec.project.name} ({', '.join(sorted(project_directions)) or 'none'})")
+            problems.append(("directions", f"{code} is not a direction of project {spec.project.name} ({', '.join(sorted(project_directions)) or 'none'})"))
     allowed_positions = ("head", "end") if spec.kind == MQM else (NONE,)
     for position in spec.positions:
         if position not in allowed_positions:
-            problems.append(f"--positions: {position!r} is not one of {', '.join(allowed_positions)} for {spec.kind}")
+            problems.append(("positions", f"{position!r} is not one of {', '.join(allowed_positions)} for {spec.kind}"))
     if spec.concurrency < 1:
-        problems.append("--concurrency must be at least 1")
+        problems.append(("concurrency", "must be at least 1"))
     if spec.max_attempts < 1:
-        problems.append("--max-attempts must be at least 1")
+        problems.append(("max-attempts", "must be at least 1"))
     if spec.timeout <= 0:
-        problems.append("--timeout must be positive")
+        problems.append(("timeout", "must be positive"))
     # the run form's bounds (injection.forms.RunForm), for the command too
     if spec.rpm is not None and not spec.rpm >= 1:
-        problems.append("--rpm must be at least 1 (leave it out for no budget)")
+        problems.append(("rpm", "must be at least 1 (leave it out for no budget)"))
     if not 0 <= spec.temperature <= 2:
-        problems.append("--temperature must be from 0 to 2")
+        problems.append(("temperature", "must be from 0 to 2"))
     if spec.seed is not None and not -(2**63) <= spec.seed < 2**63:
-        problems.append("--seed must fit 64 bits (from -2**63 to 2**63-1)")
+        problems.append(("seed", "must fit 64 bits (from -2**63 to 2**63-1)"))
     if spec.engine_options and spec.backend != "vllm":
-        problems.append(f"--engine-option: only the vllm backend takes engine options, not {spec.backend}")
+        problems.append(("engine-option", f"only the vllm backend takes engine options, not {spec.backend}"))
     prompt_files: dict[str, str] = {}
     if spec.prompt_files:
         try:
             prompt_files = perturbation_overrides(spec.prompt_files)
         except PromptFileError as exc:
-            problems.append(str(exc))
+            problems.append(("", str(exc)))  # its message names the --prompt-file item already
         if spec.kind != PERTURBATION:
-            problems.append("--prompt-file: only perturbation prompts can be replaced (use --kind perturbation)")
+            problems.append(("prompt-file", "only perturbation prompts can be replaced (use --kind perturbation)"))
+    endpoint = _endpoint_of(spec, problems) if spec.backend in REMOTE_BACKENDS else None
     if problems:
-        raise RunRejected("; ".join(problems))
-    model = spec.model or ("rule" if spec.backend == "rule" else settings.LLM_MODEL)
-    base_url = spec.base_url or ("" if spec.backend in ("rule", "vllm") else settings.LLM_BASE_URL)
+        raise RunRejected(problems)
+    model = spec.model or ("rule" if spec.backend == "rule" else
+                           endpoint.models[0] if endpoint and endpoint.models else settings.LLM_MODEL)
+    if endpoint is not None and not endpoint.allows(model):
+        raise RunRejected([("model", f"{model!r} is not a model of endpoint {endpoint.name} ({', '.join(endpoint.models)})")])
+    base_url = endpoint.base_url if endpoint is not None else spec.base_url if spec.backend == "vllm" else ""
     name = spec.name or f"{spec.backend}-{spec.kind}-{timezone.now():%Y%m%d-%H%M%S-%f}"
     with transaction.atomic():
         if InjectionRun.objects.filter(project=spec.project, name=name).exists():
-            raise RunRejected(f"--name: a run {name!r} already exists in project {spec.project.name}")
+            raise RunRejected([("name", f"a run {name!r} already exists in project {spec.project.name}")])
         run = InjectionRun.objects.create(
             project=spec.project, name=name, backend=spec.backend, model=model, base_url=base_url, kind=spec.kind,
             directions=codes, error_types=[t.name for t in types], positions=list(spec.positions),
@@ -152,6 +209,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
                 **({"engine_options": spec.engine_options} if spec.engine_options else {}),
                 **({"prompt_files": prompt_files} if prompt_files else {}),
                 **({"submission": spec.submission} if spec.submission else {}),
+                **({"endpoint": endpoint.name} if endpoint is not None and endpoint.name else {}),
             },
             created_by=spec.created_by,
         )
@@ -188,7 +246,7 @@ def _backend_for(run: InjectionRun):
             donors.setdefault(language, []).append(reference)
         options["donors"] = donors
     elif run.backend == "openai":
-        options.update(base_url=run.base_url, concurrency=p.get("concurrency", 8), rpm=p.get("rpm"),
+        options.update(base_url=run.base_url, key_env=endpoint_of_run(run).key_env, concurrency=p.get("concurrency", 8), rpm=p.get("rpm"),
                        retry=RetryPolicy(max_attempts=p.get("max_attempts", 6), base_delay=p.get("retry_base_delay", 0.5)),
                        timeout=p.get("timeout", 60.0))
     elif run.backend == "vllm":
@@ -198,7 +256,7 @@ def _backend_for(run: InjectionRun):
             InjectionRun.objects.filter(pk=run.pk).update(parameters={**run.parameters, "batch_id": batch_id})
             run.parameters["batch_id"] = batch_id
 
-        options.update(base_url=run.base_url, batch_id=p.get("batch_id", ""), on_submitted=remember,
+        options.update(base_url=run.base_url, key_env=endpoint_of_run(run).key_env, batch_id=p.get("batch_id", ""), on_submitted=remember,
                        poll_interval=p.get("poll_interval", 30.0), timeout=p.get("timeout", 60.0))
     return get_backend(run.backend, _sampling(run), **options)
 
@@ -235,11 +293,19 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
         if result.ok and result.detail.get("finish_reason") == "length":
             # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
             error = "answer cut off at the token limit (finish_reason length)"
-        elif result.ok:
+        checks = flags = None
+        if result.ok and result.detail.get("finish_reason") != "length":
             try:
                 processed = process_output(result.text, segment.reference, language)
+                checks, flags = run_checks(
+                    reference=segment.reference, candidate_text=processed.text, edit=processed.edit, language=language,
+                    kind=item.kind, error_type=item.error_type, position=item.position, source=segment.source,
+                    regions=processed.regions,
+                )
             except OutputRejected as exc:
-                error = f"unusable answer: {exc}"
+                error, processed = f"unusable answer: {exc}", None
+            except DiffTooLarge as exc:  # the diff's budget: the item fails with the reason, never spins (#36.5)
+                error, processed = f"not checked: {exc}", None
         if processed is None:
             item.status = InjectionItem.Status.FAILED
             item.error = error or "no answer"
@@ -247,11 +313,6 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
             item.raw_output = result.text or ""
             item.save()
             return item
-        checks, flags = run_checks(
-            reference=segment.reference, candidate_text=processed.text, edit=processed.edit, language=language,
-            kind=item.kind, error_type=item.error_type, position=item.position, source=segment.source,
-            regions=processed.regions,
-        )
         sampling = _sampling(run).as_dict()
         sampling.update({k: v for k, v in result.detail.items() if v is not None})
         candidate, _ = Candidate.objects.get_or_create(

@@ -5,6 +5,7 @@ Thin over injection.services and injection.selectors.
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -45,7 +46,8 @@ def runs(request):
         spec = services.RunSpec(
             project=data["project"], kind=data["kind"], backend=data["backend"],
             directions=[d.code for d in data["directions"]], error_types=list(data["error_types"]), name=data["name"],
-            model=data["model"], base_url=data["base_url"], concurrency=data["concurrency"], rpm=data["rpm"],
+            model=data["model"], endpoint=data.get("endpoint") or "", base_url=data.get("base_url") or "",
+            custom_url_allowed=settings.LLM_ALLOW_CUSTOM_URL, concurrency=data["concurrency"], rpm=data["rpm"],
             seed=data["seed"], temperature=data["temperature"], engine_options=data["engine_options"], created_by=request.user,
             submission=data["submission"],
         )
@@ -56,7 +58,7 @@ def runs(request):
                     run = services.plan_run(spec)
                     tasks.enqueue(run=run)
         except services.RunRejected as exc:
-            form.add_error(None, str(exc))
+            form.add_rejection(exc.problems)
         else:
             if earlier is not None:  # the same form again: show the run it started
                 messages.info(request, f"Run {earlier.name} was already started from this form.")

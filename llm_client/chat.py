@@ -6,7 +6,8 @@ spaced by the ``rpm`` budget); each result is handed to the caller's thread as s
 caller parses and persists it there while the loop keeps the endpoint busy (no per-result work on the
 request loop). JSON-schema structured output is asked for per request; a server that rejects
 ``response_format`` is asked again in plain text (for the rest of the run) and the result says so. The API
-key comes from OPENAI_API_KEY at the point of use and is never stored or logged.
+key comes from the variable the endpoint's configuration names (``llm_client.endpoints``), read at the
+point of use, never stored or logged; a URL no operator configured gets no key.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from llm_client.endpoints import Endpoint, MissingKey, configured_endpoints
 from llm_client.limits import RateLimiter, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -80,13 +82,13 @@ class ChatResult:
         return self.finish_reason == "length"
 
 
-def api_key_for(base_url: str) -> str:
-    key = os.environ.get("OPENAI_API_KEY", "")
-    if key:
-        return key
-    if base_url:
-        return "EMPTY"  # vLLM and most self-hosted servers accept any key
-    raise ClientUnavailable("the OpenAI API needs OPENAI_API_KEY in the environment (or give a base URL for a local server)")
+def api_key_for(base_url: str, key_env: str = "") -> str:
+    """The key for ``base_url``: the value of ``key_env`` (the variable its configured endpoint names), or
+    ``EMPTY`` when it names none. A server key never goes to a URL it was not configured for (#36.1)."""
+    try:
+        return Endpoint(name="", base_url=base_url, key_env=key_env).api_key()
+    except MissingKey as exc:
+        raise ClientUnavailable(str(exc)) from None
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -115,9 +117,14 @@ _KEY_RE = re.compile(r"\b(sk-|key-|Bearer\s+)[A-Za-z0-9_\-*.]{4,}")
 
 def redact(text: str) -> str:
     """Error texts are stored and shown: servers echo (partly masked) keys in 401 messages; drop them."""
-    key = os.environ.get("OPENAI_API_KEY", "")
-    if key and len(key) >= 6:
-        text = text.replace(key, "[redacted]")
+    try:
+        variables = {"OPENAI_API_KEY", *(e.key_env for e in configured_endpoints() if e.key_env)}
+    except ValueError:
+        variables = {"OPENAI_API_KEY"}
+    for variable in variables:
+        key = os.environ.get(variable, "")
+        if key and len(key) >= 6:
+            text = text.replace(key, "[redacted]")
     return _KEY_RE.sub(lambda m: m.group(1) + "[redacted]", text)
 
 
@@ -164,9 +171,10 @@ def read_completion(custom_id: str, completion, attempts: int, structured: bool 
 class ChatClient:
     """Sends ``ChatRequest``s to one OpenAI-compatible endpoint and yields ``ChatResult``s as they arrive."""
 
-    def __init__(self, *, base_url: str = "", concurrency: int = 8, rpm: float | None = None, timeout: float = 60.0,
-                 retry: RetryPolicy | None = None, jitter_seed: int | None = None):
+    def __init__(self, *, base_url: str = "", key_env: str = "", concurrency: int = 8, rpm: float | None = None,
+                 timeout: float = 60.0, retry: RetryPolicy | None = None, jitter_seed: int | None = None):
         self.base_url = base_url or ""
+        self.key_env = key_env  # the variable holding this endpoint's key (its configuration names it); empty: none
         self.concurrency = max(1, int(concurrency))
         self.rpm = rpm
         self.timeout = timeout
@@ -174,7 +182,7 @@ class ChatClient:
         self._rng = random.Random(jitter_seed)
         self.structured_ok = True  # turned off for the rest of the run when the server rejects response_format
         self.requests_sent = 0  # HTTP requests, retries included (the tests count them)
-        api_key_for(self.base_url)  # fail early, before any work is planned, when no key is set
+        api_key_for(self.base_url, self.key_env)  # fail early, before any work is planned, when no key is set
 
     async def _complete(self, client, limiter: RateLimiter, request: ChatRequest) -> ChatResult:
         from openai.types.chat import ChatCompletion
@@ -209,7 +217,7 @@ class ChatClient:
     async def _run(self, requests: Iterable[ChatRequest], out: queue.Queue, stop: threading.Event) -> None:
         from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(api_key=api_key_for(self.base_url), base_url=self.base_url or None, timeout=self.timeout, max_retries=0)
+        client = AsyncOpenAI(api_key=api_key_for(self.base_url, self.key_env), base_url=self.base_url or None, timeout=self.timeout, max_retries=0)
         slots = asyncio.Semaphore(self.concurrency)
         limiter = RateLimiter(self.rpm)
         running: set[asyncio.Task] = set()

@@ -30,10 +30,15 @@ def env_list(name: str, default: str = "") -> list[str]:
 PRODUCTION = os.environ.get("DJANGO_ENV", "development") == "production"
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
 
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+# Production never runs on the development key, whatever DEBUG says: sessions and CSRF tokens signed with a
+# published key can be forged (#36.9).
+if PRODUCTION and (not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY):
+    raise ImproperlyConfigured("SECRET_KEY must be set to a secret of its own when DJANGO_ENV=production")
 if not SECRET_KEY:
     if DEBUG:
-        SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
+        SECRET_KEY = DEVELOPMENT_SECRET_KEY
     else:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
 
@@ -61,6 +66,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.http.BodySizeLimitMiddleware",  # first: an oversized body is refused before anything reads it
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -134,8 +140,27 @@ STORAGES = {
 MEDIA_ROOT = DATA_DIR / "media"
 RELEASES_DIR = Path(os.environ.get("RELEASES_DIR", DATA_DIR / "releases"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+# ---- Bounded input (#36.5; defaults in docs/security.md) ----------------------------------------------
+# A request body past these answers 413 before it is read (core.http.BodySizeLimitMiddleware, and the
+# upload handler for bodies without a Content-Length); the proxy in front should cap it too.
+REQUEST_BODY_MAX_BYTES = int(os.environ.get("REQUEST_BODY_MAX_BYTES", str(64 * 1024 * 1024)))
+ANONYMOUS_BODY_MAX_BYTES = int(os.environ.get("ANONYMOUS_BODY_MAX_BYTES", str(64 * 1024)))  # login, set-password
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(10 * 1024 * 1024)))  # non-file fields
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads stream to a temporary file, not memory
+FILE_UPLOAD_HANDLERS = [
+    "core.http.BoundedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+CORPUS_UPLOAD_MAX_BYTES = int(os.environ.get("CORPUS_UPLOAD_MAX_BYTES", str(32 * 1024 * 1024)))
+HF_HUB_TIMEOUT = float(os.environ.get("HF_HUB_TIMEOUT", "20"))  # seconds for a Hub dataset import's calls
+CORPUS_LIMITS = {  # core.corpus.domain.Limits: the same for every format
+    "segment_chars": int(os.environ.get("CORPUS_MAX_SEGMENT_CHARS", "5000")),
+    "columns": int(os.environ.get("CORPUS_MAX_COLUMNS", "200")),
+    "nesting": int(os.environ.get("CORPUS_MAX_NESTING", "32")),
+    "rows": int(os.environ.get("CORPUS_MAX_ROWS", "200000")),
+    "parquet_bytes": int(os.environ.get("CORPUS_MAX_PARQUET_BYTES", str(512 * 1024 * 1024))),
+}
 
 # ---- Login throttling (django-axes; core/auth.py) ----------------------------------------------------------
 AUTHENTICATION_BACKENDS = ["core.auth.ThrottledBackend", "django.contrib.auth.backends.ModelBackend"]
@@ -190,6 +215,15 @@ CELERY_ACCEPT_CONTENT = ["json"]
 
 # ---- LLM backends (injection). Keys stay in the environment; never stored. ------------------------
 LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")  # empty: api.openai.com
+# The endpoints runs may call, each with the variable holding its key (llm_client.endpoints, docs/security.md):
+# a key goes only to its own endpoint. Typed URLs (forms) only with LLM_ALLOW_CUSTOM_URL=1, and never with a key.
+from llm_client.endpoints import EndpointError, configured_endpoints, custom_urls_allowed  # noqa: E402
+
+try:
+    LLM_ENDPOINTS = configured_endpoints(os.environ)
+except EndpointError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+LLM_ALLOW_CUSTOM_URL = custom_urls_allowed(os.environ)
 LLM_MODEL = os.environ.get("LLM_MODEL", "gpt-4o")
 INJECTION_DEFAULT_BACKEND = os.environ.get("INJECTION_BACKEND", "rule")
 

@@ -30,7 +30,7 @@ from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Direction, Profile, Project
-from core.services import ImportRejected, create_user, ensure_language
+from core.services import ImportRejected, clean_username, create_user, ensure_language
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -220,6 +220,36 @@ def next_candidate(user, project: Project, *, language: str | None = None) -> As
             if not _is_deadlock(exc) or attempt == DEADLOCK_RETRIES - 1:
                 raise
     return None
+
+
+def held_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+    """The item this reviewer already holds (an unexpired lock, undecided), read only: what ``GET …/next/``
+    resumes. A GET takes no lock (prefetchers follow links); ``next_candidate`` does, on POST (#36.10)."""
+    codes = selectors.language_codes(user, language)
+    if not codes:
+        return None
+    now = timezone.now()
+    decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
+    mine = (
+        ReviewLock.objects.filter(
+            reviewer=user, round__project=project, round__is_open=True, expires_at__gt=now,
+            candidate__segment__direction__target__code__in=codes,
+        )
+        .filter(~Exists(decided))
+        .select_related("candidate", "round")
+        .order_by("created_at")
+        .first()
+    )
+    return Assignment(mine.candidate, mine.round, mine.expires_at, resumed=True) if mine is not None else None
+
+
+def has_work(user, project: Project, *, language: str | None = None) -> bool:
+    """Whether ``next_candidate`` would find something for this reviewer now (read only)."""
+    codes = selectors.language_codes(user, language)
+    now = timezone.now()
+    return bool(codes) and any(
+        selectors.queue(user, project, rnd, codes, now=now).exists() for rnd in selectors.open_rounds(project)
+    )
 
 
 DEADLOCK_RETRIES = 3
@@ -765,8 +795,8 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     from django.core.exceptions import ValidationError
     from django.core.validators import validate_email
 
-    try:  # Django's own rules: letters, digits and @/./+/-/_ only, at most 150 characters
-        get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD).clean(username, None)
+    try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
+        username = clean_username(username)
     except ValidationError as exc:
         raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
     if email:

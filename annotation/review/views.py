@@ -61,10 +61,18 @@ def index(request):
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def next_item(request, project):
+    """POST takes the next item's lock; GET only resumes a held item or offers a Start button (which
+    static/js/review.js presses once the page is really shown): no state changes on GET (#36.10)."""
     project = access.work_project(request.user, project)
     lang = _lang_param(request)
-    got = services.next_candidate(request.user, project, language=lang)
+    if request.method == "POST":
+        got = services.next_candidate(request.user, project, language=lang)
+    else:
+        got = services.held_candidate(request.user, project, language=lang)
+        if got is None and services.has_work(request.user, project, language=lang):
+            return render(request, "review/start.html", {"project": project, "lang": lang})
     if got is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "review"})
     url = reverse("review:candidate", args=[project.name, got.candidate.pk])

@@ -120,10 +120,10 @@ def import_xqmeval(
     started = time.perf_counter()
     groups, errors = plan_files(files)
     spool, decision_errors = spool_decisions(decisions)
-    seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
-    if on_total is not None:
-        on_total(sum(count_rows(g) for g in groups))
     with spool, transaction.atomic():  # the spool's files are deleted however it ends
+        seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
+        if on_total is not None:
+            on_total(sum(count_rows(g) for g in groups))
         project, created = ensure_project(project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
         run, directions = _ensure_run(project, groups, source)

@@ -285,11 +285,16 @@ class DecisionSpool:
     dict). ``take`` reads one language back; ``rest`` lists what no language took. Close it (or use it as a
     context manager) to delete the files."""
 
+    PREFIX = "xq-decisions-"
+
     def __init__(self, name: str):
+        import os
         import tempfile
 
         self.name = name
-        self.directory = Path(tempfile.mkdtemp(prefix="xq-decisions-"))
+        sweep_stale_spools()
+        # the owner's pid in the name: a spool whose process died (kill -9) is swept by the next import
+        self.directory = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-"))
         self._files: dict[str, tuple] = {}  # language -> (file, csv writer)
         self._opened = 0
 
@@ -363,13 +368,60 @@ def read_spooled(path: str | None, language: str, name: str, errors: list[str]) 
     return rows
 
 
+def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 3600) -> list[str]:
+    """Delete the spool folders of processes that are gone (the pid in the name names no process), and
+    folders without a pid older than ``max_age_s`` (from before pids were named). Returns what it removed."""
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    removed = []
+    root = Path(directory or tempfile.gettempdir())
+    for folder in root.glob(DecisionSpool.PREFIX + "*"):
+        owner = folder.name[len(DecisionSpool.PREFIX):].split("-", 1)[0]
+        try:
+            if owner.isdigit():
+                if _process_alive(int(owner)):
+                    continue
+            elif time.time() - folder.stat().st_mtime < max_age_s:
+                continue
+            shutil.rmtree(folder)
+            removed.append(str(folder))
+        except OSError:
+            continue  # another import swept it first, or it is not ours to remove
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
 def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[DecisionSpool, list[str]]:
     """Read and validate a decisions CSV (its content, or a path read as a stream) row by row into a
-    ``DecisionSpool``. Which candidate each row names is checked per language by ``match_decisions``."""
-    name, data = decisions if decisions is not None else ("", b"")
+    ``DecisionSpool``. Which candidate each row names is checked per language by ``match_decisions``.
+    Whatever goes wrong while reading, the spool's folder is removed before the error leaves."""
+    name = decisions[0] if decisions is not None else ""
     spool = DecisionSpool(name)
+    try:
+        return spool, _fill_spool(spool, decisions)
+    except BaseException:
+        spool.close()
+        raise
+
+
+def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None) -> list[str]:
+    name, data = decisions if decisions is not None else ("", b"")
     if decisions is None:
-        return spool, []
+        return []
     errors: list[str] = []
     stream = open(data, "rb") if isinstance(data, Path) else io.BytesIO(data)
     try:
@@ -378,10 +430,10 @@ def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[Decisio
         try:
             fieldnames = reader.fieldnames
             if not fieldnames:
-                return spool, [f"{name}: the file is empty"]
+                return [f"{name}: the file is empty"]
             missing = [c for c in DECISION_COLUMNS if c not in fieldnames]
             if missing:
-                return spool, [f"{name} line 1: missing column(s) {', '.join(missing)}"]
+                return [f"{name} line 1: missing column(s) {', '.join(missing)}"]
             for row in reader:  # (a csv.Error, e.g. a field over the csv module's size limit, is caught below)
                 loc = f"{name} line {reader.line_num}"
                 short = [c for c in DECISION_COLUMNS if row.get(c) is None]
@@ -402,13 +454,13 @@ def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[Decisio
             stream.seek(0)
             bom = byte_order_mark_problem(stream.read(4), name)
             if bom:
-                return spool, [bom]
-            return spool, [f"{name}: not valid UTF-8 (byte {exc.start} of a read block, after line {reader.line_num})"]
+                return [bom]
+            return [f"{name}: not valid UTF-8 (byte {exc.start} of a read block, after line {reader.line_num})"]
         except csv.Error as exc:
-            return spool, errors + [f"{name} line {reader.reader.line_num}: {exc}"]  # (DictReader.line_num: the last good row)
+            return errors + [f"{name} line {reader.reader.line_num}: {exc}"]  # (DictReader.line_num: the last good row)
     finally:
         stream.close()
-    return spool, errors
+    return errors
 
 
 def match_decisions(

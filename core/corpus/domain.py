@@ -20,6 +20,21 @@ from core.domain.errors import InputErrors
 SUPPORTED_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one corpus file may hold, the same for every format (#36.5); a file past one is refused with
+    the limit named, before it is held whole in memory. Defaults in docs/security.md."""
+
+    segment_chars: int = 5_000  # a source or reference cell (FLORES+ sentences stay under 1,000)
+    columns: int = 200
+    nesting: int = 32  # JSON brackets inside one JSONL line
+    rows: int = 200_000
+    parquet_bytes: int = 512 * 1024 * 1024  # uncompressed size parquet's metadata declares
+
+
+DEFAULT_LIMITS = Limits()
+
+
 class CorpusError(InputErrors):
     """The corpus file cannot be imported."""
 
@@ -50,45 +65,74 @@ def detect_format(name: str, explicit: str | None = None) -> str:
     return SUPPORTED_SUFFIXES[suffix]
 
 
-def read_records(data: bytes, name: str, fmt: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+def read_records(data: bytes, name: str, fmt: str | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, dict[str, Any]]]:
     """The raw records of a TSV/CSV/JSONL/parquet file given as bytes, each with where it was ("FILE line N")."""
     fmt = detect_format(name, fmt)
     if not data:
         raise CorpusError(name, ["the file is empty"])
     if fmt == "parquet":
-        return _parquet_records(data, name)
+        return _parquet_records(data, name, limits)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CorpusError(name, [decoding_problem(data, name, exc)]) from None
     if not text.strip():
         raise CorpusError(name, ["the file is empty"])
-    return _jsonl_records(text, name) if fmt == "jsonl" else _delimited_records(text, name, "\t" if fmt == "tsv" else ",")
+    if fmt == "jsonl":
+        return _jsonl_records(text, name, limits)
+    return _delimited_records(text, name, "\t" if fmt == "tsv" else ",", limits)
 
 
-def read_corpus(data: bytes, name: str, columns: Columns = Columns(), fmt: str | None = None) -> list[CorpusRow]:
+def read_corpus(data: bytes, name: str, columns: Columns = Columns(), fmt: str | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
     """Parse and validate a corpus file given as bytes (a path's contents or an upload)."""
-    return validate_records(read_records(data, name, fmt), name, columns)
+    return validate_records(read_records(data, name, fmt, limits), name, columns, limits=limits)
 
 
-def read_corpus_file(path: str | Path, columns: Columns = Columns(), fmt: str | None = None) -> list[CorpusRow]:
+def read_corpus_file(path: str | Path, columns: Columns = Columns(), fmt: str | None = None,
+                     limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
     path = Path(path)
     if not path.is_file():
         raise CorpusError(str(path), ["no such file"])
-    return read_corpus(path.read_bytes(), str(path), columns, fmt)
+    return read_corpus(path.read_bytes(), str(path), columns, fmt, limits)
 
 
-def read_hf_dataset(dataset: str, config: str | None, split: str, columns: Columns = Columns()) -> list[CorpusRow]:
-    """Load a dataset through `datasets` (a Hub id, or a local dataset directory offline)."""
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+
+
+def hub_id_problem(dataset: str) -> str:
+    """Why ``dataset`` is not a Hub dataset id (``namespace/name``), or ''. A form takes only these: a path
+    (absolute, ``../…``, a folder name) would read the server's own files (#36.4)."""
+    if not _HUB_ID.fullmatch(dataset) or ".." in dataset:
+        return (f"{dataset[:100]!r} is not a Hub dataset id: namespace/name, letters, digits, '-', '_' and '.' "
+                "(not first); local dataset directories are imported with the import_corpus command")
+    return ""
+
+
+def read_hf_dataset(dataset: str, config: str | None, split: str, columns: Columns = Columns(), *,
+                    hub_only: bool = False, timeout: float | None = None,
+                    limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
+    """Load a dataset through `datasets`: a Hub id, or (the command line only, ``hub_only`` off) a local
+    dataset directory. ``timeout``: seconds for each Hub call, so an unreachable Hub fails soon."""
+    name = f"{dataset}" + (f" ({config})" if config else "") + f" split {split}"
+    if hub_only and hub_id_problem(dataset):
+        raise CorpusError(name, [hub_id_problem(dataset)])
     import datasets
 
-    name = f"{dataset}" + (f" ({config})" if config else "") + f" split {split}"
+    if timeout is not None:  # each Hub call's connect/read timeout (huggingface_hub reads its constants per call)
+        import huggingface_hub.constants as hub
+
+        hub.HF_HUB_ETAG_TIMEOUT = hub.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1, timeout))
+
     try:
         ds = datasets.load_dataset(dataset, config, split=split)
     except Exception as exc:  # datasets raises many types; report them uniformly
         raise CorpusError(name, [f"cannot load dataset: {type(exc).__name__}: {exc}"]) from None
+    if ds.num_rows > limits.rows:
+        raise CorpusError(name, [f"{ds.num_rows} rows, more than the {limits.rows} allowed"])
     records = [(f"row {i}", dict(row)) for i, row in enumerate(ds)]
-    return validate_records(records, name, columns, present=set(ds.column_names))
+    return validate_records(records, name, columns, present=set(ds.column_names), limits=limits)
 
 
 def byte_order_mark_problem(head: bytes, name: str) -> str | None:
@@ -110,7 +154,7 @@ def decoding_problem(data: bytes, name: str, exc: UnicodeDecodeError) -> str:
 # ---- readers -> (location, record) -------------------------------------------------------------------
 
 
-def _delimited_records(text: str, name: str, delimiter: str) -> list[tuple[str, dict[str, Any]]]:
+def _delimited_records(text: str, name: str, delimiter: str, limits: Limits) -> list[tuple[str, dict[str, Any]]]:
     # QUOTE_NONE for TSV: corpus text contains quotes that are data, not quoting.
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
@@ -118,8 +162,10 @@ def _delimited_records(text: str, name: str, delimiter: str) -> list[tuple[str, 
         header = next(reader)
     except (StopIteration, csv.Error) as exc:
         raise CorpusError(name, [f"line 1: cannot read the header ({exc})"]) from None
+    if len(header) > limits.columns:
+        raise CorpusError(name, [f"{name} line 1: {len(header)} columns, more than the {limits.columns} allowed"])
     header = [h.strip() for h in header]
-    twice = sorted({h for h in header if h and header.count(h) > 1})
+    twice = _repeated(header)
     if twice:  # zip() would keep the last one's cell without a word
         raise CorpusError(name, [f"{name} line 1: column {h!r} appears twice in the header" for h in twice])
     records: list[tuple[str, dict[str, Any]]] = []
@@ -132,6 +178,8 @@ def _delimited_records(text: str, name: str, delimiter: str) -> list[tuple[str, 
             if len(row) != len(header):
                 errors.append(f"{name} line {line}: {len(row)} fields, the header has {len(header)}")
                 continue
+            if len(records) == limits.rows:
+                raise CorpusError(name, [f"{name} line {line}: more than {limits.rows} rows"])
             records.append((f"{name} line {line}", dict(zip(header, row))))
     except csv.Error as exc:
         errors.append(f"{name} line {reader.line_num}: {exc}")
@@ -146,31 +194,69 @@ class _DuplicateKey(ValueError):
     pass
 
 
+def _repeated(names: list[str]) -> list[str]:
+    """The non-empty names that occur more than once, in one pass (a set, not ``list.count`` per name)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for item in names:
+        if item in seen:
+            twice.add(item)
+        seen.add(item)
+    return sorted(item for item in twice if item)
+
+
 def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    twice = sorted({k for k in keys if keys.count(k) > 1})
+    twice = _repeated([k for k, _ in pairs])
     if twice:  # json.loads would keep the last value without a word
         raise _DuplicateKey(", ".join(f"key {k!r} appears twice" for k in twice))
     return dict(pairs)
 
 
-def _jsonl_records(text: str, name: str) -> list[tuple[str, dict[str, Any]]]:
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def nesting_depth(line: str) -> int:
+    """How deep JSON brackets nest in ``line`` (strings skipped), in one linear pass: a line nested past the
+    limit is refused before the parser recurses into it."""
+    depth = deepest = 0
+    for character in _JSON_STRING.sub("", line):
+        if character in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in "]}":
+            depth -= 1
+    return deepest
+
+
+def _jsonl_records(text: str, name: str, limits: Limits) -> list[tuple[str, dict[str, Any]]]:
     records, errors = [], []
     # split at "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085 and form feeds, which JSON
     # strings may hold raw (json.dumps(ensure_ascii=False) writes them so)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
+        if len(records) == limits.rows:
+            raise CorpusError(name, [f"{name} line {number}: more than {limits.rows} rows"])
+        depth = nesting_depth(line)
+        if depth > limits.nesting:
+            errors.append(f"{name} line {number}: JSON nested {depth} deep, more than the {limits.nesting} allowed")
+            continue
         try:
             value = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
         except json.JSONDecodeError as exc:
             errors.append(f"{name} line {number}: invalid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except RecursionError:  # the scan above bounds it; kept so no nesting ever answers 500
+            errors.append(f"{name} line {number}: JSON nested too deeply")
             continue
         except _DuplicateKey as exc:
             errors.append(f"{name} line {number}: {exc}")
             continue
         if not isinstance(value, dict):
             errors.append(f"{name} line {number}: expected a JSON object, got {type(value).__name__}")
+            continue
+        if len(value) > limits.columns:
+            errors.append(f"{name} line {number}: {len(value)} keys, more than the {limits.columns} allowed")
             continue
         records.append((f"{name} line {number}", value))
     if errors:
@@ -180,9 +266,20 @@ def _jsonl_records(text: str, name: str) -> list[tuple[str, dict[str, Any]]]:
     return records
 
 
-def _parquet_records(data: bytes, name: str) -> list[tuple[str, dict[str, Any]]]:
+def _parquet_records(data: bytes, name: str, limits: Limits) -> list[tuple[str, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
+    try:  # the footer first: rows, columns and size are refused before any column is read
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    except Exception as exc:
+        raise CorpusError(name, [f"not a readable parquet file: {exc}"]) from None
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if meta.num_rows > limits.rows:
+        raise CorpusError(name, [f"{meta.num_rows} rows, more than the {limits.rows} allowed"])
+    if meta.num_columns > limits.columns:
+        raise CorpusError(name, [f"{meta.num_columns} columns, more than the {limits.columns} allowed"])
+    if size > limits.parquet_bytes:
+        raise CorpusError(name, [f"{size} bytes uncompressed, more than the {limits.parquet_bytes} allowed"])
     try:
         table = pq.read_table(io.BytesIO(data))
     except Exception as exc:
@@ -257,7 +354,8 @@ def _short(value: Any, limit: int = 40) -> str:
 
 
 def validate_records(
-    records: list[tuple[str, dict[str, Any]]], name: str, columns: Columns, present: set[str] | None = None
+    records: list[tuple[str, dict[str, Any]]], name: str, columns: Columns, present: set[str] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[CorpusRow]:
     wanted = {"id": columns.id, "source": columns.source, "reference": columns.reference}
     if present is None:
@@ -286,6 +384,9 @@ def validate_records(
                 value = value.strip()
             if blank(value):
                 errors.append(f"{location}: empty {col!r}")
+                continue
+            if len(value) > limits.segment_chars:
+                errors.append(f"{location}: {col!r} has {len(value)} characters, more than the {limits.segment_chars} allowed")
                 continue
             problem = bidi.spanning_problem(value)
             if problem:

@@ -74,15 +74,51 @@ def diff_units(ref: Sequence[str], cand: Sequence[str]) -> Edit | None:
     return Edit(prefix, len(ref) - suffix, tuple(cand[prefix : len(cand) - suffix]))
 
 
-def count_edited_regions(reference: str, candidate: str, language: str) -> int:
-    """Number of maximal changed regions between reference and candidate (0 when identical), from an
-    alignment of units (difflib opcodes). Used by the 'more than one edited region' check."""
+# Unit pairs difflib may compare for one diff (its cost grows with len(a) x len(b): 20k tokens took 34 s).
+# Sentences stay far below it and are aligned exactly as before; past it the common prefix and suffix
+# (linear) are aligned first and difflib sees only the middle; a middle still past it fails the item.
+DIFF_BUDGET = 1_000_000
+
+
+class DiffTooLarge(ValueError):
+    """Two texts differ over more units than one diff may compare; the message says how many."""
+
+
+def diff_opcodes(ref: Sequence[str], cand: Sequence[str], budget: int = DIFF_BUDGET,
+                 exact_within: int | None = None) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes (``autojunk=False``) of two unit lists, in bounded time: exact difflib where
+    ``len(ref) * len(cand)`` is within ``exact_within`` (default: ``budget``); else the common prefix and
+    suffix as equal runs around difflib's opcodes of the middle; ``DiffTooLarge`` when the middle is past
+    ``budget``."""
     import difflib
 
+    if len(ref) * len(cand) <= (budget if exact_within is None else exact_within):
+        return difflib.SequenceMatcher(a=ref, b=cand, autojunk=False).get_opcodes()
+    limit = min(len(ref), len(cand))
+    prefix = 0
+    while prefix < limit and ref[prefix] == cand[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and ref[len(ref) - 1 - suffix] == cand[len(cand) - 1 - suffix]:
+        suffix += 1
+    a, b = ref[prefix:len(ref) - suffix], cand[prefix:len(cand) - suffix]
+    if len(a) * len(b) > budget:
+        raise DiffTooLarge(f"the texts differ over {len(a)} and {len(b)} units, more than one diff may compare "
+                           f"({budget} unit pairs)")
+    opcodes = [("equal", 0, prefix, 0, prefix)] if prefix else []
+    opcodes += [(tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix)
+                for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()]
+    if suffix:
+        opcodes.append(("equal", len(ref) - suffix, len(ref), len(cand) - suffix, len(cand)))
+    return opcodes
+
+
+def count_edited_regions(reference: str, candidate: str, language: str) -> int:
+    """Number of maximal changed regions between reference and candidate (0 when identical), from an
+    alignment of units (``diff_opcodes``). Used by the 'more than one edited region' check."""
     ref = split_units(reference, language)
     cand = split_units(candidate, language)
-    matcher = difflib.SequenceMatcher(a=ref, b=cand, autojunk=False)
-    return sum(1 for tag, *_ in matcher.get_opcodes() if tag != "equal")
+    return sum(1 for tag, *_ in diff_opcodes(ref, cand) if tag != "equal")
 
 
 def apply_edit(reference: str, edit: Edit, language: str) -> str:

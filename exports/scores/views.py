@@ -5,6 +5,7 @@ from __future__ import annotations
 from argparse import ArgumentTypeError
 
 from celery import current_app
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
@@ -99,6 +100,11 @@ def start(request, release_id: int):
             max_usd = positive_number(judge["max_usd"]) if judge["max_usd"] else None
         except ArgumentTypeError as exc:  # NaN, inf, negative: a budget no worker could keep to
             messages.error(request, f"budget {judge['max_usd']!r}: {exc} (US dollars)")
+            return redirect("scores:release", release_id=release.pk)
+        configured = any(e.base_url and e.base_url.rstrip("/") == judge["url"].rstrip("/") for e in settings.LLM_ENDPOINTS)
+        if judge["url"] and not configured and not settings.LLM_ALLOW_CUSTOM_URL:  # no server as a form's target (#36.1)
+            messages.error(request, f"judge endpoint {judge['url']!r}: not a configured endpoint (LLM_ENDPOINTS), and "
+                                    "typed URLs are off (LLM_ALLOW_CUSTOM_URL)")
             return redirect("scores:release", release_id=release.pk)
         options["judge"] = {k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v}
     # Per-metric switches the registry offers (e.g. COMET-22's encode_once), named option:<metric>:<option>.

@@ -97,21 +97,22 @@ class OpenAIBatchBackend(Backend):
     remote = True
     discount = 0.5  # the Batch API bills half the synchronous price
 
-    def __init__(self, sampling, *, base_url: str = "", poll_interval: float = 30.0, timeout: float = 60.0,
+    def __init__(self, sampling, *, base_url: str = "", key_env: str = "", poll_interval: float = 30.0, timeout: float = 60.0,
                  max_wait: float = 26 * 3600, batch_id: str = "", on_submitted: Callable[[str], None] | None = None, **options):
         super().__init__(sampling, **options)
         self.base_url = base_url or ""
+        self.key_env = key_env  # the variable its configured endpoint names; empty: no server key
         self.poll_interval = poll_interval
         self.timeout = timeout
         self.max_wait = max_wait
         self.batch_id = batch_id
         self.on_submitted = on_submitted
-        api_key_for(self.base_url)
+        api_key_for(self.base_url, self.key_env)
 
     def _client(self):
         from openai import OpenAI
 
-        return OpenAI(api_key=api_key_for(self.base_url), base_url=self.base_url or None, timeout=self.timeout, max_retries=5)
+        return OpenAI(api_key=api_key_for(self.base_url, self.key_env), base_url=self.base_url or None, timeout=self.timeout, max_retries=5)
 
     def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
         requests = list(requests)

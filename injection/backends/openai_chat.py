@@ -18,11 +18,11 @@ from llm_client import read_completion as _read_completion
 from llm_client import redact  # noqa: F401  (injection.services imports it from here)
 
 
-def api_key_for(base_url: str) -> str:
+def api_key_for(base_url: str, key_env: str = "") -> str:
     try:
-        return _api_key_for(base_url)
+        return _api_key_for(base_url, key_env)
     except ClientUnavailable as exc:
-        raise BackendUnavailable(str(exc).replace("a base URL", "--base-url")) from None
+        raise BackendUnavailable(str(exc)) from None
 
 
 def to_generation_result(result: ChatResult) -> GenerationResult:
@@ -44,11 +44,12 @@ class OpenAIChatBackend(Backend):
     name = "openai"
     remote = True
 
-    def __init__(self, sampling, *, base_url: str = "", concurrency: int = 8, rpm: float | None = None,
+    def __init__(self, sampling, *, base_url: str = "", key_env: str = "", concurrency: int = 8, rpm: float | None = None,
                  timeout: float = 60.0, retry: RetryPolicy | None = None, jitter_seed: int | None = None, **options):
         super().__init__(sampling, **options)
-        api_key_for(base_url or "")  # fail early, before any work is planned, when no key is set
-        self.client = ChatClient(base_url=base_url, concurrency=concurrency, rpm=rpm, timeout=timeout, retry=retry, jitter_seed=jitter_seed)
+        api_key_for(base_url or "", key_env)  # fail early, before any work is planned, when no key is set
+        self.client = ChatClient(base_url=base_url, key_env=key_env, concurrency=concurrency, rpm=rpm, timeout=timeout,
+                                 retry=retry, jitter_seed=jitter_seed)
         self.base_url = self.client.base_url
         self.timeout = timeout
 

@@ -5,7 +5,6 @@ Checks flag, they never drop: every result is stored on the candidate (``checks`
 """
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -14,7 +13,7 @@ from typing import Callable
 from core.domain import bidi
 from core.domain.edit_types import CHARS_PER_WORD, EDIT_TYPES, MQM, PERTURBATION
 from core.domain.languages import CHAR, base_language, unit_of
-from core.domain.units import Edit, join_units, position_of_edit, split_units
+from core.domain.units import Edit, diff_opcodes, join_units, position_of_edit, split_units
 
 # Length ratio bounds (SPEC §1: 0.6–1.4), configurable with INJECTION_LENGTH_RATIO="0.6,1.4".
 DEFAULT_LENGTH_RATIO = (0.6, 1.4)
@@ -83,7 +82,7 @@ def edited_regions(reference: str, candidate: str, language: str) -> int:
     ref, cand = split_units(reference, language), split_units(candidate, language)
     min_gap = MIN_GAP_CHARS if unit_of(language) == CHAR else MIN_GAP_TOKENS
     regions, gap = 0, None
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=ref, b=cand, autojunk=False).get_opcodes():
+    for tag, i1, i2, _, _ in diff_opcodes(ref, cand):
         if tag == "equal":
             gap = i2 - i1
             continue
@@ -214,7 +213,7 @@ def change_counts(reference: str, candidate: str, language: str) -> tuple[int, i
     """(units inserted, units deleted, changed regions) between reference and candidate."""
     ref, cand = split_units(reference, language), split_units(candidate, language)
     inserted = deleted = regions = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=ref, b=cand, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in diff_opcodes(ref, cand):
         if tag == "equal":
             continue
         regions += 1

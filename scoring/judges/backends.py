@@ -13,6 +13,7 @@ import os
 from typing import Callable, Iterable, Iterator
 
 from llm_client import ChatClient, ChatRequest, ChatResult, ClientUnavailable, RetryPolicy
+from llm_client.endpoints import EndpointError, configured_endpoints, endpoint_for
 from scoring.registry import MetricError
 
 JUDGE_BACKENDS: dict[str, Callable] = {}
@@ -38,11 +39,14 @@ def get_judge_backend(config):
 class OpenAIJudgeBackend:
     def __init__(self, config):
         try:
+            # the worker's operator binds keys to endpoints (LLM_ENDPOINTS): a judge URL configured nowhere is
+            # sent no key, so a typed URL cannot collect the worker's OPENAI_API_KEY (#36.1)
+            endpoint = endpoint_for(configured_endpoints(), name=config.endpoint, base_url=config.base_url)
             self.client = ChatClient(
-                base_url=config.base_url, concurrency=config.concurrency, rpm=config.rpm, timeout=config.timeout,
-                retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
+                base_url=endpoint.base_url, key_env=endpoint.key_env, concurrency=config.concurrency, rpm=config.rpm,
+                timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
             )
-        except ClientUnavailable as exc:
+        except (ClientUnavailable, EndpointError) as exc:
             raise MetricError(f"{exc} (--judge-url)") from None
 
     def stream(self, requests: list[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:

@@ -83,7 +83,8 @@ def _flag(value, name: str) -> bool:
 @dataclass(frozen=True)
 class JudgeConfig:
     model: str = ""
-    base_url: str = ""
+    endpoint: str = ""  # an endpoint the worker's LLM_ENDPOINTS names (its key with it); empty: the one at base_url
+    base_url: str = ""  # a URL no endpoint names is sent no key
     backend: str = "openai"  # openai (any OpenAI-compatible endpoint) | vllm (in-process engine)
     concurrency: int = 32
     rpm: float | None = None
@@ -117,6 +118,8 @@ class JudgeConfig:
         base_url = o.get("base_url") or ""
         if not isinstance(base_url, str) or (base_url and not base_url.startswith(("http://", "https://"))):
             raise MetricError(f"judge option base_url={base_url!r}: an http:// or https:// URL (e.g. http://host:8000/v1)")
+        if not isinstance(o.get("endpoint", ""), str):
+            raise MetricError(f"judge option endpoint={o['endpoint']!r}: the name of an endpoint in LLM_ENDPOINTS")
         for name, low in (("concurrency", 1), ("max_attempts", 1)):
             if name in o:
                 o[name] = _whole(o[name], name, low=low)

@@ -17,11 +17,12 @@ import pytest
 
 from scoring.judges.engine import Call, Decoding, Judge, JudgeConfig
 from scoring.judges.stub import JudgeStubServer
+from scoring.judges.stub import _Handler as JudgeStubHandler
 from scoring.judges.templates import packaged_template
 from scoring.metrics.askqe import gmm_decision
 from scoring.metrics.cef import dimensions, reliability
 from scoring.metrics.dcr import amc_score
-from scoring.registry import Segment, get_metric
+from scoring.registry import MetricError, Segment, get_metric
 from scoring.runner import META_KEY, ScoreOptions, part_path, score_release
 from scoring.tests.releases import write_release
 
@@ -473,3 +474,47 @@ def test_judge_settings_are_read_from_text_and_checked():
                              ({"backend": "tgi"}, "one of openai, vllm"), ({"structured": 2}, "true or false")]:
         with pytest.raises(MetricError, match=re.escape(message)):
             JudgeConfig.from_options(options)
+
+
+# ---- keys bound to endpoints (#36.1) ------------------------------------------------------------------------
+
+
+class _KeyRecording(JudgeStubHandler):
+    def do_POST(self):  # noqa: N802
+        self.server.keys.append(self.headers.get("Authorization", ""))
+        super().do_POST()
+
+
+def _recording_stub() -> JudgeStubServer:
+    server = JudgeStubServer()
+    server.RequestHandlerClass = _KeyRecording
+    server.keys = []
+    return server.start()
+
+
+def test_a_judge_url_no_endpoint_names_never_gets_the_workers_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-worker-secret-4242")
+    monkeypatch.delenv("LLM_ENDPOINTS", raising=False)  # the default endpoint: api.openai.com with OPENAI_API_KEY
+    server = _recording_stub()
+    try:
+        scorer = get_metric("gemba-mqm").build(judge=_judge(server, tmp_path))
+        scorer.score([_seg("Hello.", "Hallo.")])
+    finally:
+        server.stop()
+    assert server.keys and set(server.keys) == {"Bearer EMPTY"}
+
+
+def test_a_judge_endpoint_the_worker_configured_gets_its_own_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-worker-secret-4242")
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-777777")
+    server = _recording_stub()
+    monkeypatch.setenv("LLM_ENDPOINTS", json.dumps([{"name": "judges", "base_url": server.base_url, "key_env": "JUDGE_KEY"}]))
+    try:
+        scorer = get_metric("gemba-mqm").build(judge={**_judge(server, tmp_path), "base_url": "", "endpoint": "judges"})
+        scorer.score([_seg("Hello.", "Hallo.")])
+    finally:
+        server.stop()
+    assert server.keys and set(server.keys) == {"Bearer judge-key-777777"}
+    with pytest.raises(MetricError, match="no endpoint named 'elsewhere'"):
+        get_metric("gemba-mqm").build(judge={**_judge(server, tmp_path / "fresh"), "endpoint": "elsewhere"}).score(
+            [_seg("Hello.", "Hallo.")])

@@ -173,6 +173,15 @@
   };
   window.XQTimer = Timer;
 
+  /* The start page (GET …/next/ takes no lock): press its Start button once the page is really shown, never
+   * while a browser prerenders it, so a prefetch takes nothing. Without JavaScript the button stays. */
+  const autostart = document.querySelector("form[data-autostart]");
+  if (autostart) {
+    const go = () => autostart.requestSubmit();
+    if (document.prerendering) document.addEventListener("prerenderingchange", go, {once: true});
+    else go();
+  }
+
   const configNode = document.getElementById("review-config");
   if (!configNode) {
     // The queue page: focus the first Start/Resume link so Enter begins reviewing without a mouse.

@@ -51,3 +51,37 @@ def test_empty_missing_columns_and_bad_encoding():
         spool, errors = spool_decisions(("d.csv", data))
         spool.close()
         assert len(errors) == 1 and errors[0].startswith(message), errors
+
+
+def test_a_spool_of_a_killed_import_is_swept_when_the_next_one_starts(tmp_path, monkeypatch):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    code = ("from annotation.review.xqmeval_io import DecisionSpool; import sys, time; s = DecisionSpool('d.csv'); "
+            "print(s.directory, flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "TMPDIR": str(tmp_path)}, cwd=Path(__file__).resolve().parents[2])
+    stale = Path(child.stdout.readline().strip())
+    assert stale.is_dir() and stale.parent == tmp_path
+    child.send_signal(signal.SIGKILL)  # kill -9: no exit path runs
+    child.wait()
+    assert stale.is_dir()
+    spool, _ = spool_decisions(None)  # the next import
+    with spool:
+        assert not stale.exists() and spool.directory.exists()  # the dead one swept, its own kept
+
+
+def test_the_spool_folder_is_removed_when_reading_the_decisions_fails(tmp_path, monkeypatch):
+    import tempfile
+
+    import pytest
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(IsADirectoryError):
+        spool_decisions(("decisions.csv", tmp_path))  # a folder given as the file: an error mid-way
+    assert not list(tmp_path.glob("xq-decisions-*"))

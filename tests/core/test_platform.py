@@ -46,6 +46,13 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     assert proc.returncode != 0 and "SECRET_KEY must be set" in proc.stderr
 
 
+@pytest.mark.parametrize("secret", ["", "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"])
+def test_production_refuses_to_start_on_no_or_the_development_key_even_with_debug_on(tmp_path, secret):
+    env = {**os.environ, "DJANGO_ENV": "production", "SECRET_KEY": secret, "DEBUG": "1", "XQMEVAL_DATA_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "SECRET_KEY must be set to a secret of its own" in proc.stderr
+
+
 @pytest.mark.django_db
 def test_pages_need_login(client):
     response = client.get("/")

@@ -187,13 +187,15 @@ ROWS: list[Bad] = [
     *bad("injection:runs", "directions", ["xx"], ["en-zh"], [HOSTILE]),
     *bad("injection:runs", "kind", MISSING, "bogus", HOSTILE),
     *bad("injection:runs", "backend", MISSING, "bogus", HOSTILE),
-    *bad("injection:runs", "concurrency", MISSING, *NUMBERS, "0", "513", ["8", "x"]),
+    # the LLM fields are the openai backend's (the rule backend ignores them); an empty concurrency is the default;
+    # the typed URL field exists only with LLM_ALLOW_CUSTOM_URL (tests/injection/test_views.py)
+    *bad("injection:runs", "concurrency", *NUMBERS, "0", "513", ["8", "x"], extra={"backend": "openai"}),
     *bad("injection:runs", "seed", "abc", HUGE, "1e309"),
-    *bad("injection:runs", "temperature", "abc", "NaN", "1e309", "-1", "3"),
-    *bad("injection:runs", "rpm", "abc", "NaN", "1e309", "0"),
+    *bad("injection:runs", "temperature", "abc", "NaN", "1e309", "-1", "3", extra={"backend": "openai"}),
+    *bad("injection:runs", "rpm", "abc", "NaN", "1e309", "0", extra={"backend": "openai"}),
     *bad("injection:runs", "name", "a b", LONG, HOSTILE),
-    *bad("injection:runs", "model", LONG),
-    *bad("injection:runs", "base_url", LONG),
+    *bad("injection:runs", "model", LONG, extra={"backend": "openai"}),
+    *bad("injection:runs", "endpoint", "nowhere", HOSTILE, extra={"backend": "openai"}),
     *bad("injection:runs", "error_types", ["Bogus"], [HOSTILE]),
     *bad("injection:run_retry", "item", "abc", HUGE, "-1"),
     # ---- releases ----

@@ -119,6 +119,7 @@ ROWS = [
         body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),  # an annotator giving themselves a language
     Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOOO", kind=PUBLIC),
     Row("review:next", "get", _u("review:next", P), "DODO"),
+    Row("review:next", "post", _u("review:next", P), "DODO", writes=True, body=lambda w: {}),  # takes a lock
     Row("review:candidate", "get", _u("review:candidate", P, CAND), "DODO"),
     Row("review:candidate", "post", _u("review:candidate", P, CAND), "DODO", writes=True,
         body=lambda w: {"action": "accept", "idempotency_key": "form-decision"}),

@@ -165,7 +165,13 @@ def test_missing_key_for_openai_is_a_clear_error(project, segments, monkeypatch)
     from injection.backends import BackendUnavailable
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    run = services.plan_run(services.RunSpec(project=project, kind="mqm", backend="openai", directions=["en-de"]))
+    spec = services.RunSpec(project=project, kind="mqm", backend="openai", directions=["en-de"])
+    with pytest.raises(services.RunRejected, match="--endpoint: endpoint openai needs OPENAI_API_KEY"):
+        services.plan_run(spec)  # no run until the backend can start (#37.6)
+    assert not InjectionRun.objects.exists()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-while-planning")
+    run = services.plan_run(spec)
+    monkeypatch.delenv("OPENAI_API_KEY")  # and gone by the time a worker runs it
     with pytest.raises(BackendUnavailable, match="OPENAI_API_KEY"):
         services.execute_run(run.pk)
     run.refresh_from_db()

@@ -164,7 +164,6 @@ def test_django_admin_lists_and_filters(client, admin_user, project, segments):
 
 @pytest.mark.parametrize("backend, engine_options, message", [
     ("vllm", "gpu_memory_utilization=0.5\nenforce_eager", "&#x27;enforce_eager&#x27; is not NAME=VALUE"),
-    ("rule", "enforce_eager=true", "only the vllm backend takes engine options"),
 ])
 def test_engine_options_are_validated_in_the_start_form(client, admin_user, segments, backend, engine_options, message):
     client.force_login(admin_user)
@@ -177,10 +176,14 @@ def test_engine_options_are_validated_in_the_start_form(client, admin_user, segm
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("field, value", [("model", "m" * 201), ("base_url", "http://x/" + "a" * 500), ("seed", str(2**63))])
-def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(client, admin_user, segments, field, value):
+@pytest.mark.parametrize("backend, field, value", [
+    ("openai", "model", "m" * 201), ("openai", "base_url", "http://x/" + "a" * 500), ("rule", "seed", str(2**63)),
+])
+def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(client, admin_user, segments, settings, backend,
+                                                                       field, value):
+    settings.LLM_ALLOW_CUSTOM_URL = True
     client.force_login(admin_user)
-    form = {"project": segments[0].project_id, "kind": "mqm", "backend": "rule", "model": "m", "concurrency": 4, "seed": 1,
+    form = {"project": segments[0].project_id, "kind": "mqm", "backend": backend, "model": "m", "concurrency": 4, "seed": 1,
             "temperature": 0.5, "engine_options": ""}
     response = client.post(reverse("injection:runs"), {**form, field: value})
     page = response.content.decode()

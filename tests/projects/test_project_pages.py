@@ -398,8 +398,19 @@ def test_hugging_face_dataset_from_the_project_page(client, admin_user, language
     client.force_login(admin_user)
     url = reverse("projects:corpus", args=["flores"])
     columns = {"id_column": "id", "source_column": "source", "reference_column": "reference"}
-    both = client.post(url, {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode()), "hf_dataset": str(root), **columns})
+    both = client.post(url, {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode()), "hf_dataset": "org/name",
+                             **columns})
     assert both.status_code == 200 and "give either a file or a Hugging Face dataset" in both.content.decode()
-    response = client.post(url, {"direction": "en-de", "hf_dataset": str(root), "hf_config": "deu_Latn", "hf_split": "devtest", **columns}, follow=True)
-    assert "2 gold segments imported into en-de" in response.content.decode()
-    assert GoldSegment.objects.filter(project=project).count() == 2
+    # a form never reads a server folder (#36.4): absolute, relative and ../ paths are refused as Hub ids,
+    # without a word about what the folder holds; local directories are the import_corpus command's
+    for path in (str(root), "flores_site", f"../../{root.name}", "./x/y", "../x", ".hidden/set", "a/b/c", "a/..",
+                 "/etc/passwd"):
+        response = client.post(url, {"direction": "en-de", "hf_dataset": path, "hf_config": "deu_Latn",
+                                     "hf_split": "devtest", **columns})
+        page = response.content.decode()
+        assert response.status_code == 200 and "is not a Hub dataset id: namespace/name" in page, path
+        assert "devtest.parquet" not in page and "README" not in page
+    assert not GoldSegment.objects.filter(project=project).exists()
+    from core.corpus.domain import hub_id_problem
+
+    assert hub_id_problem("openlanguagedata/flores_plus") == "" and hub_id_problem("facebook/flores.v2") == ""

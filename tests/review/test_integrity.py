@@ -184,7 +184,10 @@ RLO = "\u202e"
 def test_untrusted_text_runs_are_bidi_isolates(project, languages, admin_user, annotator_de):
     from tests.review.factories import make_candidate
 
-    evil = create_user(f"ben{RLO}_de", "ben-pass-123", languages=["de"])
+    evil = create_user("ben_de", "ben-pass-123", languages=["de"])
+    # new names are checked now (core.services.clean_username); an account from before may still hold one
+    type(evil).objects.filter(pk=evil.pk).update(username=f"ben{RLO}_de")
+    evil.refresh_from_db()
     cand = make_candidate(project, languages["en-de"], f"He {RLO}said hi.", f"Er {RLO}sagte hallo.",
                           f"Er {RLO}sagte schnell hallo.", error_type=f"Addition{RLO}",
                           checks={f"check{RLO}": {"passed": False, "detail": f"detail {RLO}here"}}, flags=[f"check{RLO}"])

@@ -1,4 +1,5 @@
 """Assignment, decisions, skips, rounds, adjudication and ratings through the services, on a real DB."""
+import re
 from datetime import timedelta
 
 import pytest
@@ -265,3 +266,42 @@ def test_admin_stats(project, de_candidates, annotator_de, second_de):
     assert stats["anna_de"]["per_hour"] == pytest.approx(2 / (10 / 3600))
     lang = {r["language"]: r for r in selectors.language_progress(project)}["de"]
     assert lang["accepted"] == 1 and lang["reviews"] == 3 and lang["missing_reviews"] == 2 * 6 - 1
+
+
+@pytest.mark.parametrize("typed, problem", [
+    ("аdmin", "mixes Latin and Cyrillic letters that look alike (а)"),  # a Cyrillic а
+    ("pаypal_ok", "mixes Latin and Cyrillic letters that look alike (а)"),
+])
+def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, typed, problem):
+    from django.contrib.auth import get_user_model
+
+    with pytest.raises(services.Invalid, match=r"username: " + re.escape(problem)):
+        services.invite_annotator(admin_user, typed, languages=["de"])
+    assert not get_user_model().objects.filter(username=typed).exists()
+
+
+def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(admin_user, annotator_de, db):
+    user, _, _ = services.invite_annotator(admin_user, "ｍｕｌｌｅｒ", languages=["de"])  # full-width letters
+    assert user.username == "muller"
+    with pytest.raises(services.Conflict, match="muller"):
+        services.invite_annotator(admin_user, "ｍuller")
+    one_script, _, _ = services.invite_annotator(admin_user, "иван", languages=["de"])  # one script: allowed
+    assert one_script.username == "иван"
+
+
+def test_admin_user_form_refuses_look_alike_usernames(admin_client):
+    from django.contrib.auth import get_user_model
+
+    response = admin_client.post("/admin/auth/user/add/", {
+        "username": "аdmin", "password1": "a-Strong-pass-987", "password2": "a-Strong-pass-987", "usable_password": "true",
+    })
+    assert response.status_code == 200
+    assert "mixes Latin and Cyrillic letters that look alike" in response.content.decode()
+    assert not get_user_model().objects.filter(username="аdmin").exists()
+
+
+def test_create_user_refuses_a_bidi_control_in_a_new_name(db):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        create_user("ben\u202e_de", "ben-pass-123", languages=["de"])

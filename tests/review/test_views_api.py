@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import LikertRating, RatingItem, ReviewDecision
+from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock
 from annotation.review import services
 from core.services import create_user
 from injection.models import Candidate
@@ -205,8 +205,24 @@ def test_csrf_is_enforced(project, data, annotator_de):
     assert not ReviewDecision.objects.exists()
 
 
+def test_get_next_takes_no_lock_post_does_and_get_then_resumes_it(project, data, de_client):
+    url = reverse("review:next", args=[project.name]) + "?lang=de"
+    r = de_client.get(url)  # what a prefetcher does
+    page = r.content.decode()
+    assert r.status_code == 200 and 'id="queue-start"' in page and "data-autostart" in page
+    assert not ReviewLock.objects.exists()
+    r = de_client.post(url)
+    lock = ReviewLock.objects.get()
+    assert r.status_code == 302 and f"/candidate/{lock.candidate_id}/" in r["Location"]
+    expires = lock.expires_at
+    again = de_client.get(url)  # resumes the held item, and leaves its lock as it was
+    assert again.status_code == 302 and again["Location"] == r["Location"]
+    lock.refresh_from_db()
+    assert lock.expires_at == expires and ReviewLock.objects.count() == 1
+
+
 def test_form_path_decides_and_moves_on(project, data, de_client):
-    r = de_client.get(reverse("review:next", args=[project.name]) + "?lang=de")
+    r = de_client.post(reverse("review:next", args=[project.name]) + "?lang=de")
     assert r.status_code == 302
     page = de_client.get(r["Location"])
     assert page.status_code == 200

@@ -527,7 +527,8 @@ def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(clien
 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
-def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue(client, broker, release, languages, admin_user):
+def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue(client, broker, release, languages, admin_user,
+                                                                                 settings):
     import base64
 
     import redis as redis_lib
@@ -539,6 +540,12 @@ def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue
     url = reverse("scores:start", args=[release.pk])
     response = client.post(url, {"metric": ["gemba-mqm"], "judge_max_usd": "lots"}, follow=True)
     assert "not a number" in response.content.decode() and not ScoringJob.objects.filter(metric="gemba-mqm").exists()
+    settings.LLM_ALLOW_CUSTOM_URL = False  # a typed judge URL is refused unless the operator allows typed URLs (#36.1)
+    response = client.post(url, {"metric": ["gemba-mqm"], "judge_url": "http://169.254.169.254/v1", "judge_model": "m"},
+                           follow=True)
+    assert "not a configured endpoint" in response.content.decode()
+    assert not ScoringJob.objects.filter(metric="gemba-mqm").exists()
+    settings.LLM_ALLOW_CUSTOM_URL = True
     client.post(url, {"metric": ["gemba-mqm"], "judge_url": "http://judge:8000/v1", "judge_model": "m", "judge_max_usd": "2.5"})
     jobs = {selectors.task_id_for(j): j for j in ScoringJob.objects.filter(release=release, metric="gemba-mqm")}
     assert len(jobs) == 2

@@ -107,3 +107,59 @@ def test_diff_then_apply_round_trips(ref, cand):
     assert outside_matches(reference, candidate, edit, "de")
     reparsed = parse_marked(mark_edit(reference, edit, "de"), reference, "de")
     assert reparsed.edit == edit and reparsed.outside_matches_reference
+
+
+# ---- the diff's budget (#36.5) -------------------------------------------------------------------------------
+
+_WORDS = st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=30)
+
+
+@given(prefix=_WORDS, left=_WORDS, right=_WORDS, suffix=_WORDS)
+def test_diff_opcodes_is_difflib_itself_within_the_budget(prefix, left, right, suffix):
+    import difflib
+
+    from core.domain.units import diff_opcodes
+
+    ref, cand = prefix + left + suffix, prefix + right + suffix
+    assert diff_opcodes(ref, cand) == difflib.SequenceMatcher(a=ref, b=cand, autojunk=False).get_opcodes()
+
+
+@given(prefix=_WORDS, left=_WORDS, right=_WORDS, suffix=_WORDS)
+def test_past_the_budget_the_opcodes_still_rebuild_the_candidate_and_the_edit_is_the_same(prefix, left, right, suffix):
+    from core.domain.units import diff_opcodes, diff_units
+
+    ref, cand = prefix + left + suffix, prefix + right + suffix
+    opcodes = diff_opcodes(ref, cand, exact_within=-1)  # always the trimmed path
+    rebuilt = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        rebuilt += ref[i1:i2] if tag == "equal" else cand[j1:j2]
+        if tag == "equal":
+            assert ref[i1:i2] == cand[j1:j2]
+    assert rebuilt == cand
+    changed = [op for op in opcodes if op[0] != "equal"]
+    edit = diff_units(ref, cand)
+    if edit is not None and changed:  # the changed units lie inside the prefix/suffix edit (SPEC §1)
+        assert changed[0][1] >= edit.start and changed[-1][2] <= edit.end
+
+
+def test_a_20k_token_reference_with_one_edit_is_diffed_in_linear_time():
+    import time
+
+    reference = " ".join(f"w{i}" for i in range(20_000))
+    candidate = reference.replace("w10000 ", "neu w10000 ", 1)
+    started = time.perf_counter()
+    assert count_edited_regions(reference, candidate, "de") == 1
+    assert time.perf_counter() - started < 1.0  # 34 s with difflib over the whole texts
+
+
+def test_two_edits_far_apart_in_20k_tokens_fail_with_the_reason_not_a_spin():
+    import time
+
+    from core.domain.units import DiffTooLarge
+
+    reference = " ".join(f"w{i}" for i in range(20_000))
+    candidate = "x " + reference + " y"
+    started = time.perf_counter()
+    with pytest.raises(DiffTooLarge, match="differ over 20000 and 20002 units, more than one diff may compare"):
+        count_edited_regions(reference, candidate, "de")
+    assert time.perf_counter() - started < 1.0

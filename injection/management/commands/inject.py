@@ -33,7 +33,9 @@ class Command(BaseCommand):
         parser.add_argument("--positions", default="", help="head,end for mqm (default: both)")
         parser.add_argument("--backend", default=None, help="rule, openai, batch or vllm (default: INJECTION_BACKEND or rule)")
         parser.add_argument("--model", default="")
-        parser.add_argument("--base-url", default="", help="OpenAI-compatible endpoint, e.g. a vLLM server's http://host:8000/v1")
+        parser.add_argument("--endpoint", default="", help="a configured endpoint's name (LLM_ENDPOINTS; default: the first)")
+        parser.add_argument("--base-url", default="", help="OpenAI-compatible endpoint, e.g. a vLLM server's http://host:8000/v1; "
+                                                         "sent no server key unless an endpoint in LLM_ENDPOINTS has this URL")
         parser.add_argument("--concurrency", type=int, default=8)
         parser.add_argument("--rpm", type=float, default=None, help="requests-per-minute budget")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
@@ -111,7 +113,7 @@ class Command(BaseCommand):
             spec = services.RunSpec(
                 project=project, kind=opts["kind"], backend=opts["backend"] or settings.INJECTION_DEFAULT_BACKEND,
                 directions=_csv(opts["directions"]), error_types=_csv(opts["types"]), positions=_csv(opts["positions"]),
-                name=opts["name"], model=opts["model"], base_url=opts["base_url"], concurrency=opts["concurrency"],
+                name=opts["name"], model=opts["model"], endpoint=opts["endpoint"], base_url=opts["base_url"], concurrency=opts["concurrency"],
                 rpm=opts["rpm"], seed=opts["seed"], temperature=opts["temperature"], structured=not opts["no_structured"],
                 timeout=opts["timeout"], max_attempts=opts["max_attempts"], engine_options=engine_options,
                 prompt_files=opts["prompt_file"],
