@@ -104,13 +104,14 @@ class ProjectAdmin(admin.ModelAdmin):
         project = get_object_or_404(Project, pk=pk)
         if not self.has_change_permission(request, project):
             return redirect("admin:index")
-        form = CorpusUploadForm(request.POST or None, request.FILES or None)
+        form = CorpusUploadForm(request.POST or None, request.FILES or None, project=project)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             columns = Columns(form.cleaned_data["id_column"], form.cleaned_data["source_column"], form.cleaned_data["reference_column"])
             try:
                 _, result = import_corpus_source(
-                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read()
+                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read(),
+                    known_direction=True, check_language=not form.cleaned_data["other_language"],
                 )
             except (CorpusError, ImportRejected) as exc:
                 report_errors(request, exc.errors, f"{upload.name}: nothing imported.")

@@ -49,6 +49,9 @@ class Project(models.Model):
     description = models.TextField(blank=True)
     source_language = models.ForeignKey(Language, on_delete=models.PROTECT, related_name="+")
     directions = models.ManyToManyField(Direction, blank=True, related_name="projects")
+    # A direction with data is retired rather than removed: hidden from imports, injection and builds, kept
+    # in the releases already made. Always a subset of ``directions``.
+    retired_directions = models.ManyToManyField(Direction, blank=True, related_name="+")
     error_types = models.JSONField(
         default=list, blank=True, help_text="MQM error types to inject; empty means all registered types"
     )

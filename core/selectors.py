@@ -10,3 +10,8 @@ def visible_projects(user):
         return Project.objects.all()
     languages = access.allowed_languages(user)
     return Project.objects.filter(directions__target__in=languages).distinct()
+
+
+def active_directions(project: Project):
+    """The project's directions open to new work (imports, injection, builds): all but the retired ones."""
+    return project.directions.exclude(pk__in=project.retired_directions.values("pk")).select_related("target").order_by("code")

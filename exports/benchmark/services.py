@@ -145,7 +145,9 @@ def _final_counts(project: Project) -> dict:
 
 def direction_codes(project: Project) -> list[str]:
     """The directions a build merges, in order (one unit of work each: a Celery task, a committed step)."""
-    return sorted(set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct()))
+    # a retired direction is not built again; the releases already made from it keep their files
+    segments = GoldSegment.objects.filter(project=project).exclude(direction__in=project.retired_directions.all())
+    return sorted(set(segments.values_list("direction__code", flat=True).distinct()))
 
 
 def build_direction(project: Project, direction_code: str, result: BuildResult, *, force: bool = False) -> int:

@@ -102,6 +102,13 @@ ROWS = [
     Row("projects:corpus", "post", _u("projects:corpus", P), "DDO", writes=True, body=lambda w: {
         "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference",
         "file": SimpleUploadedFile("gold.tsv", "id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n".encode())}),
+    Row("projects:settings", "get", _u("projects:settings", P), "DDO"),
+    Row("projects:settings", "post", _u("projects:settings", P), "DDO", writes=True,
+        body=lambda w: {"title": "Umbenannt", "reviewers_per_candidate": 3, "max_errors": 4}),
+    Row("projects:direction_add", "post", _u("projects:direction_add", P), "DDO", writes=True,
+        body=lambda w: {"target": "fr", "confirmed": "on"}),
+    Row("projects:direction_action", "get", _u("projects:direction_action", P, "en-de", "retire"), "DDO"),
+    Row("projects:direction_action", "post", _u("projects:direction_action", P, "en-de", "retire"), "DDO", writes=True),
     Row("projects:xqmeval", "post", _u("projects:xqmeval", P), "DDO", note="no files: the admin sees the form's errors"),
     # ---- review screens ----
     Row("review:index", "get", _u("review:index"), "OOO"),
