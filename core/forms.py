@@ -147,3 +147,14 @@ class DirectionAddForm(forms.Form):
         self.fields["target"].choices = [("", "choose a language")] + [
             (code, f"{code} ({info.name})") for code, info in sorted(KNOWN_LANGUAGES.items()) if code not in present
         ]
+
+
+class AssignmentForm(forms.Form):
+    """The reviewers of one direction of a project, ticked among the annotators."""
+
+    reviewers = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, direction: str, annotators: list[str], **kwargs):
+        super().__init__(*args, prefix=f"assign-{direction}", **kwargs)
+        self.fields["reviewers"].label = f"Reviewers of {direction}"
+        self.fields["reviewers"].choices = [(name, name) for name in annotators]

@@ -15,7 +15,7 @@ from core.domain.edit_types import MQM, PERTURBATION, types_of
 from core.domain.errors import InputErrors
 from core.domain.language_id import language_mismatch
 from core.domain.languages import language_info, parse_direction
-from core.models import Direction, GoldSegment, Language, Profile, Project
+from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
 from core.selectors import active_directions
 
 ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
@@ -218,6 +218,32 @@ def direction_add(project: Project, *, target: str) -> Direction:
         direction = ensure_direction(f"{project.source_language.code}-{target}")
         project.directions.add(direction)
     return direction
+
+
+def assignments_set(project: Project, *, direction: str, usernames: Iterable[str]) -> list[str]:
+    """Make exactly ``usernames`` (annotators) the reviewers of ``direction`` in ``project``; returns them
+    sorted. ``ProjectRejected`` names every unknown user, non-annotator or wrong direction; nothing is
+    written then."""
+    usernames = sorted(set(usernames))
+    problems = []
+    target = active_directions(project).filter(code=direction).first()
+    if target is None:
+        problems.append(f"direction: {direction} is not an active direction of {project.name}")
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=usernames).select_related("profile")}
+    for name in usernames:
+        user = users.get(name)
+        if user is None:
+            problems.append(f"reviewers: no user {name!r}")
+        elif getattr(getattr(user, "profile", None), "role", None) != Profile.Role.ANNOTATOR:
+            problems.append(f"reviewers: {name} is not an annotator (admins see every direction; viewers review none)")
+    if problems:
+        raise ProjectRejected(problems)
+    with transaction.atomic():
+        ReviewerAssignment.objects.filter(project=project, direction=target).exclude(user__username__in=usernames).delete()
+        ReviewerAssignment.objects.bulk_create(
+            [ReviewerAssignment(project=project, direction=target, user=users[name]) for name in usernames], ignore_conflicts=True
+        )
+    return usernames
 
 
 def create_user(username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""):

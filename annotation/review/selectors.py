@@ -22,28 +22,32 @@ from injection.models import Candidate
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
 
 
-def work_languages(user):
-    """Languages whose items this user may review or rate: admins all, annotators theirs, viewers none
-    (viewers read aggregate pages only)."""
+def work_languages(user, project: Project | None = None):
+    """Languages whose items this user may review or rate: admins all, annotators theirs (in ``project``:
+    their assignments there), viewers none (viewers read aggregate pages only)."""
     if access.is_admin(user) or access.is_annotator(user):
-        return access.allowed_languages(user)
+        return access.allowed_languages(user, project)
     return Language.objects.none()
 
 
-def language_codes(user, language: str | None = None) -> list[str]:
-    """The target languages this user works on (one, when asked and allowed)."""
-    codes = list(work_languages(user).values_list("code", flat=True))
+def language_codes(user, language: str | None = None, project: Project | None = None) -> list[str]:
+    """The target languages this user works on (in ``project``, when given; one, when asked and allowed)."""
+    codes = list(work_languages(user, project).values_list("code", flat=True))
     if language:
         return [language] if language in codes else []
     return codes
 
 
 def visible_candidates(user) -> QuerySet[Candidate]:
-    return Candidate.objects.filter(segment__direction__target__in=work_languages(user))
+    if not (access.is_admin(user) or access.is_annotator(user)):
+        return Candidate.objects.none()
+    return Candidate.objects.filter(access.work_filter(user, project="segment__project", direction="segment__direction"))
 
 
 def visible_rating_items(user) -> QuerySet[RatingItem]:
-    return RatingItem.objects.filter(direction__target__in=work_languages(user))
+    if not (access.is_admin(user) or access.is_annotator(user)):
+        return RatingItem.objects.none()
+    return RatingItem.objects.filter(access.work_filter(user, project="project", direction="direction"))
 
 
 def first_round(project: Project) -> ReviewRound:

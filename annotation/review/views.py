@@ -45,8 +45,9 @@ def index(request):
     codes = selectors.language_codes(request.user)
     names = {lang.code: lang for lang in Language.objects.filter(code__in=codes)}
     for project in core_selectors.visible_projects(request.user).order_by("name"):
+        in_project = set(selectors.language_codes(request.user, project=project))  # the project's assignments
         here = set(project.directions.filter(target__code__in=codes).values_list("target__code", flat=True))
-        mine = [c for c in codes if c in here]
+        mine = [c for c in codes if c in here and c in in_project]
         if not mine:
             continue
         units = selectors.tally.units(project) if selectors.tally.available() else None  # one read for every language
@@ -218,6 +219,7 @@ def manage(request, project):
         "rounds": selectors.round_summaries(project),
         "pool_rules": Project.PoolRule.choices,
         "disagreements": figures.disagreements,
+        "gaps": core_selectors.coverage_gaps(project), "is_admin": True,
     })
 
 

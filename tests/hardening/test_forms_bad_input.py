@@ -91,6 +91,8 @@ FORMS = {
         "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference", "file": _upload()}),
     "projects:settings": Form(lambda w: reverse("projects:settings", args=[w.project.name]), lambda w: {
         "title": "Umbenannt", "reviewers_per_candidate": "3", "max_errors": "4"}),
+    "projects:assignments": Form(lambda w: reverse("projects:assignments", args=[w.project.name]),
+                                 lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]}),
     "projects:direction_add": Form(lambda w: reverse("projects:direction_add", args=[w.project.name]),
                                    lambda w: {"target": "fr", "confirmed": "on"}),
     "projects:xqmeval": Form(lambda w: reverse("projects:xqmeval", args=[w.project.name]), lambda w: {}),
@@ -164,6 +166,8 @@ ROWS: list[Bad] = [
     *bad("projects:settings", "reviewers_per_candidate", MISSING, EMPTY, *NUMBERS, "0", "11", names="reviewers"),
     *bad("projects:settings", "max_errors", MISSING, *NUMBERS, "0", "11", names="errors"),
     *bad("projects:settings", "error_types", ["Bogus"], [HOSTILE], names="error"),
+    *bad("projects:assignments", "direction", MISSING, EMPTY, "en-fr", HOSTILE, LONG, names="direction"),
+    *bad("projects:assignments", "assign-en-de-reviewers", ["ghost"], [HOSTILE], names="reviewers"),
     *bad("projects:direction_add", "target", *TEXT, "xx", "en", "de", FORMULA, names="target"),  # en: the source; de: present
     *bad("projects:xqmeval", "candidate_files", MISSING, lambda w: SimpleUploadedFile("en-de-Addition.parquet", b"not parquet"),
          lambda w: SimpleUploadedFile(f"{HOSTILE}.parquet", b"PAR1"), names="parquet"),

@@ -105,6 +105,8 @@ ROWS = [
     Row("projects:settings", "get", _u("projects:settings", P), "DDO"),
     Row("projects:settings", "post", _u("projects:settings", P), "DDO", writes=True,
         body=lambda w: {"title": "Umbenannt", "reviewers_per_candidate": 3, "max_errors": 4}),
+    Row("projects:assignments", "post", _u("projects:assignments", P), "DDO", writes=True,
+        body=lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]}),
     Row("projects:direction_add", "post", _u("projects:direction_add", P), "DDO", writes=True,
         body=lambda w: {"target": "fr", "confirmed": "on"}),
     Row("projects:direction_action", "get", _u("projects:direction_action", P, "en-de", "retire"), "DDO"),

@@ -18,11 +18,14 @@ from annotation.review.xqmeval_import import import_xqmeval
 from core import access
 from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError
-from core.forms import CorpusUploadForm, DirectionAddForm, ProjectCreateForm, ProjectSettingsForm, XQMEvalUploadForm
-from core.models import Project
+from core.forms import (
+    AssignmentForm, CorpusUploadForm, DirectionAddForm, ProjectCreateForm, ProjectSettingsForm, XQMEvalUploadForm,
+)
+from core.models import Profile, Project
 from exports.models import Release
 from core.services import (
-    ImportRejected, ProjectRejected, direction_add, import_corpus_source, project_create, project_settings_update,
+    ImportRejected, ProjectRejected, assignments_set, direction_add, import_corpus_source, project_create,
+    project_settings_update,
 )
 from xqmeval.projects import selectors, services
 
@@ -80,6 +83,7 @@ def project_page(request, slug: str):
         "stages": stages,
         "next_stage": selectors.next_step(stages),
         "is_admin": access.is_admin(request.user),
+        "gaps": core_selectors.coverage_gaps(project) if access.is_admin(request.user) else [],
         "poll_seconds": POLL_SECONDS,
     })
 
@@ -174,13 +178,59 @@ def _report(form, problems: list[str]) -> None:
         form.add_error(field_name if field_name in form.fields else None, message if field_name in form.fields else problem)
 
 
+SETTINGS_FIELDS = ("title", "description", "reviewers_per_candidate", "max_errors", "error_types")
+
+
+def _annotators() -> list[str]:
+    return list(Profile.objects.filter(role=Profile.Role.ANNOTATOR).order_by("user__username").values_list("user__username", flat=True))
+
+
+def _settings_context(project: Project, *, form=None, add_form=None, assignment_form=None) -> dict:
+    annotators = _annotators()
+    rows = []
+    for cover in core_selectors.coverage(project):
+        bound = assignment_form if assignment_form is not None and assignment_form.prefix == f"assign-{cover.direction}" else None
+        rows.append({"coverage": cover, "form": bound or AssignmentForm(
+            direction=cover.direction, annotators=annotators, initial={"reviewers": list(cover.reviewers)},
+        )})
+    return {
+        "project": project, "is_admin": True,
+        "form": form or ProjectSettingsForm(initial={f: getattr(project, f) for f in SETTINGS_FIELDS}),
+        "add_form": add_form or DirectionAddForm(project=project), "directions": services.direction_data(project),
+        "assignments": rows, "gaps": [row["coverage"] for row in rows if row["coverage"].missing],
+        "assignment_form": assignment_form,  # the one sent back with its errors, if any
+    }
+
+
+@login_required
+def assignments(request, slug: str):
+    """Set the reviewers of one direction (the settings page has one such form per active direction)."""
+    _require_admin(request, "assign reviewers")
+    project = get_object_or_404(Project, name=slug)
+    if request.method != "POST":
+        return redirect("projects:settings", slug=project.name)
+    direction = request.POST.get("direction", "")[:40]
+    if not core_selectors.active_directions(project).filter(code=direction).exists():
+        messages.error(request, f"direction: {direction or 'none'} is not an active direction of {project.name}; nothing changed.")
+        return redirect("projects:settings", slug=project.name)
+    form = AssignmentForm(request.POST, direction=direction, annotators=_annotators())
+    if form.is_valid():
+        try:
+            names = assignments_set(project, direction=direction, usernames=form.cleaned_data["reviewers"])
+        except ProjectRejected as exc:
+            _report(form, exc.errors)
+        else:
+            messages.success(request, f"Reviewers of {direction}: {', '.join(names) or 'none'}.")
+            return redirect(reverse("projects:settings", args=[project.name]) + "#reviewers")
+    return render(request, "projects/settings.html", _settings_context(project, assignment_form=form))
+
+
 @login_required
 def project_settings(request, slug: str):
     """Title, reviewers per candidate, maximum errors, error types; the directions, each with what it holds."""
     _require_admin(request, "change a project's settings")
     project = get_object_or_404(Project, name=slug)
-    initial = {f: getattr(project, f) for f in ("title", "description", "reviewers_per_candidate", "max_errors", "error_types")}
-    form = ProjectSettingsForm(request.POST or None, initial=initial)
+    form = ProjectSettingsForm(request.POST or None, initial={f: getattr(project, f) for f in SETTINGS_FIELDS})
     if request.method == "POST" and form.is_valid():
         try:
             project_settings_update(project, **form.cleaned_data)
@@ -189,10 +239,7 @@ def project_settings(request, slug: str):
         else:
             messages.success(request, "Settings saved.")
             return redirect("projects:settings", slug=project.name)
-    return render(request, "projects/settings.html", {
-        "project": project, "form": form, "add_form": DirectionAddForm(project=project),
-        "directions": services.direction_data(project),
-    })
+    return render(request, "projects/settings.html", _settings_context(project, form=form))
 
 
 @login_required
@@ -220,11 +267,7 @@ def direction_add_view(request, slug: str):
                 "project": project, "code": code, "action": "add", "target": target,
                 "post_url": reverse("projects:direction_add", args=[project.name]),
             })
-    return render(request, "projects/settings.html", {
-        "project": project, "form": ProjectSettingsForm(initial={
-            f: getattr(project, f) for f in ("title", "description", "reviewers_per_candidate", "max_errors", "error_types")
-        }), "add_form": form, "directions": services.direction_data(project),
-    })
+    return render(request, "projects/settings.html", _settings_context(project, add_form=form))
 
 
 # what each direction action does, its confirmation's wording and the service that does it
