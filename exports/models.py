@@ -105,6 +105,10 @@ class BenchmarkBuild(Job):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    acknowledged = models.JSONField(
+        default=list, blank=True,
+        help_text="what the admin confirmed building with: the directions that were undecided or empty, one line each",
+    )
 
     class Meta:
         ordering = ["-created_at"]

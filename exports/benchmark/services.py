@@ -459,9 +459,12 @@ def _copy(row: BenchmarkBuild, build: BenchmarkBuild) -> None:
             setattr(build, attr, getattr(row, attr))
 
 
-def create_build(*, project: Project, user=None) -> BenchmarkBuild:
-    """Record a build to run (``exports.benchmark.tasks.start_build`` hands it to the worker)."""
-    return BenchmarkBuild.objects.create(project=project, created_by=user if getattr(user, "pk", None) else None)
+def create_build(*, project: Project, user=None, acknowledged: list[str] | None = None) -> BenchmarkBuild:
+    """Record a build to run (``exports.benchmark.tasks.start_build`` hands it to the worker), with what the
+    admin confirmed building with (``acknowledged``: the undecided or empty directions)."""
+    return BenchmarkBuild.objects.create(
+        project=project, created_by=user if getattr(user, "pk", None) else None, acknowledged=list(acknowledged or []),
+    )
 
 
 def format_counts(counts: dict) -> list[str]:

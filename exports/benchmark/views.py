@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from core import access
@@ -40,7 +40,16 @@ def status(request, project: str):
 def build(request, project: str):
     access.require_admin(request.user, message=ADMINS_ONLY)
     project_obj = get_object_or_404(Project, name=project)
-    build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
+    warnings = selectors.build_warnings(project_obj)
+    if warnings and request.POST.get("confirm") != "1":
+        # a build with an undecided or empty direction is a decision: name each, build only when confirmed
+        return render(request, "benchmarks/build_confirm.html", {
+            "project": project_obj, "warnings": warnings, "force": request.POST.get("force") == "1",
+            "next": request.POST.get("next", ""),
+        })
+    build_obj = tasks.start_build(
+        project=project_obj, user=request.user, force=request.POST.get("force") == "1", acknowledged=warnings,
+    )
     messages.add_message(request, *tasks.build_outcome(build_obj))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
 

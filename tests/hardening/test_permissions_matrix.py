@@ -173,7 +173,7 @@ ROWS = [
     Row("benchmarks:status", "get", _u("benchmarks:status", P), "DOO"),
     Row("benchmarks:counts_plot", "get", _u("benchmarks:counts_plot", P), "DOO"),
     Row("benchmarks:candidates_csv", "get", lambda w: reverse("benchmarks:candidates_csv", kwargs={"project": w.project.name, "table": "excluded"}), "DOO"),
-    Row("benchmarks:build", "post", _u("benchmarks:build", P), "DDO", writes=True, body=lambda w: {}),
+    Row("benchmarks:build", "post", _u("benchmarks:build", P), "DDO", writes=True, body=lambda w: {"confirm": "1"}),
     Row("benchmarks:release", "post", _u("benchmarks:release", P), "DDO", writes=True, body=lambda w: {"version": "2.0.0", "formats": ["jsonl"]}),
     Row("benchmarks:push", "post", lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]), "DDO", writes=True,
         body=lambda w: {"repo_id": "lab/geheim"}),
