@@ -506,3 +506,15 @@ def ratings_of(user) -> QuerySet[LikertRating]:
         return qs
     return qs.filter(rater=user)
 
+
+
+def skips_of(user, *, project: Project | None = None):
+    """Skips and "broken item" reports: an annotator's own; an admin's view of one project: everyone's."""
+    qs = ReviewSkip.objects.select_related(
+        "candidate__segment__project", "candidate__segment__direction__target", "round", "reviewer",
+    ).order_by("-created_at", "-id")
+    if project is not None:
+        qs = qs.filter(candidate__segment__project=project)
+    if not access.is_admin(user):
+        qs = qs.filter(reviewer=user)
+    return qs
