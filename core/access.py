@@ -47,10 +47,12 @@ def allowed_languages(user, project: Project | None = None) -> QuerySet[Language
     if profile is None:
         return Language.objects.none()
     assigned = ReviewerAssignment.objects.filter(user=user)
-    if project is not None:
-        if ReviewerAssignment.objects.filter(project=project).exists():
-            return Language.objects.filter(directions_into__in=assigned.filter(project=project).values("direction")).distinct()
-        return profile.languages.all()
+    if project is not None:  # one query: the hot path of review counts them
+        assigns_anyone = Exists(ReviewerAssignment.objects.filter(project=project))
+        return Language.objects.filter(
+            Q(directions_into__in=assigned.filter(project=project).values("direction"))
+            | (Q(pk__in=profile.languages.values("pk")) & ~assigns_anyone)
+        ).distinct()
     return Language.objects.filter(
         Q(pk__in=profile.languages.values("pk")) | Q(directions_into__in=assigned.values("direction"))
     ).distinct()

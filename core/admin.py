@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from core.admin_lists import LargeTableAdmin
 from core.corpus.domain import Columns, CorpusError
 from core.forms import CorpusUploadForm
-from core.models import Direction, GoldSegment, Language, Profile, Project
+from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
 from core.services import ImportRejected, import_corpus_source, project_create, project_problems
 
 
@@ -175,3 +175,13 @@ class UserAdmin(BaseUserAdmin):
     def languages(self, obj):
         profile = getattr(obj, "profile", None)
         return ", ".join(profile.languages.values_list("code", flat=True)) if profile else ""
+
+
+@admin.register(ReviewerAssignment)
+class ReviewerAssignmentAdmin(admin.ModelAdmin):
+    """Who reviews which direction of which project (the site's project settings set them)."""
+
+    list_display = ["project", "direction", "user"]
+    list_filter = ["project", "direction"]
+    search_fields = ["user__username"]
+    list_select_related = ["project", "direction", "user"]
