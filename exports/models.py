@@ -175,6 +175,7 @@ class ScoreSummary(models.Model):
     total = models.FloatField(help_text="the sum of the scores (their mean is total / n)")
 
     class Meta:
+        verbose_name_plural = "score summaries"
         constraints = [
             models.UniqueConstraint(fields=["release", "metric", "direction", "level"], name="score_summary_unique")
         ]
