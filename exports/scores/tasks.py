@@ -75,6 +75,7 @@ def start_scoring(
 ) -> list[ScoringJob]:
     """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``.
     ``options`` go to every task; ``metric_options`` (metric name -> scorer options) only to that metric's."""
+    app = current_app
     if not worker_configured():
         raise ScoringError(NO_WORKER)
     out = str(selectors.scores_dir(release)) if release.path else ""
