@@ -135,6 +135,11 @@ class RatingItem(models.Model):
     pseudo_translation = models.ForeignKey("exports.PseudoTranslation", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self) -> str:
+        # the admin names items by this: "system_output en-de #17 (sys-A)", not "RatingItem object (1)"
+        system = f" ({self.system})" if self.system else ""
+        return f"{self.kind} {self.direction.code} #{self.external_id or self.pk}{system}"
+
 
 def _likert_field(help_text: str) -> models.PositiveSmallIntegerField:
     return models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(5)], help_text=help_text)
@@ -232,6 +237,7 @@ class ReviewTally(models.Model):
     candidates = models.BigIntegerField(default=0)
 
     class Meta:
+        verbose_name_plural = "review tallies"
         constraints = [
             models.UniqueConstraint(fields=["project", "direction", "round_number", "status", "reviews"], name="tally_unique_key"),
         ]

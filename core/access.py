@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 
-from core.models import Language, Profile, Project
+from core.models import Language, Profile, Project, ReviewerAssignment
 
 
 def profile_of(user) -> Profile | None:
@@ -42,21 +43,50 @@ def is_annotator(user) -> bool:
     return bool(profile and profile.role == Profile.Role.ANNOTATOR)
 
 
-def allowed_languages(user) -> QuerySet[Language]:
-    """Target languages whose items this user may see (all for admins, none for strangers)."""
+def allowed_languages(user, project: Project | None = None) -> QuerySet[Language]:
+    """Target languages whose items this user may see (all for admins, none for strangers). In ``project``:
+    the targets of the directions the user is assigned there, once the project assigns anyone; a project
+    with no assignment follows the user's languages. Without a project: the user's languages and every
+    assigned target."""
     if is_admin(user):
         return Language.objects.all()
     profile = profile_of(user)
     if profile is None:
         return Language.objects.none()
-    return profile.languages.all()
+    assigned = ReviewerAssignment.objects.filter(user=user)
+    if project is not None:  # one query: the hot path of review counts them
+        assigns_anyone = Exists(ReviewerAssignment.objects.filter(project=project))
+        return Language.objects.filter(
+            Q(directions_into__in=assigned.filter(project=project).values("direction"))
+            | (Q(pk__in=profile.languages.values("pk")) & ~assigns_anyone)
+        ).distinct()
+    return Language.objects.filter(
+        Q(pk__in=profile.languages.values("pk")) | Q(directions_into__in=assigned.values("direction"))
+    ).distinct()
 
 
-def item_languages(user) -> QuerySet[Language]:
+def work_filter(user, *, project: str, direction: str) -> Q:
+    """A filter on rows whose project and direction are reached by the paths ``project`` and ``direction``
+    (e.g. ``segment__project``): the rows this user works on. Admins: all; in a project with assignments,
+    the directions assigned to the user; in one without, the user's languages."""
+    if is_admin(user):
+        return Q()
+    profile = profile_of(user)
+    if profile is None:
+        return Q(pk__in=[])
+    mine = ReviewerAssignment.objects.filter(user=user, project=OuterRef(project), direction=OuterRef(direction))
+    assigning = ReviewerAssignment.objects.values("project")
+    return Q(Exists(mine)) | (
+        ~Q(**{f"{project}__in": assigning}) & Q(**{f"{direction}__target__in": profile.languages.values("pk")})
+    )
+
+
+def item_languages(user, project: Project | None = None) -> QuerySet[Language]:
     """Target languages whose items (candidate and rating texts, queues) this user may read or work on: all
-    for admins, theirs for annotators, none for viewers and strangers (viewers read aggregates only)."""
+    for admins, theirs for annotators (in ``project``: their assignments there), none for viewers and
+    strangers (viewers read aggregates only)."""
     if is_admin(user) or is_annotator(user):
-        return allowed_languages(user)
+        return allowed_languages(user, project)
     return Language.objects.none()
 
 

@@ -15,7 +15,7 @@ from django.urls import path, reverse
 from core.admin_lists import LargeTableAdmin
 from core.corpus.domain import Columns, CorpusError
 from core.forms import CorpusUploadForm
-from core.models import Direction, GoldSegment, Language, Profile, Project
+from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
 from core.services import ImportRejected, clean_username, import_corpus_source, project_create, project_problems
 
 
@@ -105,13 +105,14 @@ class ProjectAdmin(admin.ModelAdmin):
         project = get_object_or_404(Project, pk=pk)
         if not self.has_change_permission(request, project):
             return redirect("admin:index")
-        form = CorpusUploadForm(request.POST or None, request.FILES or None)
+        form = CorpusUploadForm(request.POST or None, request.FILES or None, project=project)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             columns = Columns(form.cleaned_data["id_column"], form.cleaned_data["source_column"], form.cleaned_data["reference_column"])
             try:
                 _, result = import_corpus_source(
-                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read()
+                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read(),
+                    known_direction=True, check_language=not form.cleaned_data["other_language"],
                 )
             except (CorpusError, ImportRejected) as exc:
                 report_errors(request, exc.errors, f"{upload.name}: nothing imported.")
@@ -196,3 +197,13 @@ class UserAdmin(BaseUserAdmin):
     def languages(self, obj):
         profile = getattr(obj, "profile", None)
         return ", ".join(profile.languages.values_list("code", flat=True)) if profile else ""
+
+
+@admin.register(ReviewerAssignment)
+class ReviewerAssignmentAdmin(admin.ModelAdmin):
+    """Who reviews which direction of which project (the site's project settings set them)."""
+
+    list_display = ["project", "direction", "user"]
+    list_filter = ["project", "direction"]
+    search_fields = ["user__username"]
+    list_select_related = ["project", "direction", "user"]

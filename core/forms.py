@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 
 from core.domain.edit_types import MQM, PERTURBATION, types_of
-from core.domain.languages import KNOWN_LANGUAGES, UnknownDirection, parse_direction
+from core.domain.languages import KNOWN_LANGUAGES
 from core.services import MAX_ERRORS_LIMIT, MAX_REVIEWERS
 
 
@@ -52,16 +52,27 @@ class ProjectCreateForm(forms.Form):
 
 
 class CorpusUploadForm(forms.Form):
-    """A corpus file (upload), or a Hugging Face dataset when ``allow_hf`` (the site's project page)."""
+    """A corpus file (upload), or a Hugging Face dataset when ``allow_hf`` (the site's project page), into
+    one of ``project``'s active directions: chosen, never typed, so a typo cannot make a direction."""
 
-    direction = forms.CharField(help_text="The direction of the gold pairs, e.g. en-de.")
+    direction = forms.ChoiceField(help_text="One of the project's directions; add another in the project's settings.")
     file = forms.FileField(required=False, help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference.")
     id_column = forms.CharField(initial="id")
     source_column = forms.CharField(initial="source")
     reference_column = forms.CharField(initial="reference")
+    other_language = forms.BooleanField(
+        required=False, label="The references are in another language on purpose",
+        help_text="Without this tick, a file whose references do not read as the direction's target language is refused.",
+    )
 
-    def __init__(self, *args, allow_hf: bool = False, **kwargs):
+    def __init__(self, *args, project, allow_hf: bool = False, **kwargs):
+        from core.selectors import active_directions
+
         super().__init__(*args, **kwargs)
+        codes = [d.code for d in active_directions(project)]
+        self.fields["direction"].choices = [("", "choose a direction")] + [(code, code) for code in codes]
+        if len(codes) == 1:
+            self.fields["direction"].initial = codes[0]  # one choice only: nothing to guess
         self.allow_hf = allow_hf
         if allow_hf:
             self.fields["hf_dataset"] = forms.CharField(
@@ -91,14 +102,6 @@ class CorpusUploadForm(forms.Form):
             raise forms.ValidationError(problem)
         return value
 
-    def clean_direction(self):
-        value = self.cleaned_data["direction"].strip()
-        try:
-            parse_direction(value)
-        except UnknownDirection as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return value
-
     def clean(self):
         data = super().clean()
         if self.allow_hf and bool(data.get("file")) == bool(data.get("hf_dataset")):
@@ -126,3 +129,50 @@ class XQMEvalUploadForm(forms.Form):
     candidate_files = MultipleFileField(help_text="The en-{lang}-{ErrorType}.parquet files of the release.")
     decisions = forms.FileField(required=False, help_text="decisions.csv (optional).")
     strict = forms.BooleanField(required=False, help_text="Treat a candidate with several <v> regions as an error.")
+
+
+class ProjectSettingsForm(forms.Form):
+    """A project's settings on its settings page (its name, source language and pool rule stay as made)."""
+
+    title = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    reviewers_per_candidate = forms.IntegerField(
+        min_value=1, max_value=MAX_REVIEWERS, help_text="Independent reviewers who judge each candidate."
+    )
+    max_errors = forms.IntegerField(
+        min_value=1, max_value=MAX_ERRORS_LIMIT, label="Maximum errors per pseudo translation",
+        help_text="The highest quality level k of the benchmark.",
+    )
+    error_types = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="MQM error types that new injection runs inject. None ticked: all of them.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["error_types"].choices = _type_choices(MQM)
+
+
+class DirectionAddForm(forms.Form):
+    """The target language of a new direction, chosen from the known languages (the source is the project's)."""
+
+    target = forms.ChoiceField(label="Target language", help_text="The new direction goes from the project's source language into it.")
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        present = {d.target.code for d in project.directions.select_related("target")} | {project.source_language.code}
+        self.fields["target"].choices = [("", "choose a language")] + [
+            (code, f"{code} ({info.name})") for code, info in sorted(KNOWN_LANGUAGES.items()) if code not in present
+        ]
+
+
+class AssignmentForm(forms.Form):
+    """The reviewers of one direction of a project, ticked among the annotators."""
+
+    reviewers = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, direction: str, annotators: list[str], **kwargs):
+        super().__init__(*args, prefix=f"assign-{direction}", **kwargs)
+        self.fields["reviewers"].label = f"Reviewers of {direction}"
+        self.fields["reviewers"].choices = [(name, name) for name in annotators]

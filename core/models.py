@@ -49,6 +49,9 @@ class Project(models.Model):
     description = models.TextField(blank=True)
     source_language = models.ForeignKey(Language, on_delete=models.PROTECT, related_name="+")
     directions = models.ManyToManyField(Direction, blank=True, related_name="projects")
+    # A direction with data is retired rather than removed: hidden from imports, injection and builds, kept
+    # in the releases already made. Always a subset of ``directions``.
+    retired_directions = models.ManyToManyField(Direction, blank=True, related_name="+")
     error_types = models.JSONField(
         default=list, blank=True, help_text="MQM error types to inject; empty means all registered types"
     )
@@ -145,3 +148,19 @@ class Job(models.Model):
     @property
     def percent(self) -> int:
         raise NotImplementedError
+
+
+class ReviewerAssignment(models.Model):
+    """Who reviews which direction of which project. Once a project has any, they decide who works on its
+    items; a project with none follows the annotators' languages (``Profile.languages``)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments", db_index=False)  # assignment_unique
+    direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_assignments")
+
+    class Meta:
+        ordering = ["project", "direction", "user"]
+        constraints = [models.UniqueConstraint(fields=["project", "direction", "user"], name="assignment_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} reviews {self.project}/{self.direction}"

@@ -13,8 +13,10 @@ from core.corpus.domain import CorpusRow
 from core.domain import bidi
 from core.domain.edit_types import MQM, PERTURBATION, types_of
 from core.domain.errors import InputErrors
+from core.domain.language_id import language_mismatch
 from core.domain.languages import language_info, parse_direction
-from core.models import Direction, GoldSegment, Language, Profile, Project
+from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
+from core.selectors import active_directions
 
 ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
 
@@ -190,6 +192,86 @@ def corpus_limits():
     return Limits(**settings.CORPUS_LIMITS)
 
 
+def project_settings_update(
+    project: Project,
+    *,
+    title: str,
+    description: str = "",
+    reviewers_per_candidate: int,
+    max_errors: int,
+    error_types: Iterable[str] = (),
+) -> Project:
+    """Change a project's settings from its settings page; ``ProjectRejected`` lists every problem by field
+    (the same rules as creating one), and nothing is written unless all are valid."""
+    error_types = list(error_types)
+    problems = [
+        p for p in project_problems(
+            name=project.name, source_language=project.source_language.code, error_types=error_types,
+            reviewers_per_candidate=reviewers_per_candidate, max_errors=max_errors,
+        ) if not p.startswith("name: ")  # the project exists: its own name is not a problem
+    ]
+    if not title.strip():
+        problems.insert(0, "title: required")
+    if problems:
+        raise ProjectRejected(problems)
+    project.title, project.description = title.strip(), description
+    project.reviewers_per_candidate, project.max_errors, project.error_types = reviewers_per_candidate, max_errors, error_types
+    project.save(update_fields=["title", "description", "reviewers_per_candidate", "max_errors", "error_types"])
+    return project
+
+
+def direction_add_problem(project: Project, target: str) -> str:
+    """'' when a direction from the project's source into ``target`` can be added, else why not."""
+    source = project.source_language.code
+    try:
+        language_info(target)
+    except ValueError as exc:
+        return f"target: {exc}"
+    if target == source:
+        return f"target: {target} is the project's source language"
+    if project.directions.filter(code=f"{source}-{target}").exists():
+        retired = project.retired_directions.filter(code=f"{source}-{target}").exists()
+        return f"target: {source}-{target} is already a direction of {project.name}" + (" (retired: reinstate it)" if retired else "")
+    return ""
+
+
+def direction_add(project: Project, *, target: str) -> Direction:
+    """Add the direction from the project's source language into ``target`` (the settings page, after a
+    confirmation). ``ProjectRejected`` says why not; nothing is written then."""
+    if problem := direction_add_problem(project, target):
+        raise ProjectRejected([problem])
+    with transaction.atomic():
+        direction = ensure_direction(f"{project.source_language.code}-{target}")
+        project.directions.add(direction)
+    return direction
+
+
+def assignments_set(project: Project, *, direction: str, usernames: Iterable[str]) -> list[str]:
+    """Make exactly ``usernames`` (annotators) the reviewers of ``direction`` in ``project``; returns them
+    sorted. ``ProjectRejected`` names every unknown user, non-annotator or wrong direction; nothing is
+    written then."""
+    usernames = sorted(set(usernames))
+    problems = []
+    target = active_directions(project).filter(code=direction).first()
+    if target is None:
+        problems.append(f"direction: {direction} is not an active direction of {project.name}")
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=usernames).select_related("profile")}
+    for name in usernames:
+        user = users.get(name)
+        if user is None:
+            problems.append(f"reviewers: no user {name!r}")
+        elif getattr(getattr(user, "profile", None), "role", None) != Profile.Role.ANNOTATOR:
+            problems.append(f"reviewers: {name} is not an annotator (admins see every direction; viewers review none)")
+    if problems:
+        raise ProjectRejected(problems)
+    with transaction.atomic():
+        ReviewerAssignment.objects.filter(project=project, direction=target).exclude(user__username__in=usernames).delete()
+        ReviewerAssignment.objects.bulk_create(
+            [ReviewerAssignment(project=project, direction=target, user=users[name]) for name in usernames], ignore_conflicts=True
+        )
+    return usernames
+
+
 def create_user(username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""):
     """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
     goes through ``clean_username`` (a ``ValidationError`` when refused)."""
@@ -217,12 +299,29 @@ class CorpusImportResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def import_corpus_rows(project: Project, direction_code: str, rows: list[CorpusRow], source_name: str) -> CorpusImportResult:
+def import_corpus_rows(
+    project: Project, direction_code: str, rows: list[CorpusRow], source_name: str, *,
+    known_direction: bool = False, check_language: bool = False,
+) -> CorpusImportResult:
     """Import gold pairs atomically and idempotently.
 
     Re-importing the same rows changes nothing; a row whose id exists with different text is an error.
     Any error rejects the whole file: nothing is written (no Direction either: the direction is checked
-    against the project before it is created)."""
+    against the project before it is created). The site's forms pass ``known_direction`` (the direction
+    must be one of the project's active directions: adding one is a deliberate act in the settings, so a
+    typo cannot make one) and ``check_language`` (the references must read as the direction's target)."""
+    if known_direction and not active_directions(project).filter(code=direction_code).exists():
+        raise ImportRejected(source_name, [
+            f"direction: {direction_code} is not an active direction of project {project.name}; "
+            "add it in the project's settings first"
+        ])
+    if check_language:
+        _, target = parse_direction(direction_code)
+        if problem := language_mismatch((row.reference for row in rows), target):
+            raise ImportRejected(source_name, [
+                f"{problem}, so it was not imported into {direction_code}; choose the right direction, "
+                "or tick “the references are in another language on purpose”"
+            ])
     try:
         source, _ = parse_direction(direction_code)
     except ValueError as exc:
@@ -284,6 +383,8 @@ def import_corpus_source(
     hf_dataset: str = "",
     hf_config: str | None = None,
     hf_split: str = "test",
+    known_direction: bool = False,
+    check_language: bool = False,
 ) -> tuple[str, CorpusImportResult]:
     """Read a corpus (uploaded bytes, or a Hugging Face dataset through ``datasets``) and import it with
     ``import_corpus_rows``: the same validation as the command; ``CorpusError`` or ``ImportRejected`` list
@@ -299,4 +400,6 @@ def import_corpus_source(
     else:
         rows = read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
         name = upload_name
-    return name, import_corpus_rows(project, direction, rows, name)
+    return name, import_corpus_rows(
+        project, direction, rows, name, known_direction=known_direction, check_language=check_language
+    )

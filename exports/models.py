@@ -152,6 +152,10 @@ class BenchmarkBuild(Job):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     LIVE = (JobStatus.PENDING, JobStatus.RUNNING)
+    acknowledged = models.JSONField(
+        default=list, blank=True,
+        help_text="what the admin confirmed building with: the directions that were undecided or empty, one line each",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -231,6 +235,7 @@ class ScoreSummary(models.Model):
     total = models.FloatField(help_text="the sum of the scores (their mean is total / n)")
 
     class Meta:
+        verbose_name_plural = "score summaries"
         constraints = [
             models.UniqueConstraint(fields=["release", "metric", "direction", "level"], name="score_summary_unique")
         ]

@@ -22,6 +22,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.models import GoldSegment, Project
+from core.selectors import active_directions
 from core.task_retry import retry_note
 from injection.backends import BackendUnavailable, EditTask, GenerationRequest, GenerationResult, Sampling, get_backend
 from injection.backends.base import BACKENDS
@@ -155,7 +156,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
             types = resolve_types(spec.kind, spec.error_types or project_types(spec.project, spec.kind))
         except ValueError as exc:
             problems.append(("types", str(exc)))
-    project_directions = {d.code: d for d in spec.project.directions.all()}
+    project_directions = {d.code: d for d in active_directions(spec.project)}  # a retired one takes no new work
     codes = spec.directions or sorted(project_directions)
     for code in codes:
         if code not in project_directions:

@@ -22,26 +22,30 @@ from injection.models import Candidate
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
 
 
-def work_languages(user):
-    """Languages whose items this user may review or rate: admins all, annotators theirs, viewers none
-    (viewers read aggregate pages only)."""
-    return access.item_languages(user)
+def work_languages(user, project: Project | None = None):
+    """Languages whose items this user may review or rate: admins all, annotators theirs (in ``project``:
+    their assignments there), viewers none (viewers read aggregate pages only)."""
+    return access.item_languages(user, project)
 
 
-def language_codes(user, language: str | None = None) -> list[str]:
-    """The target languages this user works on (one, when asked and allowed)."""
-    codes = list(work_languages(user).values_list("code", flat=True))
+def language_codes(user, language: str | None = None, project: Project | None = None) -> list[str]:
+    """The target languages this user works on (in ``project``, when given; one, when asked and allowed)."""
+    codes = list(work_languages(user, project).values_list("code", flat=True))
     if language:
         return [language] if language in codes else []
     return codes
 
 
 def visible_candidates(user) -> QuerySet[Candidate]:
-    return Candidate.objects.filter(segment__direction__target__in=work_languages(user))
+    if not (access.is_admin(user) or access.is_annotator(user)):
+        return Candidate.objects.none()
+    return Candidate.objects.filter(access.work_filter(user, project="segment__project", direction="segment__direction"))
 
 
 def visible_rating_items(user) -> QuerySet[RatingItem]:
-    return RatingItem.objects.filter(direction__target__in=work_languages(user))
+    if not (access.is_admin(user) or access.is_annotator(user)):
+        return RatingItem.objects.none()
+    return RatingItem.objects.filter(access.work_filter(user, project="project", direction="direction"))
 
 
 def first_round(project: Project) -> ReviewRound:
@@ -534,3 +538,15 @@ def ratings_of(user) -> QuerySet[LikertRating]:
         return qs
     return qs.filter(rater=user)
 
+
+
+def skips_of(user, *, project: Project | None = None):
+    """Skips and "broken item" reports: an annotator's own; an admin's view of one project: everyone's."""
+    qs = ReviewSkip.objects.select_related(
+        "candidate__segment__project", "candidate__segment__direction__target", "round", "reviewer",
+    ).order_by("-created_at", "-id")
+    if project is not None:
+        qs = qs.filter(candidate__segment__project=project)
+    if not access.is_admin(user):
+        qs = qs.filter(reviewer=user)
+    return qs

@@ -209,7 +209,7 @@ class Assignment:
 
 def next_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
     """The reviewer's current item (resume) or a new one, held by a lock with expiry; None when done."""
-    codes = selectors.language_codes(user, language)
+    codes = selectors.language_codes(user, language, project)
     if not codes:
         return None
     for attempt in range(DEADLOCK_RETRIES):
@@ -589,7 +589,7 @@ def close_round(admin, rnd: ReviewRound) -> ReviewRound:
 # ---- ratings ----------------------------------------------------------------------------------------
 
 def next_rating_item(user, project: Project, *, language: str | None = None) -> RatingItem | None:
-    codes = selectors.language_codes(user, language)
+    codes = selectors.language_codes(user, language, project)
     if not codes:
         return None
     return selectors.rating_queue(user, project, codes).select_related("direction__target").first()

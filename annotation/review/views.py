@@ -45,8 +45,9 @@ def index(request):
     codes = selectors.language_codes(request.user)
     names = {lang.code: lang for lang in Language.objects.filter(code__in=codes)}
     for project in core_selectors.visible_projects(request.user).order_by("name"):
+        in_project = set(selectors.language_codes(request.user, project=project))  # the project's assignments
         here = set(project.directions.filter(target__code__in=codes).values_list("target__code", flat=True))
-        mine = [c for c in codes if c in here]
+        mine = [c for c in codes if c in here and c in in_project]
         if not mine:
             continue
         units = selectors.tally.units(project) if selectors.tally.available() else None  # one read for every language
@@ -134,12 +135,35 @@ def candidate(request, project, pk):
     return render(request, "review/review.html", context)
 
 
+MINE_SHOWN = 500  # newest first; the filters narrow it
+
+
 @login_required
 def my_decisions(request):
+    """The reviewer's own decisions with the candidate's text, filterable by project, direction and
+    decision; and their skips and "broken item" reports, each with a way back to the item."""
     decisions = selectors.decisions_of(request.user).filter(reviewer=request.user).select_related(
-        "candidate__segment__project", "candidate__segment__direction"
-    ).order_by("-updated_at")[:500]
-    return render(request, "review/mine.html", {"decisions": decisions})
+        "candidate__segment__project", "candidate__segment__direction__target"
+    ).order_by("-updated_at")
+    skips = selectors.skips_of(request.user).filter(reviewer=request.user)
+    wanted = {key: request.GET.get(key, "")[:100] for key in ("project", "direction", "decision")}
+    if wanted["project"]:
+        decisions = decisions.filter(candidate__segment__project__name=wanted["project"])
+        skips = skips.filter(candidate__segment__project__name=wanted["project"])
+    if wanted["direction"]:
+        decisions = decisions.filter(candidate__segment__direction__code=wanted["direction"])
+        skips = skips.filter(candidate__segment__direction__code=wanted["direction"])
+    if wanted["decision"]:
+        decisions = decisions.filter(decision=wanted["decision"])
+    return render(request, "review/mine.html", {
+        "decisions": decisions[:MINE_SHOWN], "skips": [_skip_row(s) for s in skips[:MINE_SHOWN]], "wanted": wanted,
+        "decision_choices": [("accept", "accepted"), ("reject", "rejected")],
+    })
+
+
+def _skip_row(skip) -> dict:
+    return {"skip": skip, "reason": rules.reason_label(skip.reason, rules.SKIP_REASONS),
+            "open": bool(skip.round and skip.round.is_open)}
 
 
 @login_required
@@ -226,6 +250,8 @@ def manage(request, project):
         "rounds": selectors.round_summaries(project),
         "pool_rules": Project.PoolRule.choices,
         "disagreements": figures.disagreements,
+        "gaps": core_selectors.coverage_gaps(project), "is_admin": True,
+        "skips": [_skip_row(s) for s in selectors.skips_of(request.user, project=project)[:MINE_SHOWN]],
     })
 
 

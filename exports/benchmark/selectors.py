@@ -373,3 +373,23 @@ def progress_status(project: Project, directions: set[str] | None = None) -> dic
         "build": build_summary(latest_build(project), directions),
         "releases": [release_summary(r, directions) for r in releases_of(project)],
     }
+
+
+def build_warnings(project: Project) -> list[str]:
+    """Each active direction a build would leave short, one line each: no candidates, candidates still
+    undecided, or none accepted (its pseudo translations would all be level 0). Empty: nothing to confirm."""
+    from annotation.review.selectors import candidate_statuses
+
+    statuses = candidate_statuses(project)
+    lines = []
+    for direction in core_selectors.active_directions(project):
+        counts = statuses.get(direction.pk, {})
+        total = sum(counts.values())
+        if not total:
+            lines.append(f"{direction.code}: no candidates")
+            continue
+        if counts.get("pending"):
+            lines.append(f"{direction.code}: {counts['pending']} of {total} candidates undecided")
+        if not counts.get("accepted"):
+            lines.append(f"{direction.code}: no accepted candidates (its pseudo translations would be level 0 only)")
+    return lines

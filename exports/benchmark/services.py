@@ -128,7 +128,9 @@ def _final_counts(project: Project) -> dict:
 
 def direction_codes(project: Project) -> list[str]:
     """The directions a build merges, in order (one unit of work each: a Celery task, a committed step)."""
-    return sorted(set(GoldSegment.objects.filter(project=project).values_list("direction__code", flat=True).distinct()))
+    # a retired direction is not built again; the releases already made from it keep their files
+    segments = GoldSegment.objects.filter(project=project).exclude(direction__in=project.retired_directions.all())
+    return sorted(set(segments.values_list("direction__code", flat=True).distinct()))
 
 
 def build_direction(project: Project, direction_code: str, result: BuildResult, *, force: bool = False) -> int:
@@ -417,12 +419,13 @@ def _lease_end():
     return timezone.now() + timedelta(seconds=int(getattr(settings, "BUILD_LEASE_SECONDS", 3600)))
 
 
-def create_build(*, project: Project, user=None) -> BenchmarkBuild:
+def create_build(*, project: Project, user=None, acknowledged: list[str] | None = None) -> BenchmarkBuild:
     """Record a build to run (``exports.benchmark.tasks.start_build`` hands it to the worker), one per project
     at a time: a live build raises ``BuildRunning``; an interrupted one (its process died: lease passed) is
     returned to be run again, which resumes it with the directions not done. The project's row lock (on
     SQLite, the write lock an IMMEDIATE transaction takes) serialises concurrent starts, and the unique
-    constraint ``one_live_build_per_project`` holds even without it."""
+    constraint ``one_live_build_per_project`` holds even without it. ``acknowledged``: what the admin confirmed
+    building with (the undecided or empty directions)."""
     try:
         with transaction.atomic():
             Project.objects.select_for_update().filter(pk=project.pk).exists()
@@ -435,6 +438,7 @@ def create_build(*, project: Project, user=None) -> BenchmarkBuild:
                 return live
             return BenchmarkBuild.objects.create(
                 project=project, created_by=user if getattr(user, "pk", None) else None, lease_expires_at=_lease_end(),
+                acknowledged=list(acknowledged or []),
             )
     except IntegrityError:  # a concurrent start won (the constraint, where the lock did not serialise)
         live = BenchmarkBuild.objects.select_related("project").filter(project=project, status__in=BenchmarkBuild.LIVE).first()

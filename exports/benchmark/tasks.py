@@ -67,8 +67,8 @@ def build_outcome(build: BenchmarkBuild) -> tuple[int, str]:
     return messages.ERROR, f"Build {build.pk} {build.status}: {build.error}"
 
 
-def start_build(*, project: Project, user=None, force: bool = False) -> BenchmarkBuild:
+def start_build(*, project: Project, user=None, force: bool = False, acknowledged: list[str] | None = None) -> BenchmarkBuild:
     """Record a build and hand it to the worker once the transaction commits (in-process without a broker)."""
-    build = services.create_build(project=project, user=user)
+    build = services.create_build(project=project, user=user, acknowledged=acknowledged)
     transaction.on_commit(lambda: build_benchmark_task.delay(build.pk, force))
     return build

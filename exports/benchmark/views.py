@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from core import access
@@ -37,8 +37,17 @@ def status(request, project: str):
 def build(request, project: str):
     access.require_admin(request.user, message=ADMINS_ONLY)
     project_obj = get_object_or_404(Project, name=project)
+    warnings = selectors.build_warnings(project_obj)
+    if warnings and request.POST.get("confirm") != "1":
+        # a build with an undecided or empty direction is a decision: name each, build only when confirmed
+        return render(request, "benchmarks/build_confirm.html", {
+            "project": project_obj, "warnings": warnings, "force": request.POST.get("force") == "1",
+            "next": request.POST.get("next", ""),
+        })
     try:
-        build_obj = tasks.start_build(project=project_obj, user=request.user, force=request.POST.get("force") == "1")
+        build_obj = tasks.start_build(
+            project=project_obj, user=request.user, force=request.POST.get("force") == "1", acknowledged=warnings,
+        )
     except services.BuildRunning as running:  # a second submit shows the running build
         messages.info(request, f"Build {running.build.pk} is already {running.build.status} "
                                f"({running.build.done_segments} / {running.build.total_segments} gold pairs); it was not started again.")

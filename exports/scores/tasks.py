@@ -53,6 +53,17 @@ def collect_scores(self, release_id: int, job_id: int | None = None) -> dict:
     return dict(counts)
 
 
+NO_WORKER = (
+    "scoring runs on scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start "
+    "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
+)
+
+
+def worker_configured() -> bool:
+    """Whether scoring tasks can reach a worker queue (a broker is configured)."""
+    return bool(getattr(settings, "CELERY_BROKER_URL", "") or current_app.conf.broker_url)
+
+
 def start_scoring(
     *,
     release: Release,
@@ -65,11 +76,8 @@ def start_scoring(
     """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``.
     ``options`` go to every task; ``metric_options`` (metric name -> scorer options) only to that metric's."""
     app = current_app
-    if not getattr(settings, "CELERY_BROKER_URL", "") and not app.conf.broker_url:
-        raise ScoringError(
-            "scoring runs on scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start "
-            "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
-        )
+    if not worker_configured():
+        raise ScoringError(NO_WORKER)
     out = str(selectors.scores_dir(release)) if release.path else ""
     per_metric = services.task_options(metrics=metrics, options=options, metric_options=metric_options)
     with transaction.atomic():

@@ -65,6 +65,9 @@ def _context(request, release: Release, visible: list[str] | None) -> dict:
         "is_admin": admin,
         "metrics": all_metrics() if admin else [],
         "judge": selectors.judge_reports(release, visible),
+        # said before anything is ticked: without a worker, queueing would only fail
+        "worker": tasks.worker_configured() if admin else True, "no_worker": tasks.NO_WORKER,
+        "ticked": set(),
     }
 
 
@@ -115,6 +118,8 @@ def start(request, release_id: int):
                                    metric_options={m: o for m, o in switched.items() if o})
     except ScoringError as exc:
         messages.error(request, str(exc))
+        # the form again with the ticks kept, so nothing chosen is lost
+        return render(request, "scores/release.html", {**_context(request, release), "ticked": set(metrics)})
     else:
         messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
     return redirect_next(request, "scores:release", release_id=release.pk)

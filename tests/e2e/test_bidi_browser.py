@@ -40,3 +40,25 @@ def test_override_character_does_not_reverse_the_highlight_or_the_rest(project, 
     # left to right as written: the highlight, then "und ging" after it on the same line
     assert g["sameLine"] and g["afterLeft"] >= g["markRight"] - 1, g
     assert g["markBidi"] == "isolate"
+
+
+ORDER = """() => {
+  const cell = document.querySelector('td.candidate-text[lang=ar]');
+  const pieces = cell.querySelectorAll('bdi');
+  const box = (el) => el.getBoundingClientRect();
+  const before = box(pieces[0]), mark = box(cell.querySelector('mark.edit')), after = box(pieces[pieces.length - 1]);
+  return {dir: getComputedStyle(cell).direction, beforeLeft: before.left, markLeft: mark.left, markRight: mark.right,
+          afterRight: after.right, sameLine: Math.abs(before.top - after.top) < 4};
+}"""
+
+
+def test_an_arabic_candidate_reads_right_to_left_in_the_admin_list(project, languages, admin_user, new_page):
+    """#37.4/#37.9: the candidate list's cell takes its direction from the target language, so the text
+    before the edit stands to the right of the highlight and the text after it to the left."""
+    make_candidate(project, languages["en-ar"], "The dog sleeps in the house.", "الكلب نائم في البيت.", "الكلب جالس في البيت.")
+    page = new_page()
+    login(page, "admin", "admin-pass-123", next_url="/injection/candidates/")
+    g = page.evaluate(ORDER)
+    assert page.inner_text("td.candidate-text[lang=ar] mark.edit") == "جالس"
+    assert g["dir"] == "rtl" and g["sameLine"], g
+    assert g["beforeLeft"] >= g["markRight"] - 1 and g["afterRight"] <= g["markLeft"] + 1, g

@@ -150,7 +150,7 @@ def test_admin_journey_from_the_project_page(live_server, new_page, scoring_work
         click_and_wait(page, page.get_by_role("link", name="Import a corpus"))
         if direction == "en-de":
             assert_accessible(page, "corpus import", visited)
-        page.fill("#id_direction", direction)
+        page.select_option("#id_direction", direction)
         page.set_input_files("#id_file", str(DATA / f"journey-{direction}.tsv"))
         click_and_wait(page, page.get_by_role("button", name="Import the corpus"))
         assert "3 gold segments imported" in page.inner_text(".messages")

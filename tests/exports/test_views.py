@@ -17,9 +17,13 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     page = reverse("benchmarks:project", kwargs={"project": "demo"})
     assert "Not built yet" in client.get(page).content.decode()
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}))
+        asked = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}))
+        # en-ar and en-ja hold nothing: the build asks first, naming them, and builds nothing yet
+        assert asked.status_code == 200 and "en-ar: no candidates" in asked.content.decode() and not BenchmarkBuild.objects.exists()
+        response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"})
     assert response.status_code == 302
     build = BenchmarkBuild.objects.get(project=seeded)
+    assert build.acknowledged == ["en-ar: no candidates", "en-ja: no candidates"]
     assert build.status == "done" and build.excluded == 2 and build.percent == 100
     html = client.get(page).content.decode()
     assert "en-de" in html and "en-zh" in html and "Excluded candidates (2)" in html
@@ -66,7 +70,7 @@ def test_a_push_the_worker_refuses_before_the_hub_is_recorded_and_offered_again(
     client.force_login(admin_user)
     page = reverse("benchmarks:project", kwargs={"project": "demo"})
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("benchmarks:build", kwargs={"project": "demo"}))
+        client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"})
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0"})
     release = Release.objects.get(project=seeded, version="0.1.0")
@@ -206,7 +210,7 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
     from tests.support.celery_queue import tasks_queued_to
 
     client.force_login(admin_user)
-    response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), follow=True)
+    response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True)
     build = BenchmarkBuild.objects.get(project=seeded)
     assert build.status == "done"  # ran in the request: not "started"
     assert _messages(response) == [f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."]
@@ -225,7 +229,7 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
     queue.delete("default")
     try:
         with tasks_queued_to(redis_url):
-            response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), follow=True)
+            response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True)
             newest = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()
             assert newest.status == "pending" and _messages(response) == [f"Build {newest.pk} started."]
             response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.3.0"}, follow=True)

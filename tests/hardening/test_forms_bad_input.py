@@ -47,6 +47,13 @@ def _upload(name="gold.tsv", text="id\tsource\treference\nnew-1\tA dog.\tEin Hun
     return SimpleUploadedFile(name, text.encode())
 
 
+# French references filed as en-de: the language check refuses them (the override is another test's)
+FRENCH_INTO_DE = (
+    "id\tsource\treference\nfr-1\tThe cat sat on the mat and slept all afternoon.\t"
+    "Le chat était assis sur le tapis et a dormi tout l'après-midi.\n"
+)
+
+
 def _stale_round(w: World) -> int:
     rnd = ReviewRound.objects.create(project=w.project, number=99)
     pk = rnd.pk
@@ -82,6 +89,12 @@ FORMS = {
         "title": "Neu", "name": "neu", "source_language": "en", "directions": "en-de", "reviewers_per_candidate": "2", "max_errors": "5"}),
     "projects:corpus": Form(lambda w: reverse("projects:corpus", args=[w.project.name]), lambda w: {
         "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference", "file": _upload()}),
+    "projects:settings": Form(lambda w: reverse("projects:settings", args=[w.project.name]), lambda w: {
+        "title": "Umbenannt", "reviewers_per_candidate": "3", "max_errors": "4"}),
+    "projects:assignments": Form(lambda w: reverse("projects:assignments", args=[w.project.name]),
+                                 lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]}),
+    "projects:direction_add": Form(lambda w: reverse("projects:direction_add", args=[w.project.name]),
+                                   lambda w: {"target": "fr", "confirmed": "on"}),
     "projects:xqmeval": Form(lambda w: reverse("projects:xqmeval", args=[w.project.name]), lambda w: {}),
     "review:invite": Form(lambda w: reverse("review:annotators"), lambda w: {"action": "invite", "username": "neu_de", "languages": "de"}),
     "review:assign": Form(lambda w: reverse("review:annotators"), lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),
@@ -141,12 +154,21 @@ ROWS: list[Bad] = [
     *bad("projects:new", "perturbations", ["Bogus"]),
     *bad("projects:new", "reviewers_per_candidate", MISSING, EMPTY, *NUMBERS, "0", ["2", "x"]),
     *bad("projects:new", "max_errors", MISSING, *NUMBERS, "0", "1000000"),
-    *bad("projects:corpus", "direction", *TEXT, "en-xx", "de-en", FORMULA),  # a new one from the source language is added, by design
+    # a direction is chosen among the project's: a well-formed one it lacks (en-fr) is refused too
+    *bad("projects:corpus", "direction", *TEXT, "en-xx", "de-en", "en-fr", FORMULA),
+    *bad("projects:corpus", "file", lambda w: _upload(text=FRENCH_INTO_DE), names="read as de"),
     *bad("projects:corpus", "file", MISSING),
     *bad("projects:corpus", "file", lambda w: _upload(text="id\tsource\n1\tA dog.\n"), lambda w: _upload("gold.exe", "MZ"),
          lambda w: _upload(text=f"id\tsource\treference\n{HOSTILE}\t\tEin Hund.\n"), names="gold"),
     *bad("projects:corpus", "id_column", EMPTY, BLANK, LONG, HOSTILE, names="id"),
     *bad("projects:corpus", "source_column", EMPTY, "nope", names="source"),
+    *bad("projects:settings", "title", *TEXT[:4]),
+    *bad("projects:settings", "reviewers_per_candidate", MISSING, EMPTY, *NUMBERS, "0", "11", names="reviewers"),
+    *bad("projects:settings", "max_errors", MISSING, *NUMBERS, "0", "11", names="errors"),
+    *bad("projects:settings", "error_types", ["Bogus"], [HOSTILE], names="error"),
+    *bad("projects:assignments", "direction", MISSING, EMPTY, "en-fr", HOSTILE, LONG, names="direction"),
+    *bad("projects:assignments", "assign-en-de-reviewers", ["ghost"], [HOSTILE], names="reviewers"),
+    *bad("projects:direction_add", "target", *TEXT, "xx", "en", "de", FORMULA, names="target"),  # en: the source; de: present
     *bad("projects:xqmeval", "candidate_files", MISSING, lambda w: SimpleUploadedFile("en-de-Addition.parquet", b"not parquet"),
          lambda w: SimpleUploadedFile(f"{HOSTILE}.parquet", b"PAR1"), names="parquet"),
     # ---- review: annotators ----

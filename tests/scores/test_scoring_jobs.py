@@ -2,6 +2,7 @@
 permissions, and the gpu-queue path end to end with a real scoring worker (.venv-scoring, Redis)."""
 from __future__ import annotations
 
+import re
 import json
 import os
 import subprocess
@@ -729,3 +730,30 @@ def test_score_command_refuses_bad_judge_settings_and_records_no_job(broker, rel
     from scoring.queues import JUDGE_QUEUE
 
     assert not ScoringJob.objects.exists() and redis_lib.Redis.from_url(broker).llen(JUDGE_QUEUE) == 0
+
+
+def test_scores_form_says_no_worker_before_anything_is_ticked_and_keeps_the_ticks(client, release, admin_user, settings):
+    """#37.7: the warning and how to start a worker show on the page itself; a refused Queue gives the form
+    back with the metrics still ticked, each checkbox inside its label."""
+    from xqmeval.celery import app
+
+    client.force_login(admin_user)
+    url = reverse("scores:release", args=[release.pk])
+    old = app.conf.broker_url
+    try:
+        settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/4"  # a broker configured: no warning
+        assert 'id="no-worker"' not in client.get(url).content.decode()
+        settings.CELERY_BROKER_URL = ""
+        app.conf.broker_url = None
+        page = client.get(url).content.decode()
+        assert 'id="no-worker"' in page and "celery -A scoring.worker worker -Q scoring" in page
+        assert page.index('id="no-worker"') < page.index('name="metric"')  # said before the first checkbox
+        response = client.post(reverse("scores:start", args=[release.pk]), {"metric": ["chrF++", "BLEU"]})
+    finally:
+        app.conf.broker_url = old
+    page = response.content.decode()
+    assert response.status_code == 200 and "set CELERY_BROKER_URL" in page
+    assert re.search(r'<label class="metric-choice"><input type="checkbox" name="metric" value="chrF\+\+" checked>', page)
+    assert re.search(r'<label class="metric-choice"><input type="checkbox" name="metric" value="BLEU" checked>', page)
+    assert re.search(r'value="TER">', page)  # not ticked
+    assert not ScoringJob.objects.exists()

@@ -13,6 +13,7 @@ from django.db.models import Count
 
 from core import access
 from core.models import Project
+from core.selectors import active_directions
 from annotation.agreement import refresh
 from annotation.agreement import selectors as agreement
 from annotation.agreement import tasks as agreement_tasks
@@ -74,7 +75,15 @@ SCORING_WORKER_COMMAND = (
 
 
 def _directions(project: Project, visible: set[str] | None) -> list:
-    return [d for d in project.directions.select_related("target").order_by("code") if visible is None or d.code in visible]
+    """The active directions (a retired one has no work left) this user may see."""
+    return [d for d in active_directions(project) if visible is None or d.code in visible]
+
+
+def _without(project: Project, visible: set[str] | None, counts: dict[str, int] | None) -> list[str]:
+    """The active directions with no candidates (``counts``: candidates per direction code)."""
+    if counts is None:
+        return []
+    return [d.code for d in _directions(project, visible) if not counts.get(d.code)]
 
 
 def corpus_stage(project: Project, visible: set[str] | None, counts: dict[int, int]) -> Stage:
@@ -89,7 +98,10 @@ def corpus_stage(project: Project, visible: set[str] | None, counts: dict[int, i
     return stage
 
 
-def injection_stage(project: Project, visible: set[str] | None, segments: int, n_candidates: int) -> Stage:
+def injection_stage(
+    project: Project, visible: set[str] | None, segments: int, n_candidates: int, per_direction: dict[str, int] | None = None
+) -> Stage:
+    """Done only when every active direction has candidates (``per_direction``: candidates per code)."""
 
     stage = Stage("injection", "Error injection", 2)
     runs = list(InjectionRun.objects.filter(project=project).order_by("-created_at", "-id")[:5])
@@ -107,6 +119,9 @@ def injection_stage(project: Project, visible: set[str] | None, segments: int, n
         stage.blockers.append("no gold segments yet: import a corpus first")
     elif stage.live:
         stage.state = "running"
+    elif n_candidates and (without := _without(project, visible, per_direction)):
+        stage.state = "partial"
+        stage.blockers += [f"no candidates in {code} yet" for code in without]
     elif n_candidates:
         stage.state = "done"
     else:
@@ -114,7 +129,8 @@ def injection_stage(project: Project, visible: set[str] | None, segments: int, n
     return stage
 
 
-def review_stage(project: Project, visible: set[str] | None, candidates: int) -> Stage:
+def review_stage(project: Project, visible: set[str] | None, candidates: int, per_direction: dict[str, int] | None = None) -> Stage:
+    """Done only when every active direction has candidates and none is pending."""
 
     stage = Stage("review", "Review", 3)
     languages = review_selectors.language_progress(project)
@@ -137,6 +153,9 @@ def review_stage(project: Project, visible: set[str] | None, candidates: int) ->
         stage.blockers.append("no candidates yet: start an injection run first")
     elif pending:
         stage.state = "partial"
+    elif without := _without(project, visible, per_direction):
+        stage.state = "partial"
+        stage.blockers += [f"nothing to review in {code} yet" for code in without]
     else:
         stage.state = "done"
     return stage
@@ -202,8 +221,10 @@ def benchmark_stage(project: Project, visible: set[str] | None) -> Stage:
         stage.state = "running"
     elif not accepted:
         stage.state = "blocked"
-    elif stage.data["total"] and (build is None or build.status == "done"):  # built (here or by the command)
+    elif stage.data["total"] and (build is None or build.status == "done") and not without:  # built, every direction
         stage.state = "done"
+    elif stage.data["total"] and (build is None or build.status == "done"):
+        stage.state = "partial"  # built, but a direction has nothing in it
     else:
         stage.state = "ready"
     return stage
@@ -324,19 +345,22 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
         return only in (None, key)
 
     stages: list[Stage] = []
-    candidates = 0
+    candidates, per_code = 0, {}
     if want("injection") or want("review"):  # from the review counters: a few rows, not a count of the candidates
         ids = None if visible is None else set(project.directions.filter(code__in=visible).values_list("pk", flat=True))
-        candidates = sum(sum(by_status.values()) for d, by_status in review_selectors.candidate_statuses(project).items() if ids is None or d in ids)
+        statuses = review_selectors.candidate_statuses(project)
+        candidates = sum(sum(by_status.values()) for d, by_status in statuses.items() if ids is None or d in ids)
+        code_of = {d.pk: d.code for d in project.directions.all()}
+        per_code = {code_of.get(d): sum(by_status.values()) for d, by_status in statuses.items()}
     per_direction = benchmark_selectors.segment_counts(project) if want("corpus") or want("injection") else {}
     if want("corpus"):
         stages.append(corpus_stage(project, visible, per_direction))
     if want("injection"):
         codes = {d.pk: d.code for d in project.directions.all()}
         segments = sum(n for pk, n in per_direction.items() if visible is None or codes.get(pk) in visible)
-        stages.append(injection_stage(project, visible, segments, candidates))
+        stages.append(injection_stage(project, visible, segments, candidates, per_code))
     if want("review"):
-        stages.append(review_stage(project, visible, candidates))
+        stages.append(review_stage(project, visible, candidates, per_code))
     if want("agreement"):
         stages.append(agreement_stage(project, user))
     if want("benchmark"):
@@ -350,9 +374,17 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
     return stages
 
 
+# the stages every direction goes through: while one of them is unfinished for any direction, the work is there
+DIRECTION_STAGES = ("corpus", "injection", "review", "benchmark")
+
+
 def next_step(stages: list[Stage]) -> Stage | None:
-    """What the page points at: the first stage not done after the last one done. A stage left behind by
-    later ones (agreement on imported decisions, which have no second reviewer) is not where the work is."""
+    """What the page points at: the first unfinished stage every direction goes through; after those, the
+    first stage not done after the last one done. A stage left behind by later ones (agreement on imported
+    decisions, which have no second reviewer) is not where the work is."""
+    unfinished = next((s for s in stages if s.key in DIRECTION_STAGES and s.state != "done"), None)
+    if unfinished is not None:
+        return unfinished
     last_done = max((i for i, s in enumerate(stages) if s.state == "done"), default=-1)
     return next((s for s in stages[last_done + 1:] if s.state != "done"), None)
 

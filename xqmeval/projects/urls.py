@@ -11,6 +11,10 @@ urlpatterns = [
     path("<slug:slug>/", views.project_page, name="detail"),
     path("<slug:slug>/stages/<str:key>/", views.stage_fragment, name="stage"),
     path("<slug:slug>/metaeval-headline/", views.metaeval_fragment, name="metaeval_headline"),
+    path("<slug:slug>/settings/", views.project_settings, name="settings"),
+    path("<slug:slug>/settings/reviewers/", views.assignments, name="assignments"),
+    path("<slug:slug>/settings/directions/add/", views.direction_add_view, name="direction_add"),
+    path("<slug:slug>/settings/directions/<str:code>/<str:action>/", views.direction_action, name="direction_action"),
     path("<slug:slug>/corpus/", views.corpus_import, name="corpus"),
     path("<slug:slug>/xqmeval/", views.xqmeval_import, name="xqmeval"),
 ]

@@ -16,12 +16,18 @@ from django.urls import reverse
 
 from annotation.review.xqmeval_import import import_xqmeval
 from core import access
+from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError
-from core.forms import CorpusUploadForm, ProjectCreateForm, XQMEvalUploadForm
-from core.models import Project
+from core.forms import (
+    AssignmentForm, CorpusUploadForm, DirectionAddForm, ProjectCreateForm, ProjectSettingsForm, XQMEvalUploadForm,
+)
+from core.models import Profile, Project
 from exports.models import Release
-from core.services import ImportRejected, ProjectRejected, import_corpus_source, project_create
-from xqmeval.projects import selectors
+from core.services import (
+    ImportRejected, ProjectRejected, assignments_set, direction_add, import_corpus_source, project_create,
+    project_settings_update,
+)
+from xqmeval.projects import selectors, services
 
 POLL_SECONDS = 2  # how often a running stage fetches its own update
 
@@ -75,6 +81,7 @@ def project_page(request, slug: str):
         "stages": stages,
         "next_stage": selectors.next_step(stages) if admin else None,  # what an admin does next: not an annotator's hint
         "is_admin": admin,
+        "gaps": core_selectors.coverage_gaps(project) if admin else [],
         "poll_seconds": POLL_SECONDS,
     })
 
@@ -109,8 +116,7 @@ def metaeval_fragment(request, slug: str):
 def corpus_import(request, slug: str):
     _require_admin(request, "import corpora")
     project = get_object_or_404(Project, name=slug)
-    form = CorpusUploadForm(request.POST or None, request.FILES or None, allow_hf=True,
-                            initial={"direction": (project.directions.order_by("code").first() or "")})
+    form = CorpusUploadForm(request.POST or None, request.FILES or None, project=project, allow_hf=True)
     xq_form = XQMEvalUploadForm()
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -121,6 +127,7 @@ def corpus_import(request, slug: str):
                 project, direction=data["direction"], columns=columns,
                 upload_name=upload.name if upload else "", data=upload.read() if upload else None,
                 hf_dataset=data.get("hf_dataset", ""), hf_config=data.get("hf_config") or None, hf_split=data.get("hf_split") or "test",
+                known_direction=True, check_language=not data["other_language"],
             )
         except (CorpusError, ImportRejected) as exc:
             for line in exc.errors:
@@ -158,8 +165,141 @@ def xqmeval_import(request, slug: str):
                 f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions imported.",
             )
             return redirect("projects:detail", slug=project.name)
-    form = CorpusUploadForm(allow_hf=True)
+    form = CorpusUploadForm(project=project, allow_hf=True)
     return render(request, "projects/corpus.html", {"project": project, "form": form, "xq_form": xq_form})
+
+
+def _report(form, problems: list[str]) -> None:
+    """Each 'field: message' problem under its field of ``form`` (the others above the form)."""
+    for problem in problems:
+        field_name, _, message = problem.partition(": ")
+        form.add_error(field_name if field_name in form.fields else None, message if field_name in form.fields else problem)
+
+
+SETTINGS_FIELDS = ("title", "description", "reviewers_per_candidate", "max_errors", "error_types")
+
+
+def _annotators() -> list[str]:
+    return list(Profile.objects.filter(role=Profile.Role.ANNOTATOR).order_by("user__username").values_list("user__username", flat=True))
+
+
+def _settings_context(project: Project, *, form=None, add_form=None, assignment_form=None) -> dict:
+    annotators = _annotators()
+    rows = []
+    for cover in core_selectors.coverage(project):
+        bound = assignment_form if assignment_form is not None and assignment_form.prefix == f"assign-{cover.direction}" else None
+        rows.append({"coverage": cover, "form": bound or AssignmentForm(
+            direction=cover.direction, annotators=annotators, initial={"reviewers": list(cover.reviewers)},
+        )})
+    return {
+        "project": project, "is_admin": True,
+        "form": form or ProjectSettingsForm(initial={f: getattr(project, f) for f in SETTINGS_FIELDS}),
+        "add_form": add_form or DirectionAddForm(project=project), "directions": services.direction_data(project),
+        "assignments": rows, "gaps": [row["coverage"] for row in rows if row["coverage"].missing],
+        "assignment_form": assignment_form,  # the one sent back with its errors, if any
+    }
+
+
+@login_required
+def assignments(request, slug: str):
+    """Set the reviewers of one direction (the settings page has one such form per active direction)."""
+    _require_admin(request, "assign reviewers")
+    project = get_object_or_404(Project, name=slug)
+    if request.method != "POST":
+        return redirect("projects:settings", slug=project.name)
+    direction = request.POST.get("direction", "")[:40]
+    if not core_selectors.active_directions(project).filter(code=direction).exists():
+        messages.error(request, f"direction: {direction or 'none'} is not an active direction of {project.name}; nothing changed.")
+        return redirect("projects:settings", slug=project.name)
+    form = AssignmentForm(request.POST, direction=direction, annotators=_annotators())
+    if form.is_valid():
+        try:
+            names = assignments_set(project, direction=direction, usernames=form.cleaned_data["reviewers"])
+        except ProjectRejected as exc:
+            _report(form, exc.errors)
+        else:
+            messages.success(request, f"Reviewers of {direction}: {', '.join(names) or 'none'}.")
+            return redirect(reverse("projects:settings", args=[project.name]) + "#reviewers")
+    return render(request, "projects/settings.html", _settings_context(project, assignment_form=form))
+
+
+@login_required
+def project_settings(request, slug: str):
+    """Title, reviewers per candidate, maximum errors, error types; the directions, each with what it holds."""
+    _require_admin(request, "change a project's settings")
+    project = get_object_or_404(Project, name=slug)
+    form = ProjectSettingsForm(request.POST or None, initial={f: getattr(project, f) for f in SETTINGS_FIELDS})
+    if request.method == "POST" and form.is_valid():
+        try:
+            project_settings_update(project, **form.cleaned_data)
+        except ProjectRejected as exc:
+            _report(form, exc.errors)
+        else:
+            messages.success(request, "Settings saved.")
+            return redirect("projects:settings", slug=project.name)
+    return render(request, "projects/settings.html", _settings_context(project, form=form))
+
+
+@login_required
+def direction_add_view(request, slug: str):
+    """Adding a direction takes two steps: choose the target language, then confirm on a page that says what
+    it means (a direction is the unit of imports, review and releases)."""
+    _require_admin(request, "add directions")
+    project = get_object_or_404(Project, name=slug)
+    if request.method != "POST":
+        return redirect("projects:settings", slug=project.name)
+    form = DirectionAddForm(request.POST, project=project)
+    if form.is_valid():
+        target = form.cleaned_data["target"]
+        code = f"{project.source_language.code}-{target}"
+        if form.cleaned_data["confirmed"]:
+            try:
+                direction_add(project, target=target)
+            except ProjectRejected as exc:
+                _report(form, exc.errors)
+            else:
+                messages.success(request, f"Direction {code} added. Next: import its gold pairs.")
+                return redirect("projects:settings", slug=project.name)
+        else:
+            return render(request, "projects/direction_confirm.html", {
+                "project": project, "code": code, "action": "add", "target": target,
+                "post_url": reverse("projects:direction_add", args=[project.name]),
+            })
+    return render(request, "projects/settings.html", _settings_context(project, add_form=form))
+
+
+# what each direction action does, its confirmation's wording and the service that does it
+DIRECTION_ACTIONS = {
+    "remove": ("Remove", "It holds no data; it leaves the project and its imports.", services.direction_remove),
+    "retire": (
+        "Retire", "It is hidden from new imports, injection runs and builds; its data and the releases made from it stay.",
+        services.direction_retire,
+    ),
+    "reinstate": ("Reinstate", "It is open to imports, injection runs and builds again.", services.direction_reinstate),
+}
+
+
+@login_required
+def direction_action(request, slug: str, code: str, action: str):
+    """GET: the confirmation of removing, retiring or reinstating a direction; POST (confirmed): do it."""
+    _require_admin(request, "change directions")
+    project = get_object_or_404(Project, name=slug)
+    if action not in DIRECTION_ACTIONS or not project.directions.filter(code=code).exists():
+        raise Http404("no such direction action")
+    verb, meaning, act = DIRECTION_ACTIONS[action]
+    if request.method == "POST":
+        try:
+            act(project, code=code)
+        except ProjectRejected as exc:
+            for line in exc.errors:
+                messages.error(request, line.partition(": ")[2] or line)
+        else:
+            messages.success(request, f"Direction {code}: {verb.lower()}d.")
+        return redirect("projects:settings", slug=project.name)
+    return render(request, "projects/direction_confirm.html", {
+        "project": project, "code": code, "action": action, "verb": verb, "meaning": meaning,
+        "post_url": reverse("projects:direction_action", args=[project.name, code, action]),
+    })
 
 
 def project_url(project: Project) -> str:

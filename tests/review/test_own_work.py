@@ -1,0 +1,50 @@
+"""An annotator's own work (#37.4): /review/mine/ shows each decision with the candidate's text (in the
+direction of its language), filterable, and lists their skips and "broken item" reports with a way back
+to each; an admin sees every reviewer's skips and reports of a project on the review manage page."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.review import services
+from core.services import create_user
+from tests.review.factories import make_candidate
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def work(project, languages, annotator_de):
+    de, ar = languages["en-de"], languages["en-ar"]
+    create_user("sara_ar", "sara-pass-123", languages=["ar"])
+    german = make_candidate(project, de, "A red dog.", "Ein roter Hund.", "Ein blauer Hund.")
+    other = make_candidate(project, de, "A cat sleeps.", "Eine Katze schläft.", "Eine Katze rennt.")
+    arabic = make_candidate(project, ar, "The dog.", "الكلب نائم.", "القط نائم.")
+    services.submit_decision(annotator_de, german.pk, "accept", idempotency_key="k1")
+    services.skip_candidate(annotator_de, other.pk, "broken_item", comment="half missing")
+    return {"german": german, "other": other, "arabic": arabic}
+
+
+def test_mine_shows_the_text_filters_and_lists_skips_with_a_way_back(client, annotator_de, work):
+    client.force_login(annotator_de)
+    page = client.get(reverse("review:mine")).content.decode()
+    assert "Ein blauer Hund." in page and "<th>Candidate</th>" in page
+    assert "Eine Katze rennt." in page and "item is broken or unreadable" in page and "half missing" in page
+    back = reverse("review:candidate", args=["demo", work["other"].pk])
+    assert f'href="{back}?round=' in page
+    assert "No decisions match the filter" in client.get(reverse("review:mine"), {"decision": "reject"}).content.decode()
+    assert "Ein blauer Hund." in client.get(reverse("review:mine"), {"decision": "accept", "direction": "en-de"}).content.decode()
+    filtered = client.get(reverse("review:mine"), {"direction": "en-zh"}).content.decode()
+    assert "Ein blauer Hund." not in filtered and "Eine Katze rennt." not in filtered
+
+
+def test_an_admin_sees_every_skip_of_the_project_and_others_see_only_their_own(client, admin_user, annotator_de, work):
+    sara = create_user("sara_ar", "sara-pass-123", languages=["ar"])
+    services.skip_candidate(sara, work["arabic"].pk, "unsure")
+    client.force_login(admin_user)
+    page = client.get(reverse("review:manage", args=["demo"])).content.decode()
+    assert "anna_de" in page and "sara_ar" in page and "Eine Katze rennt." in page
+    assert 'lang="ar" dir="rtl">القط نائم.</td>' in page  # Arabic text reads right to left in its cell
+    client.force_login(sara)
+    own = client.get(reverse("review:mine")).content.decode()
+    assert "القط نائم." in own and "Eine Katze rennt." not in own
