@@ -1,17 +1,17 @@
 """The meta-evaluation page of a release: one metric against the predetermined human scores. Mounted
 under /scores/ (``exports.urls``); visible directions as on the scores page."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 
+from exports.metaeval import selectors, tasks
 from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
 from exports.metaeval.statistics import STATISTICS
-from exports.metaeval import selectors, tasks
 from exports.scores.selectors import scores_digest
 from exports.scores.views import visible_release
-
 
 POLL_SECONDS = 5
 
@@ -35,12 +35,25 @@ def metaeval_page(request, release_id: int):
         result = selectors.compute_meta_evaluation(release, metric, variant, scope)
     if result is not None and "error" in result:
         raise Http404(result["error"])
-    rows = [] if computing else [{**row, "system": result["system_level"].get(row["direction"])} for row in result["triplet_level"]]
+    rows = (
+        []
+        if computing
+        else [{**row, "system": result["system_level"].get(row["direction"])} for row in result["triplet_level"]]
+    )
     return render(
         request,
         "scores/metaeval.html",
-        {"release": release, "result": result, "rows": rows, "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS],
-         "variant": variant, "label": STATISTIC_LABELS[variant], "metric": metric, "computing": computing, "poll_seconds": POLL_SECONDS},
+        {
+            "release": release,
+            "result": result,
+            "rows": rows,
+            "variants": [(v, STATISTIC_LABELS[v]) for v in TAU_STATISTICS],
+            "variant": variant,
+            "label": STATISTIC_LABELS[variant],
+            "metric": metric,
+            "computing": computing,
+            "poll_seconds": POLL_SECONDS,
+        },
     )
 
 
@@ -60,10 +73,9 @@ def _metrics_param(request) -> list[str]:
 
 
 def _release_in_scope(request, release_id: int):
-    release = get_object_or_404(Release.objects.select_related("project"), pk=release_id)
-    visible = visible_directions(request.user, release)
-    if visible is not None and not visible:
-        raise Http404("no such release")  # as a missing one: nothing of it is in the user's languages
+    """The release and the directions of it the user may see, sorted (None: all); a release with none of
+    theirs answers as a missing one does."""
+    release, visible = visible_release(request.user, release_id)
     return release, (sorted(visible) if visible is not None else None)
 
 
@@ -81,10 +93,18 @@ def leaderboard_page(request, release_id: int):
         board = selectors.release_leaderboard(release, metrics, statistic=statistic, directions=scope)
     except selectors.MetaEvaluationError as exc:
         raise Http404(str(exc)) from None
-    return render(request, "scores/leaderboard.html", {
-        "release": release, "board": board, "groups": [*board["directions"], board["overall"]],
-        "statistics": [(name, s.label) for name, s in offered.items()], "statistic": statistic,
-        "metrics_param": ",".join(metrics)})
+    return render(
+        request,
+        "scores/leaderboard.html",
+        {
+            "release": release,
+            "board": board,
+            "groups": [*board["directions"], board["overall"]],
+            "statistics": [(name, s.label) for name, s in offered.items()],
+            "statistic": statistic,
+            "metrics_param": ",".join(metrics),
+        },
+    )
 
 
 HEAT_BUCKETS = 5
@@ -106,7 +126,9 @@ def diagnostics_page(request, release_id: int):
         raise Http404(str(exc)) from None
     heatmaps = []
     for metric, grid in result["heatmap"].items():
-        rows = [{"error_type": t, "cells": [{"rate": v, "bucket": _bucket(v)} for v in values]}
-                for t, values in zip(grid["error_types"], grid["rows"])]
+        rows = [
+            {"error_type": t, "cells": [{"rate": v, "bucket": _bucket(v)} for v in values]}
+            for t, values in zip(grid["error_types"], grid["rows"])
+        ]
         heatmaps.append({"metric": metric, "directions": grid["directions"], "rows": rows})
     return render(request, "scores/diagnostics.html", {"release": release, "result": result, "heatmaps": heatmaps})

@@ -18,12 +18,14 @@ every other judge answers them on the source, and the author's own answer is tak
 questions are written to be answered YES), as in the authors' ``robestness_scores.py``. ADR and ADS per
 judge, as fractions, beside the scores (``cef.reliability.parquet`` and summary.json).
 """
+
 from __future__ import annotations
 
 import json
 import statistics
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Judge, Ledger
@@ -36,8 +38,12 @@ ANSWERS_SCHEMA = array_schema("answers", {"type": "string", "enum": list(LABELS)
 ANSWER_SCHEMA = {
     "name": "answer",
     "strict": True,
-    "schema": {"type": "object", "properties": {"answer": {"type": "string", "enum": list(LABELS)}}, "required": ["answer"],
-               "additionalProperties": False},
+    "schema": {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": list(LABELS)}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    },
 }
 FORMULAS = ("authors", "paper-text")
 
@@ -76,14 +82,18 @@ def label(text: str | None) -> str | None:
     return first if first in LABELS else None
 
 
-def dimensions(qd_on_t: list[str], qd_on_d: list[str], qt_on_d: list[str], qt_on_t: list[str],
-               formula: str = "authors") -> dict[str, float | None]:
+def dimensions(
+    qd_on_t: list[str], qd_on_d: list[str], qt_on_d: list[str], qt_on_t: list[str], formula: str = "authors"
+) -> dict[str, float | None]:
     """Coverage, Conformity, Consistency (percent) from the predicted (on the other text) and gold (on the
     question's own text) answers, after dropping questions whose gold answer is not YES or NO."""
     kept_d = [(p, g) for p, g in zip(qd_on_t, qd_on_d) if g in ("YES", "NO")]
     kept_t = [(p, g) for p, g in zip(qt_on_d, qt_on_t) if g in ("YES", "NO")]
     if formula == "authors":
-        pct = lambda pairs, bad: 100.0 * (len(pairs) - sum(1 for p, g in pairs if bad(p, g))) / len(pairs) if pairs else 0.0  # noqa: E731
+
+        def pct(pairs, bad):  # the share of questions answered well; 0 with no question, as the authors leave it
+            return 100.0 * (len(pairs) - sum(1 for p, g in pairs if bad(p, g))) / len(pairs) if pairs else 0.0
+
         coverage = pct(kept_d, lambda p, g: p == "IDK")
         conformity = pct(kept_d, lambda p, g: p != "IDK" and p != g)
         consistency = pct(kept_t, lambda p, g: p != g)
@@ -100,8 +110,9 @@ def dimensions(qd_on_t: list[str], qd_on_d: list[str], qt_on_d: list[str], qt_on
     }
 
 
-def reliability(questions: list[tuple[str, int, str]], answers: dict[str, dict[int, str | None]],
-                min_agreement: int | None = None) -> dict[str, dict[str, float | None]]:
+def reliability(
+    questions: list[tuple[str, int, str]], answers: dict[str, dict[int, str | None]], min_agreement: int | None = None
+) -> dict[str, dict[str, float | None]]:
     """ADR and ADS per judge, as the authors' ``robestness_scores.py`` computes them.
 
     ``questions``: (author, group, text) in the judges' order, a group being one source text; ``answers[m][j]``:
@@ -152,7 +163,13 @@ class CEFScorer(JudgeScorer):
     name = "cef"
     prompts = ("cef-questions", "cef-answers", "cef-answer")
     default_max_tokens = 768
-    options = {"n_questions": 10, "judges": None, "batch_answers": False, "formula": "authors", "ads_min_agreement": None}
+    options = {
+        "n_questions": 10,
+        "judges": None,
+        "batch_answers": False,
+        "formula": "authors",
+        "ads_min_agreement": None,
+    }
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -172,20 +189,49 @@ class CEFScorer(JudgeScorer):
     def _qcall(self, text: str, language: str, owners) -> Call:
         t = self.prompt_set["cef-questions"]
         d = self.decoding
-        return Call(t, t.messages(d.structured, n=int(self.opts["n_questions"]), language=language, text=text), d, QUESTIONS_SCHEMA, owners=tuple(owners))
+        return Call(
+            t,
+            t.messages(d.structured, n=int(self.opts["n_questions"]), language=language, text=text),
+            d,
+            QUESTIONS_SCHEMA,
+            owners=tuple(owners),
+        )
 
     def _acalls(self, text: str, language: str, questions: list[str], owners) -> list[Call]:
         """The calls that answer ``questions`` on ``text``: one per question, or one for all (batch_answers)."""
         d = self.decoding
         if self.opts["batch_answers"]:
             t = self.prompt_set["cef-answers"]
-            return [Call(t, t.messages(d.structured, language=language, text=text, questions=json.dumps(questions, ensure_ascii=False)), d,
-                         ANSWERS_SCHEMA, owners=tuple(owners))]
+            return [
+                Call(
+                    t,
+                    t.messages(
+                        d.structured, language=language, text=text, questions=json.dumps(questions, ensure_ascii=False)
+                    ),
+                    d,
+                    ANSWERS_SCHEMA,
+                    owners=tuple(owners),
+                )
+            ]
         t = self.prompt_set["cef-answer"]
-        return [Call(t, t.messages(d.structured, language=language, text=text, question=q), d, ANSWER_SCHEMA, owners=tuple(owners)) for q in questions]
+        return [
+            Call(
+                t,
+                t.messages(d.structured, language=language, text=text, question=q),
+                d,
+                ANSWER_SCHEMA,
+                owners=tuple(owners),
+            )
+            for q in questions
+        ]
 
-    def _answer(self, jobs: list[tuple[str, str, list[str], tuple]], stage: str, ledger: Ledger | None, judge: Judge | None = None
-                ) -> list[list[str] | None]:
+    def _answer(
+        self,
+        jobs: list[tuple[str, str, list[str], tuple]],
+        stage: str,
+        ledger: Ledger | None,
+        judge: Judge | None = None,
+    ) -> list[list[str] | None]:
         """Answers for each job (text, language, questions, owners): a label per question in place, or None
         when any of them stayed unreadable after re-asking."""
         calls, spans = [], []
@@ -200,8 +246,8 @@ class CEFScorer(JudgeScorer):
         else:
             _, parsed = self.ask(calls, lambda j, text: self._read(sizes, j, text), stage, ledger)
         out = []
-        for start, count, nq in spans:
-            got = parsed[start:start + count]
+        for start, count, _nq in spans:
+            got = parsed[start : start + count]
             if any(g is None for g in got):
                 out.append(None)
             else:
@@ -225,7 +271,7 @@ class CEFScorer(JudgeScorer):
         calls += [self._qcall(s.mt, langs[i][1], [i]) for i, s in enumerate(segments)]
         _, parsed = self.ask(calls, lambda j, text: questions_of(text), "questions", ledger)
         q_d = dict(zip(sources, parsed[: len(sources)]))
-        q_t = parsed[len(sources):]
+        q_t = parsed[len(sources) :]
 
         jobs, slots = [], []
         for src in sources:
@@ -244,14 +290,39 @@ class CEFScorer(JudgeScorer):
         got: dict = dict(zip(slots, self._answer(jobs, "cross-examination", ledger)))
 
         scores = []
-        extras: dict[str, list] = {k: [] for k in ("coverage", "conformity", "consistency", "n_questions_source", "n_questions_mt", "dropped", "questions_source", "questions_mt", "answers", "note")}
+        extras: dict[str, list] = {
+            k: []
+            for k in (
+                "coverage",
+                "conformity",
+                "consistency",
+                "n_questions_source",
+                "n_questions_mt",
+                "dropped",
+                "questions_source",
+                "questions_mt",
+                "answers",
+                "note",
+            )
+        }
         for i, s in enumerate(segments):
             # a side without questions has no answers to read: its lists are empty (the authors' [] for None)
-            parts = [got.get(("qd_t", i), [] if q_d[s.src] == [] else None), got.get(("qd_d", s.src), [] if q_d[s.src] == [] else None),
-                     got.get(("qt_d", i), [] if q_t[i] == [] else None), got.get(("qt_t", i), [] if q_t[i] == [] else None)]
+            parts = [
+                got.get(("qd_t", i), [] if q_d[s.src] == [] else None),
+                got.get(("qd_d", s.src), [] if q_d[s.src] == [] else None),
+                got.get(("qt_d", i), [] if q_t[i] == [] else None),
+                got.get(("qt_t", i), [] if q_t[i] == [] else None),
+            ]
             note = ""
             if q_d[s.src] is None or q_t[i] is None or any(p is None for p in parts):
-                dims = {"coverage": None, "conformity": None, "consistency": None, "n_questions_source": 0, "n_questions_mt": 0, "dropped": 0}
+                dims = {
+                    "coverage": None,
+                    "conformity": None,
+                    "consistency": None,
+                    "n_questions_source": 0,
+                    "n_questions_mt": 0,
+                    "dropped": 0,
+                }
                 note = "" if ledger.errors[i] else "questions or answers unreadable"
             else:
                 dims = dimensions(*parts, formula=self.opts["formula"])
@@ -263,7 +334,14 @@ class CEFScorer(JudgeScorer):
                 extras[k].append(dims[k])
             extras["questions_source"].append(q_d[s.src] or [])
             extras["questions_mt"].append(q_t[i] or [])
-            extras["answers"].append({"source_q_on_mt": parts[0], "source_q_on_source": parts[1], "mt_q_on_source": parts[2], "mt_q_on_mt": parts[3]})
+            extras["answers"].append(
+                {
+                    "source_q_on_mt": parts[0],
+                    "source_q_on_source": parts[1],
+                    "mt_q_on_source": parts[2],
+                    "mt_q_on_mt": parts[3],
+                }
+            )
             extras["note"].append(note)
         return self.result(scores, ledger, extras)
 
@@ -281,7 +359,9 @@ class CEFScorer(JudgeScorer):
             return {}
         from dataclasses import replace
 
-        src_lang = self.languages(Segment(src="", mt="", ref="", target_lang=data.target_lang, source_lang=direction.split("-")[0]))[0]
+        src_lang = self.languages(
+            Segment(src="", mt="", ref="", target_lang=data.target_lang, source_lang=direction.split("-")[0])
+        )[0]
         sources = list(dict.fromkeys(data.src))
         judges = {m: (self.judge if m == self.config.model else Judge(replace(self.config, model=m))) for m in models}
         questions: list[tuple[str, int, str]] = []
@@ -306,7 +386,17 @@ class CEFScorer(JudgeScorer):
                     answers[answerer][j] = value
         floor = self.opts["ads_min_agreement"]
         result = reliability(questions, answers, None if floor is None else int(floor))
-        rows = [{"direction": direction, "judge": m, "adr": r["adr"], "ads": r["ads"], "n_questions": r["n_questions"], "n_sources": len(sources)} for m, r in result.items()]
+        rows = [
+            {
+                "direction": direction,
+                "judge": m,
+                "adr": r["adr"],
+                "ads": r["ads"],
+                "n_questions": r["n_questions"],
+                "n_sources": len(sources),
+            }
+            for m, r in result.items()
+        ]
         for m, judge in judges.items():
             if judge is not self.judge:
                 self.judge.stats.merge(judge.stats, stage_prefix=f"{m}:")  # their calls and cost count too

@@ -221,7 +221,7 @@ def cef_reliability(root: Path) -> list[dict]:
             tqdm={"tqdm": lambda x: x},
         )
         sys.modules["datasets"].load_from_disk = load_from_disk
-        namespace = {"display": lambda df: shown.append(df.copy()), "__name__": "robustness"}
+        namespace = {"display": lambda df, shown=shown: shown.append(df.copy()), "__name__": "robustness"}
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(source, "robestness_scores.py", "exec"), namespace)
         for name in set(sys.modules) - before:  # the stand-ins must not hide real packages from later steps
