@@ -4,19 +4,29 @@ review services, which audit every change (the review admin pages are under /rev
 Also the XQ-MEval upload on the project admin: the release brings candidates *and* review decisions, so
 its importer is the review stage's (``annotation.review.xqmeval_import``); this module re-registers
 ``core.admin.ProjectAdmin`` with the upload view added (URL name ``admin:core_project_import_xqmeval``)."""
+
 from django.contrib import admin, messages
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
 from annotation.models import (
-    AuditEvent, LikertRating, RatingItem, ReviewChange, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, ReviewTally, ReviewTallyChange,
+    AuditEvent,
+    LikertRating,
+    RatingItem,
+    ReviewChange,
+    ReviewDecision,
+    ReviewLock,
+    ReviewRound,
+    ReviewSkip,
+    ReviewTally,
+    ReviewTallyChange,
     UsedIdempotencyKey,
 )
-from annotation.review.xqmeval_import import import_xqmeval
 from annotation.review import domain as rules
+from annotation.review.xqmeval_import import import_xqmeval
 from core.admin import ProjectAdmin as CoreProjectAdmin
-from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
 from core.admin import report_errors
+from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
 from core.forms import XQMEvalUploadForm
 from core.models import Project
 from core.services import ImportRejected
@@ -35,9 +45,26 @@ class ReviewRoundAdmin(admin.ModelAdmin):
 
 @admin.register(ReviewDecision)
 class ReviewDecisionAdmin(ReadOnly, LargeTableAdmin):
-    list_display = ["candidate", "reviewer", "round", "decision", "reason", "source", "is_final", "time_spent_ms", "updated_at"]
+    list_display = [
+        "candidate",
+        "reviewer",
+        "round",
+        "decision",
+        "reason",
+        "source",
+        "is_final",
+        "time_spent_ms",
+        "updated_at",
+    ]
     list_select_related = ["candidate__segment__direction", "reviewer", "round__project"]
-    list_filter = ["candidate__segment__project", "candidate__segment__direction", "decision", "source", "is_final", "round__number"]
+    list_filter = [
+        "candidate__segment__project",
+        "candidate__segment__direction",
+        "decision",
+        "source",
+        "is_final",
+        "round__number",
+    ]
     search_fields = ["reviewer__username", "candidate__segment__external_id"]
     raw_id_fields = ["candidate"]
 
@@ -45,8 +72,11 @@ class ReviewDecisionAdmin(ReadOnly, LargeTableAdmin):
 @admin.register(ReviewSkip)
 class ReviewSkipAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["candidate", "reviewer", "round", "reason", "created_at"]
-    list_filter = ["candidate__segment__project", "candidate__segment__direction",
-                   values_filter("reason", lambda: sorted(rules.reason_codes(rules.SKIP_REASONS)))]
+    list_filter = [
+        "candidate__segment__project",
+        "candidate__segment__direction",
+        values_filter("reason", lambda: sorted(rules.reason_codes(rules.SKIP_REASONS))),
+    ]
     list_select_related = ["candidate__segment__direction", "reviewer", "round__project"]
 
 
@@ -114,7 +144,13 @@ class UsedIdempotencyKeyAdmin(ReadOnly, LargeTableAdmin):
 
 class ProjectAdmin(CoreProjectAdmin):
     def get_urls(self):
-        extra = [path("import-xqmeval/", self.admin_site.admin_view(self.import_xqmeval_view), name="core_project_import_xqmeval")]
+        extra = [
+            path(
+                "import-xqmeval/",
+                self.admin_site.admin_view(self.import_xqmeval_view),
+                name="core_project_import_xqmeval",
+            )
+        ]
         return extra + super().get_urls()
 
     def import_xqmeval_view(self, request):

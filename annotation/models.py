@@ -1,4 +1,5 @@
 """Review decisions, review rounds and locks, Likert ratings, and the audit trail."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -45,12 +46,23 @@ class ReviewDecision(models.Model):
         IMPORTED = "imported"
         ADJUDICATION = "adjudication"
 
-    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="decisions", db_index=False)  # (candidate, round)
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="review_decisions", db_index=False)  # (reviewer, round), (reviewer, created_at)
+    candidate = models.ForeignKey(
+        Candidate, on_delete=models.CASCADE, related_name="decisions", db_index=False
+    )  # (candidate, round)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="review_decisions",
+        db_index=False,
+    )  # (reviewer, round), (reviewer, created_at)
     round = models.ForeignKey(ReviewRound, null=True, blank=True, on_delete=models.CASCADE, related_name="decisions")
     decision = models.CharField(max_length=8, choices=Decision.choices)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.ANNOTATOR)
-    is_final = models.BooleanField(default=False, help_text="decides the candidate's status by itself (imported, adjudicated)")
+    is_final = models.BooleanField(
+        default=False, help_text="decides the candidate's status by itself (imported, adjudicated)"
+    )
     reason = models.CharField(max_length=60, blank=True, help_text="reason category for a rejection")
     comment = models.TextField(blank=True)
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -112,7 +124,9 @@ class ReviewSkip(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["candidate", "reviewer", "round"], name="skip_once_per_reviewer_round")]
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "reviewer", "round"], name="skip_once_per_reviewer_round")
+        ]
 
 
 class RatingItem(models.Model):
@@ -132,7 +146,9 @@ class RatingItem(models.Model):
     text = models.TextField(help_text="the output being rated")
     system = models.CharField(max_length=200, blank=True)
     candidate = models.ForeignKey(Candidate, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    pseudo_translation = models.ForeignKey("exports.PseudoTranslation", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    pseudo_translation = models.ForeignKey(
+        "exports.PseudoTranslation", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -142,7 +158,9 @@ class RatingItem(models.Model):
 
 
 def _likert_field(help_text: str) -> models.PositiveSmallIntegerField:
-    return models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(5)], help_text=help_text)
+    return models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(5)], help_text=help_text
+    )
 
 
 class LikertRating(models.Model):
@@ -150,7 +168,9 @@ class LikertRating(models.Model):
 
     DIMENSIONS = ("informativeness", "clarity", "plausibility", "faithfulness")
 
-    item = models.ForeignKey(RatingItem, on_delete=models.CASCADE, related_name="ratings", db_index=False)  # rating_once_per_rater
+    item = models.ForeignKey(
+        RatingItem, on_delete=models.CASCADE, related_name="ratings", db_index=False
+    )  # rating_once_per_rater
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="likert_ratings")
     informativeness = _likert_field("coverage, correctness, usefulness")
     clarity = _likert_field("fluency, structure, concision")
@@ -201,12 +221,26 @@ class AuditEvent(models.Model):
     # Every action written (``annotation.review.services.audit`` refuses another): the admin's filter lists
     # these instead of reading the distinct values of a table that grows by one row per decision.
     ACTIONS = (
-        "adjudication.change", "adjudication.create", "annotator.invite", "annotator.languages", "annotator.password_set",
-        "candidate.status", "decision.change", "decision.create", "plant_gold", "project.pool_rule", "rating.change",
-        "rating.create", "review.skip", "round.close", "round.open",
+        "adjudication.change",
+        "adjudication.create",
+        "annotator.invite",
+        "annotator.languages",
+        "annotator.password_set",
+        "candidate.status",
+        "decision.change",
+        "decision.create",
+        "plant_gold",
+        "project.pool_rule",
+        "rating.change",
+        "rating.create",
+        "review.skip",
+        "round.close",
+        "round.open",
     )
 
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     action = models.CharField(max_length=60)
     object_type = models.CharField(max_length=60)
     object_id = models.CharField(max_length=60)
@@ -239,7 +273,9 @@ class ReviewTally(models.Model):
     class Meta:
         verbose_name_plural = "review tallies"
         constraints = [
-            models.UniqueConstraint(fields=["project", "direction", "round_number", "status", "reviews"], name="tally_unique_key"),
+            models.UniqueConstraint(
+                fields=["project", "direction", "round_number", "status", "reviews"], name="tally_unique_key"
+            ),
         ]
 
 

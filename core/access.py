@@ -9,13 +9,13 @@ rating texts, review queues) a user reads or works on: a viewer's is empty. Anyt
 answers exactly as a missing thing does (``not_found``: HTTP 404, one message), so no answer tells
 whether it exists.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 
 from core.models import Language, Profile, Project, ReviewerAssignment
 

@@ -2,6 +2,7 @@
 
 The XQ-MEval upload (candidates and decisions) belongs to the review stage: ``annotation.admin`` extends
 ``ProjectAdmin`` with it."""
+
 from __future__ import annotations
 
 from django import forms
@@ -40,7 +41,9 @@ def report_errors(request, errors: list[str], closing: str, *, level=messages.ER
     for line in errors[:SHOWN_ERRORS]:
         messages.add_message(request, level, line)
     if len(errors) > SHOWN_ERRORS:
-        messages.add_message(request, level, f"… and {len(errors) - SHOWN_ERRORS} more problem(s) ({len(errors)} in all).")
+        messages.add_message(
+            request, level, f"… and {len(errors) - SHOWN_ERRORS} more problem(s) ({len(errors)} in all)."
+        )
     if closing:
         messages.add_message(request, level, closing)
 
@@ -58,20 +61,35 @@ class ProjectAdminForm(forms.ModelForm):
         if self.instance.pk is None and not self.errors:
             options = data.get("options") or {}
             problems = project_problems(
-                name=data.get("name", ""), source_language=data["source_language"].code,
-                directions=[d.code for d in data.get("directions", [])], error_types=list(data.get("error_types") or []),
+                name=data.get("name", ""),
+                source_language=data["source_language"].code,
+                directions=[d.code for d in data.get("directions", [])],
+                error_types=list(data.get("error_types") or []),
                 perturbations=list(options.get("perturbations", [])) if isinstance(options, dict) else [],
-                reviewers_per_candidate=data.get("reviewers_per_candidate"), max_errors=data.get("max_errors"),
+                reviewers_per_candidate=data.get("reviewers_per_candidate"),
+                max_errors=data.get("max_errors"),
             )
             for problem in problems:
                 field_name, _, message = problem.partition(": ")
-                self.add_error(field_name if field_name in self.fields else None, problem if field_name not in self.fields else message)
+                self.add_error(
+                    field_name if field_name in self.fields else None,
+                    problem if field_name not in self.fields else message,
+                )
         return data
 
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "title", "source_language", "reviewers_per_candidate", "max_errors", "pool_rule", "owner", "created_at"]
+    list_display = [
+        "name",
+        "title",
+        "source_language",
+        "reviewers_per_candidate",
+        "max_errors",
+        "pool_rule",
+        "owner",
+        "created_at",
+    ]
     list_filter = ["source_language", "pool_rule", "directions"]
     search_fields = ["name", "title"]
     filter_horizontal = ["directions"]
@@ -84,11 +102,19 @@ class ProjectAdmin(admin.ModelAdmin):
         data = form.cleaned_data
         options = dict(data.get("options") or {})
         project = project_create(
-            name=data["name"], title=data.get("title", ""), source_language=data["source_language"].code,
-            directions=[d.code for d in data.get("directions", [])], error_types=list(data.get("error_types") or []),
-            perturbations=list(options.pop("perturbations", [])), reviewers_per_candidate=data["reviewers_per_candidate"],
-            max_errors=data["max_errors"], description=data.get("description", ""), owner=data.get("owner") or request.user,
-            pool_rule=data["pool_rule"], license=data["license"], options=options,
+            name=data["name"],
+            title=data.get("title", ""),
+            source_language=data["source_language"].code,
+            directions=[d.code for d in data.get("directions", [])],
+            error_types=list(data.get("error_types") or []),
+            perturbations=list(options.pop("perturbations", [])),
+            reviewers_per_candidate=data["reviewers_per_candidate"],
+            max_errors=data["max_errors"],
+            description=data.get("description", ""),
+            owner=data.get("owner") or request.user,
+            pool_rule=data["pool_rule"],
+            license=data["license"],
+            options=options,
         )
         obj.pk = project.pk
         obj._state.adding = False
@@ -97,7 +123,11 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         extra = [
-            path("<int:pk>/import-corpus/", self.admin_site.admin_view(self.import_corpus_view), name="core_project_import_corpus"),
+            path(
+                "<int:pk>/import-corpus/",
+                self.admin_site.admin_view(self.import_corpus_view),
+                name="core_project_import_corpus",
+            ),
         ]
         return extra + super().get_urls()
 
@@ -108,19 +138,35 @@ class ProjectAdmin(admin.ModelAdmin):
         form = CorpusUploadForm(request.POST or None, request.FILES or None, project=project)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
-            columns = Columns(form.cleaned_data["id_column"], form.cleaned_data["source_column"], form.cleaned_data["reference_column"])
+            columns = Columns(
+                form.cleaned_data["id_column"],
+                form.cleaned_data["source_column"],
+                form.cleaned_data["reference_column"],
+            )
             try:
                 _, result = import_corpus_source(
-                    project, direction=form.cleaned_data["direction"], columns=columns, upload_name=upload.name, data=upload.read(),
-                    known_direction=True, check_language=not form.cleaned_data["other_language"],
+                    project,
+                    direction=form.cleaned_data["direction"],
+                    columns=columns,
+                    upload_name=upload.name,
+                    data=upload.read(),
+                    known_direction=True,
+                    check_language=not form.cleaned_data["other_language"],
                 )
             except (CorpusError, ImportRejected) as exc:
                 report_errors(request, exc.errors, f"{upload.name}: nothing imported.")
             else:
                 report_errors(request, result.warnings, "", level=messages.WARNING)
-                messages.success(request, f"{upload.name}: {result.created} gold segments imported, {result.unchanged} unchanged.")
+                messages.success(
+                    request, f"{upload.name}: {result.created} gold segments imported, {result.unchanged} unchanged."
+                )
                 return redirect(reverse("admin:core_project_change", args=[project.pk]))
-        context = {**self.admin_site.each_context(request), "form": form, "project": project, "title": f"Import a corpus into {project.name}"}
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "project": project,
+            "title": f"Import a corpus into {project.name}",
+        }
         return render(request, "admin/core/upload.html", context)
 
 

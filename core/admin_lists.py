@@ -8,9 +8,10 @@ count and the "N total" count), and a list filter on a field without choices lis
 those reads (``perf/bench_review_scale.py``); at FLORES size the pseudo translation and score tables are
 ten to a hundred times larger.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from django.contrib import admin
 

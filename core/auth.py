@@ -5,6 +5,7 @@ API's Basic authentication alike (they all go through ``django.contrib.auth.auth
 ``AXES_FAILURE_LIMIT`` failures the account, or the address, is locked for ``AXES_COOLOFF_MINUTES``; the
 answer is 429 with a message that says so (JSON under ``/api/``).
 """
+
 from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend

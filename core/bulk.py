@@ -7,9 +7,10 @@ streams the rows in the server's text format instead. Rows go through the field'
 atomicity is the caller's ``transaction.atomic``; no primary keys come back (``reserve_ids`` draws them
 beforehand on PostgreSQL; elsewhere read them with a query). Pure plumbing: validation stays with the caller.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from django.db import connection
 
@@ -22,9 +23,21 @@ def copy_supported() -> bool:
 
 PLAIN_TYPES = frozenset(
     {
-        "CharField", "TextField", "SlugField", "IntegerField", "BigIntegerField", "SmallIntegerField", "PositiveIntegerField",
-        "PositiveSmallIntegerField", "PositiveBigIntegerField", "BooleanField", "FloatField", "ForeignKey", "OneToOneField",
-        "AutoField", "BigAutoField",  # only with_pk: otherwise the primary key is left to the database
+        "CharField",
+        "TextField",
+        "SlugField",
+        "IntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "PositiveBigIntegerField",
+        "BooleanField",
+        "FloatField",
+        "ForeignKey",
+        "OneToOneField",
+        "AutoField",
+        "BigAutoField",  # only with_pk: otherwise the primary key is left to the database
     }
 )
 
@@ -186,7 +199,9 @@ def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence], *, b
                     copy.write_row(row)
                     n += 1
         return n
-    insert = f"INSERT INTO {qn(table)} ({', '.join(qn(c) for c in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    insert = (
+        f"INSERT INTO {qn(table)} ({', '.join(qn(c) for c in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    )
     batch: list = []
     with connection.cursor() as cursor:
         for row in rows:

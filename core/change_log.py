@@ -1,10 +1,12 @@
 """Reading a change log (see ``core.triggers_sql``): the token a figure kept in the cache is compared with,
 and the pruning. PostgreSQL only (the logs are written by its triggers); elsewhere the token is None and
 callers compute their figures from the rows."""
+
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.cache import cache
 from django.db import connection
@@ -42,8 +44,15 @@ class ChangeLog:
             cursor.execute(triggers_sql.all_tokens(self.table))
             return tuple((project, int(count), int(newest)) for project, count, newest in cursor.fetchall())
 
-    def kept(self, name: str, compute: Callable[[], T], *, project_id: int | None = None,
-             prune_above: int | None = None, timeout: int = KEPT_SECONDS) -> T:
+    def kept(
+        self,
+        name: str,
+        compute: Callable[[], T],
+        *,
+        project_id: int | None = None,
+        prune_above: int | None = None,
+        timeout: int = KEPT_SECONDS,
+    ) -> T:
         """``compute()`` kept in the cache under this log's token: ``project_id``'s where every row it reads
         belongs to that project (a write elsewhere then keeps it), else every project's. Recomputed once a
         write the log records has committed; computed on every call where there is no log. The token is read

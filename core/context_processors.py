@@ -1,4 +1,5 @@
 """Template context every page needs: whether to show the admins' menu entries (core.access decides)."""
+
 from core import access
 
 

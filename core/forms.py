@@ -1,6 +1,7 @@
 """Forms shared by the site's project pages and the admin: creating a project, importing a corpus (a file
 or a Hugging Face dataset) and an XQ-MEval release. Validation that needs the database is the services'
 (``core.services.project_problems``); the forms only shape the input."""
+
 from __future__ import annotations
 
 from django import forms
@@ -16,31 +17,42 @@ def _type_choices(kind: str) -> list[tuple[str, str]]:
 
 class ProjectCreateForm(forms.Form):
     title = forms.CharField(max_length=200, help_text="What people read, e.g. “FLORES+ devtest into 9 languages”.")
-    name = forms.SlugField(max_length=100, label="Slug", help_text="Letters, digits, '-' and '_': the project's address, /projects/<slug>/.")
+    name = forms.SlugField(
+        max_length=100,
+        label="Slug",
+        help_text="Letters, digits, '-' and '_': the project's address, /projects/<slug>/.",
+    )
     source_language = forms.ChoiceField(initial="en", help_text="The language of the gold sources (usually English).")
     directions = forms.CharField(
         help_text="Target directions, comma-separated, each from the source language: e.g. en-de, en-zh, en-ar."
     )
     error_types = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="MQM error types that injection runs inject (XQ-MEval's four). None ticked: all of them.",
     )
     perturbations = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="AskQE perturbations for perturbation runs. None ticked: all of them.",
     )
     reviewers_per_candidate = forms.IntegerField(
         min_value=1, max_value=MAX_REVIEWERS, initial=2, help_text="Independent reviewers who judge each candidate."
     )
     max_errors = forms.IntegerField(
-        min_value=1, max_value=MAX_ERRORS_LIMIT, initial=5, label="Maximum errors per pseudo translation",
+        min_value=1,
+        max_value=MAX_ERRORS_LIMIT,
+        initial=5,
+        label="Maximum errors per pseudo translation",
         help_text="The highest quality level k of the benchmark (XQ-MEval: 5).",
     )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["source_language"].choices = [(code, f"{code} ({info.name})") for code, info in sorted(KNOWN_LANGUAGES.items())]
+        self.fields["source_language"].choices = [
+            (code, f"{code} ({info.name})") for code, info in sorted(KNOWN_LANGUAGES.items())
+        ]
         self.fields["error_types"].choices = _type_choices(MQM)
         self.fields["perturbations"].choices = _type_choices(PERTURBATION)
 
@@ -56,12 +68,15 @@ class CorpusUploadForm(forms.Form):
     one of ``project``'s active directions: chosen, never typed, so a typo cannot make a direction."""
 
     direction = forms.ChoiceField(help_text="One of the project's directions; add another in the project's settings.")
-    file = forms.FileField(required=False, help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference.")
+    file = forms.FileField(
+        required=False, help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference."
+    )
     id_column = forms.CharField(initial="id")
     source_column = forms.CharField(initial="source")
     reference_column = forms.CharField(initial="reference")
     other_language = forms.BooleanField(
-        required=False, label="The references are in another language on purpose",
+        required=False,
+        label="The references are in another language on purpose",
         help_text="Without this tick, a file whose references do not read as the direction's target language is refused.",
     )
 
@@ -76,10 +91,13 @@ class CorpusUploadForm(forms.Form):
         self.allow_hf = allow_hf
         if allow_hf:
             self.fields["hf_dataset"] = forms.CharField(
-                required=False, label="or a Hugging Face dataset",
+                required=False,
+                label="or a Hugging Face dataset",
                 help_text="A Hub dataset id, namespace/name (instead of a file); local directories: the import_corpus command.",
             )
-            self.fields["hf_config"] = forms.CharField(required=False, label="Dataset config", help_text="e.g. deu_Latn")
+            self.fields["hf_config"] = forms.CharField(
+                required=False, label="Dataset config", help_text="e.g. deu_Latn"
+            )
             self.fields["hf_split"] = forms.CharField(required=False, initial="test", label="Dataset split")
         else:
             self.fields["file"].required = True
@@ -140,11 +158,14 @@ class ProjectSettingsForm(forms.Form):
         min_value=1, max_value=MAX_REVIEWERS, help_text="Independent reviewers who judge each candidate."
     )
     max_errors = forms.IntegerField(
-        min_value=1, max_value=MAX_ERRORS_LIMIT, label="Maximum errors per pseudo translation",
+        min_value=1,
+        max_value=MAX_ERRORS_LIMIT,
+        label="Maximum errors per pseudo translation",
         help_text="The highest quality level k of the benchmark.",
     )
     error_types = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="MQM error types that new injection runs inject. None ticked: all of them.",
     )
 
@@ -156,7 +177,9 @@ class ProjectSettingsForm(forms.Form):
 class DirectionAddForm(forms.Form):
     """The target language of a new direction, chosen from the known languages (the source is the project's)."""
 
-    target = forms.ChoiceField(label="Target language", help_text="The new direction goes from the project's source language into it.")
+    target = forms.ChoiceField(
+        label="Target language", help_text="The new direction goes from the project's source language into it."
+    )
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, project, **kwargs):

@@ -1,4 +1,5 @@
 """Small HTTP helpers shared by the views, and the request body limits (#36.5)."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -12,7 +13,9 @@ def redirect_next(request, *fallback_args, **fallback_kwargs):
     """Redirect to the form's ``next`` (a page of this site only, e.g. the project page the action was
     started from), else to ``redirect(*fallback_args, **fallback_kwargs)``."""
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return redirect(target)
     return redirect(*fallback_args, **fallback_kwargs)
 
@@ -28,8 +31,9 @@ def body_limit(request) -> int:
 
 
 def too_large(limit: int) -> HttpResponse:
-    return HttpResponse(f"Request body too large: at most {limit} bytes.\n", status=413,
-                        content_type="text/plain; charset=utf-8")
+    return HttpResponse(
+        f"Request body too large: at most {limit} bytes.\n", status=413, content_type="text/plain; charset=utf-8"
+    )
 
 
 class BodySizeLimitMiddleware:

@@ -1,6 +1,7 @@
 """Migration operation that drops the index Django made for a field (``db_index``) and leaves the field's
 foreign key alone. Django's own ``AlterField`` drops the foreign key constraint and adds it again, which
 re-checks every row of the table under a lock: minutes on a FLORES-sized database, to change nothing."""
+
 from __future__ import annotations
 
 from django.db import migrations

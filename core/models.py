@@ -1,4 +1,5 @@
 """Languages, directions, projects, gold segments and user roles; the status vocabulary of every job."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -57,12 +58,16 @@ class Project(models.Model):
     )
     reviewers_per_candidate = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)])
     max_errors = models.PositiveSmallIntegerField(
-        default=5, validators=[MinValueValidator(1), MaxValueValidator(10)], help_text="maximum k per pseudo translation"
+        default=5,
+        validators=[MinValueValidator(1), MaxValueValidator(10)],
+        help_text="maximum k per pseudo translation",
     )
     pool_rule = models.CharField(max_length=20, choices=PoolRule.choices, default=PoolRule.UNANIMOUS)
     license = models.CharField(max_length=64, default="cc-by-sa-4.0")
     options = models.JSONField(default=dict, blank=True, help_text="further per-project options")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -75,7 +80,9 @@ class Project(models.Model):
 class GoldSegment(models.Model):
     """A gold pair (source, reference) of one direction in one project."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="segments", db_index=False)  # segment_unique_external_id
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="segments", db_index=False
+    )  # segment_unique_external_id
     direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="segments")
     external_id = models.CharField(max_length=200, help_text="id in the imported corpus, e.g. the FLORES+ line index")
     source = models.TextField()
@@ -154,7 +161,9 @@ class ReviewerAssignment(models.Model):
     """Who reviews which direction of which project. Once a project has any, they decide who works on its
     items; a project with none follows the annotators' languages (``Profile.languages``)."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments", db_index=False)  # assignment_unique
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )  # assignment_unique
     direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_assignments")
 

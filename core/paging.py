@@ -4,6 +4,7 @@ decisions, the pseudo translations, the scores, the audit events).
 A ``COUNT(*)`` is a pass over the rows it counts (≈ 0.1 s per million on PostgreSQL here); a list page only
 needs it to number its pages. Above a size, the planner's estimate does that, and the page says "about".
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Request body parsers of the REST API."""
+
 from __future__ import annotations
 
 from rest_framework.exceptions import ParseError

@@ -1,4 +1,5 @@
 """Read-only queries shared by views, admin and API."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,7 +14,11 @@ def visible_projects(user):
 
 def active_directions(project: Project):
     """The project's directions open to new work (imports, injection, builds): all but the retired ones."""
-    return project.directions.exclude(pk__in=project.retired_directions.values("pk")).select_related("target").order_by("code")
+    return (
+        project.directions.exclude(pk__in=project.retired_directions.values("pk"))
+        .select_related("target")
+        .order_by("code")
+    )
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Write operations on languages, directions, projects, users and gold segments."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -81,7 +82,9 @@ def project_problems(
     if not name:
         problems.append("name: required")
     elif len(name) > 100 or not SLUG_RE.match(name):
-        problems.append(f"name: {name!r} must be a slug of at most 100 characters: letters, digits, '-' or '_' (it is the project's URL)")
+        problems.append(
+            f"name: {name!r} must be a slug of at most 100 characters: letters, digits, '-' or '_' (it is the project's URL)"
+        )
     elif Project.objects.filter(name=name).exists():
         problems.append(f"name: a project {name!r} already exists")
     try:
@@ -102,7 +105,9 @@ def project_problems(
             if type_name not in known:
                 problems.append(f"{field_name}: unknown {kind} type {type_name!r} (known: {', '.join(known)})")
     if not isinstance(reviewers_per_candidate, int) or not 1 <= reviewers_per_candidate <= MAX_REVIEWERS:
-        problems.append(f"reviewers_per_candidate: {reviewers_per_candidate!r} is not a whole number from 1 to {MAX_REVIEWERS}")
+        problems.append(
+            f"reviewers_per_candidate: {reviewers_per_candidate!r} is not a whole number from 1 to {MAX_REVIEWERS}"
+        )
     if not isinstance(max_errors, int) or not 1 <= max_errors <= MAX_ERRORS_LIMIT:
         problems.append(f"max_errors: {max_errors!r} is not a whole number from 1 to {MAX_ERRORS_LIMIT}")
     return problems
@@ -128,8 +133,13 @@ def project_create(
     all create projects here."""
     directions, error_types, perturbations = list(directions), list(error_types), list(perturbations)
     problems = project_problems(
-        name=name, source_language=source_language, directions=directions, error_types=error_types,
-        perturbations=perturbations, reviewers_per_candidate=reviewers_per_candidate, max_errors=max_errors,
+        name=name,
+        source_language=source_language,
+        directions=directions,
+        error_types=error_types,
+        perturbations=perturbations,
+        reviewers_per_candidate=reviewers_per_candidate,
+        max_errors=max_errors,
     )
     if problems:
         raise ProjectRejected(problems)
@@ -138,9 +148,16 @@ def project_create(
         options["perturbations"] = perturbations
     with transaction.atomic():
         project = Project.objects.create(
-            name=name, title=title or name, description=description, source_language=ensure_language(source_language),
-            error_types=error_types, reviewers_per_candidate=reviewers_per_candidate, max_errors=max_errors,
-            options=options, owner=owner, **fields,
+            name=name,
+            title=title or name,
+            description=description,
+            source_language=ensure_language(source_language),
+            error_types=error_types,
+            reviewers_per_candidate=reviewers_per_candidate,
+            max_errors=max_errors,
+            options=options,
+            owner=owner,
+            **fields,
         )
         if directions:
             project.directions.add(*[ensure_direction(code) for code in directions])
@@ -205,17 +222,26 @@ def project_settings_update(
     (the same rules as creating one), and nothing is written unless all are valid."""
     error_types = list(error_types)
     problems = [
-        p for p in project_problems(
-            name=project.name, source_language=project.source_language.code, error_types=error_types,
-            reviewers_per_candidate=reviewers_per_candidate, max_errors=max_errors,
-        ) if not p.startswith("name: ")  # the project exists: its own name is not a problem
+        p
+        for p in project_problems(
+            name=project.name,
+            source_language=project.source_language.code,
+            error_types=error_types,
+            reviewers_per_candidate=reviewers_per_candidate,
+            max_errors=max_errors,
+        )
+        if not p.startswith("name: ")  # the project exists: its own name is not a problem
     ]
     if not title.strip():
         problems.insert(0, "title: required")
     if problems:
         raise ProjectRejected(problems)
     project.title, project.description = title.strip(), description
-    project.reviewers_per_candidate, project.max_errors, project.error_types = reviewers_per_candidate, max_errors, error_types
+    project.reviewers_per_candidate, project.max_errors, project.error_types = (
+        reviewers_per_candidate,
+        max_errors,
+        error_types,
+    )
     project.save(update_fields=["title", "description", "reviewers_per_candidate", "max_errors", "error_types"])
     return project
 
@@ -231,7 +257,9 @@ def direction_add_problem(project: Project, target: str) -> str:
         return f"target: {target} is the project's source language"
     if project.directions.filter(code=f"{source}-{target}").exists():
         retired = project.retired_directions.filter(code=f"{source}-{target}").exists()
-        return f"target: {source}-{target} is already a direction of {project.name}" + (" (retired: reinstate it)" if retired else "")
+        return f"target: {source}-{target} is already a direction of {project.name}" + (
+            " (retired: reinstate it)" if retired else ""
+        )
     return ""
 
 
@@ -265,14 +293,19 @@ def assignments_set(project: Project, *, direction: str, usernames: Iterable[str
     if problems:
         raise ProjectRejected(problems)
     with transaction.atomic():
-        ReviewerAssignment.objects.filter(project=project, direction=target).exclude(user__username__in=usernames).delete()
+        ReviewerAssignment.objects.filter(project=project, direction=target).exclude(
+            user__username__in=usernames
+        ).delete()
         ReviewerAssignment.objects.bulk_create(
-            [ReviewerAssignment(project=project, direction=target, user=users[name]) for name in usernames], ignore_conflicts=True
+            [ReviewerAssignment(project=project, direction=target, user=users[name]) for name in usernames],
+            ignore_conflicts=True,
         )
     return usernames
 
 
-def create_user(username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""):
+def create_user(
+    username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""
+):
     """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
     goes through ``clean_username`` (a ``ValidationError`` when refused)."""
     User = get_user_model()
@@ -300,8 +333,13 @@ class CorpusImportResult:
 
 
 def import_corpus_rows(
-    project: Project, direction_code: str, rows: list[CorpusRow], source_name: str, *,
-    known_direction: bool = False, check_language: bool = False,
+    project: Project,
+    direction_code: str,
+    rows: list[CorpusRow],
+    source_name: str,
+    *,
+    known_direction: bool = False,
+    check_language: bool = False,
 ) -> CorpusImportResult:
     """Import gold pairs atomically and idempotently.
 
@@ -311,17 +349,23 @@ def import_corpus_rows(
     must be one of the project's active directions: adding one is a deliberate act in the settings, so a
     typo cannot make one) and ``check_language`` (the references must read as the direction's target)."""
     if known_direction and not active_directions(project).filter(code=direction_code).exists():
-        raise ImportRejected(source_name, [
-            f"direction: {direction_code} is not an active direction of project {project.name}; "
-            "add it in the project's settings first"
-        ])
+        raise ImportRejected(
+            source_name,
+            [
+                f"direction: {direction_code} is not an active direction of project {project.name}; "
+                "add it in the project's settings first"
+            ],
+        )
     if check_language:
         _, target = parse_direction(direction_code)
         if problem := language_mismatch((row.reference for row in rows), target):
-            raise ImportRejected(source_name, [
-                f"{problem}, so it was not imported into {direction_code}; choose the right direction, "
-                "or tick “the references are in another language on purpose”"
-            ])
+            raise ImportRejected(
+                source_name,
+                [
+                    f"{problem}, so it was not imported into {direction_code}; choose the right direction, "
+                    "or tick “the references are in another language on purpose”"
+                ],
+            )
     try:
         source, _ = parse_direction(direction_code)
     except ValueError as exc:
@@ -329,7 +373,9 @@ def import_corpus_rows(
     if source != project.source_language.code:
         raise ImportRejected(
             source_name,
-            [f"--direction: {direction_code} does not start from project {project.name}'s source language {project.source_language.code}"],
+            [
+                f"--direction: {direction_code} does not start from project {project.name}'s source language {project.source_language.code}"
+            ],
         )
     errors = [
         f"{row.location}: id {row.external_id[:40]!r}… is {len(row.external_id)} characters long, at most {ID_LENGTH} fit"
@@ -339,10 +385,16 @@ def import_corpus_rows(
     if errors:
         raise ImportRejected(source_name, errors)
     direction = Direction.objects.filter(code=direction_code).first()
-    existing = {
-        seg.external_id: seg
-        for seg in GoldSegment.objects.filter(project=project, direction=direction).only("external_id", "source", "reference")
-    } if direction else {}
+    existing = (
+        {
+            seg.external_id: seg
+            for seg in GoldSegment.objects.filter(project=project, direction=direction).only(
+                "external_id", "source", "reference"
+            )
+        }
+        if direction
+        else {}
+    )
     to_create: list[GoldSegment] = []
     result = CorpusImportResult()
     for row in rows:
@@ -354,7 +406,9 @@ def import_corpus_rows(
         elif old.source == row.source and old.reference == row.reference:
             result.unchanged += 1
         else:
-            errors.append(f"{row.location}: id {row.external_id!r} already exists in {project.name}/{direction_code} with different text")
+            errors.append(
+                f"{row.location}: id {row.external_id!r} already exists in {project.name}/{direction_code} with different text"
+            )
     if errors:
         raise ImportRejected(source_name, errors)
     with transaction.atomic():
@@ -394,8 +448,15 @@ def import_corpus_source(
     if hf_dataset:
         from django.conf import settings
 
-        rows = read_hf_dataset(hf_dataset, hf_config or None, hf_split or "test", columns, hub_only=True,
-                               timeout=settings.HF_HUB_TIMEOUT, limits=corpus_limits())
+        rows = read_hf_dataset(
+            hf_dataset,
+            hf_config or None,
+            hf_split or "test",
+            columns,
+            hub_only=True,
+            timeout=settings.HF_HUB_TIMEOUT,
+            limits=corpus_limits(),
+        )
         name = hf_dataset
     else:
         rows = read_corpus(data or b"", upload_name, columns, limits=corpus_limits())

@@ -6,15 +6,16 @@ milliseconds. The SVG is deterministic (``core.domain.plotting`` fixes its eleme
 the inputs is a key that is never stale: other figures, another key. The key also holds the drawing
 code's version, so a deploy that changes how a plot looks does not serve the old drawing for a week.
 """
+
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable
 
 from django.core.cache import cache
 

@@ -1,8 +1,10 @@
 """Retrying a Celery task after a transient fault, the same way in every stage: jittered exponential backoff,
 and a note on the job's page saying why and when it is tried again."""
+
 from __future__ import annotations
 
-from typing import Callable, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 from celery.utils.time import get_exponential_backoff_interval
 from django.db import DatabaseError
@@ -19,7 +21,9 @@ def retry_after_fault(task, exc: Exception, record: Callable[..., None], *, maxi
     raised and stays recorded as the failure."""
     if task.request.is_eager or task.request.retries >= task.max_retries:
         raise exc
-    countdown = get_exponential_backoff_interval(factor=2, retries=task.request.retries, maximum=maximum, full_jitter=True)
+    countdown = get_exponential_backoff_interval(
+        factor=2, retries=task.request.retries, maximum=maximum, full_jitter=True
+    )
     try:
         record(attempt=task.request.retries + 1, of=task.max_retries, countdown=countdown)
     except DatabaseError:

@@ -1,8 +1,9 @@
 """Migration operations for the PostgreSQL triggers that ``core.triggers_sql`` builds; elsewhere (SQLite)
 they do nothing, as the pages that read the triggers' rows compute their figures there."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from django.db import migrations
 

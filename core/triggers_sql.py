@@ -11,8 +11,8 @@ from then on every token of the project has a newer id than any token read befor
 an earlier one. (Keeping the newest row instead would not do: a transaction that drew an older id and
 commits after the prune brings the count back, and the token with it, to one read before the prune.)
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 # A trigger that joins its statement's rows to a large table by primary key (a decision to its candidate and
 # segment, a pseudo translation to its segment) must look the rows up by index. Left to the cost model, a
@@ -34,15 +34,19 @@ def function(name: str, body: str, settings: tuple[str, ...] = ()) -> str:
     """
 
 
-def statement_trigger(name: str, table: str, event: str, referencing: str, body: str, settings: tuple[str, ...] = ()) -> str:
+def statement_trigger(
+    name: str, table: str, event: str, referencing: str, body: str, settings: tuple[str, ...] = ()
+) -> str:
     """The PL/pgSQL function ``name`` running ``body`` (with ``settings`` for its own statements) and the
     statement-level AFTER ``event`` trigger on ``table`` that calls it with its transition tables
     (``referencing``), replacing earlier ones."""
-    return "\n".join([
-        function(name, body, settings),
-        f"DROP TRIGGER IF EXISTS {name} ON {table};",
-        f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();",
-    ])
+    return "\n".join(
+        [
+            function(name, body, settings),
+            f"DROP TRIGGER IF EXISTS {name} ON {table};",
+            f"CREATE TRIGGER {name} AFTER {event} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {name}();",
+        ]
+    )
 
 
 def drop_trigger(name: str, table: str) -> str:
@@ -99,4 +103,3 @@ def prune(log: str) -> str:
         )
         INSERT INTO {log} (project_id) SELECT %(project)s WHERE EXISTS (SELECT FROM pruned)
     """
-

@@ -1,5 +1,6 @@
 """Admin for the benchmark models: pseudo translations (read-only, derived), builds, merge states,
 releases and pseudo systems. Actions are thin over services; long work goes to tasks."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -9,12 +10,20 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
+from core.models import Project
 from exports.benchmark import services as benchmark_services
 from exports.benchmark import tasks as benchmark_tasks
-from core.models import Project
 from exports.models import (
-    BenchmarkBuild, BenchmarkChange, CandidatePlacement, MergedSegment, MetricScore,
-    PseudoSystem, PseudoTranslation, Release, ScoreSummary, ScoringJob,
+    BenchmarkBuild,
+    BenchmarkChange,
+    CandidatePlacement,
+    MergedSegment,
+    MetricScore,
+    PseudoSystem,
+    PseudoTranslation,
+    Release,
+    ScoreSummary,
+    ScoringJob,
 )
 from exports.release import tasks as release_tasks
 
@@ -43,7 +52,19 @@ class PseudoTranslationAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_select_related = ("segment__direction",)
     raw_id_fields = ("segment",)
     exclude = ("candidates",)
-    readonly_fields = ("segment", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "constituents", "created_at")
+    readonly_fields = (
+        "segment",
+        "level",
+        "key",
+        "text",
+        "marked_text",
+        "error_types",
+        "mqm_penalty",
+        "spans",
+        "flags",
+        "constituents",
+        "created_at",
+    )
 
     @admin.display(ordering="segment__direction__code")
     def direction(self, obj):
@@ -87,7 +108,18 @@ class CandidatePlacementAdmin(ReadOnlyMixin, LargeTableAdmin):
 
 @admin.register(BenchmarkBuild)
 class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("id", "project", "status", "progress_bar", "rebuilt_segments", "pseudo_created", "excluded", "transplanted", "created_at", "finished_at")
+    list_display = (
+        "id",
+        "project",
+        "status",
+        "progress_bar",
+        "rebuilt_segments",
+        "pseudo_created",
+        "excluded",
+        "transplanted",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("project", "status")
     readonly_fields = [f.name for f in BenchmarkBuild._meta.fields] + ["progress_bar"]
     actions = ["build_again"]
@@ -100,7 +132,9 @@ class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def build_again(self, request, queryset):
         for project in {b.project for b in queryset.select_related("project")}:
             try:
-                level, text = benchmark_tasks.build_outcome(benchmark_tasks.start_build(project=project, user=request.user))
+                level, text = benchmark_tasks.build_outcome(
+                    benchmark_tasks.start_build(project=project, user=request.user)
+                )
             except benchmark_services.BuildRunning as running:  # one build per project at a time
                 level, text = messages.INFO, str(running)
             self.message_user(request, f"{project.name}: {text}", level)
@@ -108,7 +142,18 @@ class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(Release)
 class ReleaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("__str__", "project", "status", "progress_bar", "stage", "short_hash", "push_status", "hub_repo", "hub_revision", "created_at")
+    list_display = (
+        "__str__",
+        "project",
+        "status",
+        "progress_bar",
+        "stage",
+        "short_hash",
+        "push_status",
+        "hub_repo",
+        "hub_revision",
+        "created_at",
+    )
     list_filter = ("project", "status", "push_status")
     search_fields = ("version", "content_hash", "hub_repo")
     readonly_fields = [f.name for f in Release._meta.fields] + ["progress_bar", "page"]
@@ -131,7 +176,9 @@ class ReleaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def resume_push(self, request, queryset):
         for release in queryset:
             if not release.hub_repo:
-                self.message_user(request, f"{release}: no Hub repo recorded; push it from the benchmark page", messages.WARNING)
+                self.message_user(
+                    request, f"{release}: no Hub repo recorded; push it from the benchmark page", messages.WARNING
+                )
                 continue
             try:
                 release_tasks.start_push(release=release, repo_id=release.hub_repo)
@@ -162,7 +209,19 @@ class PseudoSystemAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_select_related = ("release__project", "direction")
     search_fields = ("name",)
     exclude = ("triplet_ids",)
-    readonly_fields = ("release", "project", "kind", "name", "direction", "level", "level_mix", "repetition", "seed", "human_score", "size")
+    readonly_fields = (
+        "release",
+        "project",
+        "kind",
+        "name",
+        "direction",
+        "level",
+        "level_mix",
+        "repetition",
+        "seed",
+        "human_score",
+        "size",
+    )
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("triplet_ids").annotate(triplet_count=JSONArrayLength("triplet_ids"))
@@ -176,9 +235,13 @@ class PseudoSystemAdmin(ReadOnlyMixin, LargeTableAdmin):
 class MetricScoreAdmin(ReadOnlyMixin, LargeTableAdmin):
     list_display = ("release", "metric", "direction", "triplet_id", "level", "score")
     list_filter = (
-        "release__project", "release",
-        values_filter("metric", lambda: sorted(set(ScoringJob.objects.values_list("metric", flat=True)))),  # one job per metric and direction
-        "direction", LevelFilter,
+        "release__project",
+        "release",
+        values_filter(
+            "metric", lambda: sorted(set(ScoringJob.objects.values_list("metric", flat=True)))
+        ),  # one job per metric and direction
+        "direction",
+        LevelFilter,
     )
     list_select_related = ("release__project", "direction")
     search_fields = ("triplet_id",)

@@ -1,4 +1,5 @@
 """Pseudo translations, pseudo systems, releases, and metric scores of releases."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -12,7 +13,9 @@ from injection.models import Candidate
 class PseudoTranslation(models.Model):
     """A reference with k accepted, non-conflicting candidates spliced in (k = 0 is the reference)."""
 
-    segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="pseudo_translations", db_index=False)  # (segment, level), pseudo_unique_combination
+    segment = models.ForeignKey(
+        GoldSegment, on_delete=models.CASCADE, related_name="pseudo_translations", db_index=False
+    )  # (segment, level), pseudo_unique_combination
     level = models.PositiveSmallIntegerField(help_text="k, the number of major errors")
     key = models.CharField(max_length=400, help_text="sorted constituent candidate ids, e.g. '12-40-77'")
     text = models.TextField()
@@ -20,9 +23,13 @@ class PseudoTranslation(models.Model):
     candidates = models.ManyToManyField(Candidate, blank=True, related_name="pseudo_translations")
     error_types = models.JSONField(default=list)
     mqm_penalty = models.PositiveSmallIntegerField(help_text="5 per major error")
-    spans = models.JSONField(default=list, help_text="per edit: type, ref [start, end), own [start, end), flags when any")
+    spans = models.JSONField(
+        default=list, help_text="per edit: type, ref [start, end), own [start, end), flags when any"
+    )
     flags = models.JSONField(
-        default=list, blank=True, help_text="'transplanted' when an edit comes from a candidate whose text outside its span drifts from the reference"
+        default=list,
+        blank=True,
+        help_text="'transplanted' when an edit comes from a candidate whose text outside its span drifts from the reference",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -62,12 +69,15 @@ class Release(models.Model):
     progress = models.PositiveSmallIntegerField(default=0, help_text="percent of the current build or push")
     error = models.TextField(blank=True, help_text="why the last build or push failed")
     directions = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="per direction: status (pending, running, done, failed), triplets, the build stamp its files were written from, digest of its staged spool; a resumed release skips the done ones whose stamp and files still match",
     )
     push_status = models.CharField(max_length=10, blank=True, choices=PushStatus.choices, default=PushStatus.NONE)
     pushed_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Renewed while the release is written (start, each direction); as for builds, a building release whose
     # lease has passed lost its process: shown as interrupted, and the next start of it resumes it.
@@ -78,7 +88,9 @@ class Release(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "version"], name="release_unique_version"),
             # one release of a project written at a time (exports.release.services.begin_release)
-            models.UniqueConstraint(fields=["project"], condition=models.Q(status="building"), name="one_building_release_per_project"),
+            models.UniqueConstraint(
+                fields=["project"], condition=models.Q(status="building"), name="one_building_release_per_project"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -87,7 +99,9 @@ class Release(models.Model):
     @property
     def interrupted(self) -> bool:
         """Being built by its status, but no process has renewed its lease in time: that process died."""
-        return self.status == self.Status.BUILDING and (self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
+        return self.status == self.Status.BUILDING and (
+            self.lease_expires_at is None or self.lease_expires_at <= timezone.now()
+        )
 
 
 class MergedSegment(models.Model):
@@ -138,13 +152,20 @@ class BenchmarkBuild(Job):
     rebuilt_segments = models.PositiveIntegerField(default=0)
     pseudo_created = models.PositiveIntegerField(default=0)
     excluded = models.PositiveIntegerField(default=0, help_text="candidates excluded as unplaceable")
-    transplanted = models.PositiveIntegerField(default=0, help_text="candidates placed by transplanting their edit (drift outside the span)")
-    counts = models.JSONField(default=dict, blank=True, help_text="per direction and level: total, min and max per gold pair")
+    transplanted = models.PositiveIntegerField(
+        default=0, help_text="candidates placed by transplanting their edit (drift outside the span)"
+    )
+    counts = models.JSONField(
+        default=dict, blank=True, help_text="per direction and level: total, min and max per gold pair"
+    )
     directions = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="per direction: status (pending, running, done, failed), gold pairs, rebuilt, pseudo translations written, excluded, transplanted; a resumed build skips the done ones",
     )
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Renewed while the build works (start, each direction); a live build whose lease has passed lost its
@@ -153,7 +174,8 @@ class BenchmarkBuild(Job):
 
     LIVE = (JobStatus.PENDING, JobStatus.RUNNING)
     acknowledged = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="what the admin confirmed building with: the directions that were undecided or empty, one line each",
     )
 
@@ -161,7 +183,11 @@ class BenchmarkBuild(Job):
         ordering = ["-created_at"]
         constraints = [
             # one build per project at a time, on every database (exports.benchmark.services.create_build)
-            models.UniqueConstraint(fields=["project"], condition=models.Q(status__in=["pending", "running"]), name="one_live_build_per_project"),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="one_live_build_per_project",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -175,7 +201,11 @@ class BenchmarkBuild(Job):
 
     @property
     def percent(self) -> int:
-        return int(100 * self.done_segments / self.total_segments) if self.total_segments else (100 if self.status == "done" else 0)
+        return (
+            int(100 * self.done_segments / self.total_segments)
+            if self.total_segments
+            else (100 if self.status == "done" else 0)
+        )
 
 
 class PseudoSystem(models.Model):
@@ -201,7 +231,9 @@ class PseudoSystem(models.Model):
 class MetricScore(models.Model):
     """A metric's score of one triplet of a release, ingested from a scoring worker's files."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="metric_scores", db_index=False)  # score_unique_triplet
+    release = models.ForeignKey(
+        Release, on_delete=models.CASCADE, related_name="metric_scores", db_index=False
+    )  # score_unique_triplet
     metric = models.CharField(max_length=80)
     direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
     triplet_id = models.CharField(max_length=200)
@@ -214,7 +246,9 @@ class MetricScore(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["release", "metric", "direction", "triplet_id"], name="score_unique_triplet")
+            models.UniqueConstraint(
+                fields=["release", "metric", "direction", "triplet_id"], name="score_unique_triplet"
+            )
         ]
         # (release, metric, direction) lookups use score_unique_triplet, which leads with the three
 

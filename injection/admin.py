@@ -1,5 +1,6 @@
 """Django admin for runs, work items and candidates: filter by project, direction, status and flags;
 start (resume), cancel and retry failed from the run list."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -48,10 +49,33 @@ class FlagFilter(admin.SimpleListFilter):
 
 @admin.register(InjectionRun)
 class InjectionRunAdmin(admin.ModelAdmin):
-    list_display = ("name", "project", "backend", "model", "kind", "status", "progress", "failed", "tokens", "cost_usd", "created_at")
+    list_display = (
+        "name",
+        "project",
+        "backend",
+        "model",
+        "kind",
+        "status",
+        "progress",
+        "failed",
+        "tokens",
+        "cost_usd",
+        "created_at",
+    )
     list_filter = ("project", "status", "backend", "kind")
     search_fields = ("name", "model")
-    readonly_fields = ("total", "done", "failed", "prompt_tokens", "completion_tokens", "cost_usd", "error", "started_at", "finished_at", "created_by")
+    readonly_fields = (
+        "total",
+        "done",
+        "failed",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "error",
+        "started_at",
+        "finished_at",
+        "created_by",
+    )
     actions = ["start_or_resume", "cancel", "retry_failed"]
 
     @admin.display(description="done / total")
@@ -87,11 +111,26 @@ class InjectionRunAdmin(admin.ModelAdmin):
 
 @admin.register(InjectionItem)
 class InjectionItemAdmin(LargeTableAdmin):
-    list_display = ("id", "run", "segment", "kind", "error_type", "position", "status", "attempts", "retryable", "error")
+    list_display = (
+        "id",
+        "run",
+        "segment",
+        "kind",
+        "error_type",
+        "position",
+        "status",
+        "attempts",
+        "retryable",
+        "error",
+    )
     list_filter = (
-        "run__project", "segment__direction", "status",
-        values_filter("kind", lambda: Candidate.Kind.choices), ErrorTypeFilter,
-        values_filter("position", lambda: Candidate.Position.choices), "retryable",
+        "run__project",
+        "segment__direction",
+        "status",
+        values_filter("kind", lambda: Candidate.Kind.choices),
+        ErrorTypeFilter,
+        values_filter("position", lambda: Candidate.Position.choices),
+        "retryable",
     )
     list_select_related = ("run__project", "segment__direction")
     search_fields = ("error",)
@@ -109,12 +148,42 @@ class InjectionItemAdmin(LargeTableAdmin):
 
 @admin.register(Candidate)
 class CandidateAdmin(LargeTableAdmin):
-    list_display = ("id", "segment", "kind", "error_type", "position", "status", "span", "edit_text", "flag_list", "backend", "model")
-    list_filter = ("run__project", "segment__direction", "status", "kind", ErrorTypeFilter, "position", FlagFilter, BackendFilter)
+    list_display = (
+        "id",
+        "segment",
+        "kind",
+        "error_type",
+        "position",
+        "status",
+        "span",
+        "edit_text",
+        "flag_list",
+        "backend",
+        "model",
+    )
+    list_filter = (
+        "run__project",
+        "segment__direction",
+        "status",
+        "kind",
+        ErrorTypeFilter,
+        "position",
+        FlagFilter,
+        BackendFilter,
+    )
     list_select_related = ("segment__direction",)
     search_fields = ("text", "edit_text", "segment__external_id")
     raw_id_fields = ("run", "segment")
-    readonly_fields = ("checks", "flags", "raw_output", "prompt_version", "sampling", "prompt_tokens", "completion_tokens", "cost_usd")
+    readonly_fields = (
+        "checks",
+        "flags",
+        "raw_output",
+        "prompt_version",
+        "sampling",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+    )
 
     @admin.display(description="span")
     def span(self, candidate):

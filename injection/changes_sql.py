@@ -16,10 +16,18 @@ What the counts read, and the trigger that covers it:
   change of an annotator's languages (the list counts only their languages' candidates, through a subquery
   of them that the cache key, the statement, does not spell out): logged for every project (NULL).
 """
+
 from __future__ import annotations
 
 from core.triggers_sql import (
-    BOTH_ROWS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, forget_deleted_projects, log_projects, statement_trigger,
+    BOTH_ROWS,
+    NEW_ROWS,
+    OLD_ROWS,
+    changed_rows_projects,
+    drop_trigger,
+    forget_deleted_projects,
+    log_projects,
+    statement_trigger,
 )
 
 LOG = "injection_flagchange"
@@ -42,16 +50,45 @@ _RUN_PROJECT = f"(SELECT project_id FROM {RUN} WHERE id = %s)"
 TRIGGERS = {
     "xq_flags_candidate_insert": (CANDIDATE, "INSERT", NEW_ROWS, log_projects(LOG, _run_projects("new_rows"))),
     "xq_flags_candidate_delete": (CANDIDATE, "DELETE", OLD_ROWS, log_projects(LOG, _run_projects("old_rows"))),
-    "xq_flags_candidate_update": (CANDIDATE, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(
-        ("flags", "run_id", "segment_id", "error_type"), f"({_RUN_PROJECT % 'o.run_id'}), ({_RUN_PROJECT % 'n.run_id'})"))),
-    "xq_flags_run_project": (RUN, "UPDATE", BOTH_ROWS,
-                             log_projects(LOG, changed_rows_projects(("project_id",), "(o.project_id), (n.project_id)"))),
-    "xq_flags_segment_move": (SEGMENT, "UPDATE", BOTH_ROWS,
-                              log_projects(LOG, changed_rows_projects(("project_id", "direction_id"), "(o.project_id), (n.project_id)"))),
-    "xq_flags_direction": (DIRECTION, "UPDATE", BOTH_ROWS,
-                           log_projects(LOG, changed_rows_projects(("code", "target_id"), "(NULL::bigint)"))),
-    **{f"xq_flags_annotator_languages_{event.lower()}": (ANNOTATOR_LANGUAGES, event, "", log_projects(LOG, EVERY_PROJECT))
-       for event in ("INSERT", "UPDATE", "DELETE")},
+    "xq_flags_candidate_update": (
+        CANDIDATE,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(
+            LOG,
+            changed_rows_projects(
+                ("flags", "run_id", "segment_id", "error_type"),
+                f"({_RUN_PROJECT % 'o.run_id'}), ({_RUN_PROJECT % 'n.run_id'})",
+            ),
+        ),
+    ),
+    "xq_flags_run_project": (
+        RUN,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, changed_rows_projects(("project_id",), "(o.project_id), (n.project_id)")),
+    ),
+    "xq_flags_segment_move": (
+        SEGMENT,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, changed_rows_projects(("project_id", "direction_id"), "(o.project_id), (n.project_id)")),
+    ),
+    "xq_flags_direction": (
+        DIRECTION,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, changed_rows_projects(("code", "target_id"), "(NULL::bigint)")),
+    ),
+    **{
+        f"xq_flags_annotator_languages_{event.lower()}": (
+            ANNOTATOR_LANGUAGES,
+            event,
+            "",
+            log_projects(LOG, EVERY_PROJECT),
+        )
+        for event in ("INSERT", "UPDATE", "DELETE")
+    },
     "xq_flags_project_delete": forget_deleted_projects(LOG),
 }
 

@@ -1,13 +1,14 @@
 """The start-a-run form of the admin UI."""
+
 from __future__ import annotations
 
 import uuid
 
 from django import forms
 
+from core.domain.edit_types import EDIT_TYPES, KINDS
 from core.models import Direction, Project
 from injection.backends.base import BACKENDS
-from core.domain.edit_types import EDIT_TYPES, KINDS
 
 
 def _type_choices() -> list[tuple[str, str]]:
@@ -27,43 +28,83 @@ BACKEND_FIELDS: dict[str, tuple[str, ...]] = {
     "vllm": ("model", "seed", "temperature", "engine_options"),
 }
 # the command's flag names in injection.services.RunRejected, and the form's field for each
-FLAG_FIELDS = {"kind": "kind", "backend": "backend", "types": "error_types", "directions": "directions",
-               "endpoint": "endpoint", "base-url": "base_url", "model": "model", "concurrency": "concurrency",
-               "rpm": "rpm", "seed": "seed", "temperature": "temperature", "engine-option": "engine_options",
-               "name": "name"}
+FLAG_FIELDS = {
+    "kind": "kind",
+    "backend": "backend",
+    "types": "error_types",
+    "directions": "directions",
+    "endpoint": "endpoint",
+    "base-url": "base_url",
+    "model": "model",
+    "concurrency": "concurrency",
+    "rpm": "rpm",
+    "seed": "seed",
+    "temperature": "temperature",
+    "engine-option": "engine_options",
+    "name": "name",
+}
 
 
 class StartRunForm(forms.Form):
     project = forms.ModelChoiceField(queryset=Project.objects.all(), label="Project")
-    directions = forms.ModelMultipleChoiceField(queryset=Direction.objects.all(), required=False, to_field_name="code",
-                                                widget=forms.CheckboxSelectMultiple, label="Directions",
-                                                error_messages={"invalid_choice": "Directions: %(value)s is not a "
-                                                                                  "direction of this project"},
-                                                help_text="None ticked: all of the project's directions.")
-    kind = forms.ChoiceField(choices=[(k, k) for k in KINDS], widget=forms.RadioSelect, initial=KINDS[0], label="Kind",
-                             help_text="mqm: single major errors (XQ-MEval); perturbation: AskQE's minor and critical edits.")
-    error_types = forms.MultipleChoiceField(choices=_type_choices(), required=False, label="Error types",
-                                            widget=forms.CheckboxSelectMultiple,
-                                            help_text="None ticked: the project's types of the kind (all types when the project names none).")
-    backend = forms.ChoiceField(choices=[], label="Backend",
-                                help_text="rule: offline and deterministic; openai / batch / vllm: an LLM.")
-    endpoint = forms.ChoiceField(choices=[], required=False, label="Endpoint",
-                                 help_text="The LLM endpoints the operator configured; each sends its own key.")
-    base_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Other endpoint URL",
-                              help_text="An OpenAI-compatible server not in the list (e.g. a vLLM server); "
-                                        "sent no server key.")
-    model = forms.CharField(required=False, max_length=200, label="Model",
-                            help_text="e.g. gpt-4o; empty: the endpoint's first model (or LLM_MODEL)")
+    directions = forms.ModelMultipleChoiceField(
+        queryset=Direction.objects.all(),
+        required=False,
+        to_field_name="code",
+        widget=forms.CheckboxSelectMultiple,
+        label="Directions",
+        error_messages={"invalid_choice": "Directions: %(value)s is not a direction of this project"},
+        help_text="None ticked: all of the project's directions.",
+    )
+    kind = forms.ChoiceField(
+        choices=[(k, k) for k in KINDS],
+        widget=forms.RadioSelect,
+        initial=KINDS[0],
+        label="Kind",
+        help_text="mqm: single major errors (XQ-MEval); perturbation: AskQE's minor and critical edits.",
+    )
+    error_types = forms.MultipleChoiceField(
+        choices=_type_choices(),
+        required=False,
+        label="Error types",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: the project's types of the kind (all types when the project names none).",
+    )
+    backend = forms.ChoiceField(
+        choices=[], label="Backend", help_text="rule: offline and deterministic; openai / batch / vllm: an LLM."
+    )
+    endpoint = forms.ChoiceField(
+        choices=[],
+        required=False,
+        label="Endpoint",
+        help_text="The LLM endpoints the operator configured; each sends its own key.",
+    )
+    base_url = forms.URLField(
+        required=False,
+        max_length=500,
+        assume_scheme="https",
+        label="Other endpoint URL",
+        help_text="An OpenAI-compatible server not in the list (e.g. a vLLM server); sent no server key.",
+    )
+    model = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Model",
+        help_text="e.g. gpt-4o; empty: the endpoint's first model (or LLM_MODEL)",
+    )
     concurrency = forms.IntegerField(min_value=1, max_value=512, initial=8, required=False, label="Concurrency")
-    rpm = forms.FloatField(required=False, min_value=1, label="Requests per minute",
-                           help_text="requests-per-minute budget")
+    rpm = forms.FloatField(
+        required=False, min_value=1, label="Requests per minute", help_text="requests-per-minute budget"
+    )
     seed = forms.IntegerField(initial=42, min_value=-(2**63), max_value=2**63 - 1, required=False, label="Seed")
     temperature = forms.FloatField(initial=0.5, min_value=0, max_value=2, required=False, label="Temperature")
     name = forms.SlugField(required=False, max_length=200, label="Run name")
     # one key per rendered form: sent twice (a double click, a resubmitted page), it plans one run
     submission = forms.CharField(required=False, widget=forms.HiddenInput)
     engine_options = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}), label="vLLM engine options",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="vLLM engine options",
         help_text="arguments of vllm.LLM, one NAME=VALUE per line (e.g. gpu_memory_utilization=0.5)",
     )
 
@@ -96,9 +137,15 @@ class StartRunForm(forms.Form):
 
     def rows(self) -> list[tuple[forms.BoundField, str]]:
         """Each field with the backends that read it (empty: all), for the template's data-backends."""
-        return [(field, " ".join(b for b, names in BACKEND_FIELDS.items() if field.name in names)
-                 if any(field.name in names for names in BACKEND_FIELDS.values()) else "")
-                for field in self]
+        return [
+            (
+                field,
+                " ".join(b for b, names in BACKEND_FIELDS.items() if field.name in names)
+                if any(field.name in names for names in BACKEND_FIELDS.values())
+                else "",
+            )
+            for field in self
+        ]
 
     def clean_submission(self) -> str:
         return self.cleaned_data["submission"][:64]  # a hidden field has no place to show an error: never one
@@ -120,7 +167,9 @@ class StartRunForm(forms.Form):
             return data
         for name in set().union(*BACKEND_FIELDS.values()) - set(BACKEND_FIELDS[backend]):
             if name in self.fields:  # another backend's field: ignored, whatever was typed
-                data[name] = {} if name == "engine_options" else "" if name in ("endpoint", "base_url", "model") else None
+                data[name] = (
+                    {} if name == "engine_options" else "" if name in ("endpoint", "base_url", "model") else None
+                )
                 self.errors.pop(name, None)
         if data.get("seed") is None and "seed" not in self.errors:
             data["seed"] = 42

@@ -1,4 +1,5 @@
 """Candidates (one injected error or perturbation each) and the runs that produce them."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -34,7 +35,9 @@ class InjectionRun(Job):
     # while that worker still runs finds the lease live and does not send every request a second time.
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -48,7 +51,11 @@ class InjectionRun(Job):
 
     @property
     def percent(self) -> int:
-        return int(100 * (self.done + self.failed) / self.total) if self.total else (100 if self.status == self.Status.DONE else 0)
+        return (
+            int(100 * (self.done + self.failed) / self.total)
+            if self.total
+            else (100 if self.status == self.Status.DONE else 0)
+        )
 
 
 class Candidate(models.Model):
@@ -76,7 +83,9 @@ class Candidate(models.Model):
 
     # db_index=False where a composite index or unique constraint leads with the column: each index is written
     # on every insert (COPY imports, merges), so a redundant one costs writes and reads nothing
-    run = models.ForeignKey(InjectionRun, on_delete=models.CASCADE, related_name="candidates", db_index=False)  # candidate_exactly_once
+    run = models.ForeignKey(
+        InjectionRun, on_delete=models.CASCADE, related_name="candidates", db_index=False
+    )  # candidate_exactly_once
     segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="candidates")
     external_id = models.CharField(max_length=100, blank=True, help_text="id in an imported file (XQ-MEval count_id)")
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.MQM)
@@ -100,7 +109,9 @@ class Candidate(models.Model):
     # Automatic checks: {"name": {"passed": bool, "detail": str}}; failed names also in `flags` for filtering.
     checks = models.JSONField(default=dict, blank=True)
     flags = models.JSONField(default=list, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=False)  # (status, error_type)
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.PENDING, db_index=False
+    )  # (status, error_type)
     status_reason = models.TextField(blank=True, help_text="why excluded or how the status was decided")
     is_gold = models.BooleanField(default=False, help_text="a planted quality-control item; never enters the pool")
     gold_answer = models.CharField(max_length=10, blank=True, help_text="accept or reject, for gold items")
@@ -112,7 +123,9 @@ class Candidate(models.Model):
             models.UniqueConstraint(
                 fields=["run", "segment", "kind", "error_type", "position"], name="candidate_exactly_once"
             ),
-            models.CheckConstraint(condition=models.Q(span_end__gte=models.F("span_start")), name="candidate_span_ordered"),
+            models.CheckConstraint(
+                condition=models.Q(span_end__gte=models.F("span_start")), name="candidate_span_ordered"
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "error_type"]),
@@ -141,7 +154,9 @@ class InjectionItem(models.Model):
         DONE = "done"
         FAILED = "failed"
 
-    run = models.ForeignKey(InjectionRun, on_delete=models.CASCADE, related_name="items", db_index=False)  # (run, status), item_unique_work
+    run = models.ForeignKey(
+        InjectionRun, on_delete=models.CASCADE, related_name="items", db_index=False
+    )  # (run, status), item_unique_work
     segment = models.ForeignKey(GoldSegment, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=20)
     error_type = models.CharField(max_length=40)
@@ -161,7 +176,9 @@ class InjectionItem(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "segment", "kind", "error_type", "position"], name="item_unique_work")
+            models.UniqueConstraint(
+                fields=["run", "segment", "kind", "error_type", "position"], name="item_unique_work"
+            )
         ]
         indexes = [models.Index(fields=["run", "status"])]
 

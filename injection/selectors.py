@@ -1,5 +1,6 @@
 """Read-only queries of the injection app, shared by views, admin and commands. One write, of bookkeeping
 only: a recount of the flag counts prunes the flag change log's long runs (``flag_counts``)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,15 @@ def visible_candidates(user) -> QuerySet[Candidate]:
     return qs.filter(segment__direction__target__in=access.item_languages(user))
 
 
-def filter_candidates(qs: QuerySet[Candidate], *, flag: str = "", direction: str = "", error_type: str = "", run: int | None = None, clean: bool = False):
+def filter_candidates(
+    qs: QuerySet[Candidate],
+    *,
+    flag: str = "",
+    direction: str = "",
+    error_type: str = "",
+    run: int | None = None,
+    clean: bool = False,
+):
     if run:
         qs = qs.filter(run_id=run)
     if direction:
@@ -90,7 +99,9 @@ def flag_counts(qs: QuerySet[Candidate], *, project_id: int | None = None) -> li
 
     # An LLM run logs a row per candidate it writes: a long log is pruned before its token is read.
     name = "injection:flag-counts:v2:" + hashlib.sha256(statement.encode()).hexdigest()
-    return FLAG_CHANGES.kept(name, count, project_id=project_id, prune_above=PRUNE_ABOVE, timeout=FLAG_COUNTS_CACHE_SECONDS)
+    return FLAG_CHANGES.kept(
+        name, count, project_id=project_id, prune_above=PRUNE_ABOVE, timeout=FLAG_COUNTS_CACHE_SECONDS
+    )
 
 
 def run_progress(run: InjectionRun) -> dict:
@@ -116,13 +127,19 @@ def stalled_since(run: InjectionRun):
     failure), else None: nothing works on it, and the page offers to resume it."""
     from django.utils import timezone
 
-    if run.status == InjectionRun.Status.RUNNING and run.lease_expires_at is not None and run.lease_expires_at <= timezone.now():
+    if (
+        run.status == InjectionRun.Status.RUNNING
+        and run.lease_expires_at is not None
+        and run.lease_expires_at <= timezone.now()
+    ):
         return run.lease_expires_at
     return None
 
 
 def failed_items(run: InjectionRun, limit: int = 200) -> QuerySet[InjectionItem]:
-    return run.items.filter(status=InjectionItem.Status.FAILED).select_related("segment__direction").order_by("id")[:limit]
+    return (
+        run.items.filter(status=InjectionItem.Status.FAILED).select_related("segment__direction").order_by("id")[:limit]
+    )
 
 
 def failure_reasons(run: InjectionRun) -> list[tuple[str, int]]:

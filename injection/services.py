@@ -6,6 +6,7 @@ saved in one transaction together with its item's new status, under a row lock, 
 unique on the same key. So a retried or resumed run never creates a second candidate, and a worker
 killed mid-run loses at most the requests that were in flight (their items are still pending).
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,23 +14,23 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
+from core.domain.units import DiffTooLarge
 from core.models import GoldSegment, Project
 from core.selectors import active_directions
 from core.task_retry import retry_note
 from injection.backends import BackendUnavailable, EditTask, GenerationRequest, GenerationResult, Sampling, get_backend
 from injection.backends.base import BACKENDS
 from injection.backends.openai_chat import redact
-from core.domain.units import DiffTooLarge
 from injection.domain.checks import run_checks
-from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
 from injection.domain.prompts import PromptFileError, build_prompt, perturbation_overrides
 from injection.models import Candidate, InjectionItem, InjectionRun
@@ -63,11 +64,15 @@ class RunSpec:
     kind: str
     backend: str = "rule"
     directions: list[str] = field(default_factory=list)  # empty: all of the project's directions
-    error_types: list[str] = field(default_factory=list)  # empty: the project's types of the kind (all when it names none)
+    error_types: list[str] = field(
+        default_factory=list
+    )  # empty: the project's types of the kind (all when it names none)
     positions: list[str] = field(default_factory=list)  # empty: each type's positions
     name: str = ""
     model: str = ""
-    endpoint: str = ""  # a configured endpoint's name (settings.LLM_ENDPOINTS); empty: the one at base_url, or the first
+    endpoint: str = (
+        ""  # a configured endpoint's name (settings.LLM_ENDPOINTS); empty: the one at base_url, or the first
+    )
     base_url: str = ""  # another URL: sent no server key, and from a form only if LLM_ALLOW_CUSTOM_URL is on
     custom_url_allowed: bool = True  # the command line is the operator's; forms pass settings.LLM_ALLOW_CUSTOM_URL
     concurrency: int = 8
@@ -117,8 +122,12 @@ def _endpoint_of(spec: RunSpec, problems: list[tuple[str, str]]) -> Endpoint | N
         problems.append(("endpoint", str(exc)))
         return None
     if not endpoint.name and not spec.custom_url_allowed:
-        problems.append(("base-url", f"{endpoint.base_url} is not a configured endpoint, and typed URLs are off "
-                                     "(LLM_ALLOW_CUSTOM_URL)"))
+        problems.append(
+            (
+                "base-url",
+                f"{endpoint.base_url} is not a configured endpoint, and typed URLs are off (LLM_ALLOW_CUSTOM_URL)",
+            )
+        )
         return None
     try:
         endpoint.api_key()
@@ -138,7 +147,11 @@ def endpoint_of_run(run: InjectionRun) -> Endpoint:
         endpoint = endpoint_for(settings.LLM_ENDPOINTS, name=name, base_url=run.base_url)
     except EndpointError:
         return Endpoint(name="", base_url=run.base_url)
-    return endpoint if endpoint.base_url.rstrip("/") == run.base_url.rstrip("/") else Endpoint(name="", base_url=run.base_url)
+    return (
+        endpoint
+        if endpoint.base_url.rstrip("/") == run.base_url.rstrip("/")
+        else Endpoint(name="", base_url=run.base_url)
+    )
 
 
 def plan_run(spec: RunSpec) -> InjectionRun:
@@ -160,7 +173,12 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     codes = spec.directions or sorted(project_directions)
     for code in codes:
         if code not in project_directions:
-            problems.append(("directions", f"{code} is not a direction of project {spec.project.name} ({', '.join(sorted(project_directions)) or 'none'})"))
+            problems.append(
+                (
+                    "directions",
+                    f"{code} is not a direction of project {spec.project.name} ({', '.join(sorted(project_directions)) or 'none'})",
+                )
+            )
     allowed_positions = ("head", "end") if spec.kind == MQM else (NONE,)
     for position in spec.positions:
         if position not in allowed_positions:
@@ -191,22 +209,38 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     endpoint = _endpoint_of(spec, problems) if spec.backend in REMOTE_BACKENDS else None
     if problems:
         raise RunRejected(problems)
-    model = spec.model or ("rule" if spec.backend == "rule" else
-                           endpoint.models[0] if endpoint and endpoint.models else settings.LLM_MODEL)
+    model = spec.model or (
+        "rule" if spec.backend == "rule" else endpoint.models[0] if endpoint and endpoint.models else settings.LLM_MODEL
+    )
     if endpoint is not None and not endpoint.allows(model):
-        raise RunRejected([("model", f"{model!r} is not a model of endpoint {endpoint.name} ({', '.join(endpoint.models)})")])
+        raise RunRejected(
+            [("model", f"{model!r} is not a model of endpoint {endpoint.name} ({', '.join(endpoint.models)})")]
+        )
     base_url = endpoint.base_url if endpoint is not None else spec.base_url if spec.backend == "vllm" else ""
     name = spec.name or f"{spec.backend}-{spec.kind}-{timezone.now():%Y%m%d-%H%M%S-%f}"
     with transaction.atomic():
         if InjectionRun.objects.filter(project=spec.project, name=name).exists():
             raise RunRejected([("name", f"a run {name!r} already exists in project {spec.project.name}")])
         run = InjectionRun.objects.create(
-            project=spec.project, name=name, backend=spec.backend, model=model, base_url=base_url, kind=spec.kind,
-            directions=codes, error_types=[t.name for t in types], positions=list(spec.positions),
+            project=spec.project,
+            name=name,
+            backend=spec.backend,
+            model=model,
+            base_url=base_url,
+            kind=spec.kind,
+            directions=codes,
+            error_types=[t.name for t in types],
+            positions=list(spec.positions),
             parameters={
-                "temperature": spec.temperature, "seed": spec.seed, "concurrency": spec.concurrency, "rpm": spec.rpm,
-                "structured": spec.structured, "max_attempts": spec.max_attempts,
-                "retry_base_delay": spec.retry_base_delay, "timeout": spec.timeout, "poll_interval": spec.poll_interval,
+                "temperature": spec.temperature,
+                "seed": spec.seed,
+                "concurrency": spec.concurrency,
+                "rpm": spec.rpm,
+                "structured": spec.structured,
+                "max_attempts": spec.max_attempts,
+                "retry_base_delay": spec.retry_base_delay,
+                "timeout": spec.timeout,
+                "poll_interval": spec.poll_interval,
                 **({"engine_options": spec.engine_options} if spec.engine_options else {}),
                 **({"prompt_files": prompt_files} if prompt_files else {}),
                 **({"submission": spec.submission} if spec.submission else {}),
@@ -233,7 +267,9 @@ def plan_run(spec: RunSpec) -> InjectionRun:
 
 def _sampling(run: InjectionRun) -> Sampling:
     p = run.parameters
-    return Sampling(model=run.model, temperature=p.get("temperature", 0.5), seed=p.get("seed"), structured=p.get("structured", True))
+    return Sampling(
+        model=run.model, temperature=p.get("temperature", 0.5), seed=p.get("seed"), structured=p.get("structured", True)
+    )
 
 
 def _backend_for(run: InjectionRun):
@@ -241,24 +277,36 @@ def _backend_for(run: InjectionRun):
     options: dict = {}
     if run.backend == "rule":
         donors: dict[str, list[str]] = {}
-        for reference, language in GoldSegment.objects.filter(project=run.project, direction__code__in=run.directions).values_list(
-            "reference", "direction__target__code"
-        ):
+        for reference, language in GoldSegment.objects.filter(
+            project=run.project, direction__code__in=run.directions
+        ).values_list("reference", "direction__target__code"):
             donors.setdefault(language, []).append(reference)
         options["donors"] = donors
     elif run.backend == "openai":
-        options.update(base_url=run.base_url, key_env=endpoint_of_run(run).key_env, concurrency=p.get("concurrency", 8), rpm=p.get("rpm"),
-                       retry=RetryPolicy(max_attempts=p.get("max_attempts", 6), base_delay=p.get("retry_base_delay", 0.5)),
-                       timeout=p.get("timeout", 60.0))
+        options.update(
+            base_url=run.base_url,
+            key_env=endpoint_of_run(run).key_env,
+            concurrency=p.get("concurrency", 8),
+            rpm=p.get("rpm"),
+            retry=RetryPolicy(max_attempts=p.get("max_attempts", 6), base_delay=p.get("retry_base_delay", 0.5)),
+            timeout=p.get("timeout", 60.0),
+        )
     elif run.backend == "vllm":
         options["engine_options"] = p.get("engine_options") or {}
     elif run.backend == "batch":
+
         def remember(batch_id: str) -> None:
             InjectionRun.objects.filter(pk=run.pk).update(parameters={**run.parameters, "batch_id": batch_id})
             run.parameters["batch_id"] = batch_id
 
-        options.update(base_url=run.base_url, key_env=endpoint_of_run(run).key_env, batch_id=p.get("batch_id", ""), on_submitted=remember,
-                       poll_interval=p.get("poll_interval", 30.0), timeout=p.get("timeout", 60.0))
+        options.update(
+            base_url=run.base_url,
+            key_env=endpoint_of_run(run).key_env,
+            batch_id=p.get("batch_id", ""),
+            on_submitted=remember,
+            poll_interval=p.get("poll_interval", 30.0),
+            timeout=p.get("timeout", 60.0),
+        )
     return get_backend(run.backend, _sampling(run), **options)
 
 
@@ -266,18 +314,42 @@ def _request(item: InjectionItem, sampling: Sampling, prompt_files: dict | None 
     segment = item.segment
     language = segment.direction.target.code
     prompt = build_prompt(
-        edit_type(item.kind, item.error_type), reference=segment.reference, source=segment.source, language=language,
-        position=item.position, structured=sampling.structured, overrides=prompt_files,
+        edit_type(item.kind, item.error_type),
+        reference=segment.reference,
+        source=segment.source,
+        language=language,
+        position=item.position,
+        structured=sampling.structured,
+        overrides=prompt_files,
     )
-    task = EditTask(reference=segment.reference, source=segment.source, language=language, kind=item.kind,
-                    error_type=item.error_type, position=item.position, item_key=f"{segment.direction.code}#{segment.external_id}")
+    task = EditTask(
+        reference=segment.reference,
+        source=segment.source,
+        language=language,
+        kind=item.kind,
+        error_type=item.error_type,
+        position=item.position,
+        item_key=f"{segment.direction.code}#{segment.external_id}",
+    )
     return GenerationRequest(custom_id=str(item.pk), messages=prompt.messages, task=task, prompt_version=prompt.version)
 
 
-def record_result(run: InjectionRun, item_id: int, result: GenerationResult, request: GenerationRequest, *, discount: float = 0.0, remote: bool = True) -> InjectionItem:
+def record_result(
+    run: InjectionRun,
+    item_id: int,
+    result: GenerationResult,
+    request: GenerationRequest,
+    *,
+    discount: float = 0.0,
+    remote: bool = True,
+) -> InjectionItem:
     """Persist one result: a candidate (with checks) and the item done, or the item failed with its reason.
     Idempotent: an item already done is left as it is."""
-    cost = estimate_cost(result.model or run.model, result.prompt_tokens, result.completion_tokens, discount) if remote else 0
+    cost = (
+        estimate_cost(result.model or run.model, result.prompt_tokens, result.completion_tokens, discount)
+        if remote
+        else 0
+    )
     with transaction.atomic():
         item = InjectionItem.objects.select_for_update().select_related("segment__direction__target").get(pk=item_id)
         if item.status == InjectionItem.Status.DONE:
@@ -299,8 +371,14 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
             try:
                 processed = process_output(result.text, segment.reference, language)
                 checks, flags = run_checks(
-                    reference=segment.reference, candidate_text=processed.text, edit=processed.edit, language=language,
-                    kind=item.kind, error_type=item.error_type, position=item.position, source=segment.source,
+                    reference=segment.reference,
+                    candidate_text=processed.text,
+                    edit=processed.edit,
+                    language=language,
+                    kind=item.kind,
+                    error_type=item.error_type,
+                    position=item.position,
+                    source=segment.source,
                     regions=processed.regions,
                 )
             except OutputRejected as exc:
@@ -317,13 +395,24 @@ def record_result(run: InjectionRun, item_id: int, result: GenerationResult, req
         sampling = _sampling(run).as_dict()
         sampling.update({k: v for k, v in result.detail.items() if v is not None})
         candidate, _ = Candidate.objects.get_or_create(
-            run=run, segment=segment, kind=item.kind, error_type=item.error_type, position=item.position,
+            run=run,
+            segment=segment,
+            kind=item.kind,
+            error_type=item.error_type,
+            position=item.position,
             defaults=dict(
                 severity=edit_type(item.kind, item.error_type).severity,
                 **candidate_fields(processed, language),
-                backend=run.backend, model=result.model or run.model, prompt_version=request.prompt_version,
-                sampling=sampling, raw_output=result.text, prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens, cost_usd=cost, checks=checks, flags=flags,
+                backend=run.backend,
+                model=result.model or run.model,
+                prompt_version=request.prompt_version,
+                sampling=sampling,
+                raw_output=result.text,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                cost_usd=cost,
+                checks=checks,
+                flags=flags,
             ),
         )
         item.status = InjectionItem.Status.DONE
@@ -345,9 +434,14 @@ def refresh_counters(run: InjectionRun) -> InjectionRun:
         completion_tokens=Sum("completion_tokens"),
         cost=Sum("cost_usd"),
     )
-    fields = dict(total=totals["total"], done=totals["done"], failed=totals["failed"],
-                  prompt_tokens=totals["prompt_tokens"] or 0, completion_tokens=totals["completion_tokens"] or 0,
-                  cost_usd=totals["cost"] or 0)
+    fields = dict(
+        total=totals["total"],
+        done=totals["done"],
+        failed=totals["failed"],
+        prompt_tokens=totals["prompt_tokens"] or 0,
+        completion_tokens=totals["completion_tokens"] or 0,
+        cost_usd=totals["cost"] or 0,
+    )
     InjectionRun.objects.filter(pk=run.pk).update(**fields)
     for key, value in fields.items():
         setattr(run, key, value)
@@ -394,8 +488,11 @@ class RunLease:
             .exclude(status=InjectionRun.Status.CANCELLED)
             .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now))
             .update(
-                status=InjectionRun.Status.RUNNING, started_at=run.started_at or now, error="",
-                lease_owner=owner, lease_expires_at=now + timedelta(seconds=seconds),
+                status=InjectionRun.Status.RUNNING,
+                started_at=run.started_at or now,
+                error="",
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=seconds),
             )
         )
         return cls(run, owner, seconds, check_every_s=check_every_s) if taken else None
@@ -427,8 +524,15 @@ class ResultBuffer:
     ``COMMIT_EVERY_S`` seconds. A commit costs far more than a row (an fsync), and a worker killed before the
     commit only loses answers that are re-asked on resume, exactly like requests still in flight."""
 
-    def __init__(self, run: InjectionRun, requests: dict[str, GenerationRequest], *, discount: float, remote: bool,
-                 progress: ProgressCallback | None) -> None:
+    def __init__(
+        self,
+        run: InjectionRun,
+        requests: dict[str, GenerationRequest],
+        *,
+        discount: float,
+        remote: bool,
+        progress: ProgressCallback | None,
+    ) -> None:
         self.run, self.requests, self.discount, self.remote, self.progress = run, requests, discount, remote, progress
         self.results: list[GenerationResult] = []
         self.oldest_at = 0.0
@@ -446,7 +550,14 @@ class ResultBuffer:
         run = self.run
         with transaction.atomic():
             for result in self.results:
-                item = record_result(run, int(result.custom_id), result, self.requests[result.custom_id], discount=self.discount, remote=self.remote)
+                item = record_result(
+                    run,
+                    int(result.custom_id),
+                    result,
+                    self.requests[result.custom_id],
+                    discount=self.discount,
+                    remote=self.remote,
+                )
                 # In-memory counts between the periodic recounts, so a progress bar moves with every result.
                 if item.status == InjectionItem.Status.DONE:
                     run.done += 1
@@ -459,7 +570,9 @@ class ResultBuffer:
             self.progress(run)
 
 
-def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_every_s: float = PROGRESS_EVERY_S) -> InjectionRun:
+def execute_run(
+    run_id: int, *, progress: ProgressCallback | None = None, check_every_s: float = PROGRESS_EVERY_S
+) -> InjectionRun:
     """Generate every pending item of a run. Safe to call again after a crash or a cancel-and-resume; a
     second worker given the same run while the first still holds its lease does nothing."""
     run = InjectionRun.objects.select_related("project").get(pk=run_id)
@@ -467,11 +580,18 @@ def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_
     if lease is None:
         run.refresh_from_db()
         if run.status != InjectionRun.Status.CANCELLED:
-            logger.info("run %s is being executed by %s (lease until %s): not executed twice", run.pk, run.lease_owner, run.lease_expires_at)
+            logger.info(
+                "run %s is being executed by %s (lease until %s): not executed twice",
+                run.pk,
+                run.lease_owner,
+                run.lease_expires_at,
+            )
         return run
     run.status = InjectionRun.Status.RUNNING
     items = list(
-        run.items.filter(status=InjectionItem.Status.PENDING).select_related("segment__direction__target").order_by("id")
+        run.items.filter(status=InjectionItem.Status.PENDING)
+        .select_related("segment__direction__target")
+        .order_by("id")
     )
     refresh_counters(run)
     if progress:
@@ -481,7 +601,9 @@ def execute_run(run_id: int, *, progress: ProgressCallback | None = None, check_
         backend = _backend_for(run)
         sampling = _sampling(run)
         requests = {str(item.pk): _request(item, sampling, run.parameters.get("prompt_files")) for item in items}
-        buffer = ResultBuffer(run, requests, discount=getattr(backend, "discount", 0.0), remote=backend.remote, progress=progress)
+        buffer = ResultBuffer(
+            run, requests, discount=getattr(backend, "discount", 0.0), remote=backend.remote, progress=progress
+        )
         lease.restart_clock()
         since = time.monotonic()
         for result in backend.generate(list(requests.values()), lease.should_stop):
@@ -559,7 +681,9 @@ def reset_failed(run: InjectionRun, item_ids: list[int] | None = None) -> int:
         count = items.update(status=InjectionItem.Status.PENDING, error="", retryable=False)
         # A finished batch holds the old answers: the retried items go into a new batch.
         run.parameters.pop("batch_id", None)
-        InjectionRun.objects.filter(pk=run.pk).update(status=InjectionRun.Status.PENDING, finished_at=None, parameters=run.parameters)
+        InjectionRun.objects.filter(pk=run.pk).update(
+            status=InjectionRun.Status.PENDING, finished_at=None, parameters=run.parameters
+        )
     refresh_counters(run)
     return count
 
@@ -568,7 +692,9 @@ def check_generates(run: InjectionRun) -> None:
     """Refuse to resume or retry a run that no backend generates (the record of an XQ-MEval import):
     executing it would only mark it failed."""
     if run.backend not in BACKENDS:
-        raise RunRejected(f"run {run.pk} ({run.name}) was recorded by an import (backend {run.backend!r}): it has nothing to generate")
+        raise RunRejected(
+            f"run {run.pk} ({run.name}) was recorded by an import (backend {run.backend!r}): it has nothing to generate"
+        )
 
 
 def resume(run: InjectionRun) -> None:
@@ -576,7 +702,9 @@ def resume(run: InjectionRun) -> None:
     resuming takes the run over: the lease is cleared, and a worker that is in fact still running notices
     at its next look and stops."""
     InjectionRun.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
-    InjectionRun.objects.filter(pk=run.pk).exclude(status=InjectionRun.Status.RUNNING).update(status=InjectionRun.Status.PENDING)
+    InjectionRun.objects.filter(pk=run.pk).exclude(status=InjectionRun.Status.RUNNING).update(
+        status=InjectionRun.Status.PENDING
+    )
 
 
 # ---- offline batch files (`vllm run-batch`, or an OpenAI batch run by hand) -----------------------------
@@ -588,8 +716,14 @@ def export_batch_file(run: InjectionRun, path) -> int:
     from injection.backends.batch import write_batch_file
 
     sampling = _sampling(run)
-    items = run.items.filter(status=InjectionItem.Status.PENDING).select_related("segment__direction__target").order_by("id")
-    return write_batch_file(path, [_request(item, sampling, run.parameters.get("prompt_files")) for item in items], sampling)
+    items = (
+        run.items.filter(status=InjectionItem.Status.PENDING)
+        .select_related("segment__direction__target")
+        .order_by("id")
+    )
+    return write_batch_file(
+        path, [_request(item, sampling, run.parameters.get("prompt_files")) for item in items], sampling
+    )
 
 
 def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
@@ -608,9 +742,15 @@ def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
         for custom_id, result in results.items():
             item = pending.get(custom_id)
             if item is not None:
-                record_result(run, item.pk, result, _request(item, sampling, run.parameters.get("prompt_files")), remote=False)
+                record_result(
+                    run, item.pk, result, _request(item, sampling, run.parameters.get("prompt_files")), remote=False
+                )
     refresh_counters(run)
-    status = InjectionRun.Status.DONE if not run.items.filter(status=InjectionItem.Status.PENDING).exists() else InjectionRun.Status.PENDING
+    status = (
+        InjectionRun.Status.DONE
+        if not run.items.filter(status=InjectionItem.Status.PENDING).exists()
+        else InjectionRun.Status.PENDING
+    )
     InjectionRun.objects.filter(pk=run.pk).update(status=status)
     run.status = status
     return run

@@ -1,6 +1,7 @@
 """Celery tasks of the injection stage, and the function that starts one. Task names start with
 ``injection.``: settings route them to the ``llm`` queue. Thin over ``injection.services`` (which never
 imports this module); idempotent (only pending items are generated)."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -11,7 +12,6 @@ from django.db import InterfaceError, OperationalError, transaction
 from core.task_retry import retry_after_fault
 from injection import services
 from injection.models import InjectionRun
-
 
 # Faults a later attempt can get past: the database briefly unreachable, a lock or statement timeout, a
 # deadlock. The run resumes with its pending items (recording is exactly once). LLM faults are retried per

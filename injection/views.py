@@ -3,6 +3,7 @@
 Runs are admin work; candidates are visible to annotators for their own languages only (core.access).
 Thin over injection.services and injection.selectors.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -31,9 +32,14 @@ def _tell_run_outcome(request, run: InjectionRun, handed_over: str) -> None:
     if tasks.queued() or run.status not in FINISHED:
         messages.success(request, handed_over)
     elif run.status == JobStatus.DONE:
-        messages.success(request, f"Run {run.name} finished: {run.done} of {run.total} item(s) done, {run.failed} failed.")
+        messages.success(
+            request, f"Run {run.name} finished: {run.done} of {run.total} item(s) done, {run.failed} failed."
+        )
     else:
-        messages.error(request, f"Run {run.name} {run.status}: {run.done} of {run.total} item(s) done, {run.failed} failed. {run.error}".rstrip())
+        messages.error(
+            request,
+            f"Run {run.name} {run.status}: {run.done} of {run.total} item(s) done, {run.failed} failed. {run.error}".rstrip(),
+        )
 
 
 @login_required
@@ -44,11 +50,22 @@ def runs(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         spec = services.RunSpec(
-            project=data["project"], kind=data["kind"], backend=data["backend"],
-            directions=[d.code for d in data["directions"]], error_types=list(data["error_types"]), name=data["name"],
-            model=data["model"], endpoint=data.get("endpoint") or "", base_url=data.get("base_url") or "",
-            custom_url_allowed=settings.LLM_ALLOW_CUSTOM_URL, concurrency=data["concurrency"], rpm=data["rpm"],
-            seed=data["seed"], temperature=data["temperature"], engine_options=data["engine_options"], created_by=request.user,
+            project=data["project"],
+            kind=data["kind"],
+            backend=data["backend"],
+            directions=[d.code for d in data["directions"]],
+            error_types=list(data["error_types"]),
+            name=data["name"],
+            model=data["model"],
+            endpoint=data.get("endpoint") or "",
+            base_url=data.get("base_url") or "",
+            custom_url_allowed=settings.LLM_ALLOW_CUSTOM_URL,
+            concurrency=data["concurrency"],
+            rpm=data["rpm"],
+            seed=data["seed"],
+            temperature=data["temperature"],
+            engine_options=data["engine_options"],
+            created_by=request.user,
             submission=data["submission"],
         )
         try:
@@ -76,15 +93,19 @@ def run_detail(request, pk: int):
     access.require_admin(request.user, message=ADMINS_ONLY)
     run = get_object_or_404(InjectionRun.objects.select_related("project"), pk=pk)
     candidates = run.candidates.all()
-    return render(request, "injection/run.html", {
-        "run": run,
-        "progress": selectors.run_progress(run),
-        "failed_items": selectors.failed_items(run),
-        "reasons": selectors.failure_reasons(run),
-        "flags": selectors.flag_counts(candidates, project_id=run.project_id),
-        "live": run.status in (InjectionRun.Status.PENDING, InjectionRun.Status.RUNNING),
-        "stalled": selectors.stalled_since(run),
-    })
+    return render(
+        request,
+        "injection/run.html",
+        {
+            "run": run,
+            "progress": selectors.run_progress(run),
+            "failed_items": selectors.failed_items(run),
+            "reasons": selectors.failure_reasons(run),
+            "flags": selectors.flag_counts(candidates, project_id=run.project_id),
+            "live": run.status in (InjectionRun.Status.PENDING, InjectionRun.Status.RUNNING),
+            "stalled": selectors.stalled_since(run),
+        },
+    )
 
 
 @login_required
@@ -134,15 +155,24 @@ def candidates(request):
     if run_id and run is None:
         qs = qs.none()  # names no run: no rows (not every candidate)
     qs = selectors.filter_candidates(
-        qs, flag=request.GET.get("flag", ""), direction=request.GET.get("direction", ""),
-        error_type=request.GET.get("type", ""), run=run,
+        qs,
+        flag=request.GET.get("flag", ""),
+        direction=request.GET.get("direction", ""),
+        error_type=request.GET.get("type", ""),
+        run=run,
         clean=request.GET.get("clean") == "1",
     )
     page = EstimatedCountPaginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))  # no COUNT of millions
     rows = [(candidate, selectors.marked_parts(candidate)) for candidate in page]
     # one run's candidates are all of its project: another project's writes keep their counts
     run_project = InjectionRun.objects.filter(pk=run).values_list("project_id", flat=True).first() if run else None
-    return render(request, "injection/candidates.html", {
-        "page": page, "rows": rows, "flags": selectors.flag_counts(qs, project_id=run_project),
-        "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},
-    })
+    return render(
+        request,
+        "injection/candidates.html",
+        {
+            "page": page,
+            "rows": rows,
+            "flags": selectors.flag_counts(qs, project_id=run_project),
+            "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},
+        },
+    )

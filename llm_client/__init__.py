@@ -5,13 +5,45 @@ timeouts, JSON-schema structured output with a plain-text fallback, token counts
 Needs only ``openai`` (and its ``httpx``); installs in the web (.venv) and scoring (.venv-scoring)
 environments alike.
 """
-from llm_client.chat import ChatClient, ChatRequest, ChatResult, ClientUnavailable, api_key_for, describe, read_completion, redact
-from llm_client.endpoints import Endpoint, EndpointError, MissingKey, configured_endpoints, custom_urls_allowed, endpoint_for
+
+from llm_client.chat import (
+    ChatClient,
+    ChatRequest,
+    ChatResult,
+    ClientUnavailable,
+    api_key_for,
+    describe,
+    read_completion,
+    redact,
+)
+from llm_client.endpoints import (
+    Endpoint,
+    EndpointError,
+    MissingKey,
+    configured_endpoints,
+    custom_urls_allowed,
+    endpoint_for,
+)
 from llm_client.limits import RateLimiter, RetryPolicy
 from llm_client.pricing import estimate_cost, prices
 
 __all__ = [
-    "ChatClient", "ChatRequest", "ChatResult", "ClientUnavailable", "Endpoint", "EndpointError", "MissingKey",
-    "RateLimiter", "RetryPolicy", "configured_endpoints", "custom_urls_allowed", "endpoint_for",
-    "api_key_for", "describe", "estimate_cost", "prices", "read_completion", "redact",
+    "ChatClient",
+    "ChatRequest",
+    "ChatResult",
+    "ClientUnavailable",
+    "Endpoint",
+    "EndpointError",
+    "MissingKey",
+    "RateLimiter",
+    "RetryPolicy",
+    "configured_endpoints",
+    "custom_urls_allowed",
+    "endpoint_for",
+    "api_key_for",
+    "describe",
+    "estimate_cost",
+    "prices",
+    "read_completion",
+    "redact",
 ]

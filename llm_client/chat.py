@@ -9,6 +9,7 @@ request loop). JSON-schema structured output is asked for per request; a server 
 key comes from the variable the endpoint's configuration names (``llm_client.endpoints``), read at the
 point of use, never stored or logged; a URL no operator configured gets no key.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,9 @@ import queue
 import random
 import re
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from llm_client.endpoints import Endpoint, MissingKey, configured_endpoints
 from llm_client.limits import RateLimiter, RetryPolicy
@@ -105,7 +107,9 @@ def _retry_after(exc: Exception) -> float | None:
 def transient(exc: Exception) -> bool:
     import openai
 
-    if isinstance(exc, (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)):
+    if isinstance(
+        exc, (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+    ):
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code >= 500 or exc.status_code in (408, 409, 429)
@@ -171,8 +175,17 @@ def read_completion(custom_id: str, completion, attempts: int, structured: bool 
 class ChatClient:
     """Sends ``ChatRequest``s to one OpenAI-compatible endpoint and yields ``ChatResult``s as they arrive."""
 
-    def __init__(self, *, base_url: str = "", key_env: str = "", concurrency: int = 8, rpm: float | None = None,
-                 timeout: float = 60.0, retry: RetryPolicy | None = None, jitter_seed: int | None = None):
+    def __init__(
+        self,
+        *,
+        base_url: str = "",
+        key_env: str = "",
+        concurrency: int = 8,
+        rpm: float | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        jitter_seed: int | None = None,
+    ):
         self.base_url = base_url or ""
         self.key_env = key_env  # the variable holding this endpoint's key (its configuration names it); empty: none
         self.concurrency = max(1, int(concurrency))
@@ -197,11 +210,13 @@ class ChatClient:
                 # The client's generic POST (documented for endpoints without a typed helper): the body is
                 # already plain JSON, and this skips the typed helper's per-request walk over the messages,
                 # the largest client-side CPU cost at high concurrency. Errors and parsing are the same.
-                completion = await client.post("/chat/completions", cast_to=ChatCompletion, body=request.body(structured))
+                completion = await client.post(
+                    "/chat/completions", cast_to=ChatCompletion, body=request.body(structured)
+                )
                 if not getattr(completion, "choices", None):
                     raise ValueError("malformed response: no choices")
                 return read_completion(request.custom_id, completion, attempt, structured)
-            except Exception as exc:  # noqa: BLE001 — classified below, never swallowed silently
+            except Exception as exc:
                 if structured and _response_format_rejected(exc):
                     if self.structured_ok:
                         logger.info("server rejects response_format; asking in plain text from now on")
@@ -217,7 +232,12 @@ class ChatClient:
     async def _run(self, requests: Iterable[ChatRequest], out: queue.Queue, stop: threading.Event) -> None:
         from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(api_key=api_key_for(self.base_url, self.key_env), base_url=self.base_url or None, timeout=self.timeout, max_retries=0)
+        client = AsyncOpenAI(
+            api_key=api_key_for(self.base_url, self.key_env),
+            base_url=self.base_url or None,
+            timeout=self.timeout,
+            max_retries=0,
+        )
         slots = asyncio.Semaphore(self.concurrency)
         limiter = RateLimiter(self.rpm)
         running: set[asyncio.Task] = set()
@@ -225,7 +245,7 @@ class ChatClient:
         async def one(request: ChatRequest) -> None:
             try:
                 result = await self._complete(client, limiter, request)
-            except Exception as exc:  # noqa: BLE001 — an unexpected fault still becomes a visible failure
+            except Exception as exc:
                 result = ChatResult(request.custom_id, error=describe(exc), retryable=True)
             finally:
                 slots.release()
@@ -245,7 +265,9 @@ class ChatClient:
         finally:
             await client.close()
 
-    def stream(self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:
+    def stream(
+        self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[ChatResult]:
         """Results in completion order. ``requests`` is consumed on the loop thread: give a list (or an
         iterator that does no I/O)."""
         requests = list(requests)
@@ -256,7 +278,7 @@ class ChatClient:
         def worker() -> None:
             try:
                 asyncio.run(self._run(requests, out, stop))
-            except BaseException as exc:  # noqa: BLE001 — re-raised in the caller's thread
+            except BaseException as exc:
                 failure.append(exc)
             finally:
                 out.put(_DONE)

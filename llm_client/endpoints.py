@@ -9,13 +9,14 @@ servers accept, never a server key. ``LLM_ENDPOINTS`` holds a JSON list, e.g.
 for ``LLM_BASE_URL`` (empty: api.openai.com) with ``OPENAI_API_KEY`` and ``LLM_MODEL``.
 ``LLM_ALLOW_CUSTOM_URL=1`` lets admins type another URL (sent without a server key).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 ENDPOINTS_VARIABLE = "LLM_ENDPOINTS"
 ALLOW_CUSTOM_VARIABLE = "LLM_ALLOW_CUSTOM_URL"
@@ -113,7 +114,9 @@ def endpoint_for(endpoints: tuple[Endpoint, ...], *, name: str = "", base_url: s
         for endpoint in endpoints:
             if endpoint.name == name:
                 return endpoint
-        raise EndpointError(f"no endpoint named {name!r} is configured ({', '.join(e.name for e in endpoints) or 'none'})")
+        raise EndpointError(
+            f"no endpoint named {name!r} is configured ({', '.join(e.name for e in endpoints) or 'none'})"
+        )
     for endpoint in endpoints:
         if _same_url(endpoint.base_url, base_url):
             return endpoint

@@ -4,6 +4,7 @@ Transient faults (HTTP 429, 5xx, timeouts, dropped connections, malformed bodies
 exponential backoff and full jitter, honouring a server's Retry-After; anything else fails at once with
 its reason.
 """
+
 from __future__ import annotations
 
 import asyncio

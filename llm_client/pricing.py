@@ -4,6 +4,7 @@ Prices are USD per million tokens (input, output), list prices at the time of wr
 models with LLM_PRICES='{"my-model": [0.5, 1.5]}' (INJECTION_PRICES is read too, for older setups). Unknown models (a local vLLM server) cost 0:
 the estimate is for billing APIs, not for GPUs you already run.
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ Two servers build on it: ``tests.support.stub_openai.StubServer`` (error injecti
 and ``scoring.judges.stub.JudgeStubServer`` (the deterministic judge of tests, benchmarks and dry runs).
 Each brings its own handler and state; the fault vocabulary they share is read by ``scripted_failure``.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,14 +50,28 @@ def scripted_failure(behaviour: str) -> tuple[int, dict, dict] | None:
     return None
 
 
-def chat_completion(content: str | None, *, model: str, prompt_tokens: int, completion_tokens: int,
-                    finish: str = "stop", refusal: str | None = None, completion_id: str = "chatcmpl-stub") -> dict:
+def chat_completion(
+    content: str | None,
+    *,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    finish: str = "stop",
+    refusal: str | None = None,
+    completion_id: str = "chatcmpl-stub",
+) -> dict:
     message = {"role": "assistant", "content": content, "refusal": refusal}
     return {
-        "id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": model,
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -65,7 +80,7 @@ class JsonHandler(BaseHTTPRequestHandler):
     # Headers and body go out in two writes; with Nagle on, the second waits for a delayed ACK (~40 ms).
     disable_nagle_algorithm = True
 
-    def log_message(self, format, *args):  # noqa: A002 — quiet: tests read what the server recorded, not stderr
+    def log_message(self, format, *args):
         pass
 
     def _body(self) -> bytes:
@@ -110,7 +125,9 @@ class StubHTTPServer(ThreadingHTTPServer):
             self.state.scripts.append((match, list(behaviours)))
 
     def start(self):
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, name=self.thread_name, daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name=self.thread_name, daemon=True
+        )
         self._thread.start()
         return self
 

@@ -15,6 +15,7 @@ at ``--languages`` languages with two reviewers of their own each (a 200-languag
 
 Run: ``.venv/bin/python perf/agreement_report.py [--resamples 1000] [--languages 200]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "xqmeval.settings")
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -51,13 +52,29 @@ def synthetic(seed: int = 0, langs: list[str] = LANGS) -> tuple[list[DecisionRow
             for number in rounds:
                 for rid, name in reviewers:
                     d = truth if rng.random() < 0.95 else ("reject" if truth == "accept" else "accept")
-                    decisions.append(DecisionRow(cid, lang, TYPES[i % 4], gold, truth if gold else "", rid, name, number, d, "annotator", rng.randint(2000, 30000)))
+                    decisions.append(
+                        DecisionRow(
+                            cid,
+                            lang,
+                            TYPES[i % 4],
+                            gold,
+                            truth if gold else "",
+                            rid,
+                            name,
+                            number,
+                            d,
+                            "annotator",
+                            rng.randint(2000, 30000),
+                        )
+                    )
     for item in range(400):
         lang = LANGS[item % len(LANGS)]
         base = [rng.randint(2, 5) for _ in range(4)]
         for rater in (1, 2):
             scores = tuple(min(5, max(1, b + rng.choice([-1, 0, 0, 1]))) for b in base)
-            ratings.append(RatingRow(item, "pseudo_translation", lang, str(item), rater, f"rater{rater}", scores, 15000))
+            ratings.append(
+                RatingRow(item, "pseudo_translation", lang, str(item), rater, f"rater{rater}", scores, 15000)
+            )
     return decisions, ratings
 
 
@@ -73,12 +90,18 @@ def timed(fn, repeat: int = 1) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--languages", type=int, default=0, help="also time α over every language of this many (0: skip)")
+    parser.add_argument(
+        "--languages", type=int, default=0, help="also time α over every language of this many (0: skip)"
+    )
     args = parser.parse_args()
     decisions, ratings = synthetic()
     print(f"rows: {len(decisions)} decisions, {len(ratings)} ratings")
-    base = timed(lambda: compute_report(decisions, ratings, private=True, resamples=1, seed=0, confidence=0.95), repeat=3)
-    full = timed(lambda: compute_report(decisions, ratings, private=True, resamples=args.resamples, seed=0, confidence=0.95))
+    base = timed(
+        lambda: compute_report(decisions, ratings, private=True, resamples=1, seed=0, confidence=0.95), repeat=3
+    )
+    full = timed(
+        lambda: compute_report(decisions, ratings, private=True, resamples=args.resamples, seed=0, confidence=0.95)
+    )
     hit = timed(lambda: hashlib.sha256(repr((decisions, ratings)).encode()).hexdigest(), repeat=3)
     print(f"point estimates only (baseline): {base:.2f} s")
     print(f"with {args.resamples} bootstrap resamples: {full:.2f} s  ({full / base:.1f}× baseline)")
@@ -96,8 +119,14 @@ def main() -> None:
     n = 200
     fast = timed(lambda: ag.krippendorff_alpha_ci(matrix, "nominal", resamples=n, seed=0), repeat=3)
     columns = [c for c in zip(*matrix) if sum(x is not None for x in c) >= 2]
-    slow = timed(lambda: ag.bootstrap_ci(columns, lambda cols: ag.krippendorff_alpha([list(r) for r in zip(*cols)], "nominal"), resamples=n, seed=0))
-    print(f"α bootstrap, {len(keys)} units, {n} resamples: package per resample {slow:.2f} s, vectorised {fast * 1000:.0f} ms ({slow / fast:.0f}× faster)")
+    slow = timed(
+        lambda: ag.bootstrap_ci(
+            columns, lambda cols: ag.krippendorff_alpha([list(r) for r in zip(*cols)], "nominal"), resamples=n, seed=0
+        )
+    )
+    print(
+        f"α bootstrap, {len(keys)} units, {n} resamples: package per resample {slow:.2f} s, vectorised {fast * 1000:.0f} ms ({slow / fast:.0f}× faster)"
+    )
     if args.languages:
         all_languages(args.languages, n)
 
@@ -120,7 +149,9 @@ def all_languages(count: int, resamples: int) -> None:
         return ag.krippendorff_alpha_ci(matrix, "nominal", ["accept", "reject"], resamples=resamples, seed=0)
 
     def from_units():
-        return ag.krippendorff_alpha_units_ci([list(units[k].values()) for k in keys], "nominal", ["accept", "reject"], resamples=resamples, seed=0)
+        return ag.krippendorff_alpha_units_ci(
+            [list(units[k].values()) for k in keys], "nominal", ["accept", "reject"], resamples=resamples, seed=0
+        )
 
     figures = {}
     for name, fn in (("matrix", from_matrix), ("units", from_units)):
@@ -133,9 +164,11 @@ def all_languages(count: int, resamples: int) -> None:
         figures[name] = (result, seconds, peak)
     assert figures["matrix"][0] == figures["units"][0], "the two must give the same interval"
     (ms, mm), (us, um) = figures["matrix"][1:], figures["units"][1:]
-    print(f"α over {count} languages, one error type ({len(keys):,} units, {len(reviewers)} reviewers, {resamples} resamples): "
-          f"matrix {ms:.2f} s, peak {mm:.0f} MB; per unit {us:.2f} s, peak {um:.0f} MB "
-          f"({ms / us:.1f}× faster, {mm / um:.1f}× less memory; same interval)")
+    print(
+        f"α over {count} languages, one error type ({len(keys):,} units, {len(reviewers)} reviewers, {resamples} resamples): "
+        f"matrix {ms:.2f} s, peak {mm:.0f} MB; per unit {us:.2f} s, peak {um:.0f} MB "
+        f"({ms / us:.1f}× faster, {mm / um:.1f}× less memory; same interval)"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Candidates are topped up with ``INSERT … SELECT generate_series``, then VACUUM
 
     .venv/bin/python perf/bench_benchmark_pages.py --sizes 1000,1600000 [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_review_scale import django_setup, drop_database, latency_summary, percentile, recreate_database, top_up_segments  # noqa: E402
+from bench_review_scale import (
+    django_setup,
+    drop_database,
+    latency_summary,
+    percentile,
+    recreate_database,
+    top_up_segments,
+)
 
 DB_NAME = "xq_benchmark_pages"
 DIRECTIONS = ["en-de", "en-ru", "en-zh", "en-ja", "en-cs", "en-fr", "en-hi", "en-uk"]
@@ -116,7 +124,9 @@ def check(client, project, language: str | None) -> None:
     html = client.get(f"/benchmarks/{project.name}/").content.decode()
     for table, n in want.items():
         assert re.search(rf"{table.capitalize()} candidates \({n}\)", html), (table, n)
-        rows = list(csv.reader(io.StringIO(client.get(f"/benchmarks/{project.name}/{table}_candidates.csv").content.decode())))
+        rows = list(
+            csv.reader(io.StringIO(client.get(f"/benchmarks/{project.name}/{table}_candidates.csv").content.decode()))
+        )
         assert len(rows) - 1 == n, (table, len(rows) - 1, n)
 
 
@@ -153,9 +163,13 @@ def measure(project, admin, annotator, calls: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,1600000", help="candidate counts, ascending (the first is the baseline)")
+    parser.add_argument(
+        "--sizes", default="1000,1600000", help="candidate counts, ascending (the first is the baseline)"
+    )
     parser.add_argument("--calls", type=int, default=10, help="calls of each page per size and user")
-    parser.add_argument("--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the database")
     args = parser.parse_args()
@@ -174,16 +188,27 @@ def main() -> None:
             report[size] = {"candidates": n, "load_s": load_s, "latency": latency, "lists": expected(project, None)}
             base = report[sizes[0]]["latency"]
             lists = report[size]["lists"]
-            print(f"\n== {n:,} candidates ({lists['excluded']:,} excluded, {lists['transplanted']:,} transplanted; loaded in "
-                  f"{load_s:.1f} s; totals and CSV rows equal the SQL count)", flush=True)
+            print(
+                f"\n== {n:,} candidates ({lists['excluded']:,} excluded, {lists['transplanted']:,} transplanted; loaded in "
+                f"{load_s:.1f} s; totals and CSV rows equal the SQL count)",
+                flush=True,
+            )
             for name, times in latency.items():
                 med = statistics.median(times)
-                print(f"  {name:<28} median {med * 1000:7.1f} ms  p95 {percentile(times, 95) * 1000:7.1f} ms  "
-                      f"x{med / statistics.median(base[name]):.2f} of the first size", flush=True)
+                print(
+                    f"  {name:<28} median {med * 1000:7.1f} ms  p95 {percentile(times, 95) * 1000:7.1f} ms  "
+                    f"x{med / statistics.median(base[name]):.2f} of the first size",
+                    flush=True,
+                )
         if args.json:
-            out = {str(k): {"candidates": v["candidates"], "lists": v["lists"],
-                            "latency_ms": latency_summary(v["latency"])}
-                   for k, v in report.items()}
+            out = {
+                str(k): {
+                    "candidates": v["candidates"],
+                    "lists": v["lists"],
+                    "latency_ms": latency_summary(v["latency"]),
+                }
+                for k, v in report.items()
+            }
             Path(args.json).write_text(json.dumps(out, indent=2), encoding="utf-8")
     finally:
         from django.db import connections

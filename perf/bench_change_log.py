@@ -12,6 +12,7 @@ and the review log's decision-insert trigger disabled and enabled (every other t
 
     .venv/bin/python perf/bench_change_log.py --candidates 400000 --runs 4
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,17 +24,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import bench_review_scale as scale  # noqa: E402  (the same database set-up and generated candidates)
+import bench_review_scale as scale
 
-TRIGGERS = [("injection_candidate", "xq_change_candidate"), ("injection_candidate", "xq_flags_candidate_update"),
-            ("annotation_reviewdecision", "xq_change_decision_insert")]
+TRIGGERS = [
+    ("injection_candidate", "xq_change_candidate"),
+    ("injection_candidate", "xq_flags_candidate_update"),
+    ("annotation_reviewdecision", "xq_change_decision_insert"),
+]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", type=int, default=400_000)
     parser.add_argument("--runs", type=int, default=4, help="alternating off/on pairs")
-    parser.add_argument("--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
     args = parser.parse_args()
     db_url = scale.recreate_database(args.admin_url, "xq_change_log_cost")
     try:
@@ -57,8 +63,13 @@ def main() -> None:
         def copy() -> float:
             with transaction.atomic():
                 t0 = time.perf_counter()
-                bulk.insert_dicts(ReviewDecision, ({"candidate_id": i, "reviewer_id": annotator.pk, "decision": "accept",
-                                                    "source": "annotator"} for i in ids))
+                bulk.insert_dicts(
+                    ReviewDecision,
+                    (
+                        {"candidate_id": i, "reviewer_id": annotator.pk, "decision": "accept", "source": "annotator"}
+                        for i in ids
+                    ),
+                )
                 seconds = time.perf_counter() - t0
                 transaction.set_rollback(True)
             return seconds
@@ -68,19 +79,27 @@ def main() -> None:
                 for table, name in TRIGGERS:
                     cur.execute(f"ALTER TABLE {table} {'ENABLE' if on else 'DISABLE'} TRIGGER {name}")
 
-        results: dict[bool, dict[str, list[float]]] = {False: {"update": [], "copy": []}, True: {"update": [], "copy": []}}
+        results: dict[bool, dict[str, list[float]]] = {
+            False: {"update": [], "copy": []},
+            True: {"update": [], "copy": []},
+        }
         for _ in range(args.runs):
             for on in (False, True):
                 switch(on)
                 results[on]["update"].append(min(update("accepted"), update("pending")))
                 results[on]["copy"].append(copy())
-                print(f"log {'on ' if on else 'off'}: status update of {len(ids):,} candidates {results[on]['update'][-1]:.2f} s, "
-                      f"COPY of {len(ids):,} decisions {results[on]['copy'][-1]:.2f} s", flush=True)
+                print(
+                    f"log {'on ' if on else 'off'}: status update of {len(ids):,} candidates {results[on]['update'][-1]:.2f} s, "
+                    f"COPY of {len(ids):,} decisions {results[on]['copy'][-1]:.2f} s",
+                    flush=True,
+                )
         switch(True)
         for what in ("update", "copy"):
             off, on = sorted(results[False][what]), sorted(results[True][what])
-            print(f"{what}: off {off[0]:.2f}–{off[-1]:.2f} s, on {on[0]:.2f}–{on[-1]:.2f} s; "
-                  f"median ratio {on[len(on) // 2] / off[len(off) // 2]:.2f}")
+            print(
+                f"{what}: off {off[0]:.2f}–{off[-1]:.2f} s, on {on[0]:.2f}–{on[-1]:.2f} s; "
+                f"median ratio {on[len(on) // 2] / off[len(off) // 2]:.2f}"
+            )
     finally:
         from django.db import connections
 

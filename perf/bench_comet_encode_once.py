@@ -16,6 +16,7 @@ of encoder work, which every layer shares). ``--limit`` is the triplets per dire
 gold pairs: a release keeps each gold pair's triplets together). Each side runs ``--repeats`` times, alternating;
 the best wall time of each counts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,9 +58,13 @@ def main() -> None:
     model = work / "COMET-22"
     torch.manual_seed(0)
     with torch.device(args.device):
-        _comet_checkpoint(model, SHAPES["COMET-22"], {**XLMR_LARGE, "num_hidden_layers": args.layers}, Path(args.tokenizers) / "xlmr")
+        _comet_checkpoint(
+            model, SHAPES["COMET-22"], {**XLMR_LARGE, "num_hidden_layers": args.layers}, Path(args.tokenizers) / "xlmr"
+        )
     release, ids, _ = subset_release(Path(args.release), args.limit, work / "release")
-    sentences = 0  # what encode_once embeds: the distinct sentences of each direction (its chunks hold whole gold pairs)
+    sentences = (
+        0  # what encode_once embeds: the distinct sentences of each direction (its chunks hold whole gold pairs)
+    )
     for p in sorted(release.glob("*/test.parquet")):
         t = pq.read_table(p, columns=["src", "mt", "ref"]).to_pydict()
         sentences += len({s for k in ("src", "mt", "ref") for s in t[k]})
@@ -80,19 +85,27 @@ def main() -> None:
     best = {side: min(w) for side, w in walls.items()}
     figures = {
         "device": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else f"CPU ({os.cpu_count()} cores)",
-        "torch": torch.__version__, "dtype": args.dtype, "layers": args.layers, "batch_size": args.batch,
-        "triplets": len(ids), "distinct_sentences": sentences, "sentences_per_triplet": round(sentences / len(ids), 3),
-        "predict_s": round(best["predict"], 2), "encode_once_s": round(best["encode_once"], 2),
+        "torch": torch.__version__,
+        "dtype": args.dtype,
+        "layers": args.layers,
+        "batch_size": args.batch,
+        "triplets": len(ids),
+        "distinct_sentences": sentences,
+        "sentences_per_triplet": round(sentences / len(ids), 3),
+        "predict_s": round(best["predict"], 2),
+        "encode_once_s": round(best["encode_once"], 2),
         "predict_triplets_per_s": round(len(ids) / best["predict"], 1),
         "encode_once_triplets_per_s": round(len(ids) / best["encode_once"], 1),
         "speedup": round(best["predict"] / best["encode_once"], 2),
         "max_abs_diff": max(abs(scores["predict"][i] - scores["encode_once"][i]) for i in ids),
         "walls": walls,
     }
-    print(f"{len(ids)} triplets ({sentences} distinct sentences, {figures['sentences_per_triplet']} per triplet; predict "
-          f"encodes 3), {args.dtype}, {args.layers} layers, batch {args.batch}, {figures['device']}: predict "
-          f"{figures['predict_triplets_per_s']} triplets/s, encode_once {figures['encode_once_triplets_per_s']} triplets/s, "
-          f"speedup {figures['speedup']}x, max |diff| {figures['max_abs_diff']:.2e}")
+    print(
+        f"{len(ids)} triplets ({sentences} distinct sentences, {figures['sentences_per_triplet']} per triplet; predict "
+        f"encodes 3), {args.dtype}, {args.layers} layers, batch {args.batch}, {figures['device']}: predict "
+        f"{figures['predict_triplets_per_s']} triplets/s, encode_once {figures['encode_once_triplets_per_s']} triplets/s, "
+        f"speedup {figures['speedup']}x, max |diff| {figures['max_abs_diff']:.2e}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
 

@@ -25,6 +25,7 @@ model of the real architecture and size with random weights runs the same kernel
 3. ``python3 perf/bench_gpu.py sweep --metric COMET-22 --batch-sizes 128,256,512,1024 --option encode_once=true ...``
    times one metric at several batch sizes on the same model and triplets (``OUT/batch_sweep.json``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,50 +42,140 @@ SHARED = Path(os.environ.get("XQMEVAL_SHARED_DATA", REPO.parent / "shared" / "da
 VOCAB = 32000
 
 # The published models' architectures (their config.json files), each with the tokenizer family it needs.
-XLMR_LARGE = dict(model_type="xlm-roberta", hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                  intermediate_size=4096, vocab_size=250002, max_position_embeddings=514, type_vocab_size=1,
-                  layer_norm_eps=1e-5)
-XLMR_XL = dict(model_type="xlm-roberta-xl", hidden_size=2560, num_hidden_layers=36, num_attention_heads=32,
-               intermediate_size=10240, vocab_size=250880, max_position_embeddings=514, type_vocab_size=1,
-               layer_norm_eps=1e-5)
-MT5_LARGE = dict(model_type="mt5", d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_decoder_layers=24,
-                 num_heads=16, vocab_size=250112, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
-                 dense_act_fn="gelu_new", is_gated_act=True, torch_dtype="bfloat16")
-REMBERT_BLEURT20 = dict(hidden_size=1152, num_hidden_layers=32, num_attention_heads=18, intermediate_size=3456,
-                        vocab_size=119547, max_position_embeddings=512, type_vocab_size=2)
-MBERT = dict(model_type="bert", hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-             vocab_size=119547, max_position_embeddings=512, type_vocab_size=2)
-DEBERTA_V3_BASE = dict(model_type="deberta-v2", hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                       intermediate_size=3072, vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
-                       relative_attention=True, position_buckets=256, norm_rel_ebd="layer_norm", share_att_key=True,
-                       pos_att_type=["p2c", "c2p"], position_biased_input=False, max_relative_positions=-1,
-                       layer_norm_eps=1e-7, hidden_act="gelu")
+XLMR_LARGE = dict(
+    model_type="xlm-roberta",
+    hidden_size=1024,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    intermediate_size=4096,
+    vocab_size=250002,
+    max_position_embeddings=514,
+    type_vocab_size=1,
+    layer_norm_eps=1e-5,
+)
+XLMR_XL = dict(
+    model_type="xlm-roberta-xl",
+    hidden_size=2560,
+    num_hidden_layers=36,
+    num_attention_heads=32,
+    intermediate_size=10240,
+    vocab_size=250880,
+    max_position_embeddings=514,
+    type_vocab_size=1,
+    layer_norm_eps=1e-5,
+)
+MT5_LARGE = dict(
+    model_type="mt5",
+    d_model=1024,
+    d_kv=64,
+    d_ff=2816,
+    num_layers=24,
+    num_decoder_layers=24,
+    num_heads=16,
+    vocab_size=250112,
+    feed_forward_proj="gated-gelu",
+    tie_word_embeddings=False,
+    dense_act_fn="gelu_new",
+    is_gated_act=True,
+    torch_dtype="bfloat16",
+)
+REMBERT_BLEURT20 = dict(
+    hidden_size=1152,
+    num_hidden_layers=32,
+    num_attention_heads=18,
+    intermediate_size=3456,
+    vocab_size=119547,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+)
+MBERT = dict(
+    model_type="bert",
+    hidden_size=768,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    intermediate_size=3072,
+    vocab_size=119547,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+)
+DEBERTA_V3_BASE = dict(
+    model_type="deberta-v2",
+    hidden_size=768,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    intermediate_size=3072,
+    vocab_size=128100,
+    max_position_embeddings=512,
+    type_vocab_size=0,
+    relative_attention=True,
+    position_buckets=256,
+    norm_rel_ebd="layer_norm",
+    share_att_key=True,
+    pos_att_type=["p2c", "c2p"],
+    position_biased_input=False,
+    max_relative_positions=-1,
+    layer_norm_eps=1e-7,
+    hidden_act="gelu",
+)
 
 # One entry per metric: the shape it is measured at, the tokenizer family, the run's batch size and dtype, and
 # how many triplets per direction the full run scores (0 = the whole release).
 SHAPES = {
-    "COMET-22": dict(shape="XLM-R large (560M), wmt22-comet-da head", config=XLMR_LARGE, tokenizer="xlmr", batch=256,
-                     dtype="float16", limit=0, comet="regression"),
-    "BERTScore": dict(shape="mBERT base (layer 9 of 12)", config=MBERT, tokenizer="bert", batch=256, dtype="float32",
-                      limit=0),
-    "OmniScore": dict(shape="DeBERTa-v3 base, 4 heads", config=DEBERTA_V3_BASE, tokenizer="bert", batch=256,
-                      dtype="bfloat16", limit=0),
-    "BLEURT-20": dict(shape="RemBERT-32 (BLEURT-20, 579M)", config=REMBERT_BLEURT20, tokenizer="bleurt", batch=256,
-                      dtype="bfloat16", limit=2000),
-    "MetricX-24": dict(shape="mT5-large (1.2B), MetricX-24 hybrid large", config=MT5_LARGE, tokenizer="t5", batch=128,
-                       dtype="bfloat16", limit=1000),
-    "xCOMET-XL": dict(shape="XLM-R XL (3.5B), XCOMET-XL head", config=XLMR_XL, tokenizer="xlmr", batch=64,
-                      dtype="bfloat16", limit=300, comet="xcomet"),
+    "COMET-22": dict(
+        shape="XLM-R large (560M), wmt22-comet-da head",
+        config=XLMR_LARGE,
+        tokenizer="xlmr",
+        batch=256,
+        dtype="float16",
+        limit=0,
+        comet="regression",
+    ),
+    "BERTScore": dict(
+        shape="mBERT base (layer 9 of 12)", config=MBERT, tokenizer="bert", batch=256, dtype="float32", limit=0
+    ),
+    "OmniScore": dict(
+        shape="DeBERTa-v3 base, 4 heads", config=DEBERTA_V3_BASE, tokenizer="bert", batch=256, dtype="bfloat16", limit=0
+    ),
+    "BLEURT-20": dict(
+        shape="RemBERT-32 (BLEURT-20, 579M)",
+        config=REMBERT_BLEURT20,
+        tokenizer="bleurt",
+        batch=256,
+        dtype="bfloat16",
+        limit=2000,
+    ),
+    "MetricX-24": dict(
+        shape="mT5-large (1.2B), MetricX-24 hybrid large",
+        config=MT5_LARGE,
+        tokenizer="t5",
+        batch=128,
+        dtype="bfloat16",
+        limit=1000,
+    ),
+    "xCOMET-XL": dict(
+        shape="XLM-R XL (3.5B), XCOMET-XL head",
+        config=XLMR_XL,
+        tokenizer="xlmr",
+        batch=64,
+        dtype="bfloat16",
+        limit=300,
+        comet="xcomet",
+    ),
 }
 # A COMET model's scoring runs after comet-score: (name for --comet-variants, result key suffix, dtype, --option
 # values). float16 runs score the CLI's triplets, the others a subset. encode_once is for regression models only
 # (xCOMET reads the triplet as one input and refuses it).
-COMET_VARIANTS = (("float16", "", "float16", ()), ("encode_once", "_encode_once", "float16", ("encode_once=true",)),
-                  ("float32", "_float32", "float32", ()), ("bfloat16", "_bfloat16", "bfloat16", ()))
+COMET_VARIANTS = (
+    ("float16", "", "float16", ()),
+    ("encode_once", "_encode_once", "float16", ("encode_once=true",)),
+    ("float32", "_float32", "float32", ()),
+    ("bfloat16", "_bfloat16", "bfloat16", ()),
+)
 COMET_OTHER_DTYPES_LIMIT = 1000  # COMET in float32 and bfloat16: at most the first 1,000 triplets per direction
 
 
 # --- step 1: tokenizers ---------------------------------------------------------------------------------
+
 
 def corpus() -> list[str]:
     import pyarrow.parquet as pq
@@ -108,8 +199,16 @@ def prepare(out: Path) -> None:
     text.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def sentencepiece(name: str, **ids) -> Path:
-        spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(out / name), vocab_size=VOCAB, model_type="unigram",
-                                       character_coverage=0.9995, hard_vocab_limit=False, minloglevel=2, **ids)
+        spm.SentencePieceTrainer.train(
+            input=str(text),
+            model_prefix=str(out / name),
+            vocab_size=VOCAB,
+            model_type="unigram",
+            character_coverage=0.9995,
+            hard_vocab_limit=False,
+            minloglevel=2,
+            **ids,
+        )
         return out / f"{name}.model"
 
     def padded(model: Path, size: int) -> Path:
@@ -127,8 +226,9 @@ def prepare(out: Path) -> None:
     # Fast tokenizers are saved (tokenizer.json), so the GPU machine converts nothing.
     xlmr = XLMRobertaTokenizerFast(vocab_file=str(sentencepiece("xlmr")))
     xlmr.save_pretrained(out / "xlmr")
-    t5 = T5TokenizerFast(vocab_file=str(padded(sentencepiece("t5", pad_id=0, eos_id=1, unk_id=2, bos_id=-1), 250000)),
-                         extra_ids=100)
+    t5 = T5TokenizerFast(
+        vocab_file=str(padded(sentencepiece("t5", pad_id=0, eos_id=1, unk_id=2, bos_id=-1), 250000)), extra_ids=100
+    )
     t5.save_pretrained(out / "t5")
     sentencepiece("bleurt", pad_id=0, unk_id=1, bos_id=2, eos_id=3)
     (out / "bleurt").mkdir(exist_ok=True)
@@ -145,8 +245,15 @@ def prepare(out: Path) -> None:
 
 # --- step 2: models with random weights, on the GPU -------------------------------------------------------
 
-TINY_DIMS = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "d_model": 64, "d_ff": 128, "d_kv": 16,
-             "num_heads": 4}
+TINY_DIMS = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "d_model": 64,
+    "d_ff": 128,
+    "d_kv": 16,
+    "num_heads": 4,
+}
 
 
 def shaped(config: dict, smoke: bool, tiny: bool = False) -> dict:
@@ -177,8 +284,12 @@ def build_model(metric: str, spec: dict, tok: Path, root: Path, smoke: bool, dev
         elif metric == "MetricX-24":
             from transformers import MT5Config, MT5ForConditionalGeneration
 
-            cfg = MT5Config(**{k: v for k, v in config.items() if k not in ("model_type", "torch_dtype")}, pad_token_id=0,
-                            eos_token_id=1, decoder_start_token_id=0)
+            cfg = MT5Config(
+                **{k: v for k, v in config.items() if k not in ("model_type", "torch_dtype")},
+                pad_token_id=0,
+                eos_token_id=1,
+                decoder_start_token_id=0,
+            )
             MT5ForConditionalGeneration(cfg).to(torch.bfloat16).save_pretrained(d)  # MetricX-24 ships bf16 weights
             _copy_tokenizer(tok / "t5", d)
         elif metric == "BLEURT-20":
@@ -197,10 +308,13 @@ def build_model(metric: str, spec: dict, tok: Path, root: Path, smoke: bool, dev
             from transformers import DebertaV2Config, DebertaV2Model
 
             backbone = root / "deberta-backbone"
-            DebertaV2Model(DebertaV2Config(**{k: v for k, v in config.items() if k != "model_type"})).save_pretrained(backbone)
+            DebertaV2Model(DebertaV2Config(**{k: v for k, v in config.items() if k != "model_type"})).save_pretrained(
+                backbone
+            )
             _copy_tokenizer(tok / "bert", backbone)
             model = OmniScoreModel.from_backbone(
-                str(backbone), score_names=["informativeness", "clarity", "plausibility", "faithfulness"], num_scores=4)
+                str(backbone), score_names=["informativeness", "clarity", "plausibility", "faithfulness"], num_scores=4
+            )
             model.save_pretrained(d)
             _copy_tokenizer(tok / "bert", d)
         else:
@@ -227,20 +341,37 @@ def _comet_checkpoint(d: Path, spec: dict, config: dict, tok: Path) -> None:
     encoder = d / "encoder"
     encoder.mkdir(parents=True)
     _copy_tokenizer(tok, encoder)
-    (encoder / "config.json").write_text(json.dumps({**config, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}))
+    (encoder / "config.json").write_text(
+        json.dumps({**config, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2})
+    )
     layers = config["num_hidden_layers"]
     if spec["comet"] == "regression":  # wmt22-comet-da's hparams.yaml
-        model = RegressionMetric(encoder_model="XLM-RoBERTa", pretrained_model=str(encoder), load_pretrained_weights=False,
-                                 layer="mix", layer_transformation="sparsemax", pool="avg", hidden_sizes=[3072, 1024],
-                                 activations="Tanh", dropout=0.1, final_activation=None)
+        model = RegressionMetric(
+            encoder_model="XLM-RoBERTa",
+            pretrained_model=str(encoder),
+            load_pretrained_weights=False,
+            layer="mix",
+            layer_transformation="sparsemax",
+            pool="avg",
+            hidden_sizes=[3072, 1024],
+            activations="Tanh",
+            dropout=0.1,
+            final_activation=None,
+        )
     else:  # XCOMET-XL's hparams.yaml
-        model = XCOMETMetric(encoder_model="XLM-RoBERTa-XL", pretrained_model=str(encoder), load_pretrained_weights=False,
-                             word_layer=layers)  # its defaults are XCOMET-XL's
+        model = XCOMETMetric(
+            encoder_model="XLM-RoBERTa-XL",
+            pretrained_model=str(encoder),
+            load_pretrained_weights=False,
+            word_layer=layers,
+        )  # its defaults are XCOMET-XL's
     hparams = dict(model.hparams)
     (d / "checkpoints").mkdir(parents=True)
     state = {k: v.cpu() for k, v in model.state_dict().items()}
-    torch.save({"state_dict": state, "pytorch-lightning_version": pl.__version__, "hyper_parameters": hparams},
-               d / "checkpoints" / "model.ckpt")
+    torch.save(
+        {"state_dict": state, "pytorch-lightning_version": pl.__version__, "hyper_parameters": hparams},
+        d / "checkpoints" / "model.ckpt",
+    )
     (d / "hparams.yaml").write_text(yaml.safe_dump(hparams))
     del model, state
 
@@ -254,7 +385,7 @@ class GpuMemory:
 
             pynvml.nvmlInit()
             self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception:  # noqa: BLE001 - no GPU (a CPU check of this script): nothing to measure
+        except Exception:
             self.nvml = None
 
     def used(self) -> int:
@@ -291,13 +422,40 @@ def timed_process(cmd: list[str], log: Path, until: float) -> tuple[float, float
     return wall, mem.peak_gib, rc
 
 
-def scoring_cmd(release: Path, metric: str, model: Path, out: Path, spec: dict, dtype: str, device: str,
-                options: tuple[str, ...] = ()) -> list[str]:
+def scoring_cmd(
+    release: Path,
+    metric: str,
+    model: Path,
+    out: Path,
+    spec: dict,
+    dtype: str,
+    device: str,
+    options: tuple[str, ...] = (),
+) -> list[str]:
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)  # a timed run starts from nothing (the runner would resume finished parts)
-    cmd = [sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", metric, "--model", str(model),
-           "--out", str(out), "--batch-size", str(spec["batch"]), "--dtype", dtype, "--device", device, "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "scoring",
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        metric,
+        "--model",
+        str(model),
+        "--out",
+        str(out),
+        "--batch-size",
+        str(spec["batch"]),
+        "--dtype",
+        dtype,
+        "--device",
+        device,
+        "--quiet",
+    ]
     for option in options:
         cmd += ["--option", option]
     if metric == "BERTScore":  # bert-score's layer for mBERT (fewer in a smoke run's 2-layer model)
@@ -366,14 +524,19 @@ def run(args) -> None:
     work.mkdir(parents=True, exist_ok=True)
     tok = Path(args.tokenizers)
     release = Path(args.release)
-    results: dict = {"gpu": torch.cuda.get_device_name(0) if args.device != "cpu" else "CPU check", "torch": torch.__version__, "smoke": args.smoke,
-                     "weights": "random", "metrics": {}}
+    results: dict = {
+        "gpu": torch.cuda.get_device_name(0) if args.device != "cpu" else "CPU check",
+        "torch": torch.__version__,
+        "smoke": args.smoke,
+        "weights": "random",
+        "metrics": {},
+    }
     from importlib.metadata import version
 
     for dist in ("transformers", "unbabel-comet", "bert-score", "numpy", "pytorch-lightning"):
         try:
             results[dist] = version(dist)
-        except Exception as exc:  # noqa: BLE001 - report what is missing, go on
+        except Exception as exc:
             results[dist] = f"missing ({exc})"
     print(json.dumps(results), flush=True)
     wanted = args.only.split(",") if args.only else list(SHAPES)
@@ -395,7 +558,9 @@ def run(args) -> None:
             started = time.perf_counter()
             model = build_model(metric, spec, tok, work / "models", args.smoke, args.device)
             row["build_s"] = round(time.perf_counter() - started, 1)
-            limit = args.limit if args.limit is not None else 16 if args.smoke else args.limits.get(metric, spec["limit"])
+            limit = (
+                args.limit if args.limit is not None else 16 if args.smoke else args.limits.get(metric, spec["limit"])
+            )
             sub, ids, texts = subset_release(release, limit, work / f"release-{metric}")
             row["triplets"] = len(ids)
             if "comet" in spec:
@@ -403,13 +568,17 @@ def run(args) -> None:
             else:
                 wall, peak, rc = timed_process(
                     scoring_cmd(sub, metric, model, work / f"scores-{metric}", spec, spec["dtype"], args.device),
-                    logs / f"{metric}.log", args.until)
-                row.update(scoring_wall_s=round(wall, 1), seg_per_s=round(len(ids) / wall, 1), peak_gib=round(peak, 1), rc=rc)
+                    logs / f"{metric}.log",
+                    args.until,
+                )
+                row.update(
+                    scoring_wall_s=round(wall, 1), seg_per_s=round(len(ids) / wall, 1), peak_gib=round(peak, 1), rc=rc
+                )
                 if rc == 0:
                     row["steady_seg_per_s"] = steady_rate(work / f"scores-{metric}", metric)
                 else:
                     row["error"] = (logs / f"{metric}.log").read_text()[-1500:]
-        except Exception as exc:  # noqa: BLE001 - one metric's failure is a finding, the others still run
+        except Exception as exc:
             import traceback
 
             row["error"] = "".join(traceback.format_exception(exc))[-1500:]
@@ -431,18 +600,38 @@ def comet_score_command(texts: dict[str, list[str]], model: Path, batch_size: in
     COMET model directory ``model``; its segment scores go to ``work/cli.json`` (``comet_score_scores``)."""
     for name, lines in texts.items():
         (work / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return [sys.executable, "-c", "import sys; from comet.cli.score import score_command; sys.exit(score_command())",
-            "-s", str(work / "src.txt"), "-t", str(work / "mt.txt"), "-r", str(work / "ref.txt"),
-            "--model", str(model / "checkpoints" / "model.ckpt"), "--batch_size", str(batch_size), "--gpus", str(gpus),
-            "--quiet", "--only_system", "--num_workers", "0", "--to_json", str(work / "cli.json")]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from comet.cli.score import score_command; sys.exit(score_command())",
+        "-s",
+        str(work / "src.txt"),
+        "-t",
+        str(work / "mt.txt"),
+        "-r",
+        str(work / "ref.txt"),
+        "--model",
+        str(model / "checkpoints" / "model.ckpt"),
+        "--batch_size",
+        str(batch_size),
+        "--gpus",
+        str(gpus),
+        "--quiet",
+        "--only_system",
+        "--num_workers",
+        "0",
+        "--to_json",
+        str(work / "cli.json"),
+    ]
 
 
 def comet_score_scores(work: Path) -> list[float]:
     return [row["COMET"] for row in json.loads((work / "cli.json").read_text())[str(work / "mt.txt")]]
 
 
-def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str], texts: dict, spec: dict, work: Path,
-                 out: Path, args) -> None:
+def comet_vs_cli(
+    row: dict, metric: str, model: Path, sub: Path, ids: list[str], texts: dict, spec: dict, work: Path, out: Path, args
+) -> None:
     """comet-score (unbabel-comet's CLI, which always runs the model in float16: ``model.half()``) against
     ``python -m scoring run --dtype float16`` on the same checkpoint and triplets, each end to end, at the same batch
     size; then the same triplets with ``encode_once`` (each distinct sentence embedded once; regression models such
@@ -462,19 +651,30 @@ def comet_vs_cli(row: dict, metric: str, model: Path, sub: Path, ids: list[str],
         scores_dir = work / f"scores-{metric}{key}"
         release, n = sub, len(ids)
         if dtype != "float16":
-            per_direction = min(args.limit or COMET_OTHER_DTYPES_LIMIT, args.limits.get(metric, spec["limit"]) or COMET_OTHER_DTYPES_LIMIT)
+            per_direction = min(
+                args.limit or COMET_OTHER_DTYPES_LIMIT,
+                args.limits.get(metric, spec["limit"]) or COMET_OTHER_DTYPES_LIMIT,
+            )
             release, sub_ids, _ = subset_release(sub, per_direction, work / "release-comet-subset")
             n = len(sub_ids)
             row[f"triplets{key}"] = n
-        wall, peak, rc = timed_process(scoring_cmd(release, metric, model, scores_dir, spec, dtype, args.device, options),
-                                       out / f"{metric}{key}.log", args.until)
+        wall, peak, rc = timed_process(
+            scoring_cmd(release, metric, model, scores_dir, spec, dtype, args.device, options),
+            out / f"{metric}{key}.log",
+            args.until,
+        )
         if rc:
             row["error" + key] = (out / f"{metric}{key}.log").read_text()[-1500:]
             continue
         ours = read_scores(scores_dir, metric)
-        row.update({f"seg_per_s{key}": round(n / wall, 1), f"peak_gib{key}": round(peak, 1),
-                    f"max_abs_diff{key}": max(abs(ours[i] - c) for i, c in zip(ids, cli_scores) if i in ours),
-                    f"steady_seg_per_s{key}": steady_rate(scores_dir, metric)})
+        row.update(
+            {
+                f"seg_per_s{key}": round(n / wall, 1),
+                f"peak_gib{key}": round(peak, 1),
+                f"max_abs_diff{key}": max(abs(ours[i] - c) for i, c in zip(ids, cli_scores) if i in ours),
+                f"steady_seg_per_s{key}": steady_rate(scores_dir, metric),
+            }
+        )
         if dtype == "float16":  # the CLI's own triplets: a ratio against it
             row[f"ratio{key}"] = round(wall_cli / wall, 3)
         if args.smoke and key:
@@ -496,15 +696,28 @@ def sweep(args) -> None:
     model = build_model(args.metric, spec, Path(args.tokenizers), work / "models", False, args.device)
     sub, ids, _ = subset_release(Path(args.release), args.limit, work / f"release-{args.metric}")
     dtype = args.dtype or spec["dtype"]
-    results = {"gpu": torch.cuda.get_device_name(0) if args.device != "cpu" else "CPU check", "torch": torch.__version__,
-               "weights": "random", "metric": args.metric, "shape": spec["shape"], "dtype": dtype, "options": args.option,
-               "triplets": len(ids), "runs": []}
+    results = {
+        "gpu": torch.cuda.get_device_name(0) if args.device != "cpu" else "CPU check",
+        "torch": torch.__version__,
+        "weights": "random",
+        "metric": args.metric,
+        "shape": spec["shape"],
+        "dtype": dtype,
+        "options": args.option,
+        "triplets": len(ids),
+        "runs": [],
+    }
     deadline = time.monotonic() + args.budget
     for size in (int(x) for x in args.batch_sizes.split(",")):
         scores = work / f"scores-{args.metric}-{size}"
         log = work / "logs" / f"{args.metric}-batch{size}.log"
-        wall, peak, rc = timed_process(scoring_cmd(sub, args.metric, model, scores, dict(spec, batch=size), dtype, args.device,
-                                                   tuple(args.option)), log, deadline)
+        wall, peak, rc = timed_process(
+            scoring_cmd(
+                sub, args.metric, model, scores, dict(spec, batch=size), dtype, args.device, tuple(args.option)
+            ),
+            log,
+            deadline,
+        )
         run = {"batch_size": size, "rc": rc, "seg_per_s": round(len(ids) / wall, 1), "peak_gib": round(peak, 1)}
         if rc == 0:
             run["steady_seg_per_s"] = steady_rate(scores, args.metric)
@@ -516,23 +729,31 @@ def sweep(args) -> None:
 
 
 def table(results: dict) -> None:
-    print(f"\n{results['gpu']}, torch {results['torch']}, random weights{' (SMOKE: 2 layers)' if results['smoke'] else ''}")
+    print(
+        f"\n{results['gpu']}, torch {results['torch']}, random weights{' (SMOKE: 2 layers)' if results['smoke'] else ''}"
+    )
     print(f"{'metric':<11} {'triplets':>8} {'seg/s':>8} {'steady':>8} {'peak GiB':>8} {'batch':>5} {'dtype':<9} shape")
     for metric, r in results["metrics"].items():
         if "error" in r or "skipped" in r:
             print(f"{metric:<11} {r.get('skipped') or 'FAILED: ' + r['error'].strip().splitlines()[-1][:160]}")
             continue
-        print(f"{metric:<11} {r.get('triplets', 0):>8} {r.get('seg_per_s', 0):>8} {r.get('steady_seg_per_s') or 0:>8.0f} "
-              f"{r.get('peak_gib', 0):>8} {r['batch_size']:>5} {r['dtype']:<9} {r['shape']}")
+        print(
+            f"{metric:<11} {r.get('triplets', 0):>8} {r.get('seg_per_s', 0):>8} {r.get('steady_seg_per_s') or 0:>8.0f} "
+            f"{r.get('peak_gib', 0):>8} {r['batch_size']:>5} {r['dtype']:<9} {r['shape']}"
+        )
         if "cli_seg_per_s" in r:
-            print(f"{'':<11} comet-score (float16) {r['cli_seg_per_s']} seg/s, peak {r['cli_peak_gib']} GiB; ratio "
-                  f"{r.get('ratio')} (target >= 0.95); max |diff| {r.get('max_abs_diff', float('nan')):.2e}")
+            print(
+                f"{'':<11} comet-score (float16) {r['cli_seg_per_s']} seg/s, peak {r['cli_peak_gib']} GiB; ratio "
+                f"{r.get('ratio')} (target >= 0.95); max |diff| {r.get('max_abs_diff', float('nan')):.2e}"
+            )
             for _, key, dtype, options in COMET_VARIANTS[1:]:
                 if f"seg_per_s{key}" in r:
                     ratio = f", ratio {r[f'ratio{key}']}" if r.get(f"ratio{key}") else ""
-                    print(f"{'':<11} scoring {dtype} {' '.join(options)}: {r[f'seg_per_s{key}']} seg/s (steady "
-                          f"{r[f'steady_seg_per_s{key}']}){ratio}, peak {r[f'peak_gib{key}']} GiB, max |diff| vs comet-score "
-                          f"{r[f'max_abs_diff{key}']:.2e}")
+                    print(
+                        f"{'':<11} scoring {dtype} {' '.join(options)}: {r[f'seg_per_s{key}']} seg/s (steady "
+                        f"{r[f'steady_seg_per_s{key}']}){ratio}, peak {r[f'peak_gib{key}']} GiB, max |diff| vs comet-score "
+                        f"{r[f'max_abs_diff{key}']:.2e}"
+                    )
 
 
 def main() -> None:
@@ -549,9 +770,14 @@ def main() -> None:
     r.add_argument("--smoke", action="store_true", help="2 layers, 16 triplets per direction")
     r.add_argument("--device", default="cuda", help="cpu: check the paths here with small widths (no figures)")
     r.add_argument("--limit", type=int, help="triplets per direction for every metric (default: SHAPES' own)")
-    r.add_argument("--limits", default="", help="per-metric triplets per direction, e.g. xCOMET-XL=100 (over SHAPES' own)")
-    r.add_argument("--comet-variants", default=",".join(v[0] for v in COMET_VARIANTS),
-                   help="the scoring runs beside comet-score, of: " + ", ".join(v[0] for v in COMET_VARIANTS))
+    r.add_argument(
+        "--limits", default="", help="per-metric triplets per direction, e.g. xCOMET-XL=100 (over SHAPES' own)"
+    )
+    r.add_argument(
+        "--comet-variants",
+        default=",".join(v[0] for v in COMET_VARIANTS),
+        help="the scoring runs beside comet-score, of: " + ", ".join(v[0] for v in COMET_VARIANTS),
+    )
     r.add_argument("--budget", type=float, default=480, help="seconds; metrics not started by then are skipped")
     w = sub.add_parser("sweep", help="one metric at several batch sizes (the batch size that fills the GPU)")
     w.add_argument("--tokenizers", required=True)
@@ -564,13 +790,17 @@ def main() -> None:
     w.add_argument("--dtype", help="default: SHAPES' own")
     w.add_argument("--option", action="append", default=[], help="KEY=VALUE for the scorer, e.g. encode_once=true")
     w.add_argument("--device", default="cuda")
-    w.add_argument("--budget", type=float, default=480, help="seconds; each run is stopped 30 s after this at the latest")
+    w.add_argument(
+        "--budget", type=float, default=480, help="seconds; each run is stopped 30 s after this at the latest"
+    )
     args = ap.parse_args()
     if args.command == "sweep":
         sweep(args)
         return
     if args.command == "run":
-        args.limits = {k.strip(): int(v) for k, v in (item.split("=", 1) for item in args.limits.split(",") if item.strip())}
+        args.limits = {
+            k.strip(): int(v) for k, v in (item.split("=", 1) for item in args.limits.split(",") if item.strip())
+        }
         unknown = set(args.limits) - set(SHAPES)
         args.comet_variants = {v.strip() for v in args.comet_variants.split(",") if v.strip()}
         unknown_variants = args.comet_variants - {v[0] for v in COMET_VARIANTS}

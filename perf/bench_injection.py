@@ -9,6 +9,7 @@ request at a time (what the published XQ-MEval script does), measured in the sam
 --end-to-end also runs the whole service path (plan, generate, post-process, checks, one transaction per
 result) on a temporary SQLite database.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,20 +26,38 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from injection.backends import EditTask, GenerationRequest, Sampling, get_backend  # noqa: E402
 from core.domain.edit_types import edit_type  # noqa: E402
+from injection.backends import EditTask, GenerationRequest, Sampling, get_backend  # noqa: E402
 from injection.domain.prompts import build_prompt  # noqa: E402
 
-REFERENCE = "Führende Forscher sagen, dass dies die Früherkennung von Krebs, Tuberkulose, HIV und Malaria bringen könnte."
+REFERENCE = (
+    "Führende Forscher sagen, dass dies die Früherkennung von Krebs, Tuberkulose, HIV und Malaria bringen könnte."
+)
 SOURCE = "Lead researchers say this may bring early detection of cancer, tuberculosis, HIV and malaria."
 
 
 def requests(n: int) -> list[GenerationRequest]:
     out = []
     for i in range(n):
-        name, position = [("Addition", "head"), ("Omission", "end"), ("Mistranslation", "head"), ("Untranslated", "end")][i % 4]
-        prompt = build_prompt(edit_type("mqm", name), reference=REFERENCE, source=SOURCE, language="de", position=position, structured=True)
-        out.append(GenerationRequest(str(i), prompt.messages, EditTask(REFERENCE, SOURCE, "de", "mqm", name, position), prompt.version))
+        name, position = [
+            ("Addition", "head"),
+            ("Omission", "end"),
+            ("Mistranslation", "head"),
+            ("Untranslated", "end"),
+        ][i % 4]
+        prompt = build_prompt(
+            edit_type("mqm", name),
+            reference=REFERENCE,
+            source=SOURCE,
+            language="de",
+            position=position,
+            structured=True,
+        )
+        out.append(
+            GenerationRequest(
+                str(i), prompt.messages, EditTask(REFERENCE, SOURCE, "de", "mqm", name, position), prompt.version
+            )
+        )
     return out
 
 
@@ -67,8 +86,17 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
     project, _ = ensure_project("bench")
     rows = [CorpusRow(str(i), SOURCE, f"{REFERENCE} ({i})", f"row {i}") for i in range(n_segments)]
     import_corpus_rows(project, "en-de", rows, "bench")
-    run = services.plan_run(services.RunSpec(project=project, kind="mqm", backend="openai", directions=["en-de"], model="gpt-4o",
-                                             base_url=base_url, concurrency=concurrency))
+    run = services.plan_run(
+        services.RunSpec(
+            project=project,
+            kind="mqm",
+            backend="openai",
+            directions=["en-de"],
+            model="gpt-4o",
+            base_url=base_url,
+            concurrency=concurrency,
+        )
+    )
     start = time.perf_counter()
     run = services.execute_run(run.pk)
     return time.perf_counter() - start, run.done
@@ -80,8 +108,12 @@ def stub_process(latency: float):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.stub_openai", "--port", str(port), "--latency", str(latency)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.stub_openai", "--port", str(port), "--latency", str(latency)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -104,7 +136,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--requests", type=int, default=1280)  # 40 rounds of C: start-up (client, TCP connections) amortised
+    parser.add_argument(
+        "--requests", type=int, default=1280
+    )  # 40 rounds of C: start-up (client, TCP connections) amortised
     parser.add_argument("--serial-requests", type=int, default=25)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--end-to-end", action="store_true")
@@ -132,16 +166,26 @@ def main() -> None:
         serial_rps = ok1 / t1
         median_rps = sorted(rates)[len(rates) // 2]
         print(f"latency L = {L * 1000:.0f} ms, concurrency C = {C}, bound C/L = {bound:.1f} req/s")
-        print(f"one at a time : {ok1:4d} requests in {t1:6.2f} s = {serial_rps:6.1f} req/s ({serial_rps * L:.3f} of 1/L)")
-        print(f"C in flight   : {okc:4d} requests x {args.repeats} runs: " + ", ".join(f"{r:.1f}" for r in rates) + " req/s")
+        print(
+            f"one at a time : {ok1:4d} requests in {t1:6.2f} s = {serial_rps:6.1f} req/s ({serial_rps * L:.3f} of 1/L)"
+        )
+        print(
+            f"C in flight   : {okc:4d} requests x {args.repeats} runs: "
+            + ", ".join(f"{r:.1f}" for r in rates)
+            + " req/s"
+        )
         print(f"fraction of bound: best {concurrent_rps / bound:.3f}, median {median_rps / bound:.3f} (target >= 0.9)")
         print(f"speed-up over one at a time: {concurrent_rps / serial_rps:.1f}x")
-        print(f"client CPU per request: {client_cpu * 1000:.2f} ms; machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"client CPU per request: {client_cpu * 1000:.2f} ms; machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        )
         if args.end_to_end:
             n_segments = max(1, args.requests // 8)
             te, done = end_to_end(server.base_url, n_segments, C)
             rps = done / te
-            print(f"end to end (service, SQLite, checks): {done} candidates in {te:.2f} s = {rps:.1f} req/s, {rps / bound:.3f} of bound")
+            print(
+                f"end to end (service, SQLite, checks): {done} candidates in {te:.2f} s = {rps:.1f} req/s, {rps / bound:.3f} of bound"
+            )
 
 
 if __name__ == "__main__":

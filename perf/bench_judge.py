@@ -17,6 +17,7 @@ are barriers (a stage's last wave may be partly empty), so this share is below t
 
 The same figure for an injection run: .venv/bin/python perf/bench_injection.py --latency 1 --requests 800 --repeats 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,13 @@ def stub_process(latency: float):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "scoring.judges.stub", "--port", str(port), "--latency", str(latency)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scoring.judges.stub", "--port", str(port), "--latency", str(latency)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         proc.stdout.readline()  # "judge stub on ..."
         yield f"http://127.0.0.1:{port}/v1"
@@ -57,8 +63,15 @@ def segments(n: int) -> list[Segment]:
 
 
 def throughput(base_url: str, n: int, concurrency: int, cache_dir: str) -> tuple[float, int, float]:
-    scorer = get_metric("gemba-mqm").build(judge={"model": "stub-judge", "base_url": base_url, "concurrency": concurrency,
-                                                  "cache_dir": cache_dir, "timeout": 30})
+    scorer = get_metric("gemba-mqm").build(
+        judge={
+            "model": "stub-judge",
+            "base_url": base_url,
+            "concurrency": concurrency,
+            "cache_dir": cache_dir,
+            "timeout": 30,
+        }
+    )
     cpu0 = time.process_time()
     start = time.perf_counter()
     result = scorer.score(segments(n))
@@ -75,16 +88,31 @@ def calls_per_triplet(base_url: str, n: int, work: Path) -> dict[str, tuple[floa
     release = write_release_from_shared(work / "release", shared, directions=("en-de",))
     out = {}
     for metric in ("gemba-mqm", "askqe", "cef", "dcr"):
-        opts = ScoreOptions(judge={"model": "stub-judge", "base_url": base_url, "concurrency": 32, "cache_dir": str(work / f"cache-{metric}")}, limit=n,
-                            extra={"nli_model": "none"} if metric == "askqe" else {})
+        opts = ScoreOptions(
+            judge={
+                "model": "stub-judge",
+                "base_url": base_url,
+                "concurrency": 32,
+                "cache_dir": str(work / f"cache-{metric}"),
+            },
+            limit=n,
+            extra={"nli_model": "none"} if metric == "askqe" else {},
+        )
         [summary] = score_release(release, [metric], out=work / "scores", options=opts)
         judge = summary["judge"]
         out[metric] = (judge["calls"] / summary["n"], judge["sent"] / summary["n"])
     return out
 
 
-def whole_run(base_url: str, n: int, concurrency: int, latency: float, work: Path, repo: Path = REPO,
-              options: tuple[str, ...] = ("--option", "nli_model=none")) -> None:
+def whole_run(
+    base_url: str,
+    n: int,
+    concurrency: int,
+    latency: float,
+    work: Path,
+    repo: Path = REPO,
+    options: tuple[str, ...] = ("--option", "nli_model=none"),
+) -> None:
     """``repo``: the checkout whose ``scoring`` runs (an older one gives the figure before a change)."""
     import json
 
@@ -94,16 +122,43 @@ def whole_run(base_url: str, n: int, concurrency: int, latency: float, work: Pat
     release = write_release_from_shared(work / "release", shared, directions=("en-de",))
     out = work / "scores"
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "cef,askqe,gemba-mqm,dcr",
-                    "--directions", "en-de", "--limit", str(n), *options, "--judge-url", base_url,
-                    "--judge-model", "stub-judge", "--concurrency", str(concurrency), "--out", str(out), "--quiet"], cwd=repo, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scoring",
+            "run",
+            "--release",
+            str(release),
+            "--metrics",
+            "cef,askqe,gemba-mqm,dcr",
+            "--directions",
+            "en-de",
+            "--limit",
+            str(n),
+            *options,
+            "--judge-url",
+            base_url,
+            "--judge-model",
+            "stub-judge",
+            "--concurrency",
+            str(concurrency),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        cwd=repo,
+        check=True,
+    )
     elapsed = time.perf_counter() - start
     summary = json.loads((out / "summary.json").read_text())["metrics"]
     sent = {m: summary[m]["directions"]["en-de"]["judge"]["sent"] for m in summary}
     total = sum(sent.values())
     bound = concurrency / latency
-    print(f"scoring run, 4 judge metrics, {n} en-de triplets: {total} requests in {elapsed:.1f} s = {total / elapsed:.1f} req/s, "
-          f"{total / elapsed / bound:.3f} of the bound C/L = {bound:.1f} (target >= 0.95)")
+    print(
+        f"scoring run, 4 judge metrics, {n} en-de triplets: {total} requests in {elapsed:.1f} s = {total / elapsed:.1f} req/s, "
+        f"{total / elapsed / bound:.3f} of the bound C/L = {bound:.1f} (target >= 0.95)"
+    )
     print("  requests sent per metric: " + ", ".join(f"{m} {k} ({k / n:.2f} per triplet)" for m, k in sent.items()))
     print(f"  {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
 
@@ -114,7 +169,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--triplets", type=int, default=120)
-    parser.add_argument("--run", type=int, metavar="N", help="time the whole four-metric scoring run on N triplets instead")
+    parser.add_argument(
+        "--run", type=int, metavar="N", help="time the whole four-metric scoring run on N triplets instead"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-local-benchmark")
     import logging
@@ -131,9 +188,13 @@ def main() -> None:
         elapsed, ok, cpu = throughput(base_url, args.requests, C, f"{tmp}/cache")
         rate = ok / elapsed
         print(f"latency L = {L * 1000:.0f} ms, concurrency C = {C}, bound C/L = {bound:.1f} req/s")
-        print(f"gemba-mqm judge path: {ok} triplets in {elapsed:.2f} s = {rate:.1f} req/s, {rate / bound:.3f} of bound (target >= 0.95)")
-        print(f"client CPU per request (parse, cache write, accounting included): {cpu * 1000:.2f} ms; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"gemba-mqm judge path: {ok} triplets in {elapsed:.2f} s = {rate:.1f} req/s, {rate / bound:.3f} of bound (target >= 0.95)"
+        )
+        print(
+            f"client CPU per request (parse, cache write, accounting included): {cpu * 1000:.2f} ms; "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        )
         again, _, _ = throughput(base_url, args.requests, C, f"{tmp}/cache")
         print(f"rerun from the cache: {args.requests} triplets in {again:.2f} s (no request sent)")
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp, stub_process(0.0) as base_url:

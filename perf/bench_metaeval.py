@@ -11,6 +11,7 @@ fails if they do not. Scores are continuous metric scores (normal, 4 decimals) a
 (−5·k), like a release direction. Times are wall-clock, best of ``--repeats`` (the exhaustive search runs
 once).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from exports.metaeval.domain import _acc_23, _pair_counts, kendall_tau  # noqa: E402
+from exports.metaeval.domain import _acc_23, _pair_counts, kendall_tau
 
 
 def exhaustive(metric: np.ndarray, human: np.ndarray) -> tuple[float, float]:
@@ -64,7 +65,9 @@ def main() -> None:
         t_exh, (value, eps) = best_time(partial(exhaustive, metric, human), 1)
         if ours.value != value or ours.epsilon != eps:
             raise SystemExit(f"n={n}: sweep {ours.value}, ε={ours.epsilon} ≠ exhaustive {value}, ε={eps}")
-        print(f"n={n}: sweep {t_sweep * 1000:.1f} ms, exhaustive {t_exh:.2f} s ({t_exh / t_sweep:.0f}× slower); acc23 {value:.4f}, ε {eps:g}, equal")
+        print(
+            f"n={n}: sweep {t_sweep * 1000:.1f} ms, exhaustive {t_exh:.2f} s ({t_exh / t_sweep:.0f}× slower); acc23 {value:.4f}, ε {eps:g}, equal"
+        )
     for n in [int(x) for x in args.large.split(",") if x]:
         metric, human = case(n, n)
         t_sweep, ours = best_time(partial(kendall_tau, metric, human, "acc23", calibrate_ties=True), args.repeats)

@@ -19,6 +19,7 @@ triplets (levels k = 0..5, metric = 80 - 3k + noise of growing width) and 12 pse
 Both sides use the same seeds; the script checks that the values, p-values and clusters agree and prints the
 seconds of each side and their ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,21 +46,36 @@ def make_direction(rng, metrics: int, triplets: int):
 def ours(data, resamples: int, seed: int) -> dict:
     out = {}
     for d, (gold, scores, systems) in enumerate(data):
-        row = {m: [statistics.STATISTICS[s].compute(gold, v)[0] for s in ("pearson", "spearman", "kendall-b")]
-               for m, v in scores.items()}
-        ci = {m: statistics.bootstrap_interval("pearson", gold, v, resamples=resamples, seed=seed)
-              for m, v in scores.items()}
+        row = {
+            m: [statistics.STATISTICS[s].compute(gold, v)[0] for s in ("pearson", "spearman", "kendall-b")]
+            for m, v in scores.items()
+        }
+        ci = {
+            m: statistics.bootstrap_interval("pearson", gold, v, resamples=resamples, seed=seed)
+            for m, v in scores.items()
+        }
         sig = statistics.permutation_significance("pearson", gold, scores, resamples=resamples, seed=seed)
         sys_gold = np.array([gold[s].mean() for s in systems])
         sys_scores = {m: np.array([v[s].mean() for s in systems]) for m, v in scores.items()}
-        sys_row = {m: (statistics.pearson(sys_gold, v)[0], statistics.accuracy(sys_gold, v)[0])
-                   for m, v in sys_scores.items()}
+        sys_row = {
+            m: (statistics.pearson(sys_gold, v)[0], statistics.accuracy(sys_gold, v)[0]) for m, v in sys_scores.items()
+        }
         gold_seg = np.array([gold[s] for s in systems])
-        spa = {m: statistics.soft_pairwise_accuracy(gold_seg, np.array([v[s] for s in systems]))
-               for m, v in scores.items()}
+        spa = {
+            m: statistics.soft_pairwise_accuracy(gold_seg, np.array([v[s] for s in systems])) for m, v in scores.items()
+        }
         acc_sig = statistics.permutation_significance("accuracy", sys_gold, sys_scores, resamples=resamples, seed=seed)
-        out[d] = (row, {m: (c.low, c.high) for m, c in ci.items()}, sig.metrics, sig.ranks, sig.p_values, sys_row, spa,
-                  acc_sig.metrics, acc_sig.ranks)
+        out[d] = (
+            row,
+            {m: (c.low, c.high) for m, c in ci.items()},
+            sig.metrics,
+            sig.ranks,
+            sig.p_values,
+            sys_row,
+            spa,
+            acc_sig.metrics,
+            acc_sig.ranks,
+        )
     return out
 
 
@@ -79,27 +95,46 @@ def reference(data, resamples: int, seed: int, mtme) -> dict:
         np.random.seed(seed)
         ranks, sig, _, _ = data_mod.CompareMetrics(corr, scipy.stats.pearsonr, "none", k=resamples)
         sys_gold = [gold[s].mean() for s in systems]
-        sys_corr = {m: stats.Correlation(len(systems), sys_gold, [v[s].mean() for s in systems])
-                    for m, v in scores.items()}
+        sys_corr = {
+            m: stats.Correlation(len(systems), sys_gold, [v[s].mean() for s in systems]) for m, v in scores.items()
+        }
         sys_row = {}
         for m, c in sys_corr.items():
             agree, pairs = stats.Agreement(c.gold_scores, c.metric_scores)
             sys_row[m] = (c.Pearson()[0], agree / pairs)
         gold_flat = [x for s in systems for x in gold[s]]
-        spa = {m: stats.Correlation(len(systems), gold_flat, [x for s in systems for x in v[s]])
-               .PairwiseConfidenceError()[0] for m, v in scores.items()}
+        spa = {
+            m: stats.Correlation(len(systems), gold_flat, [x for s in systems for x in v[s]]).PairwiseConfidenceError()[
+                0
+            ]
+            for m, v in scores.items()
+        }
 
         def accuracy(g, v):
             agree, pairs = stats.Agreement(g, v)
             return agree / pairs, pairs
 
-        order = dict(sorted(((m, [accuracy(c.gold_scores, c.metric_scores)[0], 0]) for m, c in sys_corr.items()),
-                            key=lambda x: (-x[1][0], x[0])))
+        order = dict(
+            sorted(
+                ((m, [accuracy(c.gold_scores, c.metric_scores)[0], 0]) for m, c in sys_corr.items()),
+                key=lambda x: (-x[1][0], x[0]),
+            )
+        )
         np.random.seed(seed)
-        acc_sig, _, _ = data_mod.ComputeSigMatrix(sys_corr, order, accuracy, "none", resamples,
-                                                  stats.PermutationSigDiffParams(), False, "scores")
-        out[d] = (row, ci, list(ranks), [r[1] for r in ranks.values()], sig, sys_row, spa, list(order),
-                  data_mod.AssignRanks(acc_sig, 0.05))
+        acc_sig, _, _ = data_mod.ComputeSigMatrix(
+            sys_corr, order, accuracy, "none", resamples, stats.PermutationSigDiffParams(), False, "scores"
+        )
+        out[d] = (
+            row,
+            ci,
+            list(ranks),
+            [r[1] for r in ranks.values()],
+            sig,
+            sys_row,
+            spa,
+            list(order),
+            data_mod.AssignRanks(acc_sig, 0.05),
+        )
     return out
 
 
@@ -127,8 +162,11 @@ def main() -> None:
     parser.add_argument("--triplets", type=int, default=612, help="per direction (XQ-MEval: 102 per level x 6)")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--platform-only", action="store_true",
-                        help="time the platform alone (mt-metrics-eval takes ~30x as long; its ratio is per direction)")
+    parser.add_argument(
+        "--platform-only",
+        action="store_true",
+        help="time the platform alone (mt-metrics-eval takes ~30x as long; its ratio is per direction)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.mtme).resolve()))
     for optional in ("apache_beam", "dacite"):  # beam: parallel mode; dacite: rating files; neither used here
@@ -148,9 +186,11 @@ def main() -> None:
     ref = reference(data, args.resamples, args.seed, (data_mod, stats))
     ref_s = time.perf_counter() - start
     problems = agree(mine, ref)
-    print(f"{args.directions} directions x {args.metrics} metrics, {args.triplets} triplets each, "
-          f"{args.resamples} resamples: platform {ours_s:.1f} s, mt-metrics-eval {ref_s:.1f} s, "
-          f"ratio {ref_s / ours_s:.1f}x; {'same figures' if not problems else f'{len(problems)} differences'}")
+    print(
+        f"{args.directions} directions x {args.metrics} metrics, {args.triplets} triplets each, "
+        f"{args.resamples} resamples: platform {ours_s:.1f} s, mt-metrics-eval {ref_s:.1f} s, "
+        f"ratio {ref_s / ours_s:.1f}x; {'same figures' if not problems else f'{len(problems)} differences'}"
+    )
     for problem in problems[:20]:
         print(" ", problem)
     sys.exit(1 if problems else 0)

@@ -15,6 +15,7 @@ version (must give the same bytes) and the release with JSONL and TSV.
 
 Run: ``.venv/bin/python perf/bench_release.py [--data ../shared/data/xqmeval] [--json]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -99,7 +100,13 @@ def run(data: Path, scratch: Path) -> dict:
     t_naive, naive_total = timed(naive_counts, pools)
     assert naive_total == PseudoTranslation.objects.filter(segment__project=project).count(), "naive count disagrees"
 
-    t_read, _ = timed(lambda: list(PseudoTranslation.objects.filter(segment__project=project).values("text", "marked_text", "spans", "segment__source", "segment__reference")))
+    t_read, _ = timed(
+        lambda: list(
+            PseudoTranslation.objects.filter(segment__project=project).values(
+                "text", "marked_text", "spans", "segment__source", "segment__reference"
+            )
+        )
+    )
     t_release, release = timed(services.create_release, project, "1.0.0", out_dir=scratch / "r1")
     t_again, _ = timed(services.create_release, project, "1.0.0", out_dir=scratch / "r2")
     same = all(sha256_file(scratch / "r1" / p) == sha256_file(scratch / "r2" / p) for p in release.manifest["files"])
@@ -126,7 +133,10 @@ def run(data: Path, scratch: Path) -> dict:
         "re-export byte-identical": same,
         "release with jsonl+tsv s": round(t_formats, 2),
         "triplets released": release.manifest["triplets"],
-        "systems (mono, multi)": [release.manifest["systems"]["monolingual"], release.manifest["systems"]["multilingual"]],
+        "systems (mono, multi)": [
+            release.manifest["systems"]["monolingual"],
+            release.manifest["systems"]["multilingual"],
+        ],
         "content hash": release.content_hash,
     }
 
@@ -140,12 +150,17 @@ def _placed_pools(project):
     from core.models import GoldSegment
 
     by_segment = defaultdict(list)
-    rows = pool_candidates(project).exclude(placement__outcome="excluded").values_list(
-        "segment_id", "span_start", "span_end", "placement__span_start", "placement__span_end"
+    rows = (
+        pool_candidates(project)
+        .exclude(placement__outcome="excluded")
+        .values_list("segment_id", "span_start", "span_end", "placement__span_start", "placement__span_end")
     )
     for segment_id, start, end, placed_start, placed_end in rows:
         by_segment[segment_id].append((start, end) if placed_start is None else (placed_start, placed_end))
-    return [by_segment.get(seg_id, []) for seg_id in GoldSegment.objects.filter(project=project).values_list("id", flat=True)]
+    return [
+        by_segment.get(seg_id, [])
+        for seg_id in GoldSegment.objects.filter(project=project).values_list("id", flat=True)
+    ]
 
 
 if __name__ == "__main__":

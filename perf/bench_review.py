@@ -12,6 +12,7 @@ every candidate has exactly N, and every decision the server confirmed (201) is 
 Needs PostgreSQL (``--admin-url``, default postgres://postgres@127.0.0.1:5432/postgres); it creates and
 drops its own database ``xqmeval_bench_review``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,12 +78,26 @@ def seed(candidates: int, annotators: int, reviewers: int) -> None:
     (direction,) = add_directions(project, ["en-de"])
     run = InjectionRun.objects.create(project=project, name="bench", backend="import")
     segments = GoldSegment.objects.bulk_create(
-        GoldSegment(project=project, direction=direction, external_id=str(i), source=f"source {i}", reference=f"eins zwei drei vier {i}")
+        GoldSegment(
+            project=project,
+            direction=direction,
+            external_id=str(i),
+            source=f"source {i}",
+            reference=f"eins zwei drei vier {i}",
+        )
         for i in range(candidates)
     )
     Candidate.objects.bulk_create(
-        Candidate(run=run, segment=s, error_type="Mistranslation", position="head", text=f"eins ZWEI drei vier {s.external_id}",
-                  span_start=1, span_end=2, edit_text="ZWEI")
+        Candidate(
+            run=run,
+            segment=s,
+            error_type="Mistranslation",
+            position="head",
+            text=f"eins ZWEI drei vier {s.external_id}",
+            span_start=1,
+            span_end=2,
+            edit_text="ZWEI",
+        )
         for s in segments
     )
     for i in range(annotators):
@@ -97,12 +112,28 @@ def seed(candidates: int, annotators: int, reviewers: int) -> None:
 
 def start_gunicorn(db_url: str, port: int, workers: int) -> subprocess.Popen:
     env = os.environ | {
-        "DATABASE_URL": db_url, "DEBUG": "0", "SECRET_KEY": "bench-only-" + uuid.uuid4().hex, "ALLOWED_HOSTS": "127.0.0.1",
-        "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING",
+        "DATABASE_URL": db_url,
+        "DEBUG": "0",
+        "SECRET_KEY": "bench-only-" + uuid.uuid4().hex,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DB_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "WARNING",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "xqmeval.wsgi", "-b", f"127.0.0.1:{port}", "-w", str(workers), "--log-level", "warning"],
-        cwd=REPO, env=env,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "xqmeval.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
     )
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -118,8 +149,11 @@ def start_gunicorn(db_url: str, port: int, workers: int) -> subprocess.Popen:
 async def login(client: httpx.AsyncClient, username: str) -> str:
     await client.get("/accounts/login/")
     token = client.cookies["csrftoken"]
-    r = await client.post("/accounts/login/", data={"username": username, "password": "bench-pass", "csrfmiddlewaretoken": token},
-                          headers={"Referer": str(client.base_url) + "/accounts/login/"})
+    r = await client.post(
+        "/accounts/login/",
+        data={"username": username, "password": "bench-pass", "csrfmiddlewaretoken": token},
+        headers={"Referer": str(client.base_url) + "/accounts/login/"},
+    )
     if r.status_code != 302:
         raise SystemExit(f"login of {username} failed: {r.status_code}")
     return client.cookies["csrftoken"]
@@ -144,8 +178,13 @@ async def annotator(base: str, username: str, stats: dict, start: asyncio.Event,
                 return
             if think_ms:  # the annotator reads the item; jittered so 32 people do not click in lockstep
                 await asyncio.sleep(random.uniform(0.5, 1.5) * think_ms / 1000)
-            body = {"candidate": got["candidate"]["id"], "round": got["round"], "decision": "accept",
-                    "idempotency_key": uuid.uuid4().hex, "time_spent_ms": 1000}
+            body = {
+                "candidate": got["candidate"]["id"],
+                "round": got["round"],
+                "decision": "accept",
+                "idempotency_key": uuid.uuid4().hex,
+                "time_spent_ms": 1000,
+            }
             t0 = time.perf_counter()
             r = await client.post("/api/review/decisions/", json=body, headers=headers)
             stats["submit"].append(time.perf_counter() - t0)
@@ -208,10 +247,16 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=32)
     parser.add_argument("--reviewers", type=int, default=2, help="N reviewers per candidate")
     parser.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 2) * 2), help="gunicorn sync workers")
-    parser.add_argument("--think-ms", type=float, default=0.0,
-                        help="mean time an annotator spends on an item between get-next and submit (0: back to back, "
-                             "the saturation test; people take seconds per item)")
-    parser.add_argument("--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean time an annotator spends on an item between get-next and submit (0: back to back, "
+        "the saturation test; people take seconds per item)",
+    )
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
     args = parser.parse_args()
 
     db_url = recreate_database(args.admin_url)
@@ -230,18 +275,35 @@ def main() -> None:
     decisions = len(stats["confirmed"])
     ms = lambda xs, q: 1000 * percentile(xs, q)  # noqa: E731
     pace = f", {args.think_ms:.0f} ms mean think time per item" if args.think_ms else ", back to back (no think time)"
-    print(f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} sync workers; PostgreSQL; {args.annotators} concurrent annotators{pace}")
-    print(f"candidates {args.candidates} x N={args.reviewers}: {decisions} decisions in {elapsed:.1f} s = {decisions / elapsed:.1f} decisions/s")
+    print(
+        f"machine: {os.cpu_count()} CPUs; gunicorn {args.workers} sync workers; PostgreSQL; {args.annotators} concurrent annotators{pace}"
+    )
+    print(
+        f"candidates {args.candidates} x N={args.reviewers}: {decisions} decisions in {elapsed:.1f} s = {decisions / elapsed:.1f} decisions/s"
+    )
     print(f"{'call':<22}{'n':>7}{'p50 ms':>10}{'p95 ms':>10}{'p95 / baseline p95':>22}")
     b95 = ms(base_lat, 95)
-    for name, xs in (("baseline GET /healthz", base_lat), ("get-next", stats["next"]), ("submit", stats["submit"]),
-                     ("get-next + submit", [a + b for a, b in zip(stats["next"], stats["submit"])])):
+    for name, xs in (
+        ("baseline GET /healthz", base_lat),
+        ("get-next", stats["next"]),
+        ("submit", stats["submit"]),
+        ("get-next + submit", [a + b for a, b in zip(stats["next"], stats["submit"])]),
+    ):
         print(f"{name:<22}{len(xs):>7}{ms(xs, 50):>10.1f}{ms(xs, 95):>10.1f}{ms(xs, 95) / b95:>22.2f}")
     print(f"refused submissions: {len(stats['refused'])} {Counter(s for s, _ in stats['refused'])}")
-    print("integrity: " + ("OK — no candidate over N, every candidate has N, no confirmed decision lost or duplicated" if not problems else "; ".join(problems)))
+    print(
+        "integrity: "
+        + (
+            "OK — no candidate over N, every candidate has N, no confirmed decision lost or duplicated"
+            if not problems
+            else "; ".join(problems)
+        )
+    )
     target = ms(stats["next"] + stats["submit"], 95)
     print(f"p95 over both calls: {target:.1f} ms (target <= 50 ms: {'met' if target <= 50 else 'NOT met'})")
-    print(f"statistics.mean get-next {1000 * statistics.mean(stats['next']):.1f} ms, submit {1000 * statistics.mean(stats['submit']):.1f} ms")
+    print(
+        f"statistics.mean get-next {1000 * statistics.mean(stats['next']):.1f} ms, submit {1000 * statistics.mean(stats['submit']):.1f} ms"
+    )
     if problems:
         raise SystemExit(1)
 

@@ -24,6 +24,7 @@ the end (``--keep`` keeps it for EXPLAIN ANALYZE by hand).
 
     .venv/bin/python perf/bench_review_scale.py --sizes 1000,100000,1600000 --calls 200 [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -262,7 +263,10 @@ def time_agreement(project, admin, calls: int = 10) -> dict:
 
 def latency_summary(latency: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     """Each endpoint's median and p95 in milliseconds, and the number of requests timed (the JSON reports)."""
-    return {name: {"median": statistics.median(t) * 1000, "p95": percentile(t, 95) * 1000, "n": len(t)} for name, t in latency.items()}
+    return {
+        name: {"median": statistics.median(t) * 1000, "p95": percentile(t, 95) * 1000, "n": len(t)}
+        for name, t in latency.items()
+    }
 
 
 def print_latencies(latency: dict, baseline: dict, width: int = 20) -> None:
@@ -271,7 +275,10 @@ def print_latencies(latency: dict, baseline: dict, width: int = 20) -> None:
         med = statistics.median(lat)
         base = baseline["latency"].get(name)
         ratio = f"  ratio to {baseline['candidates']:,}: {med / statistics.median(base):5.2f}" if base else ""
-        print(f"  {name:{width}s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms{ratio}", flush=True)
+        print(
+            f"  {name:{width}s} n={len(lat):4d}  median {med * 1000:8.1f} ms  p95 {percentile(lat, 95) * 1000:8.1f} ms{ratio}",
+            flush=True,
+        )
 
 
 def timed(fn, n: int, budget_s: float) -> list[float]:
@@ -318,8 +325,13 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
 
     def submit():
         got = state["got"]
-        body = {"candidate": got["candidate"]["id"], "round": got["round"], "decision": "accept",
-                "idempotency_key": uuid.uuid4().hex, "time_spent_ms": 1000}
+        body = {
+            "candidate": got["candidate"]["id"],
+            "round": got["round"],
+            "decision": "accept",
+            "idempotency_key": uuid.uuid4().hex,
+            "time_spent_ms": 1000,
+        }
         r = me.post(decisions_url, data=body, content_type="application/json")
         assert r.status_code == 201, r.content[:300]
 
@@ -341,11 +353,15 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
         def call():
             r = client.get(url)
             assert r.status_code == 200, (url, r.status_code)
+
         return call
 
     pages = {
         "progress API": (page(me, reverse("review_api:progress", args=[project.name])), page_calls),
-        "review screen": (page(me, reverse("review:candidate", args=[project.name, cand]) + f"?round={rnd}"), page_calls),
+        "review screen": (
+            page(me, reverse("review:candidate", args=[project.name, cand]) + f"?round={rnd}"),
+            page_calls,
+        ),
         "review start page": (page(me, reverse("review:index")), page_calls),
         "admin project page": (page(boss, reverse("review:manage", args=[project.name])), admin_calls),
         "project page (pipeline), admin": (page(boss, reverse("projects:detail", args=[project.name])), admin_calls),
@@ -358,7 +374,9 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
     for label, url in ADMIN_LISTS:
         pages[f"admin list: {label}"] = (page(boss, url), admin_calls)
     pages["admin list: candidates of 1 direction"] = (
-        page(boss, f"/admin/injection/candidate/?segment__direction__id__exact={direction.pk}"), admin_calls)
+        page(boss, f"/admin/injection/candidate/?segment__direction__id__exact={direction.pk}"),
+        admin_calls,
+    )
     # The injection run's page (its flag counts) and the candidate list; one candidate in 7 is flagged.
     from injection.models import InjectionRun
 
@@ -394,7 +412,10 @@ def check_counters(project, annotator) -> float:
     t0 = time.perf_counter()
     codes = selectors.language_codes(annotator)
     for rnd in selectors.open_rounds(project):
-        fast, exact = selectors.progress(annotator, project, rnd, codes), selectors.exact_progress(annotator, project, rnd, codes)
+        fast, exact = (
+            selectors.progress(annotator, project, rnd, codes),
+            selectors.exact_progress(annotator, project, rnd, codes),
+        )
         assert fast == exact, (fast, exact)
     fast, exact = selectors.language_progress(project), selectors.exact_language_progress(project)
     assert fast == exact, (fast, exact)
@@ -411,18 +432,28 @@ def explain(sql: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,100000", help="candidate counts, ascending (the first is the baseline)")
+    parser.add_argument(
+        "--sizes", default="1000,100000", help="candidate counts, ascending (the first is the baseline)"
+    )
     parser.add_argument("--calls", type=int, default=200, help="get-next + submit pairs per size")
     parser.add_argument("--page-calls", type=int, default=20)
     parser.add_argument("--admin-calls", type=int, default=3, help="calls of the admin project page per size")
-    parser.add_argument("--page-budget-s", type=float, default=15.0, help="stop timing a page after this long (3 calls at least)")
-    parser.add_argument("--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--page-budget-s", type=float, default=15.0, help="stop timing a page after this long (3 calls at least)"
+    )
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
     parser.add_argument("--json", help="write the raw figures here")
     parser.add_argument("--explain", help="write EXPLAIN ANALYZE of each call's slowest query at each size here")
     parser.add_argument("--keep", action="store_true", help="keep the database")
     parser.add_argument("--db-name", default=DB_NAME, help="the benchmark's database (created and dropped)")
-    parser.add_argument("--reviewed", type=int, default=0,
-                        help="after the last size, give this many candidates a decision from 8 other annotators and measure again")
+    parser.add_argument(
+        "--reviewed",
+        type=int,
+        default=0,
+        help="after the last size, give this many candidates a decision from 8 other annotators and measure again",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -439,8 +470,11 @@ def main() -> None:
             m = measure(project, annotator, admin, args.calls, args.page_calls, args.admin_calls, args.page_budget_s)
             check_s = check_counters(project, annotator)
             report[size] = {"candidates": n, "load_s": load_s, "check_s": check_s} | m
-            print(f"\n== {n:,} candidates (loaded in {load_s:.1f} s, counters kept by the triggers; "
-                  f"progress figures equal the exact count of the rows, checked in {check_s:.1f} s)", flush=True)
+            print(
+                f"\n== {n:,} candidates (loaded in {load_s:.1f} s, counters kept by the triggers; "
+                f"progress figures equal the exact count of the rows, checked in {check_s:.1f} s)",
+                flush=True,
+            )
             print_latencies(m["latency"], report[sizes[0]])
             for name, (secs, sql) in m["slowest_query"].items():
                 print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
@@ -454,21 +488,37 @@ def main() -> None:
             refresh = time_figures_refresh(project)
             m = measure(project, annotator, admin, args.calls, args.page_calls, args.admin_calls, args.page_budget_s)
             check_s = check_counters(project, annotator)
-            stats = time_annotator_stats(project) | time_page_with_workers(project, admin) | time_agreement(project, admin)
+            stats = (
+                time_annotator_stats(project) | time_page_with_workers(project, admin) | time_agreement(project, admin)
+            )
             key = f"{sizes[-1]}+{args.reviewed}"
-            report[key] = {"candidates": n, "decisions": decided, "load_s": review_s, "check_s": check_s,
-                           "latency": m["latency"] | stats | refresh, "slowest_query": m["slowest_query"]}
-            print(f"\n== {n:,} candidates and {decided:,} annotator decisions (inserted in {review_s:.1f} s; progress figures "
-                  f"equal the exact count, checked in {check_s:.1f} s; per-annotator statistics equal the Python computation)", flush=True)
+            report[key] = {
+                "candidates": n,
+                "decisions": decided,
+                "load_s": review_s,
+                "check_s": check_s,
+                "latency": m["latency"] | stats | refresh,
+                "slowest_query": m["slowest_query"],
+            }
+            print(
+                f"\n== {n:,} candidates and {decided:,} annotator decisions (inserted in {review_s:.1f} s; progress figures "
+                f"equal the exact count, checked in {check_s:.1f} s; per-annotator statistics equal the Python computation)",
+                flush=True,
+            )
             print_latencies(report[key]["latency"], report[sizes[0]], width=26)
             for name, (secs, _sql) in m["slowest_query"].items():
                 print(f"  slowest query of {name}: {secs * 1000:.1f} ms", flush=True)
         if args.explain:
             Path(args.explain).write_text("\n".join(explains), encoding="utf-8")
         if args.json:
-            out = {str(k): {"candidates": v["candidates"], "load_s": v["load_s"],
-                            "latency_ms": latency_summary(v["latency"])}
-                   for k, v in report.items()}
+            out = {
+                str(k): {
+                    "candidates": v["candidates"],
+                    "load_s": v["load_s"],
+                    "latency_ms": latency_summary(v["latency"]),
+                }
+                for k, v in report.items()
+            }
             Path(args.json).write_text(json.dumps(out, indent=2), encoding="utf-8")
     finally:
         from django.db import connections

@@ -30,6 +30,7 @@ candidate for import) and the k = max / k = 1 ratios, of wall time, process CPU,
 
 Run: ``DATABASE_URL=postgres://postgres@127.0.0.1:5432/xqmeval .venv/bin/python perf/bench_scale.py --k 1,3,10 [--until build] [--prefix xq_scale] [--json out.json]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,7 +80,9 @@ def generate(data: Path, out: Path, k: int) -> dict:
         for r in range(k):
             code = replica_language(lang, r)
             column = table.schema.get_field_index("language")
-            replica = table.set_column(column, "language", pa.array([code] * table.num_rows, type=table.schema.field("language").type))
+            replica = table.set_column(
+                column, "language", pa.array([code] * table.num_rows, type=table.schema.field("language").type)
+            )
             pq.write_table(replica, out / "candidates" / f"{src}-{code}-{etype}.parquet")
             candidates += table.num_rows
     with open(data / "decisions.csv", encoding="utf-8", newline="") as fh:
@@ -153,7 +156,7 @@ class ServerCpu:
             self._sample()
             self.stop.wait(self.interval)
 
-    def __enter__(self) -> "ServerCpu":
+    def __enter__(self) -> ServerCpu:
         self._sample()
         self.before = dict(self.ticks)
         self.thread.start()
@@ -213,13 +216,19 @@ def run_stage(name: str, cmd: list[str], env: dict, log: Path, database: str | N
     server.__exit__()
     if proc.returncode != 0:
         raise SystemExit(f"stage {name} failed (exit {proc.returncode}); see {log}")
-    figures = {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_mb": round(usage.ru_maxrss / 1024, 1)}
+    figures = {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_mb": round(usage.ru_maxrss / 1024, 1),
+    }
     if url:
         time.sleep(0.6)  # backends report their table statistics at most every 500 ms
         wal_after, ckpt_after, scanned_after = server_state(url)
         figures |= {
-            "server_cpu_s": round(server.seconds, 2), "wal_mb": round((wal_after - wal_before) / 2**20, 1),
-            "checkpoints_requested": ckpt_after - ckpt_before, "seq_scan_rows": scanned_after - scanned_before,
+            "server_cpu_s": round(server.seconds, 2),
+            "wal_mb": round((wal_after - wal_before) / 2**20, 1),
+            "checkpoints_requested": ckpt_after - ckpt_before,
+            "seq_scan_rows": scanned_after - scanned_before,
         }
     return figures
 
@@ -238,12 +247,22 @@ def ingest_stage(release_dir: str) -> None:
     release = Release.objects.get(project__name=PROJECT, version=VERSION)
     total = 0
     for direction in Direction.objects.filter(projects__name=PROJECT).order_by("code"):
-        total += ingest_part(release, METRIC, direction, part_path(Path(release_dir) / "scores", METRIC, direction.code))
+        total += ingest_part(
+            release, METRIC, direction, part_path(Path(release_dir) / "scores", METRIC, direction.code)
+        )
     print(f"ingested {total} scores")
 
 
 def measure(
-    k: int, data: Path, scratch: Path, base_url: str, keep: bool, *, prefix: str = "xq_scale", until: str = STAGES[-1], import_jobs: int = 1,
+    k: int,
+    data: Path,
+    scratch: Path,
+    base_url: str,
+    keep: bool,
+    *,
+    prefix: str = "xq_scale",
+    until: str = STAGES[-1],
+    import_jobs: int = 1,
     import_writers: int = 0,
 ) -> dict:
     name = f"{prefix}_{k}"
@@ -265,7 +284,20 @@ def measure(
     release_dir = work / "release"
     subprocess.run([py, manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     commands = {
-        "import": [py, manage, "import_xqmeval", PROJECT, str(work / "candidates"), "--decisions", str(work / "decisions.csv"), "--jobs", str(import_jobs), "--writers", str(import_writers), "-v0"],
+        "import": [
+            py,
+            manage,
+            "import_xqmeval",
+            PROJECT,
+            str(work / "candidates"),
+            "--decisions",
+            str(work / "decisions.csv"),
+            "--jobs",
+            str(import_jobs),
+            "--writers",
+            str(import_writers),
+            "-v0",
+        ],
         "build": [py, manage, "build_benchmark", PROJECT, "--force", "-v0"],
         "release": [py, manage, "release", PROJECT, "--version", VERSION, "--out", str(release_dir), "-v0"],
         "score": [scoring_py, "-m", "scoring", "run", "--release", str(release_dir), "--metrics", METRIC, "--quiet"],
@@ -277,13 +309,25 @@ def measure(
         stages[stage] = run_stage(stage, commands[stage], env, work / f"{stage}.log", database=name)
         print(f"  k={k} {stage:<8} {stages[stage]}", file=sys.stderr)
     # the import command reports its own split: parsing/validation, checks, database writes
-    split = re.search(r"time: read ([\d.]+) s, checks ([\d.]+) s, database writes ([\d.]+) s", (work / "import.log").read_text(encoding="utf-8"))
+    split = re.search(
+        r"time: read ([\d.]+) s, checks ([\d.]+) s, database writes ([\d.]+) s",
+        (work / "import.log").read_text(encoding="utf-8"),
+    )
     if (release_dir / "manifest.json").exists():
         manifest = json.loads((release_dir / "manifest.json").read_text(encoding="utf-8"))
         pseudo, release_mb = manifest["triplets"], round(sum(f["bytes"] for f in manifest["files"].values()) / 2**20, 1)
     else:  # stopped before the release: count what the build wrote
         pseudo, release_mb = pseudo_translations(env["DATABASE_URL"]), None
-    figures = {"k": k, "import_jobs": import_jobs, "import_writers": import_writers, **workload, "pseudo_translations": pseudo, "release_mb": release_mb, "database_mb": database_mb(env["DATABASE_URL"]), "stages": stages}
+    figures = {
+        "k": k,
+        "import_jobs": import_jobs,
+        "import_writers": import_writers,
+        **workload,
+        "pseudo_translations": pseudo,
+        "release_mb": release_mb,
+        "database_mb": database_mb(env["DATABASE_URL"]),
+        "stages": stages,
+    }
     for stage, s in stages.items():
         per = workload["candidates"] if stage == "import" else pseudo
         s["wall_us_per_item"] = round(1e6 * s["wall_s"] / per, 2)
@@ -291,7 +335,9 @@ def measure(
         # the stage's process and the database server's work for it: what the stage costs in CPU
         s["total_cpu_us_per_item"] = round(1e6 * (s["cpu_s"] + s.get("server_cpu_s", 0)) / per, 2)
     figures["import_candidates_per_s"] = round(workload["candidates"] / stages["import"]["wall_s"])
-    passes = re.search(r"time: validation pass ([\d.]+) s, writing pass ([\d.]+) s", (work / "import.log").read_text(encoding="utf-8"))
+    passes = re.search(
+        r"time: validation pass ([\d.]+) s, writing pass ([\d.]+) s", (work / "import.log").read_text(encoding="utf-8")
+    )
     if split:
         read_s, checks_s, write_s = (float(x) for x in split.groups())
         figures["import_split_s"] = {"read": read_s, "checks": checks_s, "write": write_s}
@@ -327,7 +373,9 @@ def ratios(results: list[dict]) -> dict:
     for stage in first["stages"]:
         a, b = first["stages"][stage], last["stages"][stage]
         out[stage] = {
-            f"{key}_per_item": round(b[f"{key}_us_per_item"] / a[f"{key}_us_per_item"], 2) if a[f"{key}_us_per_item"] else None
+            f"{key}_per_item": round(b[f"{key}_us_per_item"] / a[f"{key}_us_per_item"], 2)
+            if a[f"{key}_us_per_item"]
+            else None
             for key in ("wall", "cpu", "total_cpu")
         }
         out[stage]["peak_mb"] = round(b["peak_mb"] / a["peak_mb"], 2)
@@ -349,8 +397,16 @@ def table(results: list[dict]) -> str:
         lines.append("")
         lines.append(
             f"k={r['k']}: database {r['database_mb']:,} MB; import {r['import_candidates_per_s']:,} candidates/s end to end"
-            + (f", database writes {r['import_write_candidates_per_s']:,} candidates/s (with decisions; split {r['import_split_s']})" if r.get("import_write_candidates_per_s") else "")
-            + (f", writing pass {r['import_writing_pass_candidates_per_s']:,} candidates/s ({r['import_split_s']})" if r.get("import_writing_pass_candidates_per_s") else "")
+            + (
+                f", database writes {r['import_write_candidates_per_s']:,} candidates/s (with decisions; split {r['import_split_s']})"
+                if r.get("import_write_candidates_per_s")
+                else ""
+            )
+            + (
+                f", writing pass {r['import_writing_pass_candidates_per_s']:,} candidates/s ({r['import_split_s']})"
+                if r.get("import_writing_pass_candidates_per_s")
+                else ""
+            )
         )
     return "\n".join(lines)
 
@@ -364,8 +420,18 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--prefix", default="xq_scale", help="database names: <prefix>_<k> (default xq_scale)")
     parser.add_argument("--until", choices=STAGES, default=STAGES[-1], help="last stage to run (default: all)")
-    parser.add_argument("--import-jobs", type=int, default=1, help="import_xqmeval --jobs: worker processes reading and checking (default 1)")
-    parser.add_argument("--import-writers", type=int, default=0, help="import_xqmeval --writers: processes writing whole languages (default 0: off)")
+    parser.add_argument(
+        "--import-jobs",
+        type=int,
+        default=1,
+        help="import_xqmeval --jobs: worker processes reading and checking (default 1)",
+    )
+    parser.add_argument(
+        "--import-writers",
+        type=int,
+        default=0,
+        help="import_xqmeval --writers: processes writing whole languages (default 0: off)",
+    )
     parser.add_argument("--stage", choices=["ingest"], help=argparse.SUPPRESS)
     parser.add_argument("--release-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -374,11 +440,25 @@ def main() -> None:
         return
     base_url = os.environ.get("DATABASE_URL", "")
     if not base_url.startswith("postgres"):
-        raise SystemExit("set DATABASE_URL to a PostgreSQL server (postgres://…); databases xq_scale_<k> are created on it")
+        raise SystemExit(
+            "set DATABASE_URL to a PostgreSQL server (postgres://…); databases xq_scale_<k> are created on it"
+        )
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="bench-scale-"))
     results = []
     for k in [int(x) for x in args.k.split(",")]:
-        results.append(measure(k, Path(args.data), scratch, base_url, args.keep, prefix=args.prefix, until=args.until, import_jobs=args.import_jobs, import_writers=args.import_writers))
+        results.append(
+            measure(
+                k,
+                Path(args.data),
+                scratch,
+                base_url,
+                args.keep,
+                prefix=args.prefix,
+                until=args.until,
+                import_jobs=args.import_jobs,
+                import_writers=args.import_writers,
+            )
+        )
     report = {"results": results, "ratios": ratios(results) if len(results) > 1 else {}, "cpus": os.cpu_count()}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

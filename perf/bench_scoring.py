@@ -19,6 +19,7 @@ Best of ``--repeats`` runs per side, alternating, on the same data. Times are th
 (both sides are single-threaded), so other people's jobs on a shared machine disturb the ratio less than
 they disturb wall-clock time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,17 @@ def build_release_from_shared(root: Path) -> Path:
         for r in pq.read_table(f).to_pylist():
             d = f"en-{r['language']}"
             rows = by_dir.setdefault(d, [])
-            rows.append({"triplet_id": f"{d}:{r['segment_id']}:1:{r['error_type']}:{r['count_id']}", "direction": d,
-                         "segment_id": str(r["segment_id"]), "src": r["src"], "ref": r["ref"], "mt": MARK.sub("", r["mt"]),
-                         "num_errors": 1})
+            rows.append(
+                {
+                    "triplet_id": f"{d}:{r['segment_id']}:1:{r['error_type']}:{r['count_id']}",
+                    "direction": d,
+                    "segment_id": str(r["segment_id"]),
+                    "src": r["src"],
+                    "ref": r["ref"],
+                    "mt": MARK.sub("", r["mt"]),
+                    "num_errors": 1,
+                }
+            )
     for d, rows in by_dir.items():
         refs = {}
         for r in rows:
@@ -60,7 +69,9 @@ def build_release_from_shared(root: Path) -> Path:
         rows.extend({**r, "triplet_id": f"{d}:{s}:0", "mt": r["ref"], "num_errors": 0} for s, r in refs.items())
         (root / d).mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows), root / d / "test.parquet")
-    (root / "manifest.json").write_text(json.dumps({"version": "bench", "counts": {d: len(r) for d, r in by_dir.items()}}))
+    (root / "manifest.json").write_text(
+        json.dumps({"version": "bench", "counts": {d: len(r) for d, r in by_dir.items()}})
+    )
     return root
 
 
@@ -73,8 +84,15 @@ def train_spm(release: Path, out: Path) -> Path:
         for p in sorted(release.glob("*/test.parquet")):
             for ref in set(pq.read_table(p, columns=["ref"]).column("ref").to_pylist()):
                 fh.write(ref + "\n")
-    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(out / "bench"), vocab_size=8000, model_type="unigram",
-                                   character_coverage=0.9995, minloglevel=2, hard_vocab_limit=False)
+    spm.SentencePieceTrainer.train(
+        input=str(text),
+        model_prefix=str(out / "bench"),
+        vocab_size=8000,
+        model_type="unigram",
+        character_coverage=0.9995,
+        minloglevel=2,
+        hard_vocab_limit=False,
+    )
     return out / "bench.model"
 
 
@@ -107,7 +125,10 @@ def main() -> None:
             data[p.parent.name] = list(zip(t["mt"], t["ref"]))
         n = sum(len(v) for v in data.values())
 
-        direct_make = {"chrF++": lambda: CHRF(word_order=2), "spBLEU": lambda: BLEU(tokenize="flores200", effective_order=True)}
+        direct_make = {
+            "chrF++": lambda: CHRF(word_order=2),
+            "spBLEU": lambda: BLEU(tokenize="flores200", effective_order=True),
+        }
 
         def direct(metric: str) -> tuple[float, list[float]]:
             started = time.process_time()
@@ -160,21 +181,39 @@ def bench_comet(release: Path, model_dir: Path, work: Path, args) -> dict:
     n = len(ids)
     gpus = 1 if torch.cuda.is_available() else 0
     started = time.perf_counter()
-    subprocess.run(comet_score_command(texts, model_dir, args.comet_batch_size, gpus, work), check=True, capture_output=True, text=True)
+    subprocess.run(
+        comet_score_command(texts, model_dir, args.comet_batch_size, gpus, work),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     t_cli = time.perf_counter() - started
     cli_scores = comet_score_scores(work)
     started = time.perf_counter()
-    score_release(sub, ["COMET-22"], out=work / "comet-out",
-                  options=ScoreOptions(model=str(model_dir), batch_size=args.comet_batch_size, device="cuda" if gpus else "cpu",
-                                       dtype="float16"))  # comet-score always runs model.half()
+    score_release(
+        sub,
+        ["COMET-22"],
+        out=work / "comet-out",
+        options=ScoreOptions(
+            model=str(model_dir), batch_size=args.comet_batch_size, device="cuda" if gpus else "cpu", dtype="float16"
+        ),
+    )  # comet-score always runs model.half()
     t_ours = time.perf_counter() - started
     table = pq.read_table(work / "comet-out" / "comet-22.parquet", columns=["triplet_id", "score"]).to_pydict()
     ours = dict(zip(table["triplet_id"], table["score"]))
     worst = max(abs(ours[i] - c) for i, c in zip(ids, cli_scores))
     ratio = t_cli / t_ours
-    print(f"COMET    {n / t_cli:>13.1f} {n / t_ours:>14.1f} {ratio:>6.2f}   (comet-score CLI vs scoring, {n} triplets, "
-          f"{'GPU' if gpus else 'CPU'}, max |diff| {worst:.2e}); target >= 0.95: {'met' if ratio >= 0.95 else 'NOT met'}")
-    return {"cli_seg_per_s": n / t_cli, "scoring_seg_per_s": n / t_ours, "ratio": ratio, "max_abs_diff": worst, "gpu": bool(gpus)}
+    print(
+        f"COMET    {n / t_cli:>13.1f} {n / t_ours:>14.1f} {ratio:>6.2f}   (comet-score CLI vs scoring, {n} triplets, "
+        f"{'GPU' if gpus else 'CPU'}, max |diff| {worst:.2e}); target >= 0.95: {'met' if ratio >= 0.95 else 'NOT met'}"
+    )
+    return {
+        "cli_seg_per_s": n / t_cli,
+        "scoring_seg_per_s": n / t_ours,
+        "ratio": ratio,
+        "max_abs_diff": worst,
+        "gpu": bool(gpus),
+    }
 
 
 if __name__ == "__main__":

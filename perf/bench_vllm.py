@@ -10,6 +10,7 @@ fraction of the baseline measured in the same run (the engine is loaded once and
 
 Prompts are XQ-MEval MQM prompts over the shared references of all 9 languages (../shared/data/xqmeval).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from core.domain.edit_types import edit_type  # noqa: E402
 from injection.backends import EditTask, GenerationRequest, Sampling, get_backend  # noqa: E402
 from injection.backends.vllm_engine import parse_engine_options  # noqa: E402
 from injection.domain.checks import run_checks  # noqa: E402
-from core.domain.edit_types import edit_type  # noqa: E402
 from injection.domain.postprocess import OutputRejected, process_output  # noqa: E402
 from injection.domain.prompts import build_prompt  # noqa: E402
 
@@ -38,7 +39,9 @@ def gold_pairs() -> list[tuple[str, str, str]]:
 
     pairs = []
     for language in LANGUAGES:
-        frame = pd.read_parquet(SHARED / f"en-{language}-Addition.parquet", columns=["segment_id", "src", "ref"]).drop_duplicates("segment_id")
+        frame = pd.read_parquet(
+            SHARED / f"en-{language}-Addition.parquet", columns=["segment_id", "src", "ref"]
+        ).drop_duplicates("segment_id")
         pairs += [(language, row.src, row.ref) for row in frame.itertuples()]
     return pairs
 
@@ -48,9 +51,25 @@ def requests(n: int) -> list[GenerationRequest]:
     out = []
     for i in range(n):
         language, source, reference = pairs[i % len(pairs)]
-        name, position = [("Addition", "head"), ("Omission", "end"), ("Mistranslation", "head"), ("Untranslated", "end")][i % 4]
-        prompt = build_prompt(edit_type("mqm", name), reference=reference, source=source, language=language, position=position, structured=True)
-        out.append(GenerationRequest(str(i), prompt.messages, EditTask(reference, source, language, "mqm", name, position), prompt.version))
+        name, position = [
+            ("Addition", "head"),
+            ("Omission", "end"),
+            ("Mistranslation", "head"),
+            ("Untranslated", "end"),
+        ][i % 4]
+        prompt = build_prompt(
+            edit_type("mqm", name),
+            reference=reference,
+            source=source,
+            language=language,
+            position=position,
+            structured=True,
+        )
+        out.append(
+            GenerationRequest(
+                str(i), prompt.messages, EditTask(reference, source, language, "mqm", name, position), prompt.version
+            )
+        )
     return out
 
 
@@ -102,15 +121,30 @@ def main() -> None:
                 processed = process_output(result.text or "", task.reference, task.language)
             except OutputRejected:
                 continue
-            run_checks(reference=task.reference, candidate_text=processed.text, edit=processed.edit, language=task.language,
-                       kind=task.kind, error_type=task.error_type, position=task.position, source=task.source, regions=processed.regions)
+            run_checks(
+                reference=task.reference,
+                candidate_text=processed.text,
+                edit=processed.edit,
+                language=task.language,
+                kind=task.kind,
+                error_type=task.error_type,
+                position=task.position,
+                source=task.source,
+                regions=processed.regions,
+            )
         pipeline.append(len(work) / (time.perf_counter() - start))
     base = statistics.median(raw)
     tokens = sum(r.prompt_tokens for r in results) / len(results)
-    print(f"model {model}; {len(work)} MQM prompts over 9 languages, {tokens:.0f} prompt tokens on average; median of {args.repeats}")
+    print(
+        f"model {model}; {len(work)} MQM prompts over 9 languages, {tokens:.0f} prompt tokens on average; median of {args.repeats}"
+    )
     print(f"LLM.chat, all prompts at once (baseline): {base:8.1f} req/s")
-    print(f"vllm backend (chunks of {backend.chunk_size}):          {statistics.median(chunked):8.1f} req/s = {statistics.median(chunked) / base:.2f} of the baseline")
-    print(f"  + post-processing and checks:        {statistics.median(pipeline):8.1f} req/s = {statistics.median(pipeline) / base:.2f} of the baseline")
+    print(
+        f"vllm backend (chunks of {backend.chunk_size}):          {statistics.median(chunked):8.1f} req/s = {statistics.median(chunked) / base:.2f} of the baseline"
+    )
+    print(
+        f"  + post-processing and checks:        {statistics.median(pipeline):8.1f} req/s = {statistics.median(pipeline) / base:.2f} of the baseline"
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ ties on both sides, up to three missing values. Prints the number of mismatches 
 on any). mt-metrics-eval is not a dependency of the project (not on PyPI); the tests compare with an
 exhaustive search instead (tests/unit/test_metaeval.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from exports.metaeval.domain import kendall_tau  # noqa: E402
+from exports.metaeval.domain import kendall_tau
 
 
 def main() -> None:
@@ -44,13 +45,20 @@ def main() -> None:
             (metric if rng.random() < 0.5 else human)[int(rng.integers(0, n))] = None
         if sum(m is not None and h is not None for m, h in zip(metric, human)) < 2:
             continue
-        for variant, fn in (("acc23", tau_optimization.TauSufficientStats.acc_23), ("23", tau_optimization.TauSufficientStats.tau_23)):
-            ref = tau_optimization.tau_optimization(np.array(metric, dtype=object), np.array(human, dtype=object), fn, 1.0)
+        for variant, fn in (
+            ("acc23", tau_optimization.TauSufficientStats.acc_23),
+            ("23", tau_optimization.TauSufficientStats.tau_23),
+        ):
+            ref = tau_optimization.tau_optimization(
+                np.array(metric, dtype=object), np.array(human, dtype=object), fn, 1.0
+            )
             ours = kendall_tau(metric, human, variant, calibrate_ties=True)
             compared += 1
             if abs(ref.best_tau - ours.value) > 1e-12 or ref.best_threshold != ours.epsilon:
                 mismatches += 1
-                print(f"n={n} {variant}: reference {ref.best_tau} at ε={ref.best_threshold}, ours {ours.value} at ε={ours.epsilon}")
+                print(
+                    f"n={n} {variant}: reference {ref.best_tau} at ε={ref.best_threshold}, ours {ours.value} at ε={ours.epsilon}"
+                )
     print(f"compared {compared} (value and ε), mismatches {mismatches}")
     sys.exit(1 if mismatches else 0)
 

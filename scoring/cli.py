@@ -9,6 +9,7 @@
 LLM judges read OPENAI_API_KEY from the environment (any value for a local server). Their raw answers are
 cached under OUT/.judge-cache (or --judge-cache DIR): a rerun, or a resumed run, sends no request twice.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scoring", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m scoring", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="score a release directory (or Hub dataset id)")
     run.add_argument("--release", required=True, help="release directory, or a Hub dataset repo id")
@@ -54,15 +57,20 @@ def _main(argv: list[str] | None = None) -> int:
     run.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when visible)")
     run.add_argument("--dtype", choices=["float32", "float16", "bfloat16"])
     run.add_argument(
-        "--trust-remote-code", action="store_true",
+        "--trust-remote-code",
+        action="store_true",
         help="allow a checkpoint's own Python code to run (OmniScore's legacy score_predictor format); off by default: "
         "it executes whatever the checkpoint ships, so only for checkpoints you trust. Recorded in the signature",
     )
     run.add_argument("--chunk-size", type=int, default=4096, help="segments per checkpoint")
-    run.add_argument("--option", action="append", metavar="[METRIC:]KEY=VALUE",
-                     help="a scorer option, e.g. num_layers=9: KEY=VALUE goes to every metric of the run that takes KEY, "
-                          "METRIC:KEY=VALUE to that metric alone; a KEY no metric of the run takes is an error "
-                          "(`python -m scoring list` shows what each takes)")
+    run.add_argument(
+        "--option",
+        action="append",
+        metavar="[METRIC:]KEY=VALUE",
+        help="a scorer option, e.g. num_layers=9: KEY=VALUE goes to every metric of the run that takes KEY, "
+        "METRIC:KEY=VALUE to that metric alone; a KEY no metric of the run takes is an error "
+        "(`python -m scoring list` shows what each takes)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--limit", type=int, help="first N triplets per direction, in release order")
     _judge_arguments(run)
@@ -72,10 +80,16 @@ def _main(argv: list[str] | None = None) -> int:
     rai.add_argument("--out", required=True, help="output parquet file")
     rai.add_argument("--limit", type=int)
     rai.add_argument("--variant", choices=["mt", "paper"], default="mt")
-    rai.add_argument("--rounds", type=int, default=1, help="improve, re-evaluate, improve again (the paper's multi-round RAI)")
-    rai.add_argument("--select", choices=["amc", "dce"], default="amc",
-                     help="which candidates are rewritten: AMC score below 1 (the paper's Algorithm 1, the authors' example) "
-                          "or a sentence DCE flags inconsistent")
+    rai.add_argument(
+        "--rounds", type=int, default=1, help="improve, re-evaluate, improve again (the paper's multi-round RAI)"
+    )
+    rai.add_argument(
+        "--select",
+        choices=["amc", "dce"],
+        default="amc",
+        help="which candidates are rewritten: AMC score below 1 (the paper's Algorithm 1, the authors' example) "
+        "or a sentence DCE flags inconsistent",
+    )
     _judge_arguments(rai)
     dump = sub.add_parser("judge-cache", help="print the stored raw judgements of a cache directory as JSON lines")
     dump.add_argument("directory", help="e.g. OUT/.judge-cache")
@@ -117,8 +131,13 @@ def _main(argv: list[str] | None = None) -> int:
                 raise MetricError("--judges is CEF's judge reliability: add cef to --metrics")
             options.extra["judges"] = args.judges
         if args.dry_run:
-            plans = dry_run_release(args.release, [s.name for s in specs], out=args.out,
-                                    directions=args.directions.split(",") if args.directions else None, options=options)
+            plans = dry_run_release(
+                args.release,
+                [s.name for s in specs],
+                out=args.out,
+                directions=args.directions.split(",") if args.directions else None,
+                options=options,
+            )
             _print_plans(plans)
             return 0
         bars = []
@@ -156,38 +175,77 @@ def _main(argv: list[str] | None = None) -> int:
         flag = " (already done)" if r.get("skipped") else ""
         mean = r["mean"]
         judge = r.get("judge")
-        cost = f" calls={judge['calls']} sent={judge['sent']} cached={judge['cached']} tokens={judge['prompt_tokens']}+{judge['completion_tokens']} ${judge['cost_usd']:.4f}" if judge else ""
+        cost = (
+            f" calls={judge['calls']} sent={judge['sent']} cached={judge['cached']} tokens={judge['prompt_tokens']}+{judge['completion_tokens']} ${judge['cost_usd']:.4f}"
+            if judge
+            else ""
+        )
         failed = f" failed={r['n_retry']} (rerun to retry)" if r.get("n_retry") else ""
-        print(f"{r['metric']:>14} {r['direction']:<8} n={r['n']:<6} mean={mean if mean is None else round(mean, 4)}{flag}{cost}{failed}")
+        print(
+            f"{r['metric']:>14} {r['direction']:<8} n={r['n']:<6} mean={mean if mean is None else round(mean, 4)}{flag}{cost}{failed}"
+        )
     return 0
 
 
 def _judge_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("LLM judges (gemba-mqm, askqe, cef, dcr)")
-    g.add_argument("--judge-url", default="", help="OpenAI-compatible base URL (e.g. http://host:8000/v1); default: api.openai.com")
+    g.add_argument(
+        "--judge-url", default="", help="OpenAI-compatible base URL (e.g. http://host:8000/v1); default: api.openai.com"
+    )
     g.add_argument("--judge-model", default="", help="the judge model name the endpoint serves")
-    g.add_argument("--judge-backend", default="openai", choices=["openai", "vllm"], help="openai: any OpenAI-compatible endpoint; vllm: in-process engine")
-    g.add_argument("--judges", help="CEF reliability: comma-separated judge models; ADR/ADS per judge beside the scores")
+    g.add_argument(
+        "--judge-backend",
+        default="openai",
+        choices=["openai", "vllm"],
+        help="openai: any OpenAI-compatible endpoint; vllm: in-process engine",
+    )
+    g.add_argument(
+        "--judges", help="CEF reliability: comma-separated judge models; ADR/ADS per judge beside the scores"
+    )
     g.add_argument("--concurrency", type=int, default=32, help="requests in flight")
     g.add_argument("--rpm", type=float, help="requests per minute at most")
     g.add_argument("--judge-timeout", type=float, default=120.0)
     g.add_argument("--temperature", type=float, default=0.0)
-    g.add_argument("--max-tokens", type=int, help="default: the metric's own (GEMBA-MQM starts at 500 as its authors do)")
+    g.add_argument(
+        "--max-tokens", type=int, help="default: the metric's own (GEMBA-MQM starts at 500 as its authors do)"
+    )
     g.add_argument("--seed", type=int)
-    g.add_argument("--structured", action="store_true", help="ask for JSON-schema output where the metric offers a schema")
+    g.add_argument(
+        "--structured", action="store_true", help="ask for JSON-schema output where the metric offers a schema"
+    )
     g.add_argument("--judge-cache", help="cache directory of raw judgements (default OUT/.judge-cache)")
-    g.add_argument("--max-usd", type=float, help="stop the run once the estimated cost reaches this (prices: LLM_PRICES)")
-    g.add_argument("--dry-run", action="store_true", help="print calls, tokens and the cost bound; send and write nothing")
-    g.add_argument("--prompt-file", action="append", metavar="NAME=PATH", help="replace a packaged prompt (its hash enters the signature)")
-    g.add_argument("--engine-option", action="append", metavar="KEY=VALUE", help="vllm.LLM argument for --judge-backend vllm")
+    g.add_argument(
+        "--max-usd", type=float, help="stop the run once the estimated cost reaches this (prices: LLM_PRICES)"
+    )
+    g.add_argument(
+        "--dry-run", action="store_true", help="print calls, tokens and the cost bound; send and write nothing"
+    )
+    g.add_argument(
+        "--prompt-file",
+        action="append",
+        metavar="NAME=PATH",
+        help="replace a packaged prompt (its hash enters the signature)",
+    )
+    g.add_argument(
+        "--engine-option", action="append", metavar="KEY=VALUE", help="vllm.LLM argument for --judge-backend vllm"
+    )
 
 
 def _judge_options(args) -> dict:
     judge = {
-        "model": args.judge_model, "base_url": args.judge_url, "backend": args.judge_backend,
-        "concurrency": args.concurrency, "rpm": args.rpm, "timeout": args.judge_timeout,
-        "temperature": args.temperature, "max_tokens": args.max_tokens, "seed": args.seed, "structured": args.structured,
-        "cache_dir": args.judge_cache, "max_usd": args.max_usd, "dry_run": getattr(args, "dry_run", False),
+        "model": args.judge_model,
+        "base_url": args.judge_url,
+        "backend": args.judge_backend,
+        "concurrency": args.concurrency,
+        "rpm": args.rpm,
+        "timeout": args.judge_timeout,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "structured": args.structured,
+        "cache_dir": args.judge_cache,
+        "max_usd": args.max_usd,
+        "dry_run": getattr(args, "dry_run", False),
         "engine_options": _parse_kv(args.engine_option),
     }
     if args.prompt_file:
@@ -199,12 +257,16 @@ def _print_plans(plans: list[dict]) -> None:
     print("dry run: nothing sent, nothing written")
     for p in plans:
         d = p.get("dry_run", {})
-        print(f"{p['metric']:>10} {p['direction']:<8} triplets={p['triplets']:<5} calls={p['calls']:<6} cached={p['cached']:<6} "
-              f"to send={d.get('calls', 0):<6} ~prompt tokens={d.get('prompt_tokens', 0):<8} ~completion tokens={d.get('completion_tokens', 0)} "
-              f"(at most {d.get('completion_tokens_max', 0)}) ~cost=${d.get('cost_usd', 0):.4f} cost at most=${d.get('cost_usd_max', 0):.4f}")
+        print(
+            f"{p['metric']:>10} {p['direction']:<8} triplets={p['triplets']:<5} calls={p['calls']:<6} cached={p['cached']:<6} "
+            f"to send={d.get('calls', 0):<6} ~prompt tokens={d.get('prompt_tokens', 0):<8} ~completion tokens={d.get('completion_tokens', 0)} "
+            f"(at most {d.get('completion_tokens_max', 0)}) ~cost=${d.get('cost_usd', 0):.4f} cost at most=${d.get('cost_usd_max', 0):.4f}"
+        )
     total = sum(p.get("dry_run", {}).get("cost_usd_max", 0) for p in plans)
-    print(f"total: {sum(p.get('dry_run', {}).get('calls', 0) for p in plans)} calls to send, cost at most ${total:.4f} "
-          "(0 for models without a price: set LLM_PRICES='{\"model\": [in, out]}' USD per million tokens)")
+    print(
+        f"total: {sum(p.get('dry_run', {}).get('calls', 0) for p in plans)} calls to send, cost at most ${total:.4f} "
+        "(0 for models without a price: set LLM_PRICES='{\"model\": [in, out]}' USD per million tokens)"
+    )
 
 
 def _rai(args) -> int:
@@ -225,18 +287,36 @@ def _rai(args) -> int:
 
         judge["cache_dir"] = str(Path(args.out).resolve().parent / ".judge-cache")
     tool = RAI(judge=judge, variant=args.variant, rai_select=args.select)
-    segments = [Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang) for i in range(len(data))]
+    segments = [
+        Segment(
+            src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang
+        )
+        for i in range(len(data))
+    ]
     before = tool.score(segments).scores
     current = segments
     improved: list = [s.mt for s in segments]
     for _ in range(max(1, args.rounds)):
         texts, _, _ = tool.improve(current)
         improved = [t if t is not None else s.mt for t, s in zip(texts, current)]
-        current = [Segment(src=s.src, mt=t, ref=s.ref, target_lang=s.target_lang, source_lang=s.source_lang) for s, t in zip(current, improved)]
+        current = [
+            Segment(src=s.src, mt=t, ref=s.ref, target_lang=s.target_lang, source_lang=s.source_lang)
+            for s, t in zip(current, improved)
+        ]
     after = tool.score(current).scores
-    table = pa.table({"triplet_id": data.triplet_ids, "mt": data.mt, "improved": improved, "score_before": before, "score_after": after})
+    table = pa.table(
+        {
+            "triplet_id": data.triplet_ids,
+            "mt": data.mt,
+            "improved": improved,
+            "score_before": before,
+            "score_after": after,
+        }
+    )
     pq.write_table(table, args.out)
     stats = tool.stats()
     tool.close()
-    print(f"rai {args.direction}: {len(data)} triplets -> {args.out}; calls={stats['calls']} sent={stats['sent']} cached={stats['cached']} ${stats['cost_usd']:.4f}")
+    print(
+        f"rai {args.direction}: {len(data)} triplets -> {args.out}; calls={stats['calls']} sent={stats['sent']} cached={stats['cached']} ${stats['cost_usd']:.4f}"
+    )
     return 0

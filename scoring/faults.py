@@ -1,6 +1,7 @@
 """Which faults a scoring task retries: the network, the broker or result backend, and the Hub when it is
 down or cut a download short. Anything else (a missing model offline, a gated repo, a bad option) fails
 at once with its reason, since running it again cannot help."""
+
 from __future__ import annotations
 
 import importlib
@@ -61,4 +62,4 @@ def is_transient(exc: BaseException | None) -> bool:
 def retry_delay(retries: int, maximum: float = 300.0) -> float:
     """Seconds before try ``retries + 1``: 10 s doubling, capped, with full jitter (workers that failed
     together do not come back together); five tries span a few minutes of Hub or network downtime."""
-    return random.uniform(0, min(maximum, 10.0 * 2.0 ** retries))
+    return random.uniform(0, min(maximum, 10.0 * 2.0**retries))

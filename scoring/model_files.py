@@ -1,5 +1,6 @@
 """Finding model files: a local directory, or a Hub id already in the Hugging Face cache (downloaded
 when online). Offline, a missing model is a clear error naming it and how to provide it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -54,8 +55,10 @@ def resolve_model(model: str, metric: str, revision: str | None = None) -> Resol
             except Exception as exc:  # no network, gated model, unknown id
                 reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                 if is_transient(exc):  # the Hub is down or the network cut: a later try may get it
-                    raise HubUnreachable(f"{metric}: model {model!r} could not be downloaded: the Hub is unreachable now ({reason}); "
-                                         f"a worker retries, or pass --model DIR / model=DIR with a local copy") from None
+                    raise HubUnreachable(
+                        f"{metric}: model {model!r} could not be downloaded: the Hub is unreachable now ({reason}); "
+                        f"a worker retries, or pass --model DIR / model=DIR with a local copy"
+                    ) from None
             else:
                 reason = ""
         else:
@@ -67,7 +70,9 @@ def resolve_model(model: str, metric: str, revision: str | None = None) -> Resol
                 f"is reachable and copy the cache here (HF_HOME), or pass --model DIR / model=DIR with a local copy."
             ) from None
     local_path = Path(local)
-    return ResolvedModel(model, local_path, local_path.name if len(local_path.name) == 40 else _local_revision(local_path))
+    return ResolvedModel(
+        model, local_path, local_path.name if len(local_path.name) == 40 else _local_revision(local_path)
+    )
 
 
 def torch_device(device: str | None) -> str:
@@ -91,8 +96,16 @@ def torch_dtype(dtype: str | None, device: str):
     return name, value
 
 
-DTYPE_NAMES = {"float32": "float32", "float": "float32", "float16": "float16", "half": "float16", "bfloat16": "bfloat16",
-               "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+DTYPE_NAMES = {
+    "float32": "float32",
+    "float": "float32",
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+}
 
 
 def checkpoint_dtype(path: Path) -> str:

@@ -1,5 +1,6 @@
 """Task name and queue routing shared by the worker (scoring.worker) and the platform that sends tasks
 (exports.scores.tasks). No Celery app here: importing this must not create one in the web process."""
+
 from __future__ import annotations
 
 from scoring.registry import get_metric

@@ -1,9 +1,11 @@
 """The metric registry: each metric is an entry with data (what it needs, which way is better, its range,
 its default model) and a factory that builds a batch scorer. No if-chains on metric names elsewhere."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 
 class Family:
@@ -65,7 +67,9 @@ class MetricSpec:
 
     def __post_init__(self) -> None:
         if not set(self.options) <= set(self.takes):
-            raise ValueError(f"metric {self.name!r}: switches {sorted(set(self.options) - set(self.takes))} are not options it takes")
+            raise ValueError(
+                f"metric {self.name!r}: switches {sorted(set(self.options) - set(self.takes))} are not options it takes"
+            )
 
     @property
     def direction(self) -> str:
@@ -147,7 +151,9 @@ def route_options(specs: Sequence[MetricSpec], extra: dict[str, Any]) -> dict[st
         if sep:
             spec = by_name.get(metric.strip().lower())
             if spec is None:
-                raise MetricError(f"option {key!r}: {metric!r} is not a metric of this run ({', '.join(s.name for s in specs)})")
+                raise MetricError(
+                    f"option {key!r}: {metric!r} is not a metric of this run ({', '.join(s.name for s in specs)})"
+                )
             if option not in spec.takes:
                 raise MetricError(f"option {key!r}: {spec.name} does not take {option!r} (options taken: {takes()})")
             routed[spec.name][option] = value
@@ -169,6 +175,6 @@ def _load_builtin() -> None:
     global _loaded
     if _loaded:
         return
-    from scoring.metrics import strings, comet, metricx, bleurt, bertscore, omniscore, sbert  # noqa: F401
-    from scoring.metrics import gemba, askqe, cef, dcr  # noqa: F401  (LLM judges; no network until scoring)
+    from scoring.metrics import askqe, bertscore, bleurt, cef, comet, dcr, gemba, metricx, omniscore, sbert, strings  # noqa: F401  # noqa: F401  (LLM judges; no network until scoring)
+
     _loaded = True  # only once every module imported: a failed import fails every call, not just the first

@@ -1,6 +1,7 @@
 """Reading a release directory (the issue-6 layout): ``<direction>/test.parquet`` per direction, a
 ``manifest.json`` and a dataset card. Also fetches a Hub dataset repo into the local cache when given a
 repo id instead of a directory."""
+
 from __future__ import annotations
 
 import hashlib
@@ -48,12 +49,18 @@ class DirectionData:
     def __len__(self) -> int:
         return len(self.triplet_ids)
 
-    def head(self, n: int) -> "DirectionData":
+    def head(self, n: int) -> DirectionData:
         """The first ``n`` triplets, in release order (``--limit``)."""
         n = max(0, int(n))
         return replace(
-            self, triplet_ids=self.triplet_ids[:n], segment_ids=self.segment_ids[:n], levels=self.levels[:n],
-            src=self.src[:n], ref=self.ref[:n], mt=self.mt[:n], extra={k: v[:n] for k, v in self.extra.items()},
+            self,
+            triplet_ids=self.triplet_ids[:n],
+            segment_ids=self.segment_ids[:n],
+            levels=self.levels[:n],
+            src=self.src[:n],
+            ref=self.ref[:n],
+            mt=self.mt[:n],
+            extra={k: v[:n] for k, v in self.extra.items()},
         )
 
     def input_hash(self, columns: list[str] | None = None) -> str:
@@ -117,7 +124,9 @@ class Release:
         }
         absent = [c for c in extra_columns or [] if c not in table.column_names]
         if absent:
-            raise ReleaseError(f"{path}: no column {', '.join(map(repr, absent))} (columns: {', '.join(table.column_names)})")
+            raise ReleaseError(
+                f"{path}: no column {', '.join(map(repr, absent))} (columns: {', '.join(table.column_names)})"
+            )
         return DirectionData(
             direction=direction,
             path=path,
@@ -154,11 +163,20 @@ def _fetch_hub(repo_id: str, revision: str | None) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(
-            snapshot_download(repo_id, repo_type="dataset", revision=revision, allow_patterns=["*.parquet", "*.json", "README.md"],
-                              local_files_only=offline())  # HF_HUB_OFFLINE as set now, not when huggingface_hub was imported
+            snapshot_download(
+                repo_id,
+                repo_type="dataset",
+                revision=revision,
+                allow_patterns=["*.parquet", "*.json", "README.md"],
+                local_files_only=offline(),
+            )  # HF_HUB_OFFLINE as set now, not when huggingface_hub was imported
         )
     except Exception as exc:  # offline, unknown repo, no permission, the Hub or the network down
         advice = "download it first (huggingface-cli download --repo-type dataset ...) and pass the directory"
         if is_transient(exc):  # a later try may get it: a worker retries
-            raise HubUnreachable(f"cannot fetch dataset {repo_id!r} from the Hub: unreachable now ({type(exc).__name__}: {exc}); {advice}") from None
-        raise ReleaseError(f"cannot fetch dataset {repo_id!r} from the Hub ({type(exc).__name__}: {exc}); {advice}") from None
+            raise HubUnreachable(
+                f"cannot fetch dataset {repo_id!r} from the Hub: unreachable now ({type(exc).__name__}: {exc}); {advice}"
+            ) from None
+        raise ReleaseError(
+            f"cannot fetch dataset {repo_id!r} from the Hub ({type(exc).__name__}: {exc}); {advice}"
+        ) from None

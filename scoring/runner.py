@@ -11,6 +11,7 @@ Layout under the output directory (default ``<release>/scores``)::
 A part or chunk whose recorded input hash and metric configuration match is reused, so re-running (or a
 worker picking up a task a killed worker left) skips finished work.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -20,10 +21,11 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -65,7 +67,7 @@ class ScoreOptions:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise MetricError(f"{name.replace('_', '-')} must be a whole number of at least 1, got {value!r}")
 
-    def per_metric(self, specs: list[MetricSpec]) -> dict[str, "ScoreOptions"]:
+    def per_metric(self, specs: list[MetricSpec]) -> dict[str, ScoreOptions]:
         """Each metric's options for a run of several: ``extra`` routed (``route_options``), the rest shared."""
         routed = route_options(specs, self.extra)
         return {spec.name: replace(self, extra=routed[spec.name]) for spec in specs}
@@ -213,8 +215,14 @@ def score_direction(
             pieces.append(pq.read_table(cpath).to_pydict())
         else:
             segments = [
-                Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang,
-                        extra={c: data.extra[c][i] for c in data.extra} or None)
+                Segment(
+                    src=data.src[i],
+                    mt=data.mt[i],
+                    ref=data.ref[i],
+                    target_lang=data.target_lang,
+                    source_lang=data.source_lang,
+                    extra={c: data.extra[c][i] for c in data.extra} or None,
+                )
                 for i in range(lo, hi)
             ]
             result = scorer.score(segments)
@@ -317,7 +325,11 @@ def _assemble(out: Path, metric: str, *, release_directions: list[str] | None = 
                     side.setdefault(name, []).extend(rows)
             for name, rows in side.items():  # e.g. cef.reliability.parquet: judge reliability beside the scores
                 if rows:
-                    _write_table(out / f"{metric_slug(metric)}.{name}.parquet", pa.Table.from_pylist(rows).to_pydict(), {"metric": metric, "table": name})
+                    _write_table(
+                        out / f"{metric_slug(metric)}.{name}.parquet",
+                        pa.Table.from_pylist(rows).to_pydict(),
+                        {"metric": metric, "table": name},
+                    )
         summary_path = out / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"metrics": {}}
         summary["scoring_version"] = __version__
@@ -371,7 +383,9 @@ def score_release(
                 total = min(total, metric_options.limit)
             progress = progress_factory(spec.name, direction, total) if progress_factory else None
             try:
-                summary = score_direction(release, spec, direction, out, metric_options, progress, scorer=scorer, assemble=False)
+                summary = score_direction(
+                    release, spec, direction, out, metric_options, progress, scorer=scorer, assemble=False
+                )
             finally:
                 if hasattr(scorer, "close"):
                     scorer.close()
@@ -404,13 +418,21 @@ def dry_run_release(
         kw["judge"] = {**kw["judge"], "dry_run": True}
         scorer = spec.build(**kw)
         for direction in wanted:
-            data = release.load(direction, extra_columns=scorer.wanted_columns() if hasattr(scorer, "wanted_columns") else [])
+            data = release.load(
+                direction, extra_columns=scorer.wanted_columns() if hasattr(scorer, "wanted_columns") else []
+            )
             if options.limit is not None:
                 data = data.head(options.limit)
             scorer.reset_stats()
             segments = [
-                Segment(src=data.src[i], mt=data.mt[i], ref=data.ref[i], target_lang=data.target_lang, source_lang=data.source_lang,
-                        extra={c: data.extra[c][i] for c in data.extra} or None)
+                Segment(
+                    src=data.src[i],
+                    mt=data.mt[i],
+                    ref=data.ref[i],
+                    target_lang=data.target_lang,
+                    source_lang=data.source_lang,
+                    extra={c: data.extra[c][i] for c in data.extra} or None,
+                )
                 for i in range(len(data))
             ]
             scorer.score(segments)

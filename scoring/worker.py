@@ -16,6 +16,7 @@ The platform (``exports.scores.tasks``) sends tasks by name; results (a small su
 to the result backend (CELERY_RESULT_BACKEND, default: the broker). Scores themselves are written as
 parquet files next to the release, which the platform ingests.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,9 @@ ALLOW_CPU_ENV = "XQMEVAL_ALLOW_GPU_METRICS_ON_CPU"  # tests and small CPU-only s
 
 
 broker = os.environ.get("CELERY_BROKER_URL", "")
-app = Celery("xqmeval-scoring", broker=broker or None, backend=os.environ.get("CELERY_RESULT_BACKEND") or broker or None)
+app = Celery(
+    "xqmeval-scoring", broker=broker or None, backend=os.environ.get("CELERY_RESULT_BACKEND") or broker or None
+)
 app.conf.update(
     task_serializer="json",
     accept_content=["json"],
@@ -56,7 +59,9 @@ def _has_gpu() -> bool:
 
 
 @app.task(name=TASK_NAME, bind=True, max_retries=5)
-def score_direction_task(self, release_dir: str, metric: str, direction: str, out_dir: str | None = None, options: dict | None = None) -> dict:
+def score_direction_task(
+    self, release_dir: str, metric: str, direction: str, out_dir: str | None = None, options: dict | None = None
+) -> dict:
     try:
         return _score_direction(self, release_dir, metric, direction, out_dir, options)
     except Exception as exc:
@@ -66,13 +71,17 @@ def score_direction_task(self, release_dir: str, metric: str, direction: str, ou
         raise self.retry(exc=exc, countdown=retry_delay(self.request.retries)) from exc
 
 
-def _score_direction(self, release_dir: str, metric: str, direction: str, out_dir: str | None, options: dict | None) -> dict:
+def _score_direction(
+    self, release_dir: str, metric: str, direction: str, out_dir: str | None, options: dict | None
+) -> dict:
     from scoring.release import open_release
     from scoring.runner import ScoreOptions, part_path, score_direction
 
     spec = get_metric(metric)
     if spec.device == "gpu" and not _has_gpu() and os.environ.get(ALLOW_CPU_ENV) != "1":
-        raise MetricError(f"{spec.name} needs a GPU and this worker has none; run it on a worker consuming queue {GPU_QUEUE!r}")
+        raise MetricError(
+            f"{spec.name} needs a GPU and this worker has none; run it on a worker consuming queue {GPU_QUEUE!r}"
+        )
     options = dict(options or {})
     extra = options.pop("extra", {}) or {}
     opts = ScoreOptions(**options, extra=extra)

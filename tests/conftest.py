@@ -6,6 +6,7 @@ failure, so a green run always means PostgreSQL, Redis and the browser were used
 ``REQUIRE_SHARED_DATA=1``); elsewhere — a fresh clone has no ``../shared`` — the tests that read it skip,
 and the run ends with one line saying how many and how to provide the data.
 """
+
 from __future__ import annotations
 
 import inspect

@@ -3,6 +3,7 @@
 Only what makes tests slow without changing what they check is overridden here. Workers and servers that
 tests start in a subprocess name ``xqmeval.settings`` themselves, so they run the production configuration.
 """
+
 from __future__ import annotations
 
 import os

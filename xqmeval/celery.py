@@ -2,6 +2,7 @@
 
 Queues: ``default`` (imports, merging, releases, ingestion), ``llm`` (injection runs), ``gpu`` (scoring).
 """
+
 import os
 
 from celery import Celery

@@ -1,5 +1,6 @@
 """Reads for the site's home page: an overview of every stage a user may see. Lives with the site, above
 every app, because it reads more than one stage's models."""
+
 from __future__ import annotations
 
 from annotation.review import selectors as review_selectors
@@ -14,12 +15,15 @@ def project_overview(user) -> list[dict]:
     of directions."""
     languages = set(access.allowed_languages(user).values_list("pk", flat=True))
     rows = []
-    for project in core_selectors.visible_projects(user).select_related("source_language").prefetch_related("directions"):
+    for project in (
+        core_selectors.visible_projects(user).select_related("source_language").prefetch_related("directions")
+    ):
         directions = sorted((d for d in project.directions.all() if d.target_id in languages), key=lambda d: d.code)
         segments = benchmark_selectors.segment_counts(project)  # kept while the benchmark change log stands
         statuses = review_selectors.candidate_statuses(project)  # the review counters: no count of the candidates
         per_direction = [
-            {"direction": d.code, "segments": segments.get(d.pk, 0), "candidates": statuses.get(d.pk, {})} for d in directions
+            {"direction": d.code, "segments": segments.get(d.pk, 0), "candidates": statuses.get(d.pk, {})}
+            for d in directions
         ]
         rows.append({"project": project, "directions": per_direction})
     return rows

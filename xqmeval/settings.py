@@ -5,6 +5,7 @@ rule-based injection backend. ``DJANGO_ENV=production`` switches on the deployme
 ``manage.py check --deploy`` looks for. Secrets (API keys, HF token) are read from the environment where
 they are used and never stored in the database, logs or exports.
 """
+
 from __future__ import annotations
 
 import os
@@ -145,7 +146,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # upload handler for bodies without a Content-Length); the proxy in front should cap it too.
 REQUEST_BODY_MAX_BYTES = int(os.environ.get("REQUEST_BODY_MAX_BYTES", str(64 * 1024 * 1024)))
 ANONYMOUS_BODY_MAX_BYTES = int(os.environ.get("ANONYMOUS_BODY_MAX_BYTES", str(64 * 1024)))  # login, set-password
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(10 * 1024 * 1024)))  # non-file fields
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(
+    os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(10 * 1024 * 1024))
+)  # non-file fields
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads stream to a temporary file, not memory
 FILE_UPLOAD_HANDLERS = [
     "core.http.BoundedUploadHandler",
@@ -209,7 +212,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Redis redelivers an unacknowledged task after this long; long injection runs also hold a lease
 # (InjectionRun.lease_*), so a redelivery while the first worker still runs does nothing.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", str(6 * 3600)))}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", str(6 * 3600)))
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
@@ -286,7 +291,9 @@ AGREEMENT_BOOTSTRAP_RESAMPLES = int(os.environ.get("AGREEMENT_BOOTSTRAP_RESAMPLE
 AGREEMENT_BOOTSTRAP_SEED = int(os.environ.get("AGREEMENT_BOOTSTRAP_SEED", "0"))
 AGREEMENT_CONFIDENCE = float(os.environ.get("AGREEMENT_CONFIDENCE", "0.95"))
 AGREEMENT_CACHE_SECONDS = int(os.environ.get("AGREEMENT_CACHE_SECONDS", str(24 * 3600)))
-AGREEMENT_REFRESH_DELAY = int(os.environ.get("AGREEMENT_REFRESH_DELAY", "30"))  # seconds: a burst of submissions, one run
+AGREEMENT_REFRESH_DELAY = int(
+    os.environ.get("AGREEMENT_REFRESH_DELAY", "30")
+)  # seconds: a burst of submissions, one run
 # annotator decisions above which the review admin page shows the per-annotator statistics the agreement
 # refresh computed last instead of a pass over every decision per view (annotation.review.selectors)
 REVIEW_FIGURES_LIVE_LIMIT = int(os.environ.get("REVIEW_FIGURES_LIVE_LIMIT", "20000"))
@@ -306,7 +313,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+    },
 }
 
 # ---- Production hardening (checked by `manage.py check --deploy`) -----------------------------------

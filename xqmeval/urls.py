@@ -23,6 +23,10 @@ urlpatterns = [
     path("api/benchmarks/", include("exports.benchmark.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI from drf-spectacular-sidecar (our static files, no CDN); its settings script is a separate request (CSP).
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"), name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
+        name="api-docs",
+    ),
     path("admin/", admin.site.urls),
 ]

@@ -22,13 +22,14 @@ Runs are idempotent (a scope whose rows are unchanged is a cache hit) and their 
 (queued, running, retrying, done, failed with its reason) is kept in the cache for the pages; failures
 are also logged. Transient faults (database, Redis) are retried with exponential backoff by the task.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import Callable
 
 from django.conf import settings
 from django.core.cache import cache
@@ -131,7 +132,10 @@ def release_pending(project_id: int, exc: BaseException) -> None:
 def page_may_ask(project_id: int) -> bool:
     """A page that missed may ask for a refresh, unless the last run failed less than a minute ago."""
     state = status(project_id)
-    return not (state.get("state") == "failed" and timezone.now() - state["last_error_at"] < timedelta(seconds=PAGE_RETRY_AFTER_FAILURE_SECONDS))
+    return not (
+        state.get("state") == "failed"
+        and timezone.now() - state["last_error_at"] < timedelta(seconds=PAGE_RETRY_AFTER_FAILURE_SECONDS)
+    )
 
 
 def safely(fn: Callable, *args, **kwargs) -> None:
@@ -154,7 +158,9 @@ class RefreshResult:
         return asdict(self)
 
 
-def refresh_project(project_id: int, *, progress: Callable[[sel.Scope, bool], None] | None = None) -> RefreshResult | None:
+def refresh_project(
+    project_id: int, *, progress: Callable[[sel.Scope, bool], None] | None = None
+) -> RefreshResult | None:
     """Compute and cache the report of every dashboard scope of the project whose rows changed since it was
     last computed; a scope with unchanged rows is a cache hit. ``None`` when the project no longer exists."""
     # Before reading any row: a write from now on must queue another run, as this one may not see it.
@@ -175,7 +181,16 @@ def refresh_project(project_id: int, *, progress: Callable[[sel.Scope, bool], No
     # a size the page shows what this run computed rather than a pass over the decisions per view
     review_selectors.compute_decision_figures(project, token=token)
     result = RefreshResult(project_id, len(scopes), computed, hits, round(time.monotonic() - started, 3))
-    _update_status(project_id, state="done", last_success_at=timezone.now(), computed=computed, hits=hits, seconds=result.seconds)
-    logger.info("agreement refresh of project %s (%s): %d scope(s), %d computed, %d cached, %.1f s",
-                project_id, project.name, result.scopes, computed, hits, result.seconds)
+    _update_status(
+        project_id, state="done", last_success_at=timezone.now(), computed=computed, hits=hits, seconds=result.seconds
+    )
+    logger.info(
+        "agreement refresh of project %s (%s): %d scope(s), %d computed, %d cached, %.1f s",
+        project_id,
+        project.name,
+        result.scopes,
+        computed,
+        hits,
+        result.seconds,
+    )
     return result

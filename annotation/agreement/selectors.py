@@ -10,13 +10,14 @@ the pages only read the cache (``cached_report``) and leave computing to the ref
 
 The units and sources the figures count are described in ``annotation.agreement.domain.report``.
 """
+
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterable
 
 from django.conf import settings
 from django.core.cache import cache
@@ -31,11 +32,11 @@ from annotation.agreement.domain.report import (  # noqa: F401  (the names the v
     PRIVATE_TABLES,
     PUBLIC_TABLES,
     TABLE_TITLES,
-    own_agreement_table,
     TABLES,
     DecisionRow,
     RatingRow,
     compute_report,
+    own_agreement_table,
 )
 from annotation.models import LikertRating, ReviewDecision
 from annotation.review import changes
@@ -60,10 +61,22 @@ def _decision_rows(project: Project, languages: frozenset[str] | None) -> list[D
     if languages is not None:
         qs = qs.filter(candidate__segment__direction__target__code__in=languages)
     values = qs.values_list(
-        "candidate_id", "candidate__segment__direction__target__code", "candidate__error_type", "candidate__is_gold",
-        "candidate__gold_answer", "reviewer_id", "reviewer__username", "round__number", "decision", "source", "time_spent_ms",
+        "candidate_id",
+        "candidate__segment__direction__target__code",
+        "candidate__error_type",
+        "candidate__is_gold",
+        "candidate__gold_answer",
+        "reviewer_id",
+        "reviewer__username",
+        "round__number",
+        "decision",
+        "source",
+        "time_spent_ms",
     ).order_by("candidate_id", "id")
-    return [DecisionRow(c, lang, et, gold, ga or "", rid, rname or "", rnum or 1, d, src, t) for c, lang, et, gold, ga, rid, rname, rnum, d, src, t in values]
+    return [
+        DecisionRow(c, lang, et, gold, ga or "", rid, rname or "", rnum or 1, d, src, t)
+        for c, lang, et, gold, ga, rid, rname, rnum, d, src, t in values
+    ]
 
 
 def own_agreement(user, project: Project, languages: frozenset[str] | None) -> list[dict]:
@@ -71,16 +84,26 @@ def own_agreement(user, project: Project, languages: frozenset[str] | None) -> l
     the others anonymised (``report.own_agreement_table``). Reads her decisions' candidates only: bounded by
     her own work, so the page computes it on the spot."""
     mine = ReviewDecision.objects.filter(
-        candidate__segment__project=project, reviewer=user, source=ReviewDecision.Source.ANNOTATOR, candidate__is_gold=False,
+        candidate__segment__project=project,
+        reviewer=user,
+        source=ReviewDecision.Source.ANNOTATOR,
+        candidate__is_gold=False,
     )
     if languages is not None:
         mine = mine.filter(candidate__segment__direction__target__code__in=languages)
     values = (
-        ReviewDecision.objects.filter(candidate__in=mine.values("candidate_id"), source=ReviewDecision.Source.ANNOTATOR, reviewer__isnull=False)
-        .values_list("candidate_id", "candidate__segment__direction__target__code", "reviewer_id", "round__number", "decision")
+        ReviewDecision.objects.filter(
+            candidate__in=mine.values("candidate_id"), source=ReviewDecision.Source.ANNOTATOR, reviewer__isnull=False
+        )
+        .values_list(
+            "candidate_id", "candidate__segment__direction__target__code", "reviewer_id", "round__number", "decision"
+        )
         .order_by("candidate_id", "id")
     )
-    rows = [DecisionRow(c, lang, "", False, "", rid, "", rnum or 1, d, ReviewDecision.Source.ANNOTATOR, None) for c, lang, rid, rnum, d in values]
+    rows = [
+        DecisionRow(c, lang, "", False, "", rid, "", rnum or 1, d, ReviewDecision.Source.ANNOTATOR, None)
+        for c, lang, rid, rnum, d in values
+    ]
     return own_agreement_table(rows, user.pk, bootstrap_options())
 
 
@@ -88,22 +111,54 @@ def _rating_rows(project: Project, languages: frozenset[str] | None) -> list[Rat
     qs = LikertRating.objects.filter(item__project=project)
     if languages is not None:
         qs = qs.filter(item__direction__target__code__in=languages)
-    values = qs.values_list("item_id", "item__kind", "item__direction__target__code", "item__external_id", "rater_id", "rater__username", *DIMENSIONS, "time_spent_ms").order_by("item_id", "rater_id")
-    return [RatingRow(v[0], v[1], v[2], v[3] or "", v[4], v[5], tuple(v[6 : 6 + len(DIMENSIONS)]), v[-1]) for v in values]
+    values = qs.values_list(
+        "item_id",
+        "item__kind",
+        "item__direction__target__code",
+        "item__external_id",
+        "rater_id",
+        "rater__username",
+        *DIMENSIONS,
+        "time_spent_ms",
+    ).order_by("item_id", "rater_id")
+    return [
+        RatingRow(v[0], v[1], v[2], v[3] or "", v[4], v[5], tuple(v[6 : 6 + len(DIMENSIONS)]), v[-1]) for v in values
+    ]
 
 
 # ---- the report ----------------------------------------------------------------------------------
 
 
-def _digest(project: Project, langs: frozenset[str] | None, private: bool, options: dict, decisions: list[DecisionRow], ratings: list[RatingRow]) -> str:
+def _digest(
+    project: Project,
+    langs: frozenset[str] | None,
+    private: bool,
+    options: dict,
+    decisions: list[DecisionRow],
+    ratings: list[RatingRow],
+) -> str:
     # The key is a digest of the very rows the figures come from, so a cached report can never be stale:
     # reading the rows is cheap, the bootstrap is what the cache saves. v2: entries are {report, computed_at}.
-    return "agreement:v2:" + hashlib.sha256(
-        repr((project.pk, sorted(langs) if langs is not None else None, private, sorted(options.items()), decisions, ratings)).encode()
-    ).hexdigest()
+    return (
+        "agreement:v2:"
+        + hashlib.sha256(
+            repr(
+                (
+                    project.pk,
+                    sorted(langs) if langs is not None else None,
+                    private,
+                    sorted(options.items()),
+                    decisions,
+                    ratings,
+                )
+            ).encode()
+        ).hexdigest()
+    )
 
 
-def _inputs(project: Project, languages: Iterable[str] | None, private: bool) -> tuple[str, list[DecisionRow], list[RatingRow], dict]:
+def _inputs(
+    project: Project, languages: Iterable[str] | None, private: bool
+) -> tuple[str, list[DecisionRow], list[RatingRow], dict]:
     langs = frozenset(languages) if languages is not None else None
     options = bootstrap_options()
     decisions, ratings = _decision_rows(project, langs), _rating_rows(project, langs)
@@ -138,7 +193,9 @@ def report_cache_key(project: Project, *, languages: Iterable[str] | None = None
     return _inputs(project, languages, private)[0]
 
 
-def project_report(project: Project, *, languages: Iterable[str] | None = None, private: bool = True, use_cache: bool = True) -> dict[str, list[dict]]:
+def project_report(
+    project: Project, *, languages: Iterable[str] | None = None, private: bool = True, use_cache: bool = True
+) -> dict[str, list[dict]]:
     """Every agreement table of ``project``: ``{table name: [row dict, …]}``, computed now on a cache miss.
 
     ``languages`` restricts to those target languages (an annotator's view); ``private=False`` leaves out
@@ -204,8 +261,13 @@ def cached_report(project: Project, scope: Scope) -> CachedReport:
     return CachedReport(key, None, None, False)
 
 
-def warm_reports(project: Project, scopes: Iterable[Scope], progress: Callable[[Scope, bool], None] | None = None,
-                 *, token: tuple | None = None) -> tuple[int, int]:
+def warm_reports(
+    project: Project,
+    scopes: Iterable[Scope],
+    progress: Callable[[Scope, bool], None] | None = None,
+    *,
+    token: tuple | None = None,
+) -> tuple[int, int]:
     """Compute and cache the report of each scope whose current rows have none. Returns (computed, hits).
 
     The rows are read once and narrowed per scope in Python: the same rows in the same order as
@@ -226,7 +288,13 @@ def warm_reports(project: Project, scopes: Iterable[Scope], progress: Callable[[
             hits += 1
             _store(project, langs, scope.private, key, {**entry, "token": token, "options": options, "rows": rows})
         else:
-            _store(project, langs, scope.private, key, _entry(compute_report(decisions, ratings, private=scope.private, **options), token, options, rows))
+            _store(
+                project,
+                langs,
+                scope.private,
+                key,
+                _entry(compute_report(decisions, ratings, private=scope.private, **options), token, options, rows),
+            )
             computed += 1
         if progress is not None:
             progress(scope, not hit)
@@ -267,10 +335,13 @@ def dashboard_scopes(project: Project) -> list[Scope]:
     computes these, so whoever opens the dashboard finds their report cached."""
     targets = set(project.directions.values_list("target__code", flat=True))
     # Mirrors core.access.is_admin (role admin, staff or superuser): admins get the all-languages scope.
-    others = Profile.objects.filter(user__is_active=True, user__is_staff=False, user__is_superuser=False).exclude(role=Profile.Role.ADMIN)
+    others = Profile.objects.filter(user__is_active=True, user__is_staff=False, user__is_superuser=False).exclude(
+        role=Profile.Role.ADMIN
+    )
     per_user: dict[int, set[str]] = defaultdict(set)
-    for profile_id, code in Profile.languages.through.objects.filter(profile__in=others, language__code__in=targets).values_list("profile_id", "language__code"):
+    for profile_id, code in Profile.languages.through.objects.filter(
+        profile__in=others, language__code__in=targets
+    ).values_list("profile_id", "language__code"):
         per_user[profile_id].add(code)
     sets = {frozenset(codes) for codes in per_user.values()}
     return [Scope(None, True), *(Scope(s, False) for s in sorted(sets, key=sorted))]
-

@@ -5,6 +5,7 @@ imports ``refresh`` (state and the run), never the reverse. The review and ratin
 this module either: their services send ``annotation.signals.annotations_written``, and
 ``AnnotationConfig.ready()`` connects ``on_annotations_written`` here.
 """
+
 from __future__ import annotations
 
 from celery import shared_task
@@ -34,7 +35,9 @@ def refresh_agreement(self, project_id: int) -> dict:
             refresh.record_failure(project_id, exc)
             raise
         refresh.record_retry(project_id, exc, self.request.retries + 1)
-        countdown = get_exponential_backoff_interval(factor=2, retries=self.request.retries, maximum=120, full_jitter=True)
+        countdown = get_exponential_backoff_interval(
+            factor=2, retries=self.request.retries, maximum=120, full_jitter=True
+        )
         raise self.retry(exc=exc, countdown=countdown) from exc
     except Exception as exc:
         refresh.record_failure(project_id, exc)

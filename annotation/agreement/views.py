@@ -9,6 +9,7 @@ admin-only page or table answers 403 before the project is looked up, whatever t
 The pages (dashboard, annotator quality, plots) never compute the report: they show what the cache holds
 (current, or the last one marked as of its time) and ask ``annotation.agreement.tasks.page_missed`` for a refresh on a miss.
 Downloads are explicit requests for the numbers and compute on a miss, like ``manage.py agreement``."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -22,8 +23,8 @@ from annotation.agreement import selectors as sel
 from annotation.agreement.domain import plots, tables
 from annotation.review import gold
 from core import access, selectors
-from core.domain.plotting import empty as empty_plot
 from core.domain.params import MAX_ID
+from core.domain.plotting import empty as empty_plot
 from core.models import Project
 from core.svg_cache import cached_svg
 
@@ -32,10 +33,15 @@ REFRESH_SECONDS = 10  # how often a page waiting for the current report reloads 
 
 # name → (drawing function over the report, admin only)
 PLOTS = {
-    "by-language": (lambda r: plots.agreement_by_group(r["languages"], lambda x: x["language"], "Agreement by language"), False),
+    "by-language": (
+        lambda r: plots.agreement_by_group(r["languages"], lambda x: x["language"], "Agreement by language"),
+        False,
+    ),
     "by-error-type": (
         lambda r: plots.agreement_by_group(
-            [x for x in r["error_types"] if x["language"] == sel.ALL], lambda x: x["error_type"], "Agreement by error type (all languages)"
+            [x for x in r["error_types"] if x["language"] == sel.ALL],
+            lambda x: x["error_type"],
+            "Agreement by error type (all languages)",
         ),
         False,
     ),
@@ -97,15 +103,24 @@ def dashboard(request, project: str):
             continue  # long tables: on the annotators page, or as downloads
         headers, cells = tables.display(report[name])
         sections.append({"name": name, "title": sel.TABLE_TITLES[name], "headers": headers, "cells": cells})
-    return render(request, "agreement/dashboard.html", {
-        "project": project_obj, "scope": scope, "sections": sections, "is_admin": scope.private,
-        "tables": [(name, sel.TABLE_TITLES[name]) for name in scope.tables],
-        "plots": [name for name, (_, private) in PLOTS.items() if scope.private or not private],
-        "likert_items": len(report["likert_items"]) if report is not None and scope.private else None,
-        "own_headers": own[0] if own else None, "own_cells": own[1] if own else None, "bootstrap": sel.bootstrap_options(),
-        "languages": sorted(scope.languages) if scope.languages is not None else None,
-        **_refresh_context(project_obj, shown, scope),
-    })
+    return render(
+        request,
+        "agreement/dashboard.html",
+        {
+            "project": project_obj,
+            "scope": scope,
+            "sections": sections,
+            "is_admin": scope.private,
+            "tables": [(name, sel.TABLE_TITLES[name]) for name in scope.tables],
+            "plots": [name for name, (_, private) in PLOTS.items() if scope.private or not private],
+            "likert_items": len(report["likert_items"]) if report is not None and scope.private else None,
+            "own_headers": own[0] if own else None,
+            "own_cells": own[1] if own else None,
+            "bootstrap": sel.bootstrap_options(),
+            "languages": sorted(scope.languages) if scope.languages is not None else None,
+            **_refresh_context(project_obj, shown, scope),
+        },
+    )
 
 
 def _form_number(request, name: str, kind: type, default: str = ""):
@@ -120,7 +135,9 @@ def _form_number(request, name: str, kind: type, default: str = ""):
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request, project: str):
-    access.require_admin(request.user, message="annotator quality is for admins")  # before the lookup: any project alike
+    access.require_admin(
+        request.user, message="annotator quality is for admins"
+    )  # before the lookup: any project alike
     project_obj, scope = _project_and_scope(request, project)
     if request.method == "POST":
         try:
@@ -132,7 +149,10 @@ def annotators(request, project: str):
         except ValueError as exc:
             messages.error(request, f"Nothing planted: {exc}")
         else:
-            planted = ", ".join(f"{d} {a}: {n}" for (d, a), n in sorted(result.planted.items())) or "nothing (already at that rate)"
+            planted = (
+                ", ".join(f"{d} {a}: {n}" for (d, a), n in sorted(result.planted.items()))
+                or "nothing (already at that rate)"
+            )
             messages.success(request, f"Gold items planted: {planted}")
             for note in result.skipped:
                 messages.warning(request, note)
@@ -142,12 +162,24 @@ def annotators(request, project: str):
     headers, cells = tables.display(report.get("annotators", []))
     rater_headers, rater_cells = tables.display(report.get("likert_raters", []))
     gold_headers, gold_cells = tables.display(gold.gold_overview(project_obj))  # a count query, not the report
-    return render(request, "agreement/annotators.html", {
-        "project": project_obj, "headers": headers, "cells": cells, "rules": sel.OUTLIER_RULES,
-        "rater_headers": rater_headers, "rater_cells": rater_cells, "leniency_limit": sel.LENIENCY_LIMIT, "leniency_min_items": sel.LENIENCY_MIN_ITEMS,
-        "gold_headers": gold_headers, "gold_cells": gold_cells, "max_rate": gold.MAX_RATE,
-        **_refresh_context(project_obj, shown, scope),
-    })
+    return render(
+        request,
+        "agreement/annotators.html",
+        {
+            "project": project_obj,
+            "headers": headers,
+            "cells": cells,
+            "rules": sel.OUTLIER_RULES,
+            "rater_headers": rater_headers,
+            "rater_cells": rater_cells,
+            "leniency_limit": sel.LENIENCY_LIMIT,
+            "leniency_min_items": sel.LENIENCY_MIN_ITEMS,
+            "gold_headers": gold_headers,
+            "gold_cells": gold_cells,
+            "max_rate": gold.MAX_RATE,
+            **_refresh_context(project_obj, shown, scope),
+        },
+    )
 
 
 @login_required
@@ -156,7 +188,9 @@ def download(request, project: str, table: str, fmt: str):
     if table == "gold":
         access.require_admin(request.user, message="gold scores are for admins")
     elif table in sel.PRIVATE_TABLES:
-        access.require_admin(request.user, message="this table names reviewers or holds blind ratings and is for admins")
+        access.require_admin(
+            request.user, message="this table names reviewers or holds blind ratings and is for admins"
+        )
     project_obj, scope = _project_and_scope(request, project)
     if fmt not in FORMATS:
         raise Http404(f"format must be one of {', '.join(FORMATS)}")
@@ -184,7 +218,11 @@ def plot(request, project: str, plot: str):
         raise Http404(f"no plot {plot!r}")
     draw, _private = PLOTS[plot]
     report = _shown_report(project_obj, scope).report
-    body = cached_svg(f"agreement-{plot}", draw, report) if report is not None else empty_plot("being computed: reload the page in a moment")
+    body = (
+        cached_svg(f"agreement-{plot}", draw, report)
+        if report is not None
+        else empty_plot("being computed: reload the page in a moment")
+    )
     response = HttpResponse(body, content_type="image/svg+xml")
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response

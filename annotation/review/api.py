@@ -5,6 +5,7 @@ status (400 invalid, 403 admins only or recorded for another user (``client_user
 absent, 409 conflict: closed round, full candidate, key of another user; 422 a key used before for another
 request).
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -25,6 +26,7 @@ def _refused(exc: services.ReviewError) -> Response:
 
 
 # ---- serializers ------------------------------------------------------------------------------------
+
 
 class PieceSerializer(serializers.Serializer):
     text = serializers.CharField()
@@ -81,7 +83,8 @@ class DecisionInSerializer(serializers.Serializer):
     round = id_field(required=False, allow_null=True)
     idempotency_key = serializers.CharField(max_length=64)
     client_user = serializers.IntegerField(
-        required=False, allow_null=True,
+        required=False,
+        allow_null=True,
         help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
     )
 
@@ -91,8 +94,21 @@ class DecisionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ReviewDecision
-        fields = ["id", "candidate", "round", "round_number", "decision", "reason", "comment", "source", "is_final",
-                  "time_spent_ms", "idempotency_key", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "candidate",
+            "round",
+            "round_number",
+            "decision",
+            "reason",
+            "comment",
+            "source",
+            "is_final",
+            "time_spent_ms",
+            "idempotency_key",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class SkipInSerializer(serializers.Serializer):
@@ -101,7 +117,8 @@ class SkipInSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
     round = id_field(required=False, allow_null=True)
     client_user = serializers.IntegerField(
-        required=False, allow_null=True,
+        required=False,
+        allow_null=True,
         help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
     )
 
@@ -136,7 +153,8 @@ class RatingInSerializer(serializers.Serializer):
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     idempotency_key = serializers.CharField(max_length=64)
     client_user = serializers.IntegerField(
-        required=False, allow_null=True,
+        required=False,
+        allow_null=True,
         help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
     )
 
@@ -158,6 +176,7 @@ LANG = OpenApiParameter("lang", str, description="one of your target languages (
 
 # ---- views ------------------------------------------------------------------------------------------
 
+
 class NextCandidateView(APIView):
     """Take (or resume) the next candidate to review; it is held for you until the lock expires."""
 
@@ -176,7 +195,9 @@ class ProgressView(APIView):
     def get(self, request, project):
         project = access.work_project(request.user, project)
         codes = selectors.language_codes(request.user, request.query_params.get("lang"))
-        return Response([selectors.progress(request.user, project, rnd, codes) for rnd in selectors.open_rounds(project)])
+        return Response(
+            [selectors.progress(request.user, project, rnd, codes) for rnd in selectors.open_rounds(project)]
+        )
 
 
 class CandidateView(APIView):
@@ -207,13 +228,21 @@ class DecisionsView(ListAPIView):
         v = data.validated_data
         try:
             decision, created = services.submit_decision(
-                request.user, v["candidate"], v["decision"], idempotency_key=v["idempotency_key"],
-                reason=v.get("reason", ""), comment=v.get("comment", ""), time_spent_ms=v.get("time_spent_ms"),
-                round_id=v.get("round"), client_user=v.get("client_user"),
+                request.user,
+                v["candidate"],
+                v["decision"],
+                idempotency_key=v["idempotency_key"],
+                reason=v.get("reason", ""),
+                comment=v.get("comment", ""),
+                time_spent_ms=v.get("time_spent_ms"),
+                round_id=v.get("round"),
+                client_user=v.get("client_user"),
             )
         except services.ReviewError as exc:
             return _refused(exc)
-        return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            DecisionSerializer(decision).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class SkipsView(APIView):
@@ -223,11 +252,19 @@ class SkipsView(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         try:
-            skip = services.skip_candidate(request.user, v["candidate"], v["reason"], comment=v.get("comment", ""), round_id=v.get("round"),
-                                         client_user=v.get("client_user"))
+            skip = services.skip_candidate(
+                request.user,
+                v["candidate"],
+                v["reason"],
+                comment=v.get("comment", ""),
+                round_id=v.get("round"),
+                client_user=v.get("client_user"),
+            )
         except services.ReviewError as exc:
             return _refused(exc)
-        return Response({"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED
+        )
 
 
 class NextRatingItemView(APIView):
@@ -263,12 +300,18 @@ class RatingsView(ListAPIView):
         v = data.validated_data
         try:
             rating, created = services.submit_rating(
-                request.user, v["item"], {n: v.get(n) for n in rules.DIMENSION_NAMES},
-                idempotency_key=v["idempotency_key"], time_spent_ms=v.get("time_spent_ms"), client_user=v.get("client_user"),
+                request.user,
+                v["item"],
+                {n: v.get(n) for n in rules.DIMENSION_NAMES},
+                idempotency_key=v["idempotency_key"],
+                time_spent_ms=v.get("time_spent_ms"),
+                client_user=v.get("client_user"),
             )
         except services.ReviewError as exc:
             return _refused(exc)
-        return Response(RatingSerializer(rating).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            RatingSerializer(rating).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class AdjudicationsView(APIView):

@@ -21,11 +21,19 @@ A project of a row that no longer resolves (its candidate or item already delete
 Rows are insert-only (no contention between reviewers); the agreement refresh prunes each project's rows
 to one new row (``core.triggers_sql.prune``).
 """
+
 from __future__ import annotations
 
 from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT
 from core.triggers_sql import (
-    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, forget_deleted_projects, log_projects,
+    BOTH_ROWS,
+    INDEX_LOOKUPS,
+    NEW_ROWS,
+    OLD_ROWS,
+    changed_rows_projects,
+    drop_trigger,
+    forget_deleted_projects,
+    log_projects,
     statement_trigger,
 )
 
@@ -57,12 +65,15 @@ def _both(projects, *tables: str) -> str:
 # name: (table, event, referencing, function body)
 STATEMENT_TRIGGERS = {
     "xq_change_decision_insert": (DECISION, "INSERT", NEW_ROWS, _log(_decision_projects("new_rows"))),
-    "xq_change_decision_update": (DECISION, "UPDATE", BOTH_ROWS,
-                                  _log(_both(_decision_projects, "old_rows", "new_rows"))),
+    "xq_change_decision_update": (
+        DECISION,
+        "UPDATE",
+        BOTH_ROWS,
+        _log(_both(_decision_projects, "old_rows", "new_rows")),
+    ),
     "xq_change_decision_delete": (DECISION, "DELETE", OLD_ROWS, _log(_decision_projects("old_rows"))),
     "xq_change_rating_insert": (RATING, "INSERT", NEW_ROWS, _log(_rating_projects("new_rows"))),
-    "xq_change_rating_update": (RATING, "UPDATE", BOTH_ROWS,
-                                _log(_both(_rating_projects, "old_rows", "new_rows"))),
+    "xq_change_rating_update": (RATING, "UPDATE", BOTH_ROWS, _log(_both(_rating_projects, "old_rows", "new_rows"))),
     "xq_change_rating_delete": (RATING, "DELETE", OLD_ROWS, _log(_rating_projects("old_rows"))),
     "xq_change_project_delete": forget_deleted_projects(LOG),
 }
@@ -77,8 +88,11 @@ _SEGMENT_PROJECT = f"(SELECT project_id FROM {SEGMENT} WHERE id = %s)"
 # Updates of the rows the figures join to that change a reported column (statement-level like the others).
 # name: (table, columns, the projects to log as SQL expressions over o and n)
 UPDATE_TRIGGERS = {
-    "xq_change_candidate": (CANDIDATE, ("error_type", "is_gold", "gold_answer", "segment_id"),
-                            f"({_SEGMENT_PROJECT % 'o.segment_id'}), ({_SEGMENT_PROJECT % 'n.segment_id'})"),
+    "xq_change_candidate": (
+        CANDIDATE,
+        ("error_type", "is_gold", "gold_answer", "segment_id"),
+        f"({_SEGMENT_PROJECT % 'o.segment_id'}), ({_SEGMENT_PROJECT % 'n.segment_id'})",
+    ),
     "xq_change_segment": (SEGMENT, ("project_id", "direction_id"), "(o.project_id), (n.project_id)"),
     "xq_change_item": (ITEM, ("project_id", "kind", "external_id", "direction_id"), "(o.project_id), (n.project_id)"),
     "xq_change_round": (ROUND, ("project_id", "number"), "(o.project_id), (n.project_id)"),
@@ -89,10 +103,14 @@ UPDATE_TRIGGERS = {
 
 
 def install() -> str:
-    parts = [statement_trigger(name, table, event, referencing, body, INDEX_LOOKUPS if table in (DECISION, RATING) else ())
-             for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()]
-    parts += [statement_trigger(name, table, "UPDATE", BOTH_ROWS, _update(columns, projects))
-              for name, (table, columns, projects) in UPDATE_TRIGGERS.items()]
+    parts = [
+        statement_trigger(name, table, event, referencing, body, INDEX_LOOKUPS if table in (DECISION, RATING) else ())
+        for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()
+    ]
+    parts += [
+        statement_trigger(name, table, "UPDATE", BOTH_ROWS, _update(columns, projects))
+        for name, (table, columns, projects) in UPDATE_TRIGGERS.items()
+    ]
     return "\n".join(parts)
 
 

@@ -4,13 +4,14 @@ anchors, span highlighting and small statistics. Pure Python (no Django), unit-t
 Sources: XQ-MEval Appendix D (acceptance criteria, SPEC §3) and OmniScore Appendix D.1 (Likert anchors,
 SPEC §4). Both are registries keyed by name so a new error type or dimension is one entry, not a branch.
 """
+
 from __future__ import annotations
 
 import random
 import re
 import statistics
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 from core.domain.languages import CHAR, unit_of
 
@@ -38,33 +39,47 @@ def guideline(g: Guideline) -> Guideline:
     return g
 
 
-guideline(Guideline(
-    "Addition",
-    "The marked words add information that is not in the reference.",
-    ("The mark introduces additional meaning, and the rest of the reference is unchanged.",),
-    ("Only a degree adverb changed (e.g. 'very' → 'extremely'): the meaning is not extended.",
-     "Text outside the mark changed."),
-))
-guideline(Guideline(
-    "Omission",
-    "A meaningful part of the reference is missing; the deletion point is marked.",
-    ("The missing part changes the meaning, even if the sentence becomes ungrammatical.",
-     "A neighbouring word marked only because punctuation moved with the cut (e.g. 'particulier' → 'particulier,')."),
-    ("The missing part changes text outside the mark, or the marked part is not actually missing.",),
-))
-guideline(Guideline(
-    "Mistranslation",
-    "The marked words are replaced by words that change the meaning.",
-    ("Compared with the reference, the marked words convey different words or meaning.",),
-    ("A trivial substitution that is not a real mistranslation (e.g. 1 → 2, good → bad), or no change in meaning.",
-     "Text outside the mark changed."),
-))
-guideline(Guideline(
-    "Untranslated",
-    "The marked words are left in English (copied or near-copied from the source).",
-    ("The marked words are English copied from the source, or changed but still English.",),
-    ("The untranslated words are names of people or places.", "Text outside the mark changed."),
-))
+guideline(
+    Guideline(
+        "Addition",
+        "The marked words add information that is not in the reference.",
+        ("The mark introduces additional meaning, and the rest of the reference is unchanged.",),
+        (
+            "Only a degree adverb changed (e.g. 'very' → 'extremely'): the meaning is not extended.",
+            "Text outside the mark changed.",
+        ),
+    )
+)
+guideline(
+    Guideline(
+        "Omission",
+        "A meaningful part of the reference is missing; the deletion point is marked.",
+        (
+            "The missing part changes the meaning, even if the sentence becomes ungrammatical.",
+            "A neighbouring word marked only because punctuation moved with the cut (e.g. 'particulier' → 'particulier,').",
+        ),
+        ("The missing part changes text outside the mark, or the marked part is not actually missing.",),
+    )
+)
+guideline(
+    Guideline(
+        "Mistranslation",
+        "The marked words are replaced by words that change the meaning.",
+        ("Compared with the reference, the marked words convey different words or meaning.",),
+        (
+            "A trivial substitution that is not a real mistranslation (e.g. 1 → 2, good → bad), or no change in meaning.",
+            "Text outside the mark changed.",
+        ),
+    )
+)
+guideline(
+    Guideline(
+        "Untranslated",
+        "The marked words are left in English (copied or near-copied from the source).",
+        ("The marked words are English copied from the source, or changed but still English.",),
+        ("The untranslated words are names of people or places.", "Text outside the mark changed."),
+    )
+)
 
 FALLBACK_GUIDELINE = Guideline(
     "Other",
@@ -79,6 +94,7 @@ def guideline_for(error_type: str) -> Guideline:
 
 
 # ---- reason categories ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -176,6 +192,7 @@ def pool_outcome(rule: str, decisions: Sequence[str], final: str | None, require
 
 # ---- Likert dimensions with anchors (OmniScore App. D.1) --------------------------------------------
 
+
 @dataclass(frozen=True)
 class Dimension:
     name: str
@@ -187,38 +204,46 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(
         "informativeness",
         "Does the text give relevant, complete, correct and useful information for the context?",
-        ("Not informative: lacks relevant content, major errors or omissions",
-         "Slightly informative: minimal information, many important details missing or inaccurate",
-         "Moderately informative: some relevant details, lacks depth, accuracy or completeness",
-         "Informative: addresses most key points clearly, correctly and thoroughly",
-         "Very informative: accurate, complete, fully addresses the context"),
+        (
+            "Not informative: lacks relevant content, major errors or omissions",
+            "Slightly informative: minimal information, many important details missing or inaccurate",
+            "Moderately informative: some relevant details, lacks depth, accuracy or completeness",
+            "Informative: addresses most key points clearly, correctly and thoroughly",
+            "Very informative: accurate, complete, fully addresses the context",
+        ),
     ),
     Dimension(
         "clarity",
         "Is the text fluent, well structured, concise and easy to understand?",
-        ("Very unclear: hard or impossible to understand, major grammatical problems",
-         "Somewhat unclear: partly understandable, substantial ambiguity or awkwardness",
-         "Neutral: understandable with effort, minor issues",
-         "Clear: easy to read, minimal ambiguity, good structure",
-         "Very clear: precise, concise, effortless to understand"),
+        (
+            "Very unclear: hard or impossible to understand, major grammatical problems",
+            "Somewhat unclear: partly understandable, substantial ambiguity or awkwardness",
+            "Neutral: understandable with effort, minor issues",
+            "Clear: easy to read, minimal ambiguity, good structure",
+            "Very clear: precise, concise, effortless to understand",
+        ),
     ),
     Dimension(
         "plausibility",
         "Is the text coherent, logical and sensible in the context?",
-        ("Not plausible at all: illogical, unrelated or clearly wrong",
-         "Weakly plausible: major logical flaws, inaccuracies or inconsistencies",
-         "Moderately plausible: partly logical, some questionable content",
-         "Plausible: reasonable, sensible, mostly consistent with the context",
-         "Highly plausible: fully logical, coherent and consistent"),
+        (
+            "Not plausible at all: illogical, unrelated or clearly wrong",
+            "Weakly plausible: major logical flaws, inaccuracies or inconsistencies",
+            "Moderately plausible: partly logical, some questionable content",
+            "Plausible: reasonable, sensible, mostly consistent with the context",
+            "Highly plausible: fully logical, coherent and consistent",
+        ),
     ),
     Dimension(
         "faithfulness",
         "Does the text reflect the source without unsupported, omitted or distorted content?",
-        ("Not faithful at all: unrelated to or misrepresents the source, adds incorrect content",
-         "Weakly faithful: much of the content misleading, incomplete or missing",
-         "Moderately faithful: some correct elements, errors or omissions",
-         "Faithful: main points and intent preserved, no major errors or omissions",
-         "Highly faithful: meaning fully preserved, nothing added, omitted or distorted"),
+        (
+            "Not faithful at all: unrelated to or misrepresents the source, adds incorrect content",
+            "Weakly faithful: much of the content misleading, incomplete or missing",
+            "Moderately faithful: some correct elements, errors or omissions",
+            "Faithful: main points and intent preserved, no major errors or omissions",
+            "Highly faithful: meaning fully preserved, nothing added, omitted or distorted",
+        ),
     ),
 )
 DIMENSION_NAMES = tuple(d.name for d in DIMENSIONS)
@@ -281,6 +306,7 @@ def candidate_span(start: int, edit_units: int) -> tuple[int, int]:
 
 
 # ---- statistics for the admin pages -----------------------------------------------------------------
+
 
 def median(values: Iterable[float]) -> float | None:
     values = [v for v in values if v is not None]

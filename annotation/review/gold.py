@@ -13,6 +13,7 @@ dedicated InjectionRun per project (``backend='gold'``), so the review queue ser
 candidate; merging and agreement leave them out. Planting is idempotent: it tops each direction up to the
 requested rate and never duplicates.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,14 +49,21 @@ class PlantResult:
 
 def gold_run(project: Project, created_by=None) -> InjectionRun:
     run, _ = InjectionRun.objects.get_or_create(
-        project=project, name=GOLD_RUN_NAME,
-        defaults={"backend": GOLD_BACKEND, "status": InjectionRun.Status.DONE, "created_by": created_by,
-                  "parameters": {"purpose": "quality-control items with known answers"}},
+        project=project,
+        name=GOLD_RUN_NAME,
+        defaults={
+            "backend": GOLD_BACKEND,
+            "status": InjectionRun.Status.DONE,
+            "created_by": created_by,
+            "parameters": {"purpose": "quality-control items with known answers"},
+        },
     )
     return run
 
 
-def plant_gold(project: Project, rate: float, *, seed: int = 0, directions: list[str] | None = None, created_by=None) -> PlantResult:
+def plant_gold(
+    project: Project, rate: float, *, seed: int = 0, directions: list[str] | None = None, created_by=None
+) -> PlantResult:
     """Top each direction up to ``round(rate × real candidates)`` gold items, alternating reject and accept
     items (reject first). ``rate`` is gold items per real candidate, in (0, 0.5]. Atomic."""
     if not isinstance(rate, (int, float)) or math.isnan(rate) or not 0 < rate <= MAX_RATE:
@@ -70,8 +78,15 @@ def plant_gold(project: Project, rate: float, *, seed: int = 0, directions: list
         run.save(update_fields=["total", "done"])
         if result.total:
             AuditEvent.objects.create(
-                actor=created_by, action="plant_gold", object_type="InjectionRun", object_id=str(run.pk),
-                new={"rate": rate, "seed": seed, "planted": {f"{d}/{a}": n for (d, a), n in sorted(result.planted.items())}},
+                actor=created_by,
+                action="plant_gold",
+                object_type="InjectionRun",
+                object_id=str(run.pk),
+                new={
+                    "rate": rate,
+                    "seed": seed,
+                    "planted": {f"{d}/{a}": n for (d, a), n in sorted(result.planted.items())},
+                },
             )
     return result
 
@@ -79,7 +94,11 @@ def plant_gold(project: Project, rate: float, *, seed: int = 0, directions: list
 def _plant_direction(project, run, direction, rate, seed, result: PlantResult) -> None:
     language = direction.target.code
     real = Candidate.objects.filter(segment__project=project, segment__direction=direction, is_gold=False)
-    existing = list(run.candidates.filter(segment__direction=direction).values_list("segment_id", "kind", "error_type", "position", "gold_answer"))
+    existing = list(
+        run.candidates.filter(segment__direction=direction).values_list(
+            "segment_id", "kind", "error_type", "position", "gold_answer"
+        )
+    )
     target = round(rate * real.count())
     missing = target - len(existing)
     if missing <= 0:
@@ -90,12 +109,18 @@ def _plant_direction(project, run, direction, rate, seed, result: PlantResult) -
     types = list(project.error_types) or list(DEFAULT_ERROR_TYPES)
     segments = list(GoldSegment.objects.filter(project=project, direction=direction).order_by("id"))
     rng.shuffle(segments)
-    accepted = list(real.filter(status=Candidate.Status.ACCEPTED, kind=Candidate.Kind.MQM).select_related("segment").order_by("id"))
+    accepted = list(
+        real.filter(status=Candidate.Status.ACCEPTED, kind=Candidate.Kind.MQM).select_related("segment").order_by("id")
+    )
     rng.shuffle(accepted)
     new: list[Candidate] = []
     for _ in range(missing):
         answer = REJECT if answers[REJECT] <= answers[ACCEPT] else ACCEPT
-        gold = _reject_item(run, segments, types, language, rng, taken) if answer == REJECT else _accept_item(run, accepted, segments, language, taken)
+        gold = (
+            _reject_item(run, segments, types, language, rng, taken)
+            if answer == REJECT
+            else _accept_item(run, accepted, segments, language, taken)
+        )
         if gold is None:
             result.skipped.append(f"{direction.code}: no segment left for another {answer} gold item")
             break
@@ -106,12 +131,25 @@ def _plant_direction(project, run, direction, rate, seed, result: PlantResult) -
     Candidate.objects.bulk_create(new)
 
 
-def _gold(run, segment, *, answer: str, error_type: str, position: str, text: str, edit: Edit, language: str, origin: str) -> Candidate:
+def _gold(
+    run, segment, *, answer: str, error_type: str, position: str, text: str, edit: Edit, language: str, origin: str
+) -> Candidate:
     return Candidate(
-        run=run, segment=segment, kind=Candidate.Kind.MQM, error_type=error_type, position=position,
-        severity=Candidate.Severity.MAJOR, text=text, span_start=edit.start, span_end=edit.end,
-        edit_text=join_units(edit.replacement, language), backend=GOLD_BACKEND, is_gold=True, gold_answer=answer,
-        external_id=f"gold:{origin}", status_reason=f"gold item ({answer}): {origin}",
+        run=run,
+        segment=segment,
+        kind=Candidate.Kind.MQM,
+        error_type=error_type,
+        position=position,
+        severity=Candidate.Severity.MAJOR,
+        text=text,
+        span_start=edit.start,
+        span_end=edit.end,
+        edit_text=join_units(edit.replacement, language),
+        backend=GOLD_BACKEND,
+        is_gold=True,
+        gold_answer=answer,
+        external_id=f"gold:{origin}",
+        status_reason=f"gold item ({answer}): {origin}",
     )
 
 
@@ -121,8 +159,17 @@ def _reject_item(run, segments, types, language, rng, taken) -> Candidate | None
         if (segment.id, Candidate.Kind.MQM, error_type, position) in taken:
             continue
         at = 0 if position == Candidate.Position.HEAD else half_boundary(segment.reference, language)
-        return _gold(run, segment, answer=REJECT, error_type=error_type, position=position, text=segment.reference,
-                     edit=Edit(at, at, ()), language=language, origin="unchanged reference")
+        return _gold(
+            run,
+            segment,
+            answer=REJECT,
+            error_type=error_type,
+            position=position,
+            text=segment.reference,
+            edit=Edit(at, at, ()),
+            language=language,
+            origin="unchanged reference",
+        )
     return None
 
 
@@ -134,16 +181,34 @@ def _accept_item(run, accepted, segments, language, taken) -> Candidate | None:
         if c.flags or (c.segment_id, c.kind, c.error_type, c.position) in taken:
             continue
         replacement = tuple(split_units(c.edit_text, language))
-        return _gold(run, c.segment, answer=ACCEPT, error_type=c.error_type, position=c.position, text=c.text,
-                     edit=Edit(c.span_start, c.span_end, replacement), language=language, origin=f"copy of accepted candidate {c.pk}")
+        return _gold(
+            run,
+            c.segment,
+            answer=ACCEPT,
+            error_type=c.error_type,
+            position=c.position,
+            text=c.text,
+            edit=Edit(c.span_start, c.span_end, replacement),
+            language=language,
+            origin=f"copy of accepted candidate {c.pk}",
+        )
     for segment in segments:
         key = (segment.id, Candidate.Kind.MQM, "Omission", Candidate.Position.END)
         units = split_units(segment.reference, language)
         if key in taken or len(units) < MIN_OMISSION_UNITS:
             continue
         edit = Edit(half_boundary(segment.reference, language), len(units), ())
-        return _gold(run, segment, answer=ACCEPT, error_type="Omission", position=Candidate.Position.END,
-                     text=apply_edit(segment.reference, edit, language), edit=edit, language=language, origin="second half omitted")
+        return _gold(
+            run,
+            segment,
+            answer=ACCEPT,
+            error_type="Omission",
+            position=Candidate.Position.END,
+            text=apply_edit(segment.reference, edit, language),
+            edit=edit,
+            language=language,
+            origin="second half omitted",
+        )
     return None
 
 
@@ -155,13 +220,21 @@ def gold_overview(project: Project) -> list[dict]:
         .annotate(
             n_items=Count("id", distinct=True),
             n_decisions=Count("decisions", filter=Q(decisions__source=ReviewDecision.Source.ANNOTATOR)),
-            n_correct=Count("decisions", filter=Q(decisions__source=ReviewDecision.Source.ANNOTATOR, decisions__decision=F("gold_answer"))),
+            n_correct=Count(
+                "decisions",
+                filter=Q(decisions__source=ReviewDecision.Source.ANNOTATOR, decisions__decision=F("gold_answer")),
+            ),
         )
         .order_by("segment__direction__code", "gold_answer")
     )
     return [
-        {"direction": r["segment__direction__code"], "gold_answer": r["gold_answer"], "items": r["n_items"], "decisions": r["n_decisions"],
-         "correct": r["n_correct"], "score": r["n_correct"] / r["n_decisions"] if r["n_decisions"] else None}
+        {
+            "direction": r["segment__direction__code"],
+            "gold_answer": r["gold_answer"],
+            "items": r["n_items"],
+            "decisions": r["n_decisions"],
+            "correct": r["n_correct"],
+            "score": r["n_correct"] / r["n_decisions"] if r["n_decisions"] else None,
+        }
         for r in rows
     ]
-

@@ -1,4 +1,5 @@
 """Read-only queries for the review and rating screens, the admin pages and the API."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,13 +8,27 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Aggregate, Count, Exists, F, FloatField, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import (
+    Aggregate,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
-from annotation.review import domain as rules
 from annotation.review import changes, tally
+from annotation.review import domain as rules
 from core import access
 from core.domain.units import split_units
 from core.models import Project
@@ -39,7 +54,9 @@ def language_codes(user, language: str | None = None, project: Project | None = 
 def visible_candidates(user) -> QuerySet[Candidate]:
     if not (access.is_admin(user) or access.is_annotator(user)):
         return Candidate.objects.none()
-    return Candidate.objects.filter(access.work_filter(user, project="segment__project", direction="segment__direction"))
+    return Candidate.objects.filter(
+        access.work_filter(user, project="segment__project", direction="segment__direction")
+    )
 
 
 def visible_rating_items(user) -> QuerySet[RatingItem]:
@@ -133,9 +150,15 @@ def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[s
     remaining = open − |open ∩ S| + |queue ∩ S|, two counts bounded by the user's history and the locks.
     A handful of queries whatever the number of languages. ``units``: the project's tally when the caller
     already read it."""
-    done = _per_language(ReviewDecision.objects.filter(
-        reviewer=user, round=rnd, candidate__segment__project=project, candidate__segment__direction__target__code__in=codes
-    ), "candidate__" + LANG)
+    done = _per_language(
+        ReviewDecision.objects.filter(
+            reviewer=user,
+            round=rnd,
+            candidate__segment__project=project,
+            candidate__segment__direction__target__code__in=codes,
+        ),
+        "candidate__" + LANG,
+    )
     if not tally.available():
         left = _per_language(queue(user, project, rnd, codes))
         return {c: {"done": done.get(c, 0), "remaining": left.get(c, 0), "round": rnd.number} for c in codes}
@@ -143,9 +166,14 @@ def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[s
     units = tally.units(project) if units is None else units
     now = timezone.now()
     near = list(
-        ReviewDecision.objects.filter(round=rnd, reviewer=user).values_list("candidate_id", flat=True)
+        ReviewDecision.objects.filter(round=rnd, reviewer=user)
+        .values_list("candidate_id", flat=True)
         .union(ReviewSkip.objects.filter(round=rnd, reviewer=user).values_list("candidate_id", flat=True))
-        .union(ReviewLock.objects.filter(round=rnd, expires_at__gt=now).exclude(reviewer=user).values_list("candidate_id", flat=True))
+        .union(
+            ReviewLock.objects.filter(round=rnd, expires_at__gt=now)
+            .exclude(reviewer=user)
+            .values_list("candidate_id", flat=True)
+        )
     )
     left_out = _per_language(open_candidates(project, rnd, codes).filter(pk__in=near)) if near else {}
     kept = _per_language(queue(user, project, rnd, codes, now=now).filter(pk__in=near)) if near else {}
@@ -162,7 +190,10 @@ def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[s
 def decisions_done(user, project: Project, rnd: ReviewRound, codes: list[str]) -> int:
     """This reviewer's decisions in the round (index reviewer, round: bounded by their own history)."""
     return ReviewDecision.objects.filter(
-        reviewer=user, round=rnd, candidate__segment__project=project, candidate__segment__direction__target__code__in=codes
+        reviewer=user,
+        round=rnd,
+        candidate__segment__project=project,
+        candidate__segment__direction__target__code__in=codes,
     ).count()
 
 
@@ -171,17 +202,24 @@ def open_candidates(project: Project, rnd: ReviewRound, codes: list[str]) -> Que
     counts (the queue less the per-user conditions)."""
     reviews = ReviewDecision.objects.filter(candidate=OuterRef("pk"), round=rnd, source=ANNOTATOR)
     return (
-        round_scope(project, rnd).filter(segment__direction__target__code__in=codes)
-        .alias(n=_count(reviews)).filter(n__lt=project.reviewers_per_candidate)
+        round_scope(project, rnd)
+        .filter(segment__direction__target__code__in=codes)
+        .alias(n=_count(reviews))
+        .filter(n__lt=project.reviewers_per_candidate)
     )
 
 
 def exact_progress(user, project: Project, rnd: ReviewRound, codes: list[str]) -> dict:
     """Progress counted from the rows (linear in the queue): the test oracle and the SQLite path."""
-    return {"done": decisions_done(user, project, rnd, codes), "remaining": queue(user, project, rnd, codes).count(), "round": rnd.number}
+    return {
+        "done": decisions_done(user, project, rnd, codes),
+        "remaining": queue(user, project, rnd, codes).count(),
+        "round": rnd.number,
+    }
 
 
 # ---- the review screen ------------------------------------------------------------------------------
+
 
 def candidate_view(candidate: Candidate) -> dict:
     """Everything the review screen shows, with highlights drawn from the stored span offsets."""
@@ -201,7 +239,9 @@ def candidate_view(candidate: Candidate) -> dict:
         "source": segment.source,
         "reference_pieces": rules.highlight(segment.reference, candidate.span_start, candidate.span_end, lang),
         "candidate_pieces": rules.highlight(candidate.text, cand_start, cand_end, lang),
-        "edit_kind": "deletion" if edit_units == 0 else ("insertion" if candidate.span_start == candidate.span_end else "replacement"),
+        "edit_kind": "deletion"
+        if edit_units == 0
+        else ("insertion" if candidate.span_start == candidate.span_end else "replacement"),
         "guideline": rules.guideline_for(candidate.error_type),
         "general_rule": rules.GENERAL_RULE,
         "warnings": warnings,
@@ -214,6 +254,7 @@ def own_decision(user, candidate: Candidate, rnd: ReviewRound | None) -> ReviewD
 
 # ---- ratings ----------------------------------------------------------------------------------------
 
+
 def raters_per_item(project: Project) -> int:
     return int((project.options or {}).get("raters_per_item", 2))
 
@@ -223,14 +264,18 @@ def rating_queue(user, project: Project, codes: list[str]) -> QuerySet[RatingIte
     return (
         RatingItem.objects.filter(project=project, direction__target__code__in=codes)
         .filter(~Exists(rated.filter(rater=user)))
-        .annotate(n=Coalesce(Subquery(rated.order_by().values("item").annotate(c=Count("*")).values("c")[:1]), Value(0)))
+        .annotate(
+            n=Coalesce(Subquery(rated.order_by().values("item").annotate(c=Count("*")).values("c")[:1]), Value(0))
+        )
         .filter(n__lt=raters_per_item(project))
         .order_by("id")
     )
 
 
 def rating_progress(user, project: Project, codes: list[str]) -> dict:
-    done = LikertRating.objects.filter(rater=user, item__project=project, item__direction__target__code__in=codes).count()
+    done = LikertRating.objects.filter(
+        rater=user, item__project=project, item__direction__target__code__in=codes
+    ).count()
     return {"done": done, "remaining": rating_queue(user, project, codes).count()}
 
 
@@ -334,11 +379,25 @@ def exact_annotator_stats(project: Project, *, now=None) -> list[dict]:
     """``annotator_stats`` computed in Python from every decision: the test oracle and the SQLite path."""
     now = now or timezone.now()
     rows: dict[int, dict] = {}
-    for d in (
-        ReviewDecision.objects.filter(candidate__segment__project=project, source=ANNOTATOR)
-        .values("reviewer_id", "reviewer__username", "decision", "time_spent_ms", "created_at", "candidate__segment__direction__target__code")
+    for d in ReviewDecision.objects.filter(candidate__segment__project=project, source=ANNOTATOR).values(
+        "reviewer_id",
+        "reviewer__username",
+        "decision",
+        "time_spent_ms",
+        "created_at",
+        "candidate__segment__direction__target__code",
     ):
-        r = rows.setdefault(d["reviewer_id"], {"username": d["reviewer__username"], "decisions": 0, "accepted": 0, "times": [], "last_hour": 0, "languages": set()})
+        r = rows.setdefault(
+            d["reviewer_id"],
+            {
+                "username": d["reviewer__username"],
+                "decisions": 0,
+                "accepted": 0,
+                "times": [],
+                "last_hour": 0,
+                "languages": set(),
+            },
+        )
         r["decisions"] += 1
         r["accepted"] += d["decision"] == "accept"
         if d["time_spent_ms"]:
@@ -348,16 +407,18 @@ def exact_annotator_stats(project: Project, *, now=None) -> list[dict]:
     out = []
     for reviewer_id, r in rows.items():
         med = rules.median(r["times"])
-        out.append({
-            "reviewer_id": reviewer_id,
-            "username": r["username"],
-            "languages": ", ".join(sorted(r["languages"])),
-            "decisions": r["decisions"],
-            "accept_percent": 100 * r["accepted"] / r["decisions"],
-            "median_seconds": None if med is None else med / 1000,
-            "per_hour": rules.decisions_per_hour(r["decisions"], sum(r["times"])),
-            "last_hour": r["last_hour"],
-        })
+        out.append(
+            {
+                "reviewer_id": reviewer_id,
+                "username": r["username"],
+                "languages": ", ".join(sorted(r["languages"])),
+                "decisions": r["decisions"],
+                "accept_percent": 100 * r["accepted"] / r["decisions"],
+                "median_seconds": None if med is None else med / 1000,
+                "per_hour": rules.decisions_per_hour(r["decisions"], sum(r["times"])),
+                "last_hour": r["last_hour"],
+            }
+        )
     return sorted(out, key=lambda r: r["username"])
 
 
@@ -389,7 +450,9 @@ def _figures_key(project: Project) -> str:
 def compute_decision_figures(project: Project, *, now=None, token: tuple | None = None) -> DecisionFigures:
     """Compute the figures now and keep them for the page (the refresh task and a small project's page).
     ``token``: ``changes.token(project.pk)`` as the caller read it before this call."""
-    token = token or changes.token(project.pk)  # before reading: a decision written meanwhile makes the entry stale, not wrong
+    token = token or changes.token(
+        project.pk
+    )  # before reading: a decision written meanwhile makes the entry stale, not wrong
     now = now or timezone.now()
     figures = DecisionFigures(annotator_stats(project, now=now), disagreements(project).count(), now, True)
     if token is not None:
@@ -403,7 +466,9 @@ def decision_figures(project: Project, *, now=None) -> DecisionFigures:
     now = now or timezone.now()
     token = changes.token(project.pk)
     entry = cache.get(_figures_key(project)) if token is not None else None
-    if entry is None or (entry["token"] != token and (entry["decisions"] < figures_live_limit() or not refreshed_by_workers())):
+    if entry is None or (
+        entry["token"] != token and (entry["decisions"] < figures_live_limit() or not refreshed_by_workers())
+    ):
         return compute_decision_figures(project, now=now, token=token)
     figures: DecisionFigures = entry["figures"]
     last_hour = _last_hour(project, [a["reviewer_id"] for a in figures.annotators], now)
@@ -420,7 +485,10 @@ def refreshed_by_workers() -> bool:
 def _last_hour(project: Project, reviewer_ids: list[int], now) -> dict[int, int]:
     rows = (
         ReviewDecision.objects.filter(
-            reviewer_id__in=reviewer_ids, created_at__gte=now - timedelta(hours=1), source=ANNOTATOR, candidate__segment__project=project
+            reviewer_id__in=reviewer_ids,
+            created_at__gte=now - timedelta(hours=1),
+            source=ANNOTATOR,
+            candidate__segment__project=project,
         )
         .values("reviewer_id")
         .annotate(n=Count("id"))
@@ -470,7 +538,9 @@ def pool_counts(project: Project) -> dict[str, int]:
     outside = (
         Candidate.objects.filter(segment__project=project, status=Candidate.Status.ACCEPTED)
         .filter(Q(is_gold=True) | ~Q(kind=Candidate.Kind.MQM))
-        .values_list("segment__direction_id").annotate(n=Count("id")).order_by()
+        .values_list("segment__direction_id")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     for direction_id, n in outside:
         accepted[direction_id] = accepted.get(direction_id, 0) - n
@@ -484,7 +554,10 @@ def candidate_statuses(project: Project) -> dict[int, dict[str, int]]:
         return tally.statuses_by_direction(project)
     out: dict[int, dict[str, int]] = {}
     for direction_id, status, n in (
-        Candidate.objects.filter(segment__project=project).values_list("segment__direction_id", "status").annotate(n=Count("id")).order_by()
+        Candidate.objects.filter(segment__project=project)
+        .values_list("segment__direction_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
     ):
         out.setdefault(direction_id, {})[status] = n
     return out
@@ -499,7 +572,14 @@ def round_summaries(project: Project) -> list[dict]:
     for rnd in ReviewRound.objects.filter(project=project).order_by("number"):
         mine = [u for u in units if u.round_number == rnd.number]
         size = sum(u.candidates for u in mine if tally.in_scope(u.status, rnd.number)) if rnd.number > 1 else None
-        out.append({"round": rnd, "size": size, "decisions": sum(u.reviews * u.candidates for u in mine), "reviewers": reviewers_in(rnd)})
+        out.append(
+            {
+                "round": rnd,
+                "size": size,
+                "decisions": sum(u.reviews * u.candidates for u in mine),
+                "reviewers": reviewers_in(rnd),
+            }
+        )
     return out
 
 
@@ -518,7 +598,14 @@ def exact_round_summaries(project: Project) -> list[dict]:
     for rnd in ReviewRound.objects.filter(project=project).order_by("number"):
         decided = ReviewDecision.objects.filter(round=rnd, source=ANNOTATOR)
         size = round_scope(project, rnd).count() if rnd.number > 1 else None
-        out.append({"round": rnd, "size": size, "decisions": decided.count(), "reviewers": decided.values("reviewer").distinct().count()})
+        out.append(
+            {
+                "round": rnd,
+                "size": size,
+                "decisions": decided.count(),
+                "reviewers": decided.values("reviewer").distinct().count(),
+            }
+        )
     return out
 
 
@@ -528,7 +615,9 @@ def decisions_of(user) -> QuerySet[ReviewDecision]:
     qs = ReviewDecision.objects.select_related("candidate", "round")
     if access.is_admin(user):
         return qs
-    later = ReviewRound.objects.filter(is_open=True, candidates=OuterRef("candidate"), number__gt=OuterRef("round__number"))
+    later = ReviewRound.objects.filter(
+        is_open=True, candidates=OuterRef("candidate"), number__gt=OuterRef("round__number")
+    )
     return qs.filter(reviewer=user).filter(~Exists(later))
 
 
@@ -539,11 +628,13 @@ def ratings_of(user) -> QuerySet[LikertRating]:
     return qs.filter(rater=user)
 
 
-
 def skips_of(user, *, project: Project | None = None):
     """Skips and "broken item" reports: an annotator's own; an admin's view of one project: everyone's."""
     qs = ReviewSkip.objects.select_related(
-        "candidate__segment__project", "candidate__segment__direction__target", "round", "reviewer",
+        "candidate__segment__project",
+        "candidate__segment__direction__target",
+        "round",
+        "reviewer",
     ).order_by("-created_at", "-id")
     if project is not None:
         qs = qs.filter(candidate__segment__project=project)

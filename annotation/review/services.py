@@ -6,6 +6,7 @@ transaction holding the candidate's row lock (``SELECT … FOR UPDATE``; when lo
 LOCKED`` so concurrent reviewers pass each other instead of queueing). SQLite has no row locks: there
 the transaction first takes SQLite's database write lock, which serialises the same critical sections.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,14 @@ from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from annotation.models import (
-    AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip, UsedIdempotencyKey,
+    AuditEvent,
+    LikertRating,
+    RatingItem,
+    ReviewDecision,
+    ReviewLock,
+    ReviewRound,
+    ReviewSkip,
+    UsedIdempotencyKey,
 )
 from annotation.review import domain as rules
 from annotation.review import selectors
@@ -174,7 +182,12 @@ def request_hash(request: dict) -> str:
 
 def _remember_key(kind: str, key: str, user, obj, fingerprint: str) -> None:
     UsedIdempotencyKey.objects.create(
-        kind=kind, key=key, user=user, object_id=obj.pk, response=_snapshot(obj), request_hash=fingerprint,
+        kind=kind,
+        key=key,
+        user=user,
+        object_id=obj.pk,
+        response=_snapshot(obj),
+        request_hash=fingerprint,
     )
 
 
@@ -198,6 +211,7 @@ def _replay_key(kind: str, model, user, key: str, fingerprint: str):
 
 
 # ---- assignment -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Assignment:
@@ -232,7 +246,10 @@ def held_candidate(user, project: Project, *, language: str | None = None) -> As
     decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
     mine = (
         ReviewLock.objects.filter(
-            reviewer=user, round__project=project, round__is_open=True, expires_at__gt=now,
+            reviewer=user,
+            round__project=project,
+            round__is_open=True,
+            expires_at__gt=now,
             candidate__segment__direction__target__code__in=codes,
         )
         .filter(~Exists(decided))
@@ -267,7 +284,10 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
         decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
         mine = (
             ReviewLock.objects.filter(
-                reviewer=user, round__project=project, round__is_open=True, expires_at__gt=now,
+                reviewer=user,
+                round__project=project,
+                round__is_open=True,
+                expires_at__gt=now,
                 candidate__segment__direction__target__code__in=codes,
             )
             .filter(~Exists(decided))  # the resume check in the same query
@@ -318,9 +338,22 @@ def _take_slot(candidate_id: int, user, rnd: ReviewRound, required: int, now, ex
                  AND l.reviewer_id <> %s) < %s
         ON CONFLICT (candidate_id, reviewer_id, round_id) DO UPDATE SET expires_at = excluded.expires_at
     """
-    params = [candidate_id, user.pk, rnd.pk, adapt(expires), adapt(timezone.now()),
-              candidate_id, rnd.pk, ANNOTATOR, user.pk,
-              candidate_id, rnd.pk, adapt(now), user.pk, required]
+    params = [
+        candidate_id,
+        user.pk,
+        rnd.pk,
+        adapt(expires),
+        adapt(timezone.now()),
+        candidate_id,
+        rnd.pk,
+        ANNOTATOR,
+        user.pk,
+        candidate_id,
+        rnd.pk,
+        adapt(now),
+        user.pk,
+        required,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount == 1
@@ -339,7 +372,12 @@ def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
             return ReviewRound.objects.get(pk=id_param(round_id) or 0, project=project)
         except ReviewRound.DoesNotExist:
             raise Invalid(f"round {round_id} is not a round of project {project.name}", "round") from None
-    lock = ReviewLock.objects.filter(candidate=candidate, reviewer=user, round__is_open=True).select_related("round").order_by("-round__number").first()
+    lock = (
+        ReviewLock.objects.filter(candidate=candidate, reviewer=user, round__is_open=True)
+        .select_related("round")
+        .order_by("-round__number")
+        .first()
+    )
     if lock:
         return lock.round
     return selectors.first_round(project)
@@ -347,13 +385,22 @@ def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
 
 # ---- decisions --------------------------------------------------------------------------------------
 
+
 def _decision_state(d: ReviewDecision) -> dict:
     return {"decision": d.decision, "reason": d.reason, "comment": d.comment}
 
 
 def submit_decision(
-    user, candidate_id, decision: str, *, idempotency_key: str, reason: str = "", comment: str = "",
-    time_spent_ms=None, round_id=None, client_user=None,
+    user,
+    candidate_id,
+    decision: str,
+    *,
+    idempotency_key: str,
+    reason: str = "",
+    comment: str = "",
+    time_spent_ms=None,
+    round_id=None,
+    client_user=None,
 ) -> tuple[ReviewDecision, bool]:
     """Store (or change) this reviewer's decision. Returns (decision, created). A submission with a key
     used before answers with what that key stored then and changes nothing, so clients may retry freely and
@@ -368,10 +415,15 @@ def submit_decision(
         raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
     time_spent_ms = _clean_time(time_spent_ms)
     comment = _clean_comment(comment)
-    fingerprint = request_hash({
-        "candidate": id_param(candidate_id), "decision": decision,
-        "reason": reason, "comment": comment, "round": None if round_id in (None, "") else id_param(round_id),
-    })
+    fingerprint = request_hash(
+        {
+            "candidate": id_param(candidate_id),
+            "decision": decision,
+            "reason": reason,
+            "comment": comment,
+            "round": None if round_id in (None, "") else id_param(round_id),
+        }
+    )
     try:
         with transaction.atomic():
             _serialize_writers()
@@ -397,8 +449,15 @@ def submit_decision(
             else:
                 _check_open_slot(candidate, rnd, project, state)
                 result = ReviewDecision.objects.create(
-                    candidate=candidate, reviewer=user, round=rnd, decision=decision, reason=reason,
-                    comment=comment or "", time_spent_ms=time_spent_ms, idempotency_key=key, source=ANNOTATOR,
+                    candidate=candidate,
+                    reviewer=user,
+                    round=rnd,
+                    decision=decision,
+                    reason=reason,
+                    comment=comment or "",
+                    time_spent_ms=time_spent_ms,
+                    idempotency_key=key,
+                    source=ANNOTATOR,
                 )
                 audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
                 created = True
@@ -459,7 +518,9 @@ def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound
     rnd = first_round or selectors.first_round(project)
     decisions, final = [], None
     for decision, source, is_final, round_id in (
-        ReviewDecision.objects.filter(candidate=candidate).order_by("updated_at").values_list("decision", "source", "is_final", "round_id")
+        ReviewDecision.objects.filter(candidate=candidate)
+        .order_by("updated_at")
+        .values_list("decision", "source", "is_final", "round_id")
     ):
         if is_final:
             final = decision  # the latest final decision wins
@@ -474,11 +535,15 @@ def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound
     return candidate
 
 
-def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_id=None, client_user=None) -> ReviewSkip:
+def skip_candidate(
+    user, candidate_id, reason: str, *, comment: str = "", round_id=None, client_user=None
+) -> ReviewSkip:
     """Set a candidate aside (idempotent per reviewer and round); refused once the round is closed."""
     check_owner(user, client_user)
     if reason not in rules.reason_codes(rules.SKIP_REASONS):
-        raise Invalid(f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason")
+        raise Invalid(
+            f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason"
+        )
     comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
@@ -491,7 +556,9 @@ def skip_candidate(user, candidate_id, reason: str, *, comment: str = "", round_
         )
         ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
         if created:
-            audit(user, "review.skip", skip, None, {"candidate": candidate.pk, "reason": reason, "comment": comment or ""})
+            audit(
+                user, "review.skip", skip, None, {"candidate": candidate.pk, "reason": reason, "comment": comment or ""}
+            )
     return skip
 
 
@@ -515,12 +582,18 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
             result = existing
         else:
             result = ReviewDecision.objects.create(
-                candidate=candidate, reviewer=admin, decision=decision, comment=comment,
-                source=ReviewDecision.Source.ADJUDICATION, is_final=True,
+                candidate=candidate,
+                reviewer=admin,
+                decision=decision,
+                comment=comment,
+                source=ReviewDecision.Source.ADJUDICATION,
+                is_final=True,
             )
             audit(admin, "adjudication.create", result, None, _decision_state(result))
         refresh_status(candidate, actor=admin)
-        annotations_written.send(sender=__name__, project_id=candidate.segment.project_id)  # adjudications feed annotator quality
+        annotations_written.send(
+            sender=__name__, project_id=candidate.segment.project_id
+        )  # adjudications feed annotator quality
     return result
 
 
@@ -546,7 +619,10 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
 
 # ---- rounds -----------------------------------------------------------------------------------------
 
-def open_round(admin, project: Project, *, sample_size: int, seed: int, languages: list[str] | None = None) -> ReviewRound:
+
+def open_round(
+    admin, project: Project, *, sample_size: int, seed: int, languages: list[str] | None = None
+) -> ReviewRound:
     """A new, independent round on a seeded random sample of reviewed candidates (stability check)."""
     access.require_admin(admin, error=Forbidden)
     if sample_size < 1:
@@ -562,18 +638,29 @@ def open_round(admin, project: Project, *, sample_size: int, seed: int, language
         targets = set(project.directions.values_list("target__code", flat=True))
         unknown = [code for code in languages if code not in targets]
         if unknown:  # a typo would otherwise read as "nothing to sample"
-            raise Invalid(f"languages: {', '.join(map(repr, unknown))} is not a target language of {project.name}", "languages")
+            raise Invalid(
+                f"languages: {', '.join(map(repr, unknown))} is not a target language of {project.name}", "languages"
+            )
         population = population.filter(segment__direction__target__code__in=languages)
     ids = list(population.values_list("id", flat=True))
     if not ids:
         raise Invalid("no reviewed candidates to sample from", "sample_size")
     with transaction.atomic():
         selectors.first_round(project)
-        number = (ReviewRound.objects.filter(project=project).order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        number = (
+            ReviewRound.objects.filter(project=project).order_by("-number").values_list("number", flat=True).first()
+            or 0
+        ) + 1
         rnd = ReviewRound.objects.create(project=project, number=number, sample_size=sample_size, seed=seed)
         chosen = rules.sample_ids(ids, sample_size, seed)
         rnd.candidates.set(chosen)
-        audit(admin, "round.open", rnd, None, {"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []})
+        audit(
+            admin,
+            "round.open",
+            rnd,
+            None,
+            {"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []},
+        )
     return rnd
 
 
@@ -587,6 +674,7 @@ def close_round(admin, rnd: ReviewRound) -> ReviewRound:
 
 
 # ---- ratings ----------------------------------------------------------------------------------------
+
 
 def next_rating_item(user, project: Project, *, language: str | None = None) -> RatingItem | None:
     codes = selectors.language_codes(user, language, project)
@@ -602,7 +690,9 @@ def visible_rating_item(user, item_id) -> RatingItem:
         raise NotFound(f"rating item {item_id} not found") from None
 
 
-def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None, client_user=None) -> tuple[LikertRating, bool]:
+def submit_rating(
+    user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None, client_user=None
+) -> tuple[LikertRating, bool]:
     """Store (or change) this rater's rating; a key used before answers with what it stored then."""
     check_owner(user, client_user)
     key = _clean_key(idempotency_key)
@@ -635,7 +725,9 @@ def submit_rating(user, item_id, scores: dict, *, idempotency_key: str, time_spe
             limit = selectors.raters_per_item(item.project)
             if LikertRating.objects.filter(item=item).count() >= limit:
                 raise Conflict(f"this item already has its {limit} ratings; take the next one")
-            rating = LikertRating.objects.create(item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values)
+            rating = LikertRating.objects.create(
+                item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
+            )
             _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
             audit(user, "rating.create", rating, None, values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
@@ -653,16 +745,23 @@ class RatingImport:
     unchanged: int = 0
 
 
-def import_system_outputs(project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = "") -> RatingImport:
+def import_system_outputs(
+    project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = ""
+) -> RatingImport:
     """Import system outputs to rate. Each row: ``source``, ``text`` (the output), optional ``reference``,
     ``system``, ``id``. All rows are checked first; any problem rejects the file, nothing written."""
     direction = Direction.objects.filter(code=direction_code).first()
     if direction is None or not project.directions.filter(pk=direction.pk).exists():
-        raise ImportRejected(source_name, [f"--direction: {direction_code} is not a direction of project {project.name}"])
+        raise ImportRejected(
+            source_name, [f"--direction: {direction_code} is not a direction of project {project.name}"]
+        )
     errors: list[str] = []
     seen: set[tuple[str, str]] = set()
     parsed = []
-    limits = {"id": RatingItem._meta.get_field("external_id").max_length, "system": RatingItem._meta.get_field("system").max_length}
+    limits = {
+        "id": RatingItem._meta.get_field("external_id").max_length,
+        "system": RatingItem._meta.get_field("system").max_length,
+    }
     if system:  # the name for rows without a 'system' column: checked like the column's cells
         system, problem = text_cell(system)
         problem = problem or bidi.spanning_problem(system)
@@ -707,8 +806,18 @@ def import_system_outputs(project: Project, direction_code: str, rows: list[dict
     for ext, sys_name, src, ref, text in parsed:
         old = existing.get((sys_name, ext))
         if old is None:
-            new.append(RatingItem(project=project, direction=direction, kind=RatingItem.Kind.SYSTEM_OUTPUT,
-                                  external_id=ext, system=sys_name, source=src, reference=ref, text=text))
+            new.append(
+                RatingItem(
+                    project=project,
+                    direction=direction,
+                    kind=RatingItem.Kind.SYSTEM_OUTPUT,
+                    external_id=ext,
+                    system=sys_name,
+                    source=src,
+                    reference=ref,
+                    text=text,
+                )
+            )
         elif (old.source, old.reference, old.text) == (src, ref, text):
             result.unchanged += 1
         else:
@@ -742,13 +851,28 @@ def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: 
                 return created
             # the chunk's items made before, by the item's index: an anti-join in the query would be planned on
             # the statistics from before this run's inserts, a nested loop over every item (minutes)
-            rated = set(RatingItem.objects.filter(project=project, kind=kind, **{f"{kind}_id__in": [row[0] for row in rows]})
-                        .values_list(f"{kind}_id", flat=True))
-            created += bulk.insert_dicts(RatingItem, (
-                {"project_id": project.pk, "direction_id": direction_id, "kind": kind, "external_id": str(pk), "source": source,
-                 "reference": reference, "text": text, f"{kind}_id": pk}
-                for pk, direction_id, source, reference, text in rows if pk not in rated
-            ))
+            rated = set(
+                RatingItem.objects.filter(
+                    project=project, kind=kind, **{f"{kind}_id__in": [row[0] for row in rows]}
+                ).values_list(f"{kind}_id", flat=True)
+            )
+            created += bulk.insert_dicts(
+                RatingItem,
+                (
+                    {
+                        "project_id": project.pk,
+                        "direction_id": direction_id,
+                        "kind": kind,
+                        "external_id": str(pk),
+                        "source": source,
+                        "reference": reference,
+                        "text": text,
+                        f"{kind}_id": pk,
+                    }
+                    for pk, direction_id, source, reference, text in rows
+                    if pk not in rated
+                ),
+            )
             last = rows[-1][0]
             if progress is not None:
                 progress(len(rows))
@@ -765,6 +889,7 @@ def rating_items_for_pseudo_translations(project: Project, pseudo_translations) 
 
 
 # ---- annotator accounts -----------------------------------------------------------------------------
+
 
 def assign_languages(admin, user, codes: list[str]) -> None:
     access.require_admin(admin, error=Forbidden)

@@ -1,6 +1,7 @@
 """Review progress counters: reading, folding and recounting ``ReviewTally`` (see tally_sql for the triggers
 that keep it exact). Only PostgreSQL has the triggers; elsewhere (SQLite in development) ``available()`` is
 False and the selectors count the rows exactly instead."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -46,7 +47,7 @@ def fold() -> int:
 def _rows(project: Project) -> list[tuple]:
     """(direction id, round number, status, reviews, candidates): tally rows plus changes not yet folded,
     read in one statement."""
-    if ReviewTallyChange.objects.filter(project_id=project.pk)[FOLD_AFTER - 1:FOLD_AFTER].exists():
+    if ReviewTallyChange.objects.filter(project_id=project.pk)[FOLD_AFTER - 1 : FOLD_AFTER].exists():
         fold()
     with connection.cursor() as cursor:
         cursor.execute(tally_sql.READ, {"project": project.pk})
@@ -73,8 +74,12 @@ def open_in_scope(units_: list[Unit], round_number: int, codes, required: int) -
     """Candidates of these languages the round still covers with fewer than ``required`` reviews."""
     codes = set(codes)
     return sum(
-        u.candidates for u in units_
-        if u.round_number == round_number and u.language in codes and u.reviews < required and in_scope(u.status, round_number)
+        u.candidates
+        for u in units_
+        if u.round_number == round_number
+        and u.language in codes
+        and u.reviews < required
+        and in_scope(u.status, round_number)
     )
 
 
@@ -96,9 +101,7 @@ def recount(project: Project) -> int:
     """Rebuild the project's tally from its candidates, decisions and samples (upgrades, repairs). Holds
     writers of those tables off while it counts, so no change slips between the count and the rows."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"LOCK TABLE {tally_sql.CANDIDATE}, {tally_sql.DECISION}, {tally_sql.SAMPLE} IN SHARE MODE"
-        )
+        cursor.execute(f"LOCK TABLE {tally_sql.CANDIDATE}, {tally_sql.DECISION}, {tally_sql.SAMPLE} IN SHARE MODE")
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_FOLD_LOCK])  # no fold moves changes meanwhile
         ReviewTallyChange.objects.filter(project_id=project.pk).delete()
         ReviewTally.objects.filter(project=project).delete()

@@ -10,6 +10,7 @@ transition tables, so a COPY or ``INSERT … SELECT`` of a million candidates wr
 rows, not a million. Decisions and samples of a candidate already deleted are skipped (its contribution
 left with it, counted from the rows present then); that holds whichever order a cascade deletes in.
 """
+
 from __future__ import annotations
 
 from core.triggers_sql import drop_trigger, statement_trigger
@@ -93,24 +94,62 @@ _MOVED_NEW = """(SELECT n.* FROM old_rows o JOIN new_rows n ON n.id = o.id
 
 TRIGGERS = {
     # name: (table, event, function body)
-    "xq_tally_candidate_insert": (CANDIDATE, "INSERT", "REFERENCING NEW TABLE AS new_rows", _append(contribution("new_rows"), "1")),
-    "xq_tally_candidate_delete": (CANDIDATE, "DELETE", "REFERENCING OLD TABLE AS old_rows", _append(contribution("old_rows"), "-1")),
+    "xq_tally_candidate_insert": (
+        CANDIDATE,
+        "INSERT",
+        "REFERENCING NEW TABLE AS new_rows",
+        _append(contribution("new_rows"), "1"),
+    ),
+    "xq_tally_candidate_delete": (
+        CANDIDATE,
+        "DELETE",
+        "REFERENCING OLD TABLE AS old_rows",
+        _append(contribution("old_rows"), "-1"),
+    ),
     "xq_tally_candidate_update": (
-        CANDIDATE, "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        CANDIDATE,
+        "UPDATE",
+        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
         _append(contribution(_MOVED), "-1") + _append(contribution(_MOVED_NEW), "1"),
     ),
-    "xq_tally_decision_insert": (DECISION, "INSERT", "REFERENCING NEW TABLE AS new_rows",
-                                 _DECISION_MOVES.replace("FROM old_rows", "FROM (SELECT * FROM new_rows WHERE false) o")),
-    "xq_tally_decision_delete": (DECISION, "DELETE", "REFERENCING OLD TABLE AS old_rows",
-                                 _DECISION_MOVES.replace("FROM new_rows", "FROM (SELECT * FROM old_rows WHERE false) n")),
-    "xq_tally_decision_update": (DECISION, "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows", _DECISION_MOVES),
-    "xq_tally_sample_insert": (SAMPLE, "INSERT", "REFERENCING NEW TABLE AS new_rows", _append(_SAMPLE_UNITS % "new_rows", "1")),
-    "xq_tally_sample_delete": (SAMPLE, "DELETE", "REFERENCING OLD TABLE AS old_rows", _append(_SAMPLE_UNITS % "old_rows", "-1")),
+    "xq_tally_decision_insert": (
+        DECISION,
+        "INSERT",
+        "REFERENCING NEW TABLE AS new_rows",
+        _DECISION_MOVES.replace("FROM old_rows", "FROM (SELECT * FROM new_rows WHERE false) o"),
+    ),
+    "xq_tally_decision_delete": (
+        DECISION,
+        "DELETE",
+        "REFERENCING OLD TABLE AS old_rows",
+        _DECISION_MOVES.replace("FROM new_rows", "FROM (SELECT * FROM old_rows WHERE false) n"),
+    ),
+    "xq_tally_decision_update": (
+        DECISION,
+        "UPDATE",
+        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        _DECISION_MOVES,
+    ),
+    "xq_tally_sample_insert": (
+        SAMPLE,
+        "INSERT",
+        "REFERENCING NEW TABLE AS new_rows",
+        _append(_SAMPLE_UNITS % "new_rows", "1"),
+    ),
+    "xq_tally_sample_delete": (
+        SAMPLE,
+        "DELETE",
+        "REFERENCING OLD TABLE AS old_rows",
+        _append(_SAMPLE_UNITS % "old_rows", "-1"),
+    ),
 }
 
 
 def install() -> str:
-    return "\n".join(statement_trigger(name, table, event, referencing, body) for name, (table, event, referencing, body) in TRIGGERS.items())
+    return "\n".join(
+        statement_trigger(name, table, event, referencing, body)
+        for name, (table, event, referencing, body) in TRIGGERS.items()
+    )
 
 
 def uninstall() -> str:

@@ -1,4 +1,5 @@
 """Celery task of the review stage. Idempotent: running it twice changes nothing the second time."""
+
 from celery import shared_task
 
 from annotation.review import services, tally

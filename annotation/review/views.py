@@ -3,6 +3,7 @@
 Every view requires login; items of other languages answer 404 (selectors.visible_*). The screens post
 with a CSRF token; the keyboard-driven pages send the same forms through the JSON API with retries.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -38,6 +39,7 @@ def _lang_param(request) -> str | None:
 
 # ---- annotator screens ------------------------------------------------------------------------------
 
+
 @login_required
 def index(request):
     """Per project and language: the reviewer's progress and a start/resume link; the rating queue."""
@@ -52,7 +54,8 @@ def index(request):
             continue
         units = selectors.tally.units(project) if selectors.tally.available() else None  # one read for every language
         per_round = [
-            (rnd, selectors.progress_by_language(request.user, project, rnd, mine, units=units)) for rnd in selectors.open_rounds(project)
+            (rnd, selectors.progress_by_language(request.user, project, rnd, mine, units=units))
+            for rnd in selectors.open_rounds(project)
         ]
         for code in mine:
             review = [per[code] for _rnd, per in per_round]
@@ -98,13 +101,24 @@ def candidate(request, project, pk):
         try:
             action = request.POST.get("action")
             if action == "skip":
-                services.skip_candidate(request.user, cand.pk, request.POST.get("skip_reason", ""), comment=request.POST.get("comment", ""), round_id=rnd.pk,
-                                        client_user=request.POST.get("client_user"))
+                services.skip_candidate(
+                    request.user,
+                    cand.pk,
+                    request.POST.get("skip_reason", ""),
+                    comment=request.POST.get("comment", ""),
+                    round_id=rnd.pk,
+                    client_user=request.POST.get("client_user"),
+                )
             else:
                 services.submit_decision(
-                    request.user, cand.pk, action or "", idempotency_key=request.POST.get("idempotency_key", ""),
-                    reason=request.POST.get("reason", ""), comment=request.POST.get("comment", ""),
-                    time_spent_ms=request.POST.get("time_spent_ms"), round_id=rnd.pk,
+                    request.user,
+                    cand.pk,
+                    action or "",
+                    idempotency_key=request.POST.get("idempotency_key", ""),
+                    reason=request.POST.get("reason", ""),
+                    comment=request.POST.get("comment", ""),
+                    time_spent_ms=request.POST.get("time_spent_ms"),
+                    round_id=rnd.pk,
                     client_user=request.POST.get("client_user"),
                 )
         except services.ReviewError as exc:
@@ -142,9 +156,12 @@ MINE_SHOWN = 500  # newest first; the filters narrow it
 def my_decisions(request):
     """The reviewer's own decisions with the candidate's text, filterable by project, direction and
     decision; and their skips and "broken item" reports, each with a way back to the item."""
-    decisions = selectors.decisions_of(request.user).filter(reviewer=request.user).select_related(
-        "candidate__segment__project", "candidate__segment__direction__target"
-    ).order_by("-updated_at")
+    decisions = (
+        selectors.decisions_of(request.user)
+        .filter(reviewer=request.user)
+        .select_related("candidate__segment__project", "candidate__segment__direction__target")
+        .order_by("-updated_at")
+    )
     skips = selectors.skips_of(request.user).filter(reviewer=request.user)
     wanted = {key: request.GET.get(key, "")[:100] for key in ("project", "direction", "decision")}
     if wanted["project"]:
@@ -155,15 +172,24 @@ def my_decisions(request):
         skips = skips.filter(candidate__segment__direction__code=wanted["direction"])
     if wanted["decision"]:
         decisions = decisions.filter(decision=wanted["decision"])
-    return render(request, "review/mine.html", {
-        "decisions": decisions[:MINE_SHOWN], "skips": [_skip_row(s) for s in skips[:MINE_SHOWN]], "wanted": wanted,
-        "decision_choices": [("accept", "accepted"), ("reject", "rejected")],
-    })
+    return render(
+        request,
+        "review/mine.html",
+        {
+            "decisions": decisions[:MINE_SHOWN],
+            "skips": [_skip_row(s) for s in skips[:MINE_SHOWN]],
+            "wanted": wanted,
+            "decision_choices": [("accept", "accepted"), ("reject", "rejected")],
+        },
+    )
 
 
 def _skip_row(skip) -> dict:
-    return {"skip": skip, "reason": rules.reason_label(skip.reason, rules.SKIP_REASONS),
-            "open": bool(skip.round and skip.round.is_open)}
+    return {
+        "skip": skip,
+        "reason": rules.reason_label(skip.reason, rules.SKIP_REASONS),
+        "open": bool(skip.round and skip.round.is_open),
+    }
 
 
 @login_required
@@ -191,9 +217,17 @@ def rate(request, pk):
         try:
             repeated = [name for name in rules.DIMENSION_NAMES if len(request.POST.getlist(name)) > 1]
             if repeated:  # two scores for one dimension: which one the rater meant is unknown
-                raise services.Invalid(f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0])
-            services.submit_rating(request.user, item.pk, scores, idempotency_key=request.POST.get("idempotency_key", ""),
-                                   time_spent_ms=request.POST.get("time_spent_ms"), client_user=request.POST.get("client_user"))
+                raise services.Invalid(
+                    f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0]
+                )
+            services.submit_rating(
+                request.user,
+                item.pk,
+                scores,
+                idempotency_key=request.POST.get("idempotency_key", ""),
+                time_spent_ms=request.POST.get("time_spent_ms"),
+                client_user=request.POST.get("client_user"),
+            )
         except services.ReviewError as exc:
             messages.error(request, exc.message)
             return redirect(request.get_full_path())
@@ -202,16 +236,31 @@ def rate(request, pk):
         {"dimension": d, "anchors": list(enumerate(d.anchors, start=1)), "value": getattr(own, d.name) if own else None}
         for d in rules.DIMENSIONS
     ]
-    return render(request, "review/rate.html", {
-        "item": item, "language": item.direction.target, "dimensions": dims, "own": own,
-        "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
-        "idempotency_key": uuid.uuid4().hex, "next_url": next_url,
-        "config": {"user": request.user.pk, "project": item.project.name, "item": item.pk, "nextUrl": next_url, "ratingsUrl": reverse("review_api:ratings"),
-                   "dimensions": list(rules.DIMENSION_NAMES)},
-    })
+    return render(
+        request,
+        "review/rate.html",
+        {
+            "item": item,
+            "language": item.direction.target,
+            "dimensions": dims,
+            "own": own,
+            "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
+            "idempotency_key": uuid.uuid4().hex,
+            "next_url": next_url,
+            "config": {
+                "user": request.user.pk,
+                "project": item.project.name,
+                "item": item.pk,
+                "nextUrl": next_url,
+                "ratingsUrl": reverse("review_api:ratings"),
+                "dimensions": list(rules.DIMENSION_NAMES),
+            },
+        },
+    )
 
 
 # ---- admin screens ----------------------------------------------------------------------------------
+
 
 @login_required
 @require_http_methods(["GET", "POST"])
@@ -222,13 +271,20 @@ def manage(request, project):
         try:
             if request.POST.get("action") == "open_round":
                 langs = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
-                rnd = services.open_round(request.user, project, sample_size=int(request.POST.get("sample_size") or 0),
-                                          seed=int(request.POST.get("seed") or 0), languages=langs or None)
+                rnd = services.open_round(
+                    request.user,
+                    project,
+                    sample_size=int(request.POST.get("sample_size") or 0),
+                    seed=int(request.POST.get("seed") or 0),
+                    languages=langs or None,
+                )
                 messages.success(request, f"Round {rnd.number} opened on {rnd.candidates.count()} candidates.")
             elif request.POST.get("action") == "close_round":
                 rnd = ReviewRound.objects.filter(pk=id_param(request.POST.get("round")) or 0, project=project).first()
                 if rnd is None:  # deleted meanwhile, or never of this project: say so on the page
-                    raise services.NotFound(f"round: no round {request.POST.get('round', '')!r} in {project.name}", "round")
+                    raise services.NotFound(
+                        f"round: no round {request.POST.get('round', '')!r} in {project.name}", "round"
+                    )
                 services.close_round(request.user, rnd)
                 messages.success(request, "Round closed.")
             elif request.POST.get("action") == "pool_rule":
@@ -242,17 +298,22 @@ def manage(request, project):
             messages.error(request, exc.message)
         return redirect("review:manage", project=project.name)
     figures = selectors.decision_figures(project)
-    return render(request, "review/manage.html", {
-        "project": project,
-        "languages": selectors.language_progress(project),
-        "annotators": figures.annotators,
-        "figures": figures,
-        "rounds": selectors.round_summaries(project),
-        "pool_rules": Project.PoolRule.choices,
-        "disagreements": figures.disagreements,
-        "gaps": core_selectors.coverage_gaps(project), "is_admin": True,
-        "skips": [_skip_row(s) for s in selectors.skips_of(request.user, project=project)[:MINE_SHOWN]],
-    })
+    return render(
+        request,
+        "review/manage.html",
+        {
+            "project": project,
+            "languages": selectors.language_progress(project),
+            "annotators": figures.annotators,
+            "figures": figures,
+            "rounds": selectors.round_summaries(project),
+            "pool_rules": Project.PoolRule.choices,
+            "disagreements": figures.disagreements,
+            "gaps": core_selectors.coverage_gaps(project),
+            "is_admin": True,
+            "skips": [_skip_row(s) for s in selectors.skips_of(request.user, project=project)[:MINE_SHOWN]],
+        },
+    )
 
 
 @login_required
@@ -262,14 +323,20 @@ def adjudication(request, project):
     project = access.work_project(request.user, project)
     if request.method == "POST":
         try:
-            services.adjudicate(request.user, request.POST.get("candidate"), request.POST.get("decision", ""),
-                                comment=request.POST.get("comment", ""))
+            services.adjudicate(
+                request.user,
+                request.POST.get("candidate"),
+                request.POST.get("decision", ""),
+                comment=request.POST.get("comment", ""),
+            )
             messages.success(request, "Final decision recorded.")
         except services.ReviewError as exc:
             messages.error(request, exc.message)
         return redirect("review:adjudication", project=project.name)
-    items = [selectors.candidate_view(c) | {"decisions": [d for d in c.decisions.all() if d.source == "annotator"]}
-             for c in selectors.disagreements(project)[:200]]
+    items = [
+        selectors.candidate_view(c) | {"decisions": [d for d in c.decisions.all() if d.source == "annotator"]}
+        for c in selectors.disagreements(project)[:200]
+    ]
     return render(request, "review/adjudication.html", {"project": project, "items": items})
 
 
@@ -284,10 +351,13 @@ def annotators(request):
         try:
             action = request.POST.get("action")
             if action == "invite":
-                user, uid, token = services.invite_annotator(request.user, request.POST.get("username", ""),
-                                                             email=request.POST.get("email", ""), languages=codes)
+                user, uid, token = services.invite_annotator(
+                    request.user, request.POST.get("username", ""), email=request.POST.get("email", ""), languages=codes
+                )
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
-                messages.success(request, f"Annotator {user.username} created. Send them the link below to set a password.")
+                messages.success(
+                    request, f"Annotator {user.username} created. Send them the link below to set a password."
+                )
             elif action == "assign":
                 user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
                 if user is None:  # deleted meanwhile: say so on the page
@@ -301,8 +371,14 @@ def annotators(request):
         if invite_link is None:
             return redirect("review:annotators")
     users = User.objects.select_related("profile").prefetch_related("profile__languages").order_by("username")
-    rows = [{"user": u, "role": getattr(getattr(u, "profile", None), "role", ""),
-             "languages": " ".join(lang.code for lang in u.profile.languages.all()) if hasattr(u, "profile") else ""} for u in users]
+    rows = [
+        {
+            "user": u,
+            "role": getattr(getattr(u, "profile", None), "role", ""),
+            "languages": " ".join(lang.code for lang in u.profile.languages.all()) if hasattr(u, "profile") else "",
+        }
+        for u in users
+    ]
     return render(request, "review/annotators.html", {"rows": rows, "invite_link": invite_link})
 
 
@@ -315,7 +391,12 @@ def invite(request, uidb64, token):
     except (User.DoesNotExist, ValueError, TypeError, OverflowError):
         user = None
     if user is None or not default_token_generator.check_token(user, token):
-        return render(request, "review/error.html", {"message": "This invitation link is invalid or was already used."}, status=400)
+        return render(
+            request,
+            "review/error.html",
+            {"message": "This invitation link is invalid or was already used."},
+            status=400,
+        )
     form = SetPasswordForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -323,4 +404,3 @@ def invite(request, uidb64, token):
         messages.success(request, "Password set. Log in to start reviewing.")
         return redirect("login")
     return render(request, "review/invite.html", {"form": form, "invited": user})
-

@@ -5,13 +5,14 @@ changes nothing; different content under an existing id (segment text, candidate
 The released decisions are recorded as one imported, final decision per candidate, not as invented
 reviewers (per-reviewer decisions were not released).
 """
+
 from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Iterator
 
 from django.db import transaction
 from django.db.models import Count
@@ -52,7 +53,7 @@ class ImportCounts:
     per_direction_type: Counter = field(default_factory=Counter)
     flagged: Counter = field(default_factory=Counter)
 
-    def add(self, other: "ImportCounts") -> None:
+    def add(self, other: ImportCounts) -> None:
         for f in fields(ImportCounts):
             mine = getattr(self, f.name)
             if isinstance(mine, Counter):
@@ -115,7 +116,19 @@ def import_xqmeval(
     transaction cannot do; the price is that a conflict with stored rows found while writing leaves the
     languages written before it (``ImportIncomplete``), and running the import again completes it."""
     if writers > 1:
-        return _import_by_language(project_name, directory, files, decisions, decisions_path, strict, owner, progress, on_total, on_language, writers)
+        return _import_by_language(
+            project_name,
+            directory,
+            files,
+            decisions,
+            decisions_path,
+            strict,
+            owner,
+            progress,
+            on_total,
+            on_language,
+            writers,
+        )
     files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
     started = time.perf_counter()
     groups, errors = plan_files(files)
@@ -128,13 +141,17 @@ def import_xqmeval(
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
         run, directions = _ensure_run(project, groups, source)
         units = {code: direction.target.unit for code, direction in directions.items()}  # span unit per direction
-        stored_directions = set(GoldSegment.objects.filter(project=project).values_list("direction_id", flat=True).distinct())
+        stored_directions = set(
+            GoldSegment.objects.filter(project=project).values_list("direction_id", flat=True).distinct()
+        )
         for read in _read_groups(groups, strict, jobs, seconds):
             errors += read.errors
             rows = spool.take(read.language, errors)
             decided = match_decisions(read.candidates, rows, errors)
             errors += unmatched_decisions(rows)
-            if not errors and not decision_errors:  # after the first problem: keep reading to report them all, write nothing more
+            if (
+                not errors and not decision_errors
+            ):  # after the first problem: keep reading to report them all, write nothing more
                 started = time.perf_counter()
                 _write_language(project, run, directions, units, read, decided, result, errors, stored_directions)
                 seconds["write"] += time.perf_counter() - started
@@ -200,11 +217,25 @@ class ImportIncomplete(ImportRejected):
         self.written = written
         head, _, rest = self.args[0].partition("\n")
         kept = ", ".join(written) if written else "none"
-        self.args = (head.replace("nothing imported", f"{len(written)} language(s) written and kept ({kept}), the others not") + "\n" + rest,)
+        self.args = (
+            head.replace("nothing imported", f"{len(written)} language(s) written and kept ({kept}), the others not")
+            + "\n"
+            + rest,
+        )
 
 
 def _import_by_language(
-    project_name, directory, files, decisions, decisions_path, strict, owner, progress, on_total, on_language, writers: int
+    project_name,
+    directory,
+    files,
+    decisions,
+    decisions_path,
+    strict,
+    owner,
+    progress,
+    on_total,
+    on_language,
+    writers: int,
 ) -> XQImportResult:
     """``import_xqmeval`` with ``writers`` processes, each writing whole languages in their own transaction."""
     import multiprocessing
@@ -216,15 +247,24 @@ def _import_by_language(
     from annotation.review import xqmeval_writers
 
     if connection.vendor != "postgresql":
-        raise ImportRejected("writers", [f"parallel writers need PostgreSQL (this database is {connection.vendor}: use one writer)"])
+        raise ImportRejected(
+            "writers", [f"parallel writers need PostgreSQL (this database is {connection.vendor}: use one writer)"]
+        )
     if connection.in_atomic_block:  # the writers' connections could not see what this transaction holds
-        raise ImportRejected("writers", ["parallel writers commit each language: call the import outside a transaction"])
+        raise ImportRejected(
+            "writers", ["parallel writers commit each language: call the import outside a transaction"]
+        )
     files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
     started = time.perf_counter()
     groups, errors = plan_files(files)
     database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
     # spawn, not fork: a forked child would share this process's database connection
-    pool = ProcessPoolExecutor(max_workers=writers, mp_context=multiprocessing.get_context("spawn"), initializer=xqmeval_writers.setup, initargs=(database,))
+    pool = ProcessPoolExecutor(
+        max_workers=writers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=xqmeval_writers.setup,
+        initargs=(database,),
+    )
     written: list[str] = []
     try:
         with pool:
@@ -253,7 +293,12 @@ def _import_by_language(
                     run, _ = _ensure_run(project, groups, source)
                 result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
                 # 2. the writers: one language, one transaction
-                futures = {pool.submit(xqmeval_writers.write_language, project.pk, run.pk, g, strict, paths[g.language], name): g for g in groups}
+                futures = {
+                    pool.submit(
+                        xqmeval_writers.write_language, project.pk, run.pk, g, strict, paths[g.language], name
+                    ): g
+                    for g in groups
+                }
                 for future in as_completed(futures):
                     language = futures[future].language
                     try:
@@ -261,7 +306,11 @@ def _import_by_language(
                     except BrokenProcessPool:
                         raise
                     except Exception as exc:  # a database error in that language's transaction: rolled back there
-                        part = LanguageWritten(errors=[f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"])
+                        part = LanguageWritten(
+                            errors=[
+                                f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"
+                            ]
+                        )
                     errors += part.errors
                     if not part.errors:
                         written.append(language)
@@ -274,12 +323,18 @@ def _import_by_language(
             if errors:
                 raise ImportIncomplete(source, errors, sorted(written))
             # the planner statistics, one table per writer, while this process counts what the run holds
-            analyzed = [pool.submit(xqmeval_writers.analyze, label) for label in STATISTICS_TABLES] if result.changed else []
+            analyzed = (
+                [pool.submit(xqmeval_writers.analyze, label) for label in STATISTICS_TABLES] if result.changed else []
+            )
             _finish(project, run, result)
             for future in analyzed:
                 future.result()
     except BrokenProcessPool as exc:
-        raise ImportIncomplete(source, [f"an import writer process died ({exc}): run the import again (with fewer writers)"], sorted(written)) from None
+        raise ImportIncomplete(
+            source,
+            [f"an import writer process died ({exc}): run the import again (with fewer writers)"],
+            sorted(written),
+        ) from None
     return result
 
 
@@ -295,7 +350,9 @@ class _Conflict(Exception):
     pass
 
 
-def write_language_task(project_id: int, run_id: int, group: FileGroup, strict: bool, decisions_path: str | None, name: str) -> tuple[str, LanguageWritten]:
+def write_language_task(
+    project_id: int, run_id: int, group: FileGroup, strict: bool, decisions_path: str | None, name: str
+) -> tuple[str, LanguageWritten]:
     """A writer's unit of work (``xqmeval_writers.write_language``): read, check and write one language in
     one transaction; a conflict with stored rows rolls that language back and is reported."""
     from core.models import Direction
@@ -313,7 +370,9 @@ def write_language_task(project_id: int, run_id: int, group: FileGroup, strict: 
     directions = {d.code: d for d in Direction.objects.filter(code__in=codes).select_related("target")}
     units = {code: direction.target.unit for code, direction in directions.items()}
     stored_directions = set(
-        GoldSegment.objects.filter(project=project, direction__in=directions.values()).values_list("direction_id", flat=True).distinct()
+        GoldSegment.objects.filter(project=project, direction__in=directions.values())
+        .values_list("direction_id", flat=True)
+        .distinct()
     )
     try:
         with transaction.atomic():
@@ -328,7 +387,9 @@ def write_language_task(project_id: int, run_id: int, group: FileGroup, strict: 
 def _finish(project: Project, run: InjectionRun, result: XQImportResult) -> None:
     run.total = run.done = Candidate.objects.filter(run=run).count()
     run.save(update_fields=["total", "done"])
-    for status, n in Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by():
+    for status, n in (
+        Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by()
+    ):
         result.status_counts[status] += n
 
 
@@ -343,7 +404,9 @@ def _refresh_statistics(result: XQImportResult) -> None:
         bulk.refresh_planner_statistics(*(apps.get_model(label) for label in STATISTICS_TABLES))
 
 
-def _write_language(project, run, directions, units, read: GroupRead, decided, result, errors, stored_directions) -> None:
+def _write_language(
+    project, run, directions, units, read: GroupRead, decided, result, errors, stored_directions
+) -> None:
     """One language's gold pairs, candidates and decisions (what is new of them), in the caller's transaction;
     a conflict with what is stored goes to ``errors`` and stops the writing."""
     group_directions = sorted({d for d, _ in read.gold})
@@ -376,7 +439,7 @@ def _read_groups(groups: list[FileGroup], strict: bool, jobs: int, seconds: dict
     # spawn, not fork: a forked child would share this process's database connection
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending = deque(pool.submit(read_and_check_group, g, strict) for g in groups[: jobs + 1])
-        queued = iter(groups[jobs + 1:])
+        queued = iter(groups[jobs + 1 :])
         while pending:
             started = time.perf_counter()
             read = pending.popleft().result()
@@ -399,16 +462,24 @@ def _import_segments(
     if stored_directions.intersection(direction_ids):  # (a new table's scan per language would be quadratic)
         existing = {
             (code, external_id): (pk, src, ref)
-            for pk, code, external_id, src, ref in GoldSegment.objects.filter(project=project, direction_id__in=direction_ids).values_list(
-                "id", "direction__code", "external_id", "source", "reference"
-            )
+            for pk, code, external_id, src, ref in GoldSegment.objects.filter(
+                project=project, direction_id__in=direction_ids
+            ).values_list("id", "direction__code", "external_id", "source", "reference")
         }
     new, new_keys = [], []
     for (direction, segment_id), (src, ref) in sorted(gold.items()):
         old = existing.get((direction, segment_id))
         if old is None:
             new_keys.append((direction, segment_id))
-            new.append({"project_id": project.pk, "direction_id": directions[direction].pk, "external_id": segment_id, "source": src, "reference": ref})
+            new.append(
+                {
+                    "project_id": project.pk,
+                    "direction_id": directions[direction].pk,
+                    "external_id": segment_id,
+                    "source": src,
+                    "reference": ref,
+                }
+            )
         elif (old[1], old[2]) != (src, ref):
             errors.append(f"segment {direction}#{segment_id} already exists in {project.name} with different text")
     if errors:
@@ -420,9 +491,9 @@ def _import_segments(
     elif new:
         segments = dict(
             ((code, external_id), pk)
-            for pk, code, external_id in GoldSegment.objects.filter(project=project, direction_id__in=direction_ids).values_list(
-                "id", "direction__code", "external_id"
-            )
+            for pk, code, external_id in GoldSegment.objects.filter(
+                project=project, direction_id__in=direction_ids
+            ).values_list("id", "direction__code", "external_id")
         )
     return {key: (pk, units[key[0]]) for key, pk in segments.items()}, created + len(new), bool(existing)
 
@@ -437,7 +508,9 @@ def _import_candidates(
             (seg, etype, pos): (pk, text, start, end, external_id, status)
             for pk, seg, etype, pos, text, start, end, external_id, status in Candidate.objects.filter(
                 run=run, segment__direction__code__in=group_directions
-            ).values_list("id", "segment_id", "error_type", "position", "text", "span_start", "span_end", "external_id", "status")
+            ).values_list(
+                "id", "segment_id", "error_type", "position", "text", "span_start", "span_end", "external_id", "status"
+            )
         }
     ids: dict[tuple, tuple[int, str, bool]] = {}
     new: list[dict] = []
@@ -447,7 +520,9 @@ def _import_candidates(
         old = existing.get((segment_id, xc.error_type, xc.position))
         if old is not None:
             if old[1:5] != (xc.text, xc.edit.start, xc.edit.end, str(xc.count_id)):
-                errors.append(f"{xc.location}: candidate {xc.language}/{xc.error_type}/{xc.count_id} already imported with different content")
+                errors.append(
+                    f"{xc.location}: candidate {xc.language}/{xc.error_type}/{xc.count_id} already imported with different content"
+                )
             else:
                 result.candidates_unchanged += 1
             ids[xc.key] = (old[0], old[5], False)
@@ -488,9 +563,9 @@ def _import_candidates(
     if reserved is None and new:  # a backend without sequences: read the ids back
         stored = {
             (seg, etype, pos): pk
-            for pk, seg, etype, pos in Candidate.objects.filter(run=run, segment__direction__code__in=group_directions).values_list(
-                "id", "segment_id", "error_type", "position"
-            )
+            for pk, seg, etype, pos in Candidate.objects.filter(
+                run=run, segment__direction__code__in=group_directions
+            ).values_list("id", "segment_id", "error_type", "position")
         }
         reserved = [stored[(row["segment_id"], row["error_type"], row["position"])] for row in new]
     for key, row, pk in zip(new_keys, new, reserved or []):
@@ -506,9 +581,9 @@ def _import_decisions(ids, decided, result, errors) -> None:
     existing = {}
     for i in range(0, len(stored), 1000):
         existing.update(
-            ReviewDecision.objects.filter(candidate_id__in=stored[i : i + 1000], source=ReviewDecision.Source.IMPORTED).values_list(
-                "candidate_id", "decision"
-            )
+            ReviewDecision.objects.filter(
+                candidate_id__in=stored[i : i + 1000], source=ReviewDecision.Source.IMPORTED
+            ).values_list("candidate_id", "decision")
         )
     new, status_updates = [], {}
     for key, decision in decided.items():
@@ -516,7 +591,9 @@ def _import_decisions(ids, decided, result, errors) -> None:
         old = existing.get(pk)
         if old is not None:
             if old != decision:
-                errors.append(f"decision for {'/'.join(map(str, key))} already imported as {old!r}, file says {decision!r}")
+                errors.append(
+                    f"decision for {'/'.join(map(str, key))} already imported as {old!r}, file says {decision!r}"
+                )
             else:
                 result.decisions_unchanged += 1
             continue
@@ -538,5 +615,7 @@ def _import_decisions(ids, decided, result, errors) -> None:
     # candidates imported earlier without a decision (new ones got theirs at creation)
     for status, pks in status_updates.items():
         for i in range(0, len(pks), 500):
-            Candidate.objects.filter(pk__in=pks[i : i + 500]).update(status=status, status_reason="imported XQ-MEval decision")
+            Candidate.objects.filter(pk__in=pks[i : i + 500]).update(
+                status=status, status_reason="imported XQ-MEval decision"
+            )
     result.decisions_created += len(new)

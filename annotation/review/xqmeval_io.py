@@ -6,6 +6,7 @@ error_type, count_id, segment_id, error_position, decision. Every problem is col
 row. Files are grouped by target language (``plan_files``) so an import reads, checks and writes one
 language at a time: its memory is one language's files, not the release's.
 """
+
 from __future__ import annotations
 
 import csv
@@ -24,7 +25,9 @@ from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_
 
 ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
 POSITIONS = ("head", "end")
-FILE_RE = re.compile(rf"^(?P<src>{LANGUAGE_CODE_PATTERN})-(?P<tgt>{LANGUAGE_CODE_PATTERN})-(?P<type>[A-Za-z]+)\.parquet$")
+FILE_RE = re.compile(
+    rf"^(?P<src>{LANGUAGE_CODE_PATTERN})-(?P<tgt>{LANGUAGE_CODE_PATTERN})-(?P<type>[A-Za-z]+)\.parquet$"
+)
 CANDIDATE_COLUMNS = ("language", "count_id", "segment_id", "error_type", "error_position", "src", "ref", "mt")
 INTEGER_COLUMNS = ("count_id", "segment_id")
 GOLD_COLUMNS = ("src", "ref")  # the candidate (mt) is LLM text: flagged by the bidi_controls check, not refused
@@ -75,7 +78,9 @@ class FileGroup:
     (a count_id is unique per language and error type, and a gold pair is voted on by a direction's files)."""
 
     language: str
-    files: list[tuple[str, str, str, object]] = field(default_factory=list)  # (name, direction, error type, bytes or path)
+    files: list[tuple[str, str, str, object]] = field(
+        default_factory=list
+    )  # (name, direction, error type, bytes or path)
 
 
 @dataclass
@@ -147,7 +152,9 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
             errors.append(f"{name}: the file is empty")
             continue
         try:
-            table = pq.ParquetFile(io.BytesIO(data)).read()  # (read_table would import pyarrow.dataset and pandas: 0.2 s)
+            table = pq.ParquetFile(
+                io.BytesIO(data)
+            ).read()  # (read_table would import pyarrow.dataset and pandas: 0.2 s)
         except Exception as exc:
             errors.append(f"{name}: not a readable parquet file ({exc})")
             continue
@@ -166,7 +173,9 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
                 if value is None or (isinstance(value, str) and blank(value)):
                     problems.append(f"empty {col!r}")
                 elif col in INTEGER_COLUMNS:
-                    if not (isinstance(value, int) and not isinstance(value, bool)) and not (isinstance(value, str) and value.strip().isdigit()):
+                    if not (isinstance(value, int) and not isinstance(value, bool)) and not (
+                        isinstance(value, str) and value.strip().isdigit()
+                    ):
                         problems.append(f"{col!r} must be a whole number, got {type_name(value)} ({value!r})")
                     elif not (isinstance(value, int) or value.strip().isascii()) or not 0 <= int(value) <= MAX_ID:
                         # it becomes an id column's text: a bigint's digits fit, a longer number could not be stored
@@ -221,7 +230,9 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
             if strict:
                 errors.append(f"{loc}: segment {segment_id} has a different src/ref than the other files")
                 continue
-            mismatch = "this row's copy of the reference differs from the other files'; read against the agreed reference"
+            mismatch = (
+                "this row's copy of the reference differs from the other files'; read against the agreed reference"
+            )
             row = {**row, "src": gold[0], "ref": gold[1]}
         try:
             candidate = _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, strict, mismatch)
@@ -267,7 +278,9 @@ def read_and_check_group(group: FileGroup, strict: bool = False) -> GroupRead:
     return read
 
 
-def validate_group(group: FileGroup, strict: bool, decisions_path: str | None, decisions_name: str) -> tuple[str, int, list[str]]:
+def validate_group(
+    group: FileGroup, strict: bool, decisions_path: str | None, decisions_name: str
+) -> tuple[str, int, list[str]]:
     """(language, candidates, problems) of one language's files and its spooled decisions, nothing kept:
     the validation pass that runs over every language before parallel writers write any (pure, top level,
     for a process pool)."""
@@ -298,7 +311,9 @@ class DecisionSpool:
         self._files: dict[str, tuple] = {}  # language -> (file, csv writer)
         self._opened = 0
 
-    def add(self, language: str, error_type: str, count_id: int, segment_id: str, position: str, decision: str, line: int) -> None:
+    def add(
+        self, language: str, error_type: str, count_id: int, segment_id: str, position: str, decision: str, line: int
+    ) -> None:
         entry = self._files.get(language)
         if entry is None:
             self._opened += 1
@@ -343,14 +358,16 @@ class DecisionSpool:
         self._files.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def __enter__(self) -> "DecisionSpool":
+    def __enter__(self) -> DecisionSpool:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def read_spooled(path: str | None, language: str, name: str, errors: list[str]) -> dict[tuple[str, str, int], DecisionRow]:
+def read_spooled(
+    path: str | None, language: str, name: str, errors: list[str]
+) -> dict[tuple[str, str, int], DecisionRow]:
     """One language's spooled decisions (candidate key -> row), read from its closed file (``finish``); a
     second, different decision for a candidate is an error. Pure: an import worker process reads it too."""
     rows: dict[tuple[str, str, int], DecisionRow] = {}
@@ -371,7 +388,6 @@ def read_spooled(path: str | None, language: str, name: str, errors: list[str]) 
 def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 3600) -> list[str]:
     """Delete the spool folders of processes that are gone (the pid in the name names no process), and
     folders without a pid older than ``max_age_s`` (from before pids were named). Returns what it removed."""
-    import os
     import shutil
     import tempfile
     import time
@@ -379,7 +395,7 @@ def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 360
     removed = []
     root = Path(directory or tempfile.gettempdir())
     for folder in root.glob(DecisionSpool.PREFIX + "*"):
-        owner = folder.name[len(DecisionSpool.PREFIX):].split("-", 1)[0]
+        owner = folder.name[len(DecisionSpool.PREFIX) :].split("-", 1)[0]
         try:
             if owner.isdigit():
                 if _process_alive(int(owner)):
@@ -449,7 +465,15 @@ def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None
                 if value is None:
                     errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
                     continue
-                spool.add(row["language"], row["error_type"], count_id, str(row["segment_id"]).strip(), row["error_position"], value, reader.line_num)
+                spool.add(
+                    row["language"],
+                    row["error_type"],
+                    count_id,
+                    str(row["segment_id"]).strip(),
+                    row["error_position"],
+                    value,
+                    reader.line_num,
+                )
         except UnicodeDecodeError as exc:
             stream.seek(0)
             bom = byte_order_mark_problem(stream.read(4), name)
@@ -487,7 +511,9 @@ def unmatched_decisions(rows: dict[tuple[str, str, int], DecisionRow]) -> list[s
     ]
 
 
-def read_release(files: list[tuple[str, object]], decisions: tuple[str, bytes] | None = None, *, strict: bool = False) -> XQRelease:
+def read_release(
+    files: list[tuple[str, object]], decisions: tuple[str, bytes] | None = None, *, strict: bool = False
+) -> XQRelease:
     """Parse and validate candidate files (name, content or path) and an optional decisions CSV, all at once
     (the import streams the same steps one language at a time).
 

@@ -1,5 +1,6 @@
 """Entry points of the import's writer processes (``import_xqmeval(writers=N)``), spawned fresh: the pool's
 initializer sets Django up before anything imports a model, so this module imports none at its top."""
+
 from __future__ import annotations
 
 

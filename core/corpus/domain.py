@@ -3,6 +3,7 @@
 Every reader validates everything before anything is written and reports *every* bad row with its line
 number (1-based, the header being line 1 for TSV/CSV) and reason.
 """
+
 from __future__ import annotations
 
 import csv
@@ -61,12 +62,15 @@ def detect_format(name: str, explicit: str | None = None) -> str:
         return explicit
     suffix = Path(name).suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise CorpusError(name, [f"cannot tell the format from the suffix {suffix!r}; use .tsv, .csv, .jsonl or .parquet"])
+        raise CorpusError(
+            name, [f"cannot tell the format from the suffix {suffix!r}; use .tsv, .csv, .jsonl or .parquet"]
+        )
     return SUPPORTED_SUFFIXES[suffix]
 
 
-def read_records(data: bytes, name: str, fmt: str | None = None,
-                 limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, dict[str, Any]]]:
+def read_records(
+    data: bytes, name: str, fmt: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> list[tuple[str, dict[str, Any]]]:
     """The raw records of a TSV/CSV/JSONL/parquet file given as bytes, each with where it was ("FILE line N")."""
     fmt = detect_format(name, fmt)
     if not data:
@@ -84,14 +88,16 @@ def read_records(data: bytes, name: str, fmt: str | None = None,
     return _delimited_records(text, name, "\t" if fmt == "tsv" else ",", limits)
 
 
-def read_corpus(data: bytes, name: str, columns: Columns = Columns(), fmt: str | None = None,
-                limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
+def read_corpus(
+    data: bytes, name: str, columns: Columns = Columns(), fmt: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> list[CorpusRow]:
     """Parse and validate a corpus file given as bytes (a path's contents or an upload)."""
     return validate_records(read_records(data, name, fmt, limits), name, columns, limits=limits)
 
 
-def read_corpus_file(path: str | Path, columns: Columns = Columns(), fmt: str | None = None,
-                     limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
+def read_corpus_file(
+    path: str | Path, columns: Columns = Columns(), fmt: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> list[CorpusRow]:
     path = Path(path)
     if not path.is_file():
         raise CorpusError(str(path), ["no such file"])
@@ -105,14 +111,23 @@ def hub_id_problem(dataset: str) -> str:
     """Why ``dataset`` is not a Hub dataset id (``namespace/name``), or ''. A form takes only these: a path
     (absolute, ``../…``, a folder name) would read the server's own files (#36.4)."""
     if not _HUB_ID.fullmatch(dataset) or ".." in dataset:
-        return (f"{dataset[:100]!r} is not a Hub dataset id: namespace/name, letters, digits, '-', '_' and '.' "
-                "(not first); local dataset directories are imported with the import_corpus command")
+        return (
+            f"{dataset[:100]!r} is not a Hub dataset id: namespace/name, letters, digits, '-', '_' and '.' "
+            "(not first); local dataset directories are imported with the import_corpus command"
+        )
     return ""
 
 
-def read_hf_dataset(dataset: str, config: str | None, split: str, columns: Columns = Columns(), *,
-                    hub_only: bool = False, timeout: float | None = None,
-                    limits: Limits = DEFAULT_LIMITS) -> list[CorpusRow]:
+def read_hf_dataset(
+    dataset: str,
+    config: str | None,
+    split: str,
+    columns: Columns = Columns(),
+    *,
+    hub_only: bool = False,
+    timeout: float | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[CorpusRow]:
     """Load a dataset through `datasets`: a Hub id, or (the command line only, ``hub_only`` off) a local
     dataset directory. ``timeout``: seconds for each Hub call, so an unreachable Hub fails soon."""
     name = f"{dataset}" + (f" ({config})" if config else "") + f" split {split}"
@@ -352,9 +367,11 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-
 def validate_records(
-    records: list[tuple[str, dict[str, Any]]], name: str, columns: Columns, present: set[str] | None = None,
+    records: list[tuple[str, dict[str, Any]]],
+    name: str,
+    columns: Columns,
+    present: set[str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[CorpusRow]:
     wanted = {"id": columns.id, "source": columns.source, "reference": columns.reference}
@@ -386,7 +403,9 @@ def validate_records(
                 errors.append(f"{location}: empty {col!r}")
                 continue
             if len(value) > limits.segment_chars:
-                errors.append(f"{location}: {col!r} has {len(value)} characters, more than the {limits.segment_chars} allowed")
+                errors.append(
+                    f"{location}: {col!r} has {len(value)} characters, more than the {limits.segment_chars} allowed"
+                )
                 continue
             problem = bidi.spanning_problem(value)
             if problem:

@@ -1,5 +1,6 @@
 """The progress a build or a release keeps per direction (``directions``: code -> entry with ``status`` and
 ``error``), written by workers that each finish one direction."""
+
 from __future__ import annotations
 
 
@@ -11,4 +12,7 @@ def with_entry(directions: dict | None, code: str, fields: dict) -> dict:
 
 def first_failure(directions: dict) -> str:
     """'code: error' of the first direction that failed for good, or '' while none has."""
-    return next((f"{code}: {entry.get('error', '')}" for code, entry in directions.items() if entry.get("status") == "failed"), "")
+    return next(
+        (f"{code}: {entry.get('error', '')}" for code, entry in directions.items() if entry.get("status") == "failed"),
+        "",
+    )

@@ -4,6 +4,7 @@ Pure Python (no Django). Each entry is data: what the edit is, its severity, the
 at, and — for perturbations — how much of the reference it may change (the "changes more than its type
 allows" check reads these limits). SPEC §1 and §2.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,23 +79,70 @@ _MQM_TYPES = [
 ]
 
 _PERTURBATIONS = [
-    EditType("Spelling", PERTURBATION, "minor", "misspell one or two important words", (NONE,),
-             limit=ChangeLimit(max_inserted=2, max_deleted=2, max_regions=2)),
-    EditType("Word Order", PERTURBATION, "minor", "reorder words, the meaning kept", (NONE,),
-             limit=ChangeLimit(max_regions=None, same_multiset=True)),
-    EditType("Synonym", PERTURBATION, "minor", "replace one or two content words by their synonyms", (NONE,),
-             limit=ChangeLimit(max_inserted=3, max_deleted=3, max_regions=2)),
-    EditType("Intensifier", PERTURBATION, "minor", "change the intensity of an adjective or adverb", (NONE,),
-             limit=ChangeLimit(max_inserted=2, max_deleted=1, max_regions=2)),
-    EditType("Expansion (No Impact)", PERTURBATION, "minor",
-             "add one or two words that state what is already implied", (NONE,),
-             limit=ChangeLimit(max_inserted=3, max_deleted=0, max_regions=2)),
-    EditType("Expansion (Impact)", PERTURBATION, "critical", "add words that change the meaning", (NONE,),
-             limit=ChangeLimit(max_inserted=8, max_deleted=0, max_regions=2)),
-    EditType("Omission", PERTURBATION, "critical", "remove one or two words, changing the meaning", (NONE,),
-             limit=ChangeLimit(max_inserted=0, max_deleted=2, max_regions=2)),
-    EditType("Alteration", PERTURBATION, "critical", "negate, or replace a word by its antonym", (NONE,),
-             limit=ChangeLimit(max_inserted=2, max_deleted=2, max_regions=2)),
+    EditType(
+        "Spelling",
+        PERTURBATION,
+        "minor",
+        "misspell one or two important words",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=2, max_deleted=2, max_regions=2),
+    ),
+    EditType(
+        "Word Order",
+        PERTURBATION,
+        "minor",
+        "reorder words, the meaning kept",
+        (NONE,),
+        limit=ChangeLimit(max_regions=None, same_multiset=True),
+    ),
+    EditType(
+        "Synonym",
+        PERTURBATION,
+        "minor",
+        "replace one or two content words by their synonyms",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=3, max_deleted=3, max_regions=2),
+    ),
+    EditType(
+        "Intensifier",
+        PERTURBATION,
+        "minor",
+        "change the intensity of an adjective or adverb",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=2, max_deleted=1, max_regions=2),
+    ),
+    EditType(
+        "Expansion (No Impact)",
+        PERTURBATION,
+        "minor",
+        "add one or two words that state what is already implied",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=3, max_deleted=0, max_regions=2),
+    ),
+    EditType(
+        "Expansion (Impact)",
+        PERTURBATION,
+        "critical",
+        "add words that change the meaning",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=8, max_deleted=0, max_regions=2),
+    ),
+    EditType(
+        "Omission",
+        PERTURBATION,
+        "critical",
+        "remove one or two words, changing the meaning",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=0, max_deleted=2, max_regions=2),
+    ),
+    EditType(
+        "Alteration",
+        PERTURBATION,
+        "critical",
+        "negate, or replace a word by its antonym",
+        (NONE,),
+        limit=ChangeLimit(max_inserted=2, max_deleted=2, max_regions=2),
+    ),
 ]
 
 EDIT_TYPES: dict[tuple[str, str], EditType] = {(t.kind, t.name): t for t in [*_MQM_TYPES, *_PERTURBATIONS]}

@@ -1,4 +1,5 @@
 """Errors of bad input: every problem is collected (with its file, line or field) before anything is written."""
+
 from __future__ import annotations
 
 SHOWN = 50

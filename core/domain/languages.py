@@ -3,6 +3,7 @@
 The span unit decides how positions in a target text are counted (SPEC glossary): characters for
 scripts written without spaces between words, whitespace tokens otherwise.
 """
+
 from __future__ import annotations
 
 import re

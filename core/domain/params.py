@@ -7,6 +7,7 @@ raises OverflowError on it, PostgreSQL a DataError), so no such value answers 50
 management commands' numeric options: a value out of range stops the command before it does anything, with
 argparse's message naming the option (``argument --batch-size: must be at least 1, got 0``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,9 @@ def positive_int(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if not 1 <= number <= MAX_ID:
-        raise argparse.ArgumentTypeError(f"must be at least 1{'' if number < 1 else f' and at most {MAX_ID}'}, got {text}")
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1{'' if number < 1 else f' and at most {MAX_ID}'}, got {text}"
+        )
     return number
 
 

@@ -3,6 +3,7 @@
 Views serve the SVG as ``image/svg+xml`` for ``<img>`` tags, so labels that come from data (language codes,
 user names, metric names) are never interpreted as HTML by the page; matplotlib XML-escapes them anyway.
 """
+
 from __future__ import annotations
 
 import io

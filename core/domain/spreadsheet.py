@@ -4,6 +4,7 @@ Text from users, imported files and LLMs can start with a character a spreadshee
 (``=HYPERLINK(…)``, ``+``, ``-``, ``@``, a tab or carriage return): such a cell gets a leading ``'``, which
 spreadsheets show as text. Only tables meant for people get this; the dataset's own files keep text exact.
 """
+
 from __future__ import annotations
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

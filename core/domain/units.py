@@ -5,11 +5,12 @@ tokens otherwise; SPEC glossary). An insertion has ``start == end``. An *edit* i
 candidate's replacement units. Spans are always computed from text (diff or markup positions), never
 trusted from a model's own markup alone.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from core.domain.languages import CHAR, unit_of
 
@@ -84,8 +85,9 @@ class DiffTooLarge(ValueError):
     """Two texts differ over more units than one diff may compare; the message says how many."""
 
 
-def diff_opcodes(ref: Sequence[str], cand: Sequence[str], budget: int = DIFF_BUDGET,
-                 exact_within: int | None = None) -> list[tuple[str, int, int, int, int]]:
+def diff_opcodes(
+    ref: Sequence[str], cand: Sequence[str], budget: int = DIFF_BUDGET, exact_within: int | None = None
+) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes (``autojunk=False``) of two unit lists, in bounded time: exact difflib where
     ``len(ref) * len(cand)`` is within ``exact_within`` (default: ``budget``); else the common prefix and
     suffix as equal runs around difflib's opcodes of the middle; ``DiffTooLarge`` when the middle is past
@@ -101,13 +103,16 @@ def diff_opcodes(ref: Sequence[str], cand: Sequence[str], budget: int = DIFF_BUD
     suffix = 0
     while suffix < limit - prefix and ref[len(ref) - 1 - suffix] == cand[len(cand) - 1 - suffix]:
         suffix += 1
-    a, b = ref[prefix:len(ref) - suffix], cand[prefix:len(cand) - suffix]
+    a, b = ref[prefix : len(ref) - suffix], cand[prefix : len(cand) - suffix]
     if len(a) * len(b) > budget:
-        raise DiffTooLarge(f"the texts differ over {len(a)} and {len(b)} units, more than one diff may compare "
-                           f"({budget} unit pairs)")
+        raise DiffTooLarge(
+            f"the texts differ over {len(a)} and {len(b)} units, more than one diff may compare ({budget} unit pairs)"
+        )
     opcodes = [("equal", 0, prefix, 0, prefix)] if prefix else []
-    opcodes += [(tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix)
-                for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()]
+    opcodes += [
+        (tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix)
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    ]
     if suffix:
         opcodes.append(("equal", len(ref) - suffix, len(ref), len(cand) - suffix, len(cand)))
     return opcodes
@@ -132,7 +137,11 @@ def mark_edit(reference: str, edit: Edit, language: str) -> str:
     """The candidate text with its edited region marked ``<v>…</v>`` (an Omission shows ``<v></v>``)."""
     ref = split_units(reference, language)
     inner = join_units(edit.replacement, language)
-    parts = [join_units(ref[: edit.start], language), OPEN_TAG + inner + CLOSE_TAG, join_units(ref[edit.end :], language)]
+    parts = [
+        join_units(ref[: edit.start], language),
+        OPEN_TAG + inner + CLOSE_TAG,
+        join_units(ref[edit.end :], language),
+    ]
     if unit_of(language) == CHAR:
         return "".join(parts)
     return " ".join(p for p in parts if p)
@@ -194,14 +203,18 @@ def parse_marked(marked: str, reference: str, language: str) -> MarkedCandidate:
     end = len(ref_units) - len(post)
     problems: list[str] = []
     if end < start:
-        problems.append(f"the text outside the region is longer than the reference ({len(pre)} + {len(post)} > {len(ref_units)} units)")
+        problems.append(
+            f"the text outside the region is longer than the reference ({len(pre)} + {len(post)} > {len(ref_units)} units)"
+        )
         end = start
     if ref_units[:start] != pre:
         problems.append(_first_difference("before", ref_units[:start], pre))
     if ref_units[end:] != post:
         problems.append(_first_difference("after", ref_units[end:], post))
     edit = Edit(start, end, tuple(mid))
-    return MarkedCandidate(text=text, edit=edit, outside_matches_reference=not problems, outside_diff="; ".join(p for p in problems if p))
+    return MarkedCandidate(
+        text=text, edit=edit, outside_matches_reference=not problems, outside_diff="; ".join(p for p in problems if p)
+    )
 
 
 def _first_difference(where: str, expected: Sequence[str], got: Sequence[str]) -> str:

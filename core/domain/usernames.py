@@ -5,6 +5,7 @@ refused when it mixes scripts with letters that look alike (``аdmin`` with a Cy
 Unicode TR39 as the maintained ``confusable_homoglyphs`` package implements it. One script throughout
 (``müller``, ``张伟``, ``иван``) stays allowed: annotators write their names in their own script.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -27,5 +28,4 @@ def username_problem(name: str) -> str:
             by_script.setdefault(found["alias"].title(), []).append(found["character"])
     scripts = sorted(by_script, key=lambda script: (-len(by_script[script]), script))
     odd = [character for script in scripts[1:] for character in by_script[script]]
-    return (f"mixes {' and '.join(scripts)} letters that look alike ({', '.join(odd[:5])}): "
-            "write it in one script")
+    return f"mixes {' and '.join(scripts)} letters that look alike ({', '.join(odd[:5])}): write it in one script"

@@ -1,4 +1,5 @@
 """Read-only API of the benchmark: counts table and releases of a project (directions filtered by access)."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -19,7 +20,9 @@ class ProjectBenchmark(APIView):
             "ProjectBenchmark",
             {
                 "project": serializers.CharField(),
-                "counts": serializers.DictField(help_text="direction -> {gold_pairs, levels: {k: {total, min_per_pair, max_per_pair}}, total, …}"),
+                "counts": serializers.DictField(
+                    help_text="direction -> {gold_pairs, levels: {k: {total, min_per_pair, max_per_pair}}, total, …}"
+                ),
                 "releases": serializers.ListField(child=serializers.DictField()),
             },
         ),

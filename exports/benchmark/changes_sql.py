@@ -9,10 +9,18 @@ millions), and the project and benchmark pages show them on every view. With the
 rows to know whether the counts it keeps (``exports.benchmark.selectors.current_level_counts``) are still
 those of the rows stored now; a build computes them once at its end.
 """
+
 from __future__ import annotations
 
 from core.triggers_sql import (
-    BOTH_ROWS, INDEX_LOOKUPS, NEW_ROWS, OLD_ROWS, changed_rows_projects, drop_trigger, forget_deleted_projects, log_projects,
+    BOTH_ROWS,
+    INDEX_LOOKUPS,
+    NEW_ROWS,
+    OLD_ROWS,
+    changed_rows_projects,
+    drop_trigger,
+    forget_deleted_projects,
+    log_projects,
     statement_trigger,
 )
 
@@ -31,21 +39,41 @@ def _pseudo_projects(rows: str) -> str:
 # name: (table, event, referencing, function body)
 TRIGGERS = {
     "xq_bench_pseudo_insert": (PSEUDO, "INSERT", NEW_ROWS, log_projects(LOG, _pseudo_projects("new_rows"))),
-    "xq_bench_pseudo_update": (PSEUDO, "UPDATE", BOTH_ROWS,
-                               log_projects(LOG, _pseudo_projects("old_rows") + " UNION ALL " + _pseudo_projects("new_rows"))),
+    "xq_bench_pseudo_update": (
+        PSEUDO,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, _pseudo_projects("old_rows") + " UNION ALL " + _pseudo_projects("new_rows")),
+    ),
     "xq_bench_pseudo_delete": (PSEUDO, "DELETE", OLD_ROWS, log_projects(LOG, _pseudo_projects("old_rows"))),
     "xq_bench_segment_insert": (SEGMENT, "INSERT", NEW_ROWS, log_projects(LOG, "SELECT project_id FROM new_rows")),
-    "xq_bench_segment_update": (SEGMENT, "UPDATE", BOTH_ROWS,
-                                log_projects(LOG, changed_rows_projects(("project_id", "direction_id"), "(o.project_id), (n.project_id)"))),
+    "xq_bench_segment_update": (
+        SEGMENT,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, changed_rows_projects(("project_id", "direction_id"), "(o.project_id), (n.project_id)")),
+    ),
     "xq_bench_segment_delete": (SEGMENT, "DELETE", OLD_ROWS, log_projects(LOG, "SELECT project_id FROM old_rows")),
-    "xq_bench_project_levels": (PROJECT, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(("max_errors",), "(n.id)"))),
-    "xq_bench_direction_code": (DIRECTION, "UPDATE", BOTH_ROWS, log_projects(LOG, changed_rows_projects(("code",), "(NULL::bigint)"))),
+    "xq_bench_project_levels": (
+        PROJECT,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, changed_rows_projects(("max_errors",), "(n.id)")),
+    ),
+    "xq_bench_direction_code": (
+        DIRECTION,
+        "UPDATE",
+        BOTH_ROWS,
+        log_projects(LOG, changed_rows_projects(("code",), "(NULL::bigint)")),
+    ),
     "xq_bench_project_delete": forget_deleted_projects(LOG),
 }
 
 
 def install() -> str:
-    return "\n".join(statement_trigger(name, *spec, INDEX_LOOKUPS if spec[0] == PSEUDO else ()) for name, spec in TRIGGERS.items())
+    return "\n".join(
+        statement_trigger(name, *spec, INDEX_LOOKUPS if spec[0] == PSEUDO else ()) for name, spec in TRIGGERS.items()
+    )
 
 
 def uninstall() -> str:

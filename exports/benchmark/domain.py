@@ -19,13 +19,14 @@ the units that carry content: the candidate's content before the span must be th
 content units, its content after the span the reference's last ones. Where any content differs outside
 the span, the edit cannot be located and the candidate is excluded with the reason.
 """
+
 from __future__ import annotations
 
 import bisect
 import difflib
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
 
 from core.domain.languages import CHAR, unit_of
 from core.domain.units import CLOSE_TAG, OPEN_TAG, Edit, outside_matches, split_units
@@ -129,13 +130,17 @@ def _id_order(value):
     return (0, value, "") if isinstance(value, int) else (1, 0, str(value))
 
 
-def placement_problem(reference_units: Sequence[str], reference: str, candidate: PoolCandidate, language: str) -> str | None:
+def placement_problem(
+    reference_units: Sequence[str], reference: str, candidate: PoolCandidate, language: str
+) -> str | None:
     """Why ``candidate`` cannot be placed into the reference, or None when it can (possibly transplanted)."""
     placed = place_candidate(reference_units, reference, candidate, language)
     return placed if isinstance(placed, str) else None
 
 
-def place_candidate(reference_units: Sequence[str], reference: str, candidate: PoolCandidate, language: str) -> PoolCandidate | str:
+def place_candidate(
+    reference_units: Sequence[str], reference: str, candidate: PoolCandidate, language: str
+) -> PoolCandidate | str:
     """The candidate as it is placed into the reference — itself, or with its edit relocated and ``drift``
     set when its text outside the span drifts from the reference — or the reason it cannot be placed."""
     edit = candidate.edit
@@ -150,7 +155,11 @@ def place_candidate(reference_units: Sequence[str], reference: str, candidate: P
         # Drift outside the span (its own units in the span: from ``edit.start``, as markup and diffs give them).
         cand_units = split_units(candidate.text, language)
         own_end = edit.start + len(edit.replacement)
-        if edit.start < 0 or own_end > len(cand_units) or tuple(cand_units[edit.start : own_end]) != tuple(edit.replacement):
+        if (
+            edit.start < 0
+            or own_end > len(cand_units)
+            or tuple(cand_units[edit.start : own_end]) != tuple(edit.replacement)
+        ):
             if not in_range:
                 return f"span [{edit.start}, {edit.end}) lies outside the reference ({n} units)"
             return (
@@ -158,7 +167,9 @@ def place_candidate(reference_units: Sequence[str], reference: str, candidate: P
                 + _outside_difference(reference_units, cand_units, edit)
                 + ") and its recorded edit is not where the span starts in it: the edit cannot be located"
             )
-        located = locate_edit(reference_units, cand_units, edit.start, own_end, "" if unit_of(language) == CHAR else " ")
+        located = locate_edit(
+            reference_units, cand_units, edit.start, own_end, "" if unit_of(language) == CHAR else " "
+        )
         if isinstance(located, str):
             return (
                 f"the candidate's text outside span [{edit.start}, {edit.end}) differs from the reference beyond punctuation, "
@@ -196,10 +207,16 @@ def content_key(unit: str) -> str:
     """A unit with drift removed: NFKC (full-width forms become their ASCII/half-width forms), then without
     punctuation (Unicode category P*: quotes, brackets, commas, stops, dashes) and whitespace. Units whose
     key is empty carry no content and may appear, vanish or change outside a span as drift."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", unit) if not (ch.isspace() or unicodedata.category(ch).startswith("P")))
+    return "".join(
+        ch
+        for ch in unicodedata.normalize("NFKC", unit)
+        if not (ch.isspace() or unicodedata.category(ch).startswith("P"))
+    )
 
 
-def locate_edit(ref: Sequence[str], cand: Sequence[str], own_start: int, own_end: int, joiner: str = " ") -> tuple[int, int, str] | str:
+def locate_edit(
+    ref: Sequence[str], cand: Sequence[str], own_start: int, own_end: int, joiner: str = " "
+) -> tuple[int, int, str] | str:
     """Where the candidate's edit ``cand[own_start:own_end]`` lies in the reference when the text around it
     differs from the reference by drift only: ``(start, end, drift description)`` in reference units, or
     the first content difference (a string) when the edit cannot be located.
@@ -231,12 +248,15 @@ def locate_edit(ref: Sequence[str], cand: Sequence[str], own_start: int, own_end
     while trailing and start < len(ref) and not ref_keys[start]:
         start, trailing = start + 1, trailing - 1
     end = tail_ref[0] if p else len(ref)
-    leading = (min(i for i, u in enumerate(post) if content_key(u)) if p else len(post))
+    leading = min(i for i, u in enumerate(post) if content_key(u)) if p else len(post)
     while leading and end > start and not ref_keys[end - 1]:
         end, leading = end - 1, leading - 1
     drift = "; ".join(
         part
-        for part in (_describe_drift("before the span", ref[:start], pre, joiner), _describe_drift("after the span", ref[end:], post, joiner))
+        for part in (
+            _describe_drift("before the span", ref[:start], pre, joiner),
+            _describe_drift("after the span", ref[end:], post, joiner),
+        )
         if part
     )
     return start, end, drift

@@ -1,8 +1,8 @@
 """The benchmark counts plot as SVG (see core.domain.plotting). No Django import."""
+
 from __future__ import annotations
 
 from core.domain.plotting import empty, subplots, svg
-
 
 NOTHING_BUILT = "nothing built yet: build the benchmark to see pseudo translations per level"
 # one marker shape per direction, so a line drawn over another (the same counts, e.g. zeros at the top levels) shows
@@ -23,7 +23,14 @@ def level_counts(counts: dict) -> str:
     for i, (direction, (levels, totals)) in enumerate(series.items()):
         # each line is drawn over the ones before: thinner, with a smaller marker of its own shape, so where
         # lines coincide every direction stays visible
-        ax.plot(levels, totals, marker=MARKERS[i % len(MARKERS)], markersize=10 - 5 * i / last, lw=3 - 1.6 * i / last, label=direction)
+        ax.plot(
+            levels,
+            totals,
+            marker=MARKERS[i % len(MARKERS)],
+            markersize=10 - 5 * i / last,
+            lw=3 - 1.6 * i / last,
+            label=direction,
+        )
     same = {}
     for direction, points in series.items():
         same.setdefault((tuple(points[0]), tuple(points[1])), []).append(direction)

@@ -1,4 +1,5 @@
 """Read-only queries of the benchmark, shared by views, admin, API, commands and the release writer."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -50,7 +51,9 @@ def segment_counts(project: Project) -> dict[int, int]:
     return _kept(
         project,
         "segment-counts",
-        lambda: dict(GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by()),
+        lambda: dict(
+            GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by()
+        ),
     )
 
 
@@ -76,14 +79,21 @@ def _placements(project: Project, outcome: str, directions: set[str] | None):
 
 
 _CANDIDATE_FIELDS = (
-    "candidate__segment__direction__code", "candidate__segment__external_id", "candidate__error_type",
-    "candidate__position", "candidate__external_id",
+    "candidate__segment__direction__code",
+    "candidate__segment__external_id",
+    "candidate__error_type",
+    "candidate__position",
+    "candidate__external_id",
 )
 
 
 def _candidate_row(d: str, seg: str, etype: str, pos: str, ext: str) -> dict:
     return {
-        "direction": d, "segment_id": seg, "candidate": f"{etype}.{pos}", "error_type": etype, "position": pos,
+        "direction": d,
+        "segment_id": seg,
+        "candidate": f"{etype}.{pos}",
+        "error_type": etype,
+        "position": pos,
         "external_id": ext,
     }
 
@@ -106,7 +116,9 @@ def excluded_candidates(project: Project, directions: set[str] | None = None) ->
     return _in_release_order(
         [
             {
-                **_candidate_row(*row[:5]), "span_start": s, "span_end": e,
+                **_candidate_row(*row[:5]),
+                "span_start": s,
+                "span_end": e,
                 "reason": merging.exclusion_note(reason, review_reason),
             }
             for *row, s, e, reason, review_reason in rows
@@ -156,7 +168,11 @@ def agreement_figures(project: Project) -> dict | None:
         if not row.get("units_with_2_or_more"):
             continue
         parts = [f"{row['units_with_2_or_more']} doubly reviewed candidates"]
-        for key, label in (("percent_agreement", "percent agreement"), ("krippendorff_alpha", "Krippendorff's α (nominal)"), ("fleiss_kappa", "Fleiss' κ")):
+        for key, label in (
+            ("percent_agreement", "percent agreement"),
+            ("krippendorff_alpha", "Krippendorff's α (nominal)"),
+            ("fleiss_kappa", "Fleiss' κ"),
+        ):
             value = row.get(key)
             if value is not None:
                 parts.append(f"{label} {value:.3f}")
@@ -170,7 +186,11 @@ TRIPLET_BLOCK_SEGMENTS = 100  # gold pairs read per query when streaming a direc
 def triplet_directions(project: Project) -> list[str]:
     """Codes of the directions that hold pseudo translations, in release order."""
     return sorted(
-        set(PseudoTranslation.objects.filter(segment__project=project).values_list("segment__direction__code", flat=True).distinct())
+        set(
+            PseudoTranslation.objects.filter(segment__project=project)
+            .values_list("segment__direction__code", flat=True)
+            .distinct()
+        )
     )
 
 
@@ -203,7 +223,12 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int = TRIPLET_
         chunk = segments[i : i + block]
         ext_of = {seg_id: ext for seg_id, ext, _ in chunk}
         texts = dict(
-            ((seg_id, (src, ref)) for seg_id, src, ref in GoldSegment.objects.filter(id__in=list(ext_of)).values_list("id", "source", "reference"))
+            (
+                (seg_id, (src, ref))
+                for seg_id, src, ref in GoldSegment.objects.filter(id__in=list(ext_of)).values_list(
+                    "id", "source", "reference"
+                )
+            )
         )
         marks = ", ".join(["%s"] * len(chunk))
         sql = (
@@ -266,7 +291,12 @@ def visible_directions(user, project: Project) -> set[str] | None:
 def release_directions(release: Release, directions: set[str] | None = None) -> list[dict]:
     """A release's staging progress per direction (those in ``directions`` when given)."""
     return [
-        {"direction": code, "status": entry.get("status", "pending"), "triplets": entry.get("triplets", 0), "error": entry.get("error", "")}
+        {
+            "direction": code,
+            "status": entry.get("status", "pending"),
+            "triplets": entry.get("triplets", 0),
+            "error": entry.get("error", ""),
+        }
         for code, entry in sorted((release.directions or {}).items())
         if directions is None or code in directions
     ]
@@ -296,7 +326,12 @@ def build_directions(build: BenchmarkBuild | None, directions: set[str] | None =
         return []
     keys = ("gold_pairs", "rebuilt", "pseudo_created", "excluded", "transplanted")
     return [
-        {"direction": code, "status": entry.get("status", "pending"), **{k: entry.get(k, 0) for k in keys}, "error": entry.get("error", "")}
+        {
+            "direction": code,
+            "status": entry.get("status", "pending"),
+            **{k: entry.get(k, 0) for k in keys},
+            "error": entry.get("error", ""),
+        }
         for code, entry in sorted((build.directions or {}).items())
         if directions is None or code in directions
     ]
@@ -361,7 +396,10 @@ def benchmark_page(project: Project, directions: set[str] | None) -> dict:
     candidates of the visible directions with their totals (a FLORES-sized project has thousands; the
     page links to their CSV)."""
     page = benchmark_summary(project, directions)
-    for name, rows in (("excluded", excluded_candidates(project, directions)), ("transplanted", transplanted_candidates(project, directions))):
+    for name, rows in (
+        ("excluded", excluded_candidates(project, directions)),
+        ("transplanted", transplanted_candidates(project, directions)),
+    ):
         page[name] = rows[:LISTED_ON_PAGE]
         page[f"{name}_total"] = len(rows)
     return page

@@ -3,18 +3,19 @@
 Thin over the pure ``exports.benchmark.domain`` (merging); this module only reads and writes the database.
 Starting a build on the worker is ``exports.benchmark.tasks.start_build``.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from annotation.review import selectors as review_selectors
@@ -54,7 +55,18 @@ def _fingerprint(reference: str, language: str, max_errors: int, placed: list[me
         reference,
         language,
         max_errors,
-        [(c.id, c.label, c.error_type, c.edit.start, c.edit.end, list(c.edit.replacement), *([c.drift] if c.drift else [])) for c in placed],
+        [
+            (
+                c.id,
+                c.label,
+                c.error_type,
+                c.edit.start,
+                c.edit.end,
+                list(c.edit.replacement),
+                *([c.drift] if c.drift else []),
+            )
+            for c in placed
+        ],
     ]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
@@ -66,7 +78,14 @@ def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging
         review_selectors.pool_candidates(project)
         .filter(segment__direction__code=direction)
         .values_list(
-            "id", "segment_id", "error_type", "position", "span_start", "span_end", "edit_text", "text",
+            "id",
+            "segment_id",
+            "error_type",
+            "position",
+            "span_start",
+            "span_end",
+            "edit_text",
+            "text",
             "segment__direction__target__code",
         )
     )
@@ -90,7 +109,9 @@ def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging
     return pools
 
 
-def build_benchmark(project: Project, *, progress: Progress | None = None, build: BenchmarkBuild | None = None, force: bool = False) -> BuildResult:
+def build_benchmark(
+    project: Project, *, progress: Progress | None = None, build: BenchmarkBuild | None = None, force: bool = False
+) -> BuildResult:
     """Merge the project's pool into pseudo translations, rebuilding only gold pairs whose placed pool
     (or reference, or max_errors) changed since the last build. What it does with a candidate other than
     placing it as it stands is recorded in ``CandidatePlacement`` (excluded with the reason; transplanted,
@@ -145,7 +166,9 @@ def build_direction(project: Project, direction_code: str, result: BuildResult, 
     )
     pools = _pool_by_segment(project, direction_code)
     states = dict(
-        MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list("segment_id", "fingerprint")
+        MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).values_list(
+            "segment_id", "fingerprint"
+        )
     )
     plans = []  # (segment, fingerprint, SegmentMerge)
     direction_exclusions: list[tuple[int, str]] = []
@@ -226,9 +249,13 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
         # hashes a join against a sequential scan of every link of the project (quadratic over a rebuild).
         old_ids = list(PseudoTranslation.objects.filter(segment_id__in=chunk).values_list("id", flat=True))
         for j in range(0, len(old_ids), 5000):
-            Through.objects.filter(pseudotranslation_id__in=old_ids[j : j + 5000]).delete()  # fast delete: one statement
+            Through.objects.filter(
+                pseudotranslation_id__in=old_ids[j : j + 5000]
+            ).delete()  # fast delete: one statement
         # One DELETE without collecting rows: nothing but the M2M rows (gone above) points at a pseudo translation.
-        result.pseudo_deleted += PseudoTranslation.objects.filter(segment_id__in=chunk)._raw_delete(PseudoTranslation.objects.db)
+        result.pseudo_deleted += PseudoTranslation.objects.filter(segment_id__in=chunk)._raw_delete(
+            PseudoTranslation.objects.db
+        )
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     rows: list[tuple] = []
     members: dict[tuple[int, str], tuple] = {}
@@ -250,9 +277,31 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
             key = p.key
             members[(seg.id, key)] = p.candidate_ids
             rows.append(
-                (seg.id, p.level, key, p.text, p.marked_text, _json(list(p.error_types)), p.mqm_penalty, _json(spans), _json(list(p.flags)), now)
+                (
+                    seg.id,
+                    p.level,
+                    key,
+                    p.text,
+                    p.marked_text,
+                    _json(list(p.error_types)),
+                    p.mqm_penalty,
+                    _json(spans),
+                    _json(list(p.flags)),
+                    now,
+                )
             )
-    columns = ["segment_id", "level", "key", "text", "marked_text", "error_types", "mqm_penalty", "spans", "flags", "created_at"]
+    columns = [
+        "segment_id",
+        "level",
+        "key",
+        "text",
+        "marked_text",
+        "error_types",
+        "mqm_penalty",
+        "spans",
+        "flags",
+        "created_at",
+    ]
     reserved = bulk.reserve_ids(PseudoTranslation, len(rows))
     if reserved is not None:  # PostgreSQL: the rows go in with their ids, nothing is read back
         ids = dict(zip(members, reserved))
@@ -262,13 +311,22 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
     if reserved is None:
         ids = {}
         for i in range(0, len(segment_ids), 500):
-            for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list("id", "segment_id", "key"):
+            for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list(
+                "id", "segment_id", "key"
+            ):
                 ids[(sid, key)] = pk
     links = [(ids[k], cid) for k, cids in members.items() for cid in cids]
     bulk.copy_rows(Through._meta.db_table, ["pseudotranslation_id", "candidate_id"], links, batch_size=BULK_BATCH * 10)
-    states = [MergedSegment(segment_id=seg.id, fingerprint=fp, pseudo_count=len(m.pseudo_translations)) for seg, fp, m in plans]
+    states = [
+        MergedSegment(segment_id=seg.id, fingerprint=fp, pseudo_count=len(m.pseudo_translations))
+        for seg, fp, m in plans
+    ]
     MergedSegment.objects.bulk_create(
-        states, batch_size=BULK_BATCH, update_conflicts=True, unique_fields=["segment"], update_fields=["fingerprint", "pseudo_count", "built_at"]
+        states,
+        batch_size=BULK_BATCH,
+        update_conflicts=True,
+        unique_fields=["segment"],
+        update_fields=["fingerprint", "pseudo_count", "built_at"],
     )
     result.rebuilt += len(plans)
     result.pseudo_created += len(rows)
@@ -286,7 +344,13 @@ def _json(value) -> str:
 
 
 DirectionDone = Callable[[str, dict], None]  # (direction, its entry in ``BenchmarkBuild.directions``)
-_SUMMED = {"done_segments": "gold_pairs", "rebuilt_segments": "rebuilt", "pseudo_created": "pseudo_created", "excluded": "excluded", "transplanted": "transplanted"}
+_SUMMED = {
+    "done_segments": "gold_pairs",
+    "rebuilt_segments": "rebuilt",
+    "pseudo_created": "pseudo_created",
+    "excluded": "excluded",
+    "transplanted": "transplanted",
+}
 
 
 def begin_build(build: BenchmarkBuild) -> list[str]:
@@ -294,7 +358,11 @@ def begin_build(build: BenchmarkBuild) -> list[str]:
     build or a finished one run again; for an interrupted or failed one, those not done yet (a build resumes
     per direction). ``build.directions`` gets an entry per direction (what the UI and the command show)."""
     pairs = dict(
-        GoldSegment.objects.filter(project=build.project).order_by().values("direction__code").annotate(n=Count("id")).values_list("direction__code", "n")
+        GoldSegment.objects.filter(project=build.project)
+        .order_by()
+        .values("direction__code")
+        .annotate(n=Count("id"))
+        .values_list("direction__code", "n")
     )
     with transaction.atomic():
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
@@ -307,7 +375,17 @@ def begin_build(build: BenchmarkBuild) -> list[str]:
         row.lease_expires_at = _lease_end()
         row.total_segments = sum(pairs.values())
         _sum_directions(row)
-        row.save(update_fields=["directions", "status", "error", "finished_at", "lease_expires_at", "total_segments", *_SUMMED])
+        row.save(
+            update_fields=[
+                "directions",
+                "status",
+                "error",
+                "finished_at",
+                "lease_expires_at",
+                "total_segments",
+                *_SUMMED,
+            ]
+        )
     _copy(row, build)
     return [code for code, entry in build.directions.items() if entry["status"] != "done"]
 
@@ -333,7 +411,9 @@ def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool 
             _record_direction(build, direction_code, entry)
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        _record_direction(build, direction_code, {"status": "failed", "error": reason}, failure=f"{direction_code}: {reason}")
+        _record_direction(
+            build, direction_code, {"status": "failed", "error": reason}, failure=f"{direction_code}: {reason}"
+        )
         raise
     return entry
 
@@ -361,7 +441,10 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
         row = BenchmarkBuild.objects.select_for_update().get(pk=build.pk)
         missing = sorted(code for code, entry in row.directions.items() if entry.get("status") != "done")
         if missing:
-            row.status, row.error = BenchmarkBuild.Status.FAILED, row.error or f"directions not merged: {', '.join(missing)}"
+            row.status, row.error = (
+                BenchmarkBuild.Status.FAILED,
+                row.error or f"directions not merged: {', '.join(missing)}",
+            )
         else:
             row.status, row.error, row.counts = BenchmarkBuild.Status.DONE, "", counts  # a retried direction succeeded
         row.finished_at, row.lease_expires_at = timezone.now(), None
@@ -370,7 +453,12 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
     return build
 
 
-def run_build(build: BenchmarkBuild, progress: Progress | None = None, force: bool = False, on_direction: DirectionDone | None = None) -> BenchmarkBuild:
+def run_build(
+    build: BenchmarkBuild,
+    progress: Progress | None = None,
+    force: bool = False,
+    on_direction: DirectionDone | None = None,
+) -> BenchmarkBuild:
     """Run one recorded build in this process, direction after direction (what the command calls; the task
     spreads the same steps over workers): status, counts, failure reason, progress per direction."""
     for code in begin_build(build):
@@ -411,7 +499,9 @@ class BuildRunning(Exception):
     """A build of the project is already pending or running: it is not started twice."""
 
     def __init__(self, build: BenchmarkBuild):
-        super().__init__(f"build {build.pk} of {build.project.name} is already {build.status}; it was not started again")
+        super().__init__(
+            f"build {build.pk} of {build.project.name} is already {build.status}; it was not started again"
+        )
         self.build = build
 
 
@@ -429,7 +519,11 @@ def create_build(*, project: Project, user=None, acknowledged: list[str] | None 
     try:
         with transaction.atomic():
             Project.objects.select_for_update().filter(pk=project.pk).exists()
-            live = BenchmarkBuild.objects.select_related("project").filter(project=project, status__in=BenchmarkBuild.LIVE).first()
+            live = (
+                BenchmarkBuild.objects.select_related("project")
+                .filter(project=project, status__in=BenchmarkBuild.LIVE)
+                .first()
+            )
             if live is not None:
                 if not live.interrupted:
                     raise BuildRunning(live)
@@ -437,11 +531,17 @@ def create_build(*, project: Project, user=None, acknowledged: list[str] | None 
                 live.save(update_fields=["lease_expires_at"])
                 return live
             return BenchmarkBuild.objects.create(
-                project=project, created_by=user if getattr(user, "pk", None) else None, lease_expires_at=_lease_end(),
+                project=project,
+                created_by=user if getattr(user, "pk", None) else None,
+                lease_expires_at=_lease_end(),
                 acknowledged=list(acknowledged or []),
             )
     except IntegrityError:  # a concurrent start won (the constraint, where the lock did not serialise)
-        live = BenchmarkBuild.objects.select_related("project").filter(project=project, status__in=BenchmarkBuild.LIVE).first()
+        live = (
+            BenchmarkBuild.objects.select_related("project")
+            .filter(project=project, status__in=BenchmarkBuild.LIVE)
+            .first()
+        )
         if live is None:
             raise
         raise BuildRunning(live) from None
@@ -455,6 +555,13 @@ def format_counts(counts: dict) -> list[str]:
     lines = ["direction  pairs  " + "  ".join(f"{'k=' + str(k):>16}" for k in levels) + f"  {'total':>16}"]
     for direction in sorted(counts):
         row = counts[direction]
-        cells = [f"{row['levels'][str(k)]['total']:>6} ({row['levels'][str(k)]['min_per_pair']:>2}–{row['levels'][str(k)]['max_per_pair']:>3})" for k in levels]
-        lines.append(f"{direction:<9}  {row['gold_pairs']:>5}  " + "  ".join(f"{c:>16}" for c in cells) + f"  {row['total']:>6} ({row['min_per_pair']}–{row['max_per_pair']})")
+        cells = [
+            f"{row['levels'][str(k)]['total']:>6} ({row['levels'][str(k)]['min_per_pair']:>2}–{row['levels'][str(k)]['max_per_pair']:>3})"
+            for k in levels
+        ]
+        lines.append(
+            f"{direction:<9}  {row['gold_pairs']:>5}  "
+            + "  ".join(f"{c:>16}" for c in cells)
+            + f"  {row['total']:>6} ({row['min_per_pair']}–{row['max_per_pair']})"
+        )
     return lines

@@ -3,6 +3,7 @@
 Idempotent: a build only rewrites changed gold pairs. Transient database faults are retried with backoff;
 failures are recorded on the build with their reason. Tasks are entry points like views: this module
 imports the services, never the reverse."""
+
 from __future__ import annotations
 
 from celery import chord, group, shared_task
@@ -24,7 +25,9 @@ def build_benchmark_task(build_id: int, force: bool = False) -> dict:
     done; on a finished one, it runs all again (only changed gold pairs are rewritten)."""
     build = BenchmarkBuild.objects.select_related("project").get(pk=build_id)
     directions = services.begin_build(build)
-    work = chord(group(build_direction_task.si(build_id, code, force) for code in directions), finish_build_task.si(build_id))
+    work = chord(
+        group(build_direction_task.si(build_id, code, force) for code in directions), finish_build_task.si(build_id)
+    )
     result = work.apply_async()
     if result.ready():  # ran in this process (no broker): the build is finished
         result.get(propagate=True, disable_sync_subtasks=False)  # already done: nothing to wait for
@@ -36,10 +39,19 @@ def build_benchmark_task(build_id: int, force: bool = False) -> dict:
 def build_direction_task(self, build_id: int, direction: str, force: bool = False) -> dict:
     build = BenchmarkBuild.objects.select_related("project").get(pk=build_id)
     try:
-        return {"build": build_id, "direction": direction, **services.run_build_direction(build, direction, force=force)}
+        return {
+            "build": build_id,
+            "direction": direction,
+            **services.run_build_direction(build, direction, force=force),
+        }
     except OperationalError as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        retry_after_fault(self, exc, lambda **when: services.record_direction_retry(build, direction, retry_note(reason, **when)), maximum=60)
+        retry_after_fault(
+            self,
+            exc,
+            lambda **when: services.record_direction_retry(build, direction, retry_note(reason, **when)),
+            maximum=60,
+        )
 
 
 @shared_task(name="exports.finish_build", **RETRY)
@@ -62,12 +74,16 @@ def build_outcome(build: BenchmarkBuild) -> tuple[int, str]:
     if queued() or build.status not in FINISHED:
         return messages.INFO, f"Build {build.pk} started."
     if build.status == JobStatus.DONE:
-        return messages.SUCCESS, (f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, "
-                                  f"{build.excluded} candidate(s) excluded.")
+        return messages.SUCCESS, (
+            f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, "
+            f"{build.excluded} candidate(s) excluded."
+        )
     return messages.ERROR, f"Build {build.pk} {build.status}: {build.error}"
 
 
-def start_build(*, project: Project, user=None, force: bool = False, acknowledged: list[str] | None = None) -> BenchmarkBuild:
+def start_build(
+    *, project: Project, user=None, force: bool = False, acknowledged: list[str] | None = None
+) -> BenchmarkBuild:
     """Record a build and hand it to the worker once the transaction commits (in-process without a broker)."""
     build = services.create_build(project=project, user=user, acknowledged=acknowledged)
     transaction.on_commit(lambda: build_benchmark_task.delay(build.pk, force))

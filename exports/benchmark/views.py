@@ -1,11 +1,12 @@
 """Benchmark stage views: build progress, the counts plot and starting a build. Thin over tasks and
 selectors; actions are for admins, counts for anyone who may see the project (their directions only). The
 benchmark page itself, which also lists releases, is ``exports.release.views.project_page``."""
+
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
@@ -40,17 +41,29 @@ def build(request, project: str):
     warnings = selectors.build_warnings(project_obj)
     if warnings and request.POST.get("confirm") != "1":
         # a build with an undecided or empty direction is a decision: name each, build only when confirmed
-        return render(request, "benchmarks/build_confirm.html", {
-            "project": project_obj, "warnings": warnings, "force": request.POST.get("force") == "1",
-            "next": request.POST.get("next", ""),
-        })
+        return render(
+            request,
+            "benchmarks/build_confirm.html",
+            {
+                "project": project_obj,
+                "warnings": warnings,
+                "force": request.POST.get("force") == "1",
+                "next": request.POST.get("next", ""),
+            },
+        )
     try:
         build_obj = tasks.start_build(
-            project=project_obj, user=request.user, force=request.POST.get("force") == "1", acknowledged=warnings,
+            project=project_obj,
+            user=request.user,
+            force=request.POST.get("force") == "1",
+            acknowledged=warnings,
         )
     except services.BuildRunning as running:  # a second submit shows the running build
-        messages.info(request, f"Build {running.build.pk} is already {running.build.status} "
-                               f"({running.build.done_segments} / {running.build.total_segments} gold pairs); it was not started again.")
+        messages.info(
+            request,
+            f"Build {running.build.pk} is already {running.build.status} "
+            f"({running.build.done_segments} / {running.build.total_segments} gold pairs); it was not started again.",
+        )
     else:
         messages.add_message(request, *tasks.build_outcome(build_obj))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)

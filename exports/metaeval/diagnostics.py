@@ -17,6 +17,7 @@ of a known type and from a known candidate. So, per metric (scores oriented so t
   recall and F1 of its predicted spans against the injected ones, both in the pseudo translation's own
   character offsets (``span_agreement``).
 """
+
 from __future__ import annotations
 
 import re
@@ -70,8 +71,14 @@ def single_error_drops(translations: Iterable[Translation]) -> list[tuple[Transl
     return out
 
 
-def sensitivity(translations: Iterable[Translation], *, tie_threshold: float = 0.0, resamples: int = 1000,
-                seed: int = 0, alpha: float = 0.05) -> list[dict]:
+def sensitivity(
+    translations: Iterable[Translation],
+    *,
+    tie_threshold: float = 0.0,
+    resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> list[dict]:
     """Per error type: single-error pseudo translations, mean drop with interval, detection rate."""
     drops: dict[str, list[float]] = defaultdict(list)
     for t, drop in single_error_drops(translations):
@@ -80,8 +87,16 @@ def sensitivity(translations: Iterable[Translation], *, tie_threshold: float = 0
     for error_type in sorted(drops):
         values = np.asarray(drops[error_type])
         low, high = _mean_interval(values, resamples, seed, alpha)
-        rows.append({"error_type": error_type, "n": len(values), "mean_drop": float(values.mean()), "low": low,
-                     "high": high, "detection_rate": float(np.mean(values > tie_threshold))})
+        rows.append(
+            {
+                "error_type": error_type,
+                "n": len(values),
+                "mean_drop": float(values.mean()),
+                "low": low,
+                "high": high,
+                "detection_rate": float(np.mean(values > tie_threshold)),
+            }
+        )
     return rows
 
 
@@ -103,9 +118,16 @@ def additivity(translations: Iterable[Translation]) -> list[dict]:
     rows = []
     for (kind, level), values in sorted(pairs.items()):
         actual, predicted = (float(np.mean(v)) for v in zip(*values))
-        rows.append({"error_type": kind, "k": level, "n": len(values), "mean_drop": actual,
-                     "mean_sum_of_single_drops": predicted,
-                     "ratio": actual / predicted if predicted else float("nan")})
+        rows.append(
+            {
+                "error_type": kind,
+                "k": level,
+                "n": len(values),
+                "mean_drop": actual,
+                "mean_sum_of_single_drops": predicted,
+                "ratio": actual / predicted if predicted else float("nan"),
+            }
+        )
     return rows
 
 
@@ -117,8 +139,11 @@ def heatmap(sensitivities: dict[str, dict[str, list[dict]]]) -> dict:
         directions = sorted(per_direction)
         types = sorted({row["error_type"] for rows in per_direction.values() for row in rows})
         cells = {(d, row["error_type"]): row["detection_rate"] for d, rows in per_direction.items() for row in rows}
-        grids[metric] = {"directions": directions, "error_types": types,
-                         "rows": [[cells.get((d, t)) for d in directions] for t in types]}
+        grids[metric] = {
+            "directions": directions,
+            "error_types": types,
+            "rows": [[cells.get((d, t)) for d in directions] for t in types],
+        }
     return grids
 
 
@@ -165,10 +190,14 @@ def span_counts(predicted: Iterable[tuple[int, int]], injected: Iterable[tuple[i
 def _prf(both: int, predicted: int, injected: int) -> dict:
     # micro-averaged over the characters of every translation in the group; a ratio with nothing to divide
     # by is None (no predicted characters: precision undefined; no injected characters: recall undefined)
-    return {"precision": both / predicted if predicted else None,
-            "recall": both / injected if injected else None,
-            "f1": 2 * both / (predicted + injected) if predicted + injected else None,
-            "overlap_chars": both, "predicted_chars": predicted, "injected_chars": injected}
+    return {
+        "precision": both / predicted if predicted else None,
+        "recall": both / injected if injected else None,
+        "f1": 2 * both / (predicted + injected) if predicted + injected else None,
+        "overlap_chars": both,
+        "predicted_chars": predicted,
+        "injected_chars": injected,
+    }
 
 
 def span_agreement(translations: Iterable[SpanTranslation]) -> list[dict]:

@@ -10,10 +10,11 @@
   levels of a direction.
 - Paired t-test over repetitions (LGN vs plain averaging).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -148,7 +149,6 @@ def kendall_tau(
     return TauResult(float(value), variant, len(m), epsilon=epsilon)
 
 
-
 def tau_statistic(metric: Sequence[float | None], human: Sequence[float | None], statistic: str = "b") -> TauResult:
     """One of TAU_STATISTICS: a plain variant, or ``23-tc`` / ``acc23-tc`` (tie-calibrated)."""
     variant, calibrate = parse_statistic(statistic)
@@ -201,7 +201,9 @@ def lgn_normalisers(triplet_scores: Mapping[str, Sequence[float]]) -> dict[str, 
     return result
 
 
-def average_over_directions(per_direction: Mapping[str, float], normalisers: Mapping[str, Normaliser] | None = None) -> float:
+def average_over_directions(
+    per_direction: Mapping[str, float], normalisers: Mapping[str, Normaliser] | None = None
+) -> float:
     """XQ-MEval Algorithm 1: a multilingual system's score is the mean of its per-direction scores, each
     optionally LGN-normalised first."""
     if not per_direction:
@@ -260,7 +262,9 @@ def _scores_of(system: SystemSample, scores: Mapping[str, float]) -> dict[str, l
     return by_direction
 
 
-def system_score(system: SystemSample, scores: Mapping[str, float], normalisers: Mapping[str, Normaliser] | None = None) -> float:
+def system_score(
+    system: SystemSample, scores: Mapping[str, float], normalisers: Mapping[str, Normaliser] | None = None
+) -> float:
     """Mean of the system's triplet scores per direction, then averaged over directions (Algorithm 1);
     with ``normalisers`` each direction's mean is LGN-normalised first (z is linear, so this equals
     normalising every triplet)."""
@@ -268,7 +272,9 @@ def system_score(system: SystemSample, scores: Mapping[str, float], normalisers:
     return average_over_directions(per_direction, normalisers)
 
 
-def monolingual_system_tau(systems: Sequence[SystemSample], scores: Mapping[str, float], variant: str = "b") -> dict[str, float]:
+def monolingual_system_tau(
+    systems: Sequence[SystemSample], scores: Mapping[str, float], variant: str = "b"
+) -> dict[str, float]:
     """Per direction: τ between metric and human scores over its monolingual systems (one per level),
     computed per repetition and averaged over repetitions."""
     groups: dict[tuple[str, int], list[SystemSample]] = {}
@@ -306,7 +312,9 @@ class MultilingualStudy:
     repetitions: int
     tau_plain: float  # mean over repetitions
     tau_lgn: float
-    test: PairedTest | None  # LGN vs plain averaging, paired over repetitions; None: < 2 repetitions or constant difference
+    test: (
+        PairedTest | None
+    )  # LGN vs plain averaging, paired over repetitions; None: < 2 repetitions or constant difference
 
 
 @dataclass(frozen=True)
@@ -329,14 +337,19 @@ def system_means(system: SystemSample, scores: Mapping[str, float]) -> SystemMea
 
 
 def multilingual_study(
-    systems: Sequence[SystemSample], scores: Mapping[str, float], normalisers: Mapping[str, Normaliser], variant: str = "b"
+    systems: Sequence[SystemSample],
+    scores: Mapping[str, float],
+    normalisers: Mapping[str, Normaliser],
+    variant: str = "b",
 ) -> MultilingualStudy:
     """XQ-MEval §5: per repetition, τ over the multilingual systems of predetermined quality, with plain
     averaging over directions and with LGN; the mean of each over repetitions and a paired t-test."""
     return multilingual_study_of_means([system_means(s, scores) for s in systems], normalisers, variant)
 
 
-def multilingual_study_of_means(systems: Sequence[SystemMeans], normalisers: Mapping[str, Normaliser], variant: str = "b") -> MultilingualStudy:
+def multilingual_study_of_means(
+    systems: Sequence[SystemMeans], normalisers: Mapping[str, Normaliser], variant: str = "b"
+) -> MultilingualStudy:
     """``multilingual_study`` from each system's per-direction means (``system_means``), the same numbers."""
     by_repetition: dict[int, list[SystemMeans]] = {}
     for system in systems:

@@ -15,6 +15,7 @@ own triplets; elsewhere its output is empty and its human score ``None`` (mt-met
 and its metric score 0 there, since metric files may not hold ``None`` (the items are dropped all the same). Its
 system-level scores are the predetermined quality and the metric's mean over its triplets.
 """
+
 from __future__ import annotations
 
 import math
@@ -67,8 +68,13 @@ def _line(text: str, what: str) -> str:
     return text
 
 
-def from_triplets(name: str, lp: str, triplets: Sequence[Triplet], systems: Sequence[System],
-                  metric_scores: dict[str, dict[str, float]]) -> EvalSet:
+def from_triplets(
+    name: str,
+    lp: str,
+    triplets: Sequence[Triplet],
+    systems: Sequence[System],
+    metric_scores: dict[str, dict[str, float]],
+) -> EvalSet:
     """An EvalSet of one direction: a segment per triplet, the ``triplets`` system and each pseudo system, the
     metrics' seg and sys scores (metric names without a reference suffix get ``-refA``)."""
     position = {t.id: i for i, t in enumerate(triplets)}
@@ -108,10 +114,14 @@ def from_triplets(name: str, lp: str, triplets: Sequence[Triplet], systems: Sequ
             sys_scores[system] = [sum(values[i] for i in rows) / len(rows)]
         metrics[(key, "seg")], metrics[(key, "sys")] = seg_scores, sys_scores
     return EvalSet(
-        name, lp, [_line(t.source, f"triplet {t.id}") for t in triplets],
-        {REFERENCE: [_line(t.reference, f"triplet {t.id}") for t in triplets]}, outputs,
+        name,
+        lp,
+        [_line(t.source, f"triplet {t.id}") for t in triplets],
+        {REFERENCE: [_line(t.reference, f"triplet {t.id}") for t in triplets]},
+        outputs,
         [("xqmeval", t.id.replace(" ", "_")) for t in triplets],
-        {(HUMAN_SCORER, "seg"): human_seg, (HUMAN_SCORER, "sys"): human_sys}, metrics,
+        {(HUMAN_SCORER, "seg"): human_seg, (HUMAN_SCORER, "sys"): human_sys},
+        metrics,
     )
 
 
@@ -194,8 +204,11 @@ def read(root: str, name: str, lp: str) -> EvalSet:
         folder = os.path.join(d, sub)
         if not os.path.isdir(folder):
             return []
-        return sorted((f[len(prefix):-len(suffix)], os.path.join(folder, f)) for f in os.listdir(folder)
-                      if f.startswith(prefix) and f.endswith(suffix) and len(f) > len(prefix) + len(suffix))
+        return sorted(
+            (f[len(prefix) : -len(suffix)], os.path.join(folder, f))
+            for f in os.listdir(folder)
+            if f.startswith(prefix) and f.endswith(suffix) and len(f) > len(prefix) + len(suffix)
+        )
 
     def same_length(path: str, lines: list[str]) -> list[str]:
         if len(lines) != n:
@@ -231,8 +244,16 @@ def read(root: str, name: str, lp: str) -> EvalSet:
     return EvalSet(name, lp, sources, references, outputs, documents, human, metrics)
 
 
-def meta_evaluate(evs: EvalSet, gold: str, level: str, statistic: str = "pearson", *, resamples: int = 1000,
-                  seed: int = 0, alpha: float = 0.05) -> dict:
+def meta_evaluate(
+    evs: EvalSet,
+    gold: str,
+    level: str,
+    statistic: str = "pearson",
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict:
     """Every metric of an EvalSet ranked against the human scores ``gold`` at ``level`` with significance
     clusters (``statistics.permutation_significance``), as mt-metrics-eval's ``GetCorrelations`` +
     ``CompareMetrics`` with ``average_by='none'``: seg level flattens systems x segments, items without a human
@@ -245,8 +266,9 @@ def meta_evaluate(evs: EvalSet, gold: str, level: str, statistic: str = "pearson
     human = evs.human.get((gold, level))
     if human is None:
         names = sorted({scorer for scorer, lv in evs.human if lv == level})
-        raise EvalSetError(f"{evs.name}/{evs.lp}: no {gold!r} human scores at {level} level (there are: "
-                           f"{', '.join(names) or 'none'})")
+        raise EvalSetError(
+            f"{evs.name}/{evs.lp}: no {gold!r} human scores at {level} level (there are: {', '.join(names) or 'none'})"
+        )
     metrics = {metric: scores for (metric, lv), scores in evs.metrics.items() if lv == level}
     if len(metrics) < 2:
         raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than two metrics with {level}-level scores")
@@ -256,7 +278,15 @@ def meta_evaluate(evs: EvalSet, gold: str, level: str, statistic: str = "pearson
         raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than three {level}-level items with a human score")
     gold_vector = [human[s][i] for s, i in keep]
     vectors = {m: [scores[s][i] for s, i in keep] for m, scores in metrics.items()}
-    result = statistics.permutation_significance(statistic, gold_vector, vectors, resamples=resamples, seed=seed,
-                                                 alpha=alpha)
-    return {"evalset": evs.name, "lp": evs.lp, "gold": gold, "level": level, "systems": len(systems),
-            "n": len(keep), **result.as_dict()}
+    result = statistics.permutation_significance(
+        statistic, gold_vector, vectors, resamples=resamples, seed=seed, alpha=alpha
+    )
+    return {
+        "evalset": evs.name,
+        "lp": evs.lp,
+        "gold": gold,
+        "level": level,
+        "systems": len(systems),
+        "n": len(keep),
+        **result.as_dict(),
+    }

@@ -1,12 +1,23 @@
 """A leaderboard (``selectors.release_leaderboard``'s result) as text, CSV or a LaTeX table: one row per
 direction and metric, cluster and value, as WMT's tables show them (pure Python, no Django)."""
+
 from __future__ import annotations
 
 import csv
 import io
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def _groups(board: dict) -> list[dict]:
@@ -15,13 +26,14 @@ def _groups(board: dict) -> list[dict]:
 
 def _parameters(board: dict) -> str:
     p = board["parameters"]
-    return (f"{p['resamples']} permutation resamples, seed {p['seed']}, block size {p['block_size']}, "
-            f"alpha {p['alpha']}")
+    return f"{p['resamples']} permutation resamples, seed {p['seed']}, block size {p['block_size']}, alpha {p['alpha']}"
 
 
 def as_text(board: dict) -> str:
-    head = (f"{board['release']}: {board['label']} at {board['level']} level ({board['reference']}); "
-            f"clusters by paired permutation test, {_parameters(board)}")
+    head = (
+        f"{board['release']}: {board['label']} at {board['level']} level ({board['reference']}); "
+        f"clusters by paired permutation test, {_parameters(board)}"
+    )
     lines = [head]
     for group in _groups(board):
         lines.append(f"  {group['direction']} (n={group['n']})")
@@ -34,8 +46,9 @@ def as_text(board: dict) -> str:
 def as_csv(board: dict) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["direction", "n", "metric", "statistic", "value", "low", "high", "cluster", "resamples", "seed",
-                     "alpha"])
+    writer.writerow(
+        ["direction", "n", "metric", "statistic", "value", "low", "high", "cluster", "resamples", "seed", "alpha"]
+    )
     p = board["parameters"]
     for group in _groups(board):
         for row in group["ranking"]:
@@ -43,8 +56,20 @@ def as_csv(board: dict) -> str:
             if metric[:1] in "=+-@":  # a spreadsheet would run it as a formula
                 metric = "'" + metric
             bounds = [repr(row["low"]), repr(row["high"])] if "low" in row else ["", ""]
-            writer.writerow([group["direction"], group["n"], metric, board["statistic"], repr(row["value"]), *bounds,
-                             row["cluster"], p["resamples"], p["seed"], p["alpha"]])
+            writer.writerow(
+                [
+                    group["direction"],
+                    group["n"],
+                    metric,
+                    board["statistic"],
+                    repr(row["value"]),
+                    *bounds,
+                    row["cluster"],
+                    p["resamples"],
+                    p["seed"],
+                    p["alpha"],
+                ]
+            )
     return out.getvalue()
 
 
@@ -58,9 +83,13 @@ def as_latex(board: dict) -> str:
     groups = _groups(board)
     metrics = [row["metric"] for row in board["overall"]["ranking"]]
     cells = {(g["direction"], r["metric"]): r for g in groups for r in g["ranking"]}
-    lines = [f"% {latex_escape(board['label'])}, {_parameters(board)}",
-             "\\begin{tabular}{l" + "r" * len(groups) + "}", "\\hline",
-             "Metric & " + " & ".join(latex_escape(g["direction"]) for g in groups) + " \\\\", "\\hline"]
+    lines = [
+        f"% {latex_escape(board['label'])}, {_parameters(board)}",
+        "\\begin{tabular}{l" + "r" * len(groups) + "}",
+        "\\hline",
+        "Metric & " + " & ".join(latex_escape(g["direction"]) for g in groups) + " \\\\",
+        "\\hline",
+    ]
     for metric in metrics:
         values = []
         for g in groups:

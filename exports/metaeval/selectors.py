@@ -1,6 +1,7 @@
 """Meta-evaluation of a scored release: reads MetricScore and PseudoSystem rows, computes with
 ``exports.metaeval.domain`` (pure). Scores are oriented so that higher is better before any τ (MetricX is
 negated); cross-lingual CV is computed on the metric's own scale."""
+
 from __future__ import annotations
 
 import hashlib
@@ -41,7 +42,12 @@ def _iter_systems(release: Release, kind: str, directions: set[str] | None, *, d
     chunk = 50 if kind == PseudoSystem.Kind.MONOLINGUAL else 4
     for row in rows.iterator(chunk_size=chunk):
         sample = metaeval.SystemSample(
-            row.name, row.repetition, row.human_score, row.triplet_ids, row.direction.code if row.direction else None, row.level
+            row.name,
+            row.repetition,
+            row.human_score,
+            row.triplet_ids,
+            row.direction.code if row.direction else None,
+            row.level,
         )
         if directions is not None and {metaeval.direction_of(t) for t in sample.triplet_ids} - directions:
             continue  # a system with triplets outside the visible directions
@@ -131,7 +137,9 @@ class _MultilingualSpool:
         self.dir.cleanup()
 
 
-def _scored_directions(release: Release, metric: str, directions: list[str] | None) -> tuple[list[tuple[int, str]], set[str]]:
+def _scored_directions(
+    release: Release, metric: str, directions: list[str] | None
+) -> tuple[list[tuple[int, str]], set[str]]:
     """(direction id, code) of every direction with scores of ``metric`` (of the visible ones), by code; and the
     codes of those with scores at a level. From the ingest's summaries, not a pass over the scores."""
     rows = ScoreSummary.objects.filter(release=release, metric=metric)
@@ -150,11 +158,16 @@ def meta_evaluation_steps(release: Release, metric: str, directions: list[str] |
     """The steps ``release_meta_evaluation`` reports, in order: the multilingual systems' read, one per
     direction, the multilingual study (the command's progress bar)."""
     codes, _ = _scored_directions(release, metric, directions)
-    return [META_EVALUATION_STEPS[0]] + [f"{META_EVALUATION_STEPS[1]}: {code}" for _, code in codes] + [META_EVALUATION_STEPS[2]]
+    return (
+        [META_EVALUATION_STEPS[0]]
+        + [f"{META_EVALUATION_STEPS[1]}: {code}" for _, code in codes]
+        + [META_EVALUATION_STEPS[2]]
+    )
 
 
-def release_meta_evaluation(release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b",
-                            progress=None) -> dict:
+def release_meta_evaluation(
+    release: Release, metric: str, *, directions: list[str] | None = None, variant: str = "b", progress=None
+) -> dict:
     """Triplet-level τ per direction, monolingual system-level τ per direction (mean over repetitions),
     cross-lingual CV per level, and the multilingual study (plain averaging vs LGN, paired t-test) when every
     direction of the release is visible and scored. ``progress(step)`` is called as each of
@@ -171,7 +184,16 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
     codes, scored = _scored_directions(release, metric, directions)
     if not codes:
         raise MetaEvaluationError(f"release {release}: no {metric} scores")
-    result: dict = {"metric": metric, "better": better, "variant": variant, "label": metaeval.STATISTIC_LABELS[variant], "triplet_level": [], "system_level": {}, "cv": [], "multilingual": None}
+    result: dict = {
+        "metric": metric,
+        "better": better,
+        "variant": variant,
+        "label": metaeval.STATISTIC_LABELS[variant],
+        "triplet_level": [],
+        "system_level": {},
+        "cv": [],
+        "multilingual": None,
+    }
     visible = scored if directions is not None else None
     study = visible in (None, scored_directions(release))
 
@@ -209,7 +231,9 @@ def release_meta_evaluation(release: Release, metric: str, *, directions: list[s
                 "tau_lgn": figures.tau_lgn,
                 "t": figures.test.statistic if figures.test else None,
                 "p": figures.test.pvalue if figures.test else None,
-                "note": "" if figures.test else "difference constant over repetitions (or a single repetition): no t-test",
+                "note": ""
+                if figures.test
+                else "difference constant over repetitions (or a single repetition): no t-test",
             }
     step(META_EVALUATION_STEPS[2])
     return result
@@ -229,8 +253,17 @@ class _DirectionFigures:
         self.multilingual_means: dict[str, dict[int, float]] = {}
         self.multilingual_complete = multilingual_systems > 0
 
-    def add(self, release: Release, metric: str, direction_id: int, code: str, sign: float, variant: str,
-            visible: set[str] | None, spool: _MultilingualSpool) -> None:
+    def add(
+        self,
+        release: Release,
+        metric: str,
+        direction_id: int,
+        code: str,
+        sign: float,
+        variant: str,
+        visible: set[str] | None,
+        spool: _MultilingualSpool,
+    ) -> None:
         raw: dict[str, float] = {}
         metric_scores, human = [], []
         rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=direction_id)
@@ -245,8 +278,11 @@ class _DirectionFigures:
         del metric_scores, human
         oriented = _Oriented(raw, sign)
 
-        mono = [(pk, s) for pk, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, visible, direction=direction_id)
-                if all(t in raw for t in s.triplet_ids)]
+        mono = [
+            (pk, s)
+            for pk, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, visible, direction=direction_id)
+            if all(t in raw for t in s.triplet_ids)
+        ]
         if mono:
             self.any_monolingual = True
             systems = [s for _, s in mono]
@@ -271,12 +307,19 @@ class _DirectionFigures:
         """Cross-lingual CV at each level: the monolingual system scores of the directions, on the metric's
         own scale, averaged over repetitions first (SPEC §9; sample std), directions in the order their
         first system comes in (repetition, name), as the computation over every system held together."""
-        position = {pk: i for i, pk in enumerate(
-            PseudoSystem.objects.filter(release=release, kind=PseudoSystem.Kind.MONOLINGUAL).order_by("repetition", "name").values_list("pk", flat=True)
-        )}
+        position = {
+            pk: i
+            for i, pk in enumerate(
+                PseudoSystem.objects.filter(release=release, kind=PseudoSystem.Kind.MONOLINGUAL)
+                .order_by("repetition", "name")
+                .values_list("pk", flat=True)
+            )
+        }
         rows = []
         for level in sorted(self.level_means):
-            ordered = sorted(self.level_means[level].values(), key=lambda ids_and_mean: min(position[pk] for pk in ids_and_mean[0]))
+            ordered = sorted(
+                self.level_means[level].values(), key=lambda ids_and_mean: min(position[pk] for pk in ids_and_mean[0])
+            )
             values = [mean for _, mean in ordered]
             cv = metaeval.coefficient_of_variation(values) if len(values) >= 2 else None
             rows.append({"level": level, "cv": cv, "directions": len(values), "std": "sample"})
@@ -381,8 +424,9 @@ def _direction_scores(release: Release, metric: str, direction_id: int, sign: fl
 LEADERBOARD_LEVELS = ("triplet", "system")
 
 
-def _system_vectors(release: Release, direction_id: int, loaded: dict[str, dict[str, tuple[int, float]]],
-                    metrics: list[str]) -> tuple[list[float], dict[str, list[float]], list[tuple[int, int]]]:
+def _system_vectors(
+    release: Release, direction_id: int, loaded: dict[str, dict[str, tuple[int, float]]], metrics: list[str]
+) -> tuple[list[float], dict[str, list[float]], list[tuple[int, int]]]:
     """The direction's monolingual pseudo systems whose every triplet every metric scored: human scores, each
     metric's mean oriented score, and the item bounds of each repetition (a group, as a language pair is in
     WMT's global accuracy: systems are compared within their repetition)."""
@@ -402,9 +446,18 @@ def _system_vectors(release: Release, direction_id: int, loaded: dict[str, dict[
     return gold, vectors, bounds
 
 
-def release_leaderboard(release: Release, metrics: list[str], *, statistic: str = "pearson", resamples: int = 1000,
-                        seed: int = 0, alpha: float = 0.05, block_size: int = 1000,
-                        directions: list[str] | None = None, level: str = "triplet") -> dict:
+def release_leaderboard(
+    release: Release,
+    metrics: list[str],
+    *,
+    statistic: str = "pearson",
+    resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    block_size: int = 1000,
+    directions: list[str] | None = None,
+    level: str = "triplet",
+) -> dict:
     """Leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined quality.
 
     ``triplet`` level: per direction, the statistic of each metric over the triplets every metric scored (human
@@ -447,8 +500,9 @@ def release_leaderboard(release: Release, metrics: list[str], *, statistic: str 
         row = {"direction": code, "n": len(gold), **result.as_dict()}
         if level == "triplet":  # a bootstrap interval over the direction's triplets, per metric
             for entry in row["ranking"]:
-                interval = statistics.bootstrap_interval(statistic, gold, vectors[entry["metric"]],
-                                                         resamples=resamples, seed=seed, alpha=alpha)
+                interval = statistics.bootstrap_interval(
+                    statistic, gold, vectors[entry["metric"]], resamples=resamples, seed=seed, alpha=alpha
+                )
                 entry["low"], entry["high"] = interval.low, interval.high
         rows.append(row)
         bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
@@ -457,12 +511,20 @@ def release_leaderboard(release: Release, metrics: list[str], *, statistic: str 
             scores_all[m].extend(vectors[m])
     if not rows:
         raise MetaEvaluationError(
-            f"release {release}: fewer than three {level} scores of every metric in any direction")
+            f"release {release}: fewer than three {level} scores of every metric in any direction"
+        )
     overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params)
     label = statistics.STATISTICS[statistic]
-    return {"release": str(release), "statistic": statistic, "label": label.label, "reference": label.reference,
-            "level": level, "parameters": params, "directions": rows,
-            "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()}}
+    return {
+        "release": str(release),
+        "statistic": statistic,
+        "label": label.label,
+        "reference": label.reference,
+        "level": level,
+        "parameters": params,
+        "directions": rows,
+        "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()},
+    }
 
 
 # ---- known-answer diagnostics: per error type, what each metric does to the injected errors -----------------
@@ -485,7 +547,8 @@ def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, l
         missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
         if missing:
             raise MetaEvaluationError(
-                f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records")
+                f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records"
+            )
         table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError; a MetaEvaluationError too
         if isinstance(exc, MetaEvaluationError):
@@ -501,8 +564,16 @@ def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, l
     return records
 
 
-def release_diagnostics(release: Release, metrics: list[str], *, directions: list[str] | None = None,
-                        tie_threshold: float = 0.0, resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+def release_diagnostics(
+    release: Release,
+    metrics: list[str],
+    *,
+    directions: list[str] | None = None,
+    tie_threshold: float = 0.0,
+    resamples: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict:
     """Per metric and direction: sensitivity per error type and additivity (``exports.metaeval.diagnostics``),
     span agreement for a metric whose scores carry error spans, and a heatmap of detection rates per metric.
     One direction's records and scores are read at a time."""
@@ -525,11 +596,13 @@ def release_diagnostics(release: Release, metrics: list[str], *, directions: lis
             rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=ids[code])
             translations = [
                 diagnostics.Translation(t, *records[t][:1], records[t][1], records[t][2], records[t][3], sign * s)
-                for t, s in rows.values_list("triplet_id", "score").iterator(chunk_size=20_000) if t in records
+                for t, s in rows.values_list("triplet_id", "score").iterator(chunk_size=20_000)
+                if t in records
             ]
             result[metric][code] = {
-                "sensitivity": diagnostics.sensitivity(translations, tie_threshold=tie_threshold, resamples=resamples,
-                                                       seed=seed, alpha=alpha),
+                "sensitivity": diagnostics.sensitivity(
+                    translations, tie_threshold=tie_threshold, resamples=resamples, seed=seed, alpha=alpha
+                ),
                 "additivity": diagnostics.additivity(translations),
             }
             marked = rows.filter(spans__isnull=False)
@@ -541,9 +614,18 @@ def release_diagnostics(release: Release, metrics: list[str], *, directions: lis
                     if t in injected
                 )
     grids = diagnostics.heatmap({m: {c: v["sensitivity"] for c, v in per.items()} for m, per in result.items()})
-    return {"release": str(release), "parameters": {"tie_threshold": tie_threshold, "resamples": resamples,
-                                                    "seed": seed, "alpha": alpha, "interval": "percentile bootstrap"},
-            "metrics": result, "heatmap": grids}
+    return {
+        "release": str(release),
+        "parameters": {
+            "tie_threshold": tie_threshold,
+            "resamples": resamples,
+            "seed": seed,
+            "alpha": alpha,
+            "interval": "percentile bootstrap",
+        },
+        "metrics": result,
+        "heatmap": grids,
+    }
 
 
 def _clip(spans, length: int) -> list[tuple[int, int]]:
@@ -581,8 +663,12 @@ def _injected_spans(release: Release, code: str) -> dict[str, tuple[int, list[st
             spans = json.loads(spans or "[]")
         mt = cols["mt"][i] or ""
         edits = [(int(s["mt_start"]), int(s["mt_end"])) for s in spans or [] if isinstance(s, dict) and "mt_start" in s]
-        out[str(triplet)] = (int(cols["num_errors"][i]), [str(t) for t in cols["error_types"][i] or []],
-                             diagnostics.character_spans(mt, cols["unit"][i] or default_unit, edits), len(mt))
+        out[str(triplet)] = (
+            int(cols["num_errors"][i]),
+            [str(t) for t in cols["error_types"][i] or []],
+            diagnostics.character_spans(mt, cols["unit"][i] or default_unit, edits),
+            len(mt),
+        )
     return out
 
 
@@ -591,8 +677,9 @@ def _injected_spans(release: Release, code: str) -> dict[str, tuple[int, list[st
 EVALSET_COLUMNS = ("triplet_id", "src", "ref", "mt", "num_errors")
 
 
-def export_evalsets(release: Release, metrics: list[str], out_dir: str, *,
-                    directions: list[str] | None = None) -> list[str]:
+def export_evalsets(
+    release: Release, metrics: list[str], out_dir: str, *, directions: list[str] | None = None
+) -> list[str]:
     """Write one mt-metrics-eval EvalSet per direction scored by every metric, named ``PROJECT-VERSION``, under
     ``out_dir`` (``exports.metaeval.evalset.from_triplets``: a segment per triplet, the ``triplets`` system and
     the direction's monolingual pseudo systems, seg and sys scores of each metric). One direction at a time."""
@@ -619,11 +706,18 @@ def export_evalsets(release: Release, metrics: list[str], out_dir: str, *,
             raise MetaEvaluationError(f"{path}: not a readable triplet file with {columns} ({exc})") from None
         triplets = [evalset.Triplet(*values) for values in zip(*(table[c] for c in EVALSET_COLUMNS))]
         del table
-        scores = {m: dict(MetricScore.objects.filter(release=release, metric=m, direction_id=found[code])
-                          .values_list("triplet_id", "score").iterator(chunk_size=20_000))
-                  for m, found in zip(metrics, per_metric)}
-        systems = [evalset.System(s.name.replace("/", "_"), s.human_score, s.triplet_ids) for _, s in
-                   _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=per_metric[0][code])]
+        scores = {
+            m: dict(
+                MetricScore.objects.filter(release=release, metric=m, direction_id=found[code])
+                .values_list("triplet_id", "score")
+                .iterator(chunk_size=20_000)
+            )
+            for m, found in zip(metrics, per_metric)
+        }
+        systems = [
+            evalset.System(s.name.replace("/", "_"), s.human_score, s.triplet_ids)
+            for _, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=per_metric[0][code])
+        ]
         try:
             evs = evalset.from_triplets(name, code, triplets, systems, scores)
             evalset.write(evs, out_dir)

@@ -21,6 +21,7 @@ What matches what in mt-metrics-eval (``stats.py``, ``pce.py``, ``data.py``):
 - ``bootstrap_interval``: segments resampled with replacement (percentile interval). mt-metrics-eval has no
   bootstrap; its functions run on the same resamples give the same interval (``reference/make_fixtures.py``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -118,8 +119,14 @@ STATISTICS: dict[str, Statistic] = {
         Statistic("pearson", "Pearson r", "stats.Correlation.Pearson (scipy.stats.pearsonr)", pearson),
         Statistic("spearman", "Spearman ρ", "stats.Correlation.Spearman (scipy.stats.spearmanr)", spearman),
         Statistic("kendall-b", "Kendall τ_b", "stats.Correlation.Kendall(variant='b')", kendall_b, pairwise=True),
-        Statistic("accuracy", "pairwise accuracy", "stats.Agreement; data.CompareMetricsWithGlobalAccuracy", accuracy,
-                  pooled=True, pairwise=True),
+        Statistic(
+            "accuracy",
+            "pairwise accuracy",
+            "stats.Agreement; data.CompareMetricsWithGlobalAccuracy",
+            accuracy,
+            pooled=True,
+            pairwise=True,
+        ),
     )
 }
 
@@ -206,12 +213,22 @@ class Significance:
         return {
             "statistic": self.statistic,
             "test": "paired permutation (PERM-BOTH) of z-scored metric scores, mt-metrics-eval PermutationSigDiff",
-            "parameters": {"resamples": self.resamples, "seed": self.seed, "block_size": self.block_size,
-                           "early_min": self.early_min, "early_max": self.early_max, "alpha": self.alpha},
-            "ranking": [{"metric": m, "value": v, "cluster": r}
-                        for m, v, r in zip(self.metrics, self.values, self.ranks)],
-            "p_values": {f"{self.metrics[i]} > {self.metrics[j]}": float(self.p_values[i, j])
-                         for i in range(n) for j in range(i + 1, n)},
+            "parameters": {
+                "resamples": self.resamples,
+                "seed": self.seed,
+                "block_size": self.block_size,
+                "early_min": self.early_min,
+                "early_max": self.early_max,
+                "alpha": self.alpha,
+            },
+            "ranking": [
+                {"metric": m, "value": v, "cluster": r} for m, v, r in zip(self.metrics, self.values, self.ranks)
+            ],
+            "p_values": {
+                f"{self.metrics[i]} > {self.metrics[j]}": float(self.p_values[i, j])
+                for i in range(n)
+                for j in range(i + 1, n)
+            },
         }
 
 
@@ -220,9 +237,18 @@ def _zscore(x: np.ndarray) -> np.ndarray:
     return (x - np.mean(x)) / std  # scipy.stats.zscore (ddof 0); a constant vector gives NaN there too
 
 
-def permutation_p_value(statistic: Statistic, gold: np.ndarray, better: np.ndarray, worse: np.ndarray,
-                        bounds: Sequence[tuple[int, int]], rng: np.random.RandomState, resamples: int,
-                        block_size: int, early_min: float, early_max: float) -> tuple[float, int]:
+def permutation_p_value(
+    statistic: Statistic,
+    gold: np.ndarray,
+    better: np.ndarray,
+    worse: np.ndarray,
+    bounds: Sequence[tuple[int, int]],
+    rng: np.random.RandomState,
+    resamples: int,
+    block_size: int,
+    early_min: float,
+    early_max: float,
+) -> tuple[float, int]:
     """p-value for "``better`` is not better than ``worse``": the share of draws, each swapping the two metrics'
     z-scored scores item by item with probability ½, whose difference is at least the observed one. Drawn a
     block at a time (the same stream as one draw per resample), stopping early at a block boundary when p is
@@ -258,10 +284,19 @@ def ranked_clusters(p_values: np.ndarray, alpha: float) -> list[int]:
     return ranks
 
 
-def permutation_significance(statistic_name: str, gold, metrics: dict[str, Sequence[float]],
-                             bounds: Sequence[tuple[int, int]] | None = None, *, resamples: int = 1000,
-                             seed: int | None = 0, block_size: int = 1000, early_min: float = 0.02,
-                             early_max: float = 0.5, alpha: float = 0.05) -> Significance:
+def permutation_significance(
+    statistic_name: str,
+    gold,
+    metrics: dict[str, Sequence[float]],
+    bounds: Sequence[tuple[int, int]] | None = None,
+    *,
+    resamples: int = 1000,
+    seed: int | None = 0,
+    block_size: int = 1000,
+    early_min: float = 0.02,
+    early_max: float = 0.5,
+    alpha: float = 0.05,
+) -> Significance:
     """Every pair of metrics compared by ``permutation_p_value`` (one shared draw stream, pairs in the order
     ``data.ComputeSigMatrix`` takes them) and ranked into clusters. Metrics are sorted by decreasing value,
     name breaking ties. ``bounds``: consecutive item groups (language pairs); default one group."""
@@ -283,10 +318,32 @@ def permutation_significance(statistic_name: str, gold, metrics: dict[str, Seque
     rng = np.random.RandomState(seed)
     for i in range(n):
         for j in range(i + 1, n):
-            p[i, j], used[i, j] = permutation_p_value(statistic, g, scores[order[i]], scores[order[j]], bounds, rng,
-                                                      resamples, block_size, early_min, early_max)
-    return Significance(statistic.name, order, [values[m] for m in order], p, ranked_clusters(p, alpha), resamples,
-                        used, seed, block_size, early_min, early_max, alpha)
+            p[i, j], used[i, j] = permutation_p_value(
+                statistic,
+                g,
+                scores[order[i]],
+                scores[order[j]],
+                bounds,
+                rng,
+                resamples,
+                block_size,
+                early_min,
+                early_max,
+            )
+    return Significance(
+        statistic.name,
+        order,
+        [values[m] for m in order],
+        p,
+        ranked_clusters(p, alpha),
+        resamples,
+        used,
+        seed,
+        block_size,
+        early_min,
+        early_max,
+        alpha,
+    )
 
 
 # ---- bootstrap confidence intervals over segments -------------------------------------------------------
@@ -307,25 +364,36 @@ class Interval:
     alpha: float
 
     def as_dict(self) -> dict:
-        return {"value": self.value, "low": self.low, "high": self.high,
-                "parameters": {"resamples": self.resamples, "seed": self.seed, "alpha": self.alpha,
-                               "method": "percentile bootstrap over segments"}}
+        return {
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "parameters": {
+                "resamples": self.resamples,
+                "seed": self.seed,
+                "alpha": self.alpha,
+                "method": "percentile bootstrap over segments",
+            },
+        }
 
 
-def bootstrap_interval(statistic_name: str, gold, metric, *, resamples: int = 1000, seed: int = 0,
-                       alpha: float = 0.05) -> Interval:
+def bootstrap_interval(
+    statistic_name: str, gold, metric, *, resamples: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> Interval:
     """Percentile interval of the statistic over items (triplets) resampled with replacement."""
     statistic = get_statistic(statistic_name)
     g, m = np.asarray(gold, dtype=float), np.asarray(metric, dtype=float)
     idx = bootstrap_indices(len(g), resamples, seed)
-    values = np.concatenate([statistic.compute(g[idx[s:s + 100]], m[idx[s:s + 100]])
-                             for s in range(0, resamples, 100)])
+    values = np.concatenate(
+        [statistic.compute(g[idx[s : s + 100]], m[idx[s : s + 100]]) for s in range(0, resamples, 100)]
+    )
     low, high = np.nanpercentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return Interval(float(statistic.compute(g, m)[0]), float(low), float(high), resamples, seed, alpha)
 
 
-def system_bootstrap_interval(statistic_name: str, gold_seg, metric_seg, *, resamples: int = 1000, seed: int = 0,
-                              alpha: float = 0.05) -> Interval:
+def system_bootstrap_interval(
+    statistic_name: str, gold_seg, metric_seg, *, resamples: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> Interval:
     """System level: segments (columns of the ``(systems, segments)`` matrices) resampled with replacement, each
     system's score the mean of its resampled segments, the statistic over systems. A resample is a count per
     segment, so the system scores of every resample are one matrix product."""

@@ -1,6 +1,7 @@
 """Celery task of the meta-evaluation stage, and the function that queues it: the project page's headline
 (tau per direction, system-level tau, cross-lingual CV) of one metric on a release, computed by a worker
 into the cache (``exports.metaeval.selectors.compute_headline``); pages only read it."""
+
 from __future__ import annotations
 
 from celery import shared_task

@@ -7,6 +7,7 @@ the command). Starting a release or a push on the worker is
 ``exports.release.tasks.start_release`` / ``start_push``, which call ``check_release_request`` /
 ``prepare_push`` here first.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,7 +56,9 @@ def sampling_plan_for(project: Project, overrides: dict | None = None) -> Sampli
         raise ReleaseError(f"project {project.name}: sampling plan: {exc}") from None
 
 
-def release_content(project: Project, version: str, plan: SamplingPlan, progress=None, on_system=None) -> ReleaseContent:
+def release_content(
+    project: Project, version: str, plan: SamplingPlan, progress=None, on_system=None
+) -> ReleaseContent:
     """The release of the project's current pseudo translations, to be streamed by ``write_release``:
     triplet rows are read one direction at a time and the pseudo systems drawn from the triplet ids the
     writer collects, so nothing here holds the release."""
@@ -124,7 +127,9 @@ def create_release(
     existing = Release.objects.filter(project=project, version=version).first()
     if existing is not None and existing.status == Release.Status.READY:
         if plan_overrides:
-            raise ReleaseError(f"version {version} exists; its sampling plan is fixed (release a new version to change it)")
+            raise ReleaseError(
+                f"version {version} exists; its sampling plan is fixed (release a new version to change it)"
+            )
         return _export_again(existing, out_dir=out_dir, formats=formats, progress=progress)
     job = begin_release(project, version, out_dir=out_dir, formats=formats, plan_overrides=plan_overrides, user=user)
     todo = job.todo
@@ -142,7 +147,9 @@ def validate_release_request(version: str, formats) -> None:
         raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_', '+', '-' (at most 40, e.g. 1.0.0)")
     unknown = set(formats) - set(release_files.EXTRA_FORMATS)
     if unknown:
-        raise ReleaseError(f"formats: unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(release_files.EXTRA_FORMATS)}")
+        raise ReleaseError(
+            f"formats: unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(release_files.EXTRA_FORMATS)}"
+        )
 
 
 def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
@@ -154,7 +161,9 @@ def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
     release_files.check_out_dir(out_dir, name=project.name, version=release.version)
     try:
         content = release_content(project, release.version, plan, progress)
-        manifest = release_files.write_release(content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash)
+        manifest = release_files.write_release(
+            content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash
+        )
     except sampling.SamplingError as exc:
         raise ReleaseError(f"project {project.name}: {exc}") from None
     with transaction.atomic():
@@ -198,11 +207,25 @@ class ReleaseJob:
         return staging_dir(self.out_dir)
 
     def to_dict(self) -> dict:
-        return {"release_id": self.release_id, "out_dir": self.out_dir, "formats": list(self.formats), "plan": self.plan, "directions": list(self.directions), "todo": list(self.todo)}
+        return {
+            "release_id": self.release_id,
+            "out_dir": self.out_dir,
+            "formats": list(self.formats),
+            "plan": self.plan,
+            "directions": list(self.directions),
+            "todo": list(self.todo),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ReleaseJob":
-        return cls(data["release_id"], data["out_dir"], tuple(data["formats"]), data["plan"], tuple(data["directions"]), tuple(data.get("todo", ())))
+    def from_dict(cls, data: dict) -> ReleaseJob:
+        return cls(
+            data["release_id"],
+            data["out_dir"],
+            tuple(data["formats"]),
+            data["plan"],
+            tuple(data["directions"]),
+            tuple(data.get("todo", ())),
+        )
 
 
 def direction_stamp(project: Project, direction: str) -> dict:
@@ -210,17 +233,29 @@ def direction_stamp(project: Project, direction: str) -> dict:
     the direction's merge states (each gold pair's pool fingerprint, count and time written) and pseudo
     translations. A staged direction whose stamp differs from the current one is written again."""
     build = selectors.latest_build(project)
-    states = MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction).order_by("segment_id")
+    states = MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction).order_by(
+        "segment_id"
+    )
     h = hashlib.sha256()
-    for seg, fingerprint, count, built_at in states.values_list("segment_id", "fingerprint", "pseudo_count", "built_at").iterator(chunk_size=5000):
+    for seg, fingerprint, count, built_at in states.values_list(
+        "segment_id", "fingerprint", "pseudo_count", "built_at"
+    ).iterator(chunk_size=5000):
         h.update(f"{seg}\t{fingerprint}\t{count}\t{built_at.isoformat()}\n".encode())
-    rows = PseudoTranslation.objects.filter(segment__project=project, segment__direction__code=direction).aggregate(n=Count("id"), last=Max("id"))
+    rows = PseudoTranslation.objects.filter(segment__project=project, segment__direction__code=direction).aggregate(
+        n=Count("id"), last=Max("id")
+    )
     h.update(f"{rows['n']}\t{rows['last']}".encode())
     return {"build": build.pk if build else None, "merged": h.hexdigest()}
 
 
 def begin_release(
-    project: Project, version: str, *, out_dir: str | Path | None = None, formats: tuple[str, ...] = (), plan_overrides: dict | None = None, user=None
+    project: Project,
+    version: str,
+    *,
+    out_dir: str | Path | None = None,
+    formats: tuple[str, ...] = (),
+    plan_overrides: dict | None = None,
+    user=None,
 ) -> ReleaseJob:
     """Record a (new, failed or interrupted) release as building and say which directions are left to stage:
     a direction staged before is kept when its files and spool are intact and its build stamp is still the
@@ -257,7 +292,9 @@ def begin_release(
         row.progress = int(60 * len(kept) / len(directions))
         row.save(update_fields=["directions", "status", "error", "stage", "progress"])
     # a direction no longer in the build leaves nothing behind to be moved into the release
-    for stale in {p.name for p in staging.iterdir() if p.is_dir() and p.name != release_files.SPOOL_DIR and p.name != "systems"} - set(directions):
+    for stale in {
+        p.name for p in staging.iterdir() if p.is_dir() and p.name != release_files.SPOOL_DIR and p.name != "systems"
+    } - set(directions):
         shutil.rmtree(staging / stale, ignore_errors=True)
     todo = tuple(code for code in directions if code not in kept)
     return ReleaseJob(release.pk, str(out_dir), formats, plan_data(project, plan_overrides), tuple(directions), todo)
@@ -273,10 +310,23 @@ def run_release_direction(job: ReleaseJob, direction: str) -> dict:
         stamp = direction_stamp(release.project, direction)
         rows = selectors.iter_triplet_rows(release.project, direction)
         summary = release_files.write_staged_direction(rows, direction, job.staging, job.formats, stamp)
-        entry = {"status": "done", "triplets": summary["triplets"], "transplanted": summary["transplanted"], "digest": summary["digest"], "stamp": stamp, "error": ""}
+        entry = {
+            "status": "done",
+            "triplets": summary["triplets"],
+            "transplanted": summary["transplanted"],
+            "digest": summary["digest"],
+            "stamp": stamp,
+            "error": "",
+        }
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        _record_direction(release, direction, {"status": "failed", "error": reason}, total=len(job.directions), failure=f"{direction}: {reason}")
+        _record_direction(
+            release,
+            direction,
+            {"status": "failed", "error": reason},
+            total=len(job.directions),
+            failure=f"{direction}: {reason}",
+        )
         raise
     _record_direction(release, direction, entry, total=len(job.directions))
     return entry
@@ -290,10 +340,15 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     project = release.project
     row = release.directions or {}
     missing = [code for code in job.directions if row.get(code, {}).get("status") != "done"]
-    changed = [code for code in job.directions if code not in missing and row[code].get("stamp") != direction_stamp(project, code)]
+    changed = [
+        code
+        for code in job.directions
+        if code not in missing and row[code].get("stamp") != direction_stamp(project, code)
+    ]
     if missing or changed:
         reason = (
-            f"directions not staged: {', '.join(missing)}" if missing
+            f"directions not staged: {', '.join(missing)}"
+            if missing
             else f"the build changed since {', '.join(changed)} were staged: run the release again"
         )
         _release_progress(release, status=Release.Status.FAILED, error=release.error or reason if missing else reason)
@@ -319,10 +374,25 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     with transaction.atomic():
         release.path = job.out_dir
         release.content_hash = manifest["content_hash"]
-        release.manifest = {k: manifest[k] for k in ("content_hash", "counts", "sampling_plan", "files", "triplets", "systems", "shortfalls", "excluded_candidates", "transplanted_candidates")}
+        release.manifest = {
+            k: manifest[k]
+            for k in (
+                "content_hash",
+                "counts",
+                "sampling_plan",
+                "files",
+                "triplets",
+                "systems",
+                "shortfalls",
+                "excluded_candidates",
+                "transplanted_candidates",
+            )
+        }
         release.status, release.stage, release.progress, release.error = Release.Status.READY, "ready", 100, ""
         release.save()
-    shutil.rmtree(job.staging, ignore_errors=True)  # renamed into place, or what is left after writing into an existing directory
+    shutil.rmtree(
+        job.staging, ignore_errors=True
+    )  # renamed into place, or what is left after writing into an existing directory
     return release
 
 
@@ -356,8 +426,10 @@ class ReleaseRunning(ReleaseError):
     """A release of the project is being written by a live process: it is not started twice."""
 
     def __init__(self, release: Release):
-        super().__init__(f"release {release.version} of {release.project.name} is being written ({release.stage or 'starting'}, "
-                         f"{release.progress}%); it was not started again")
+        super().__init__(
+            f"release {release.version} of {release.project.name} is being written ({release.stage or 'starting'}, "
+            f"{release.progress}%); it was not started again"
+        )
         self.release = release
 
 
@@ -381,14 +453,23 @@ def _take_release(project: Project, version: str, user) -> Release:
     try:
         with transaction.atomic():
             Project.objects.select_for_update().filter(pk=project.pk).exists()
-            live = Release.objects.select_related("project").filter(project=project, status=Release.Status.BUILDING).first()
+            live = (
+                Release.objects.select_related("project")
+                .filter(project=project, status=Release.Status.BUILDING)
+                .first()
+            )
             if live is not None and not live.interrupted:
                 raise ReleaseRunning(live)
             if live is not None and live.version != version:
-                live.status, live.error = Release.Status.FAILED, "interrupted: its process stopped before it was written"
+                live.status, live.error = (
+                    Release.Status.FAILED,
+                    "interrupted: its process stopped before it was written",
+                )
                 live.save(update_fields=["status", "error"])
             release, _ = Release.objects.get_or_create(
-                project=project, version=version, defaults={"created_by": user if getattr(user, "pk", None) else None},
+                project=project,
+                version=version,
+                defaults={"created_by": user if getattr(user, "pk", None) else None},
             )
             if release.status == Release.Status.READY:
                 raise ReleaseError(f"version {version} is released; write it again with create_release")
@@ -534,12 +615,16 @@ def push_release(release: Release, repo_id: str, *, private: bool = True, progre
     if problems:
         raise ReleaseError(f"{release}: files at {root} differ from the manifest: {'; '.join(problems[:5])}")
     step = progress or (lambda stage, pct: None)
-    _release_progress(release, hub_repo=repo_id, push_status="pushing", stage="pushing: creating repo", progress=0, error="")
+    _release_progress(
+        release, hub_repo=repo_id, push_status="pushing", stage="pushing: creating repo", progress=0, error=""
+    )
     endpoint = os.environ.get("HF_ENDPOINT") or None
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        tag = next((t for t in api.list_repo_refs(repo_id, repo_type="dataset").tags if t.name == release.version), None)
+        tag = next(
+            (t for t in api.list_repo_refs(repo_id, repo_type="dataset").tags if t.name == release.version), None
+        )
         if tag is not None:
             revision = tag.target_commit
         else:
@@ -563,13 +648,25 @@ def push_release(release: Release, repo_id: str, *, private: bool = True, progre
                 repo_type="dataset",
             )
             revision = commit.oid
-            api.create_tag(repo_id, tag=release.version, revision=revision, tag_message=f"content hash {release.content_hash}", repo_type="dataset")
+            api.create_tag(
+                repo_id,
+                tag=release.version,
+                revision=revision,
+                tag_message=f"content hash {release.content_hash}",
+                repo_type="dataset",
+            )
     except Exception as exc:
         message = without_token(f"push to {repo_id}: {type(exc).__name__}: {exc}")
         _release_progress(release, push_status="failed", stage="push failed", error=message)
         raise HubPushError(message, transient=is_transient(exc)) from None
     _release_progress(
-        release, hub_revision=revision, push_status="pushed", pushed_at=timezone.now(), stage="pushed", progress=100, error=""
+        release,
+        hub_revision=revision,
+        push_status="pushed",
+        pushed_at=timezone.now(),
+        stage="pushed",
+        progress=100,
+        error="",
     )
     step("pushed", 100)
     return release

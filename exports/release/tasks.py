@@ -4,6 +4,7 @@ Idempotent: a release regenerates the same bytes or is refused; a push skips fil
 a commit already tagged. Transient database faults are retried with backoff; failures are recorded on the
 release with their reason. Tasks are entry points like views: this module imports the services, never the
 reverse."""
+
 from __future__ import annotations
 
 from celery import chord, group, shared_task
@@ -18,7 +19,14 @@ from exports.release import services
 
 
 @shared_task(name="exports.create_release", **RETRY)
-def create_release_task(project_id: int, version: str, formats: list[str] | None = None, push_repo: str = "", private: bool = True, user_id: int | None = None) -> dict:
+def create_release_task(
+    project_id: int,
+    version: str,
+    formats: list[str] | None = None,
+    push_repo: str = "",
+    private: bool = True,
+    user_id: int | None = None,
+) -> dict:
     """Start a release: a new (or failed, or interrupted) version is a chord, one ``release_direction_task``
     per direction left to stage (side by side on the workers), then ``finish_release_task``, which hashes,
     draws the pseudo systems and moves the release into place (and pushes it when asked). Run again, it
@@ -34,11 +42,18 @@ def create_release_task(project_id: int, version: str, formats: list[str] | None
         return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
     job = services.begin_release(project, version, formats=tuple(formats or ()), user=user).to_dict()
     finish = finish_release_task.si(job, push_repo, private)
-    result = (chord(group(release_direction_task.si(job, code) for code in job["todo"]), finish) if job["todo"] else finish).apply_async()
+    result = (
+        chord(group(release_direction_task.si(job, code) for code in job["todo"]), finish) if job["todo"] else finish
+    ).apply_async()
     if result.ready():  # ran in this process (no broker): the release is written
         result.get(propagate=True, disable_sync_subtasks=False)
     release = Release.objects.get(pk=job["release_id"])
-    return {"release": release.pk, "status": release.status, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
+    return {
+        "release": release.pk,
+        "status": release.status,
+        "content_hash": release.content_hash,
+        "hub_revision": release.hub_revision,
+    }
 
 
 @shared_task(name="exports.release_direction", bind=True, max_retries=DIRECTION_RETRIES)
@@ -48,7 +63,12 @@ def release_direction_task(self, job: dict, direction: str) -> dict:
         return {"direction": direction, **services.run_release_direction(release_job, direction)}
     except OperationalError as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        retry_after_fault(self, exc, lambda **when: services.record_direction_retry(release_job, direction, retry_note(reason, **when)), maximum=60)
+        retry_after_fault(
+            self,
+            exc,
+            lambda **when: services.record_direction_retry(release_job, direction, retry_note(reason, **when)),
+            maximum=60,
+        )
 
 
 @shared_task(name="exports.finish_release", **RETRY)
@@ -68,19 +88,23 @@ def push_release_task(self, release_id: int, repo_id: str, private: bool = True)
         if not exc.transient:
             raise  # bad request, refused by the Hub: recorded on the release; retrying cannot help
         # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
-        raise self.retry(exc=exc, countdown=min(300, 10 * 2 ** self.request.retries)) from exc
+        raise self.retry(exc=exc, countdown=min(300, 10 * 2**self.request.retries)) from exc
     except services.ReleaseError as exc:
         services.record_push_refusal(release=release, reason=str(exc))
         raise  # a request the worker cannot carry out: retrying cannot help
     return {"release": release.pk, "hub_revision": release.hub_revision}
 
 
-def start_release(*, project: Project, version: str, formats=(), push_repo: str = "", private: bool = True, user=None) -> None:
+def start_release(
+    *, project: Project, version: str, formats=(), push_repo: str = "", private: bool = True, user=None
+) -> None:
     """Validate a release request from the UI and hand it to the worker; the Release row shows progress."""
     services.check_release_request(project=project, version=version, push_repo=push_repo, formats=formats)
     services.check_no_release_running(project)  # a second start shows the running one
     user_id = user.pk if getattr(user, "pk", None) else None
-    transaction.on_commit(lambda: create_release_task.delay(project.pk, version, list(formats), push_repo, private, user_id))
+    transaction.on_commit(
+        lambda: create_release_task.delay(project.pk, version, list(formats), push_repo, private, user_id)
+    )
 
 
 def push_outcome(release: Release, repo_id: str) -> tuple[int, str]:

@@ -1,5 +1,6 @@
 """The benchmark page (latest build, counts, releases) and the release and push actions. Thin over tasks and
 selectors; actions are for admins, the page for anyone who may see the project (their directions only)."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -16,7 +17,12 @@ from exports.benchmark import tasks as build_tasks
 from exports.benchmark.views import ADMINS_ONLY, visible_project_and_directions
 from exports.models import Release
 from exports.release import services, tasks
-from exports.release.domain.release_files import EXCLUDED_COLUMNS, EXTRA_FORMATS, TRANSPLANTED_COLUMNS, write_candidate_table
+from exports.release.domain.release_files import (
+    EXCLUDED_COLUMNS,
+    EXTRA_FORMATS,
+    TRANSPLANTED_COLUMNS,
+    write_candidate_table,
+)
 
 # the page's lists of candidates, downloadable whole: rows and columns as in the release's files of these names
 CANDIDATE_TABLES = {
@@ -58,7 +64,12 @@ def _tell_release_outcome(request, project: Project, version: str, push_repo: st
     elif release_obj.status == Release.Status.FAILED:
         messages.error(request, services.without_token(f"release {version} failed: {release_obj.error}"))
     elif push_repo and release_obj.push_status != Release.PushStatus.DONE:
-        messages.warning(request, services.without_token(f"Release {version} written; push to {push_repo} {release_obj.get_push_status_display()}: {release_obj.error}"))
+        messages.warning(
+            request,
+            services.without_token(
+                f"Release {version} written; push to {push_repo} {release_obj.get_push_status_display()}: {release_obj.error}"
+            ),
+        )
     else:
         messages.success(request, f"Release {version} written" + (f" and pushed to {push_repo}." if push_repo else "."))
 
@@ -72,7 +83,14 @@ def release(request, project: str):
     formats = request.POST.getlist("formats")  # an unknown one is refused (start_release), not dropped
     push_repo = request.POST.get("push_repo", "").strip()
     try:
-        tasks.start_release(project=project_obj, version=version, formats=formats, push_repo=push_repo, private=request.POST.get("public") != "1", user=request.user)
+        tasks.start_release(
+            project=project_obj,
+            version=version,
+            formats=formats,
+            push_repo=push_repo,
+            private=request.POST.get("public") != "1",
+            user=request.user,
+        )
     except services.ReleaseError as exc:
         messages.error(request, str(exc))
     except Exception as exc:  # eager mode runs the task here: show the recorded failure, not a 500
@@ -94,7 +112,9 @@ def push(request, project: str, version: str):
     except services.ReleaseError as exc:
         messages.error(request, str(exc))
     except Exception as exc:
-        messages.error(request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)"))
+        messages.error(
+            request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
+        )
     else:
         messages.add_message(request, *tasks.push_outcome(release_obj, repo_id))
     return redirect_next(request, "benchmarks:project", project=project_obj.name)

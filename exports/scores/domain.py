@@ -9,13 +9,15 @@ and its metadata; ``Part.batches()`` then streams the rows ``INGEST_BATCH`` at a
 ``exports.scores.services.ingest_part`` can write batch by batch inside one transaction and a bad row
 anywhere leaves the previous scores in place.
 """
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from scoring.runner import META_KEY
 
@@ -67,7 +69,11 @@ class Part:
         number of errors that is not a whole number from 0 to ``MAX_LEVEL``."""
         import pyarrow as pa
 
-        path, seen, i = self.path, set(), 1  # row numbers count from 1, as the corpus and XQ-MEval parquet readers count theirs
+        path, seen, i = (
+            self.path,
+            set(),
+            1,
+        )  # row numbers count from 1, as the corpus and XQ-MEval parquet readers count theirs
         batch_size = batch_size or INGEST_BATCH
         try:
             for batch in self.parquet.iter_batches(batch_size=batch_size, columns=self.columns):
@@ -85,7 +91,9 @@ class Part:
                     if not isinstance(tid, str) or not tid.strip():
                         raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} is not a non-empty string")
                     if self.id_length and len(tid) > self.id_length:
-                        raise ScoringError(f"{path}: row {i}: triplet_id {tid[:40]!r}… is {len(tid)} characters long, at most {self.id_length} fit")
+                        raise ScoringError(
+                            f"{path}: row {i}: triplet_id {tid[:40]!r}… is {len(tid)} characters long, at most {self.id_length} fit"
+                        )
                     if tid in seen:
                         raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} appears twice")
                     if score is None and reason:
@@ -94,13 +102,21 @@ class Part:
                     if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                         raise ScoringError(f"{path}: row {i} (triplet {tid!r}): score {score!r} is not a finite number")
                     if level is not None and not _is_level(level):
-                        raise ScoringError(f"{path}: row {i} (triplet {tid!r}): num_errors {level!r} is not a whole number from 0 to {MAX_LEVEL}")
+                        raise ScoringError(
+                            f"{path}: row {i} (triplet {tid!r}): num_errors {level!r} is not a whole number from 0 to {MAX_LEVEL}"
+                        )
                     seen.add(tid)
                     if span_column:
                         where = f"{path}: row {i} (triplet {tid!r}): {span_column}"
                         spans = _spans(spans, SPAN_COLUMNS[span_column], where)
-                    rows.append(PartRow(triplet_id=str(tid), level=None if level is None else int(level),
-                                        score=float(score), spans=spans))
+                    rows.append(
+                        PartRow(
+                            triplet_id=str(tid),
+                            level=None if level is None else int(level),
+                            score=float(score),
+                            spans=spans,
+                        )
+                    )
                     i += 1
                 yield rows
         except (pa.ArrowException, OSError) as exc:
@@ -146,7 +162,9 @@ def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) ->
     import pyarrow.parquet as pq
 
     if not path.is_file():
-        raise ScoringError(f"{path}: the worker reported success but the file is missing (is {path.parent} shared with the workers?)")
+        raise ScoringError(
+            f"{path}: the worker reported success but the file is missing (is {path.parent} shared with the workers?)"
+        )
     try:
         parquet = pq.ParquetFile(path)
         schema = parquet.schema_arrow
@@ -164,4 +182,11 @@ def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) ->
     if meta.get("metric") != metric:
         raise ScoringError(f"{path}: holds metric {meta.get('metric')!r}, expected {metric!r}")
     columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note", *SPAN_COLUMNS) if c in schema.names)]
-    return Part(path=path, direction=direction, signature=meta.get("signature") or {}, parquet=parquet, columns=columns, id_length=id_length)
+    return Part(
+        path=path,
+        direction=direction,
+        signature=meta.get("signature") or {},
+        parquet=parquet,
+        columns=columns,
+        id_length=id_length,
+    )

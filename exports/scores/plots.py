@@ -1,8 +1,9 @@
 """The score trend plot (mean score by level, one line per direction) as SVG (see core.domain.plotting).
 No Django import."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from core.domain.plotting import empty, subplots, svg
 

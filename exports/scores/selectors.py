@@ -2,6 +2,7 @@
 direction and level. Nothing here writes: ingesting finished jobs is ``exports.scores.services.sync_jobs``,
 run by the ``collect_scores`` task (queued by each scoring task when it ends) or by the ``score`` command.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,7 +76,6 @@ def job_states(*, release: Release, app) -> list[JobState]:
     return [backend_state(job, app) for job in jobs]
 
 
-
 def scored_metrics(releases, directions: set[str] | None = None) -> list[dict]:
     """Per release (newest first) and metric: the scores ingested (``n``) and the newest summary id
     (``last``: a re-ingest writes new summaries), from ``ScoreSummary``; ``directions`` limits them."""
@@ -83,7 +83,9 @@ def scored_metrics(releases, directions: set[str] | None = None) -> list[dict]:
     if directions is not None:
         qs = qs.filter(direction__code__in=directions)
     return list(
-        qs.values("release_id", "release__version", "metric").annotate(n=Sum("n"), last=Max("id")).order_by("-release_id", "metric")
+        qs.values("release_id", "release__version", "metric")
+        .annotate(n=Sum("n"), last=Max("id"))
+        .order_by("-release_id", "metric")
     )
 
 
@@ -155,6 +157,8 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
             )
         out.append({"metric": metric, "better": better, "scale": scale, "levels": levels, "rows": rows})
     return out
+
+
 def judge_reports(release: Release, directions: list[str] | None = None) -> dict[str, list[dict]]:
     """What the LLM-judge metrics wrote beside their scores: calls, tokens and cost per metric and
     direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
@@ -174,21 +178,41 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
             judge = d.get("judge")
             if not judge or (wanted is not None and code not in wanted):
                 continue
-            out["costs"].append({"metric": metric, "direction": code, "n": d.get("n"), "scored": d.get("n_scored"),
-                                 "retry": d.get("n_retry", 0), "calls": judge.get("calls"), "sent": judge.get("sent"),
-                                 "cached": judge.get("cached"), "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
-                                 "cost_usd": judge.get("cost_usd"), "model": (d.get("signature") or {}).get("judge", {}).get("model", "")})
+            out["costs"].append(
+                {
+                    "metric": metric,
+                    "direction": code,
+                    "n": d.get("n"),
+                    "scored": d.get("n_scored"),
+                    "retry": d.get("n_retry", 0),
+                    "calls": judge.get("calls"),
+                    "sent": judge.get("sent"),
+                    "cached": judge.get("cached"),
+                    "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
+                    "cost_usd": judge.get("cost_usd"),
+                    "model": (d.get("signature") or {}).get("judge", {}).get("model", ""),
+                }
+            )
             gmm = d.get("gmm")
             if gmm:
-                out["decisions"].append({"metric": metric, "direction": code, "n": gmm.get("n"), "fitted": gmm.get("fitted"),
-                                         "reject": gmm.get("n_reject"), "means": gmm.get("means"), "reason": gmm.get("reason", "")})
+                out["decisions"].append(
+                    {
+                        "metric": metric,
+                        "direction": code,
+                        "n": gmm.get("n"),
+                        "fitted": gmm.get("fitted"),
+                        "reject": gmm.get("n_reject"),
+                        "means": gmm.get("means"),
+                        "reason": gmm.get("reason", ""),
+                    }
+                )
     reliability = root / "cef.reliability.parquet"
     if reliability.is_file():
         import pyarrow.parquet as pq
 
         try:
             rows = pq.read_table(reliability).to_pylist()
-        except Exception:  # noqa: BLE001 — a torn file shows no table rather than breaking the page
+        except Exception:
             rows = []
         out["reliability"] = [r for r in rows if wanted is None or r.get("direction") in wanted]
     return out

@@ -8,6 +8,7 @@ Celery. A part file is checked by the pure ``exports.scores.domain`` before anyt
 A job's Celery task id is derived from the job (``xqmeval-score-<job id>``), so its state and progress
 can be read from the result backend at any time without storing anything else.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,12 +20,13 @@ from django.db.models import Count, Sum
 from core import bulk
 from core.models import Direction
 from exports.models import MetricScore, Release, ScoreSummary, ScoringJob
-from exports.scores.domain import ScoringError, open_part  # noqa: F401  (ScoringError: raised here, caught by callers)
+from exports.scores.domain import ScoringError, open_part
 from exports.scores.selectors import JobState, backend_state, scores_dir
 from scoring.judges.engine import JudgeConfig
 from scoring.registry import Family, MetricError, MetricSpec, get_metric, route_options
 from scoring.release import open_release
 from scoring.runner import part_path
+
 
 def release_directions(release: Release) -> list[str]:
     try:
@@ -86,7 +88,9 @@ def prepare_scoring(
     jobs, to_send = [], []
     for spec in specs:
         for code in wanted:
-            job, created = ScoringJob.objects.select_for_update().get_or_create(release=release, metric=spec.name, direction=by_code[code])
+            job, created = ScoringJob.objects.select_for_update().get_or_create(
+                release=release, metric=spec.name, direction=by_code[code]
+            )
             jobs.append(job)
             if not (created or force or job.status == ScoringJob.Status.FAILED):
                 continue  # done, or queued and still in flight
@@ -102,7 +106,9 @@ def sync_jobs(*, release: Release, app) -> list[JobState]:
     """Bring every job of ``release`` up to date with its task (``app``: the Celery app whose result backend
     holds the states); ingest the files of finished ones, record the reasons of failed ones."""
     states = []
-    for job in ScoringJob.objects.filter(release=release).select_related("direction").order_by("metric", "direction__code"):
+    for job in (
+        ScoringJob.objects.filter(release=release).select_related("direction").order_by("metric", "direction__code")
+    ):
         js = backend_state(job, app)
         if js.state in ("STARTED", "PROGRESS", "RETRY") and job.status == ScoringJob.Status.PENDING:
             job.status = ScoringJob.Status.RUNNING
@@ -144,16 +150,29 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
     Streamed: the pure ``exports.scores.domain`` reads and checks ``INGEST_BATCH`` rows at a time and each
     batch is written inside one transaction, so memory is bounded by a batch (plus the set of triplet ids
     seen, to refuse duplicates) and a bad row anywhere leaves the previous scores in place."""
-    part = open_part(path, metric=metric, direction=direction.code, id_length=MetricScore._meta.get_field("triplet_id").max_length)
+    part = open_part(
+        path, metric=metric, direction=direction.code, id_length=MetricScore._meta.get_field("triplet_id").max_length
+    )
     stored = 0
     with transaction.atomic():
         MetricScore.objects.filter(release=release, metric=metric, direction=direction).delete()
         for rows in part.batches():
-            bulk.insert_objects(MetricScore, [
-                MetricScore(release=release, metric=metric, direction=direction, triplet_id=row.triplet_id,
-                            level=row.level, score=row.score, signature=part.signature, spans=row.spans)
-                for row in rows
-            ])
+            bulk.insert_objects(
+                MetricScore,
+                [
+                    MetricScore(
+                        release=release,
+                        metric=metric,
+                        direction=direction,
+                        triplet_id=row.triplet_id,
+                        level=row.level,
+                        score=row.score,
+                        signature=part.signature,
+                        spans=row.spans,
+                    )
+                    for row in rows
+                ],
+            )
             stored += len(rows)
         summarize_scores(release, metric=metric, direction=direction)  # with the scores, in their transaction
     return stored
@@ -172,5 +191,9 @@ def summarize_scores(release: Release, *, metric: str | None = None, direction: 
         scores, summaries = scores.filter(direction=direction), summaries.filter(direction=direction)
     with transaction.atomic():
         summaries.delete()
-        rows = scores.values("metric", "direction_id", "level").annotate(n=Count("id"), total=Sum("score")).order_by("metric", "direction_id", "level")
+        rows = (
+            scores.values("metric", "direction_id", "level")
+            .annotate(n=Count("id"), total=Sum("score"))
+            .order_by("metric", "direction_id", "level")
+        )
         return len(ScoreSummary.objects.bulk_create(ScoreSummary(release=release, **row) for row in rows))

@@ -8,6 +8,7 @@ need a GPU go to queue ``gpu``, the rest to ``scoring`` (which GPU and CPU worke
 carries ``collect_scores`` as its callback (success or failure), queued on ``default`` for a platform
 worker: finished files are ingested there, never by a page view.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -19,9 +20,8 @@ from django.core.cache import cache
 from django.db import transaction
 
 from exports.models import Release, ScoringJob
-from exports.scores import services
+from exports.scores import selectors, services
 from exports.scores.domain import ScoringError
-from exports.scores import selectors
 from exports.scores.selectors import task_id_for
 from scoring.queues import TASK_NAME, queue_for
 
@@ -44,7 +44,11 @@ def collect_scores(self, release_id: int, job_id: int | None = None) -> dict:
     if release is None:
         return {"release": release_id, "missing": True}
     states = services.sync_jobs(release=release, app=current_app)
-    waiting = [s for s in states if s.job.pk == job_id and s.job.status in (ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING)]
+    waiting = [
+        s
+        for s in states
+        if s.job.pk == job_id and s.job.status in (ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING)
+    ]
     if waiting and not self.request.is_eager and self.request.retries < self.max_retries:
         raise self.retry(countdown=COLLECT_RETRY_SECONDS)
     counts: dict[str, int] = defaultdict(int)
@@ -90,7 +94,13 @@ def start_scoring(
                 collect = collect_scores.si(release.pk, job.pk).set(queue=COLLECT_QUEUE)
                 app.send_task(
                     TASK_NAME,
-                    kwargs={"release_dir": release.path, "metric": spec.name, "direction": code, "out_dir": out, "options": per_metric[spec.name]},
+                    kwargs={
+                        "release_dir": release.path,
+                        "metric": spec.name,
+                        "direction": code,
+                        "out_dir": out,
+                        "options": per_metric[spec.name],
+                    },
                     queue=queue_for(spec.name),
                     task_id=tid,
                     link=collect,
@@ -107,7 +117,11 @@ def request_collect(*, release: Release, states: list) -> bool:
     reached a platform worker): queue ``collect_scores`` once (debounced). Without a platform worker
     (tasks in-process) it runs here, as the agreement refresh does; the page itself writes nothing. True
     when one was queued (or has run)."""
-    ended = [s for s in states if s.state in ("SUCCESS", "FAILURE") and s.job.status in (ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING)]
+    ended = [
+        s
+        for s in states
+        if s.state in ("SUCCESS", "FAILURE") and s.job.status in (ScoringJob.Status.PENDING, ScoringJob.Status.RUNNING)
+    ]
     if not ended or not cache.add(_collect_key(release.pk), True, timeout=COLLECT_PENDING_SECONDS):
         return False
     collect_scores.apply_async((release.pk,), queue=COLLECT_QUEUE)

@@ -1,5 +1,6 @@
 """Scores of releases by metric, direction and level; starting scoring (admins). Thin over the stage's
 selectors and tasks. Pages only read: finished jobs are ingested by the ``collect_scores`` task."""
+
 from __future__ import annotations
 
 from argparse import ArgumentTypeError
@@ -66,7 +67,8 @@ def _context(request, release: Release, visible: list[str] | None) -> dict:
         "metrics": all_metrics() if admin else [],
         "judge": selectors.judge_reports(release, visible),
         # said before anything is ticked: without a worker, queueing would only fail
-        "worker": tasks.worker_configured() if admin else True, "no_worker": tasks.NO_WORKER,
+        "worker": tasks.worker_configured() if admin else True,
+        "no_worker": tasks.NO_WORKER,
         "ticked": set(),
     }
 
@@ -85,8 +87,20 @@ def progress(request, release_id: int):
     if tasks.request_collect(release=release, states=states) and current_app.conf.task_always_eager:
         states = selectors.job_states(release=release, app=current_app)
     return JsonResponse(
-        {"jobs": [{"metric": s.job.metric, "direction": s.job.direction.code, "status": s.status, "percent": s.percent, "error": s.job.error,
-                   "judge_requests": s.sent, "cost_usd": s.cost_usd} for s in states]}
+        {
+            "jobs": [
+                {
+                    "metric": s.job.metric,
+                    "direction": s.job.direction.code,
+                    "status": s.status,
+                    "percent": s.percent,
+                    "error": s.job.error,
+                    "judge_requests": s.sent,
+                    "cost_usd": s.cost_usd,
+                }
+                for s in states
+            ]
+        }
     )
 
 
@@ -104,18 +118,35 @@ def start(request, release_id: int):
         except ArgumentTypeError as exc:  # NaN, inf, negative: a budget no worker could keep to
             messages.error(request, f"budget {judge['max_usd']!r}: {exc} (US dollars)")
             return redirect("scores:release", release_id=release.pk)
-        configured = any(e.base_url and e.base_url.rstrip("/") == judge["url"].rstrip("/") for e in settings.LLM_ENDPOINTS)
-        if judge["url"] and not configured and not settings.LLM_ALLOW_CUSTOM_URL:  # no server as a form's target (#36.1)
-            messages.error(request, f"judge endpoint {judge['url']!r}: not a configured endpoint (LLM_ENDPOINTS), and "
-                                    "typed URLs are off (LLM_ALLOW_CUSTOM_URL)")
+        configured = any(
+            e.base_url and e.base_url.rstrip("/") == judge["url"].rstrip("/") for e in settings.LLM_ENDPOINTS
+        )
+        if (
+            judge["url"] and not configured and not settings.LLM_ALLOW_CUSTOM_URL
+        ):  # no server as a form's target (#36.1)
+            messages.error(
+                request,
+                f"judge endpoint {judge['url']!r}: not a configured endpoint (LLM_ENDPOINTS), and "
+                "typed URLs are off (LLM_ALLOW_CUSTOM_URL)",
+            )
             return redirect("scores:release", release_id=release.pk)
-        options["judge"] = {k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v}
+        options["judge"] = {
+            k: v for k, v in (("base_url", judge["url"]), ("model", judge["model"]), ("max_usd", max_usd)) if v
+        }
     # Per-metric switches the registry offers (e.g. COMET-22's encode_once), named option:<metric>:<option>.
-    switched = {spec.name: {name: True for name in spec.options if request.POST.get(f"option:{spec.name}:{name}")}
-                for spec in all_metrics() if spec.name in metrics}
+    switched = {
+        spec.name: {name: True for name in spec.options if request.POST.get(f"option:{spec.name}:{name}")}
+        for spec in all_metrics()
+        if spec.name in metrics
+    }
     try:
-        jobs = tasks.start_scoring(release=release, metrics=metrics, options=options or None, force=bool(request.POST.get("force")),
-                                   metric_options={m: o for m, o in switched.items() if o})
+        jobs = tasks.start_scoring(
+            release=release,
+            metrics=metrics,
+            options=options or None,
+            force=bool(request.POST.get("force")),
+            metric_options={m: o for m, o in switched.items() if o},
+        )
     except ScoringError as exc:
         messages.error(request, str(exc))
         # the form again with the ticks kept, so nothing chosen is lost
@@ -134,6 +165,11 @@ def trend_plot(request, release_id: int):
     if table is None:
         if not selectors.known_metric(release, metric):
             raise Http404(f"no scores of metric {metric!r} in this release")
-        table = {"metric": metric, "better": "", "levels": [], "rows": []}  # a metric with no scores (yet): the empty state
+        table = {
+            "metric": metric,
+            "better": "",
+            "levels": [],
+            "rows": [],
+        }  # a metric with no scores (yet): the empty state
     svg = cached_svg("score-trend", plots.score_trend, table["metric"], table["better"], table["levels"], table["rows"])
     return HttpResponse(svg, content_type="image/svg+xml")

@@ -4,10 +4,11 @@ Pure Python (no Django). A backend turns ``GenerationRequest``s into ``Generatio
 result as soon as it is known, so the caller can persist it at once: a worker killed mid-run loses only
 the requests still in flight.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 
 class BackendUnavailable(RuntimeError):
@@ -44,7 +45,12 @@ class Sampling:
     structured: bool = True  # ask for the JSON-schema answer where the server supports it
 
     def as_dict(self) -> dict:
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens, "structured": self.structured}
+        return {
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "structured": self.structured,
+        }
 
 
 @dataclass
@@ -75,7 +81,9 @@ class Backend:
         self.sampling = sampling
         self.options = options
 
-    def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
+    def generate(
+        self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[GenerationResult]:
         raise NotImplementedError
 
     def close(self) -> None:

@@ -5,13 +5,14 @@ the same result lines, so ``build_batch_lines`` / ``parse_batch_output`` serve b
 A submitted batch's id is reported through ``on_submitted`` (the service stores it on the run), and a
 resumed run passes it back as ``batch_id``: a batch is paid for once, not once per resume.
 """
+
 from __future__ import annotations
 
 import io
 import json
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, Sampling, register_backend
 from injection.backends.openai_chat import OpenAIChatBackend, api_key_for
@@ -24,7 +25,12 @@ TERMINAL = {"completed", "failed", "expired", "cancelled"}
 def build_batch_lines(requests: Iterable[GenerationRequest], sampling: Sampling) -> list[dict]:
     lines = []
     for request in requests:
-        body = {"model": sampling.model, "messages": list(request.messages), "temperature": sampling.temperature, "max_tokens": sampling.max_tokens}
+        body = {
+            "model": sampling.model,
+            "messages": list(request.messages),
+            "temperature": sampling.temperature,
+            "max_tokens": sampling.max_tokens,
+        }
         if sampling.seed is not None:
             body["seed"] = sampling.seed
         if sampling.structured:
@@ -78,7 +84,8 @@ def parse_batch_output(text: str, expected: Iterable[str] = ()) -> dict[str, Gen
             message = (error or {}).get("message") if isinstance(error, dict) else error
             message = message or (body or {}).get("error", {}).get("message") if isinstance(body, dict) else message
             results[custom_id] = GenerationResult(
-                custom_id, error=f"batch line failed (HTTP {status}): {message or 'no body'}",
+                custom_id,
+                error=f"batch line failed (HTTP {status}): {message or 'no body'}",
                 retryable=status is None or status == 429 or (status or 0) >= 500,
             )
             continue
@@ -87,7 +94,9 @@ def parse_batch_output(text: str, expected: Iterable[str] = ()) -> dict[str, Gen
         except (IndexError, TypeError, AttributeError) as exc:
             results[custom_id] = GenerationResult(custom_id, error=f"malformed batch result: {exc}", retryable=True)
     for custom_id in expected:
-        results.setdefault(custom_id, GenerationResult(custom_id, error="missing from the batch output", retryable=True))
+        results.setdefault(
+            custom_id, GenerationResult(custom_id, error="missing from the batch output", retryable=True)
+        )
     return results
 
 
@@ -97,8 +106,19 @@ class OpenAIBatchBackend(Backend):
     remote = True
     discount = 0.5  # the Batch API bills half the synchronous price
 
-    def __init__(self, sampling, *, base_url: str = "", key_env: str = "", poll_interval: float = 30.0, timeout: float = 60.0,
-                 max_wait: float = 26 * 3600, batch_id: str = "", on_submitted: Callable[[str], None] | None = None, **options):
+    def __init__(
+        self,
+        sampling,
+        *,
+        base_url: str = "",
+        key_env: str = "",
+        poll_interval: float = 30.0,
+        timeout: float = 60.0,
+        max_wait: float = 26 * 3600,
+        batch_id: str = "",
+        on_submitted: Callable[[str], None] | None = None,
+        **options,
+    ):
         super().__init__(sampling, **options)
         self.base_url = base_url or ""
         self.key_env = key_env  # the variable its configured endpoint names; empty: no server key
@@ -112,9 +132,16 @@ class OpenAIBatchBackend(Backend):
     def _client(self):
         from openai import OpenAI
 
-        return OpenAI(api_key=api_key_for(self.base_url, self.key_env), base_url=self.base_url or None, timeout=self.timeout, max_retries=5)
+        return OpenAI(
+            api_key=api_key_for(self.base_url, self.key_env),
+            base_url=self.base_url or None,
+            timeout=self.timeout,
+            max_retries=5,
+        )
 
-    def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
+    def generate(
+        self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[GenerationResult]:
         requests = list(requests)
         if not requests:
             return
@@ -122,7 +149,10 @@ class OpenAIBatchBackend(Backend):
         client = self._client()
         try:
             if not self.batch_id:
-                upload = client.files.create(file=("injection.jsonl", io.BytesIO(to_jsonl(build_batch_lines(requests, self.sampling)))), purpose="batch")
+                upload = client.files.create(
+                    file=("injection.jsonl", io.BytesIO(to_jsonl(build_batch_lines(requests, self.sampling)))),
+                    purpose="batch",
+                )
                 batch = client.batches.create(input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h")
                 self.batch_id = batch.id
                 if self.on_submitted:

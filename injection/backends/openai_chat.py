@@ -6,16 +6,23 @@ this adapter only turns injection requests into chat requests (the response sche
 chat results back into generation results. A server that rejects ``response_format`` is asked again in
 plain text and the answer parsed robustly (``injection.postprocess``).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.domain.prompts import RESPONSE_SCHEMA
-from llm_client import ChatClient, ChatRequest, ChatResult, ClientUnavailable, RetryPolicy
+from llm_client import (
+    ChatClient,
+    ChatRequest,
+    ChatResult,
+    ClientUnavailable,
+    RetryPolicy,
+    redact,  # noqa: F401  (injection.services imports it from here)
+)
 from llm_client import api_key_for as _api_key_for
 from llm_client import read_completion as _read_completion
-from llm_client import redact  # noqa: F401  (injection.services imports it from here)
 
 
 def api_key_for(base_url: str, key_env: str = "") -> str:
@@ -44,12 +51,30 @@ class OpenAIChatBackend(Backend):
     name = "openai"
     remote = True
 
-    def __init__(self, sampling, *, base_url: str = "", key_env: str = "", concurrency: int = 8, rpm: float | None = None,
-                 timeout: float = 60.0, retry: RetryPolicy | None = None, jitter_seed: int | None = None, **options):
+    def __init__(
+        self,
+        sampling,
+        *,
+        base_url: str = "",
+        key_env: str = "",
+        concurrency: int = 8,
+        rpm: float | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        jitter_seed: int | None = None,
+        **options,
+    ):
         super().__init__(sampling, **options)
         api_key_for(base_url or "", key_env)  # fail early, before any work is planned, when no key is set
-        self.client = ChatClient(base_url=base_url, key_env=key_env, concurrency=concurrency, rpm=rpm, timeout=timeout,
-                                 retry=retry, jitter_seed=jitter_seed)
+        self.client = ChatClient(
+            base_url=base_url,
+            key_env=key_env,
+            concurrency=concurrency,
+            rpm=rpm,
+            timeout=timeout,
+            retry=retry,
+            jitter_seed=jitter_seed,
+        )
         self.base_url = self.client.base_url
         self.timeout = timeout
 
@@ -70,6 +95,8 @@ class OpenAIChatBackend(Backend):
             json_schema=RESPONSE_SCHEMA if s.structured else None,
         )
 
-    def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
+    def generate(
+        self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[GenerationResult]:
         for result in self.client.stream([self.chat_request(r) for r in requests], should_stop):
             yield to_generation_result(result)

@@ -1,7 +1,8 @@
 """The offline rule-based backend (``injection.domain.rule_edits``): no network, no key, deterministic for a seed."""
+
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, register_backend
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
@@ -23,7 +24,9 @@ class RuleBackend(Backend):
             self._pools[language] = DonorPool(self._donor_texts.get(language) or fallback, language)
         return self._pools[language]
 
-    def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
+    def generate(
+        self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[GenerationResult]:
         requests = list(requests)
         by_language: dict[str, list[str]] = {}
         for request in requests:
@@ -35,8 +38,14 @@ class RuleBackend(Backend):
             task = request.task
             try:
                 edit = rule_edit(
-                    reference=task.reference, source=task.source, language=task.language, kind=task.kind,
-                    error_type=task.error_type, position=task.position, seed=seed, item_key=task.item_key,
+                    reference=task.reference,
+                    source=task.source,
+                    language=task.language,
+                    kind=task.kind,
+                    error_type=task.error_type,
+                    position=task.position,
+                    seed=seed,
+                    item_key=task.item_key,
                     donors=self._pool(task.language, by_language[task.language]),
                 )
             except RuleRefused as exc:

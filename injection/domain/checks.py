@@ -3,12 +3,13 @@
 Checks flag, they never drop: every result is stored on the candidate (``checks``), failed names go to
 ``flags`` for filtering, and reviewers see them as warnings.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 from core.domain import bidi
 from core.domain.edit_types import CHARS_PER_WORD, EDIT_TYPES, MQM, PERTURBATION
@@ -97,13 +98,20 @@ def _single_region(ctx: CheckContext) -> CheckResult | None:
     if ctx.kind != MQM:
         return None  # a perturbation may touch two words; its own limit check decides
     # ``regions`` is the caller's raw count; merging near regions can only lower it.
-    regions = min(ctx.regions, edited_regions(ctx.reference, ctx.candidate_text, ctx.language)) if ctx.regions > 1 else ctx.regions
+    regions = (
+        min(ctx.regions, edited_regions(ctx.reference, ctx.candidate_text, ctx.language))
+        if ctx.regions > 1
+        else ctx.regions
+    )
     return (regions <= 1, f"{regions} edited regions" if regions > 1 else "")
 
 
 @check("local_edit")
 def _local_edit(ctx: CheckContext) -> CheckResult:
-    return (ctx.marked_outside_ok, "" if ctx.marked_outside_ok else "text outside the marked span differs from the reference")
+    return (
+        ctx.marked_outside_ok,
+        "" if ctx.marked_outside_ok else "text outside the marked span differs from the reference",
+    )
 
 
 def length_ratio_bounds() -> tuple[float, float]:
@@ -206,7 +214,12 @@ def _omission_deletes(ctx: CheckContext) -> CheckResult | None:
         return None
     removed = (ctx.edit.end - ctx.edit.start) - len(ctx.edit.replacement)
     ok = removed > 0
-    return ok, f"removes {removed} unit(s)" if ok else f"deletes nothing (span [{ctx.edit.start}, {ctx.edit.end}) replaced by {len(ctx.edit.replacement)} unit(s))"
+    return (
+        ok,
+        f"removes {removed} unit(s)"
+        if ok
+        else f"deletes nothing (span [{ctx.edit.start}, {ctx.edit.end}) replaced by {len(ctx.edit.replacement)} unit(s))",
+    )
 
 
 def change_counts(reference: str, candidate: str, language: str) -> tuple[int, int, int]:
@@ -260,7 +273,9 @@ def run_checks(
     regions: int = 1,
 ) -> tuple[dict, list[str]]:
     """Run every registered check; returns (``{name: {"passed", "detail"}}``, failed names)."""
-    ctx = CheckContext(reference, candidate_text, edit, language, kind, error_type, position, source, marked_outside_ok, regions)
+    ctx = CheckContext(
+        reference, candidate_text, edit, language, kind, error_type, position, source, marked_outside_ok, regions
+    )
     results: dict[str, dict] = {}
     for name, fn in CHECKS.items():
         outcome = fn(ctx)

@@ -6,6 +6,7 @@ reference in the language's unit (``core.domain.units.diff_edit``); the model's 
 Length and locality are *checks* (``injection.domain.checks``), not rejections: a candidate is flagged, not
 dropped. Only an answer with no sentence in it at all is a failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,9 @@ ANSWER_PREFIXES = (
     "perturbed",
     "result",
 )
-_PREFIX_RE = re.compile(r"(?i)(?:^|\n|\*\*|\s)(?:" + "|".join(re.escape(p) for p in ANSWER_PREFIXES) + r")\s*\**\s*[:：]")
+_PREFIX_RE = re.compile(
+    r"(?i)(?:^|\n|\*\*|\s)(?:" + "|".join(re.escape(p) for p in ANSWER_PREFIXES) + r")\s*\**\s*[:：]"
+)
 _FENCE_RE = re.compile(r"```[a-zA-Z0-9_-]*\n?|```")
 _EMPHASIS_RE = re.compile(r"(\*\*|__|~~)")
 _LINE_MARK_RE = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d+[.)]\s+)")
@@ -67,7 +70,7 @@ def extract_sentence(raw: str, reference: str = "") -> str:
         text = _FENCE_RE.sub("", raw)
         matches = list(_PREFIX_RE.finditer(text))
         if matches:
-            text = text[matches[-1].end():]
+            text = text[matches[-1].end() :]
         lines = [_LINE_MARK_RE.sub("", _EMPHASIS_RE.sub("", line)).strip() for line in text.splitlines()]
         lines = [line for line in lines if line]
         if not lines:
@@ -77,10 +80,13 @@ def extract_sentence(raw: str, reference: str = "") -> str:
     answer = re.sub(r"[ \t]+", " ", answer).strip()
     for left, right in _QUOTES:
         # Quotes wrapped around the whole answer are formatting unless the reference itself is quoted so.
-        if len(answer) >= 2 and answer.startswith(left) and answer.endswith(right) and not (
-            reference.startswith(left) and reference.endswith(right)
+        if (
+            len(answer) >= 2
+            and answer.startswith(left)
+            and answer.endswith(right)
+            and not (reference.startswith(left) and reference.endswith(right))
         ):
-            answer = answer[len(left): len(answer) - len(right)].strip()
+            answer = answer[len(left) : len(answer) - len(right)].strip()
     if not answer:
         raise OutputRejected("empty sentence after post-processing")
     return answer
@@ -95,7 +101,9 @@ class Processed:
 
 def process_output(raw: str, reference: str, language: str) -> Processed:
     text = extract_sentence(raw, reference)
-    return Processed(text=text, edit=diff_edit(reference, text, language), regions=count_edited_regions(reference, text, language))
+    return Processed(
+        text=text, edit=diff_edit(reference, text, language), regions=count_edited_regions(reference, text, language)
+    )
 
 
 def candidate_fields(processed: Processed, language: str) -> dict:

@@ -7,6 +7,7 @@ version, never edit a released version in place. The MQM prompts show the halves
 published steps: select a sub-part of the marked half, select a segment, edit it as the type requires,
 substitute it back, output the updated sentence.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from core.domain.edit_types import MQM, PERTURBATION, EditType
 from core.domain.languages import language_info
 from core.domain.units import halves_markup
-from core.domain.edit_types import MQM, PERTURBATION, EditType
 
 ANSWER_KEY = "updated_sentence"  # the one field of the JSON-schema answer
 ANSWER_PREFIX = "Updated sentence:"
@@ -128,7 +129,9 @@ def perturbation_prompt_name(error_type: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def parse_perturbation_file(text: str, where: str = "prompt file", expected_type: str | None = None) -> PerturbationTemplate:
+def parse_perturbation_file(
+    text: str, where: str = "prompt file", expected_type: str | None = None
+) -> PerturbationTemplate:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -139,18 +142,26 @@ def parse_perturbation_file(text: str, where: str = "prompt file", expected_type
     if len(data["version"]) > 40:
         raise PromptFileError(f"{where}: field 'version' is longer than 40 characters")
     examples = data.get("examples", [])
-    if not isinstance(examples, list) or not all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in examples):
+    if not isinstance(examples, list) or not all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in examples
+    ):
         raise PromptFileError(f"{where}: field 'examples' must be a list of [original, changed] pairs of text")
     fields = {f for _, f, _, _ in string.Formatter().parse(data["user"]) if f}
     unknown = fields - PERTURBATION_FIELDS
     if unknown:
-        raise PromptFileError(f"{where}: field 'user' uses unknown placeholder(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(PERTURBATION_FIELDS))})")
+        raise PromptFileError(
+            f"{where}: field 'user' uses unknown placeholder(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(PERTURBATION_FIELDS))})"
+        )
     error_type = data.get("type") or expected_type or ""
     if expected_type and error_type != expected_type:
         raise PromptFileError(f"{where}: type = {error_type!r}, but it replaces the {expected_type!r} prompt")
     return PerturbationTemplate(
-        name=data.get("name") or perturbation_prompt_name(error_type), version=data["version"], error_type=error_type,
-        instruction=data["instruction"], examples=tuple((a, b) for a, b in examples), user=data["user"],
+        name=data.get("name") or perturbation_prompt_name(error_type),
+        version=data["version"],
+        error_type=error_type,
+        instruction=data["instruction"],
+        examples=tuple((a, b) for a, b in examples),
+        user=data["user"],
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 
@@ -196,8 +207,16 @@ TEMPLATES: dict[tuple[str, str], PromptTemplate] = {
 }
 
 
-def build_prompt(edit_type: EditType, *, reference: str, source: str, language: str, position: str, structured: bool = False,
-                 overrides: dict[str, str] | None = None) -> Prompt:
+def build_prompt(
+    edit_type: EditType,
+    *,
+    reference: str,
+    source: str,
+    language: str,
+    position: str,
+    structured: bool = False,
+    overrides: dict[str, str] | None = None,
+) -> Prompt:
     """The chat messages for one item. ``structured`` adds the JSON answer instruction for servers that
     enforce the response schema (the schema itself goes in ``response_format``). ``overrides``: prompt
     name -> the text of a user's prompt file (a run's ``--prompt-file``)."""
@@ -225,7 +244,9 @@ def build_prompt(edit_type: EditType, *, reference: str, source: str, language: 
             perturbation = parse_perturbation_file(override, perturbation_prompt_name(edit_type.name), edit_type.name)
             version = f"{perturbation.version}@{perturbation.sha256[:12]}"  # a user's file: its hash marks the version
         examples = "\n\n".join(f"Sentence: {a}\nChanged sentence: {b}" for a, b in perturbation.examples)
-        user = perturbation.user.format(language=lang_name, instruction=perturbation.instruction, examples=examples, original=reference)
+        user = perturbation.user.format(
+            language=lang_name, instruction=perturbation.instruction, examples=examples, original=reference
+        )
     if structured:
         user += f'\n\nReturn a JSON object {{"{ANSWER_KEY}": "..."}} holding only the sentence.'
     messages: list[dict] = []

@@ -17,18 +17,28 @@ Every choice is tried in a seeded random order and kept only if the diff against
 (``core.domain.units``) gives one edit in the requested half; otherwise the next choice is tried, and when none
 fits, ``RuleRefused`` says why.
 """
+
 from __future__ import annotations
 
 import hashlib
 import random
 import re
 import unicodedata
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
-from core.domain.languages import CHAR, unit_of
-from core.domain.units import Edit, apply_edit, count_edited_regions, diff_edit, half_boundary, join_units, position_of_edit, split_units
 from core.domain.edit_types import HEAD, MQM, NONE, PERTURBATION
+from core.domain.languages import CHAR, unit_of
+from core.domain.units import (
+    Edit,
+    apply_edit,
+    count_edited_regions,
+    diff_edit,
+    half_boundary,
+    join_units,
+    position_of_edit,
+    split_units,
+)
 
 MAX_TRIES = 200
 
@@ -40,8 +50,10 @@ _EN_STOP = frozenset(
     "under after before during while such each other some any all more most very".split()
 )
 
+
 class RuleRefused(ValueError):
     """The rule cannot make this edit on this reference; the message says why."""
+
 
 @dataclass
 class RuleContext:
@@ -52,7 +64,7 @@ class RuleContext:
     position: str
     kind: str
     rng: random.Random
-    donors: "DonorPool | None" = None  # phrases and words of the other references of the same language
+    donors: DonorPool | None = None  # phrases and words of the other references of the same language
 
     @property
     def is_char(self) -> bool:
@@ -62,19 +74,24 @@ class RuleContext:
     def units(self) -> list[str]:
         return split_units(self.reference, self.language)
 
+
 def item_rng(seed: int, *key: object) -> random.Random:
     """A generator seeded by the run seed and the item, stable across processes (no hash randomisation)."""
     digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
+
 # ---- small text helpers ----------------------------------------------------------------------------
+
 
 def _is_letter(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LM"
 
+
 def _core(token: str) -> str:
     """A token without surrounding punctuation."""
     return token.strip("".join(ch for ch in set(token) if not _is_letter(ch) and not ch.isdigit()))
+
 
 def _split_affixes(token: str) -> tuple[str, str, str]:
     start = 0
@@ -85,9 +102,11 @@ def _split_affixes(token: str) -> tuple[str, str, str]:
         end -= 1
     return token[:start], token[start:end], token[end:]
 
+
 def _is_content_token(token: str, min_len: int = 4) -> bool:
     core = _core(token)
     return len(core) >= min_len and all(_is_letter(ch) or ch in "-'’" for ch in core)
+
 
 def _letter_runs(text: str) -> list[tuple[int, int]]:
     """Maximal runs of non-Latin letters (no digits, punctuation or spaces), as character [start, end)."""
@@ -103,6 +122,7 @@ def _letter_runs(text: str) -> list[tuple[int, int]]:
         runs.append((start, len(text)))
     return runs
 
+
 def _half_range(ctx: RuleContext) -> tuple[int, int]:
     n = len(ctx.units)
     mid = half_boundary(ctx.reference, ctx.language)
@@ -112,18 +132,22 @@ def _half_range(ctx: RuleContext) -> tuple[int, int]:
         return mid, n
     return 0, n
 
+
 def _shuffled(ctx: RuleContext, items: Sequence) -> list:
     items = list(items)
     ctx.rng.shuffle(items)
     return items
 
+
 # ---- what counts as a valid result -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RuleEdit:
     text: str
     edit: Edit
     note: str  # what the rule did, stored as the candidate's raw output detail
+
 
 def _accept(ctx: RuleContext, edit: Edit, note: str) -> RuleEdit | None:
     """Apply an edit and keep it only if the diff gives back one region in the requested half."""
@@ -139,6 +163,7 @@ def _accept(ctx: RuleContext, edit: Edit, note: str) -> RuleEdit | None:
         return None
     return RuleEdit(text=text, edit=found, note=note)
 
+
 def _first(ctx: RuleContext, proposals: Iterator[tuple[Edit, str]], why_none: str) -> RuleEdit:
     for tries, (edit, note) in enumerate(proposals):
         if tries >= MAX_TRIES:
@@ -148,12 +173,15 @@ def _first(ctx: RuleContext, proposals: Iterator[tuple[Edit, str]], why_none: st
             return result
     raise RuleRefused(why_none)
 
+
 # ---- candidate positions -----------------------------------------------------------------------------
+
 
 def _content_positions(ctx: RuleContext) -> list[int]:
     lo, hi = _half_range(ctx)
     units = ctx.units
     return [i for i in range(lo, hi) if _is_content_token(units[i])]
+
 
 def _clean_window(text: str, i: int, j: int) -> bool:
     """A window that neither starts on nor is followed by a combining mark (Lao/Thai vowel signs, tones)."""
@@ -170,6 +198,7 @@ def _char_windows(ctx: RuleContext, width: int) -> list[int]:
         for i in range(max(start, lo), min(end, hi) - width + 1)
         if _clean_window(text, i, i + width)
     ]
+
 
 class DonorPool:
     """Phrases and content words of a language's references, built once per run and language.
@@ -229,6 +258,7 @@ class DonorPool:
 
 # ---- the MQM error types -------------------------------------------------------------------------------
 
+
 def _addition(ctx: RuleContext) -> RuleEdit:
     lo, hi = _half_range(ctx)
     n = len(ctx.units)
@@ -247,13 +277,19 @@ def _addition(ctx: RuleContext) -> RuleEdit:
 
     return _first(ctx, proposals(), f"no insertion point in the {ctx.position} half keeps a single edit there")
 
+
 def _omission(ctx: RuleContext) -> RuleEdit:
     if ctx.is_char:
         starts = [(i, w) for w in (3, 2, 4) for i in _char_windows(ctx, w)]
     else:
         content = _content_positions(ctx)
         lo, hi = _half_range(ctx)
-        starts = [(i, w) for w in (2, 1, 3) for i in content if i + w <= hi and (w == 1 or _is_content_token(ctx.units[i + w - 1], 2))]
+        starts = [
+            (i, w)
+            for w in (2, 1, 3)
+            for i in content
+            if i + w <= hi and (w == 1 or _is_content_token(ctx.units[i + w - 1], 2))
+        ]
     if not starts:
         raise RuleRefused(f"no content phrase in the {ctx.position} half to delete")
 
@@ -261,9 +297,10 @@ def _omission(ctx: RuleContext) -> RuleEdit:
         for i, w in _shuffled(ctx, starts):
             if w >= len(ctx.units):
                 continue
-            yield Edit(i, i + w, ()), f"deleted {join_units(ctx.units[i:i + w], ctx.language)!r}"
+            yield Edit(i, i + w, ()), f"deleted {join_units(ctx.units[i : i + w], ctx.language)!r}"
 
     return _first(ctx, proposals(), f"no deletion in the {ctx.position} half keeps a single edit there")
+
 
 def _mistranslation(ctx: RuleContext) -> RuleEdit:
     units = ctx.units
@@ -276,7 +313,10 @@ def _mistranslation(ctx: RuleContext) -> RuleEdit:
             for i in _shuffled(ctx, starts):
                 for phrase in ctx.donors.phrases_for(ctx.reference, (2,), ctx.rng, 3):
                     if phrase != units[i : i + 2]:
-                        yield Edit(i, i + 2, tuple(phrase)), f"replaced {''.join(units[i:i + 2])!r} by {''.join(phrase)!r}"
+                        yield (
+                            Edit(i, i + 2, tuple(phrase)),
+                            f"replaced {''.join(units[i : i + 2])!r} by {''.join(phrase)!r}",
+                        )
 
         return _first(ctx, proposals(), f"no swap in the {ctx.position} half keeps a single edit there")
     positions = _content_positions(ctx)
@@ -295,6 +335,7 @@ def _mistranslation(ctx: RuleContext) -> RuleEdit:
 
     return _first(ctx, proposals(), f"no word swap in the {ctx.position} half keeps a single edit there")
 
+
 def _english_phrases(ctx: RuleContext) -> list[tuple[float, list[str]]]:
     """English word n-grams of the source (no names, not only function words), with their relative position."""
     tokens = ctx.source.split()
@@ -304,12 +345,17 @@ def _english_phrases(ctx: RuleContext) -> list[tuple[float, list[str]]]:
             gram = [_core(t) for t in tokens[i : i + n]]
             if not all(g and g.isascii() and g.replace("-", "").isalpha() for g in gram):
                 continue
-            if any(g[:1].isupper() for g in gram[(1 if i == 0 else 0):]) or (i == 0 and gram[0][:1].isupper() and n == 1):
+            if any(g[:1].isupper() for g in gram[(1 if i == 0 else 0) :]) or (
+                i == 0 and gram[0][:1].isupper() and n == 1
+            ):
                 continue  # names of people and places do not count (SPEC §1)
             if all(g.lower() in _EN_STOP for g in gram):
                 continue
-            out.append(((i + n / 2) / max(1, len(tokens)), [g.lower() if j == 0 and i == 0 else g for j, g in enumerate(gram)]))
+            out.append(
+                ((i + n / 2) / max(1, len(tokens)), [g.lower() if j == 0 and i == 0 else g for j, g in enumerate(gram)])
+            )
     return out
+
 
 def _untranslated(ctx: RuleContext) -> RuleEdit:
     phrases = _english_phrases(ctx)
@@ -337,11 +383,18 @@ def _untranslated(ctx: RuleContext) -> RuleEdit:
                     _, _, after = _split_affixes(ctx.units[i + w - 1])
                     before, _, _ = _split_affixes(ctx.units[i])
                     replacement = tuple((before + english + after).split())
-                yield Edit(i, i + w, replacement), f"replaced {join_units(ctx.units[i:i + w], ctx.language)!r} by the source words {english!r}"
+                yield (
+                    Edit(i, i + w, replacement),
+                    f"replaced {join_units(ctx.units[i : i + w], ctx.language)!r} by the source words {english!r}",
+                )
 
-    return _first(ctx, proposals(), f"no target phrase in the {ctx.position} half could take source words as a single edit")
+    return _first(
+        ctx, proposals(), f"no target phrase in the {ctx.position} half could take source words as a single edit"
+    )
+
 
 # ---- perturbations a rule can do ------------------------------------------------------------------------
+
 
 def _spelling(ctx: RuleContext) -> RuleEdit:
     if ctx.is_char:
@@ -360,12 +413,19 @@ def _spelling(ctx: RuleContext) -> RuleEdit:
 
     return _first(ctx, proposals(), "no word could be misspelled as a single edit")
 
+
 def _word_order(ctx: RuleContext) -> RuleEdit:
     units = ctx.units
     if ctx.is_char:
         raise RuleRefused(f"reordering {ctx.language} words needs a word segmenter or a language model")
-    pairs = [i for i in range(len(units) - 1) if _is_content_token(units[i], 2) and _is_content_token(units[i + 1], 2)
-             and _core(units[i]) == units[i] and _core(units[i + 1]) == units[i + 1]]
+    pairs = [
+        i
+        for i in range(len(units) - 1)
+        if _is_content_token(units[i], 2)
+        and _is_content_token(units[i + 1], 2)
+        and _core(units[i]) == units[i]
+        and _core(units[i + 1]) == units[i + 1]
+    ]
     if not pairs:
         raise RuleRefused("no two neighbouring words without punctuation to swap")
 
@@ -375,14 +435,17 @@ def _word_order(ctx: RuleContext) -> RuleEdit:
 
     return _first(ctx, proposals(), "no swap of neighbouring words is a single edit")
 
+
 def _needs_model(name: str) -> Callable[[RuleContext], RuleEdit]:
     def refuse(ctx: RuleContext) -> RuleEdit:
         raise RuleRefused(f"{name} needs lexical knowledge (synonyms, antonyms, intensity); use an LLM backend")
 
     return refuse
 
+
 def _expansion_impact(ctx: RuleContext) -> RuleEdit:
     return _addition(ctx)
+
 
 RULES: dict[tuple[str, str], Callable[[RuleContext], RuleEdit]] = {
     (MQM, "Addition"): _addition,
@@ -399,9 +462,18 @@ RULES: dict[tuple[str, str], Callable[[RuleContext], RuleEdit]] = {
     (PERTURBATION, "Alteration"): _needs_model("Alteration"),
 }
 
+
 def rule_edit(
-    *, reference: str, source: str, language: str, kind: str, error_type: str, position: str, seed: int,
-    item_key: object = None, donors: DonorPool | None = None,
+    *,
+    reference: str,
+    source: str,
+    language: str,
+    kind: str,
+    error_type: str,
+    position: str,
+    seed: int,
+    item_key: object = None,
+    donors: DonorPool | None = None,
 ) -> RuleEdit:
     """One rule-based edit, the same for the same (seed, item_key)."""
     rule = RULES.get((kind, error_type))
@@ -412,11 +484,18 @@ def rule_edit(
     if kind == PERTURBATION:
         position = NONE
     ctx = RuleContext(
-        reference=reference, source=source, language=language, error_type=error_type, position=position, kind=kind,
-        rng=item_rng(seed, item_key if item_key is not None else reference, kind, error_type, position), donors=donors,
+        reference=reference,
+        source=source,
+        language=language,
+        error_type=error_type,
+        position=position,
+        kind=kind,
+        rng=item_rng(seed, item_key if item_key is not None else reference, kind, error_type, position),
+        donors=donors,
     )
     if kind == MQM and len(ctx.units) < 2:
         raise RuleRefused("a reference of fewer than two units has no two halves")
     return rule(ctx)
+
 
 _SENTENCE_END_RE = re.compile(r"[.!?。！？]$")

@@ -6,11 +6,12 @@
 - ``vllm``: vLLM's in-process engine, imported only when used. vLLM cannot share an environment with
   unbabel-comet, so this runs on a ``.venv-vllm`` worker consuming the ``judge`` queue.
 """
+
 from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from llm_client import ChatClient, ChatRequest, ChatResult, ClientUnavailable, RetryPolicy
 from llm_client.endpoints import EndpointError, configured_endpoints, endpoint_for
@@ -31,7 +32,9 @@ def get_judge_backend(config):
     try:
         factory = JUDGE_BACKENDS[config.backend]
     except KeyError:
-        raise MetricError(f"unknown judge backend {config.backend!r}; known: {', '.join(sorted(JUDGE_BACKENDS))}") from None
+        raise MetricError(
+            f"unknown judge backend {config.backend!r}; known: {', '.join(sorted(JUDGE_BACKENDS))}"
+        ) from None
     return factory(config)
 
 
@@ -43,13 +46,19 @@ class OpenAIJudgeBackend:
             # sent no key, so a typed URL cannot collect the worker's OPENAI_API_KEY (#36.1)
             endpoint = endpoint_for(configured_endpoints(), name=config.endpoint, base_url=config.base_url)
             self.client = ChatClient(
-                base_url=endpoint.base_url, key_env=endpoint.key_env, concurrency=config.concurrency, rpm=config.rpm,
-                timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
+                base_url=endpoint.base_url,
+                key_env=endpoint.key_env,
+                concurrency=config.concurrency,
+                rpm=config.rpm,
+                timeout=config.timeout,
+                retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
             )
         except (ClientUnavailable, EndpointError) as exc:
             raise MetricError(f"{exc} (--judge-url)") from None
 
-    def stream(self, requests: list[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:
+    def stream(
+        self, requests: list[ChatRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[ChatResult]:
         return self.client.stream(requests, should_stop)
 
 
@@ -65,7 +74,7 @@ def release_engine() -> None:
         return
     try:
         engine.llm_engine.engine_core.shutdown()
-    except Exception:  # noqa: BLE001 — a dead engine may not shut down cleanly; the process exits all the same
+    except Exception:
         pass
     del engine
     try:
@@ -86,7 +95,9 @@ class VllmJudgeBackend:
         try:
             import vllm
         except ImportError as exc:
-            raise MetricError(f"the vllm judge backend needs vLLM (run it in .venv-vllm, on the 'judge' queue): {exc}") from None
+            raise MetricError(
+                f"the vllm judge backend needs vLLM (run it in .venv-vllm, on the 'judge' queue): {exc}"
+            ) from None
         self.vllm = vllm
         self.config = config
         self.chunk_size = chunk_size
@@ -112,7 +123,9 @@ class VllmJudgeBackend:
                 kwargs["guided_decoding"] = sp.GuidedDecodingParams(json=request.json_schema["schema"])
         return self.vllm.SamplingParams(**kwargs)
 
-    def stream(self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False) -> Iterator[ChatResult]:
+    def stream(
+        self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[ChatResult]:
         requests = list(requests)
         if not requests:
             return
@@ -122,17 +135,25 @@ class VllmJudgeBackend:
                 return
             chunk = requests[start : start + self.chunk_size]
             try:
-                outputs = engine.chat([list(r.messages) for r in chunk], [self._params(r) for r in chunk], use_tqdm=False)
-            except Exception as exc:  # noqa: BLE001 — one bad request refuses the call: report it per request
+                outputs = engine.chat(
+                    [list(r.messages) for r in chunk], [self._params(r) for r in chunk], use_tqdm=False
+                )
+            except Exception as exc:
                 for r in chunk:
-                    yield ChatResult(r.custom_id, error=f"vllm refused the request: {exc}"[:1000], model=self.config.model)
+                    yield ChatResult(
+                        r.custom_id, error=f"vllm refused the request: {exc}"[:1000], model=self.config.model
+                    )
                 continue
             for r, out in zip(chunk, outputs):
                 completion = out.outputs[0]
                 text = completion.text
                 yield ChatResult(
-                    custom_id=r.custom_id, text=text if text.strip() else None, error="" if text.strip() else "empty response",
-                    model=self.config.model, prompt_tokens=len(out.prompt_token_ids or []),
-                    completion_tokens=len(completion.token_ids or []), finish_reason=completion.finish_reason,
+                    custom_id=r.custom_id,
+                    text=text if text.strip() else None,
+                    error="" if text.strip() else "empty response",
+                    model=self.config.model,
+                    prompt_tokens=len(out.prompt_token_ids or []),
+                    completion_tokens=len(completion.token_ids or []),
+                    finish_reason=completion.finish_reason,
                     structured=bool(r.json_schema),
                 )

@@ -7,10 +7,12 @@ None, its ``error`` text and ``retryable`` = True, and the runner leaves its dir
 next run redoes it (answered calls come from the cache). ``finalize`` runs once per direction on all its
 rows (AskQE's GMM decision, CEF's judge reliability).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from scoring.judges.engine import Answer, Call, Decoding, Judge, JudgeConfig, Ledger
 from scoring.judges.languages import language_name
@@ -66,8 +68,14 @@ class JudgeScorer:
         scores = [None if (ledger.retryable[i] or s is None) else s for i, s in enumerate(scores)]
         return BatchResult(scores=scores, extras=merged)
 
-    def ask(self, calls: list[Call], parse: Callable[[int, str], Any], stage: str, ledger: Ledger | None = None,
-            rounds: int = 3) -> tuple[list[Answer], list[Any]]:
+    def ask(
+        self,
+        calls: list[Call],
+        parse: Callable[[int, str], Any],
+        stage: str,
+        ledger: Ledger | None = None,
+        rounds: int = 3,
+    ) -> tuple[list[Answer], list[Any]]:
         """Run one stage and parse its answers; an answer that does not parse or was cut off is asked again,
         with twice the tokens when it was cut off, else 0.1 warmer (GEMBA's authors' policy, applied to every judge
         metric), at most ``rounds`` times. ``parse(i, text)`` reads call i's answer (None: unreadable).
@@ -84,7 +92,11 @@ class JudgeScorer:
             again = []
             for i in redo:
                 d = calls[i].decoding
-                d = d.replace(max_tokens=d.max_tokens * 2) if answers[i].truncated else d.replace(temperature=round(min(1.0, d.temperature + 0.1), 2))
+                d = (
+                    d.replace(max_tokens=d.max_tokens * 2)
+                    if answers[i].truncated
+                    else d.replace(temperature=round(min(1.0, d.temperature + 0.1), 2))
+                )
                 again.append(replace(calls[i], decoding=d))
             new = self.judge.run(again, stage=f"{stage}-reask")
             if ledger is not None:

@@ -13,6 +13,7 @@ The cache key is the SHA-256 of (model, messages, decoding, JSON schema, prompt 
 anything that can change the answer changes the key. The store is ``diskcache`` (SQLite underneath), one
 directory per run output by default; raw answers stay inspectable (``python -m scoring judge-cache DIR``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,9 +22,10 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from llm_client import ChatRequest, ChatResult, estimate_cost
 from llm_client.pricing import prices
@@ -45,9 +47,14 @@ class Decoding:
     structured: bool = False  # ask for JSON-schema output where the metric offers a schema
 
     def as_dict(self) -> dict:
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed, "structured": self.structured}
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "structured": self.structured,
+        }
 
-    def replace(self, **kw) -> "Decoding":
+    def replace(self, **kw) -> Decoding:
         return Decoding(**{**self.as_dict(), **kw})
 
 
@@ -98,14 +105,16 @@ class JudgeConfig:
     engine_options: dict = field(default_factory=dict)  # vllm.LLM keyword arguments
 
     @classmethod
-    def from_options(cls, options: dict | None) -> "JudgeConfig":
+    def from_options(cls, options: dict | None) -> JudgeConfig:
         """The judge settings of a run; a value out of its range is an error naming the option (checked where
         the run is asked for, so that it is not a failed task on a worker later)."""
         o = dict(options or {})
         known = {f for f in cls.__dataclass_fields__ if f != "decoding"}
         unknown = set(o) - known - set(Decoding().as_dict())
         if unknown:
-            raise MetricError(f"unknown judge option(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known | set(Decoding().as_dict())))}")
+            raise MetricError(
+                f"unknown judge option(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known | set(Decoding().as_dict())))}"
+            )
         seed = o.pop("seed", None)
         decoding = Decoding(
             temperature=_number(o.pop("temperature", 0.0), "temperature", low=0.0),
@@ -117,7 +126,9 @@ class JudgeConfig:
             raise MetricError(f"judge option backend={o['backend']!r}: one of {', '.join(JUDGE_BACKENDS)}")
         base_url = o.get("base_url") or ""
         if not isinstance(base_url, str) or (base_url and not base_url.startswith(("http://", "https://"))):
-            raise MetricError(f"judge option base_url={base_url!r}: an http:// or https:// URL (e.g. http://host:8000/v1)")
+            raise MetricError(
+                f"judge option base_url={base_url!r}: an http:// or https:// URL (e.g. http://host:8000/v1)"
+            )
         if not isinstance(o.get("endpoint", ""), str):
             raise MetricError(f"judge option endpoint={o['endpoint']!r}: the name of an endpoint in LLM_ENDPOINTS")
         for name, low in (("concurrency", 1), ("max_attempts", 1)):
@@ -206,9 +217,18 @@ class Stats:
     dry_cost_usd: float = 0.0  # with the stub judge's answer lengths as the completion estimate
     by_stage: dict = field(default_factory=dict)
 
-    def merge(self, other: "Stats", stage_prefix: str = "") -> None:
+    def merge(self, other: Stats, stage_prefix: str = "") -> None:
         """Add another judge's accounting (CEF's reliability judges) to this one."""
-        for name in ("calls", "cached", "sent", "failed", "prompt_tokens", "completion_tokens", "cost_usd", "spent_usd"):
+        for name in (
+            "calls",
+            "cached",
+            "sent",
+            "failed",
+            "prompt_tokens",
+            "completion_tokens",
+            "cost_usd",
+            "spent_usd",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for stage, counts in other.by_stage.items():
             mine = self.by_stage.setdefault(f"{stage_prefix}{stage}", {"calls": 0, "cached": 0})
@@ -216,9 +236,15 @@ class Stats:
             mine["cached"] += counts["cached"]
 
     def as_dict(self) -> dict:
-        out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items() if not k.startswith("dry")}
+        out = {
+            k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items() if not k.startswith("dry")
+        }
         if self.dry_calls:
-            out["dry_run"] = {k[4:]: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items() if k.startswith("dry")}
+            out["dry_run"] = {
+                k[4:]: (round(v, 6) if isinstance(v, float) else v)
+                for k, v in self.__dict__.items()
+                if k.startswith("dry")
+            }
         return out
 
 
@@ -231,7 +257,9 @@ class Judge:
 
     def __init__(self, config: JudgeConfig):
         if not config.model:
-            raise MetricError("an LLM-judge metric needs a judge model: give --judge-model (and --judge-url for a server)")
+            raise MetricError(
+                "an LLM-judge metric needs a judge model: give --judge-model (and --judge-url for a server)"
+            )
         self.config = config
         self.stats = Stats()
         self._backend = None
@@ -282,7 +310,20 @@ class Judge:
             key = call.key(model)
             hit = self._lookup(key)
             if hit is not None:
-                answers[i] = Answer(**{k: hit[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "structured")}, cached=True)
+                answers[i] = Answer(
+                    **{
+                        k: hit[k]
+                        for k in (
+                            "text",
+                            "finish_reason",
+                            "prompt_tokens",
+                            "completion_tokens",
+                            "cost_usd",
+                            "structured",
+                        )
+                    },
+                    cached=True,
+                )
             else:
                 pending.setdefault(key, []).append(i)
         if pending:
@@ -296,15 +337,24 @@ class Judge:
     def _send(self, calls: list[Call], pending: dict[str, list[int]], answers: list) -> None:
         cap = self.config.max_usd
         if cap is not None and self.stats.spent_usd >= cap:
-            raise BudgetExceeded(f"budget of ${cap:g} reached (spent ${self.stats.spent_usd:.4f}); answers so far are cached, rerun with a higher --max-usd to go on")
+            raise BudgetExceeded(
+                f"budget of ${cap:g} reached (spent ${self.stats.spent_usd:.4f}); answers so far are cached, rerun with a higher --max-usd to go on"
+            )
         requests = []
         for key, indices in pending.items():
             call = calls[indices[0]]
             d = call.decoding
-            requests.append(ChatRequest(
-                custom_id=key, messages=call.messages, model=self.config.model, temperature=d.temperature,
-                max_tokens=d.max_tokens, seed=d.seed, json_schema=call.schema if d.structured else None,
-            ))
+            requests.append(
+                ChatRequest(
+                    custom_id=key,
+                    messages=call.messages,
+                    model=self.config.model,
+                    temperature=d.temperature,
+                    max_tokens=d.max_tokens,
+                    seed=d.seed,
+                    json_schema=call.schema if d.structured else None,
+                )
+            )
         # With a budget, requests go out in waves sized by what is left of it at the mean cost per request
         # so far (the first wave: one round of the concurrency), so a run stops close to the budget whatever
         # the thread scheduling; without one, in a single stream.
@@ -325,7 +375,9 @@ class Judge:
                     size = max(1, int(left / mean))
                 wave, queue_ = queue_[:size], queue_[size:]
             for result in self.backend.stream(wave):
-                answer = self._store(result, calls[pending[result.custom_id][0]] if result.custom_id in pending else None)
+                answer = self._store(
+                    result, calls[pending[result.custom_id][0]] if result.custom_id in pending else None
+                )
                 if self.on_answer is not None:
                     self.on_answer(self.stats)
                 for i in pending.pop(result.custom_id, []):
@@ -334,7 +386,9 @@ class Judge:
             for i in indices:
                 answers[i] = Answer(error=f"not sent: budget of ${cap:g} reached", retryable=True)
         if pending:
-            raise BudgetExceeded(f"budget of ${cap:g} reached (spent ${self.stats.spent_usd:.4f}); answers so far are cached, rerun with a higher --max-usd to go on")
+            raise BudgetExceeded(
+                f"budget of ${cap:g} reached (spent ${self.stats.spent_usd:.4f}); answers so far are cached, rerun with a higher --max-usd to go on"
+            )
 
     def _store(self, result: ChatResult, call: Call | None = None) -> Answer:
         self.stats.sent += 1
@@ -343,28 +397,50 @@ class Judge:
         if not result.ok:
             # refusals and empty answers are the model's answer too, but they are cheap to ask again and
             # often transient: nothing that failed is cached.
-            return Answer(error=result.error, retryable=True, prompt_tokens=result.prompt_tokens,
-                          completion_tokens=result.completion_tokens, cost_usd=cost)
+            return Answer(
+                error=result.error,
+                retryable=True,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                cost_usd=cost,
+            )
         record = {
-            "text": result.text, "finish_reason": result.finish_reason, "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, "cost_usd": cost, "structured": result.structured,
+            "text": result.text,
+            "finish_reason": result.finish_reason,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "cost_usd": cost,
+            "structured": result.structured,
             "model": result.model or self.config.model,
             # the request, so that the store explains itself (python -m scoring judge-cache DIR)
-            "request": None if call is None else {
-                "model": self.config.model, "decoding": call.decoding.as_dict(), "messages": list(call.messages),
-                "prompt": {"name": call.template.name, "version": call.template.version, "sha256": call.template.sha256},
+            "request": None
+            if call is None
+            else {
+                "model": self.config.model,
+                "decoding": call.decoding.as_dict(),
+                "messages": list(call.messages),
+                "prompt": {
+                    "name": call.template.name,
+                    "version": call.template.version,
+                    "sha256": call.template.sha256,
+                },
                 "schema": call.schema["name"] if call.schema and call.decoding.structured else None,
             },
             "stored_at": time.time(),
         }
         self.cache.set(result.custom_id, record)  # durable before the next result is handled
-        return Answer(**{k: record[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "structured")})
+        return Answer(
+            **{
+                k: record[k]
+                for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "structured")
+            }
+        )
 
     def _dry(self, calls: list[Call], pending: dict[str, list[int]], answers: list) -> None:
         from scoring.judges.stub import answer_for_messages
 
         price = prices().get(self.config.model)
-        for key, indices in pending.items():
+        for _key, indices in pending.items():
             call = calls[indices[0]]
             text = answer_for_messages(list(call.messages), structured=call.decoding.structured)
             p_tok = sum(_estimate_tokens(m["content"]) for m in call.messages) + 4 * len(call.messages)
@@ -378,7 +454,9 @@ class Judge:
                 s.dry_cost_usd_max += (p_tok * price[0] + call.decoding.max_tokens * price[1]) / 1e6
                 s.dry_cost_usd += (p_tok * price[0] + c_tok * price[1]) / 1e6
             for i in indices:
-                answers[i] = Answer(text=text, finish_reason="stop", prompt_tokens=p_tok, completion_tokens=c_tok, dry=True)
+                answers[i] = Answer(
+                    text=text, finish_reason="stop", prompt_tokens=p_tok, completion_tokens=c_tok, dry=True
+                )
 
     def _account(self, stage: str, answers: list[Answer]) -> None:
         s = self.stats

@@ -10,6 +10,7 @@ major, then minor), total capped at 25, score = -total (-25 … 0).
 Structured answer (JSON schema): lists "critical", "major", "minor" of {"category", "span"}; it is written
 out as the free-text answer and scored by the same rules, so both forms agree by construction.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Reading judge answers: JSON where a metric asks for it (tolerating code fences and prose around it)."""
+
 from __future__ import annotations
 
 import json
@@ -57,5 +58,10 @@ def array_schema(name: str, items: dict, key: str = "items") -> dict:
     return {
         "name": name,
         "strict": True,
-        "schema": {"type": "object", "properties": {key: {"type": "array", "items": items}}, "required": [key], "additionalProperties": False},
+        "schema": {
+            "type": "object",
+            "properties": {key: {"type": "array", "items": items}},
+            "required": [key],
+            "additionalProperties": False,
+        },
     }

@@ -7,12 +7,13 @@ out). ``squad`` normalisation lower-cases too, as SQuAD's evaluation script. chr
 sentence scores on the normalised strings, divided by 100; F1 of two answers without a common token is 0,
 empty ones included (their code; SBERT compares the raw answers).
 """
+
 from __future__ import annotations
 
 import re
 import string
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
@@ -78,4 +79,10 @@ class _Sbert:
         return [float(x) for x in (a * b).sum(dim=1).tolist()]
 
 
-SIMILARITIES: dict[str, Callable[..., float]] = {"f1": f1, "em": exact_match, "chrf": chrf, "bleu": bleu, "sbert": _Sbert()}
+SIMILARITIES: dict[str, Callable[..., float]] = {
+    "f1": f1,
+    "em": exact_match,
+    "chrf": chrf,
+    "bleu": bleu,
+    "sbert": _Sbert(),
+}

@@ -17,6 +17,7 @@ Rules (enough to make scores move with the errors in a translation):
 Faults: ``server.script(match, "429", "500", "timeout", "truncated", "unparsable", "hang", "ok")``: the
 next requests whose prompt contains ``match`` behave so, in order.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from llm_client.stub_server import JsonHandler, ScriptState, StubHTTPServer, chat_completion, prompt_of, scripted_failure
+from llm_client.stub_server import (
+    JsonHandler,
+    ScriptState,
+    StubHTTPServer,
+    chat_completion,
+    prompt_of,
+    scripted_failure,
+)
 
 _WORD = re.compile(r"\w+", re.U)
 _NEG = {"not", "no", "nicht", "kein", "keine", "never", "nie", "不", "没有"}
@@ -54,7 +62,7 @@ def _json_field(prompt: str, label: str) -> list:
 def _words(text: str) -> list[str]:
     words = _WORD.findall(text.lower())
     if len(words) <= 2 and len(text) > 6:  # unsegmented scripts: characters
-        return [c for c in text if c.strip() and not _WORD.fullmatch(c) is None]
+        return [c for c in text if c.strip() and _WORD.fullmatch(c) is not None]
     return words
 
 
@@ -80,7 +88,9 @@ def _gemba(prompt: str, structured: bool) -> str:
         if len(w) >= 4 and w.lower() in mt_words and not w[0].isupper():
             errors["minor"].append(("accuracy/untranslated text", w))
     if structured:
-        return json.dumps({s: [{"category": c, "span": sp} for c, sp in v] for s, v in errors.items()}, ensure_ascii=False)
+        return json.dumps(
+            {s: [{"category": c, "span": sp} for c, sp in v] for s, v in errors.items()}, ensure_ascii=False
+        )
     lines = []
     for s, items in errors.items():
         lines.append(f"{s.capitalize()}:")
@@ -131,13 +141,31 @@ def _dce(prompt: str, mt_variant: bool, structured: bool) -> str:
     for sentence in _sentences(candidate):
         extra = [w for w in _words(sentence) if w not in ref_words]
         if extra:
-            entries.append({"sentence": sentence, "reason": f"inconsistent: '{extra[0]}' is not supported by the reference", "consistent": False})
+            entries.append(
+                {
+                    "sentence": sentence,
+                    "reason": f"inconsistent: '{extra[0]}' is not supported by the reference",
+                    "consistent": False,
+                }
+            )
         else:
-            entries.append({"sentence": sentence, "reason": "consistent: every statement agrees with the reference", "consistent": True})
+            entries.append(
+                {
+                    "sentence": sentence,
+                    "reason": "consistent: every statement agrees with the reference",
+                    "consistent": True,
+                }
+            )
     if mt_variant:
         missing = [w for w in _words(reference) if w not in set(_words(candidate))]
         if missing:
-            entries.append({"sentence": " ".join(missing[:3]), "reason": f"inconsistent: '{missing[0]}' of the reference is missing", "consistent": False})
+            entries.append(
+                {
+                    "sentence": " ".join(missing[:3]),
+                    "reason": f"inconsistent: '{missing[0]}' of the reference is missing",
+                    "consistent": False,
+                }
+            )
     return _arr(entries, structured)
 
 
@@ -201,14 +229,20 @@ class StubState(ScriptState):
 
 
 def _completion(content: str, prompt: str, model: str, finish: str = "stop") -> dict:
-    return chat_completion(content, model=model, finish=finish, completion_id="chatcmpl-judge-stub",
-                           prompt_tokens=max(1, len(prompt) // 4), completion_tokens=max(1, len(content) // 4))
+    return chat_completion(
+        content,
+        model=model,
+        finish=finish,
+        completion_id="chatcmpl-judge-stub",
+        prompt_tokens=max(1, len(prompt) // 4),
+        completion_tokens=max(1, len(content) // 4),
+    )
 
 
 class _Handler(JsonHandler):
-    server: "JudgeStubServer"
+    server: JudgeStubServer
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         state = self.server.state
         body = json.loads(self._body() or b"{}")
         if not self.path.split("?")[0].endswith("/chat/completions"):

@@ -8,6 +8,7 @@ authors do it).
 The version and the SHA-256 of the file's bytes enter every metric's signature, so an edited prompt never
 passes for the packaged one. Change the wording: bump the version.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,7 +45,9 @@ class Template:
             user = self.user.format(**fields)
             system = self.system.format(**fields) if self.system else ""
         except (KeyError, IndexError, ValueError) as exc:
-            raise MetricError(f"prompt {self.name} ({self.path}): cannot fill the template ({type(exc).__name__}: {exc})") from None
+            raise MetricError(
+                f"prompt {self.name} ({self.path}): cannot fill the template ({type(exc).__name__}: {exc})"
+            ) from None
         if structured and self.structured_suffix:
             user += self.structured_suffix
         out = []
@@ -91,7 +94,9 @@ def load_template(path: Path, expected_name: str | None = None, overridden: bool
         packaged = packaged_template(expected_name)
         extra = template.fields() - packaged.fields()
         if extra:
-            raise MetricError(f"{path}: unknown field(s) {', '.join(sorted(extra))}; {expected_name} offers {', '.join(sorted(packaged.fields()))}")
+            raise MetricError(
+                f"{path}: unknown field(s) {', '.join(sorted(extra))}; {expected_name} offers {', '.join(sorted(packaged.fields()))}"
+            )
     return template
 
 
@@ -151,7 +156,9 @@ class PromptSet:
     def __init__(self, names: list[str], overrides: dict[str, str] | None = None):
         overrides = overrides or {}
         self.templates = {
-            n: load_template(Path(overrides[n]), expected_name=n, overridden=True) if n in overrides else packaged_template(n)
+            n: load_template(Path(overrides[n]), expected_name=n, overridden=True)
+            if n in overrides
+            else packaged_template(n)
             for n in names
         }
 

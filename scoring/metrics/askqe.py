@@ -18,11 +18,13 @@ direction. Answers are read one per question, in place: a list of another length
 again and then recorded as "answers unreadable" (score None), as the authors' script skips such rows. The
 fit is stored with the scores (parquet metadata and summary.json).
 """
+
 from __future__ import annotations
 
 import json
 import statistics
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
@@ -43,8 +45,9 @@ def items(text: str | None) -> list[str] | None:
 DECISION_RULES = ("midpoint", "posterior")
 
 
-def gmm_decision(scores: list, seed: int = 42, threshold: float = 0.5, rule: str = "midpoint",
-                 missing_as_zero: bool = True) -> tuple[list, list, dict]:
+def gmm_decision(
+    scores: list, seed: int = 42, threshold: float = 0.5, rule: str = "midpoint", missing_as_zero: bool = True
+) -> tuple[list, list, dict]:
     """(decision, p_reject, fit) for one direction's scores, as the authors' ``gmm.py``: a two-component
     Gaussian mixture (``random_state`` 42) over the scores, where a segment without a score counts as 0
     (``missing_as_zero``; its decision stays None); ``p_reject`` is the posterior of the lower-mean
@@ -52,8 +55,14 @@ def gmm_decision(scores: list, seed: int = 42, threshold: float = 0.5, rule: str
     when ``p_reject`` reaches ``threshold``, our earlier rule)."""
     present = [s is not None for s in scores]
     values = [float(s) if s is not None else 0.0 for s in scores if s is not None or missing_as_zero]
-    fit: dict[str, Any] = {"method": "GaussianMixture", "n_components": 2, "random_state": seed, "rule": rule, "n": len(values),
-                           "missing_as_zero": missing_as_zero}
+    fit: dict[str, Any] = {
+        "method": "GaussianMixture",
+        "n_components": 2,
+        "random_state": seed,
+        "rule": rule,
+        "n": len(values),
+        "missing_as_zero": missing_as_zero,
+    }
     if rule == "posterior":
         fit["threshold"] = threshold
     if len(set(values)) < 2:
@@ -70,12 +79,17 @@ def gmm_decision(scores: list, seed: int = 42, threshold: float = 0.5, rule: str
     proba = gmm.predict_proba(x)[:, reject]
     midpoint = float((means.min() + means.max()) / 2)
     fit.update(
-        fitted=True, converged=bool(gmm.converged_), reject_component=reject, means=[float(m) for m in means],
-        variances=[float(v) for v in gmm.covariances_.ravel()], weights=[float(w) for w in gmm.weights_], midpoint=midpoint,
+        fitted=True,
+        converged=bool(gmm.converged_),
+        reject_component=reject,
+        means=[float(m) for m in means],
+        variances=[float(v) for v in gmm.covariances_.ravel()],
+        weights=[float(w) for w in gmm.weights_],
+        midpoint=midpoint,
     )
     it = iter(zip(values, proba.tolist()))
     p_reject, decision = [], []
-    for s, has in zip(scores, present):
+    for _s, has in zip(scores, present):
         if not has and not missing_as_zero:
             p_reject.append(None)
             decision.append(None)
@@ -102,8 +116,10 @@ def contradiction_index(config) -> int:
         return named[0]
     if int(getattr(config, "num_labels", len(names) or 0)) == 2:
         return 1
-    raise MetricError(f"askqe: the NLI model's labels {sorted(names.values())} name no contradiction and it has not two labels; "
-                      "give a model whose config names a contradiction label, or a two-label [entailment, contradiction] one")
+    raise MetricError(
+        f"askqe: the NLI model's labels {sorted(names.values())} name no contradiction and it has not two labels; "
+        "give a model whose config names a contradiction label, or a two-label [entailment, contradiction] one"
+    )
 
 
 def nli_pairs(source: str, facts: list[str]) -> list[tuple[str, str]]:
@@ -138,7 +154,9 @@ class NliFilter:
         if self._model is None:
             self._load()
         pairs = nli_pairs(premise, facts)
-        enc = self._tokenizer([p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation=True, return_tensors="pt")
+        enc = self._tokenizer(
+            [p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation=True, return_tensors="pt"
+        )
         with self._torch.no_grad():
             labels = self._model(**enc).logits.argmax(dim=-1).tolist()
         return [f for f, label in zip(facts, labels) if label != self._contradiction]
@@ -148,17 +166,31 @@ class AskQEScorer(JudgeScorer):
     name = "askqe"
     prompts = ("askqe-facts", "askqe-questions", "askqe-questions-vanilla", "askqe-answers", "askqe-backtranslate")
     default_max_tokens = 512
-    options = {"similarity": "f1", "normalization": "askqe", "bt_column": None, "nli_model": NLI_MODEL, "gmm_seed": 42,
-               "decision_rule": "midpoint", "reject_threshold": 0.5, "missing_as_zero": True}
+    options = {
+        "similarity": "f1",
+        "normalization": "askqe",
+        "bt_column": None,
+        "nli_model": NLI_MODEL,
+        "gmm_seed": 42,
+        "decision_rule": "midpoint",
+        "reject_threshold": 0.5,
+        "missing_as_zero": True,
+    }
 
     def __init__(self, **kw):
         super().__init__(**kw)
         if self.opts["similarity"] not in SIMILARITIES:
-            raise MetricError(f"askqe: similarity {self.opts['similarity']!r} unknown; choose from {', '.join(SIMILARITIES)}")
+            raise MetricError(
+                f"askqe: similarity {self.opts['similarity']!r} unknown; choose from {', '.join(SIMILARITIES)}"
+            )
         if self.opts["normalization"] not in NORMALIZATIONS:
-            raise MetricError(f"askqe: normalization {self.opts['normalization']!r} unknown; choose from {', '.join(NORMALIZATIONS)}")
+            raise MetricError(
+                f"askqe: normalization {self.opts['normalization']!r} unknown; choose from {', '.join(NORMALIZATIONS)}"
+            )
         if self.opts["decision_rule"] not in DECISION_RULES:
-            raise MetricError(f"askqe: decision_rule {self.opts['decision_rule']!r} unknown; choose from {', '.join(DECISION_RULES)}")
+            raise MetricError(
+                f"askqe: decision_rule {self.opts['decision_rule']!r} unknown; choose from {', '.join(DECISION_RULES)}"
+            )
         flag = self.opts["missing_as_zero"]
         if not isinstance(flag, bool):
             if str(flag).lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -176,7 +208,13 @@ class AskQEScorer(JudgeScorer):
         t = self.prompt_set[name]
         d = self.decoding
         schema = array_schema(name.replace("-", "_"), STRINGS) if name != "askqe-backtranslate" else None
-        return Call(t, t.messages(d.structured and schema is not None, **fields), d if schema else d.replace(structured=False), schema, owners=tuple(owners))
+        return Call(
+            t,
+            t.messages(d.structured and schema is not None, **fields),
+            d if schema else d.replace(structured=False),
+            schema,
+            owners=tuple(owners),
+        )
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:
         n = len(segments)
@@ -196,14 +234,18 @@ class AskQEScorer(JudgeScorer):
             if column:
                 value = (s.extra or {}).get(column)
                 if not isinstance(value, str):
-                    raise MetricError(f"askqe: release column {column!r} has no text for a triplet (row {i} of the chunk)")
+                    raise MetricError(
+                        f"askqe: release column {column!r} has no text for a triplet (row {i} of the chunk)"
+                    )
                 bt[i] = value
             else:
                 sl, tl = self.languages(s)
                 calls.append(self._call("askqe-backtranslate", [i], source_lang=sl, target_lang=tl, translation=s.mt))
                 bt_index.append(i)
         n_src = len(sources)
-        _, parsed = self.ask(calls, lambda j, text: items(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger)
+        _, parsed = self.ask(
+            calls, lambda j, text: items(text) if j < n_src else (text.strip() or None), "facts+backtranslation", ledger
+        )
         facts = dict(zip(sources, parsed[:n_src]))
         for i, text in zip(bt_index, parsed[n_src:]):
             bt[i] = text
@@ -213,8 +255,18 @@ class AskQEScorer(JudgeScorer):
         # stage 2: questions per source, from its facts; without any (none extracted, or all contradicted)
         # from the sentence alone, the authors' vanilla prompt
         q_sources = [src for src in sources if facts[src] is not None]
-        calls = [self._call("askqe-questions", by_source[src], source_lang=src_lang, source=src, facts=json.dumps(facts[src], ensure_ascii=False))
-                 if facts[src] else self._call("askqe-questions-vanilla", by_source[src], source_lang=src_lang, source=src) for src in q_sources]
+        calls = [
+            self._call(
+                "askqe-questions",
+                by_source[src],
+                source_lang=src_lang,
+                source=src,
+                facts=json.dumps(facts[src], ensure_ascii=False),
+            )
+            if facts[src]
+            else self._call("askqe-questions-vanilla", by_source[src], source_lang=src_lang, source=src)
+            for src in q_sources
+        ]
         _, parsed = self.ask(calls, lambda j, text: items(text), "questions", ledger)
         questions = dict(zip(q_sources, parsed))
 
@@ -227,15 +279,33 @@ class AskQEScorer(JudgeScorer):
 
         for src in sources:
             if questions.get(src):
-                calls.append(self._call("askqe-answers", by_source[src], source_lang=src_lang, context=src, questions=json.dumps(questions[src], ensure_ascii=False)))
+                calls.append(
+                    self._call(
+                        "askqe-answers",
+                        by_source[src],
+                        source_lang=src_lang,
+                        context=src,
+                        questions=json.dumps(questions[src], ensure_ascii=False),
+                    )
+                )
                 slots.append(("src", src))
         for i, s in enumerate(segments):
             if questions.get(s.src) and bt[i] is not None:
-                calls.append(self._call("askqe-answers", [i], source_lang=src_lang, context=bt[i], questions=json.dumps(questions[s.src], ensure_ascii=False)))
+                calls.append(
+                    self._call(
+                        "askqe-answers",
+                        [i],
+                        source_lang=src_lang,
+                        context=bt[i],
+                        questions=json.dumps(questions[s.src], ensure_ascii=False),
+                    )
+                )
                 slots.append(("bt", i))
         # one answer per question, in place: a list of another length is unreadable (asked again, then
         # recorded so), never padded
-        _, answers_parsed = self.ask(calls, lambda j, text: string_list(text, len(questions[slot_source(j)])), "answers", ledger)
+        _, answers_parsed = self.ask(
+            calls, lambda j, text: string_list(text, len(questions[slot_source(j)])), "answers", ledger
+        )
         src_answers: dict[str, list[str]] = {}
         bt_answers: dict[int, list[str] | None] = {}
         for (kind, key), parsed in zip(slots, answers_parsed):
@@ -246,7 +316,18 @@ class AskQEScorer(JudgeScorer):
 
         sim = SIMILARITIES[self.opts["similarity"]]
         norm = NORMALIZATIONS[self.opts["normalization"]]
-        scores, extras = [], {"facts": [], "questions": [], "answers_src": [], "answers_bt": [], "similarities": [], "backtranslation": [], "note": []}
+        scores, extras = (
+            [],
+            {
+                "facts": [],
+                "questions": [],
+                "answers_src": [],
+                "answers_bt": [],
+                "similarities": [],
+                "backtranslation": [],
+                "note": [],
+            },
+        )
         for i, s in enumerate(segments):
             qs = questions.get(s.src) or []
             a_src = src_answers.get(s.src)
@@ -258,7 +339,11 @@ class AskQEScorer(JudgeScorer):
             elif bt[i] is None:
                 note = "" if ledger.errors[i] else "back-translation empty"
             elif not qs:
-                note = "no questions generated" if questions.get(s.src) == [] else ("" if ledger.errors[i] else "questions unreadable")
+                note = (
+                    "no questions generated"
+                    if questions.get(s.src) == []
+                    else ("" if ledger.errors[i] else "questions unreadable")
+                )
             elif a_src is None or a_bt is None:
                 note = "answers unreadable" if not ledger.errors[i] else ""
             else:
@@ -275,8 +360,13 @@ class AskQEScorer(JudgeScorer):
         return self.result(scores, ledger, extras)
 
     def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
-        decision, p_reject, fit = gmm_decision(columns["score"], seed=int(self.opts["gmm_seed"]), threshold=float(self.opts["reject_threshold"]),
-                                               rule=self.opts["decision_rule"], missing_as_zero=self.opts["missing_as_zero"])
+        decision, p_reject, fit = gmm_decision(
+            columns["score"],
+            seed=int(self.opts["gmm_seed"]),
+            threshold=float(self.opts["reject_threshold"]),
+            rule=self.opts["decision_rule"],
+            missing_as_zero=self.opts["missing_as_zero"],
+        )
         columns["decision"] = decision
         columns["p_reject"] = p_reject
         return {"gmm": fit}

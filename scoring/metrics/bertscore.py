@@ -1,7 +1,9 @@
 """BERTScore through bert-score's BERTScorer (F1 as the score; precision and recall kept as columns)."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.metrics.neural import NeuralScorer
 from scoring.registry import BatchResult, Family, MetricSpec, Segment, register

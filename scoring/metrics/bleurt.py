@@ -1,7 +1,9 @@
 """BLEURT-20 through bleurt-pytorch (lucadiliello's port of the TF checkpoints)."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.metrics.neural import NeuralScorer, batches
 from scoring.registry import BatchResult, Family, MetricSpec, Segment, register

@@ -7,12 +7,14 @@ with the model's own ``get_sentence_embedding`` and runs its ``estimate`` per tr
 translation and reference separately there, and a release repeats each gold pair's source and reference in every
 pseudo translation of it (≈ 68 times in XQ-MEval), so the encoder runs ≈ 1 time per triplet instead of 3. The
 scores equal ``predict``'s up to the floating-point effect of different padding (as with another batch size)."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from scoring.metrics.neural import NeuralScorer, distinct_sentences
 from scoring.model_files import offline
@@ -22,7 +24,9 @@ from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segme
 class CometScorer(NeuralScorer):
     library = "unbabel-comet"
 
-    def __init__(self, metric: str, uses_reference: bool, error_spans: bool, model: str, encode_once: bool = False, **kw: Any):
+    def __init__(
+        self, metric: str, uses_reference: bool, error_spans: bool, model: str, encode_once: bool = False, **kw: Any
+    ):
         self.metric = metric
         self.uses_reference = uses_reference
         self.error_spans = error_spans
@@ -110,11 +114,15 @@ class CometScorer(NeuralScorer):
             for lo in range(0, len(by_length), self.batch_size):
                 rows = by_length[lo : lo + self.batch_size]
                 inputs = model.encoder.prepare_sample([sentences[i] for i in rows])
-                embedded = model.get_sentence_embedding(inputs["input_ids"].to(device), inputs["attention_mask"].to(device))
+                embedded = model.get_sentence_embedding(
+                    inputs["input_ids"].to(device), inputs["attention_mask"].to(device)
+                )
                 if embeddings is None:
                     embeddings = embedded.new_empty((len(sentences), embedded.shape[1]))
                 embeddings[torch.tensor(rows, device=device)] = embedded
-            triplets = torch.tensor([[row[str(s.src)], row[str(s.mt)], row[str(s.ref)]] for s in segments], device=device)
+            triplets = torch.tensor(
+                [[row[str(s.src)], row[str(s.mt)], row[str(s.ref)]] for s in segments], device=device
+            )
             for lo in range(0, len(segments), self.batch_size):
                 src, mt, ref = triplets[lo : lo + self.batch_size].unbind(dim=1)
                 scores.extend(model.estimate(embeddings[src], embeddings[mt], embeddings[ref]).score.float().tolist())
@@ -128,9 +136,14 @@ class CometScorer(NeuralScorer):
             "comet_class": self._hparams.get("class_identifier"),
             "encoder": self._hparams.get("pretrained_model"),
             "uses_reference": self.uses_reference,
-            **({"sentence_embeddings": "each distinct sentence of a chunk once (encode_once)"} if self.encode_once else {}),
+            **(
+                {"sentence_embeddings": "each distinct sentence of a chunk once (encode_once)"}
+                if self.encode_once
+                else {}
+            ),
             "precision": {"float32": "float32", "float16": "model.half() (as comet-score)"}.get(
-                self.dtype_name, f"autocast {self.dtype_name}, float32 weights"),
+                self.dtype_name, f"autocast {self.dtype_name}, float32 weights"
+            ),
         }
 
 
@@ -196,7 +209,9 @@ def _comet(name: str, model: str, family: str, reference: bool, spans: bool, des
     )
 
 
-_comet("COMET-22", "Unbabel/wmt22-comet-da", Family.REGRESSION, True, False, "COMET-22 (wmt22-comet-da), ×100 in tables")
+_comet(
+    "COMET-22", "Unbabel/wmt22-comet-da", Family.REGRESSION, True, False, "COMET-22 (wmt22-comet-da), ×100 in tables"
+)
 _comet("xCOMET-XL", "Unbabel/XCOMET-XL", Family.REGRESSION, True, True, "xCOMET-XL with error spans")
 _comet("xCOMET-XXL", "Unbabel/XCOMET-XXL", Family.REGRESSION, True, True, "xCOMET-XXL with error spans")
 _comet("COMETKiwi-22", "Unbabel/wmt22-cometkiwi-da", Family.QE, False, False, "reference-free COMETKiwi-22")

@@ -18,9 +18,11 @@ RAI (the improved translation from the reasons) is its own command: ``python -m 
 paper's Algorithm 1 and the authors' example do, it rewrites the candidates whose AMC score is below 1
 (``rai_select`` = ``dce``: those with a sentence DCE flags inconsistent, our earlier rule).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
@@ -28,12 +30,15 @@ from scoring.judges.parsing import array_schema, extract_json
 from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
 
 VARIANTS = {"paper": "dcr-dce-paper", "mt": "dcr-dce-mt"}
-DCE_SCHEMA = array_schema("dce", {
-    "type": "object",
-    "properties": {"sentence": {"type": "string"}, "reason": {"type": "string"}, "consistent": {"type": "boolean"}},
-    "required": ["sentence", "reason", "consistent"],
-    "additionalProperties": False,
-})
+DCE_SCHEMA = array_schema(
+    "dce",
+    {
+        "type": "object",
+        "properties": {"sentence": {"type": "string"}, "reason": {"type": "string"}, "consistent": {"type": "boolean"}},
+        "required": ["sentence", "reason", "consistent"],
+        "additionalProperties": False,
+    },
+)
 AMC_SCHEMA = array_schema("amc", {"type": "integer", "enum": [-1, 1]})
 
 
@@ -56,7 +61,13 @@ def read_dce(text: str | None) -> list[dict] | None:
     out = []
     for item in value:
         if isinstance(item, dict) and "reason" in item:
-            out.append({"sentence": str(item.get("sentence", "")), "reason": str(item["reason"]), "consistent": item.get("consistent")})
+            out.append(
+                {
+                    "sentence": str(item.get("sentence", "")),
+                    "reason": str(item["reason"]),
+                    "consistent": item.get("consistent"),
+                }
+            )
     return out or None
 
 
@@ -101,8 +112,16 @@ class DCRScorer(JudgeScorer):
     def dce(self, segments: Sequence[Segment], ledger: Ledger) -> list[list[dict] | None]:
         t = self.prompt_set[VARIANTS[self.opts["variant"]]]
         d = self.decoding
-        calls = [Call(t, t.messages(d.structured, language=self.languages(s)[1], reference=s.ref, candidate=s.mt), d, DCE_SCHEMA, owners=(i,))
-                 for i, s in enumerate(segments)]
+        calls = [
+            Call(
+                t,
+                t.messages(d.structured, language=self.languages(s)[1], reference=s.ref, candidate=s.mt),
+                d,
+                DCE_SCHEMA,
+                owners=(i,),
+            )
+            for i, s in enumerate(segments)
+        ]
         _, parsed = self.ask(calls, lambda i, text: read_dce(text), "dce", ledger)
         return parsed
 
@@ -113,7 +132,9 @@ class DCRScorer(JudgeScorer):
         t = self.prompt_set["dcr-amc"]
         d = self.decoding
         idx = [i for i in range(n) if entries[i]]
-        calls = [Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx]
+        calls = [
+            Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx
+        ]
         _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
         marks: dict[int, list[int] | None] = dict(zip(idx, parsed))
         scores, extras = [], {"dce": [], "marks": [], "k": [], "n_inconsistent": [], "note": []}
@@ -147,15 +168,21 @@ class RAI(DCRScorer):
     def __init__(self, **kw):
         super().__init__(**kw)
         if self.opts["rai_select"] not in RAI_SELECT:
-            raise MetricError(f"rai: rai_select {self.opts['rai_select']!r} unknown; choose from {', '.join(RAI_SELECT)}")
+            raise MetricError(
+                f"rai: rai_select {self.opts['rai_select']!r} unknown; choose from {', '.join(RAI_SELECT)}"
+            )
 
-    def needs_rewrite(self, segments: Sequence[Segment], entries: list[list[dict] | None], ledger: Ledger) -> list[bool]:
+    def needs_rewrite(
+        self, segments: Sequence[Segment], entries: list[list[dict] | None], ledger: Ledger
+    ) -> list[bool]:
         if self.opts["rai_select"] == "dce":
             return [bool(e) and not all(x.get("consistent") is True for x in e) for e in entries]
         t = self.prompt_set["dcr-amc"]
         d = self.decoding
         idx = [i for i in range(len(segments)) if entries[i]]
-        calls = [Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx]
+        calls = [
+            Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx
+        ]
         _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
         below = [False] * len(segments)
         for i, m in zip(idx, parsed):
@@ -169,8 +196,22 @@ class RAI(DCRScorer):
         d = self.decoding.replace(structured=False)
         rewrite = self.needs_rewrite(segments, entries, ledger)
         idx = [i for i, e in enumerate(entries) if e and rewrite[i]]
-        calls = [Call(t, t.messages(False, language=self.languages(segments[i])[1], reference=segments[i].ref, candidate=segments[i].mt,
-                                    reasons=numbered(entries[i])), d, None, owners=(i,)) for i in idx]
+        calls = [
+            Call(
+                t,
+                t.messages(
+                    False,
+                    language=self.languages(segments[i])[1],
+                    reference=segments[i].ref,
+                    candidate=segments[i].mt,
+                    reasons=numbered(entries[i]),
+                ),
+                d,
+                None,
+                owners=(i,),
+            )
+            for i in idx
+        ]
         answers = self.judge.run(calls, stage="rai")
         ledger.add(calls, answers)
         improved: list[str | None] = [None] * len(segments)

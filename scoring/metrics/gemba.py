@@ -12,9 +12,10 @@ for MQM. ``reask`` = true (ours, off by default) asks such an answer again at a 
 to 1.0, at most ``max_reasks`` times) before scoring it so. Extras: the errors with their spans located in
 the MT (start, end, found), counts per severity, the raw answer, the number of re-asks.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
@@ -55,8 +56,17 @@ class GembaMQMScorer(JudgeScorer):
                 seg = segments[i]
                 src_lang, tgt_lang = self.languages(seg)
                 d = pending[i]
-                calls.append(Call(template, template.messages(d.structured, source_lang=src_lang, target_lang=tgt_lang, source=seg.src, translation=seg.mt),
-                                  d, SCHEMA, owners=(i,)))
+                calls.append(
+                    Call(
+                        template,
+                        template.messages(
+                            d.structured, source_lang=src_lang, target_lang=tgt_lang, source=seg.src, translation=seg.mt
+                        ),
+                        d,
+                        SCHEMA,
+                        owners=(i,),
+                    )
+                )
             answers = self.judge.run(calls, stage="mqm" if round_no == 0 else "mqm-reask")
             ledger.add(calls, answers)
             pending = {}
@@ -71,8 +81,12 @@ class GembaMQMScorer(JudgeScorer):
                     reasks[i] += 1
                     continue
                 parsed = parse_answer(answer.text, structured=answer.structured)
-                if (not parsed.parsable and self.opts["reask"] and reasks[i] < int(self.opts["max_reasks"])
-                        and round(d.temperature + 0.1, 2) <= TEMPERATURE_LIMIT):
+                if (
+                    not parsed.parsable
+                    and self.opts["reask"]
+                    and reasks[i] < int(self.opts["max_reasks"])
+                    and round(d.temperature + 0.1, 2) <= TEMPERATURE_LIMIT
+                ):
                     pending[i] = d.replace(temperature=round(d.temperature + 0.1, 2))
                     reasks[i] += 1
                     continue
@@ -101,7 +115,16 @@ class GembaMQMScorer(JudgeScorer):
             located = []
             for e in parsed.errors:
                 start, end, found = locate(e.span, segments[i].mt)
-                located.append({"severity": e.severity, "category": e.category, "span": e.span, "start": start, "end": end, "found": found})
+                located.append(
+                    {
+                        "severity": e.severity,
+                        "category": e.category,
+                        "span": e.span,
+                        "start": start,
+                        "end": end,
+                        "found": found,
+                    }
+                )
             errors.append(located)
             c = parsed.counts()
             for s in ("critical", "major", "minor"):

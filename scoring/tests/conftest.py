@@ -1,5 +1,6 @@
 """Fixtures: small release directories in the issue-6 layout, a tiny trained SentencePiece model, and tiny
 transformer checkpoints (built and saved here, then loaded through the same code as real ones)."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.tests.releases import SHARED_DATA, corpus_lines, write_release  # noqa: F401
+from scoring.tests.releases import SHARED_DATA, corpus_lines, write_release
 
 
 @pytest.fixture
@@ -35,7 +36,15 @@ def spm_model(tmp_path_factory) -> Path:
     text = d / "corpus.txt"
     text.write_text("\n".join(corpus_lines() * 3), encoding="utf-8")
     spm.SentencePieceTrainer.train(
-        input=str(text), model_prefix=str(d / "tiny"), vocab_size=300, model_type="unigram",
-        character_coverage=1.0, hard_vocab_limit=False, bos_id=-1, eos_id=-1, unk_id=0, minloglevel=2,
+        input=str(text),
+        model_prefix=str(d / "tiny"),
+        vocab_size=300,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        bos_id=-1,
+        eos_id=-1,
+        unk_id=0,
+        minloglevel=2,
     )
     return d / "tiny.model"

@@ -12,6 +12,7 @@ The tokenizer is a T5 SentencePiece model written directly (no training): pad 0,
 characters and words of the fixture texts, then UNUSED pieces up to 250,000 so that, with T5's 100 extra
 ids, ``<extra_id_10>`` is 250089 exactly as in mT5.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,24 +25,51 @@ VOCAB = 250_112  # mT5's embedding rows
 SPM_PIECES = 250_000  # mT5's SentencePiece vocabulary; + 100 extra ids = 250,100 tokens
 SCORE_ID = 250_089
 CONFIG = dict(
-    d_model=16, d_kv=8, d_ff=32, num_layers=2, num_decoder_layers=2, num_heads=2,
-    relative_attention_num_buckets=32, relative_attention_max_distance=128, feed_forward_proj="gated-gelu",
-    layer_norm_epsilon=1e-6, dropout_rate=0.0, is_encoder_decoder=True, pad_token_id=0, eos_token_id=1,
-    decoder_start_token_id=0, vocab_size=VOCAB, model_type="mt5", architectures=["MT5ForConditionalGeneration"],
+    d_model=16,
+    d_kv=8,
+    d_ff=32,
+    num_layers=2,
+    num_decoder_layers=2,
+    num_heads=2,
+    relative_attention_num_buckets=32,
+    relative_attention_max_distance=128,
+    feed_forward_proj="gated-gelu",
+    layer_norm_epsilon=1e-6,
+    dropout_rate=0.0,
+    is_encoder_decoder=True,
+    pad_token_id=0,
+    eos_token_id=1,
+    decoder_start_token_id=0,
+    vocab_size=VOCAB,
+    model_type="mt5",
+    architectures=["MT5ForConditionalGeneration"],
 )
 # (name, dtype, tie_word_embeddings)
-CHECKPOINTS = [("float32-untied", "float32", False), ("bfloat16-untied", "bfloat16", False), ("float32-tied", "float32", True), ("bfloat16-tied", "bfloat16", True)]
+CHECKPOINTS = [
+    ("float32-untied", "float32", False),
+    ("bfloat16-untied", "bfloat16", False),
+    ("float32-tied", "float32", True),
+    ("bfloat16-tied", "bfloat16", True),
+]
 
 TRIPLETS = [
     ("The cat sat on the mat.", "Die Katze saß auf der Matte.", "Die Katze sass auf der Matte."),
-    ("It rained all day in the city.", "Es regnete den ganzen Tag in der Stadt.", "In der Stadt regnete es den ganzen Tag."),
+    (
+        "It rained all day in the city.",
+        "Es regnete den ganzen Tag in der Stadt.",
+        "In der Stadt regnete es den ganzen Tag.",
+    ),
     ("Please close the door.", "Bitte schließe die Tür.", "Bitte mach die Tür zu."),
     ("The meeting starts at nine.", "Das Treffen beginnt um neun.", "Die Sitzung beginnt um neun Uhr."),
     ("He bought three apples.", "Er kaufte drei Äpfel.", "Er hat drei Äpfel gekauft."),
     ("The museum is closed on Mondays.", "Das Museum ist montags geschlossen.", "Montags ist das Museum zu."),
     ("We need more time.", "Wir brauchen mehr Zeit.", "Wir benötigen mehr Zeit."),
     ("The train was late again.", "Der Zug war wieder spät.", "Der Zug hatte wieder Verspätung."),
-    ("She writes a letter to her sister.", "Sie schreibt ihrer Schwester einen Brief.", "Sie schreibt einen Brief an ihre Schwester."),
+    (
+        "She writes a letter to her sister.",
+        "Sie schreibt ihrer Schwester einen Brief.",
+        "Sie schreibt einen Brief an ihre Schwester.",
+    ),
     ("The weather will improve tomorrow.", "Das Wetter wird morgen schlechter.", "Morgen wird das Wetter besser."),
     ("Turn left at the bridge.", "Biegen Sie an der Brücke rechts ab.", "An der Brücke links abbiegen."),
     ("A small dog.", "Ein kleiner Hund.", "Ein kleiner Hund."),
@@ -139,7 +167,11 @@ def write_tokenizer(d: Path, pieces: int = SPM_PIECES) -> Path:
     norm.add_dummy_prefix = True
     norm.remove_extra_whitespaces = True
     norm.escape_whitespaces = True
-    for piece, kind in (("<pad>", pb.ModelProto.SentencePiece.CONTROL), ("</s>", pb.ModelProto.SentencePiece.CONTROL), ("<unk>", pb.ModelProto.SentencePiece.UNKNOWN)):
+    for piece, kind in (
+        ("<pad>", pb.ModelProto.SentencePiece.CONTROL),
+        ("</s>", pb.ModelProto.SentencePiece.CONTROL),
+        ("<unk>", pb.ModelProto.SentencePiece.UNKNOWN),
+    ):
         model.pieces.add(piece=piece, score=0.0, type=kind)
     for piece in _pieces():
         # Longer pieces score higher: whole words win, characters are the fallback.
@@ -149,13 +181,30 @@ def write_tokenizer(d: Path, pieces: int = SPM_PIECES) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "spiece.model").write_bytes(model.SerializeToString())
     special = [f"<extra_id_{i}>" for i in range(100)]
-    (d / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "T5Tokenizer", "extra_ids": 100, "additional_special_tokens": special,
-        "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "model_max_length": 1536, "legacy": True,
-    }))
-    (d / "special_tokens_map.json").write_text(json.dumps({
-        "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "additional_special_tokens": special,
-    }))
+    (d / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "T5Tokenizer",
+                "extra_ids": 100,
+                "additional_special_tokens": special,
+                "eos_token": "</s>",
+                "unk_token": "<unk>",
+                "pad_token": "<pad>",
+                "model_max_length": 1536,
+                "legacy": True,
+            }
+        )
+    )
+    (d / "special_tokens_map.json").write_text(
+        json.dumps(
+            {
+                "eos_token": "</s>",
+                "unk_token": "<unk>",
+                "pad_token": "<pad>",
+                "additional_special_tokens": special,
+            }
+        )
+    )
     return d
 
 

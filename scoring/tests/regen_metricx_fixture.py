@@ -14,6 +14,7 @@ the triplets as the reference's JSONL input, runs the reference module unchanged
 batch size 1, and records its predictions and the input ids it fed the model. Nothing of this project is
 imported except the checkpoint builder, which needs only numpy, torch, safetensors and sentencepiece.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,29 +57,61 @@ def main() -> None:
         rows = [{"source": s, "hypothesis": m, "reference": r} for s, m, r in builder.TRIPLETS]
         input_file = root / "input.jsonl"
         input_file.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": str(Path(args.metricx).resolve()), "HF_DATASETS_CACHE": str(root / "datasets"),
-               "CUDA_VISIBLE_DEVICES": "", "TOKENIZERS_PARALLELISM": "false"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(Path(args.metricx).resolve()),
+            "HF_DATASETS_CACHE": str(root / "datasets"),
+            "CUDA_VISIBLE_DEVICES": "",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
         for name, dtype, tied in builder.CHECKPOINTS:
             for module, qe, max_length in RUNS:
                 output_file = root / f"{name}-{module}-{qe}.jsonl"
                 command = [
-                    sys.executable, "-m", f"{module}.predict", "--tokenizer", str(paths["tokenizer"]),
-                    "--model_name_or_path", str(paths[name]), "--max_input_length", str(max_length), "--batch_size", "1",
-                    "--input_file", str(input_file), "--output_file", str(output_file),
+                    sys.executable,
+                    "-m",
+                    f"{module}.predict",
+                    "--tokenizer",
+                    str(paths["tokenizer"]),
+                    "--model_name_or_path",
+                    str(paths[name]),
+                    "--max_input_length",
+                    str(max_length),
+                    "--batch_size",
+                    "1",
+                    "--input_file",
+                    str(input_file),
+                    "--output_file",
+                    str(output_file),
                 ] + (["--qe"] if qe else [])
                 subprocess.run(command, check=True, env=env, cwd=root, stdout=subprocess.DEVNULL)
-                predictions = [json.loads(line)["prediction"] for line in output_file.read_text(encoding="utf-8").splitlines()]
-                results.append({"checkpoint": name, "dtype": dtype, "tie_word_embeddings": tied, "module": module, "qe": qe,
-                                "max_input_length": max_length, "predictions": predictions})
+                predictions = [
+                    json.loads(line)["prediction"] for line in output_file.read_text(encoding="utf-8").splitlines()
+                ]
+                results.append(
+                    {
+                        "checkpoint": name,
+                        "dtype": dtype,
+                        "tie_word_embeddings": tied,
+                        "module": module,
+                        "qe": qe,
+                        "max_input_length": max_length,
+                        "predictions": predictions,
+                    }
+                )
                 print(name, module, "qe" if qe else "ref", [round(p, 4) for p in predictions], file=sys.stderr)
         # The ids the reference feeds the model (its get_dataset: tokenize, then drop the last token, EOS).
         inputs = {}
         for module, qe, max_length in RUNS:
             for row in rows:
                 if module == "metricx23":
-                    text = f"candidate: {row['hypothesis']} " + (f"source: {row['source']}" if qe else f"reference: {row['reference']}")
+                    text = f"candidate: {row['hypothesis']} " + (
+                        f"source: {row['source']}" if qe else f"reference: {row['reference']}"
+                    )
                 else:
-                    text = f"source: {row['source']} candidate: {row['hypothesis']}" + ("" if qe else f" reference: {row['reference']}")
+                    text = f"source: {row['source']} candidate: {row['hypothesis']}" + (
+                        "" if qe else f" reference: {row['reference']}"
+                    )
                 ids = tokenizer(text, max_length=max_length, truncation=True, padding=False)["input_ids"][:-1]
                 inputs.setdefault(f"{module}-{qe}", []).append(ids)
     import hashlib

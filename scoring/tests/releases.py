@@ -1,5 +1,6 @@
 """Small release directories in the issue-6 layout, for the scoring tests and the platform's scoring
 tests (tests/scores). Plain module: importable from either virtualenv."""
+
 from __future__ import annotations
 
 import json
@@ -94,12 +95,14 @@ def write_release(root: Path, directions=("en-de", "en-zh"), **kw) -> Path:
         pq.write_table(pa.Table.from_pylist(rows), root / d / "test.parquet")
         counts[d] = len(rows)
     (root / "manifest.json").write_text(json.dumps({"version": "test-1", "counts": counts}))
-    (root / "README.md").write_text("---\nlicense: cc-by-sa-4.0\nconfigs:\n" + "".join(
-        f"- config_name: {d}\n  data_files:\n  - split: test\n    path: {d}/test.parquet\n" for d in directions
-    ) + "---\n# test release\n")
+    (root / "README.md").write_text(
+        "---\nlicense: cc-by-sa-4.0\nconfigs:\n"
+        + "".join(
+            f"- config_name: {d}\n  data_files:\n  - split: test\n    path: {d}/test.parquet\n" for d in directions
+        )
+        + "---\n# test release\n"
+    )
     return root
-
-
 
 
 def corpus_lines() -> list[str]:
@@ -124,12 +127,30 @@ def write_release_from_shared(root: Path, shared: Path, directions=("en-de",)) -
         rows, refs = [], {}
         for f in sorted((shared / "candidates").glob(f"{d}-*.parquet")):
             for r in pq.read_table(f).to_pylist():
-                rows.append({"triplet_id": f"{d}:{r['segment_id']}:1:{r['error_type']}:{r['count_id']}", "direction": d,
-                             "segment_id": str(r["segment_id"]), "src": r["src"], "ref": r["ref"], "mt": mark.sub("", r["mt"]),
-                             "num_errors": 1})
+                rows.append(
+                    {
+                        "triplet_id": f"{d}:{r['segment_id']}:1:{r['error_type']}:{r['count_id']}",
+                        "direction": d,
+                        "segment_id": str(r["segment_id"]),
+                        "src": r["src"],
+                        "ref": r["ref"],
+                        "mt": mark.sub("", r["mt"]),
+                        "num_errors": 1,
+                    }
+                )
                 refs.setdefault(str(r["segment_id"]), r)
-        rows[:0] = [{"triplet_id": f"{d}:{s}:0", "direction": d, "segment_id": s, "src": r["src"], "ref": r["ref"], "mt": r["ref"], "num_errors": 0}
-                    for s, r in refs.items()]
+        rows[:0] = [
+            {
+                "triplet_id": f"{d}:{s}:0",
+                "direction": d,
+                "segment_id": s,
+                "src": r["src"],
+                "ref": r["ref"],
+                "mt": r["ref"],
+                "num_errors": 0,
+            }
+            for s, r in refs.items()
+        ]
         rows.sort(key=lambda r: (int(r["segment_id"]), r["num_errors"], r["triplet_id"]))
         (root / d).mkdir(exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows), root / d / "test.parquet")

@@ -1,6 +1,7 @@
 """``perf/bench_gpu.py`` on the CPU: a lent GPU comes with minutes of device time, so the script a GPU session
 runs is checked here first, every metric's path (build at the real layout with small widths, save in the
 metric's format, ``python -m scoring run``, and for COMET-22 and xCOMET the ``comet-score`` comparison)."""
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,26 @@ def run_bench(tmp_path: Path, shared: Path, command: str, *args: str) -> Path:
     release = write_release_from_shared(tmp_path / "release", shared, directions=("en-de", "en-zh"))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, script, command, "--tokenizers", str(tmp_path / "tok"), "--release", str(release), "--out", str(out),
-         "--work", str(tmp_path / "work"), "--device", "cpu", *args],
-        capture_output=True, text=True, env=env, timeout=900,
+        [
+            sys.executable,
+            script,
+            command,
+            "--tokenizers",
+            str(tmp_path / "tok"),
+            "--release",
+            str(release),
+            "--out",
+            str(out),
+            "--work",
+            str(tmp_path / "work"),
+            "--device",
+            "cpu",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
@@ -45,7 +63,9 @@ def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_da
     comet = figures["metrics"]["COMET-22"]
     # comet-score and the scoring path (float16 both) on the same 4 triplets, and the other dtypes beside them
     assert comet["cli_seg_per_s"] > 0 and comet["ratio"] > 0
-    assert comet["max_abs_diff"] < 1e-3 and comet["max_abs_diff_float32"] < 1e-3 and comet["max_abs_diff_bfloat16"] < 1e-2
+    assert (
+        comet["max_abs_diff"] < 1e-3 and comet["max_abs_diff_float32"] < 1e-3 and comet["max_abs_diff_bfloat16"] < 1e-2
+    )
     assert comet["ratio_encode_once"] > 0 and comet["max_abs_diff_encode_once"] < 1e-3
     # xCOMET against comet-score too; it reads the triplet as one input, so no encode_once run
     xcomet = figures["metrics"]["xCOMET-XL"]
@@ -57,8 +77,19 @@ def test_the_gpu_benchmark_runs_every_metric_path_on_the_cpu(tmp_path, shared_da
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_the_batch_size_sweep_runs_each_size_on_the_cpu(tmp_path, shared_data):
-    out = run_bench(tmp_path, shared_data, "sweep", "--limit", "3", "--batch-sizes", "2,4", "--dtype", "float16",
-                    "--option", "encode_once=true")
+    out = run_bench(
+        tmp_path,
+        shared_data,
+        "sweep",
+        "--limit",
+        "3",
+        "--batch-sizes",
+        "2,4",
+        "--dtype",
+        "float16",
+        "--option",
+        "encode_once=true",
+    )
     sweep = json.loads((out / "batch_sweep.json").read_text())
     assert sweep["metric"] == "COMET-22" and sweep["triplets"] == 6 and sweep["options"] == ["encode_once=true"]
     assert [r["batch_size"] for r in sweep["runs"]] == [2, 4]

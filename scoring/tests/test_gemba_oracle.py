@@ -1,5 +1,6 @@
 """GEMBA-MQM scores equal the authors' parser (gemba 0.1.3, gemba_mqm_utils.parse_mqm_answer, a test-only
 dependency) on a few thousand generated answers, free text and structured."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,9 +13,18 @@ import pytest
 from scoring.judges.mqm import SEVERITIES, parse_answer, parse_free_text, structured_to_text
 
 CATEGORIES = [
-    "accuracy/mistranslation", "accuracy/omission", "accuracy/addition", "accuracy/untranslated text",
-    "fluency/grammar", "fluency/spelling", "fluency/punctuation", "style/awkward", "terminology/inappropriate for context",
-    "locale convention/date", "non-translation", "other",
+    "accuracy/mistranslation",
+    "accuracy/omission",
+    "accuracy/addition",
+    "accuracy/untranslated text",
+    "fluency/grammar",
+    "fluency/spelling",
+    "fluency/punctuation",
+    "style/awkward",
+    "terminology/inappropriate for context",
+    "locale convention/date",
+    "non-translation",
+    "other",
 ]
 SPANS = ["der Hund", "gestern", "sehr groß", "no", "Haus", "über die Brücke", "critical", "a major issue", "X"]
 
@@ -50,7 +60,9 @@ def _free_text(rng: random.Random) -> str:
     if rng.random() < 0.1:
         lines.append(_error_line(rng))  # before any header: not counted
     for severity in rng.sample(list(SEVERITIES), k=rng.randint(0, 3)) if rng.random() < 0.2 else SEVERITIES:
-        header = rng.choice([f"{severity.capitalize()}:", f"{severity.upper()}:", f"{severity}:", f"  {severity.capitalize()}:  "])
+        header = rng.choice(
+            [f"{severity.capitalize()}:", f"{severity.upper()}:", f"{severity}:", f"  {severity.capitalize()}:  "]
+        )
         if rng.random() < 0.05:
             header = f"{severity.capitalize()}: {_error_line(rng)}"  # header and error on one line
         lines.append(header)
@@ -96,10 +108,10 @@ def test_structured_scores_equal_the_authors_parser_on_2000_answers():
 
 def test_weights_cap_and_order_by_hand():
     # 1 major + 6 minor: counted in order critical, major, minor, first five only: 5 + 4 = 9.
-    answer = "Critical:\nno-error\nMajor:\naccuracy/omission - \"x\"\nMinor:\n" + "\n".join(['fluency/grammar - "y"'] * 6)
+    answer = 'Critical:\nno-error\nMajor:\naccuracy/omission - "x"\nMinor:\n' + "\n".join(['fluency/grammar - "y"'] * 6)
     assert parse_free_text(answer).score == -9
     # a non-translation error under Minor counts as critical; critical + anything is capped at 25.
-    assert parse_free_text("Minor:\nnon-translation - \"all\"\nstyle/awkward - \"z\"").score == -25
+    assert parse_free_text('Minor:\nnon-translation - "all"\nstyle/awkward - "z"').score == -25
     assert parse_free_text("Major:\n" + "\n".join(['accuracy/mistranslation - "w"'] * 7)).score == -25
     assert parse_free_text("Critical:\nno-error\nMajor:\nno-error\nMinor:\nno-error").score == 0
     assert not parse_free_text("The translation looks fine to me.").parsable

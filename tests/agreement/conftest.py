@@ -1,5 +1,6 @@
 """A project with live review decisions, rounds, adjudications, gold items and Likert ratings, made
 through the ORM."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,8 +39,11 @@ def few_resamples(settings):
 @pytest.fixture
 def world(db, project, admin_user, annotator_de, annotator_zh, languages):
     users = {
-        "admin": admin_user, "anna_de": annotator_de, "ben_de": create_user("ben_de", "ben-pass-123", languages=["de"]),
-        "li_zh": annotator_zh, "wang_zh": create_user("wang_zh", "wang-pass-123", languages=["zh"]),
+        "admin": admin_user,
+        "anna_de": annotator_de,
+        "ben_de": create_user("ben_de", "ben-pass-123", languages=["de"]),
+        "li_zh": annotator_zh,
+        "wang_zh": create_user("wang_zh", "wang-pass-123", languages=["zh"]),
     }
     w = World(project=project, users=users)
     run = InjectionRun.objects.create(project=project, name="rule-1", backend="rule")
@@ -47,25 +51,54 @@ def world(db, project, admin_user, annotator_de, annotator_zh, languages):
     r2 = ReviewRound.objects.create(project=project, number=2, sample_size=4)
     w.rounds = {1: r1, 2: r2}
     types = ["Addition", "Omission", "Mistranslation", "Untranslated"]
-    for lang, pattern, (u1, u2), bucket in [("de", DE_R1, ("anna_de", "ben_de"), w.de), ("zh", ZH_R1, ("li_zh", "wang_zh"), w.zh)]:
+    for lang, pattern, (u1, u2), bucket in [
+        ("de", DE_R1, ("anna_de", "ben_de"), w.de),
+        ("zh", ZH_R1, ("li_zh", "wang_zh"), w.zh),
+    ]:
         direction = languages[f"en-{lang}"]
         for i, (d1, d2) in enumerate(pattern):
             ref = "Das ist ein kleiner Test Satz hier" if lang == "de" else "这是一个小测试句子"
-            seg = GoldSegment.objects.create(project=project, direction=direction, external_id=f"{lang}{i}", source="This is a small test sentence here", reference=ref)
+            seg = GoldSegment.objects.create(
+                project=project,
+                direction=direction,
+                external_id=f"{lang}{i}",
+                source="This is a small test sentence here",
+                reference=ref,
+            )
             added = "extra" if lang == "de" else "多"
             end = len(split_units(ref, lang))
             cand = Candidate.objects.create(  # an insertion at the end of the reference
-                run=run, segment=seg, error_type=types[i % 4], position="end", text=ref + (" " if lang == "de" else "") + added,
-                span_start=end, span_end=end, edit_text=added, status=Candidate.Status.ACCEPTED if d1 == d2 == A else Candidate.Status.REJECTED,
+                run=run,
+                segment=seg,
+                error_type=types[i % 4],
+                position="end",
+                text=ref + (" " if lang == "de" else "") + added,
+                span_start=end,
+                span_end=end,
+                edit_text=added,
+                status=Candidate.Status.ACCEPTED if d1 == d2 == A else Candidate.Status.REJECTED,
             )
             bucket.append(cand)
-            ReviewDecision.objects.create(candidate=cand, reviewer=users[u1], round=r1, decision=d1, time_spent_ms=4000 + 100 * i)
-            ReviewDecision.objects.create(candidate=cand, reviewer=users[u2], round=r1, decision=d2, time_spent_ms=9000 + 100 * i)
+            ReviewDecision.objects.create(
+                candidate=cand, reviewer=users[u1], round=r1, decision=d1, time_spent_ms=4000 + 100 * i
+            )
+            ReviewDecision.objects.create(
+                candidate=cand, reviewer=users[u2], round=r1, decision=d2, time_spent_ms=9000 + 100 * i
+            )
     # German disagreements adjudicated by the admin: accept on 1, reject on 5 and 9
     for i, decision in [(1, A), (5, R), (9, R)]:
-        ReviewDecision.objects.create(candidate=w.de[i], reviewer=users["admin"], round=r1, decision=decision, source="adjudication", is_final=True)
+        ReviewDecision.objects.create(
+            candidate=w.de[i],
+            reviewer=users["admin"],
+            round=r1,
+            decision=decision,
+            source="adjudication",
+            is_final=True,
+        )
     # An imported final decision (no reviewer) on a German candidate: must not count as a rater
-    ReviewDecision.objects.create(candidate=w.de[2], reviewer=None, round=None, decision=A, source="imported", is_final=True)
+    ReviewDecision.objects.create(
+        candidate=w.de[2], reviewer=None, round=None, decision=A, source="imported", is_final=True
+    )
     # Round 2 on four German candidates: outcomes differ from round 1 on w.de[3] only
     for i, (d1, d2) in [(0, (A, A)), (2, (R, R)), (3, (A, R)), (4, (A, A))]:
         ReviewDecision.objects.create(candidate=w.de[i], reviewer=users["anna_de"], round=r2, decision=d1)
@@ -78,10 +111,26 @@ def world(db, project, admin_user, annotator_de, annotator_zh, languages):
         ("zh", 0): [(1, 2, 3, 4), (5, 2, 3, 4)],
     }
     for (lang, n), rows in scores.items():
-        item = RatingItem.objects.create(project=project, direction=languages[f"en-{lang}"], kind="system_output", external_id=f"{lang}-item-{n}", source="src", reference="ref", text="out")
+        item = RatingItem.objects.create(
+            project=project,
+            direction=languages[f"en-{lang}"],
+            kind="system_output",
+            external_id=f"{lang}-item-{n}",
+            source="src",
+            reference="ref",
+            text="out",
+        )
         raters = ["anna_de", "ben_de", "admin"] if lang == "de" else ["li_zh", "wang_zh"]
         for rater, s in zip(raters, rows):
-            LikertRating.objects.create(item=item, rater=users[rater], informativeness=s[0], clarity=s[1], plausibility=s[2], faithfulness=s[3], time_spent_ms=20000)
+            LikertRating.objects.create(
+                item=item,
+                rater=users[rater],
+                informativeness=s[0],
+                clarity=s[1],
+                plausibility=s[2],
+                faithfulness=s[3],
+                time_spent_ms=20000,
+            )
         w.items.append(item)
     return w
 
@@ -94,7 +143,9 @@ def empty_report_cache():
     from django.core.cache.backends.locmem import LocMemCache
 
     backend = caches["default"]
-    if isinstance(backend, LocMemCache):  # only the in-process cache: clear() on a shared Redis wipes other people's keys
+    if isinstance(
+        backend, LocMemCache
+    ):  # only the in-process cache: clear() on a shared Redis wipes other people's keys
         backend.clear()
 
 
@@ -118,7 +169,14 @@ class Broker:
         for raw in reversed(self.client().lrange(self.queue, 0, -1)):  # kombu LPUSHes: oldest last
             message = json.loads(raw)
             args, kwargs, _ = json.loads(base64.b64decode(message["body"]))
-            out.append({"task": message["headers"]["task"], "args": args, "kwargs": kwargs, "eta": message["headers"].get("eta")})
+            out.append(
+                {
+                    "task": message["headers"]["task"],
+                    "args": args,
+                    "kwargs": kwargs,
+                    "eta": message["headers"].get("eta"),
+                }
+            )
         return out
 
     def run_next(self):

@@ -3,6 +3,7 @@ figures and the agreement report read changes its project's token, whoever write
 ``COPY``); writes that change nothing they read do not; a transaction that commits after a later one still
 changes the token; and pages of a large project decide fresh or stale from the token alone, without
 reading the decisions or ratings."""
+
 from __future__ import annotations
 
 import re
@@ -64,7 +65,9 @@ def test_every_write_the_figures_read_moves_its_projects_token_and_nothing_else_
 
     def create():
         """a decision through the ORM"""
-        ReviewDecision.objects.create(candidate=world.de[6], reviewer=world.users["li_zh"], round=world.rounds[1], decision="reject")
+        ReviewDecision.objects.create(
+            candidate=world.de[6], reviewer=world.users["li_zh"], round=world.rounds[1], decision="reject"
+        )
 
     def update():
         """a decision's value changed in bulk"""
@@ -77,16 +80,34 @@ def test_every_write_the_figures_read_moves_its_projects_token_and_nothing_else_
     def copied():
         """a decision written by COPY"""
         assert bulk.copy_supported()
-        bulk.insert_dicts(ReviewDecision, [{"candidate_id": world.de[7].pk, "reviewer_id": world.users["li_zh"].pk, "round_id": world.rounds[1].pk,
-                                            "decision": "accept", "source": "annotator"}])
+        bulk.insert_dicts(
+            ReviewDecision,
+            [
+                {
+                    "candidate_id": world.de[7].pk,
+                    "reviewer_id": world.users["li_zh"].pk,
+                    "round_id": world.rounds[1].pk,
+                    "decision": "accept",
+                    "source": "annotator",
+                }
+            ],
+        )
 
     def submitted():
         """a decision through the review service"""
-        services.submit_decision(world.users["ben_de"], world.de[0].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
+        services.submit_decision(
+            world.users["ben_de"],
+            world.de[0].pk,
+            "reject",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
+        )
 
     def rating_added():
         """a Likert rating added"""
-        LikertRating.objects.create(item=world.items[3], rater=anna, informativeness=1, clarity=1, plausibility=1, faithfulness=1)
+        LikertRating.objects.create(
+            item=world.items[3], rater=anna, informativeness=1, clarity=1, plausibility=1, faithfulness=1
+        )
 
     def rating_changed():
         """a Likert rating changed"""
@@ -132,7 +153,20 @@ def test_every_write_the_figures_read_moves_its_projects_token_and_nothing_else_
         """an update that matches no row"""
         ReviewDecision.objects.filter(pk=-1).update(decision="accept")
 
-    for write in (create, update, delete, copied, submitted, rating_added, rating_changed, rating_deleted, error_type, gold, round_number, item):
+    for write in (
+        create,
+        update,
+        delete,
+        copied,
+        submitted,
+        rating_added,
+        rating_changed,
+        rating_deleted,
+        error_type,
+        gold,
+        round_number,
+        item,
+    ):
         moved(write)
     moved(renamed, everywhere=True)
     for write in (status, logged_in, rating_text, nothing):
@@ -162,9 +196,14 @@ def test_a_transaction_that_commits_after_a_later_one_still_moves_the_token(lang
     first, second = make_candidates(project, languages, "en-de", count=2)
     with psycopg.connect(**_params()) as early:
         with early.cursor() as cur:  # begins a transaction and holds it open
-            cur.execute("INSERT INTO annotation_reviewdecision (candidate_id, reviewer_id, decision, source, is_final, reason, comment, created_at, updated_at) "
-                        "VALUES (%s, %s, 'accept', 'annotator', false, '', '', now(), now())", [first.pk, annotator_de.pk])
-        ReviewDecision.objects.create(candidate=second, reviewer=annotator_de, decision="reject")  # commits first, larger id
+            cur.execute(
+                "INSERT INTO annotation_reviewdecision (candidate_id, reviewer_id, decision, source, is_final, reason, comment, created_at, updated_at) "
+                "VALUES (%s, %s, 'accept', 'annotator', false, '', '', now(), now())",
+                [first.pk, annotator_de.pk],
+            )
+        ReviewDecision.objects.create(
+            candidate=second, reviewer=annotator_de, decision="reject"
+        )  # commits first, larger id
         read_before = changes.token(project.pk)
         early.commit()
     assert changes.token(project.pk) != read_before
@@ -195,8 +234,11 @@ def test_a_transaction_that_commits_after_a_prune_never_brings_back_an_earlier_t
     ReviewDecision.objects.create(candidate=third, reviewer=annotator_de, decision="accept")  # a row the prune deletes
     with psycopg.connect(**_params()) as early:
         with early.cursor() as cur:  # draws the older id and holds its transaction open
-            cur.execute("INSERT INTO annotation_reviewdecision (candidate_id, reviewer_id, decision, source, is_final, reason, comment, created_at, updated_at) "
-                        "VALUES (%s, %s, 'accept', 'annotator', false, '', '', now(), now())", [first.pk, annotator_de.pk])
+            cur.execute(
+                "INSERT INTO annotation_reviewdecision (candidate_id, reviewer_id, decision, source, is_final, reason, comment, created_at, updated_at) "
+                "VALUES (%s, %s, 'accept', 'annotator', false, '', '', now(), now())",
+                [first.pk, annotator_de.pk],
+            )
         ReviewDecision.objects.create(candidate=second, reviewer=annotator_de, decision="reject")
         kept_with = changes.token(project.pk)  # a figure computed now misses the early decision
         changes.prune(project.pk)
@@ -208,7 +250,13 @@ def test_a_transaction_that_commits_after_a_prune_never_brings_back_an_earlier_t
 def _params() -> dict:
     """This test database, for a second connection of its own."""
     db = connection.settings_dict
-    params = {"dbname": db["NAME"], "user": db["USER"], "host": db["HOST"], "port": db["PORT"] or 5432, "password": db["PASSWORD"] or None}
+    params = {
+        "dbname": db["NAME"],
+        "user": db["USER"],
+        "host": db["HOST"],
+        "port": db["PORT"] or 5432,
+        "password": db["PASSWORD"] or None,
+    }
     return {k: v for k, v in params.items() if v is not None}
 
 
@@ -217,8 +265,13 @@ def _params() -> dict:
 
 def reads_rows(queries) -> list[str]:
     """The queries that read the report's input rows (every decision, every rating of the scope)."""
-    return [q["sql"] for q in queries
-            if re.search(r'"annotation_reviewdecision"\."time_spent_ms"|"annotation_likertrating"\."informativeness"', q["sql"])]
+    return [
+        q["sql"]
+        for q in queries
+        if re.search(
+            r'"annotation_reviewdecision"\."time_spent_ms"|"annotation_likertrating"\."informativeness"', q["sql"]
+        )
+    ]
 
 
 def page(client, user, name="dashboard"):
@@ -227,10 +280,16 @@ def page(client, user, name="dashboard"):
         response = client.get(reverse(f"agreement:{name}", kwargs={"project": "demo"}))
     assert response.status_code == 200
     html = response.content.decode()
-    return re.search(r'id="refresh-state" data-state="(\w+)"', html).group(1), html, reads_rows(queries.captured_queries)
+    return (
+        re.search(r'id="refresh-state" data-state="(\w+)"', html).group(1),
+        html,
+        reads_rows(queries.captured_queries),
+    )
 
 
-def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_reading_rows(client, world, broker, settings, django_capture_on_commit_callbacks):
+def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_reading_rows(
+    client, world, broker, settings, django_capture_on_commit_callbacks
+):
     settings.REVIEW_FIGURES_LIVE_LIMIT = 1  # every project is large
     settings.CELERY_TASK_ALWAYS_EAGER = False  # what the pages read of the broker (the fixture sets Celery's own)
     project, admin, anna = world.project, world.users["admin"], world.users["anna_de"]
@@ -243,7 +302,9 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
     # a decision: shown as of the last computation, still without reading a row
     computed_at = cache_entry(project)["computed_at"]
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(anna, world.de[1].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
+        services.submit_decision(
+            anna, world.de[1].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk
+        )
     state, html, read = page(client, admin)
     assert state == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}" in html and read == []
     broker.run_next()  # the refresh the submission queued
@@ -252,7 +313,9 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
 
     # the change undone: the refresh finds the report of those rows in the cache and marks it current
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(anna, world.de[1].pk, "accept", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
+        services.submit_decision(
+            anna, world.de[1].pk, "accept", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk
+        )
     assert page(client, admin)[0] == "stale"
     result = broker.run_next().get()
     assert result["hits"] >= 1
@@ -264,7 +327,9 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
     assert state == "stale" and read == []
 
 
-def test_below_the_limit_a_stale_token_falls_back_to_the_rows(client, world, broker, settings, django_capture_on_commit_callbacks):
+def test_below_the_limit_a_stale_token_falls_back_to_the_rows(
+    client, world, broker, settings, django_capture_on_commit_callbacks
+):
     """A small project's page compares the rows' digest when the token moved: a change undone by hand
     (no refresh yet) reads as fresh again, as it always did."""
     settings.REVIEW_FIGURES_LIVE_LIMIT = 10**9
@@ -285,7 +350,6 @@ def cache_entry(project):
     from django.core.cache import cache
 
     return cache.get(sel.report_cache_key(project))
-
 
 
 def test_without_workers_a_large_projects_page_computes_on_a_miss_then_reads_no_rows(client, world, settings):
@@ -309,10 +373,18 @@ def test_the_log_triggers_look_rows_up_by_key(db):
     from exports.benchmark import changes_sql as benchmark_sql
 
     with connection.cursor() as cur:
-        cur.execute("SELECT proname, proconfig FROM pg_proc WHERE proname LIKE 'xq_change_%%' OR proname LIKE 'xq_bench_pseudo_%%'")
+        cur.execute(
+            "SELECT proname, proconfig FROM pg_proc WHERE proname LIKE 'xq_change_%%' OR proname LIKE 'xq_bench_pseudo_%%'"
+        )
         config = dict(cur.fetchall())
-    joined = [*(n for n, spec in changes_sql.STATEMENT_TRIGGERS.items() if spec[0] in (changes_sql.DECISION, changes_sql.RATING)),
-              *(n for n, spec in benchmark_sql.TRIGGERS.items() if spec[0] == benchmark_sql.PSEUDO)]
+    joined = [
+        *(
+            n
+            for n, spec in changes_sql.STATEMENT_TRIGGERS.items()
+            if spec[0] in (changes_sql.DECISION, changes_sql.RATING)
+        ),
+        *(n for n, spec in benchmark_sql.TRIGGERS.items() if spec[0] == benchmark_sql.PSEUDO),
+    ]
     assert len(joined) == 9  # six on decisions and ratings, three on pseudo translations
     assert set(joined) <= set(config)
     for name in joined:

@@ -1,4 +1,5 @@
 """Gold items: planting at a rate, their known answers, idempotence, and per-annotator scores."""
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,11 @@ def test_plant_gold_known_answers_and_idempotence(world):
             edit = diff_edit(g.segment.reference, g.text, language)
             assert edit is not None, "an accept gold item must change the reference"
             # the stored span is the real edit of the copied candidate
-            assert (g.span_start, g.span_end, g.edit_text) == (edit.start, edit.end, " ".join(edit.replacement) if language == "de" else "".join(edit.replacement))
+            assert (g.span_start, g.span_end, g.edit_text) == (
+                edit.start,
+                edit.end,
+                " ".join(edit.replacement) if language == "de" else "".join(edit.replacement),
+            )
             assert g.external_id.startswith("gold:copy of accepted candidate")
     assert sorted(g.gold_answer for g in golds).count("reject") == 5
     again = gold.plant_gold(world.project, 0.5, seed=1)
@@ -59,8 +64,12 @@ def test_gold_is_scored_and_kept_out_of_agreement(world):
     # anna answers the first five wrongly, the sixth rightly
     for i, g in enumerate(de_golds):
         wrong = "accept" if g.gold_answer == "reject" else "reject"
-        ReviewDecision.objects.create(candidate=g, reviewer=anna, round=world.rounds[1], decision=wrong if i < 5 else g.gold_answer)
-        ReviewDecision.objects.create(candidate=g, reviewer=world.users["ben_de"], round=world.rounds[1], decision=g.gold_answer)
+        ReviewDecision.objects.create(
+            candidate=g, reviewer=anna, round=world.rounds[1], decision=wrong if i < 5 else g.gold_answer
+        )
+        ReviewDecision.objects.create(
+            candidate=g, reviewer=world.users["ben_de"], round=world.rounds[1], decision=g.gold_answer
+        )
     after = sel.project_report(world.project, use_cache=False)
     assert after["languages"] == before["languages"]
     assert after["error_types"] == before["error_types"]
@@ -77,12 +86,41 @@ def test_gold_is_scored_and_kept_out_of_agreement(world):
 
 
 def test_outlier_rules():
-    base = {"decisions": 20, "accept_rate": 0.95, "peer_accept_rate": 0.6, "pairs_with_others": 20, "agreement_with_others": 0.5,
-            "adjudicated_items": 5, "agreement_with_adjudication": 0.4, "timed_decisions": 20, "median_seconds_per_item": 1.5,
-            "gold_items": 5, "gold_score": 0.6}
+    base = {
+        "decisions": 20,
+        "accept_rate": 0.95,
+        "peer_accept_rate": 0.6,
+        "pairs_with_others": 20,
+        "agreement_with_others": 0.5,
+        "adjudicated_items": 5,
+        "agreement_with_adjudication": 0.4,
+        "timed_decisions": 20,
+        "median_seconds_per_item": 1.5,
+        "gold_items": 5,
+        "gold_score": 0.6,
+    }
     assert [r.name for r in sel.OUTLIER_RULES if r.applies(base)] == [
-        "accept_rate_vs_peers", "low_agreement", "disagrees_with_adjudication", "too_fast", "gold_failures"]
-    few = {**base, "decisions": 3, "pairs_with_others": 3, "adjudicated_items": 1, "timed_decisions": 2, "gold_items": 2}
+        "accept_rate_vs_peers",
+        "low_agreement",
+        "disagrees_with_adjudication",
+        "too_fast",
+        "gold_failures",
+    ]
+    few = {
+        **base,
+        "decisions": 3,
+        "pairs_with_others": 3,
+        "adjudicated_items": 1,
+        "timed_decisions": 2,
+        "gold_items": 2,
+    }
     assert [r.name for r in sel.OUTLIER_RULES if r.applies(few)] == []  # too little evidence to flag anyone
-    fine = {**base, "accept_rate": 0.65, "agreement_with_others": 0.9, "agreement_with_adjudication": 0.9, "median_seconds_per_item": 8, "gold_score": 1.0}
+    fine = {
+        **base,
+        "accept_rate": 0.65,
+        "agreement_with_others": 0.9,
+        "agreement_with_adjudication": 0.9,
+        "median_seconds_per_item": 8,
+        "gold_score": 1.0,
+    }
     assert [r.name for r in sel.OUTLIER_RULES if r.applies(fine)] == []

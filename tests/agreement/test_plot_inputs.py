@@ -1,5 +1,6 @@
 """Plots over awkward but legal data: reviewers who disagree on everything (bootstrap bounds a rounding
 error past the estimate) and user names that matplotlib would read as mathtext."""
+
 from __future__ import annotations
 
 from django.urls import reverse
@@ -31,8 +32,17 @@ def test_agreement_plot_when_reviewers_disagree_on_everything(client, project, l
 
 def test_error_bar_a_rounding_error_past_the_estimate():
     """Six alternating units: the bootstrap's upper bound of alpha is 2.2e-16 below the estimate."""
-    rows = [{"language": "de", "percent_agreement": 0.0, "percent_agreement_low": 0.0, "percent_agreement_high": 0.0,
-             "krippendorff_alpha": -0.1, "krippendorff_alpha_low": -0.1 + 2.2e-16, "krippendorff_alpha_high": -0.1 - 2.2e-16}]
+    rows = [
+        {
+            "language": "de",
+            "percent_agreement": 0.0,
+            "percent_agreement_low": 0.0,
+            "percent_agreement_high": 0.0,
+            "krippendorff_alpha": -0.1,
+            "krippendorff_alpha_low": -0.1 + 2.2e-16,
+            "krippendorff_alpha_high": -0.1 - 2.2e-16,
+        }
+    ]
     assert "<svg" in plots.agreement_by_group(rows, lambda r: r["language"], "by language")
 
 

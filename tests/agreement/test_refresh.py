@@ -2,6 +2,7 @@
 every dashboard scope and is idempotent; a page that misses shows the last report or "being computed" and
 queues one refresh; writes queue one refresh per burst; failures are recorded with their reason; transient
 database faults are retried. Real database, real cache, real Redis broker; nothing of ours is mocked."""
+
 from __future__ import annotations
 
 import io
@@ -60,7 +61,7 @@ def de_row(report):
 
 def shown_de_agreement(html: str) -> str:
     """The percent-agreement cell of the de row of the page's table by language."""
-    section = html[html.index('id="languages"'):]
+    section = html[html.index('id="languages"') :]
     headers = re.findall(r"<th>(.*?)</th>", section[: section.index("</thead>")])
     row = re.search(r"<tr><td>de</td>.*?</tr>", section).group(0)
     return re.findall(r"<td[^>]*>(.*?)</td>", row)[headers.index("percent agreement")]
@@ -86,7 +87,12 @@ def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes)
     world = more_scopes
     project = world.project
     scopes = sel.dashboard_scopes(project)
-    assert scopes == [sel.Scope(None, True), sel.Scope(frozenset({"de"}), False), sel.Scope(frozenset({"de", "zh"}), False), sel.Scope(frozenset({"zh"}), False)]
+    assert scopes == [
+        sel.Scope(None, True),
+        sel.Scope(frozenset({"de"}), False),
+        sel.Scope(frozenset({"de", "zh"}), False),
+        sel.Scope(frozenset({"zh"}), False),
+    ]
     from django.contrib.auth import get_user_model
 
     from_users = {sel.scope_for(u, project) for u in get_user_model().objects.filter(is_active=True)} - {None}
@@ -97,7 +103,9 @@ def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes)
     assert (first["scopes"], first["computed"], first["hits"]) == (4, 4, 0)
     for scope in scopes:  # the keys the pages and downloads use, and the numbers the command computes
         entry = cached_entry(project, scope)
-        assert entry is not None and entry["report"] == sel.project_report(project, languages=scope.languages, private=scope.private, use_cache=False)
+        assert entry is not None and entry["report"] == sel.project_report(
+            project, languages=scope.languages, private=scope.private, use_cache=False
+        )
     state = refresh.status(project.pk)
     assert state["state"] == "done" and state["computed"] == 4 and not refresh.failing(state)
 
@@ -106,7 +114,10 @@ def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes)
     assert (again["computed"], again["hits"]) == (0, 4)
 
     # The pages show the cached report instead of computing one: mark the cached numbers and look for the marks.
-    for user, scope, mark in [(world.users["admin"], scopes[0], 0.123456), (world.users["anna_de"], scopes[1], 0.654321)]:
+    for user, scope, mark in [
+        (world.users["admin"], scopes[0], 0.123456),
+        (world.users["anna_de"], scopes[1], 0.654321),
+    ]:
         key = sel.report_cache_key(project, languages=scope.languages, private=scope.private)
         entry = cache.get(key)
         de_row(entry["report"])["percent_agreement"] = mark
@@ -131,42 +142,70 @@ def test_a_miss_shows_being_computed_queues_one_refresh_and_never_computes(clien
     html = dashboard(client, admin)
     assert state_of(html) == "computing" and "Being computed" in html
     assert reloads_itself(html)
-    assert "Accept/reject agreement by language" not in html and reverse("agreement:plot", kwargs={"project": "demo", "plot": "rwg"}) not in html
+    assert (
+        "Accept/reject agreement by language" not in html
+        and reverse("agreement:plot", kwargs={"project": "demo", "plot": "rwg"}) not in html
+    )
     assert [(m["task"], m["args"]) for m in broker.messages()] == [(TASK, [project.pk])]
     assert broker.messages()[0]["eta"] is None  # someone is waiting: no delay
-    assert all(cached_entry(project, s) is None for s in sel.dashboard_scopes(project))  # nothing computed in the request
+    assert all(
+        cached_entry(project, s) is None for s in sel.dashboard_scopes(project)
+    )  # nothing computed in the request
     assert refresh.status(project.pk)["state"] == "queued"
 
     # more views, another user, the annotator page and a plot while it is queued: still one message
     assert state_of(dashboard(client, anna)) == "computing"
     quality = dashboard(client, admin, "annotators")
-    assert state_of(quality) == "computing" and "Plant gold items" in quality and "Likert raters" not in quality  # gold needs no report
+    assert (
+        state_of(quality) == "computing" and "Plant gold items" in quality and "Likert raters" not in quality
+    )  # gold needs no report
     plot = client.get(reverse("agreement:plot", kwargs={"project": "demo", "plot": "by-language"}))
-    assert plot.status_code == 200 and plot["Content-Type"] == "image/svg+xml" and "being computed" in plot.content.decode()
+    assert (
+        plot.status_code == 200
+        and plot["Content-Type"] == "image/svg+xml"
+        and "being computed" in plot.content.decode()
+    )
     assert len(broker.messages()) == 1
 
     # a worker runs it; the pages show the numbers
     assert broker.run_next().get()["computed"] == 3
     html = dashboard(client, admin)
     de = de_row(sel.project_report(project, use_cache=False))
-    assert state_of(html) == "fresh" and shown_de_agreement(html) == f"{de['percent_agreement']:.3f}" and "Agreement per reviewer pair" in html
+    assert (
+        state_of(html) == "fresh"
+        and shown_de_agreement(html) == f"{de['percent_agreement']:.3f}"
+        and "Agreement per reviewer pair" in html
+    )
     assert state_of(dashboard(client, anna)) == "fresh"
     assert broker.messages() == []
 
 
-def test_after_a_change_the_last_report_is_shown_as_of_its_time(client, world, broker, django_capture_on_commit_callbacks):
+def test_after_a_change_the_last_report_is_shown_as_of_its_time(
+    client, world, broker, django_capture_on_commit_callbacks
+):
     project, admin = world.project, world.users["admin"]
     refresh_agreement.apply(args=(project.pk,))
     before = de_row(sel.project_report(project))
     computed_at = cache.get(sel.report_cache_key(project))["computed_at"]
     # anna changes her round-1 accept on a candidate ben rejected: de agreement changes
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(world.users["anna_de"], world.de[1].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
+        services.submit_decision(
+            world.users["anna_de"],
+            world.de[1].pk,
+            "reject",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
+        )
     [queued] = broker.messages()  # queued by the submission, with the debounce delay
-    assert queued["args"] == [project.pk] and datetime.fromisoformat(queued["eta"]) > timezone.now() + timedelta(seconds=refresh.delay_seconds() - 5)
+    assert queued["args"] == [project.pk] and datetime.fromisoformat(queued["eta"]) > timezone.now() + timedelta(
+        seconds=refresh.delay_seconds() - 5
+    )
 
     html = dashboard(client, admin)
-    assert state_of(html) == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}; being updated" in html
+    assert (
+        state_of(html) == "stale"
+        and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}; being updated" in html
+    )
     assert shown_de_agreement(html) == f"{before['percent_agreement']:.3f}" and reloads_itself(html)
     assert len(broker.messages()) == 1  # the view found it queued
 
@@ -179,7 +218,9 @@ def test_after_a_change_the_last_report_is_shown_as_of_its_time(client, world, b
 
 def test_downloads_still_compute_on_a_miss(client, world, broker):
     client.force_login(world.users["admin"])
-    response = client.get(reverse("agreement:download", kwargs={"project": "demo", "table": "languages", "fmt": "json"}))
+    response = client.get(
+        reverse("agreement:download", kwargs={"project": "demo", "table": "languages", "fmt": "json"})
+    )
     import json
 
     assert json.loads(response.content)["rows"] == sel.project_report(world.project, use_cache=False)["languages"]
@@ -192,8 +233,14 @@ def test_downloads_still_compute_on_a_miss(client, world, broker):
 @pytest.fixture
 def redis_cache(redis_url, settings):
     """The production cache backend, so that cache.add is Redis's SET NX across threads and processes."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
-                                   "KEY_PREFIX": f"agreement-test-{uuid.uuid4().hex}", "TIMEOUT": 300}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis_url,
+            "KEY_PREFIX": f"agreement-test-{uuid.uuid4().hex}",
+            "TIMEOUT": 300,
+        }
+    }
     settings.AGREEMENT_CACHE_SECONDS = 120
     return cache
 
@@ -204,7 +251,10 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
     need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
     from tests.review.test_concurrency import race
 
-    candidates = [make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i)) for i in range(16)]
+    candidates = [
+        make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i))
+        for i in range(16)
+    ]
     users = [create_user(f"r{i}", "pw-123-xyz", languages=["de"]) for i in range(32)]
     target = {user.pk: candidates[i // 2] for i, user in enumerate(users)}  # two reviewers per candidate
 
@@ -228,21 +278,46 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
 def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(services.Conflict):  # the candidate already has its two reviewers in round 1
-            services.submit_decision(world.users["admin"], world.de[0].pk, "accept", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
+            services.submit_decision(
+                world.users["admin"],
+                world.de[0].pk,
+                "accept",
+                idempotency_key=uuid.uuid4().hex,
+                round_id=world.rounds[1].pk,
+            )
     assert callbacks == [] and broker.messages() == []
     # ratings queue it too
     from annotation.models import RatingItem
 
-    item = RatingItem.objects.create(project=world.project, direction=world.de[0].segment.direction, kind="system_output", external_id="new", source="s", reference="r", text="t")
+    item = RatingItem.objects.create(
+        project=world.project,
+        direction=world.de[0].segment.direction,
+        kind="system_output",
+        external_id="new",
+        source="s",
+        reference="r",
+        text="t",
+    )
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_rating(world.users["anna_de"], item.pk, dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3), idempotency_key=uuid.uuid4().hex)
+        services.submit_rating(
+            world.users["anna_de"],
+            item.pk,
+            dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3),
+            idempotency_key=uuid.uuid4().hex,
+        )
     assert [m["args"] for m in broker.messages()] == [[world.project.pk]]
 
 
 def test_without_a_broker_a_submission_computes_nothing(world, django_capture_on_commit_callbacks):
     # In-process tasks would run inside the annotator's submission; the dashboard asks on its next view.
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(world.users["anna_de"], world.de[1].pk, "accept", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk)
+        services.submit_decision(
+            world.users["anna_de"],
+            world.de[1].pk,
+            "accept",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
+        )
     assert refresh.status(world.project.pk) == {}
     assert cached_entry(world.project, sel.Scope(None, True)) is None
 
@@ -260,12 +335,18 @@ def test_a_failure_is_recorded_with_its_reason_and_shown(client, world, settings
         # the page keeps reloading, but asks again at most once a minute after a failure
         assert reloads_itself(html)
         annotator = dashboard(client, world.users["anna_de"])
-        assert "The last update failed" in annotator and "an admin can see why" in annotator and "confidence" not in annotator
+        assert (
+            "The last update failed" in annotator
+            and "an admin can see why" in annotator
+            and "confidence" not in annotator
+        )
     failures = [r for r in caplog.records if r.levelno == logging.ERROR and "failed: ValueError" in r.getMessage()]
     assert len(failures) == 1 and failures[0].exc_info is not None  # logged once, with the traceback
 
     settings.AGREEMENT_CONFIDENCE = 0.95
-    call_command("agreement", "demo", "--prewarm", stdout=io.StringIO(), stderr=io.StringIO())  # by hand, as the banner says
+    call_command(
+        "agreement", "demo", "--prewarm", stdout=io.StringIO(), stderr=io.StringIO()
+    )  # by hand, as the banner says
     html = dashboard(client, world.users["admin"])
     assert state_of(html) == "fresh" and "The last update failed" not in html and not reloads_itself(html)
     assert not refresh.failing(refresh.status(world.project.pk))
@@ -289,11 +370,15 @@ def test_a_transient_database_fault_is_retried_by_the_worker(world, broker, lock
     from xqmeval.celery import app
 
     d = connection.settings_dict
-    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
+    holder = psycopg.connect(
+        dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None
+    )
     pk = world.project.pk
     try:
         holder.execute("LOCK TABLE annotation_reviewdecision IN ACCESS EXCLUSIVE MODE")
-        with start_worker(app, pool="solo", perform_ping_check=False, queues=[broker.queue], loglevel="WARNING", shutdown_timeout=30):
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, queues=[broker.queue], loglevel="WARNING", shutdown_timeout=30
+        ):
             assert agreement_tasks.request_refresh(pk)
             state = wait_until(lambda: (s := refresh.status(pk)).get("state") == "retrying" and s, "a retry")
             assert "lock timeout" in state["last_error"] and refresh.failing(state)
@@ -321,7 +406,9 @@ def test_prewarm_command(client, world):
     from django.core.cache import caches
     from django.core.cache.backends.locmem import LocMemCache
 
-    assert ("no CACHE_URL" in err.getvalue()) == isinstance(caches["default"], LocMemCache)  # another process would not see it
+    assert ("no CACHE_URL" in err.getvalue()) == isinstance(
+        caches["default"], LocMemCache
+    )  # another process would not see it
     with pytest.raises(CommandError, match="do not apply"):
         call_command("agreement", "demo", "--prewarm", "--language", "de")
     with pytest.raises(CommandError, match="name a project"):

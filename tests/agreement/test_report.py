@@ -1,4 +1,5 @@
 """Agreement figures computed from stored rows (ORM), checked against the pure statistics on the known data."""
+
 from __future__ import annotations
 
 import statistics
@@ -27,7 +28,9 @@ def test_languages_table_matches_pure_statistics(world):
     assert de["units"] == 16 and de["candidates"] == 12 and de["reviewers"] == 2
     assert de["decisions"] == 32  # adjudications and the imported decision are not rater decisions
     assert de["percent_agreement"] == pytest.approx(12 / 16, abs=TOL)
-    assert de["krippendorff_alpha"] == pytest.approx(ag.krippendorff_alpha([[u[0] for u in units], [u[1] for u in units]], "nominal"), abs=TOL)
+    assert de["krippendorff_alpha"] == pytest.approx(
+        ag.krippendorff_alpha([[u[0] for u in units], [u[1] for u in units]], "nominal"), abs=TOL
+    )
     assert de["fleiss_kappa"] == pytest.approx(ag.fleiss_kappa(units), abs=TOL)
     assert de["percent_agreement_low"] <= de["percent_agreement"] <= de["percent_agreement_high"]
     zh = row(report["languages"], language="zh")
@@ -81,11 +84,15 @@ def test_likert_tables(world):
         for rating in LikertRating.objects.filter(item=item):
             by_rater.setdefault(rating.rater_id, {})[item.id] = rating.informativeness
     matrix = [[by_rater[r].get(i.id) for i in world.items[:3]] for r in sorted(by_rater)]
-    assert inf["krippendorff_alpha_ordinal"] == pytest.approx(ag.krippendorff_alpha(matrix, "ordinal", range(1, 6)), abs=TOL)
+    assert inf["krippendorff_alpha_ordinal"] == pytest.approx(
+        ag.krippendorff_alpha(matrix, "ordinal", range(1, 6)), abs=TOL
+    )
     assert inf["mean_score"] == pytest.approx(statistics.mean([5, 4, 2, 4, 3, 3, 3]), abs=TOL)
     composite = row(report["likert_composite"], task="all", language="all")
     assert composite["items"] == 4
-    assert composite["mean_rwg_j_composite"] == pytest.approx(ag.mean_defined([r["rwg_j_composite"] for r in report["likert_items"]]), abs=TOL)
+    assert composite["mean_rwg_j_composite"] == pytest.approx(
+        ag.mean_defined([r["rwg_j_composite"] for r in report["likert_items"]]), abs=TOL
+    )
 
 
 def test_annotator_quality(world):
@@ -99,9 +106,16 @@ def test_annotator_quality(world):
     assert anna["agreement_with_others"] == pytest.approx(12 / 16, abs=TOL)
     # adjudicated 1 → accept, 5 → reject, 9 → reject; anna said A, R, A
     assert anna["adjudicated_items"] == 3 and anna["agreement_with_adjudication"] == pytest.approx(2 / 3, abs=TOL)
-    assert anna["median_seconds_per_item"] == pytest.approx(statistics.median([4000 + 100 * i for i in range(12)]) / 1000, abs=TOL)
+    assert anna["median_seconds_per_item"] == pytest.approx(
+        statistics.median([4000 + 100 * i for i in range(12)]) / 1000, abs=TOL
+    )
     assert anna["gold_items"] == 0 and anna["gold_score"] is None
-    assert {r["annotator"] for r in report["annotators"]} == {"anna_de", "ben_de", "li_zh", "wang_zh"}  # not the admin adjudicator
+    assert {r["annotator"] for r in report["annotators"]} == {
+        "anna_de",
+        "ben_de",
+        "li_zh",
+        "wang_zh",
+    }  # not the admin adjudicator
 
 
 def test_imported_decisions_are_not_raters(world):
@@ -121,7 +135,14 @@ def agreement_cache(request, settings):
 
         url = request.getfixturevalue("redis_url")
         # A fresh prefix per run instead of clear(): FLUSHDB would wipe other people's test keys.
-        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": f"agreement-test-{uuid.uuid4().hex}", "TIMEOUT": 300}}
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": url,
+                "KEY_PREFIX": f"agreement-test-{uuid.uuid4().hex}",
+                "TIMEOUT": 300,
+            }
+        }
         settings.AGREEMENT_CACHE_SECONDS = 120  # test keys expire on their own
     else:
         cache.clear()
@@ -134,20 +155,28 @@ def test_cache_follows_the_stored_rows(world, agreement_cache):
     assert agreement_cache.get(key)["report"] == first  # stored under the digest of the current rows
     assert sel.project_report(world.project) == first
     # a new decision
-    d = ReviewDecision.objects.create(candidate=world.zh[0], reviewer=world.users["anna_de"], round=world.rounds[1], decision=R)
-    assert sel.report_cache_key(world.project) != key and agreement_cache.get(sel.report_cache_key(world.project)) is None
+    d = ReviewDecision.objects.create(
+        candidate=world.zh[0], reviewer=world.users["anna_de"], round=world.rounds[1], decision=R
+    )
+    assert (
+        sel.report_cache_key(world.project) != key and agreement_cache.get(sel.report_cache_key(world.project)) is None
+    )
     second = sel.project_report(world.project)
     assert row(second["languages"], language="zh")["decisions"] == 17
     # a bulk update that bypasses save() and signals
     ReviewDecision.objects.filter(pk=d.pk).update(decision=A)
     third = sel.project_report(world.project)
-    assert row(third["languages"], language="zh")["accept_rate"] != row(second["languages"], language="zh")["accept_rate"]
+    assert (
+        row(third["languages"], language="zh")["accept_rate"] != row(second["languages"], language="zh")["accept_rate"]
+    )
     # a deletion
     ReviewDecision.objects.filter(pk=d.pk).delete()
     assert sel.project_report(world.project) == first
     # a changed rating
     LikertRating.objects.filter(item=world.items[3]).update(informativeness=3)
-    assert row(sel.project_report(world.project)["likert_items"], external_id="zh-item-0")["informativeness_rwg"] == pytest.approx(1.0)
+    assert row(sel.project_report(world.project)["likert_items"], external_id="zh-item-0")[
+        "informativeness_rwg"
+    ] == pytest.approx(1.0)
 
 
 def test_language_restricted_report_has_no_private_tables(world):
@@ -170,7 +199,11 @@ def test_likert_raters_table(world):
     anna = row(report["likert_raters"], rater="anna_de", language="de")
     # anna's scores vs co-raters' means on items 0, 1, 2 (the co-raters: ben, and on item 1 also the admin)
     diffs = []
-    for own, others in [((5, 4, 5, 4), [(4, 4, 5, 5)]), ((2, 3, 3, 1), [(4, 3, 2, 5), (3, 3, 3, 3)]), ((3, 3, 3, 3), [(3, 3, 3, 3)])]:
+    for own, others in [
+        ((5, 4, 5, 4), [(4, 4, 5, 5)]),
+        ((2, 3, 3, 1), [(4, 3, 2, 5), (3, 3, 3, 3)]),
+        ((3, 3, 3, 3), [(3, 3, 3, 3)]),
+    ]:
         diffs += [own[j] - sum(o[j] for o in others) / len(others) for j in range(4)]
     assert anna["items"] == 3 and anna["items_shared"] == 3
     assert anna["leniency"] == pytest.approx(sum(diffs) / len(diffs), abs=TOL)
@@ -184,5 +217,8 @@ def test_pure_report_builder_uses_the_stored_vocabulary():
     from annotation.agreement.domain import report
 
     assert (report.ACCEPT, report.REJECT) == (ReviewDecision.Decision.ACCEPT, ReviewDecision.Decision.REJECT)
-    assert (report.ANNOTATOR, report.ADJUDICATION) == (ReviewDecision.Source.ANNOTATOR, ReviewDecision.Source.ADJUDICATION)
+    assert (report.ANNOTATOR, report.ADJUDICATION) == (
+        ReviewDecision.Source.ANNOTATOR,
+        ReviewDecision.Source.ADJUDICATION,
+    )
     assert report.DIMENSIONS == LikertRating.DIMENSIONS

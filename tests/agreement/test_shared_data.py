@@ -1,5 +1,6 @@
 """On the released XQ-MEval en-de candidates: imported final decisions are not raters; gold items planted
 from them carry the right known answers; live reviews on top give the expected agreement."""
+
 from __future__ import annotations
 
 import random
@@ -64,4 +65,6 @@ def test_gold_from_real_candidates_and_live_reviews(xq_de, annotator_de):
     de = report["languages"][0]
     assert de["units"] == 200
     assert de["percent_agreement"] == pytest.approx(sum(a == b for a, b in pairs) / 200, abs=1e-12)
-    assert de["krippendorff_alpha"] == pytest.approx(ag.krippendorff_alpha([[a for a, _ in pairs], [b for _, b in pairs]], "nominal"), abs=1e-9)
+    assert de["krippendorff_alpha"] == pytest.approx(
+        ag.krippendorff_alpha([[a for a, _ in pairs], [b for _, b in pairs]], "nominal"), abs=1e-9
+    )

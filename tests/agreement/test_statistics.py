@@ -1,4 +1,5 @@
 """The pure statistics against published values, independent implementations and hand computations."""
+
 from __future__ import annotations
 
 import math
@@ -60,7 +61,9 @@ def reference_alpha(data, level):
     return 1.0 - d_o / d_e
 
 
-@pytest.mark.parametrize("level,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)])
+@pytest.mark.parametrize(
+    ("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
 def test_krippendorff_published_example(level, published):
     alpha = ag.krippendorff_alpha(K_DATA, level)
     assert alpha == pytest.approx(published, abs=5e-4)
@@ -90,7 +93,9 @@ def test_krippendorff_string_labels_match_codes():
 def test_krippendorff_value_domain_and_errors():
     # Unobserved scale points change nothing for the ordinal level (zero marginals).
     data = [[1, 2, 3, 3], [1, 2, 2, 3]]
-    assert ag.krippendorff_alpha(data, "ordinal", value_domain=range(1, 6)) == pytest.approx(reference_alpha(data, "ordinal"), abs=TOL)
+    assert ag.krippendorff_alpha(data, "ordinal", value_domain=range(1, 6)) == pytest.approx(
+        reference_alpha(data, "ordinal"), abs=TOL
+    )
     with pytest.raises(ValueError, match="not in value_domain"):
         ag.krippendorff_alpha([[1, 6], [1, 2]], "ordinal", value_domain=range(1, 6))
     with pytest.raises(ValueError, match="level"):
@@ -100,6 +105,7 @@ def test_krippendorff_value_domain_and_errors():
 
 
 # ---- Cohen's kappa vs scikit-learn ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
 def test_cohen_kappa_matches_sklearn_fixed(weights):
@@ -128,7 +134,9 @@ def test_cohen_kappa_hand_computed_and_undefined():
 
 
 label_lists = st.integers(min_value=2, max_value=60).flatmap(
-    lambda n: st.tuples(st.lists(st.integers(1, 5), min_size=n, max_size=n), st.lists(st.integers(1, 5), min_size=n, max_size=n))
+    lambda n: st.tuples(
+        st.lists(st.integers(1, 5), min_size=n, max_size=n), st.lists(st.integers(1, 5), min_size=n, max_size=n)
+    )
 )
 
 
@@ -160,12 +168,23 @@ def test_unweighted_kappa_invariant_under_relabelling(ab, perm):
 
 # ---- Fleiss' kappa vs statsmodels ----------------------------------------------------------------
 
+
 def test_fleiss_kappa_fleiss_1971_example_matches_statsmodels():
     # The Wikipedia/Fleiss (1971) worked example: 10 subjects, 14 raters, 5 categories, κ = 0.210.
-    table = np.array([
-        [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-        [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
-    ])
+    table = np.array(
+        [
+            [0, 0, 0, 0, 14],
+            [0, 2, 6, 4, 2],
+            [0, 0, 3, 5, 6],
+            [0, 3, 9, 2, 0],
+            [2, 2, 8, 1, 1],
+            [7, 7, 0, 0, 0],
+            [3, 2, 6, 3, 0],
+            [2, 5, 3, 2, 2],
+            [6, 5, 2, 1, 0],
+            [0, 2, 2, 3, 7],
+        ]
+    )
     units = [[c for c, n in enumerate(row, start=1) for _ in range(n)] for row in table]
     ours = ag.fleiss_kappa(units, categories=[1, 2, 3, 4, 5])
     assert ours == pytest.approx(sm_fleiss_kappa(table, method="fleiss"), abs=TOL)
@@ -173,7 +192,11 @@ def test_fleiss_kappa_fleiss_1971_example_matches_statsmodels():
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.integers(2, 6).flatmap(lambda m: st.lists(st.lists(st.sampled_from(["a", "r", "s"]), min_size=m, max_size=m), min_size=1, max_size=40)))
+@given(
+    st.integers(2, 6).flatmap(
+        lambda m: st.lists(st.lists(st.sampled_from(["a", "r", "s"]), min_size=m, max_size=m), min_size=1, max_size=40)
+    )
+)
 def test_fleiss_kappa_matches_statsmodels_property(units):
     table, cats = ag.fleiss_table(units)
     ours = ag.fleiss_kappa(units)
@@ -197,6 +220,7 @@ def test_fleiss_unequal_counts():
 
 # ---- percent agreement ---------------------------------------------------------------------------
 
+
 def test_percent_agreement_hand_computed():
     assert ag.percent_agreement([["a", "a"], ["a", "r"], ["r", "r"], ["a", None]]) == pytest.approx(2 / 3, abs=TOL)
     # three raters, 2 agree: 1 agreeing pair of 3
@@ -205,7 +229,10 @@ def test_percent_agreement_hand_computed():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["a", "r", None]), min_size=0, max_size=5), max_size=30), st.randoms(use_true_random=False))
+@given(
+    st.lists(st.lists(st.sampled_from(["a", "r", None]), min_size=0, max_size=5), max_size=30),
+    st.randoms(use_true_random=False),
+)
 def test_percent_agreement_bounds_and_invariances(units, rnd):
     value = ag.percent_agreement(units)
     if value is None:
@@ -223,7 +250,11 @@ def test_percent_agreement_bounds_and_invariances(units, rnd):
 
 reliability = st.integers(2, 5).flatmap(
     lambda raters: st.integers(1, 25).flatmap(
-        lambda units: st.lists(st.lists(st.one_of(st.none(), st.integers(1, 5)), min_size=units, max_size=units), min_size=raters, max_size=raters)
+        lambda units: st.lists(
+            st.lists(st.one_of(st.none(), st.integers(1, 5)), min_size=units, max_size=units),
+            min_size=raters,
+            max_size=raters,
+        )
     )
 )
 
@@ -248,6 +279,7 @@ def test_krippendorff_matches_reference_property(data, level):
 
 # ---- rwg and rwg(j), hand-computed -----------------------------------------------------------------
 
+
 def test_uniform_null_variance():
     assert ag.uniform_null_variance(5) == 2.0
     assert ag.uniform_null_variance(7) == 4.0
@@ -256,7 +288,7 @@ def test_uniform_null_variance():
 
 
 @pytest.mark.parametrize(
-    "ratings,expected",
+    ("ratings", "expected"),
     [
         ([3, 3], 1.0),  # constant ratings: perfect agreement
         ([4, 4, 4, 4], 1.0),
@@ -308,7 +340,11 @@ def test_rwg_bounds_and_invariances(ratings, rnd):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(2, 6).flatmap(lambda k: st.lists(st.lists(st.integers(1, 5), min_size=k, max_size=k), min_size=1, max_size=6)))
+@given(
+    st.integers(2, 6).flatmap(
+        lambda k: st.lists(st.lists(st.integers(1, 5), min_size=k, max_size=k), min_size=1, max_size=6)
+    )
+)
 def test_rwg_j_bounds_and_monotone_in_j(items):
     value = ag.rwg_j(items, 5)
     assert 0.0 <= value <= 1.0 + TOL
@@ -321,6 +357,7 @@ def test_rwg_j_bounds_and_monotone_in_j(items):
 
 
 # ---- round alignment and bootstrap ---------------------------------------------------------------
+
 
 def test_round_alignment():
     first = {1: "accept", 2: "reject", 3: "accept", 4: "accept", 5: None}
@@ -361,8 +398,12 @@ def test_bootstrap_each_statistic():
     m = ag.mean_rwg_ci([[3, 4], [4, 4], [1, 5], [2, 3]], 5, resamples=200, seed=1)
     assert m.estimate == pytest.approx((0.75 + 1 + 0 + 0.75) / 4, abs=TOL)
     mj = ag.mean_rwg_j_ci([[[3, 4], [4, 4]], [[1, 5], [2, 3]]], 5, resamples=200, seed=1)
-    assert mj.estimate == pytest.approx(ag.mean_defined([ag.rwg_j([[3, 4], [4, 4]], 5), ag.rwg_j([[1, 5], [2, 3]], 5)]), abs=TOL)
-    al = ag.round_alignment_ci({i: "a" if i % 3 else "r" for i in range(30)}, {i: "a" for i in range(30)}, resamples=200, seed=1)
+    assert mj.estimate == pytest.approx(
+        ag.mean_defined([ag.rwg_j([[3, 4], [4, 4]], 5), ag.rwg_j([[1, 5], [2, 3]], 5)]), abs=TOL
+    )
+    al = ag.round_alignment_ci(
+        {i: "a" if i % 3 else "r" for i in range(30)}, {i: "a" for i in range(30)}, resamples=200, seed=1
+    )
     assert al.estimate == pytest.approx(20 / 30, abs=TOL)
     assert al.low <= al.estimate <= al.high
 
@@ -376,6 +417,7 @@ def test_bootstrap_undefined_estimate():
 
 # ---- the vectorised bootstrap equals resampling with the point-estimate functions -------------------
 
+
 def _same_interval(fast: ag.Interval, slow: ag.Interval) -> None:
     assert fast.defined == slow.defined
     for x, y in [(fast.estimate, slow.estimate), (fast.low, slow.low), (fast.high, slow.high)]:
@@ -387,7 +429,12 @@ def _same_interval(fast: ag.Interval, slow: ag.Interval) -> None:
 def test_vectorised_alpha_bootstrap_equals_package_per_resample(data, level, seed):
     fast = ag.krippendorff_alpha_ci(data, level, range(1, 6), resamples=40, seed=seed)
     pairable = [col for col in zip(*data) if sum(x is not None for x in col) >= 2]
-    slow = ag.bootstrap_ci(pairable, lambda cols: ag.krippendorff_alpha([list(r) for r in zip(*cols)], level, range(1, 6)) if cols else None, resamples=40, seed=seed)
+    slow = ag.bootstrap_ci(
+        pairable,
+        lambda cols: ag.krippendorff_alpha([list(r) for r in zip(*cols)], level, range(1, 6)) if cols else None,
+        resamples=40,
+        seed=seed,
+    )
     _same_interval(fast, slow)
 
 
@@ -397,12 +444,26 @@ def test_vectorised_kappa_bootstraps_equal_slow_ones(ab, weights, seed):
     a, b = ab
     labels = [1, 2, 3, 4, 5]
     fast = ag.cohen_kappa_ci(a, b, weights, labels, resamples=40, seed=seed)
-    slow = ag.bootstrap_ci(list(zip(a, b)), lambda ps: ag.cohen_kappa([p[0] for p in ps], [p[1] for p in ps], weights, labels), resamples=40, seed=seed)
+    slow = ag.bootstrap_ci(
+        list(zip(a, b)),
+        lambda ps: ag.cohen_kappa([p[0] for p in ps], [p[1] for p in ps], weights, labels),
+        resamples=40,
+        seed=seed,
+    )
     _same_interval(fast, slow)
     units = [list(p) for p in zip(a, b)]
-    _same_interval(ag.fleiss_kappa_ci(units, labels, resamples=40, seed=seed), ag.bootstrap_ci(units, lambda us: ag.fleiss_kappa(us, labels), resamples=40, seed=seed))
-    _same_interval(ag.percent_agreement_ci(units, resamples=40, seed=seed), ag.bootstrap_ci(units, ag.percent_agreement, resamples=40, seed=seed))
-    _same_interval(ag.mean_rwg_ci(units, 5, resamples=40, seed=seed), ag.bootstrap_ci(units, lambda us: ag.mean_defined([ag.rwg(u, 5) for u in us]), resamples=40, seed=seed))
+    _same_interval(
+        ag.fleiss_kappa_ci(units, labels, resamples=40, seed=seed),
+        ag.bootstrap_ci(units, lambda us: ag.fleiss_kappa(us, labels), resamples=40, seed=seed),
+    )
+    _same_interval(
+        ag.percent_agreement_ci(units, resamples=40, seed=seed),
+        ag.bootstrap_ci(units, ag.percent_agreement, resamples=40, seed=seed),
+    )
+    _same_interval(
+        ag.mean_rwg_ci(units, 5, resamples=40, seed=seed),
+        ag.bootstrap_ci(units, lambda us: ag.mean_defined([ag.rwg(u, 5) for u in us]), resamples=40, seed=seed),
+    )
     first, second = dict(enumerate(a)), dict(enumerate(b))
     _same_interval(
         ag.round_alignment_ci(first, second, resamples=40, seed=seed),
@@ -422,7 +483,9 @@ def test_krippendorff_from_units_equals_the_matrix(data, level, with_domain):
     if dense is not None:
         assert sparse == pytest.approx(dense, abs=1e-12)
     boot = {"resamples": 50, "seed": 3}
-    assert ag.krippendorff_alpha_units_ci(units, level, domain, **boot) == ag.krippendorff_alpha_ci(data, level, domain, **boot)
+    assert ag.krippendorff_alpha_units_ci(units, level, domain, **boot) == ag.krippendorff_alpha_ci(
+        data, level, domain, **boot
+    )
     # who gave a rating does not enter α: shuffling ratings between raters within each unit changes nothing
     assert ag.krippendorff_alpha_units([u[::-1] for u in units], level, domain) == sparse
 
@@ -431,7 +494,8 @@ def test_krippendorff_from_units_labels_and_errors():
     units = [["accept", "accept"], ["reject", "reject"], ["accept", "reject"], ["accept"], [None, "reject"]]
     matrix = [[u[i] if i < len(u) else None for u in units] for i in range(2)]
     assert ag.krippendorff_alpha_units(units, "nominal", ["accept", "reject"]) == pytest.approx(
-        ag.krippendorff_alpha(matrix, "nominal", ["accept", "reject"]), abs=1e-12)
+        ag.krippendorff_alpha(matrix, "nominal", ["accept", "reject"]), abs=1e-12
+    )
     assert ag.krippendorff_alpha_units([["accept", "accept"], ["accept"]], "nominal") is None  # no variation
     with pytest.raises(ValueError, match="not in value_domain"):
         ag.krippendorff_alpha_units([["accept", "maybe"]], "nominal", ["accept", "reject"])

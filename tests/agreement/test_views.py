@@ -1,5 +1,6 @@
 """Dashboard, downloads, plots and the command over a project with live decisions and ratings; the
 permissions of every endpoint."""
+
 from __future__ import annotations
 
 import csv
@@ -101,15 +102,26 @@ def test_annotator_sees_only_their_languages_aggregates(client, world):
 
 
 def test_outsiders_and_anonymous(client, world):
-    for name, kw in [("index", {}), ("dashboard", {"project": "demo"}), ("annotators", {"project": "demo"}),
-                     ("download", {"project": "demo", "table": "languages", "fmt": "json"}), ("plot", {"project": "demo", "plot": "rwg"})]:
+    for name, kw in [
+        ("index", {}),
+        ("dashboard", {"project": "demo"}),
+        ("annotators", {"project": "demo"}),
+        ("download", {"project": "demo", "table": "languages", "fmt": "json"}),
+        ("plot", {"project": "demo", "plot": "rwg"}),
+    ]:
         response = client.get(url(name, **kw))
         assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
     login(client, create_user("fr_only", "fr-pass-123", languages=["fr"]))
     assert "demo" not in client.get(url("index")).content.decode()
-    for name, kw in [("dashboard", {"project": "demo"}), ("annotators", {"project": "demo"}),
-                     ("download", {"project": "demo", "table": "languages", "fmt": "json"}), ("plot", {"project": "demo", "plot": "by-language"})]:
-        expected = 403 if name == "annotators" else 404  # an admin-only page refuses before the lookup, any project alike
+    for name, kw in [
+        ("dashboard", {"project": "demo"}),
+        ("annotators", {"project": "demo"}),
+        ("download", {"project": "demo", "table": "languages", "fmt": "json"}),
+        ("plot", {"project": "demo", "plot": "by-language"}),
+    ]:
+        expected = (
+            403 if name == "annotators" else 404
+        )  # an admin-only page refuses before the lookup, any project alike
         assert client.get(url(name, **kw)).status_code == expected, name
 
 
@@ -122,7 +134,11 @@ LIKERT_TABLES = ("likert_dimensions", "likert_composite", "likert_items", "liker
 def test_likert_ratings_stay_blind_for_annotators_and_viewers(client, world, who):
     """Issue 36: anna, who has not rated an item, read every rater's scores for it in likert_items.csv (with two
     raters she works out the other's from her own). Now no Likert table, plot or section reaches a non-admin."""
-    user = world.users[who] if who != "viewer" else create_user("vera_de", "vera-pass-123", role="viewer", languages=["de"])
+    user = (
+        world.users[who]
+        if who != "viewer"
+        else create_user("vera_de", "vera-pass-123", role="viewer", languages=["de"])
+    )
     login(client, user)
     for table in LIKERT_TABLES:
         for fmt in ("csv", "json"):
@@ -131,7 +147,9 @@ def test_likert_ratings_stay_blind_for_annotators_and_viewers(client, world, who
         assert client.get(url("plot", project="demo", plot=plot)).status_code == 403, plot
     html = client.get(url("dashboard", project="demo")).content.decode()
     assert "Likert ratings stay blind" in html and "likert_items" not in html and "rwg" not in html
-    assert client.get(url("download", project="demo", table="languages", fmt="csv")).status_code == 200  # aggregates stay
+    assert (
+        client.get(url("download", project="demo", table="languages", fmt="csv")).status_code == 200
+    )  # aggregates stay
 
 
 def test_annotator_sees_her_own_agreement_anonymised(client, world):
@@ -197,7 +215,9 @@ def test_plots_of_an_empty_project(client, project, admin_user):
     assert "No data yet." in html
 
 
-def test_agreement_plots_with_decisions_from_one_reviewer_only_say_so(client, project, admin_user, annotator_de, languages):
+def test_agreement_plots_with_decisions_from_one_reviewer_only_say_so(
+    client, project, admin_user, annotator_de, languages
+):
     """Decisions, but no unit with two reviewers: agreement is undefined everywhere, so the chart says so
     instead of drawing empty bars."""
     from annotation.models import ReviewDecision, ReviewRound
@@ -206,9 +226,22 @@ def test_agreement_plots_with_decisions_from_one_reviewer_only_say_so(client, pr
 
     run = InjectionRun.objects.create(project=project, name="rule-1", backend="rule")
     rnd = ReviewRound.objects.create(project=project, number=1)
-    seg = GoldSegment.objects.create(project=project, direction=languages["en-de"], external_id="1", source="s", reference="Das ist ein Test")
-    cand = Candidate.objects.create(run=run, segment=seg, error_type="Addition", position="end", text="Das ist ein Test extra", span_start=4, span_end=4, edit_text="extra")
-    ReviewDecision.objects.create(candidate=cand, reviewer=annotator_de, round=rnd, decision="accept", time_spent_ms=3000)
+    seg = GoldSegment.objects.create(
+        project=project, direction=languages["en-de"], external_id="1", source="s", reference="Das ist ein Test"
+    )
+    cand = Candidate.objects.create(
+        run=run,
+        segment=seg,
+        error_type="Addition",
+        position="end",
+        text="Das ist ein Test extra",
+        span_start=4,
+        span_end=4,
+        edit_text="extra",
+    )
+    ReviewDecision.objects.create(
+        candidate=cand, reviewer=annotator_de, round=rnd, decision="accept", time_spent_ms=3000
+    )
     login(client, admin_user)
     for plot in ("by-language", "by-error-type"):
         texts = svg_texts(client.get(url("plot", project="demo", plot=plot)).content.decode())
@@ -216,13 +249,13 @@ def test_agreement_plots_with_decisions_from_one_reviewer_only_say_so(client, pr
 
 
 def test_untrusted_names_are_escaped(client, world):
-    Candidate.objects.filter(pk=world.de[0].pk).update(error_type='<script>alert(1)</script>')
+    Candidate.objects.filter(pk=world.de[0].pk).update(error_type="<script>alert(1)</script>")
     login(client, world.users["admin"])
     html = client.get(url("dashboard", project="demo")).content.decode()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     svg = client.get(url("plot", project="demo", plot="by-error-type")).content.decode()
     assert "<script>" not in svg
-    Candidate.objects.filter(pk=world.de[0].pk).update(error_type="=HYPERLINK(\"x\")")
+    Candidate.objects.filter(pk=world.de[0].pk).update(error_type='=HYPERLINK("x")')
     body = client.get(url("download", project="demo", table="error_types", fmt="csv")).content.decode()
     assert "'=HYPERLINK" in body and ",=HYPERLINK" not in body
 
@@ -238,11 +271,20 @@ def test_annotator_page_and_gold_planting(client, world):
     assert "Nothing planted: rate" in bad.content.decode()
     assert not Candidate.objects.filter(is_gold=True).exists()
     ok = client.post(url("annotators", project="demo"), {"rate": "0.25", "seed": "3"}, follow=True)
-    assert "Gold items planted: en-de accept: 1, en-de reject: 2, en-zh accept: 1, en-zh reject: 1" in ok.content.decode()
+    assert (
+        "Gold items planted: en-de accept: 1, en-de reject: 2, en-zh accept: 1, en-zh reject: 1" in ok.content.decode()
+    )
     assert Candidate.objects.filter(is_gold=True).count() == 5
     from annotation.models import AuditEvent
 
     event = AuditEvent.objects.get(action="plant_gold")
-    assert event.actor == world.users["admin"] and event.new["rate"] == 0.25 and event.new["planted"]["en-de/reject"] == 2
+    assert (
+        event.actor == world.users["admin"] and event.new["rate"] == 0.25 and event.new["planted"]["en-de/reject"] == 2
+    )
     gold = json.loads(client.get(url("download", project="demo", table="gold", fmt="json")).content)["rows"]
-    assert {(r["direction"], r["gold_answer"]): r["items"] for r in gold} == {("en-de", "accept"): 1, ("en-de", "reject"): 2, ("en-zh", "accept"): 1, ("en-zh", "reject"): 1}
+    assert {(r["direction"], r["gold_answer"]): r["items"] for r in gold} == {
+        ("en-de", "accept"): 1,
+        ("en-de", "reject"): 2,
+        ("en-zh", "accept"): 1,
+        ("en-zh", "reject"): 1,
+    }

@@ -1,6 +1,7 @@
 """The admin lists of the tables that grow with the data (``core.admin_lists``): a view's queries do not
 grow with the rows listed (no query per row), read no column's distinct values from the listed table, and
 above a size count nothing: the page shows the planner's estimate, marked "about"."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,8 @@ from annotation.models import AuditEvent, ReviewDecision, ReviewRound, ReviewSki
 from annotation.review import domain as rules
 from annotation.review import services
 from core.admin_lists import LargeTableAdmin
-from core.paging import EstimatedCountPaginator
 from core.models import GoldSegment
+from core.paging import EstimatedCountPaginator
 from exports.models import PseudoTranslation
 from injection.models import Candidate, InjectionRun
 
@@ -26,29 +27,60 @@ def add_candidates(project, direction, n: int, start: int = 0, reviewer=None) ->
     round_1 = ReviewRound.objects.get_or_create(project=project, number=1)[0] if reviewer else None
     run, _ = InjectionRun.objects.get_or_create(project=project, name="lists", defaults={"backend": "rule"})
     segments = GoldSegment.objects.bulk_create(
-        GoldSegment(project=project, direction=direction, external_id=f"s{i}", source=f"source {i}", reference=f"eins zwei drei {i}")
+        GoldSegment(
+            project=project,
+            direction=direction,
+            external_id=f"s{i}",
+            source=f"source {i}",
+            reference=f"eins zwei drei {i}",
+        )
         for i in range(start, start + n)
     )
     candidates = Candidate.objects.bulk_create(
-        Candidate(run=run, segment=s, error_type=TYPES[i % len(TYPES)], position="head", text=f"eins ZWEI drei {i}",
-                  span_start=1, span_end=2, edit_text="ZWEI", backend="rule")
+        Candidate(
+            run=run,
+            segment=s,
+            error_type=TYPES[i % len(TYPES)],
+            position="head",
+            text=f"eins ZWEI drei {i}",
+            span_start=1,
+            span_end=2,
+            edit_text="ZWEI",
+            backend="rule",
+        )
         for i, s in enumerate(segments, start=start)
     )
     ReviewDecision.objects.bulk_create(
-        ReviewDecision(candidate=c, reviewer=reviewer, round=round_1, decision="accept", source="annotator" if reviewer else "imported",
-                       is_final=reviewer is None) for c in candidates
+        ReviewDecision(
+            candidate=c,
+            reviewer=reviewer,
+            round=round_1,
+            decision="accept",
+            source="annotator" if reviewer else "imported",
+            is_final=reviewer is None,
+        )
+        for c in candidates
     )
     if reviewer:
         reason = sorted(rules.reason_codes(rules.SKIP_REASONS))[0]
-        ReviewSkip.objects.bulk_create(ReviewSkip(candidate=c, reviewer=reviewer, round=round_1, reason=reason) for c in candidates)
+        ReviewSkip.objects.bulk_create(
+            ReviewSkip(candidate=c, reviewer=reviewer, round=round_1, reason=reason) for c in candidates
+        )
     PseudoTranslation.objects.bulk_create(
-        PseudoTranslation(segment=s, level=i % 3, key=f"k{i}", text="t", marked_text="t", mqm_penalty=5 * (i % 3)) for i, s in enumerate(segments, start=start)
+        PseudoTranslation(segment=s, level=i % 3, key=f"k{i}", text="t", marked_text="t", mqm_penalty=5 * (i % 3))
+        for i, s in enumerate(segments, start=start)
     )
     return candidates
 
 
-LISTS = ["/admin/injection/candidate/", "/admin/annotation/reviewdecision/", "/admin/core/goldsegment/",
-         "/admin/exports/pseudotranslation/", "/admin/annotation/auditevent/", "/admin/annotation/reviewskip/"]
+LISTS = [
+    "/admin/injection/candidate/",
+    "/admin/annotation/reviewdecision/",
+    "/admin/core/goldsegment/",
+    "/admin/exports/pseudotranslation/",
+    "/admin/annotation/auditevent/",
+    "/admin/annotation/reviewskip/",
+]
 
 
 def audit_events(admin_user, candidates) -> None:
@@ -130,10 +162,14 @@ def test_large_lists_show_the_estimate_and_count_nothing(client, admin_user, pro
     assert cl.paginator.estimated and 250 <= cl.result_count <= 350  # the planner's estimate after ANALYZE
     paginator = response.content.decode().split('class="paginator"')[1]
     assert re.search(rf"about</span> {cl.result_count} candidates", paginator)
-    assert not [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper() and "injection_candidate" in q["sql"]]
+    assert not [
+        q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper() and "injection_candidate" in q["sql"]
+    ]
     # narrowed by a filter below the threshold: counted exactly
     with override_settings(LIST_EXACT_COUNT_BELOW=100):
-        narrowed = client.get(f"/admin/injection/candidate/?segment__direction__id__exact={languages['en-de'].pk}&error_type=Omission")
+        narrowed = client.get(
+            f"/admin/injection/candidate/?segment__direction__id__exact={languages['en-de'].pk}&error_type=Omission"
+        )
     assert not narrowed.context["cl"].paginator.estimated
     for nothing in (Candidate.objects.none(), Candidate.objects.filter(pk__in=[])):
         paginator = EstimatedCountPaginator(nothing, 10)
@@ -148,8 +184,21 @@ def test_large_admins_are_the_growing_tables():
     from exports.models import MergedSegment, MetricScore, PseudoSystem
     from injection.models import InjectionItem
 
-    for model in (Candidate, InjectionItem, ReviewDecision, ReviewSkip, ReviewLock, LikertRating, AuditEvent, UsedIdempotencyKey,
-                  GoldSegment, PseudoTranslation, MergedSegment, MetricScore, PseudoSystem):
+    for model in (
+        Candidate,
+        InjectionItem,
+        ReviewDecision,
+        ReviewSkip,
+        ReviewLock,
+        LikertRating,
+        AuditEvent,
+        UsedIdempotencyKey,
+        GoldSegment,
+        PseudoTranslation,
+        MergedSegment,
+        MetricScore,
+        PseudoSystem,
+    ):
         assert isinstance(admin.site._registry[model], LargeTableAdmin), model
 
 
@@ -170,8 +219,18 @@ def test_pseudo_system_list_counts_triplets_in_the_database(client, admin_user, 
 
     def add(start: int, n: int) -> None:
         PseudoSystem.objects.bulk_create(
-            PseudoSystem(release=release, project=project, kind="monolingual", name=f"mono/{i}", direction=languages["en-de"], level=i % 3,
-                         repetition=0, seed=0, human_score=-5.0 * (i % 3), triplet_ids=[f"en-de:{i}:{j}" for j in range(i + 1)])
+            PseudoSystem(
+                release=release,
+                project=project,
+                kind="monolingual",
+                name=f"mono/{i}",
+                direction=languages["en-de"],
+                level=i % 3,
+                repetition=0,
+                seed=0,
+                human_score=-5.0 * (i % 3),
+                triplet_ids=[f"en-de:{i}:{j}" for j in range(i + 1)],
+            )
             for i in range(start, start + n)
         )
 
@@ -186,5 +245,7 @@ def test_pseudo_system_list_counts_triplets_in_the_database(client, admin_user, 
     assert len(many) == len(few)
     listed = {obj.name: obj.triplet_count for obj in response.context["cl"].result_list}
     assert listed == {f"mono/{i}": i + 1 for i in range(22)}
-    loaded = re.compile(r'(?<!length\()"exports_pseudosystem"\."triplet_ids"', re.IGNORECASE)  # the column, not its length
+    loaded = re.compile(
+        r'(?<!length\()"exports_pseudosystem"\."triplet_ids"', re.IGNORECASE
+    )  # the column, not its length
     assert not [q["sql"] for q in many.captured_queries if loaded.search(q["sql"].split(" FROM ")[0])]

@@ -1,5 +1,6 @@
 """xqmeval_io.DecisionSpool: the decisions CSV split by language into temporary files, read back one
 language at a time with the same validation as the whole-file reader had."""
+
 from pathlib import Path
 
 from annotation.review.xqmeval_io import spool_decisions, unmatched_decisions
@@ -9,7 +10,10 @@ HEADER = "language,error_type,count_id,segment_id,error_position,decision\n"
 
 def test_each_language_is_read_back_alone_and_the_files_are_deleted(tmp_path):
     path = tmp_path / "decisions.csv"
-    path.write_text(HEADER + "de,Addition,1,7,head,accepted\nja,Omission,2,8,end,rejected\nde,Omission,3,9,end,rejected\n", encoding="utf-8")
+    path.write_text(
+        HEADER + "de,Addition,1,7,head,accepted\nja,Omission,2,8,end,rejected\nde,Omission,3,9,end,rejected\n",
+        encoding="utf-8",
+    )
     spool, errors = spool_decisions(("decisions.csv", path))
     with spool:
         assert errors == []
@@ -28,8 +32,10 @@ def test_each_language_is_read_back_alone_and_the_files_are_deleted(tmp_path):
 
 
 def test_bad_rows_are_named_by_line_and_a_second_different_decision_is_an_error():
-    data = (HEADER + "de,Addition,x,7,head,accepted\nde,Addition,1,7,head,maybe\nde,Addition,1,7,head,accepted\n"
-            "de,Addition,1,7,head,accepted\nde,Addition,1,7,head,rejected\nde,Addition,2\n").encode()
+    data = (
+        HEADER + "de,Addition,x,7,head,accepted\nde,Addition,1,7,head,maybe\nde,Addition,1,7,head,accepted\n"
+        "de,Addition,1,7,head,accepted\nde,Addition,1,7,head,rejected\nde,Addition,2\n"
+    ).encode()
     spool, errors = spool_decisions(("d.csv", data))
     with spool:
         assert errors == [
@@ -39,13 +45,18 @@ def test_bad_rows_are_named_by_line_and_a_second_different_decision_is_an_error(
         ]
         rows = spool.take("de", errors)
     assert list(rows) == [("de", "Addition", 1)] and rows[("de", "Addition", 1)].decision == "accept"
-    assert errors[-1] == "d.csv line 6: a second, different decision for the same candidate"  # the repeat on line 5 agrees
+    assert (
+        errors[-1] == "d.csv line 6: a second, different decision for the same candidate"
+    )  # the repeat on line 5 agrees
 
 
 def test_empty_missing_columns_and_bad_encoding():
     for data, message in [
         (b"", "d.csv: the file is empty"),
-        (b"language,decision\nde,accepted\n", "d.csv line 1: missing column(s) error_type, count_id, segment_id, error_position"),
+        (
+            b"language,decision\nde,accepted\n",
+            "d.csv line 1: missing column(s) error_type, count_id, segment_id, error_position",
+        ),
         (HEADER.encode() + b"de,Addition,1,7,head,accepted\n\xff\xfe\n", "d.csv: not valid UTF-8"),
     ]:
         spool, errors = spool_decisions(("d.csv", data))
@@ -62,10 +73,17 @@ def test_a_spool_of_a_killed_import_is_swept_when_the_next_one_starts(tmp_path, 
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
-    code = ("from annotation.review.xqmeval_io import DecisionSpool; import sys, time; s = DecisionSpool('d.csv'); "
-            "print(s.directory, flush=True); time.sleep(60)")
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "TMPDIR": str(tmp_path)}, cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "from annotation.review.xqmeval_io import DecisionSpool; import sys, time; s = DecisionSpool('d.csv'); "
+        "print(s.directory, flush=True); time.sleep(60)"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        cwd=Path(__file__).resolve().parents[2],
+    )
     stale = Path(child.stdout.readline().strip())
     assert stale.is_dir() and stale.parent == tmp_path
     child.send_signal(signal.SIGKILL)  # kill -9: no exit path runs

@@ -1,4 +1,5 @@
 """import_corpus: formats, idempotency, and bad input that writes nothing."""
+
 import io
 import json
 
@@ -9,7 +10,11 @@ from django.core.management import CommandError, call_command
 
 from core.models import GoldSegment, Project
 
-ROWS = [("s1", "Good morning.", "Guten Morgen."), ("s2", 'She said "no".', 'Sie sagte "nein".'), ("s3", "Thanks, all.", "Danke, alle.")]
+ROWS = [
+    ("s1", "Good morning.", "Guten Morgen."),
+    ("s2", 'She said "no".', 'Sie sagte "nein".'),
+    ("s3", "Thanks, all.", "Danke, alle."),
+]
 
 
 def write(tmp_path, name, content: str | bytes):
@@ -42,9 +47,13 @@ def test_each_format_imports_the_same_gold_pairs(tmp_path, fmt):
         writer.writerows(ROWS)
         path = write(tmp_path, "c.csv", buf.getvalue())
     elif fmt == "jsonl":
-        path = write(tmp_path, "c.jsonl", "".join(json.dumps({"id": i, "source": s, "reference": r}) + "\n" for i, s, r in ROWS))
+        path = write(
+            tmp_path, "c.jsonl", "".join(json.dumps({"id": i, "source": s, "reference": r}) + "\n" for i, s, r in ROWS)
+        )
     else:
-        table = pa.table({"id": [r[0] for r in ROWS], "source": [r[1] for r in ROWS], "reference": [r[2] for r in ROWS]})
+        table = pa.table(
+            {"id": [r[0] for r in ROWS], "source": [r[1] for r in ROWS], "reference": [r[2] for r in ROWS]}
+        )
         path = str(tmp_path / "c.parquet")
         pq.write_table(table, path)
     output = run("wmt", path, "--direction", "en-de")
@@ -67,7 +76,9 @@ def test_reimport_changes_nothing_and_new_rows_are_added(tmp_path):
 @pytest.mark.django_db
 def test_configurable_column_names(tmp_path):
     path = write(tmp_path, "c.tsv", tsv(header="seg\tsrc\tref"))
-    run("wmt", path, "--direction", "en-zh", "--id-column", "seg", "--source-column", "src", "--reference-column", "ref")
+    run(
+        "wmt", path, "--direction", "en-zh", "--id-column", "seg", "--source-column", "src", "--reference-column", "ref"
+    )
     assert GoldSegment.objects.filter(direction__code="en-zh").count() == 3
 
 
@@ -76,15 +87,25 @@ BAD_INPUTS = [
     ("empty file", "c.tsv", "", "the file is empty"),
     ("bad encoding", "c.tsv", b"id\tsource\treference\n1\tHello\t\xff\xfe bad\n", "not valid UTF-8"),
     ("empty cell", "c.tsv", "id\tsource\treference\n1\tHello\t\n2\tBye\tTschüss\n", "line 2: empty 'reference'"),
-    ("duplicate id", "c.tsv", "id\tsource\treference\n1\tHello\tHallo\n1\tHello\tServus\n", "line 3: duplicate id '1' with different text"),
-    ("wrong field count", "c.tsv", "id\tsource\treference\n1\tHello\tHallo\textra\n", "line 2: 4 fields, the header has 3"),
+    (
+        "duplicate id",
+        "c.tsv",
+        "id\tsource\treference\n1\tHello\tHallo\n1\tHello\tServus\n",
+        "line 3: duplicate id '1' with different text",
+    ),
+    (
+        "wrong field count",
+        "c.tsv",
+        "id\tsource\treference\n1\tHello\tHallo\textra\n",
+        "line 2: 4 fields, the header has 3",
+    ),
     ("bad json", "c.jsonl", '{"id": "1", "source": "a", "reference": "b"}\n{not json}\n', "line 2: invalid JSON"),
     ("unknown suffix", "c.txt", "id\tsource\treference\n", "cannot tell the format"),
 ]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("label, name, content, message", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+@pytest.mark.parametrize(("label", "name", "content", "message"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, label, name, content, message):
     path = write(tmp_path, name, content)
     with pytest.raises(CommandError, match=message):

@@ -1,4 +1,5 @@
 """Import hardening (issue 12): value types, bidirectional controls, over-long ids; nothing written on a bad file."""
+
 import io
 import json
 
@@ -30,7 +31,7 @@ def jsonl(tmp_path, records, name="c.jsonl"):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    "field, value, kind",
+    ("field", "value", "kind"),
     [
         ("source", ["Hello"], "a list"),
         ("source", {"text": "Hello"}, "an object"),
@@ -54,7 +55,9 @@ def test_jsonl_values_that_are_not_strings_are_bad_rows(tmp_path, field, value, 
 @pytest.mark.django_db
 def test_parquet_list_column_is_a_bad_row_and_integer_ids_are_kept(tmp_path):
     path = tmp_path / "c.parquet"
-    pq.write_table(pa.table({"id": [1, 2], "source": [["Hello."], ["Bye."]], "reference": ["Hallo.", "Tschüss."]}), path)
+    pq.write_table(
+        pa.table({"id": [1, 2], "source": [["Hello."], ["Bye."]], "reference": ["Hallo.", "Tschüss."]}), path
+    )
     with pytest.raises(CommandError) as exc:
         run("wmt", str(path), "--direction", "en-de")
     assert "c.parquet row 1: 'source' must be a string, got a list" in str(exc.value)
@@ -68,7 +71,11 @@ def test_parquet_list_column_is_a_bad_row_and_integer_ids_are_kept(tmp_path):
 def test_rating_items_refuse_values_that_are_not_strings(tmp_path, project):
     from annotation.models import RatingItem
 
-    path = jsonl(tmp_path, [{"id": "1", "source": "Hi.", "text": "Hallo."}, {"id": "2", "source": "Hi.", "text": {"a": 1}}], "out.jsonl")
+    path = jsonl(
+        tmp_path,
+        [{"id": "1", "source": "Hi.", "text": "Hallo."}, {"id": "2", "source": "Hi.", "text": {"a": 1}}],
+        "out.jsonl",
+    )
     with pytest.raises(CommandError) as exc:
         call_command("import_rating_items", "demo", "en-de", path, stdout=io.StringIO())
     assert "out.jsonl line 2: field 'text' must be a string, got an object" in str(exc.value)
@@ -77,8 +84,15 @@ def test_rating_items_refuse_values_that_are_not_strings(tmp_path, project):
 
 def _xq_table(**overrides):
     row = {
-        "language": "de", "count_id": 1, "segment_id": 7, "error_type": "Addition", "error_position": "head",
-        "src": "The house is big.", "ref": "Das Haus ist groß.", "mt": "Das <v>alte</v> Haus ist groß.", "reject": False,
+        "language": "de",
+        "count_id": 1,
+        "segment_id": 7,
+        "error_type": "Addition",
+        "error_position": "head",
+        "src": "The house is big.",
+        "ref": "Das Haus ist groß.",
+        "mt": "Das <v>alte</v> Haus ist groß.",
+        "reject": False,
     }
     row.update(overrides)
     return pa.table({k: [v] for k, v in row.items()})
@@ -91,7 +105,7 @@ def _parquet_bytes(table) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "overrides, message",
+    ("overrides", "message"),
     [
         ({"segment_id": 7.9}, "'segment_id' must be a whole number, got a number"),
         ({"count_id": True}, "'count_id' must be a whole number, got a boolean"),
@@ -114,7 +128,10 @@ def test_corpus_rows_with_bidi_overrides_are_refused_and_marks_are_reported(tmp_
     path = jsonl(tmp_path, [{"id": "1", "source": "Hello.", "reference": f"Hal{RLO}lo."}])
     with pytest.raises(CommandError) as exc:
         run("wmt", path, "--direction", "en-de")
-    assert "c.jsonl line 1: 'reference' contains bidirectional control character(s) U+202E RIGHT-TO-LEFT OVERRIDE" in str(exc.value)
+    assert (
+        "c.jsonl line 1: 'reference' contains bidirectional control character(s) U+202E RIGHT-TO-LEFT OVERRIDE"
+        in str(exc.value)
+    )
     assert not GoldSegment.objects.exists()
     path = jsonl(tmp_path, [{"id": "1", "source": "Hello.", "reference": "\u200fمرحبا."}], "ar.jsonl")
     out, err = run("wmt", path, "--direction", "en-ar")
@@ -135,22 +152,51 @@ def test_rating_items_with_an_isolate_are_refused(tmp_path, project):
     path = jsonl(tmp_path, [{"id": "1", "source": "Hi.", "text": "Hallo \u2067x\u2069."}], "out.jsonl")
     with pytest.raises(CommandError) as exc:
         call_command("import_rating_items", "demo", "en-de", path, stdout=io.StringIO())
-    assert "out.jsonl line 1: field 'text' contains bidirectional control character(s) U+2067 RIGHT-TO-LEFT ISOLATE" in str(exc.value)
+    assert (
+        "out.jsonl line 1: field 'text' contains bidirectional control character(s) U+2067 RIGHT-TO-LEFT ISOLATE"
+        in str(exc.value)
+    )
 
 
-@pytest.mark.parametrize("control", ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"])
+@pytest.mark.parametrize(
+    "control",
+    [
+        "\u202a",
+        "\u202b",
+        "\u202c",
+        "\u202d",
+        "\u202e",
+        "\u2066",
+        "\u2067",
+        "\u2068",
+        "\u2069",
+        "\u200e",
+        "\u200f",
+        "\u061c",
+    ],
+)
 def test_the_bidi_check_flags_every_control_the_reference_lacks(control):
     from injection.domain.checks import run_checks
 
     reference = "Das Haus ist groß."
     checks, flags = run_checks(
-        reference=reference, candidate_text=f"Das {control}alte Haus ist groß.", edit=None, language="de",
-        kind="mqm", error_type="Addition", position="head",
+        reference=reference,
+        candidate_text=f"Das {control}alte Haus ist groß.",
+        edit=None,
+        language="de",
+        kind="mqm",
+        error_type="Addition",
+        position="head",
     )
     assert "bidi_controls" in flags and f"U+{ord(control):04X}" in checks["bidi_controls"]["detail"]
     checks, flags = run_checks(
-        reference=reference, candidate_text="Das alte Haus ist groß.", edit=None, language="de",
-        kind="mqm", error_type="Addition", position="head",
+        reference=reference,
+        candidate_text="Das alte Haus ist groß.",
+        edit=None,
+        language="de",
+        kind="mqm",
+        error_type="Addition",
+        position="head",
     )
     assert checks["bidi_controls"] == {"passed": True, "detail": ""}
 
@@ -160,7 +206,13 @@ def test_the_bidi_check_flags_every_control_the_reference_lacks(control):
 
 @pytest.mark.django_db
 def test_an_id_longer_than_the_column_is_a_bad_row_and_leaves_no_project(tmp_path):
-    path = jsonl(tmp_path, [{"id": "s1", "source": "Hello.", "reference": "Hallo."}, {"id": "x" * 201, "source": "Hi.", "reference": "Hi."}])
+    path = jsonl(
+        tmp_path,
+        [
+            {"id": "s1", "source": "Hello.", "reference": "Hallo."},
+            {"id": "x" * 201, "source": "Hi.", "reference": "Hi."},
+        ],
+    )
     with pytest.raises(CommandError) as exc:
         run("fresh", path, "--direction", "en-de")
     assert "c.jsonl line 2: id 'xxxx" in str(exc.value) and "201 characters long, at most 200 fit" in str(exc.value)
@@ -200,7 +252,13 @@ def test_admin_upload_with_a_long_id_answers_a_form_error(client, project, admin
     client.force_login(admin_user)
     url = f"/admin/core/project/{project.pk}/import-corpus/"
     upload = SimpleUploadedFile("c.tsv", f"id\tsource\treference\n{'x' * 300}\tHello\tHallo\n".encode())
-    form = {"file": upload, "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference"}
+    form = {
+        "file": upload,
+        "direction": "en-de",
+        "id_column": "id",
+        "source_column": "source",
+        "reference_column": "reference",
+    }
     response = client.post(url, form, follow=True)
     assert response.status_code == 200
     page = response.content.decode()
@@ -212,7 +270,9 @@ def test_admin_upload_with_a_long_id_answers_a_form_error(client, project, admin
 def test_admin_xqmeval_upload_with_a_bad_project_name_answers_a_form_error(client, admin_user):
     client.force_login(admin_user)
     upload = SimpleUploadedFile("en-de-Addition.parquet", _parquet_bytes(_xq_table()))
-    response = client.post("/admin/core/project/import-xqmeval/", {"project_name": "n" * 150, "candidate_files": [upload]}, follow=True)
+    response = client.post(
+        "/admin/core/project/import-xqmeval/", {"project_name": "n" * 150, "candidate_files": [upload]}, follow=True
+    )
     assert response.status_code == 200 and "at most 100 characters" in response.content.decode()
     assert not Project.objects.exists()
 
@@ -225,8 +285,13 @@ def test_admin_upload_summarises_thousands_of_bad_rows(client, project, admin_us
     client.force_login(admin_user)
     url = f"/admin/core/project/{project.pk}/import-corpus/"
     body = "id\tsource\treference\n" + "".join(f"{i}\tHello\t\n" for i in range(3000))
-    form = {"file": SimpleUploadedFile("c.tsv", body.encode()), "direction": "en-de", "id_column": "id",
-            "source_column": "source", "reference_column": "reference"}
+    form = {
+        "file": SimpleUploadedFile("c.tsv", body.encode()),
+        "direction": "en-de",
+        "id_column": "id",
+        "source_column": "source",
+        "reference_column": "reference",
+    }
     page = client.post(url, form, follow=True).content.decode()
     assert page.count("empty &#x27;reference&#x27;") + page.count("empty 'reference'") == 20
     assert "… and 2980 more problem(s) (3000 in all)." in page

@@ -1,4 +1,5 @@
 """import_xqmeval on the real shared XQ-MEval release, and on malformed copies of it."""
+
 import csv
 import io
 import shutil
@@ -39,7 +40,9 @@ def test_counts_per_language_and_error_type_match_the_files(imported):
     stored = Counter(
         {
             (d, t): n
-            for d, t, n in Candidate.objects.values_list("segment__direction__code", "error_type").annotate(n=__import__("django.db.models", fromlist=["Count"]).Count("id")).values_list("segment__direction__code", "error_type", "n")
+            for d, t, n in Candidate.objects.values_list("segment__direction__code", "error_type")
+            .annotate(n=__import__("django.db.models", fromlist=["Count"]).Count("id"))
+            .values_list("segment__direction__code", "error_type", "n")
         }
     )
     assert stored == expected
@@ -56,7 +59,9 @@ def test_released_decisions_are_one_final_imported_decision_per_candidate(import
     assert set(decisions.values_list("source", "is_final", "reviewer")) == {("imported", True, None)}
     sample = pd.read_csv(imported / "decisions.csv").query("language == 'de' and error_type == 'Omission'")
     for row in sample.itertuples():
-        candidate = Candidate.objects.get(segment__direction__code="en-de", error_type="Omission", external_id=str(row.count_id))
+        candidate = Candidate.objects.get(
+            segment__direction__code="en-de", error_type="Omission", external_id=str(row.count_id)
+        )
         assert candidate.status == row.decision
         assert candidate.decisions.get().decision == {"accepted": "accept", "rejected": "reject"}[row.decision]
 
@@ -81,11 +86,19 @@ def test_marking_each_stored_span_in_the_reference_reproduces_the_candidate(impo
 
 
 def test_candidates_changed_outside_their_span_are_flagged_not_dropped(imported):
-    flagged = Candidate.objects.filter(flags__contains=["local_edit"]) if _json_contains() else [c for c in Candidate.objects.all() if "local_edit" in c.flags]
+    flagged = (
+        Candidate.objects.filter(flags__contains=["local_edit"])
+        if _json_contains()
+        else [c for c in Candidate.objects.all() if "local_edit" in c.flags]
+    )
     flagged = list(flagged)
     assert len(flagged) == 12
     assert all(c.checks["local_edit"]["passed"] is False and c.checks["local_edit"]["detail"] for c in flagged)
-    double = [c for c in Candidate.objects.filter(segment__direction__code="en-ja", error_type="Untranslated") if "single_region" in c.flags]
+    double = [
+        c
+        for c in Candidate.objects.filter(segment__direction__code="en-ja", error_type="Untranslated")
+        if "single_region" in c.flags
+    ]
     assert sorted(int(c.external_id) for c in double) == [10, 100]
     assert all(c.status == "rejected" for c in double)
 
@@ -99,7 +112,14 @@ def _json_contains():
 def test_second_import_changes_nothing(imported):
     before = (Candidate.objects.count(), ReviewDecision.objects.count(), GoldSegment.objects.count())
     out = io.StringIO()
-    call_command("import_xqmeval", "xqm", str(imported / "candidates"), "--decisions", str(imported / "decisions.csv"), stdout=out)
+    call_command(
+        "import_xqmeval",
+        "xqm",
+        str(imported / "candidates"),
+        "--decisions",
+        str(imported / "decisions.csv"),
+        stdout=out,
+    )
     assert "nothing changed" in out.getvalue()
     assert (Candidate.objects.count(), ReviewDecision.objects.count(), GoldSegment.objects.count()) == before
 
@@ -152,16 +172,28 @@ def damage(folder, name, edit):
 
 MALFORMED = [
     ("missing column", lambda df: df.drop(columns=["mt"]), "missing column(s) mt"),
-    ("two regions", lambda df: df.assign(mt=df.mt.where(df.index != 4, "a <v>b</v> c <v>d</v>")), "row 5: mt markup: 2 <v>"),
-    ("unbalanced tags", lambda df: df.assign(mt=df.mt.where(df.index != 2, "a <v>b c")), "row 3: mt markup: unbalanced"),
+    (
+        "two regions",
+        lambda df: df.assign(mt=df.mt.where(df.index != 4, "a <v>b</v> c <v>d</v>")),
+        "row 5: mt markup: 2 <v>",
+    ),
+    (
+        "unbalanced tags",
+        lambda df: df.assign(mt=df.mt.where(df.index != 2, "a <v>b c")),
+        "row 3: mt markup: unbalanced",
+    ),
     ("no region", lambda df: df.assign(mt=df.mt.where(df.index != 0, "no markup")), "row 1: mt markup: no <v>"),
     ("duplicate id", lambda df: df.assign(count_id=df.count_id.where(df.index != 1, 1)), "row 2: duplicate count_id 1"),
-    ("wrong position", lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")), "is not head or end"),
+    (
+        "wrong position",
+        lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")),
+        "is not head or end",
+    ),
 ]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("label, edit, message", MALFORMED, ids=[m[0] for m in MALFORMED])
+@pytest.mark.parametrize(("label", "edit", "message"), MALFORMED, ids=[m[0] for m in MALFORMED])
 def test_malformed_candidate_files_write_nothing(german, label, edit, message):
     damage(german, "en-de-Addition.parquet", edit)
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
@@ -184,7 +216,9 @@ def test_empty_file_and_unknown_direction(german):
 @pytest.mark.django_db
 def test_bad_decisions_file_is_reported_by_line(german, tmp_path):
     path = tmp_path / "decisions.csv"
-    path.write_text("language,error_type,count_id,segment_id,error_position,decision\nde,Addition,1,2,head,maybe\nde,Addition,999,2,head,accepted\n")
+    path.write_text(
+        "language,error_type,count_id,segment_id,error_position,decision\nde,Addition,1,2,head,maybe\nde,Addition,999,2,head,accepted\n"
+    )
     with pytest.raises(CommandError) as info:
         run("xqm", str(german), "--decisions", str(path))
     assert "line 2: decision 'maybe'" in str(info.value) and "line 3: no candidate de/Addition/999" in str(info.value)
@@ -218,8 +252,20 @@ def test_changed_reference_under_an_existing_segment_is_refused(german):
 def _stored_rows():
     return sorted(
         Candidate.objects.values_list(
-            "segment__direction__code", "segment__external_id", "error_type", "position", "external_id", "text", "span_start",
-            "span_end", "edit_text", "raw_output", "checks", "flags", "status", "status_reason",
+            "segment__direction__code",
+            "segment__external_id",
+            "error_type",
+            "position",
+            "external_id",
+            "text",
+            "span_start",
+            "span_end",
+            "edit_text",
+            "raw_output",
+            "checks",
+            "flags",
+            "status",
+            "status_reason",
         )
     )
 
@@ -233,7 +279,10 @@ def three_languages(tmp_path, shared_data):
             shutil.copy(path, folder / path.name)
     lines = (shared_data / "decisions.csv").read_text(encoding="utf-8").splitlines()
     decisions = tmp_path / "decisions.csv"
-    decisions.write_text("\n".join([lines[0]] + [line for line in lines[1:] if line.split(",")[0] in ("de", "ja", "zh")]) + "\n", encoding="utf-8")
+    decisions.write_text(
+        "\n".join([lines[0]] + [line for line in lines[1:] if line.split(",")[0] in ("de", "ja", "zh")]) + "\n",
+        encoding="utf-8",
+    )
     return folder, decisions
 
 
@@ -252,11 +301,17 @@ def test_worker_processes_import_the_same_rows_as_one_process(three_languages):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_bad_file_in_a_later_language_undoes_the_languages_written_before_and_every_problem_is_listed(three_languages):
+def test_a_bad_file_in_a_later_language_undoes_the_languages_written_before_and_every_problem_is_listed(
+    three_languages,
+):
     folder, decisions = three_languages
     # de is written first; ja and zh (read after it) are both damaged
     damage(folder, "en-ja-Omission.parquet", lambda df: df.assign(mt=df.mt.where(df.index != 1, "no markup")))
-    damage(folder, "en-zh-Addition.parquet", lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")))
+    damage(
+        folder,
+        "en-zh-Addition.parquet",
+        lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")),
+    )
     with pytest.raises(CommandError) as info:
         run("bad", str(folder), "--decisions", str(decisions))
     assert "en-ja-Omission.parquet row 2: mt markup: no <v>" in str(info.value)
@@ -317,10 +372,15 @@ def _analysed_since(moment) -> set[str]:
     from django.db import connection
 
     tables = [GoldSegment._meta.db_table, Candidate._meta.db_table, ReviewDecision._meta.db_table]
-    for _ in range(20):  # a backend's statistics reach the shared view when it reports them (at the latest, as it exits)
+    for _ in range(
+        20
+    ):  # a backend's statistics reach the shared view when it reports them (at the latest, as it exits)
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_stat_clear_snapshot()")
-            cursor.execute("SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s) AND last_analyze > %s", [tables, moment])
+            cursor.execute(
+                "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s) AND last_analyze > %s",
+                [tables, moment],
+            )
             analysed = {row[0] for row in cursor.fetchall()}
         if len(analysed) == len(tables):
             break
@@ -343,7 +403,11 @@ def test_parallel_writers_import_the_same_rows_as_one_process(three_languages):
     started = _database_now()
     out = run("one", str(folder), "--decisions", str(decisions), "--writers", "2")
     assert _stored_rows() == in_process
-    assert _analysed_since(started) == {GoldSegment._meta.db_table, Candidate._meta.db_table, ReviewDecision._meta.db_table}
+    assert _analysed_since(started) == {
+        GoldSegment._meta.db_table,
+        Candidate._meta.db_table,
+        ReviewDecision._meta.db_table,
+    }
     assert ReviewDecision.objects.count() == len(in_process)
     assert list(InjectionRun.objects.values_list("total", "done")) == run_totals == [(len(in_process), len(in_process))]
     assert f"{GoldSegment.objects.count()} gold segments, {len(in_process)} candidates (0 unchanged)" in out
@@ -359,9 +423,15 @@ def test_parallel_writers_validate_every_language_before_writing_any(three_langu
 
     folder, decisions = three_languages
     damage(folder, "en-ja-Omission.parquet", lambda df: df.assign(mt=df.mt.where(df.index != 1, "no markup")))
-    damage(folder, "en-zh-Addition.parquet", lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")))
+    damage(
+        folder,
+        "en-zh-Addition.parquet",
+        lambda df: df.assign(error_position=df.error_position.where(df.index != 0, "middle")),
+    )
     lines = decisions.read_text(encoding="utf-8").splitlines()
-    decisions.write_text("\n".join(lines + ["xx,Addition,1,1,head,accepted"]) + "\n", encoding="utf-8")  # no such language
+    decisions.write_text(
+        "\n".join(lines + ["xx,Addition,1,1,head,accepted"]) + "\n", encoding="utf-8"
+    )  # no such language
     with pytest.raises(CommandError) as info:
         run("bad", str(folder), "--decisions", str(decisions), "--writers", "2")
     message = str(info.value)
@@ -374,12 +444,16 @@ def test_parallel_writers_validate_every_language_before_writing_any(three_langu
 
 
 @pytest.mark.django_db(transaction=True)
-def test_parallel_writers_keep_the_languages_written_before_a_conflict_and_a_second_run_completes_the_import(three_languages, tmp_path):
+def test_parallel_writers_keep_the_languages_written_before_a_conflict_and_a_second_run_completes_the_import(
+    three_languages, tmp_path
+):
     _postgresql_only()
     folder, decisions = three_languages
     japanese = tmp_path / "ja"
     japanese.mkdir()
-    for path in folder.glob("en-ja-*.parquet"):  # stored first with other reference texts: the full import conflicts on ja
+    for path in folder.glob(
+        "en-ja-*.parquet"
+    ):  # stored first with other reference texts: the full import conflicts on ja
         shutil.copy(path, japanese / path.name)
         damage(japanese, path.name, lambda df: df.assign(ref=df.ref + " X"))
     run("mixed", str(japanese))
@@ -392,7 +466,9 @@ def test_parallel_writers_keep_the_languages_written_before_a_conflict_and_a_sec
     by_language = Counter(Candidate.objects.values_list("segment__direction__code", flat=True))
     assert by_language["en-ja"] == stored_ja  # ja rolled back: what was stored before is all there is
     for lang in ("de", "zh"):
-        assert by_language[f"en-{lang}"] == sum(pq.read_metadata(p).num_rows for p in folder.glob(f"en-{lang}-*.parquet"))
+        assert by_language[f"en-{lang}"] == sum(
+            pq.read_metadata(p).num_rows for p in folder.glob(f"en-{lang}-*.parquet")
+        )
     assert ReviewDecision.objects.filter(candidate__segment__direction__code="en-ja").count() == 0
     # the conflict resolved (the wrong ja rows removed), the same command finishes: de and zh come back unchanged
     Candidate.objects.filter(segment__direction__code="en-ja").delete()
@@ -408,7 +484,11 @@ def test_parallel_writers_refuse_a_surrounding_transaction_and_a_database_withou
     from django.db import connection
 
     folder, decisions = three_languages
-    expected = "call the import outside a transaction" if connection.vendor == "postgresql" else "parallel writers need PostgreSQL"
+    expected = (
+        "call the import outside a transaction"
+        if connection.vendor == "postgresql"
+        else "parallel writers need PostgreSQL"
+    )
     with pytest.raises(CommandError, match=expected):
         run("x", str(folder), "--writers", "2")  # (a test without transaction=True runs inside one)
     with pytest.raises(CommandError, match="not with --jobs"):
@@ -424,14 +504,14 @@ def test_parallel_writers_report_a_database_error_in_one_language_and_keep_the_o
     from core.models import Direction
 
     folder, decisions = three_languages
-    refuse = """
+    refuse = f"""
         CREATE FUNCTION xq_test_refuse_ja() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            IF NEW.direction_id IN (SELECT id FROM {direction} WHERE code = 'en-ja') THEN RAISE EXCEPTION 'refused for the test'; END IF;
+            IF NEW.direction_id IN (SELECT id FROM {Direction._meta.db_table} WHERE code = 'en-ja') THEN RAISE EXCEPTION 'refused for the test'; END IF;
             RETURN NEW;
         END $$;
-        CREATE TRIGGER xq_test_refuse_ja BEFORE INSERT ON {segment} FOR EACH ROW EXECUTE FUNCTION xq_test_refuse_ja();
-    """.format(direction=Direction._meta.db_table, segment=GoldSegment._meta.db_table)
+        CREATE TRIGGER xq_test_refuse_ja BEFORE INSERT ON {GoldSegment._meta.db_table} FOR EACH ROW EXECUTE FUNCTION xq_test_refuse_ja();
+    """
     with connection.cursor() as cursor:
         cursor.execute(refuse)  # the database refuses ja's gold segments, as a failing disk or a lock timeout would
     try:
@@ -439,7 +519,9 @@ def test_parallel_writers_report_a_database_error_in_one_language_and_keep_the_o
             run("refused", str(folder), "--decisions", str(decisions), "--writers", "2")
     finally:
         with connection.cursor() as cursor:
-            cursor.execute(f"DROP TRIGGER xq_test_refuse_ja ON {GoldSegment._meta.db_table}; DROP FUNCTION xq_test_refuse_ja();")
+            cursor.execute(
+                f"DROP TRIGGER xq_test_refuse_ja ON {GoldSegment._meta.db_table}; DROP FUNCTION xq_test_refuse_ja();"
+            )
     message = str(info.value)
     assert "2 language(s) written and kept (de, zh), the others not" in message
     assert "language ja: writing failed" in message and "refused for the test" in message

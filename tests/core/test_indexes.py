@@ -2,14 +2,21 @@
 another: a plain index whose columns lead a composite index or unique constraint of the same table is
 written on every insert and answers nothing the other does not (PostgreSQL; the migrations drop the same
 names on SQLite)."""
+
 import pytest
 from django.db import connection
 
 pytestmark = pytest.mark.django_db
 
 BULK_TABLES = (
-    "core_goldsegment", "injection_candidate", "injection_injectionitem", "annotation_reviewdecision",
-    "annotation_likertrating", "annotation_ratingitem", "exports_pseudotranslation", "exports_mergedsegment",
+    "core_goldsegment",
+    "injection_candidate",
+    "injection_injectionitem",
+    "annotation_reviewdecision",
+    "annotation_likertrating",
+    "annotation_ratingitem",
+    "exports_pseudotranslation",
+    "exports_mergedsegment",
     "exports_metricscore",
 )
 
@@ -34,6 +41,7 @@ def test_no_index_of_a_bulk_written_table_repeats_another():
         assert cursor.fetchone()[0] == len(BULK_TABLES)  # every name is a table: the check looks at them all
         cursor.execute(REDUNDANT, [list(BULK_TABLES)])
         repeated = cursor.fetchall()
-    assert repeated == [], "indexes another index of the same table makes redundant (drop them, or say why not): " + "; ".join(
-        f"{table}: {index} leads {other}" for table, index, other in repeated
+    assert repeated == [], (
+        "indexes another index of the same table makes redundant (drop them, or say why not): "
+        + "; ".join(f"{table}: {index} leads {other}" for table, index, other in repeated)
     )

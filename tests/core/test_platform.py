@@ -1,4 +1,5 @@
 """The platform's frame: deploy checks, migrations, login, the project overview and the admin uploads."""
+
 import io
 import os
 import subprocess
@@ -34,7 +35,11 @@ def test_production_settings_pass_check_deploy(tmp_path):
     }
     proc = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no issues" in proc.stdout
@@ -42,14 +47,24 @@ def test_production_settings_pass_check_deploy(tmp_path):
 
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     env = {**os.environ, "DJANGO_ENV": "production", "SECRET_KEY": "", "DEBUG": "", "XQMEVAL_DATA_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode != 0 and "SECRET_KEY must be set" in proc.stderr
 
 
 @pytest.mark.parametrize("secret", ["", "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"])
 def test_production_refuses_to_start_on_no_or_the_development_key_even_with_debug_on(tmp_path, secret):
-    env = {**os.environ, "DJANGO_ENV": "production", "SECRET_KEY": secret, "DEBUG": "1", "XQMEVAL_DATA_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "DJANGO_ENV": "production",
+        "SECRET_KEY": secret,
+        "DEBUG": "1",
+        "XQMEVAL_DATA_DIR": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode != 0 and "SECRET_KEY must be set to a secret of its own" in proc.stderr
 
 
@@ -73,7 +88,7 @@ def test_annotator_overview_shows_only_their_directions(client, project, annotat
 def test_corpus_text_is_escaped_on_pages(client, project, admin_user):
     import_corpus_rows(project, "en-de", [CorpusRow("1", "<script>alert(1)</script>", "<b>x</b>", "t")], "t")
     client.force_login(admin_user)
-    response = client.get(f"/admin/core/goldsegment/")
+    response = client.get("/admin/core/goldsegment/")
     assert b"<script>alert(1)</script>" not in response.content
     assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in response.content
 
@@ -85,11 +100,34 @@ def test_admin_corpus_upload_validates_like_the_command(client, project, admin_u
     client.force_login(admin_user)
     url = f"/admin/core/project/{project.pk}/import-corpus/"
     bad = SimpleUploadedFile("c.tsv", b"id\tsource\treference\n1\tHello\t\n")
-    response = client.post(url, {"file": bad, "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference"}, follow=True)
-    assert "line 2: empty &#x27;reference&#x27;" in response.content.decode() or "line 2: empty 'reference'" in response.content.decode()
+    response = client.post(
+        url,
+        {
+            "file": bad,
+            "direction": "en-de",
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+        },
+        follow=True,
+    )
+    assert (
+        "line 2: empty &#x27;reference&#x27;" in response.content.decode()
+        or "line 2: empty 'reference'" in response.content.decode()
+    )
     assert GoldSegment.objects.count() == 0
-    good = SimpleUploadedFile("c.tsv", "id\tsource\treference\n1\tHello\tHallo\n".encode())
-    response = client.post(url, {"file": good, "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference"}, follow=True)
+    good = SimpleUploadedFile("c.tsv", b"id\tsource\treference\n1\tHello\tHallo\n")
+    response = client.post(
+        url,
+        {
+            "file": good,
+            "direction": "en-de",
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+        },
+        follow=True,
+    )
     assert "1 gold segments imported" in response.content.decode()
     assert GoldSegment.objects.get().reference == "Hallo"
 
@@ -107,8 +145,12 @@ def test_admin_xqmeval_upload(client, admin_user, shared_data):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     client.force_login(admin_user)
-    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted((shared_data / "candidates").glob("en-zh-*.parquet"))]
-    response = client.post("/admin/core/project/import-xqmeval/", {"project_name": "up", "candidate_files": files}, follow=True)
+    files = [
+        SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted((shared_data / "candidates").glob("en-zh-*.parquet"))
+    ]
+    response = client.post(
+        "/admin/core/project/import-xqmeval/", {"project_name": "up", "candidate_files": files}, follow=True
+    )
     assert "816 candidates" in response.content.decode()
     assert Candidate.objects.filter(segment__project__name="up").count() == 816
     assert Candidate.objects.filter(status="pending").count() == 816  # no decisions uploaded

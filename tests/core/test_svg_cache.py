@@ -1,4 +1,5 @@
 """Plots kept as their SVG, keyed by the digest of what they were drawn from (``core.svg_cache``)."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,9 +22,14 @@ def test_the_same_inputs_are_drawn_once_and_other_inputs_again():
 
     rows = [{"direction": "en-de", "levels": [1.0, 0.5]}]
     assert cached_svg("t", draw, "chrF++", rows) == "<svg><text>chrF++ 1</text></svg>"
-    assert cached_svg("t", draw, "chrF++", [dict(r) for r in rows]) == "<svg><text>chrF++ 1</text></svg>"  # equal, not identical
+    assert (
+        cached_svg("t", draw, "chrF++", [dict(r) for r in rows]) == "<svg><text>chrF++ 1</text></svg>"
+    )  # equal, not identical
     assert len(drawn) == 1
-    assert cached_svg("t", draw, "chrF++", rows + [{"direction": "en-zh", "levels": [0.9]}]) == "<svg><text>chrF++ 2</text></svg>"
+    assert (
+        cached_svg("t", draw, "chrF++", rows + [{"direction": "en-zh", "levels": [0.9]}])
+        == "<svg><text>chrF++ 2</text></svg>"
+    )
     assert cached_svg("t", draw, "TER", rows) == "<svg><text>TER 1</text></svg>"
     assert cached_svg("other", draw, "chrF++", rows) == "<svg><text>chrF++ 1</text></svg>"  # another plot: its own key
     assert len(drawn) == 4
@@ -37,8 +43,16 @@ def test_a_plot_view_serves_the_kept_svg(client, admin_user, project, languages)
 
     release = Release.objects.create(project=project, version="1.0.0", status=Release.Status.READY)
     MetricScore.objects.bulk_create(
-        MetricScore(release=release, metric="chrF++", direction=languages["en-de"], triplet_id=f"t{k}{i}", level=k, score=80.0 - 8 * k + i)
-        for k in range(3) for i in range(2)
+        MetricScore(
+            release=release,
+            metric="chrF++",
+            direction=languages["en-de"],
+            triplet_id=f"t{k}{i}",
+            level=k,
+            score=80.0 - 8 * k + i,
+        )
+        for k in range(3)
+        for i in range(2)
     )
     summarize_scores(release)
     client.force_login(admin_user)
@@ -53,7 +67,10 @@ def test_a_plot_view_serves_the_kept_svg(client, admin_user, project, languages)
     must_not_draw.__module__ = plots.score_trend.__module__  # it stands in for the view's drawing code
 
     [table] = selectors.score_table(release)  # what the view draws from: its SVG is the kept one
-    assert cached_svg("score-trend", must_not_draw, table["metric"], table["better"], table["levels"], table["rows"]) == first
+    assert (
+        cached_svg("score-trend", must_not_draw, table["metric"], table["better"], table["levels"], table["rows"])
+        == first
+    )
     assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode() == first
 
 
@@ -64,11 +81,11 @@ def test_a_change_to_the_drawing_code_draws_again(tmp_path, monkeypatch):
     from core.svg_cache import code_version
 
     module = tmp_path / "plot_under_test.py"
-    module.write_text('def draw(n):\n    return f"<svg><circle r=\'{n}\'/></svg>"\n')
+    module.write_text("def draw(n):\n    return f\"<svg><circle r='{n}'/></svg>\"\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     plots = importlib.import_module("plot_under_test")
     assert cached_svg("c", plots.draw, 3) == "<svg><circle r='3'/></svg>"
-    module.write_text('def draw(n):\n    return f"<svg><rect width=\'{n}\'/></svg>"\n')
+    module.write_text("def draw(n):\n    return f\"<svg><rect width='{n}'/></svg>\"\n")
     plots = importlib.reload(plots)
     assert cached_svg("c", plots.draw, 3) == "<svg><circle r='3'/></svg>"  # the same process: the code it loaded
     code_version.cache_clear()  # what a new process (the deploy) starts with

@@ -1,9 +1,13 @@
 """axe-core in the browser tests (axe-playwright-python ships axe.min.js): every page a walk visits must
 have no serious or critical violation of WCAG 2.1 A/AA."""
+
 from __future__ import annotations
 
 BLOCKING = ("serious", "critical")
-WCAG_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}, "resultTypes": ["violations"]}
+WCAG_AA = {
+    "runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
+    "resultTypes": ["violations"],
+}
 
 
 def violations(page) -> list[dict]:
@@ -16,7 +20,10 @@ def violations(page) -> list[dict]:
 def describe(found: list[dict]) -> str:
     lines = []
     for v in found:
-        targets = "; ".join(" ".join(node["target"]) if isinstance(node["target"], list) else str(node["target"]) for node in v["nodes"][:5])
+        targets = "; ".join(
+            " ".join(node["target"]) if isinstance(node["target"], list) else str(node["target"])
+            for node in v["nodes"][:5]
+        )
         lines.append(f"{v['id']} ({v['impact']}): {v['help']} — {len(v['nodes'])} node(s): {targets}")
     return "\n".join(lines)
 

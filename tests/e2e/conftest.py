@@ -1,4 +1,5 @@
 """Browser tests: Playwright's sync API driving Debian's chromium against pytest-django's live server."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,9 @@ def browser():
 
     with sync_playwright() as p:
         browser = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         yield browser
         browser.close()

@@ -1,5 +1,6 @@
 """axe-core (WCAG 2.1 A/AA) on every page of the menu and of a project, as an annotator and as an admin:
 no serious or critical violation (contrast, labels, names, focusable scroll regions …)."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,12 +20,27 @@ def visit(page, path: str, visited: list) -> None:
 
 def test_annotator_pages(project, languages, annotator_de, new_page):
     make_candidates(project, languages, "en-de")
-    RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output", source="The cat sat on the mat.",
-                              reference="Die Katze saß auf der Matte.", text="Die Katze sitzt auf der Matte.", system="sysA")
+    RatingItem.objects.create(
+        project=project,
+        direction=languages["en-de"],
+        kind="system_output",
+        source="The cat sat on the mat.",
+        reference="Die Katze saß auf der Matte.",
+        text="Die Katze sitzt auf der Matte.",
+        system="sysA",
+    )
     visited: list[str] = []
     page = new_page()
     login(page, "anna_de", "anna-pass-123", next_url="/")
-    for path in ("/", f"/projects/{project.name}/", "/review/", "/review/mine/", f"/agreement/{project.name}/", "/benchmarks/", "/scores/"):
+    for path in (
+        "/",
+        f"/projects/{project.name}/",
+        "/review/",
+        "/review/mine/",
+        f"/agreement/{project.name}/",
+        "/benchmarks/",
+        "/scores/",
+    ):
         visit(page, path, visited)
     page.goto("/review/")
     with page.expect_navigation():
@@ -44,10 +60,22 @@ def test_admin_pages(project, languages, admin_user, new_page):
     visited: list[str] = []
     page = new_page()
     login(page, "admin", "admin-pass-123", next_url="/")
-    for path in ("/", "/projects/new/", f"/projects/{project.name}/", f"/projects/{project.name}/corpus/", "/injection/",
-                 f"/injection/?project={project.name}", "/injection/candidates/", f"/review/{project.name}/manage/",
-                 f"/review/{project.name}/adjudication/", "/review/annotators/", f"/agreement/{project.name}/",
-                 f"/agreement/{project.name}/annotators/", f"/benchmarks/{project.name}/", "/agreement/"):
+    for path in (
+        "/",
+        "/projects/new/",
+        f"/projects/{project.name}/",
+        f"/projects/{project.name}/corpus/",
+        "/injection/",
+        f"/injection/?project={project.name}",
+        "/injection/candidates/",
+        f"/review/{project.name}/manage/",
+        f"/review/{project.name}/adjudication/",
+        "/review/annotators/",
+        f"/agreement/{project.name}/",
+        f"/agreement/{project.name}/annotators/",
+        f"/benchmarks/{project.name}/",
+        "/agreement/",
+    ):
         visit(page, path, visited)
     # a form sent back with errors keeps its labels and says what is wrong
     page.goto("/projects/new/")

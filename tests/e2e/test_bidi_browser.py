@@ -1,5 +1,6 @@
 """Bidirectional control characters (U+202E RIGHT-TO-LEFT OVERRIDE and friends) in corpus text must not
 reorder the rest of the line: the edit highlight stays between the text before it and the text after it."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,8 +30,14 @@ GEOMETRY = """() => {
 
 
 def test_override_character_does_not_reverse_the_highlight_or_the_rest(project, languages, annotator_de, new_page):
-    make_candidate(project, languages["en-de"], "He said abc def and left.",
-                   f"Er sagte {RLO}abc def und ging.", f"Er sagte {RLO}abc def schnell und ging.", error_type="Addition")
+    make_candidate(
+        project,
+        languages["en-de"],
+        "He said abc def and left.",
+        f"Er sagte {RLO}abc def und ging.",
+        f"Er sagte {RLO}abc def schnell und ging.",
+        error_type="Addition",
+    )
     page = new_page()
     login(page, "anna_de", "anna-pass-123")
     next_review(page)
@@ -55,7 +62,9 @@ ORDER = """() => {
 def test_an_arabic_candidate_reads_right_to_left_in_the_admin_list(project, languages, admin_user, new_page):
     """#37.4/#37.9: the candidate list's cell takes its direction from the target language, so the text
     before the edit stands to the right of the highlight and the text after it to the left."""
-    make_candidate(project, languages["en-ar"], "The dog sleeps in the house.", "الكلب نائم في البيت.", "الكلب جالس في البيت.")
+    make_candidate(
+        project, languages["en-ar"], "The dog sleeps in the house.", "الكلب نائم في البيت.", "الكلب جالس في البيت."
+    )
     page = new_page()
     login(page, "admin", "admin-pass-123", next_url="/injection/candidates/")
     g = page.evaluate(ORDER)

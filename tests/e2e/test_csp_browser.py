@@ -1,5 +1,6 @@
 """The Content-Security-Policy (issue 12 item 10) in chromium: every screen still works under it, nothing is
 blocked, and the API docs load Swagger UI from our own static files (drf-spectacular-sidecar), no CDN."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,14 +20,24 @@ def watch(page) -> dict:
         "document.addEventListener('securitypolicyviolation', e => console.error("
         "'Content Security Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI));"
     )
-    page.on("request", lambda r: seen["offsite"].append(r.url) if not r.url.startswith(("http://localhost", "data:")) else None)
+    page.on(
+        "request",
+        lambda r: seen["offsite"].append(r.url) if not r.url.startswith(("http://localhost", "data:")) else None,
+    )
     return seen
 
 
 def test_screens_work_under_the_content_security_policy(project, languages, annotator_de, admin_user, new_page):
     make_candidates(project, languages, "en-de")
-    RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output",
-                              source="The cat sat.", reference="Die Katze saß.", text="Die Katze sitzt.", system="s")
+    RatingItem.objects.create(
+        project=project,
+        direction=languages["en-de"],
+        kind="system_output",
+        source="The cat sat.",
+        reference="Die Katze saß.",
+        text="Die Katze sitzt.",
+        system="s",
+    )
     page = new_page()
     seen = watch(page)
     login(page, "anna_de", "anna-pass-123")
@@ -44,13 +55,21 @@ def test_screens_work_under_the_content_security_policy(project, languages, anno
     admin = new_page()
     seen = watch(admin)
     login(admin, "admin", "admin-pass-123", next_url="/")
-    for url in (f"/agreement/{project.name}/", f"/agreement/{project.name}/annotators/", f"/benchmarks/{project.name}/",
-                "/injection/candidates/", "/admin/", "/admin/core/project/"):
+    for url in (
+        f"/agreement/{project.name}/",
+        f"/agreement/{project.name}/annotators/",
+        f"/benchmarks/{project.name}/",
+        "/injection/candidates/",
+        "/admin/",
+        "/admin/core/project/",
+    ):
         response = admin.goto(url)
         assert response.status == 200, url
         assert "script-src 'self'" in response.headers["content-security-policy"]
     admin.goto(f"/agreement/{project.name}/")
-    assert admin.evaluate("() => getComputedStyle(document.querySelector('.table-scroll') || document.body).overflowX") in ("auto", "visible")
+    assert admin.evaluate(
+        "() => getComputedStyle(document.querySelector('.table-scroll') || document.body).overflowX"
+    ) in ("auto", "visible")
     admin.goto("/api/docs/")
     assert admin.get_attribute("html", "lang") == "en"  # axe: html-has-lang (screen readers pick the voice by it)
     admin.wait_for_selector(".swagger-ui .info .title")

@@ -3,6 +3,7 @@ a project, upload a corpus, run a rule-based injection and watch it finish, two 
 candidate (a few on the screen, the rest through the API), build the benchmark, release it, score it with
 chrF++ on a real scoring worker (.venv-scoring, Redis) while the page updates itself, then the scores and
 the meta-evaluation. axe-core checks every page on the way (no serious or critical violation)."""
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,10 @@ from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
 
 pytestmark = [
-    pytest.mark.browser, pytest.mark.redis, pytest.mark.slow, pytest.mark.django_db(transaction=True),
+    pytest.mark.browser,
+    pytest.mark.redis,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
     # Scoring goes to the broker while the platform's own tasks run in-process (no platform worker here):
     # Celery says so for send_task and for reading a result while eager mode is on. Both are intended.
     pytest.mark.filterwarnings("ignore:task_always_eager has no effect on send_task"),
@@ -60,13 +64,40 @@ def scoring_broker(redis_url):
 @pytest.fixture
 def scoring_worker(scoring_broker, tmp_path):
     need(SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)")
-    env = {**os.environ, "CELERY_BROKER_URL": scoring_broker, "CELERY_RESULT_BACKEND": scoring_broker, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": scoring_broker,
+        "CELERY_RESULT_BACKEND": scoring_broker,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     log = open(tmp_path / "worker.log", "w")
     proc = subprocess.Popen(
-        [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", "scoring", "--pool", "solo",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"journey-{os.getpid()}@%h", "--loglevel", "INFO"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(SCORING_PYTHON),
+            "-m",
+            "celery",
+            "-A",
+            "scoring.worker",
+            "worker",
+            "-Q",
+            "scoring",
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"journey-{os.getpid()}@%h",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         yield tmp_path / "worker.log"
@@ -111,9 +142,15 @@ def review_rest_through_the_api(base_url: str, username: str, project: str, on_s
                 return done
             cid = got["candidate"]["id"]
             decision = "accept" if cid in on_screen or cid % 4 else "reject"
-            response = api.post("/api/review/decisions/", json={
-                "candidate": cid, "decision": decision, "round": got["round"], "idempotency_key": uuid.uuid4().hex,
-            })
+            response = api.post(
+                "/api/review/decisions/",
+                json={
+                    "candidate": cid,
+                    "decision": decision,
+                    "round": got["round"],
+                    "idempotency_key": uuid.uuid4().hex,
+                },
+            )
             assert response.status_code in (200, 201), response.text
             done += 1
 
@@ -167,7 +204,9 @@ def test_admin_journey_from_the_project_page(live_server, new_page, scoring_work
     assert (run.status, run.done, run.failed) == ("done", run.total, 0) and run.total == 24
     assert f"{run.total} done · 0 failed · 0 pending of {run.total}" in page.inner_text("#run-progress")
     assert_accessible(page, "injection run", visited)
-    click_and_wait(page, page.locator(".breadcrumbs").get_by_role("link", name="Journey: FLORES+ into German and Chinese"))
+    click_and_wait(
+        page, page.locator(".breadcrumbs").get_by_role("link", name="Journey: FLORES+ into German and Chinese")
+    )
     assert "24 candidates from 1 run" in stage(page, "injection").inner_text()
     assert stage(page, "review").locator(".badge").inner_text() == "in progress"
 
@@ -182,10 +221,14 @@ def test_admin_journey_from_the_project_page(live_server, new_page, scoring_work
     click_and_wait(page, page.get_by_role("navigation", name="Main").get_by_role("link", name="Projects"))
     click_and_wait(page, page.get_by_role("link", name="Journey: FLORES+ into German and Chinese"))
     assert stage(page, "review").locator(".badge").inner_text() == "done"
-    assert "Open the dashboard to compute it" in stage(page, "agreement").inner_text()  # no worker: the page computes nothing
+    assert (
+        "Open the dashboard to compute it" in stage(page, "agreement").inner_text()
+    )  # no worker: the page computes nothing
     click_and_wait(page, stage(page, "agreement").get_by_role("link", name="Agreement dashboard"))
     assert_accessible(page, "agreement dashboard", visited)
-    click_and_wait(page, page.locator(".breadcrumbs").get_by_role("link", name="Journey: FLORES+ into German and Chinese"))
+    click_and_wait(
+        page, page.locator(".breadcrumbs").get_by_role("link", name="Journey: FLORES+ into German and Chinese")
+    )
     agreement = stage(page, "agreement").inner_text()
     assert "Krippendorff" in agreement and "1.000" in agreement  # both reviewers decided alike
     assert_accessible(page, "project page (reviewed)", visited)
@@ -216,14 +259,18 @@ def test_admin_journey_from_the_project_page(live_server, new_page, scoring_work
     polls = [u for u in requests[before:] if "/projects/journey/stages/scores/" in u]
     assert polls, "the scores stage never fetched its own update"
     assert MetricScore.objects.filter(release=release, metric="chrF++").count() == release.manifest["triplets"]
-    assert f"chrF++ ({release.manifest['triplets']} triplets)" in stage(page, "scores").inner_text(), stage(page, "scores").inner_text()[:600]
+    assert f"chrF++ ({release.manifest['triplets']} triplets)" in stage(page, "scores").inner_text(), stage(
+        page, "scores"
+    ).inner_text()[:600]
     assert_accessible(page, "project page (scored)", visited)
     shot(page, "journey-02-scored")
 
     click_and_wait(page, stage(page, "scores").get_by_role("link", name="Scores of 1.0.0"))
     assert "chrF++" in page.inner_text("main")
     assert_accessible(page, "scores page", visited)
-    click_and_wait(page, page.locator(".breadcrumbs").get_by_role("link", name="Journey: FLORES+ into German and Chinese"))
+    click_and_wait(
+        page, page.locator(".breadcrumbs").get_by_role("link", name="Journey: FLORES+ into German and Chinese")
+    )
 
     # 8. the meta-evaluation headline loads after the page; its link opens the full page
     link = stage(page, "metaeval").get_by_role("link", name="Meta-evaluation of chrF++")

@@ -1,5 +1,6 @@
 """End to end in chromium: keyboard-only review, Likert rating, resume, escaping, language isolation,
 and a decision that survives a network error."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,9 +31,15 @@ def press_and_wait(page, *keys):
 
 def test_keyboard_review_rating_and_resume(project, languages, annotator_de, new_page):
     make_candidates(project, languages, "en-de")  # 7 candidates
-    RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output",
-                              source="The cat sat on the mat.", reference="Die Katze saß auf der Matte.",
-                              text="Die Katze sitzt auf der Matte.", system="sysA")
+    RatingItem.objects.create(
+        project=project,
+        direction=languages["en-de"],
+        kind="system_output",
+        source="The cat sat on the mat.",
+        reference="Die Katze saß auf der Matte.",
+        text="Die Katze sitzt auf der Matte.",
+        system="sysA",
+    )
     page = new_page()
     login(page, "anna_de", "anna-pass-123")
     shot(page, "01-queue")
@@ -107,8 +114,14 @@ def test_keyboard_review_rating_and_resume(project, languages, annotator_de, new
 
 def test_script_payload_is_shown_as_text(project, languages, annotator_de, new_page):
     payload = "<script>window.__pwned = 1</script>"
-    make_candidate(project, languages["en-de"], "Hi <img src=x onerror='window.__pwned=2'>",
-                   f"Hallo {payload} Welt", f"Hallo {payload} schöne Welt", error_type="Addition")
+    make_candidate(
+        project,
+        languages["en-de"],
+        "Hi <img src=x onerror='window.__pwned=2'>",
+        f"Hallo {payload} Welt",
+        f"Hallo {payload} schöne Welt",
+        error_type="Addition",
+    )
     page = new_page()
     login(page, "anna_de", "anna-pass-123")
     next_review(page)
@@ -128,7 +141,8 @@ def test_other_language_gets_no_access(project, languages, annotator_zh, new_pag
     assert response.status == 404
     shot(page, "09-no-access")
     status = page.evaluate(
-        """async (id) => (await fetch('/api/review/candidates/' + id + '/', {credentials: 'same-origin'})).status""", de[0].pk
+        """async (id) => (await fetch('/api/review/candidates/' + id + '/', {credentials: 'same-origin'})).status""",
+        de[0].pk,
     )
     assert status == 404
     next_review(page, lang="zh")
@@ -145,7 +159,9 @@ RUN_EDGES = """(box) => Array.from(document.querySelectorAll(box + ' > bdi, ' + 
 
 def test_rtl_review_screen(project, languages, new_page):
     create_user("amal_ar", "amal-pass-123", languages=["ar"])
-    make_candidate(project, languages["en-ar"], "The book is very new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission")
+    make_candidate(
+        project, languages["en-ar"], "The book is very new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission"
+    )
     page = new_page()
     login(page, "amal_ar", "amal-pass-123")
     next_review(page, lang="ar")
@@ -156,7 +172,9 @@ def test_rtl_review_screen(project, languages, new_page):
     # runs are isolates, so the paragraph must take its direction from dir, not from its (isolated) text.
     for text in ("#reference-text", "#candidate-text"):
         runs = page.evaluate(RUN_EDGES, text)
-        assert len(runs) >= 2 and all(later["right"] <= earlier["left"] + 1 for earlier, later in zip(runs, runs[1:])), (text, runs)
+        assert len(runs) >= 2 and all(
+            later["right"] <= earlier["left"] + 1 for earlier, later in zip(runs, runs[1:])
+        ), (text, runs)
     shot(page, "11-review-rtl")
 
 
@@ -201,7 +219,9 @@ def test_outbox_resends_after_the_tab_was_closed(project, languages, annotator_d
     current = int(page.url.split("/candidate/")[1].split("/")[0])
     page.route("**/api/review/decisions/", lambda route: route.abort("internetdisconnected"))
     page.keyboard.press("a")
-    page.wait_for_function("(key) => localStorage.getItem(key) !== null", arg=f"xqmeval.outbox.v2:{annotator_de.pk}:demo")
+    page.wait_for_function(
+        "(key) => localStorage.getItem(key) !== null", arg=f"xqmeval.outbox.v2:{annotator_de.pk}:demo"
+    )
     assert not ReviewDecision.objects.exists()
     page.unroute("**/api/review/decisions/")
     page.reload()  # same item comes back (still held); the saved decision is sent and the page moves on

@@ -1,16 +1,16 @@
 """Two users in ONE browser profile (one context: one localStorage, one cookie jar): unsent decisions stay
 with the user who made them, are never sent in another user's session, and reach the server as their
 owner's when she logs in again."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import ReviewDecision
 from core.services import create_user
-from playwright.sync_api import expect
-
 from tests.e2e.conftest import login, shot
 from tests.e2e.test_review_browser import next_review, press_and_wait
 from tests.review.factories import make_candidates
@@ -73,7 +73,8 @@ def test_unsent_decision_of_one_user_is_never_sent_as_the_next(project, language
     assert page.locator("#outbox-notice").count() == 0  # li is not shown anna's work
     kept = outbox(page, annotator_de)  # kept for anna, under her key, not cleared
     assert [(e["body"]["candidate"], e["body"]["comment"], e["body"]["client_user"]) for e in kept] == [
-        (annas, "anna: the comma moved", annotator_de.pk)]
+        (annas, "anna: the comma moved", annotator_de.pk)
+    ]
     logout(page)
 
     login(page, "anna_de", "anna-pass-123")  # anna again: her decision is shown and sent as hers
@@ -81,7 +82,11 @@ def test_unsent_decision_of_one_user_is_never_sent_as_the_next(project, language
     shot(page, "17-shared-browser-anna-again")
     annas_decision = ReviewDecision.objects.get(reviewer=annotator_de)
     assert (annas_decision.candidate_id, annas_decision.decision, annas_decision.reason, annas_decision.comment) == (
-        annas, "reject", "outside_changed", "anna: the comma moved")
+        annas,
+        "reject",
+        "outside_changed",
+        "anna: the comma moved",
+    )
     assert outbox(page, annotator_de) == []
     assert [(d.decision, d.comment) for d in ReviewDecision.objects.filter(reviewer=li)] == [("accept", "")]
 

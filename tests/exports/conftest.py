@@ -1,5 +1,6 @@
 """Fixtures of the benchmark tests: the shared XQ-MEval data read straight from its parquet files, and
 projects imported through the real importer (a few languages, to keep runs short)."""
+
 from __future__ import annotations
 
 import csv
@@ -33,7 +34,15 @@ def read_pools(shared: Path):
             key = (row["language"], str(row["segment_id"]))
             refs[key] = row["ref"]
             label = f"{row['error_type']}.{row['error_position']}"
-            pools[key].append(PoolCandidate(id=f"{row['error_type']}/{row['count_id']}", error_type=row["error_type"], edit=marked.edit, label=label, text=marked.text))
+            pools[key].append(
+                PoolCandidate(
+                    id=f"{row['error_type']}/{row['count_id']}",
+                    error_type=row["error_type"],
+                    edit=marked.edit,
+                    label=label,
+                    text=marked.text,
+                )
+            )
     return {key: (refs[key], pools[key]) for key in sorted(pools)}
 
 
@@ -46,7 +55,11 @@ def import_languages(project_name: str, shared: Path, languages: list[str]):
     """Import the candidate files and decisions of ``languages`` through ``import_xqmeval``."""
     from annotation.review.xqmeval_import import import_xqmeval
 
-    files = [(p.name, p.read_bytes()) for p in sorted((shared / "candidates").glob("*.parquet")) if p.name.split("-")[1] in languages]
+    files = [
+        (p.name, p.read_bytes())
+        for p in sorted((shared / "candidates").glob("*.parquet"))
+        if p.name.split("-")[1] in languages
+    ]
     out = io.StringIO()
     with open(shared / "decisions.csv", encoding="utf-8") as fh:
         reader = csv.reader(fh)
@@ -87,7 +100,11 @@ def module_data(django_db_setup, django_db_blocker):
 def without_drift(text: str) -> str:
     """The text without punctuation, whitespace and width differences (an oracle written apart from the
     merger's unit-wise ``content_key``: it works on whole strings)."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if not ch.isspace() and not unicodedata.category(ch).startswith("P"))
+    return "".join(
+        ch
+        for ch in unicodedata.normalize("NFKC", text)
+        if not ch.isspace() and not unicodedata.category(ch).startswith("P")
+    )
 
 
 def locatable_anywhere(reference: str, language: str, c: PoolCandidate) -> bool:
@@ -111,14 +128,18 @@ REFS = {
 def seeded(project, settings, tmp_path):
     """Two gold pairs per direction (en-de, en-zh) with four accepted candidates each, one unplaceable."""
     settings.RELEASES_DIR = tmp_path / "releases"
-    project.options = {"sampling": {"n": 2, "monolingual_repetitions": 2, "multilingual_repetitions": 2, "multilingual_systems": 2}}
+    project.options = {
+        "sampling": {"n": 2, "monolingual_repetitions": 2, "multilingual_repetitions": 2, "multilingual_systems": 2}
+    }
     project.save()
     run = InjectionRun.objects.create(project=project, name="manual", backend="rule")
     for code, ref in REFS.items():
         direction = project.directions.get(code=code)
         language = code.split("-")[1]
         for seg_no in range(2):
-            seg = GoldSegment.objects.create(project=project, direction=direction, external_id=str(seg_no), source=f"source {seg_no}", reference=ref)
+            seg = GoldSegment.objects.create(
+                project=project, direction=direction, external_id=str(seg_no), source=f"source {seg_no}", reference=ref
+            )
             edits = [
                 ("Addition", "head", Edit(1, 1, ("sehr",) if language == "de" else ("很",))),
                 ("Omission", "head", Edit(3, 4, ())),
@@ -132,7 +153,14 @@ def seeded(project, settings, tmp_path):
                 if etype == "Mistranslation" and seg_no == 1 and language == "de":
                     text = text[: -len(" .")] + " !"  # drift outside its span (punctuation): transplanted
                 Candidate.objects.create(
-                    run=run, segment=seg, error_type=etype, position=pos, text=text, span_start=edit.start, span_end=edit.end,
-                    edit_text=(" " if language == "de" else "").join(edit.replacement), status="accepted",
+                    run=run,
+                    segment=seg,
+                    error_type=etype,
+                    position=pos,
+                    text=text,
+                    span_start=edit.start,
+                    span_end=edit.end,
+                    edit_text=(" " if language == "de" else "").join(edit.replacement),
+                    status="accepted",
                 )
     return project

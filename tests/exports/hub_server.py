@@ -1,6 +1,7 @@
 """A small Hugging Face Hub look-alike on 127.0.0.1 for push tests: the endpoints huggingface_hub calls for
 create_repo, create_commit (preupload + ndjson commit, regular uploads), list_repo_refs, create_tag and
 repo_info, with bearer-token checks and injectable failures. State lives in memory."""
+
 from __future__ import annotations
 
 import base64
@@ -83,18 +84,29 @@ class HubHandler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if m := re.fullmatch(r"/api/datasets/(.+?/.+?)/refs", path):
             if repo := self._repo(m[1]):
-                self._send(200, {
-                    "branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.head}],
-                    "converts": [],
-                    "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid} for t, oid in sorted(repo.tags.items())],
-                })
+                self._send(
+                    200,
+                    {
+                        "branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.head}],
+                        "converts": [],
+                        "tags": [
+                            {"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid}
+                            for t, oid in sorted(repo.tags.items())
+                        ],
+                    },
+                )
             return
         if m := re.fullmatch(r"/api/datasets/(.+?/.+?)(?:/revision/(.+))?", path):
             if repo := self._repo(m[1]):
-                self._send(200, {
-                    "id": repo.repo_id, "sha": repo.head, "private": repo.private,
-                    "siblings": [{"rfilename": p} for p in sorted(repo.files)],
-                })
+                self._send(
+                    200,
+                    {
+                        "id": repo.repo_id,
+                        "sha": repo.head,
+                        "private": repo.private,
+                        "siblings": [{"rfilename": p} for p in sorted(repo.files)],
+                    },
+                )
             return
         self._send(404, {"error": f"no route GET {path}"})
 
@@ -110,8 +122,16 @@ class HubHandler(BaseHTTPRequestHandler):
             if data.get("type") != "dataset":
                 return self._send(400, {"error": "this test hub only hosts datasets"})
             if repo_id in self.state.repos:
-                return self._send(409, {"error": "You already created this dataset repo", "url": f"http://{self.headers['Host']}/datasets/{repo_id}"})
-            private = data.get("visibility", "private" if data.get("private") else "public") == "private" or bool(data.get("private"))
+                return self._send(
+                    409,
+                    {
+                        "error": "You already created this dataset repo",
+                        "url": f"http://{self.headers['Host']}/datasets/{repo_id}",
+                    },
+                )
+            private = data.get("visibility", "private" if data.get("private") else "public") == "private" or bool(
+                data.get("private")
+            )
             self.state.repos[repo_id] = Repo(repo_id, private)
             return self._send(200, {"url": f"http://{self.headers['Host']}/datasets/{repo_id}", "name": repo_id})
         if path == "/api/validate-yaml":
@@ -121,11 +141,20 @@ class HubHandler(BaseHTTPRequestHandler):
             if repo is None:
                 return
             files = json.loads(body)["files"]
-            return self._send(200, {"files": [
-                {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                 "oid": git_blob_sha1(repo.files[f["path"]]) if f["path"] in repo.files else None}
-                for f in files
-            ]})
+            return self._send(
+                200,
+                {
+                    "files": [
+                        {
+                            "path": f["path"],
+                            "uploadMode": "regular",
+                            "shouldIgnore": False,
+                            "oid": git_blob_sha1(repo.files[f["path"]]) if f["path"] in repo.files else None,
+                        }
+                        for f in files
+                    ]
+                },
+            )
         if m := re.fullmatch(r"/api/datasets/(.+?/.+?)/commit/(.+)", path):
             repo = self._repo(m[1])
             if repo is None:
@@ -146,8 +175,12 @@ class HubHandler(BaseHTTPRequestHandler):
                 elif line["key"] != "header":
                     return self._send(400, {"error": f"unsupported operation {line['key']}"})
             oid = hashlib.sha1(f"{repo.head}{header['summary']}{len(repo.commits)}".encode()).hexdigest()
-            repo.commits.append({"oid": oid, "summary": header["summary"], "description": header.get("description", "")})
-            return self._send(200, {"commitUrl": f"http://127.0.0.1/datasets/{repo.repo_id}/commit/{oid}", "commitOid": oid})
+            repo.commits.append(
+                {"oid": oid, "summary": header["summary"], "description": header.get("description", "")}
+            )
+            return self._send(
+                200, {"commitUrl": f"http://127.0.0.1/datasets/{repo.repo_id}/commit/{oid}", "commitOid": oid}
+            )
         if m := re.fullmatch(r"/api/datasets/(.+?/.+?)/tag/(.+)", path):
             repo = self._repo(m[1])
             if repo is None:
@@ -171,7 +204,7 @@ class HubServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "HubServer":
+    def __enter__(self) -> HubServer:
         self.thread.start()
         return self
 

@@ -1,4 +1,5 @@
 """build_benchmark on imported shared data: counts, exclusions, M2M, incremental rebuilds, the command."""
+
 from __future__ import annotations
 
 import io
@@ -7,13 +8,12 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
+from core.domain.units import Edit, apply_edit, split_units
 from core.models import Project
 from exports.benchmark import selectors, services
-from exports.benchmark.domain import merge_segment
+from exports.benchmark.domain import TRANSPLANTED, PoolCandidate, merge_segment
 from exports.models import BenchmarkBuild, CandidatePlacement, MergedSegment, PseudoTranslation
 from injection.models import Candidate
-from core.domain.units import Edit, apply_edit, split_units
-from exports.benchmark.domain import TRANSPLANTED, PoolCandidate
 from tests.exports.conftest import import_languages, locatable_anywhere, without_drift
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
@@ -47,7 +47,9 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
     for language in ("de", "zh"):
         counts, excluded, transplanted = expected_from_files(shared_pools, language)
         stored = Counter(
-            PseudoTranslation.objects.filter(segment__project=xq, segment__direction__code=f"en-{language}").values_list("level", flat=True)
+            PseudoTranslation.objects.filter(
+                segment__project=xq, segment__direction__code=f"en-{language}"
+            ).values_list("level", flat=True)
         )
         assert stored == counts
         table = result.counts[f"en-{language}"]
@@ -58,7 +60,11 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
         assert {(p.candidate.segment.external_id, p.candidate.error_type) for p in rows} == excluded
         assert all("cannot be located" in p.reason and p.candidate.status == "accepted" for p in rows)
         # candidates placed despite drift: recorded with the span their edit was placed at
-        listed = {(t["segment_id"], t["error_type"], t["span_start"], t["span_end"]) for t in selectors.transplanted_candidates(xq) if t["direction"] == f"en-{language}"}
+        listed = {
+            (t["segment_id"], t["error_type"], t["span_start"], t["span_end"])
+            for t in selectors.transplanted_candidates(xq)
+            if t["direction"] == f"en-{language}"
+        }
         assert listed == transplanted
     assert selectors.transplanted_candidates(xq)  # the release report sees them
     assert len(result.transplanted) == len(selectors.transplanted_candidates(xq))
@@ -77,15 +83,24 @@ def test_rebuild_touches_only_the_gold_pairs_whose_pool_changed(xq):
     again = services.build_benchmark(xq)
     assert again.rebuilt == 0 and again.unchanged == 204 and again.pseudo_created == 0
 
-    victim = Candidate.objects.filter(segment__project=xq, status="accepted", segment__direction__code="en-de").order_by("id").first()
+    victim = (
+        Candidate.objects.filter(segment__project=xq, status="accepted", segment__direction__code="en-de")
+        .order_by("id")
+        .first()
+    )
     segment = victim.segment
-    other_ids = set(PseudoTranslation.objects.filter(segment__project=xq).exclude(segment=segment).values_list("id", flat=True))
+    other_ids = set(
+        PseudoTranslation.objects.filter(segment__project=xq).exclude(segment=segment).values_list("id", flat=True)
+    )
     before = PseudoTranslation.objects.filter(segment=segment).count()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
 
     result = services.build_benchmark(xq)
     assert result.rebuilt == 1 and result.unchanged == 203
-    assert set(PseudoTranslation.objects.filter(segment__project=xq).exclude(segment=segment).values_list("id", flat=True)) == other_ids
+    assert (
+        set(PseudoTranslation.objects.filter(segment__project=xq).exclude(segment=segment).values_list("id", flat=True))
+        == other_ids
+    )
     after = PseudoTranslation.objects.filter(segment=segment)
     assert after.count() < before
     assert not after.filter(candidates=victim).exists()
@@ -110,7 +125,9 @@ def test_a_first_build_deletes_nothing_and_a_forced_rebuild_replaces_every_row(x
     assert result.rebuilt == 204 and result.pseudo_deleted == sum(rows.values())
     assert [q for q in forced.captured_queries if q["sql"].startswith("DELETE") and table in q["sql"]]
     # the same rows again (no duplicates, none left over), under new ids, each with its own links
-    assert Counter(PseudoTranslation.objects.filter(segment__project=xq).values_list("segment_id", "level", "key")) == rows
+    assert (
+        Counter(PseudoTranslation.objects.filter(segment__project=xq).values_list("segment_id", "level", "key")) == rows
+    )
     assert not old_ids & set(PseudoTranslation.objects.filter(segment__project=xq).values_list("id", flat=True))
     assert PseudoTranslation.candidates.through.objects.filter(pseudotranslation__segment__project=xq).count() == links
     for p in PseudoTranslation.objects.filter(segment__project=xq).prefetch_related("candidates")[:300]:
@@ -124,22 +141,31 @@ def test_a_build_leaves_planner_statistics_for_what_it_wrote(xq):
         pytest.skip("planner statistics are PostgreSQL's")
     services.build_benchmark(xq)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tablename, attname FROM pg_stats WHERE tablename IN (%s, %s) AND attname IN ('segment_id', 'pseudotranslation_id')",
-                       [PseudoTranslation._meta.db_table, PseudoTranslation.candidates.through._meta.db_table])
+        cursor.execute(
+            "SELECT tablename, attname FROM pg_stats WHERE tablename IN (%s, %s) AND attname IN ('segment_id', 'pseudotranslation_id')",
+            [PseudoTranslation._meta.db_table, PseudoTranslation.candidates.through._meta.db_table],
+        )
         analysed = set(cursor.fetchall())
     # without them the release's reads of 100 gold pairs at a time plan as sequential scans of the table
-    assert analysed == {(PseudoTranslation._meta.db_table, "segment_id"), (PseudoTranslation.candidates.through._meta.db_table, "pseudotranslation_id")}
+    assert analysed == {
+        (PseudoTranslation._meta.db_table, "segment_id"),
+        (PseudoTranslation.candidates.through._meta.db_table, "pseudotranslation_id"),
+    }
 
 
 def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_the_candidate(xq):
     services.build_benchmark(xq)
-    transplants = CandidatePlacement.objects.filter(candidate__segment__project=xq, outcome="transplanted").select_related("candidate")
+    transplants = CandidatePlacement.objects.filter(
+        candidate__segment__project=xq, outcome="transplanted"
+    ).select_related("candidate")
     assert transplants and all(p.drift and p.span_start is not None and p.span_end >= p.span_start for p in transplants)
     record = transplants[0]
     cand = record.candidate
     # what an earlier build that could not place it left behind: excluded, no pseudo translations
     record.delete()
-    CandidatePlacement.objects.create(candidate=cand, outcome="excluded", reason="the candidate's text outside span [0, 1) differs")
+    CandidatePlacement.objects.create(
+        candidate=cand, outcome="excluded", reason="the candidate's text outside span [0, 1) differs"
+    )
     PseudoTranslation.objects.filter(candidates=cand).delete()
     MergedSegment.objects.filter(segment=cand.segment).update(fingerprint="stale")
     result = services.build_benchmark(xq)
@@ -151,7 +177,9 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
     reference, language = cand.segment.reference, cand.segment.direction.target.code
     start, end = record.span_start, record.span_end
     Candidate.objects.filter(pk=cand.pk).update(
-        text=apply_edit(reference, Edit(start, end, tuple(split_units(cand.edit_text, language))), language), span_start=start, span_end=end
+        text=apply_edit(reference, Edit(start, end, tuple(split_units(cand.edit_text, language))), language),
+        span_start=start,
+        span_end=end,
     )
     services.build_benchmark(xq)
     assert not CandidatePlacement.objects.filter(candidate=cand).exists()
@@ -160,7 +188,13 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
 
 def test_a_candidate_review_takes_out_after_a_build_leaves_the_builds_lists_and_its_record_goes_with_the_next(xq):
     # content outside its span that differs cannot be located (en-de and en-zh of the shared data only drift)
-    victim = Candidate.objects.filter(segment__project=xq, status="accepted", segment__direction__code="en-de", span_start__gt=0).order_by("id").first()
+    victim = (
+        Candidate.objects.filter(
+            segment__project=xq, status="accepted", segment__direction__code="en-de", span_start__gt=0
+        )
+        .order_by("id")
+        .first()
+    )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
     services.build_benchmark(xq)
     record = CandidatePlacement.objects.select_related("candidate__segment").get(candidate=victim, outcome="excluded")
@@ -183,27 +217,47 @@ def test_whole_shared_data_transplants_drift_and_excludes_only_edits_that_cannot
     result = services.build_benchmark(project)
     drifting = [
         c
-        for c in Candidate.objects.filter(segment__project=project, kind="mqm").exclude(status="rejected").select_related("segment__direction__target")
+        for c in Candidate.objects.filter(segment__project=project, kind="mqm")
+        .exclude(status="rejected")
+        .select_related("segment__direction__target")
         if "local_edit" in c.flags
     ]
     assert drifting
     unlocatable, transplanted = set(), {}
     for c in drifting:
         language = c.segment.direction.target.code
-        pool = PoolCandidate(c.pk, c.error_type, Edit(c.span_start, c.span_end, tuple(split_units(c.edit_text, language))), "", c.text)
+        pool = PoolCandidate(
+            c.pk, c.error_type, Edit(c.span_start, c.span_end, tuple(split_units(c.edit_text, language))), "", c.text
+        )
         if locatable_anywhere(c.segment.reference, language, pool):
             transplanted[c.pk] = c
         else:
             unlocatable.add(c.pk)
-    excluded = set(CandidatePlacement.objects.filter(candidate__segment__project=project, outcome="excluded").values_list("candidate_id", flat=True))
+    excluded = set(
+        CandidatePlacement.objects.filter(candidate__segment__project=project, outcome="excluded").values_list(
+            "candidate_id", flat=True
+        )
+    )
     assert excluded == unlocatable and len(excluded) < len(drifting)
     assert {cid for cid, _ in result.transplanted} == set(transplanted)
-    recorded = set(CandidatePlacement.objects.filter(candidate__segment__project=project, outcome="transplanted").values_list("candidate_id", flat=True))
+    recorded = set(
+        CandidatePlacement.objects.filter(candidate__segment__project=project, outcome="transplanted").values_list(
+            "candidate_id", flat=True
+        )
+    )
     assert recorded == set(transplanted)
-    assert set(Candidate.objects.filter(pk__in=[*transplanted, *excluded]).values_list("status", flat=True)) == {"accepted"}
+    assert set(Candidate.objects.filter(pk__in=[*transplanted, *excluded]).values_list("status", flat=True)) == {
+        "accepted"
+    }
     # every pseudo translation with a transplanted edit keeps the reference outside its edited spans, and
     # each transplanted edit gives its candidate's text up to drift
-    flagged = [p for p in PseudoTranslation.objects.filter(segment__project=project, level__gt=0).select_related("segment__direction__target") if p.flags]
+    flagged = [
+        p
+        for p in PseudoTranslation.objects.filter(segment__project=project, level__gt=0).select_related(
+            "segment__direction__target"
+        )
+        if p.flags
+    ]
     assert flagged and all(p.flags == [TRANSPLANTED] for p in flagged)
     for p in flagged:
         language = p.segment.direction.target.code
@@ -223,10 +277,16 @@ def test_whole_shared_data_transplants_drift_and_excludes_only_edits_that_cannot
             if s.get("flags"):
                 c = transplanted[s["candidate_id"]]
                 assert own[s["mt_start"] : s["mt_end"]] == split_units(c.edit_text, language)
-                alone = apply_edit(p.segment.reference, Edit(s["ref_start"], s["ref_end"], tuple(split_units(c.edit_text, language))), language)
+                alone = apply_edit(
+                    p.segment.reference,
+                    Edit(s["ref_start"], s["ref_end"], tuple(split_units(c.edit_text, language))),
+                    language,
+                )
                 assert without_drift(alone) == without_drift(c.text)
     # those are exactly the pseudo translations that contain a transplanted candidate
-    with_transplanted = set(PseudoTranslation.objects.filter(candidates__in=list(transplanted)).values_list("id", flat=True))
+    with_transplanted = set(
+        PseudoTranslation.objects.filter(candidates__in=list(transplanted)).values_list("id", flat=True)
+    )
     assert {p.id for p in flagged} == with_transplanted
 
 
@@ -245,7 +305,9 @@ def test_command_prints_the_counts_table_and_records_the_build(xq):
     call_command("build_benchmark", "xqm", stdout=out, verbosity=0)
     text = out.getvalue()
     build = BenchmarkBuild.objects.get(project=xq)
-    assert build.status == "done" and build.pseudo_created == PseudoTranslation.objects.filter(segment__project=xq).count()
+    assert (
+        build.status == "done" and build.pseudo_created == PseudoTranslation.objects.filter(segment__project=xq).count()
+    )
     assert build.transplanted > 0 and build.percent == 100
     assert f"{build.transplanted} placed by transplanting their edit (flag 'transplanted')" in text
     assert "204 gold pairs" in text and "en-de" in text and "en-zh" in text and "k=5" in text

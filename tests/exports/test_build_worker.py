@@ -1,5 +1,6 @@
 """A real Celery worker (Redis broker and result backend) runs a build as a chord: one task per direction,
 then the task that records the counts."""
+
 from __future__ import annotations
 
 import json
@@ -26,19 +27,51 @@ def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
     import redis
 
     db = WorkerDatabase(tmp_path, suffix="chord")
-    env = {**os.environ, "DATABASE_URL": db.url, "PYTHONPATH": str(REPO), "CELERY_BROKER_URL": redis_url,
-           "CELERY_RESULT_BACKEND": redis_url, "DJANGO_SETTINGS_MODULE": "xqmeval.settings"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": db.url,
+        "PYTHONPATH": str(REPO),
+        "CELERY_BROKER_URL": redis_url,
+        "CELERY_RESULT_BACKEND": redis_url,
+        "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
+    }
     redis.Redis.from_url(redis_url).delete("default")  # no task left over from another test's worker
     log = open(tmp_path / "worker.log", "w")
     worker = None
     try:
         prepare(env)  # project demo: gold pairs in two directions
-        directions = [code for (code,) in db.rows("select distinct d.code from core_goldsegment g join core_direction d on d.id = g.direction_id order by 1")]
+        directions = [
+            code
+            for (code,) in db.rows(
+                "select distinct d.code from core_goldsegment g join core_direction d on d.id = g.direction_id order by 1"
+            )
+        ]
         assert len(directions) >= 2, directions
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "xqmeval", "worker", "-Q", "default", "--pool", "solo", "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-n", f"build-{os.getpid()}@%h", "--loglevel", "INFO"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "xqmeval",
+                "worker",
+                "-Q",
+                "default",
+                "--pool",
+                "solo",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"build-{os.getpid()}@%h",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         queued = _manage(env, "shell", "-c", QUEUE)
         out, _ = queued.communicate(timeout=120)
@@ -56,9 +89,21 @@ def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
         counts = counts if isinstance(counts, dict) else json.loads(counts)
         assert sorted(per_direction) == directions == sorted(counts)
         assert all(entry["status"] == "done" for entry in per_direction.values())
-        assert done == total == sum(entry["gold_pairs"] for entry in per_direction.values()) == db.count("select count(*) from core_goldsegment")
-        assert pseudo == sum(entry["pseudo_created"] for entry in per_direction.values()) == db.count("select count(*) from exports_pseudotranslation") > 0
-        assert text.count("Task exports.build_direction[") >= 2 * len(directions)  # received and succeeded, one per direction
+        assert (
+            done
+            == total
+            == sum(entry["gold_pairs"] for entry in per_direction.values())
+            == db.count("select count(*) from core_goldsegment")
+        )
+        assert (
+            pseudo
+            == sum(entry["pseudo_created"] for entry in per_direction.values())
+            == db.count("select count(*) from exports_pseudotranslation")
+            > 0
+        )
+        assert text.count("Task exports.build_direction[") >= 2 * len(
+            directions
+        )  # received and succeeded, one per direction
         assert "Task exports.finish_build[" in text
     finally:
         if worker is not None:

@@ -3,6 +3,7 @@ count of the rows stored now after every kind of write that changes them (a buil
 deleted by hand, a gold segment added, a project's number of levels), read from the cache otherwise
 (no pass over the pseudo translations per view). PostgreSQL: the benchmark change log is kept by its
 triggers; elsewhere the pages count on every view."""
+
 from __future__ import annotations
 
 import re
@@ -38,7 +39,9 @@ def counted(fn):
     """(result, the queries that read the pseudo translations)."""
     with CaptureQueriesContext(connection) as queries:
         result = fn()
-    return result, [q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_pseudotranslation"', q["sql"])]
+    return result, [
+        q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_pseudotranslation"', q["sql"])
+    ]
 
 
 def test_kept_counts_follow_every_write_that_changes_them(built):
@@ -91,6 +94,8 @@ def test_the_project_page_reads_no_pseudo_translation_once_counts_are_kept(clien
     with CaptureQueriesContext(connection) as queries:
         response = client.get(reverse("projects:detail", args=[built.name]))
     assert response.status_code == 200
-    assert not [q for q in queries.captured_queries if 'GROUP BY' in q["sql"] and '"exports_pseudotranslation"' in q["sql"]]
+    assert not [
+        q for q in queries.captured_queries if "GROUP BY" in q["sql"] and '"exports_pseudotranslation"' in q["sql"]
+    ]
     total = selectors.level_counts(built)["en-zh"]["total"]
     assert f"{total:,}" in response.content.decode() or str(total) in response.content.decode()

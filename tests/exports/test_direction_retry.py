@@ -1,6 +1,7 @@
 """A build's or a release's direction that hits a transient database fault is retried on the worker, and
 meanwhile says so: 'retrying' with the reason, the build running (not failed) unless another direction
 failed for good."""
+
 from __future__ import annotations
 
 import re
@@ -29,13 +30,19 @@ def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded
 
     # Another session holds the pseudo translations: the direction's merge cannot write them.
     with table_held("exports_pseudotranslation") as holder:
-        with start_worker(app, pool="solo", perform_ping_check=False, queues=[worker_queue], loglevel="WARNING", shutdown_timeout=30):
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, queues=[worker_queue], loglevel="WARNING", shutdown_timeout=30
+        ):
             build_direction_task.apply_async((build.pk, "en-de"), queue=worker_queue)
             # One read gives both the build and its direction. The backoff is fully jittered (a first countdown
             # of 0 s is possible), so the retrying seen first may be the second or third, and a second read may
             # already see the next one.
-            shown = wait_until(lambda: (b := BenchmarkBuild.objects.get(pk=build.pk)).directions["en-de"]["status"] == "retrying" and b,
-                               "the direction to say it is retrying")
+            shown = wait_until(
+                lambda: (
+                    (b := BenchmarkBuild.objects.get(pk=build.pk)).directions["en-de"]["status"] == "retrying" and b
+                ),
+                "the direction to say it is retrying",
+            )
             retrying = shown.directions["en-de"]["error"]
             assert shown.status == "running" and shown.error == "" and "lock timeout" in retrying
             assert re.search(r"retrying in \d+ s \(retry [123] of 3\)$", retrying), retrying
@@ -48,20 +55,34 @@ def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):
     build = BenchmarkBuild.objects.create(project=seeded)
     build_services.begin_build(build)
     BenchmarkBuild.objects.filter(pk=build.pk).update(
-        status="failed", error="en-zh: ValueError: bad span",
-        directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}, "en-zh": {"status": "failed", "error": "ValueError: bad span"}},
+        status="failed",
+        error="en-zh: ValueError: bad span",
+        directions={
+            "en-de": {"status": "failed", "error": "OperationalError: lock timeout"},
+            "en-zh": {"status": "failed", "error": "ValueError: bad span"},
+        },
     )
-    build_services.record_direction_retry(build, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)")
+    build_services.record_direction_retry(
+        build, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
+    )
     shown = BenchmarkBuild.objects.get(pk=build.pk)
-    assert shown.directions["en-de"]["status"] == "retrying" and (shown.status, shown.error) == ("failed", "en-zh: ValueError: bad span")
+    assert shown.directions["en-de"]["status"] == "retrying" and (shown.status, shown.error) == (
+        "failed",
+        "en-zh: ValueError: bad span",
+    )
 
 
 def test_a_release_direction_retry_is_recorded_the_same_way(seeded, settings, tmp_path):
     settings.RELEASES_DIR = tmp_path / "releases"
     build_services.build_benchmark(seeded)
     job = release_services.begin_release(seeded, "1.0.0")
-    Release.objects.filter(pk=job.release_id).update(status="failed", error="en-de: OperationalError: lock timeout",
-                                                    directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}})
-    release_services.record_direction_retry(job, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)")
+    Release.objects.filter(pk=job.release_id).update(
+        status="failed",
+        error="en-de: OperationalError: lock timeout",
+        directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}},
+    )
+    release_services.record_direction_retry(
+        job, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
+    )
     shown = Release.objects.get(pk=job.release_id)
     assert (shown.status, shown.error) == ("building", "") and shown.directions["en-de"]["status"] == "retrying"

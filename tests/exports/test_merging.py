@@ -1,4 +1,5 @@
 """exports.benchmark.domain (merging) on the real XQ-MEval data (all 9 languages) and on generated inputs (hypothesis)."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,8 +11,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain.languages import CHAR, unit_of
-from core.domain.units import CLOSE_TAG, OPEN_TAG, Edit, apply_edit, mark_edit, parse_marked, spans_conflict, split_units
-from exports.benchmark.domain import TRANSPLANTED, PoolCandidate, content_key, count_valid_combinations, counts_table, merge_segment
+from core.domain.units import (
+    CLOSE_TAG,
+    OPEN_TAG,
+    Edit,
+    apply_edit,
+    mark_edit,
+    parse_marked,
+    spans_conflict,
+    split_units,
+)
+from exports.benchmark.domain import (
+    TRANSPLANTED,
+    PoolCandidate,
+    content_key,
+    count_valid_combinations,
+    counts_table,
+    merge_segment,
+)
 from tests.exports.conftest import locatable_anywhere, without_drift
 
 LANGUAGES = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
@@ -34,13 +51,21 @@ def exactly_placeable(reference: str, language: str, c: PoolCandidate) -> bool:
     ref = split_units(reference, language)
     cand = split_units(c.text, language)
     tail = len(ref) - c.edit.end
-    if cand[: c.edit.start] == ref[: c.edit.start] and (tail == 0 or cand[-tail:] == ref[c.edit.end :]) and len(cand) >= c.edit.start + tail:
+    if (
+        cand[: c.edit.start] == ref[: c.edit.start]
+        and (tail == 0 or cand[-tail:] == ref[c.edit.end :])
+        and len(cand) >= c.edit.start + tail
+    ):
         # the text inside the span must be the recorded edit, and the edit must change something
-        return tuple(cand[c.edit.start : len(cand) - tail]) == c.edit.replacement != tuple(ref[c.edit.start : c.edit.end])
+        return (
+            tuple(cand[c.edit.start : len(cand) - tail]) == c.edit.replacement != tuple(ref[c.edit.start : c.edit.end])
+        )
     return False
 
 
-def brute_force_counts(reference: str, language: str, pool: list[PoolCandidate], placed: list[PoolCandidate], max_errors: int = 5) -> Counter:
+def brute_force_counts(
+    reference: str, language: str, pool: list[PoolCandidate], placed: list[PoolCandidate], max_errors: int = 5
+) -> Counter:
     """Valid k-combinations by enumerating every subset and checking every pair: independent of the
     merger's chain enumeration. Candidates placed exactly are found independently; a transplanted one
     (``placed`` with a drift) is taken at the merger's span after checking that its edit there gives the
@@ -118,7 +143,9 @@ def test_merge_on_shared_data_has_the_properties_and_the_brute_force_counts(shar
         assert all(e.reason for e in result.exclusions)
         pool_by_id = {c.id: c for c in pool}
         for e in result.exclusions:  # excluded only where the edit cannot be located anywhere
-            assert "cannot be located" in e.reason and not locatable_anywhere(reference, language, pool_by_id[e.candidate_id])
+            assert "cannot be located" in e.reason and not locatable_anywhere(
+                reference, language, pool_by_id[e.candidate_id]
+            )
         total.update(counts)
         # the dynamic-programming count agrees as well
         dp = count_valid_combinations([(c.edit.start, c.edit.end) for c in result.placed])
@@ -179,7 +206,12 @@ def test_unplaceable_candidates_are_excluded_with_the_reason():
     result = merge_segment(ref, "en", pool)
     reasons = {e.candidate_id: e.reason for e in result.exclusions}
     assert set(reasons) == {2, 3, 4}
-    assert "after the span" in reasons[2] and "'five'" in reasons[2] and "'fiver'" in reasons[2] and "cannot be located" in reasons[2]
+    assert (
+        "after the span" in reasons[2]
+        and "'five'" in reasons[2]
+        and "'fiver'" in reasons[2]
+        and "cannot be located" in reasons[2]
+    )
     assert "outside the reference" in reasons[3]
     assert "changes nothing" in reasons[4]
     assert [p.candidate_ids for p in result.pseudo_translations] == [(), (1,)]
@@ -232,7 +264,10 @@ def segments(draw):
         start = draw(st.integers(min_value=0, max_value=n))
         end = draw(st.integers(min_value=start, max_value=min(n, start + 3)))
         size = draw(st.integers(min_value=0 if end > start else 1, max_value=3))
-        replacement = tuple(draw(st.sampled_from(["X", "YY", "Z"] if unit_of(language) != CHAR else ["X", "Y", "Z"])) for _ in range(size))
+        replacement = tuple(
+            draw(st.sampled_from(["X", "YY", "Z"] if unit_of(language) != CHAR else ["X", "Y", "Z"]))
+            for _ in range(size)
+        )
         edit = Edit(start, end, replacement)
         text = apply_edit(reference, edit, language)
         if draw(st.booleans()) and draw(st.integers(0, 4)) == 0 and start > 0:
@@ -243,7 +278,15 @@ def segments(draw):
             first = draw(st.sampled_from([first + "!", "\uff0c" + first, "Q"]))
             parsed = parse_marked(first + sep + rest, reference, language)
             edit, text = parsed.edit, parsed.text
-        pool.append(PoolCandidate(i, draw(st.sampled_from(["Addition", "Omission", "Mistranslation", "Untranslated"])), edit, f"c{i}", text))
+        pool.append(
+            PoolCandidate(
+                i,
+                draw(st.sampled_from(["Addition", "Omission", "Mistranslation", "Untranslated"])),
+                edit,
+                f"c{i}",
+                text,
+            )
+        )
     return reference, language, pool
 
 
@@ -253,7 +296,9 @@ def test_generated_segments_have_the_properties(segment):
     reference, language, pool = segment
     result = merge_segment(reference, language, pool)
     by_id = {c.id: c for c in result.placed}
-    assert Counter(p.level for p in result.pseudo_translations) == brute_force_counts(reference, language, pool, result.placed)
+    assert Counter(p.level for p in result.pseudo_translations) == brute_force_counts(
+        reference, language, pool, result.placed
+    )
     assert {c.id for c in result.placed} | {e.candidate_id for e in result.exclusions} == {c.id for c in pool}
     assert not {c.id for c in result.placed} & {e.candidate_id for e in result.exclusions}
     for c in pool:  # nothing that can be placed exactly, or up to drift, is excluded
@@ -273,7 +318,7 @@ def test_generated_segments_have_the_properties(segment):
 # id); the edit is read from the markup as the importer reads it.
 
 REF_ID_265 = (
-    'Undang-Undang menuntut agar permainan video kekerasan yang dijual di negara bagian California dilabeli dengan '
+    "Undang-Undang menuntut agar permainan video kekerasan yang dijual di negara bagian California dilabeli dengan "
     'stiker dengan keterangan "18" dan apabila menjualnya ke pembeli di bawah umur dapat dikenai hukuman berupa denda '
     "$1.000 per pelanggaran."
 )
@@ -322,7 +367,7 @@ def test_a_moved_quote_that_shifts_the_token_count_is_located_by_content():
     # and gained a stray one at the end, so counting tokens from the end puts the span one token short
     # ([3, 5)); located by content it is [3, 6): "permainan video kekerasan" is what the candidate omits.
     marked = (
-        'Undang-Undang menuntut agar <v></v> yang dijual di negara bagian California dilabeli dengan stiker dengan '
+        "Undang-Undang menuntut agar <v></v> yang dijual di negara bagian California dilabeli dengan stiker dengan "
         'keterangan 18" dan apabila menjualnya ke pembeli di bawah umur dapat dikenai hukuman berupa denda $1.000 per '
         'pelanggaran. "'
     )
@@ -356,15 +401,26 @@ def test_a_changed_word_outside_the_span_means_the_edit_cannot_be_located():
     result = merge_segment(REF_ID_265, "id", [cand])
     assert not result.placed and [p.level for p in result.pseudo_translations] == [0]
     (exclusion,) = result.exclusions
-    assert "cannot be located" in exclusion.reason and "'kekerasan'" in exclusion.reason and "'games'" in exclusion.reason
+    assert (
+        "cannot be located" in exclusion.reason and "'kekerasan'" in exclusion.reason and "'games'" in exclusion.reason
+    )
 
 
 def test_transplanted_and_exact_candidates_combine_and_the_flag_follows_the_transplanted_edit():
-    cand = real("id", REF_ID_265, REF_ID_265.replace("dikenai", "<v>dijatuhi</v>").replace('"18"', "18"), "Mistranslation.end")
-    exact = PoolCandidate("Omission.head", "Omission", Edit(1, 2, ()), "Omission.head", apply_edit(REF_ID_265, Edit(1, 2, ()), "id"))
+    cand = real(
+        "id", REF_ID_265, REF_ID_265.replace("dikenai", "<v>dijatuhi</v>").replace('"18"', "18"), "Mistranslation.end"
+    )
+    exact = PoolCandidate(
+        "Omission.head", "Omission", Edit(1, 2, ()), "Omission.head", apply_edit(REF_ID_265, Edit(1, 2, ()), "id")
+    )
     result = merge_segment(REF_ID_265, "id", [cand, exact])
     flags = {p.candidate_ids: p.flags for p in result.pseudo_translations}
-    assert flags == {(): (), ("Omission.head",): (), ("Mistranslation.end",): (TRANSPLANTED,), ("Omission.head", "Mistranslation.end"): (TRANSPLANTED,)}
+    assert flags == {
+        (): (),
+        ("Omission.head",): (),
+        ("Mistranslation.end",): (TRANSPLANTED,),
+        ("Omission.head", "Mistranslation.end"): (TRANSPLANTED,),
+    }
     both = result.pseudo_translations[-1]
     assert [s.flags for s in both.spans] == [(), (TRANSPLANTED,)]
     assert '"18"' in both.text and "dijatuhi" in both.text and "menuntut" not in both.text

@@ -4,6 +4,7 @@ simultaneous POSTs to the build page gave 500s, "database is locked", and builds
 Run on PostgreSQL (DATABASE_URL) and on SQLite (DATABASE_URL unset, with TEST_DATABASE_NAME a file: an
 in-memory database shares one connection's locks, unlike a file); without a broker the build runs in the
 request that starts it, as on the default setup."""
+
 from __future__ import annotations
 
 import threading
@@ -30,7 +31,9 @@ def admin_session(live_server, admin_user) -> requests.Session:
     client.force_login(admin_user)
     session = requests.Session()
     session.cookies.set("sessionid", client.cookies["sessionid"].value)
-    session.get(live_server.url + reverse("benchmarks:project", kwargs={"project": "demo"}), timeout=60)  # sets csrftoken
+    session.get(
+        live_server.url + reverse("benchmarks:project", kwargs={"project": "demo"}), timeout=60
+    )  # sets csrftoken
     assert session.cookies.get("csrftoken")
     return session
 
@@ -42,7 +45,9 @@ def post_at_once(live_server, session: requests.Session, count: int) -> list[req
 
     def post(i: int) -> None:
         barrier.wait()
-        answers[i] = session.post(url, headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=120)
+        answers[i] = session.post(
+            url, headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=120
+        )
 
     threads = [threading.Thread(target=post, args=(i,)) for i in range(count)]
     for t in threads:
@@ -53,7 +58,9 @@ def post_at_once(live_server, session: requests.Session, count: int) -> list[req
 
 
 def test_a_second_start_shows_the_running_build_and_starts_nothing(live_server, admin_user, seeded):
-    running = BenchmarkBuild.objects.create(project=seeded, status="running", lease_expires_at=timezone.now() + timedelta(hours=1))
+    running = BenchmarkBuild.objects.create(
+        project=seeded, status="running", lease_expires_at=timezone.now() + timedelta(hours=1)
+    )
     session = admin_session(live_server, admin_user)
     answers = post_at_once(live_server, session, STARTS)
     assert [a.status_code for a in answers] == [302] * STARTS, [a.text[:300] for a in answers if a.status_code != 302]
@@ -63,7 +70,9 @@ def test_a_second_start_shows_the_running_build_and_starts_nothing(live_server, 
 
 
 def test_a_build_whose_process_died_is_shown_interrupted_and_a_start_resumes_it(live_server, admin_user, seeded):
-    died = BenchmarkBuild.objects.create(project=seeded, status="running", lease_expires_at=timezone.now() - timedelta(seconds=1))
+    died = BenchmarkBuild.objects.create(
+        project=seeded, status="running", lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
     session = admin_session(live_server, admin_user)
     page = session.get(live_server.url + reverse("benchmarks:project", kwargs={"project": "demo"}), timeout=60).text
     assert 'id="build-interrupted"' in page and '<strong id="build-status">interrupted</strong>' in page
@@ -86,14 +95,20 @@ def test_simultaneous_starts_answer_without_error_and_leave_no_build_live(live_s
 
 # ---- releases: one written per project at a time ---------------------------------------------------------
 
+
 def post_release_at_once(live_server, session: requests.Session, versions: list[str]) -> list[requests.Response]:
     url = live_server.url + reverse("benchmarks:release", kwargs={"project": "demo"})
     barrier, answers = threading.Barrier(len(versions)), [None] * len(versions)
 
     def post(i: int) -> None:
         barrier.wait()
-        answers[i] = session.post(url, data={"version": versions[i]}, headers={"X-CSRFToken": session.cookies["csrftoken"]},
-                                  allow_redirects=False, timeout=120)
+        answers[i] = session.post(
+            url,
+            data={"version": versions[i]},
+            headers={"X-CSRFToken": session.cookies["csrftoken"]},
+            allow_redirects=False,
+            timeout=120,
+        )
 
     threads = [threading.Thread(target=post, args=(i,)) for i in range(len(versions))]
     for t in threads:
@@ -110,8 +125,13 @@ def built(seeded):
 
 
 def test_a_second_release_start_shows_the_one_being_written_and_starts_nothing(live_server, admin_user, built):
-    writing = Release.objects.create(project=built, version="1.0.0", status="building", stage="staging directions",
-                                     lease_expires_at=timezone.now() + timedelta(hours=1))
+    writing = Release.objects.create(
+        project=built,
+        version="1.0.0",
+        status="building",
+        stage="staging directions",
+        lease_expires_at=timezone.now() + timedelta(hours=1),
+    )
     session = admin_session(live_server, admin_user)
     answers = post_release_at_once(live_server, session, ["1.0.0", "1.1.0", "2.0.0"])
     assert [a.status_code for a in answers] == [302] * 3, [a.text[:300] for a in answers if a.status_code != 302]
@@ -121,7 +141,9 @@ def test_a_second_release_start_shows_the_one_being_written_and_starts_nothing(l
 
 
 def test_an_interrupted_release_is_shown_and_releasing_it_again_resumes_it(live_server, admin_user, built):
-    died = Release.objects.create(project=built, version="1.0.0", status="building", lease_expires_at=timezone.now() - timedelta(seconds=1))
+    died = Release.objects.create(
+        project=built, version="1.0.0", status="building", lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
     session = admin_session(live_server, admin_user)
     page = session.get(live_server.url + reverse("benchmarks:project", kwargs={"project": "demo"}), timeout=60).text
     assert "interrupted: its process stopped" in page
@@ -143,6 +165,7 @@ def test_simultaneous_release_starts_answer_without_error_and_leave_none_buildin
 
 # ---- injection: one start of a submitted form ------------------------------------------------------------
 
+
 def test_the_injection_form_submitted_twice_at_once_starts_one_run_without_error(live_server, admin_user, seeded):
     """Issue 36: the form submitted twice at once gave a 500 ("database is locked" on SQLite). Both requests
     carry the form's submission key: the project's row lock (an IMMEDIATE transaction on SQLite) makes the
@@ -150,19 +173,31 @@ def test_the_injection_form_submitted_twice_at_once_starts_one_run_without_error
     session = admin_session(live_server, admin_user)
     before = set(InjectionRun.objects.values_list("pk", flat=True))  # the fixture's own run
     url = live_server.url + reverse("injection:runs")
-    form = {"project": seeded.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": 2, "seed": 42,
-            "temperature": 0.5, "submission": "one-form"}
+    form = {
+        "project": seeded.pk,
+        "directions": ["en-de"],
+        "kind": "mqm",
+        "backend": "rule",
+        "concurrency": 2,
+        "seed": 42,
+        "temperature": 0.5,
+        "submission": "one-form",
+    }
     barrier, answers = threading.Barrier(STARTS), [None] * STARTS
 
     def post(i: int) -> None:
         barrier.wait()
-        answers[i] = session.post(url, data=form, headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=120)
+        answers[i] = session.post(
+            url, data=form, headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=120
+        )
 
     threads = [threading.Thread(target=post, args=(i,)) for i in range(STARTS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert [a.status_code for a in answers] == [302] * STARTS, [(a.status_code, a.text[:300]) for a in answers if a.status_code != 302]
+    assert [a.status_code for a in answers] == [302] * STARTS, [
+        (a.status_code, a.text[:300]) for a in answers if a.status_code != 302
+    ]
     runs = list(InjectionRun.objects.exclude(pk__in=before).values_list("pk", flat=True))
     assert len(runs) == 1 and {a.headers["Location"] for a in answers} == {reverse("injection:run", args=[runs[0]])}

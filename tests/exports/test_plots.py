@@ -1,11 +1,12 @@
 """The counts plot of the benchmark page and the score-trend plot of the scores page."""
+
 import pytest
 
 from core.models import Direction, Project
 from exports.benchmark.services import build_benchmark
 from exports.models import MetricScore, Release
-from tests.exports.conftest import import_languages
 from exports.scores.services import summarize_scores
+from tests.exports.conftest import import_languages
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 
@@ -45,7 +46,14 @@ def scored(project, languages):
     for code, offset in (("en-de", 80.0), ("en-zh", 60.0)):
         direction = Direction.objects.get(code=code)
         MetricScore.objects.bulk_create(
-            MetricScore(release=release, metric="chrF++", direction=direction, triplet_id=f"{code}/{k}/{i}", level=k, score=offset - 8 * k + i)
+            MetricScore(
+                release=release,
+                metric="chrF++",
+                direction=direction,
+                triplet_id=f"{code}/{k}/{i}",
+                level=k,
+                score=offset - 8 * k + i,
+            )
             for k in range(6)
             for i in range(3)
         )
@@ -83,7 +91,13 @@ def test_counts_plot_of_a_benchmark_with_nothing_built_says_so_instead_of_an_axi
     client.force_login(admin_user)
     for step in ("no gold pair", "gold pairs, nothing merged"):
         if step == "gold pairs, nothing merged":
-            GoldSegment.objects.create(project=project, direction=project.directions.get(code="en-de"), external_id="1", source="s", reference="a b c")
+            GoldSegment.objects.create(
+                project=project,
+                direction=project.directions.get(code="en-de"),
+                external_id="1",
+                source="s",
+                reference="a b c",
+            )
         response = client.get("/benchmarks/demo/counts.svg")
         assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
         texts = svg_texts(response.content.decode())
@@ -97,7 +111,16 @@ def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(clien
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
     assert svg_texts(response.content.decode()) == ["no chrF++ scores yet"]
     # scores without a level (nothing to put on the x axis): the same
-    MetricScore.objects.create(release=release, metric="chrF++", direction=Direction.objects.get(code="en-de"), triplet_id="t", level=None, score=50.0)
+    MetricScore.objects.create(
+        release=release,
+        metric="chrF++",
+        direction=Direction.objects.get(code="en-de"),
+        triplet_id="t",
+        level=None,
+        score=50.0,
+    )
     summarize_scores(release)
-    assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()) == ["no chrF++ scores yet"]
+    assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()) == [
+        "no chrF++ scores yet"
+    ]
     assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "nope"}).status_code == 404

@@ -1,5 +1,6 @@
 """Releases on imported shared data: HF layout loadable with datasets, byte identity, immutability,
 extra formats, the command, and the push to a local Hub look-alike (HF_ENDPOINT)."""
+
 from __future__ import annotations
 
 import csv
@@ -60,7 +61,19 @@ def test_release_loads_with_datasets_and_holds_every_triplet(built, tmp_path):
     ds = datasets.load_dataset(str(out), "en-de", split="test", cache_dir=str(tmp_path / "cache"))
     stored = PseudoTranslation.objects.filter(segment__project=built, segment__direction__code="en-de")
     assert ds.num_rows == stored.count()
-    for column in ("triplet_id", "direction", "segment_id", "src", "ref", "mt", "mt_marked", "num_errors", "mqm_penalty", "error_types", "spans"):
+    for column in (
+        "triplet_id",
+        "direction",
+        "segment_id",
+        "src",
+        "ref",
+        "mt",
+        "mt_marked",
+        "num_errors",
+        "mqm_penalty",
+        "error_types",
+        "spans",
+    ):
         assert column in ds.column_names
     assert len(set(ds["triplet_id"])) == ds.num_rows
     row = next(r for r in ds if r["num_errors"] == 3)
@@ -84,7 +97,13 @@ def test_release_loads_with_datasets_and_holds_every_triplet(built, tmp_path):
 def test_card_manifest_and_excluded_report(built, tmp_path):
     # a candidate whose content outside its span differs cannot be located: excluded (en-de and en-zh of
     # the shared data have only drift, transplanted)
-    victim = Candidate.objects.filter(segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0).order_by("id").first()
+    victim = (
+        Candidate.objects.filter(
+            segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0
+        )
+        .order_by("id")
+        .first()
+    )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
     build_benchmark(built)
     out = tmp_path / "rel"
@@ -94,7 +113,12 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
     assert meta["license"] == "cc-by-sa-4.0"
     assert meta["language"] == ["en", "de", "zh"]
     assert meta["size_categories"] == ["10K<n<100K"]
-    assert [c["config_name"] for c in meta["configs"]] == ["en-de", "en-zh", "systems-monolingual", "systems-multilingual"]
+    assert [c["config_name"] for c in meta["configs"]] == [
+        "en-de",
+        "en-zh",
+        "systems-monolingual",
+        "systems-multilingual",
+    ]
     assert meta["configs"][0]["data_files"] == [{"split": "test", "path": "en-de/test.parquet"}]
     assert "| en-de | 102 |" in card and "@misc{xqmeval2026" in card and release.content_hash in card
     manifest = json.loads((out / "manifest.json").read_text())
@@ -122,7 +146,11 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
         table = pq.read_table(out / direction / "test.parquet").to_pylist()
         assert all(r["flags"] in ([], ["transplanted"]) for r in table)
         flagged += sum(1 for r in table if r["flags"])
-    assert flagged == PseudoTranslation.objects.filter(segment__project=built, candidates__in=transplanted).distinct().count() > 0
+    assert (
+        flagged
+        == PseudoTranslation.objects.filter(segment__project=built, candidates__in=transplanted).distinct().count()
+        > 0
+    )
 
 
 def test_rebuilding_from_the_same_inputs_gives_the_same_bytes(built, tmp_path):
@@ -169,12 +197,27 @@ def test_extra_formats_on_request_do_not_change_the_content(built, tmp_path):
     release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
     canonical = files_of(tmp_path / "a")
     out = io.StringIO()
-    call_command("release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--format", "jsonl,tsv", stdout=out, verbosity=0)
+    call_command(
+        "release",
+        "xqm",
+        "--version",
+        "1.0.0",
+        "--out",
+        str(tmp_path / "a"),
+        "--format",
+        "jsonl,tsv",
+        stdout=out,
+        verbosity=0,
+    )
     now = files_of(tmp_path / "a")
-    assert {k: v for k, v in now.items() if k in canonical and k != "manifest.json"} == {k: v for k, v in canonical.items() if k != "manifest.json"}
+    assert {k: v for k, v in now.items() if k in canonical and k != "manifest.json"} == {
+        k: v for k, v in canonical.items() if k != "manifest.json"
+    }
     assert "en-de/test.jsonl" in now and "en-zh/test.tsv" in now
     jsonl = [json.loads(line) for line in now["en-de/test.jsonl"].decode().splitlines()]
-    assert len(jsonl) == PseudoTranslation.objects.filter(segment__direction__code="en-de", segment__project=built).count()
+    assert (
+        len(jsonl) == PseudoTranslation.objects.filter(segment__direction__code="en-de", segment__project=built).count()
+    )
     tsv = list(csv.reader(io.StringIO(now["en-zh/test.tsv"].decode()), delimiter="\t"))
     assert tsv[0][:3] == ["triplet_id", "direction", "segment_id"] and len(tsv) - 1 == len(
         PseudoTranslation.objects.filter(segment__direction__code="en-zh", segment__project=built)
@@ -183,7 +226,9 @@ def test_extra_formats_on_request_do_not_change_the_content(built, tmp_path):
     assert manifest["content_hash"] == release.content_hash and "en-de/test.jsonl" in manifest["files"]
     assert release.content_hash in out.getvalue()
     with pytest.raises(CommandError, match="unknown format"):
-        call_command("release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--format", "xlsx", verbosity=0)
+        call_command(
+            "release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--format", "xlsx", verbosity=0
+        )
 
 
 def test_release_refuses_an_unbuilt_project_and_records_the_failure(project, tmp_path):
@@ -194,7 +239,7 @@ def test_release_refuses_an_unbuilt_project_and_records_the_failure(project, tmp
 
 
 @pytest.mark.parametrize(
-    "out, args, message",
+    ("out", "args", "message"),
     [
         ("a-file", [], "a-file is a file, not a directory"),
         ("a-file/release", [], "a-file is a file, not a directory"),
@@ -205,7 +250,9 @@ def test_release_refuses_an_unbuilt_project_and_records_the_failure(project, tmp
         ("new", ["--public"], "--public applies to the Hub repo that --push creates"),
     ],
 )
-def test_release_command_refuses_an_unusable_output_or_push_before_writing(project, tmp_path, monkeypatch, out, args, message):
+def test_release_command_refuses_an_unusable_output_or_push_before_writing(
+    project, tmp_path, monkeypatch, out, args, message
+):
     """Checked before anything is recorded or staged: these used to stage every direction first (or fail with a
     traceback after it), leaving a failed release and a staging directory behind; a bad push came after the
     release was written."""
@@ -214,7 +261,9 @@ def test_release_command_refuses_an_unusable_output_or_push_before_writing(proje
     (tmp_path / "not-empty").mkdir()
     (tmp_path / "not-empty" / "notes.txt").write_text("mine")
     (tmp_path / "other-release").mkdir()  # another version's release: found out before staging, not after it
-    (tmp_path / "other-release" / "manifest.json").write_text(json.dumps({"name": "demo", "version": "0.9.0", "content_hash": "ab" * 32}))
+    (tmp_path / "other-release" / "manifest.json").write_text(
+        json.dumps({"name": "demo", "version": "0.9.0", "content_hash": "ab" * 32})
+    )
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(CommandError, match=message):
         call_command("release", "demo", "--version", "1.0.0", "--out", str(tmp_path / out), *args, verbosity=0)
@@ -236,7 +285,18 @@ def hub(monkeypatch):
 
 def test_push_creates_a_private_repo_with_every_file_and_tags_the_version(built, tmp_path, hub):
     out = io.StringIO()
-    call_command("release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--push", "lab/xq-meval", stdout=out, verbosity=0)
+    call_command(
+        "release",
+        "xqm",
+        "--version",
+        "1.0.0",
+        "--out",
+        str(tmp_path / "a"),
+        "--push",
+        "lab/xq-meval",
+        stdout=out,
+        verbosity=0,
+    )
     release = Release.objects.get(project=built, version="1.0.0")
     repo = hub.state.repos["lab/xq-meval"]
     assert repo.private is True
@@ -264,9 +324,11 @@ def test_an_interrupted_push_resumes_without_sending_files_again(built, tmp_path
     release.refresh_from_db()
     repo = hub.state.repos["lab/xq-meval"]
     assert release.push_status == "pushed" and release.hub_revision == repo.tags["1.0.0"]
-    resent = hub.state.uploads[len(data_uploads):]
+    resent = hub.state.uploads[len(data_uploads) :]
     assert sorted(resent) == ["README.md", "manifest.json"]  # data files were already there
-    assert {p: git_blob_sha1(b) for p, b in repo.files.items()} == {p: git_blob_sha1(b) for p, b in files_of(tmp_path / "a").items()}
+    assert {p: git_blob_sha1(b) for p, b in repo.files.items()} == {
+        p: git_blob_sha1(b) for p, b in files_of(tmp_path / "a").items()
+    }
 
     # pushing a version that is already tagged only records it
     calls = len(hub.state.calls)
@@ -312,7 +374,9 @@ def test_a_hub_error_quoting_the_token_is_recorded_without_it(built, tmp_path, h
 
     hub.state.fail_commits.append("data files")
     with pytest.raises(CommandError, match="run the same command again to resume") as failed:
-        call_command("release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--push", "lab/xq-meval", verbosity=0)
+        call_command(
+            "release", "xqm", "--version", "1.0.0", "--out", str(tmp_path / "a"), "--push", "lab/xq-meval", verbosity=0
+        )
     assert "injected failure" in str(failed.value) and "hf_test_token_123" not in str(failed.value)
 
 

@@ -2,6 +2,7 @@
 of the one-pass writer, byte for byte; a failed direction fails the release naming it and a rerun stages
 only what is left; a changed build invalidates staged directions; progress per direction is shown to those
 who may see the direction."""
+
 from __future__ import annotations
 
 import io
@@ -75,10 +76,24 @@ def test_the_chord_writes_the_bytes_and_content_hash_of_the_one_pass_writer(buil
     build_benchmark(built, force=True)
     out2 = tmp_path / "again"
     lines = io.StringIO()
-    call_command("release", "xqm", "--version", "2.0.0", "--out", str(out2), "--format", "jsonl,tsv", verbosity=2, stdout=lines, stderr=io.StringIO())
+    call_command(
+        "release",
+        "xqm",
+        "--version",
+        "2.0.0",
+        "--out",
+        str(out2),
+        "--format",
+        "jsonl,tsv",
+        verbosity=2,
+        stdout=lines,
+        stderr=io.StringIO(),
+    )
     again = Release.objects.get(project=built, version="2.0.0")
     assert again.content_hash == release.content_hash
-    assert sha256s(out2) == {p: h for p, h in files.items() if p not in ("README.md", "manifest.json")} | {p: sha256s(out2)[p] for p in ("README.md", "manifest.json")}
+    assert sha256s(out2) == {p: h for p, h in files.items() if p not in ("README.md", "manifest.json")} | {
+        p: sha256s(out2)[p] for p in ("README.md", "manifest.json")
+    }
     assert release_files.verify_release(out2) == []
 
 
@@ -116,7 +131,13 @@ def test_a_changed_build_invalidates_staged_directions(built, tmp_path):
     with pytest.raises(FileExistsError):
         services.create_release(built, "1.0.0", out_dir=out)
     # the build changes en-de after it was staged: a candidate whose content outside its span differs is excluded
-    victim = Candidate.objects.filter(segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0).order_by("id").first()
+    victim = (
+        Candidate.objects.filter(
+            segment__project=built, status="accepted", segment__direction__code="en-de", span_start__gt=0
+        )
+        .order_by("id")
+        .first()
+    )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
     build_benchmark(built)
     blocker.unlink()
@@ -175,7 +196,11 @@ def test_release_progress_per_direction_is_shown_for_visible_directions_only(cli
     [api] = client.get(reverse("benchmarks_api:project", kwargs={"project": "demo"})).json()["releases"]
     assert [d["direction"] for d in api["directions"]] == ["en-de"]
     html = client.get(page_url).content.decode()
-    assert 'class="release-directions"' in html and 'tr data-direction="en-de"' in html and 'data-direction="en-zh"' not in html
+    assert (
+        'class="release-directions"' in html
+        and 'tr data-direction="en-de"' in html
+        and 'data-direction="en-zh"' not in html
+    )
 
 
 @pytest.mark.django_db
@@ -184,7 +209,9 @@ def test_the_command_prints_a_line_per_direction_and_a_plan_fixed_in_the_job(see
 
     build_services.build_benchmark(seeded)
     out = io.StringIO()
-    call_command("release", "demo", "--version", "0.1.0", "--out", str(tmp_path / "r"), verbosity=2, stdout=out, stderr=out)
+    call_command(
+        "release", "demo", "--version", "0.1.0", "--out", str(tmp_path / "r"), verbosity=2, stdout=out, stderr=out
+    )
     text = out.getvalue()
     assert "en-de: 24 triplets staged" in text and "en-zh: 24 triplets staged" in text
     release = Release.objects.get(version="0.1.0")

@@ -1,5 +1,6 @@
 """Streaming release (issue 15): the files written direction by direction and system by system hold the
 rows of a whole-table read, in the same order, with the bytes of the whole-table writer."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.models import Project
-from exports.release.domain import release_files
 from exports.benchmark import selectors, services
-from exports.release import services as release_services
 from exports.models import PseudoSystem, PseudoTranslation
+from exports.release import services as release_services
+from exports.release.domain import release_files
 from tests.exports.conftest import import_languages
 
 SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
@@ -132,7 +133,9 @@ def test_row_group_writer_gives_the_bytes_of_the_whole_table_writer(tmp_path, mo
         writer.write(table.slice(start, n))
         start += n
     writer.close()
-    whole, streamed = (hashlib.sha256((tmp_path / f).read_bytes()).hexdigest() for f in ("whole.parquet", "streamed.parquet"))
+    whole, streamed = (
+        hashlib.sha256((tmp_path / f).read_bytes()).hexdigest() for f in ("whole.parquet", "streamed.parquet")
+    )
     assert pq.read_metadata(tmp_path / "streamed.parquet").num_row_groups == -(-sum(pieces) // 1000)
     assert streamed == whole
 

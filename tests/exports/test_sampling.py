@@ -1,4 +1,5 @@
 """exports.release.domain.sampling: pseudo systems with predetermined quality (SPEC §7). Pure."""
+
 from __future__ import annotations
 
 import random
@@ -39,7 +40,9 @@ def test_monolingual_systems_draw_n_distinct_triplets_of_one_level_per_repetitio
 def test_same_plan_same_systems_and_input_order_does_not_matter():
     pool = make_pool()
     plan = SamplingPlan(multilingual_repetitions=3, monolingual_repetitions=2)
-    shuffled = {d: {k: random.Random(1).sample(ids, len(ids)) for k, ids in levels.items()} for d, levels in pool.items()}
+    shuffled = {
+        d: {k: random.Random(1).sample(ids, len(ids)) for k, ids in levels.items()} for d, levels in pool.items()
+    }
     a = monolingual_systems(pool, plan) + multilingual_systems(pool, plan)
     b = monolingual_systems(shuffled, plan) + multilingual_systems(shuffled, plan)
     assert [(s.system_id, s.seed, s.blocks) for s in a] == [(s.system_id, s.seed, s.blocks) for s in b]
@@ -91,7 +94,16 @@ def test_shortfalls_are_recorded_and_missing_levels_refused():
     assert [len(s.triplet_ids) for s in systems] == [2, 1]
     assert systems[0].shortfalls == ["en-de level 0: 3 wanted, 2 available (all taken)"]
     with pytest.raises(SamplingError, match="no level-2 triplets"):
-        multilingual_systems(pool, SamplingPlan(n=3, multilingual_systems=2, monolingual_levels=(0, 1, 2), multilingual_repetitions=1, level_mixes=(((0, 3),), ((2, 3),))))
+        multilingual_systems(
+            pool,
+            SamplingPlan(
+                n=3,
+                multilingual_systems=2,
+                monolingual_levels=(0, 1, 2),
+                multilingual_repetitions=1,
+                level_mixes=(((0, 3),), ((2, 3),)),
+            ),
+        )
 
 
 def test_sampling_is_without_replacement_and_pinned():
@@ -109,7 +121,11 @@ def test_sampling_is_without_replacement_and_pinned():
         assert sample_without_replacement(items, count, seed) == copy[:count]
     # pinned: a change here changes every release, so it must come with a new ALGORITHM version
     assert sample_without_replacement(items, 5, 42) == ["639", "25", "276", "225", "737"]
-    assert derive_seed(42, "mono", "en-de", 1, 0) == derive_seed(42, "mono", "en-de", 1, 0) != derive_seed(42, "mono", "en-de", 1, 1)
+    assert (
+        derive_seed(42, "mono", "en-de", 1, 0)
+        == derive_seed(42, "mono", "en-de", 1, 0)
+        != derive_seed(42, "mono", "en-de", 1, 1)
+    )
 
 
 def test_default_mixes_stop_at_the_highest_level_every_direction_has():

@@ -2,6 +2,7 @@
 (``selectors.segment_counts``): equal to the rows after every kind of write that changes them (the ORM,
 raw SQL, a delete, a move to another direction or project), and read from the cache otherwise (no
 grouped count of the segments per view). PostgreSQL: the benchmark change log is kept by its triggers."""
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,9 @@ def postgresql_only(db):
 
 
 def exact(project) -> dict[int, int]:
-    return dict(GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by())
+    return dict(
+        GoldSegment.objects.filter(project=project).values_list("direction_id").annotate(n=Count("id")).order_by()
+    )
 
 
 def counted(project):
@@ -37,7 +40,9 @@ def counted(project):
 
 def test_segment_counts_follow_every_write(project, languages):
     de, zh = languages["en-de"], languages["en-zh"]
-    GoldSegment.objects.bulk_create(GoldSegment(project=project, direction=de, external_id=f"d{i}", source="s", reference="r") for i in range(5))
+    GoldSegment.objects.bulk_create(
+        GoldSegment(project=project, direction=de, external_id=f"d{i}", source="s", reference="r") for i in range(5)
+    )
     counts, read = counted(project)
     assert counts == exact(project) == {de.pk: 5} and read
     assert counted(project) == ({de.pk: 5}, [])  # kept: nothing read
@@ -69,7 +74,8 @@ def test_segment_counts_follow_every_write(project, languages):
 
 def test_the_pages_read_the_kept_counts(client, admin_user, project, languages):
     GoldSegment.objects.bulk_create(
-        GoldSegment(project=project, direction=languages["en-de"], external_id=f"d{i}", source="s", reference="r") for i in range(7)
+        GoldSegment(project=project, direction=languages["en-de"], external_id=f"d{i}", source="s", reference="r")
+        for i in range(7)
     )
     client.force_login(admin_user)
     for url in ("/", f"/projects/{project.name}/"):
@@ -77,5 +83,7 @@ def test_the_pages_read_the_kept_counts(client, admin_user, project, languages):
         with CaptureQueriesContext(connection) as queries:
             response = client.get(url)
         assert response.status_code == 200
-        assert not [q["sql"] for q in queries.captured_queries if re.search(r'COUNT\("core_goldsegment"', q["sql"])], url
+        assert not [q["sql"] for q in queries.captured_queries if re.search(r'COUNT\("core_goldsegment"', q["sql"])], (
+            url
+        )
         assert "<td>en-de</td><td>7</td>" in response.content.decode(), url

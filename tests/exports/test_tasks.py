@@ -1,13 +1,13 @@
 """Task plumbing: which push failures are retried; the build task runs a recorded build, idempotently."""
+
 from __future__ import annotations
 
 import io
 
 import httpx
 import pytest
-from huggingface_hub.errors import HfHubHTTPError
-
 from django.core.management import call_command
+from huggingface_hub.errors import HfHubHTTPError
 
 from core.models import GoldSegment
 from exports.benchmark import services
@@ -58,7 +58,11 @@ def test_build_task_spreads_directions_and_resumes_an_interrupted_build(seeded):
     assert services.begin_build(build) == ["en-de", "en-zh"]
     first = services.run_build_direction(build, "en-de")
     build.refresh_from_db()
-    assert build.status == "running" and build.directions["en-de"] == first and build.directions["en-zh"]["status"] == "pending"
+    assert (
+        build.status == "running"
+        and build.directions["en-de"] == first
+        and build.directions["en-zh"]["status"] == "pending"
+    )
     de_rows = set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text"))
     assert first["rebuilt"] == 2 and len(de_rows) == first["pseudo_created"] > 0
     assert not PseudoTranslation.objects.filter(segment__direction__code="en-zh").exists()
@@ -69,10 +73,17 @@ def test_build_task_spreads_directions_and_resumes_an_interrupted_build(seeded):
     assert build.directions["en-de"] == first  # not merged again
     zh = build.directions["en-zh"]
     assert zh["status"] == "done" and zh["rebuilt"] == 2
-    assert build.pseudo_created == first["pseudo_created"] + zh["pseudo_created"] == PseudoTranslation.objects.filter(segment__project=seeded).count()
+    assert (
+        build.pseudo_created
+        == first["pseudo_created"] + zh["pseudo_created"]
+        == PseudoTranslation.objects.filter(segment__project=seeded).count()
+    )
     assert build.done_segments == build.total_segments == 4 and build.rebuilt_segments == 4
     assert build.excluded == first["excluded"] + zh["excluded"] == 2 and build.transplanted == 1
-    assert set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text")) == de_rows
+    assert (
+        set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text"))
+        == de_rows
+    )
     assert set(build.counts) == {"en-de", "en-zh"}
 
     # the same rows as one build of everything from scratch
@@ -81,7 +92,10 @@ def test_build_task_spreads_directions_and_resumes_an_interrupted_build(seeded):
     build_benchmark_task.delay(again.pk, True).get()
     again.refresh_from_db()
     assert again.status == "done" and again.rebuilt_segments == 4
-    assert sorted(PseudoTranslation.objects.filter(segment__project=seeded).values_list("segment_id", "key", "text")) == ours
+    assert (
+        sorted(PseudoTranslation.objects.filter(segment__project=seeded).values_list("segment_id", "key", "text"))
+        == ours
+    )
 
 
 @pytest.mark.django_db
@@ -99,7 +113,10 @@ def test_build_command_prints_a_line_per_direction(seeded):
     build = BenchmarkBuild.objects.get(project=seeded)
     assert build.status == "done"
     for code, entry in build.directions.items():
-        assert f"{code}: {entry['gold_pairs']} gold pairs, {entry['rebuilt']} rebuilt, {entry['pseudo_created']} pseudo translations" in out.getvalue()
+        assert (
+            f"{code}: {entry['gold_pairs']} gold pairs, {entry['rebuilt']} rebuilt, {entry['pseudo_created']} pseudo translations"
+            in out.getvalue()
+        )
 
 
 @pytest.mark.django_db
@@ -137,7 +154,9 @@ def test_a_failing_direction_fails_the_build_and_the_rerun_merges_only_it(seeded
                             WHERE g.id = NEW.segment_id AND d.code = 'en-zh') THEN RAISE EXCEPTION 'refused for en-zh'; END IF;
                  RETURN NEW; END $$ LANGUAGE plpgsql"""
         )
-        cur.execute("CREATE TRIGGER refuse_en_zh BEFORE INSERT ON exports_pseudotranslation FOR EACH ROW EXECUTE FUNCTION refuse_en_zh()")
+        cur.execute(
+            "CREATE TRIGGER refuse_en_zh BEFORE INSERT ON exports_pseudotranslation FOR EACH ROW EXECUTE FUNCTION refuse_en_zh()"
+        )
     build = BenchmarkBuild.objects.create(project=seeded)
     with pytest.raises(Exception, match="refused for en-zh"):
         build_benchmark_task.delay(build.pk)
@@ -154,5 +173,11 @@ def test_a_failing_direction_fails_the_build_and_the_rerun_merges_only_it(seeded
     build.refresh_from_db()
     assert build.status == "done" and build.error == "" and build.directions["en-de"] == de
     assert build.directions["en-zh"]["status"] == "done" and build.directions["en-zh"]["rebuilt"] == 2
-    assert set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text")) == de_rows
-    assert build.done_segments == 4 and build.pseudo_created == PseudoTranslation.objects.filter(segment__project=seeded).count()
+    assert (
+        set(PseudoTranslation.objects.filter(segment__direction__code="en-de").values_list("pk", "key", "text"))
+        == de_rows
+    )
+    assert (
+        build.done_segments == 4
+        and build.pseudo_created == PseudoTranslation.objects.filter(segment__project=seeded).count()
+    )

@@ -1,5 +1,6 @@
 """Benchmark pages, API and admin: admins act, annotators see their directions only, text is escaped, the
 UI drives build, release and push (tasks run in-process without a broker)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,14 +13,20 @@ from tests.exports.hub_server import HubServer
 pytestmark = pytest.mark.django_db
 
 
-def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seeded, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+def test_admin_builds_releases_and_pushes_from_the_page(
+    client, admin_user, seeded, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
     client.force_login(admin_user)
     page = reverse("benchmarks:project", kwargs={"project": "demo"})
     assert "Not built yet" in client.get(page).content.decode()
     with django_capture_on_commit_callbacks(execute=True):
         asked = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}))
         # en-ar and en-ja hold nothing: the build asks first, naming them, and builds nothing yet
-        assert asked.status_code == 200 and "en-ar: no candidates" in asked.content.decode() and not BenchmarkBuild.objects.exists()
+        assert (
+            asked.status_code == 200
+            and "en-ar: no candidates" in asked.content.decode()
+            and not BenchmarkBuild.objects.exists()
+        )
         response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"})
     assert response.status_code == 302
     build = BenchmarkBuild.objects.get(project=seeded)
@@ -34,7 +41,9 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     assert flagged.count() == 4 and all(p.text.endswith(" .") for p in flagged)  # the reference's own stop
 
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0", "formats": ["jsonl"]})
+        client.post(
+            reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0", "formats": ["jsonl"]}
+        )
     release = Release.objects.get(project=seeded, version="0.1.0")
     assert release.status == "ready" and release.progress == 100
     assert (tmp_path / "releases" / "demo" / "0.1.0" / "en-de" / "test.jsonl").is_file()
@@ -44,14 +53,19 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     assert status["build"]["status"] == "done" and status["releases"][0]["version"] == "0.1.0"
     per_direction = status["build"]["directions"]
     assert [(d["direction"], d["status"]) for d in per_direction] == [("en-de", "done"), ("en-zh", "done")]
-    assert sum(d["pseudo_created"] for d in per_direction) == build.pseudo_created and sum(d["excluded"] for d in per_direction) == 2
+    assert (
+        sum(d["pseudo_created"] for d in per_direction) == build.pseudo_created
+        and sum(d["excluded"] for d in per_direction) == 2
+    )
     assert 'tr data-direction="en-de"' in html and 'tr data-direction="en-zh"' in html
 
     with HubServer(token="tok-abc") as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         monkeypatch.setenv("HF_TOKEN", "tok-abc")
         with django_capture_on_commit_callbacks(execute=True):
-            client.post(reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/demo"})
+            client.post(
+                reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/demo"}
+            )
         release.refresh_from_db()
         assert release.push_status == "pushed" and release.hub_revision == hub.state.repos["lab/demo"].tags["0.1.0"]
         assert hub.state.repos["lab/demo"].private
@@ -62,7 +76,9 @@ def test_admin_builds_releases_and_pushes_from_the_page(client, admin_user, seed
     assert not Release.objects.filter(version="a b").exists()
 
 
-def test_a_push_the_worker_refuses_before_the_hub_is_recorded_and_offered_again(client, admin_user, seeded, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_push_the_worker_refuses_before_the_hub_is_recorded_and_offered_again(
+    client, admin_user, seeded, monkeypatch, django_capture_on_commit_callbacks
+):
     """The worker has no HF_TOKEN: the push task fails before reaching the Hub. The release must not stay
     'pushing' (no push button, the page polling forever) but show the failure, its reason and 'Resume push'."""
     from exports.release.services import ReleaseError
@@ -86,7 +102,9 @@ def test_a_push_the_worker_refuses_before_the_hub_is_recorded_and_offered_again(
     assert "HF_TOKEN is not set" in html and "Resume push" in html
 
 
-def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, seeded, django_capture_on_commit_callbacks):
+def test_annotators_see_their_directions_and_cannot_act(
+    client, annotator_de, seeded, django_capture_on_commit_callbacks
+):
     from exports.benchmark import services
 
     services.build_benchmark(seeded)
@@ -98,7 +116,9 @@ def test_annotators_see_their_directions_and_cannot_act(client, annotator_de, se
     assert set(api["counts"]) == {"en-de"}
     with django_capture_on_commit_callbacks(execute=True):
         assert client.post(reverse("benchmarks:build", kwargs={"project": "demo"})).status_code == 403
-        assert client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "1"}).status_code == 403
+        assert (
+            client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "1"}).status_code == 403
+        )
     assert not BenchmarkBuild.objects.exists() and not Release.objects.exists()
 
     outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
@@ -131,7 +151,10 @@ def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, s
     client.force_login(admin_user)
     direction = seeded.directions.get(code="en-de")
     for model, query in [
-        ("pseudotranslation", f"?segment__project__id__exact={seeded.pk}&segment__direction__id__exact={direction.pk}&level=2"),
+        (
+            "pseudotranslation",
+            f"?segment__project__id__exact={seeded.pk}&segment__direction__id__exact={direction.pk}&level=2",
+        ),
         ("mergedsegment", f"?segment__project__id__exact={seeded.pk}"),
         ("benchmarkbuild", "?status__exact=done"),
         ("release", f"?project__id__exact={seeded.pk}&status__exact=ready"),
@@ -145,7 +168,9 @@ def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, s
     assert client.get(reverse("admin:exports_pseudotranslation_add")).status_code == 403
 
 
-def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_the_users_directions(client, admin_user, annotator_de, seeded, monkeypatch):
+def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_the_users_directions(
+    client, admin_user, annotator_de, seeded, monkeypatch
+):
     import csv
     import io
 
@@ -157,7 +182,7 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
 
     services.build_benchmark(seeded)
     transplanted = CandidatePlacement.objects.get(outcome="transplanted")
-    transplanted.drift = "=HYPERLINK(\"http://x\") <b>"  # what a spreadsheet would run
+    transplanted.drift = '=HYPERLINK("http://x") <b>'  # what a spreadsheet would run
     transplanted.save(update_fields=["drift"])
     monkeypatch.setattr(selectors, "LISTED_ON_PAGE", 1)
     page = reverse("benchmarks:project", kwargs={"project": "demo"})
@@ -174,11 +199,14 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     assert "Excluded candidates (2)" in html and 'data-listed="1"' in html and "The first 1 of 2" in html
     assert "Transplanted candidates (1)" in html and "&lt;b&gt;" in html and "<b>" not in html
     excluded = table(admin_user, "excluded")
-    assert [(r["direction"], r["segment_id"], r["error_type"]) for r in excluded] == [("en-de", "1", "Untranslated"), ("en-zh", "1", "Untranslated")]
+    assert [(r["direction"], r["segment_id"], r["error_type"]) for r in excluded] == [
+        ("en-de", "1", "Untranslated"),
+        ("en-zh", "1", "Untranslated"),
+    ]
     assert all(r["reason"] for r in excluded)
     [row] = table(admin_user, "transplanted")
     assert (row["direction"], row["segment_id"], row["error_type"]) == ("en-de", "1", "Mistranslation")
-    assert row["drift"] == "'=HYPERLINK(\"http://x\") <b>"  # shown as text, never run
+    assert row["drift"] == '\'=HYPERLINK("http://x") <b>'  # shown as text, never run
 
     client.force_login(annotator_de)
     html = client.get(page).content.decode()
@@ -186,13 +214,22 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     assert [r["direction"] for r in table(annotator_de, "excluded")] == ["en-de"]
     outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
     client.force_login(outsider)
-    assert client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code == 404
+    assert (
+        client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code
+        == 404
+    )
     client.logout()
-    assert client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code == 302
+    assert (
+        client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code
+        == 302
+    )
 
     # the API and the counts plot need no list of candidates, so they read none
     client.force_login(admin_user)
-    for url in (reverse("benchmarks_api:project", kwargs={"project": "demo"}), reverse("benchmarks:counts_plot", kwargs={"project": "demo"})):
+    for url in (
+        reverse("benchmarks_api:project", kwargs={"project": "demo"}),
+        reverse("benchmarks:counts_plot", kwargs={"project": "demo"}),
+    ):
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
         assert not [q for q in queries.captured_queries if 'FROM "injection_candidate"' in q["sql"]], url
@@ -204,7 +241,9 @@ def _messages(response) -> list[str]:
 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)  # the request commits, so its on_commit work runs inside it, as on the site
-def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(client, admin_user, seeded, monkeypatch, redis_url):
+def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
+    client, admin_user, seeded, monkeypatch, redis_url
+):
     import redis as redis_lib
 
     from tests.support.celery_queue import tasks_queued_to
@@ -213,28 +252,46 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
     response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True)
     build = BenchmarkBuild.objects.get(project=seeded)
     assert build.status == "done"  # ran in the request: not "started"
-    assert _messages(response) == [f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."]
+    assert _messages(response) == [
+        f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."
+    ]
     response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0"}, follow=True)
     assert Release.objects.get(version="0.1.0").status == "ready" and _messages(response) == ["Release 0.1.0 written."]
     with HubServer(token="tok-abc") as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         monkeypatch.setenv("HF_TOKEN", "tok-abc")
-        response = client.post(reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/demo"}, follow=True)
+        response = client.post(
+            reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}),
+            {"repo_id": "lab/demo"},
+            follow=True,
+        )
         revision = hub.state.repos["lab/demo"].tags["0.1.0"]
         assert _messages(response) == [f"Release 0.1.0 pushed to lab/demo (revision {revision})."]
-        response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.2.0", "push_repo": "lab/demo"}, follow=True)
+        response = client.post(
+            reverse("benchmarks:release", kwargs={"project": "demo"}),
+            {"version": "0.2.0", "push_repo": "lab/demo"},
+            follow=True,
+        )
         assert _messages(response) == ["Release 0.2.0 written and pushed to lab/demo."]
 
     queue = redis_lib.Redis.from_url(redis_url)
     queue.delete("default")
     try:
         with tasks_queued_to(redis_url):
-            response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True)
+            response = client.post(
+                reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True
+            )
             newest = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()
             assert newest.status == "pending" and _messages(response) == [f"Build {newest.pk} started."]
-            response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.3.0"}, follow=True)
+            response = client.post(
+                reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.3.0"}, follow=True
+            )
             assert _messages(response) == ["Release 0.3.0 started."]
-            response = client.post(reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}), {"repo_id": "lab/other"}, follow=True)
+            response = client.post(
+                reverse("benchmarks:push", kwargs={"project": "demo", "version": "0.1.0"}),
+                {"repo_id": "lab/other"},
+                follow=True,
+            )
             assert _messages(response) == ["Push of 0.1.0 to lab/other started."]
         assert queue.llen("default") == 3  # all three handed to a worker
     finally:
@@ -245,7 +302,13 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
 def test_the_admin_build_action_says_what_happened_without_a_broker(client, admin_user, seeded):
     first = BenchmarkBuild.objects.create(project=seeded, status="done")  # a finished build: built again anew
     client.force_login(admin_user)
-    response = client.post(reverse("admin:exports_benchmarkbuild_changelist"), {"action": "build_again", "_selected_action": [first.pk]}, follow=True)
+    response = client.post(
+        reverse("admin:exports_benchmarkbuild_changelist"),
+        {"action": "build_again", "_selected_action": [first.pk]},
+        follow=True,
+    )
     build = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()
     assert build.pk != first.pk and build.status == "done"  # ran in the request: not "started"
-    assert _messages(response) == [f"demo: Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."]
+    assert _messages(response) == [
+        f"demo: Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."
+    ]

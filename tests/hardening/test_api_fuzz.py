@@ -1,5 +1,6 @@
 """Fuzz every API operation from its OpenAPI schema (schemathesis), as an annotator and as an admin, through the
 WSGI app: no 500, and every documented response matches the schema. Bounded examples keep it under a minute."""
+
 from __future__ import annotations
 
 import base64
@@ -22,10 +23,12 @@ CHECKS = [not_a_server_error, response_schema_conformance, content_type_conforma
 
 # The fuzzing phase only (valid and invalid data, EXAMPLES per operation): the coverage phase enumerates every
 # boundary case of every field and takes minutes. Out-of-range ids have their own tests (test_bad_requests.py).
-CONFIG = SchemathesisConfig.from_dict({
-    "phases": {"coverage": {"enabled": False}, "stateful": {"enabled": False}},
-    "generation": {"max-examples": EXAMPLES, "mode": "all", "deterministic": True},
-})
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "phases": {"coverage": {"enabled": False}, "stateful": {"enabled": False}},
+        "generation": {"max-examples": EXAMPLES, "mode": "all", "deterministic": True},
+    }
+)
 pytestmark = pytest.mark.slow
 
 schema = schemathesis.openapi.from_dict(
@@ -73,8 +76,9 @@ def _run(case, headers, project_name):
     assert response.status_code != 401, "the fuzz must reach the endpoint, authenticated"
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 
 @schema.parametrize()

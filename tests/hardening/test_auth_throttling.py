@@ -1,5 +1,6 @@
 """Login throttling (issue 12 item 9): the login form, the admin login and API Basic auth lock an account, or
 a client address, after AXES_FAILURE_LIMIT failures, with a clear 429. Real requests through the middleware."""
+
 import base64
 import os
 import subprocess
@@ -77,14 +78,25 @@ def test_the_client_address_behind_proxies_comes_from_x_forwarded_for(settings, 
     for i in range(LIMIT):
         form_login(Client(REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR=f"1.2.3.4, 192.0.2.{i}"), f"x{i}", "wrong")
     # one proxy: the client is the last X-Forwarded-For entry; these were 5 different clients, none locked
-    assert form_login(Client(REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR="192.0.2.99"), "anna_de", "anna-pass-123").status_code == 302
+    assert (
+        form_login(
+            Client(REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR="192.0.2.99"), "anna_de", "anna-pass-123"
+        ).status_code
+        == 302
+    )
 
 
 def _setting(env: dict, expression: str) -> str:
     env = {**{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}, **env}
     code = f"import django; django.setup(); from django.conf import settings; print({expression})"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**env, "DJANGO_SETTINGS_MODULE": "xqmeval.settings"},
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**env, "DJANGO_SETTINGS_MODULE": "xqmeval.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().splitlines()[-1]
 
@@ -92,6 +104,14 @@ def _setting(env: dict, expression: str) -> str:
 def test_basic_auth_can_be_turned_off_and_limits_come_from_the_environment(tmp_path):
     expression = "settings.REST_FRAMEWORK['DEFAULT_AUTHENTICATION_CLASSES'], settings.AXES_FAILURE_LIMIT, settings.AXES_COOLOFF_TIME"
     on = _setting({"XQMEVAL_DATA_DIR": str(tmp_path)}, expression)
-    off = _setting({"XQMEVAL_DATA_DIR": str(tmp_path), "API_BASIC_AUTH": "0", "AXES_FAILURE_LIMIT": "9", "AXES_COOLOFF_MINUTES": "30"}, expression)
+    off = _setting(
+        {
+            "XQMEVAL_DATA_DIR": str(tmp_path),
+            "API_BASIC_AUTH": "0",
+            "AXES_FAILURE_LIMIT": "9",
+            "AXES_COOLOFF_MINUTES": "30",
+        },
+        expression,
+    )
     assert "BasicAuthentication" in on and "BasicAuthentication" not in off
     assert off.endswith(" 9 0.5")

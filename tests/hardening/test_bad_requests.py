@@ -1,5 +1,6 @@
 """Unhandled 500s (issue 12 item 8): out-of-range integers in every query and path parameter, deeply nested
 JSON bodies, invited usernames. Run on PostgreSQL (DATABASE_URL) for the out-of-range integers to matter."""
+
 import json
 
 import pytest
@@ -23,7 +24,15 @@ def admin_client(admin_user):
 @pytest.fixture
 def data(project, languages):
     de = make_candidates(project, languages, "en-de")
-    item = RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output", source="Hi.", reference="Hallo.", text="Hallo!", system="s1")
+    item = RatingItem.objects.create(
+        project=project,
+        direction=languages["en-de"],
+        kind="system_output",
+        source="Hi.",
+        reference="Hallo.",
+        text="Hallo!",
+        system="s1",
+    )
     return {"de": de, "item": item}
 
 
@@ -60,8 +69,14 @@ def test_out_of_range_integers_in_json_bodies_are_400(admin_client, project, dat
     c = data["de"][0].pk
     bodies = [
         ("/api/review/decisions/", {"candidate": int(HUGE), "decision": "accept", "idempotency_key": "k" * 16}),
-        ("/api/review/decisions/", {"candidate": c, "decision": "accept", "idempotency_key": "k2" * 8, "round": int(HUGE)}),
-        ("/api/review/decisions/", {"candidate": c, "decision": "accept", "idempotency_key": "k4" * 8, "time_spent_ms": 2**40}),
+        (
+            "/api/review/decisions/",
+            {"candidate": c, "decision": "accept", "idempotency_key": "k2" * 8, "round": int(HUGE)},
+        ),
+        (
+            "/api/review/decisions/",
+            {"candidate": c, "decision": "accept", "idempotency_key": "k4" * 8, "time_spent_ms": 2**40},
+        ),
         ("/api/review/skips/", {"candidate": int(HUGE), "round": int(HUGE)}),
         ("/api/review/ratings/", {"item": int(HUGE), "idempotency_key": "k3" * 8, "fluency": 3, "adequacy": 3}),
     ]
@@ -79,11 +94,17 @@ def test_a_deeply_nested_json_body_is_400(admin_client):
 
 def test_admin_forms_with_out_of_range_integers_answer_a_message(admin_client, project, data):
     manage = f"/review/{project.name}/manage/"
-    for form in ({"action": "open_round", "sample_size": HUGE, "seed": "1"}, {"action": "open_round", "sample_size": "3", "seed": HUGE},
-                 {"action": "close_round", "round": HUGE}, {"action": "close_round", "round": "abc"}):
+    for form in (
+        {"action": "open_round", "sample_size": HUGE, "seed": "1"},
+        {"action": "open_round", "sample_size": "3", "seed": HUGE},
+        {"action": "close_round", "round": HUGE},
+        {"action": "close_round", "round": "abc"},
+    ):
         response = admin_client.post(manage, form)
         assert response.status_code in (302, 404), (form, response.status_code)
-    response = admin_client.post("/review/annotators/", {"action": "assign", "user": "abc", "languages": "de"}, follow=True)
+    response = admin_client.post(
+        "/review/annotators/", {"action": "assign", "user": "abc", "languages": "de"}, follow=True
+    )
     assert "user: no account 'abc'" in [str(m) for m in response.context["messages"]]
 
 
@@ -91,7 +112,9 @@ def test_admin_forms_with_out_of_range_integers_answer_a_message(admin_client, p
 def test_invited_usernames_pass_djangos_username_validator(admin_client, username):
     from django.contrib.auth import get_user_model
 
-    response = admin_client.post("/review/annotators/", {"action": "invite", "username": username, "languages": "de"}, follow=True)
+    response = admin_client.post(
+        "/review/annotators/", {"action": "invite", "username": username, "languages": "de"}, follow=True
+    )
     assert response.status_code == 200
     text = " ".join(str(m) for m in response.context["messages"])
     assert "username:" in text
@@ -101,5 +124,7 @@ def test_invited_usernames_pass_djangos_username_validator(admin_client, usernam
 def test_a_valid_invited_username_is_created(admin_client):
     from django.contrib.auth import get_user_model
 
-    response = admin_client.post("/review/annotators/", {"action": "invite", "username": "new.annotator", "languages": "de"})
+    response = admin_client.post(
+        "/review/annotators/", {"action": "invite", "username": "new.annotator", "languages": "de"}
+    )
     assert response.status_code == 200 and get_user_model().objects.filter(username="new.annotator").exists()

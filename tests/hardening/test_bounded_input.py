@@ -1,5 +1,6 @@
 """Bounded input, linear time (#36.5): body limits checked before reading, corpus limits the same for every
 format, nesting and columns refused with a clear error, duplicate checks in one pass."""
+
 from __future__ import annotations
 
 import io
@@ -60,8 +61,16 @@ def test_parquet_is_refused_by_row_count_before_it_is_read():
     import pyarrow.parquet as pq
 
     out = io.BytesIO()
-    pq.write_table(pa.table({"id": pa.array(range(1_000_000)), "source": pa.array(["a"] * 1_000_000),
-                             "reference": pa.array(["b"] * 1_000_000)}), out)
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(range(1_000_000)),
+                "source": pa.array(["a"] * 1_000_000),
+                "reference": pa.array(["b"] * 1_000_000),
+            }
+        ),
+        out,
+    )
     started = time.perf_counter()
     with pytest.raises(CorpusError, match="1000000 rows, more than the 200000 allowed"):
         read_corpus(out.getvalue(), "big.parquet")
@@ -73,8 +82,13 @@ def _raw_post(url: str, path: str, declared: int, cookie: str = "") -> tuple[str
     host, port = url.split("//")[1].split(":")
     started = time.perf_counter()
     with socket.create_connection((host, int(port)), timeout=20) as conn:
-        conn.sendall((f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                      f"Content-Length: {declared}\r\n{cookie}\r\n").encode() + b"username=x&password=")
+        conn.sendall(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                f"Content-Length: {declared}\r\n{cookie}\r\n"
+            ).encode()
+            + b"username=x&password="
+        )
         answer = conn.recv(4096).decode("latin-1")
     return answer.split("\r\n", 1)[0], time.perf_counter() - started
 
@@ -107,8 +121,9 @@ def test_a_corpus_upload_past_its_limit_is_a_form_error_naming_the_file(settings
     from core.forms import CorpusUploadForm
 
     settings.CORPUS_UPLOAD_MAX_BYTES = 100
-    form = CorpusUploadForm({"direction": "en-de", "id_column": "id", "source_column": "source",
-                             "reference_column": "reference"},
-                            {"file": SimpleUploadedFile("big.tsv", b"x" * 101)})
+    form = CorpusUploadForm(
+        {"direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference"},
+        {"file": SimpleUploadedFile("big.tsv", b"x" * 101)},
+    )
     assert not form.is_valid()
     assert form.errors["file"] == ["big.tsv: 101 bytes, more than the 100 allowed"]

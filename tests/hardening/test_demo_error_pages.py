@@ -1,6 +1,7 @@
 """The demo (``bin/demo``) serves the site's own error pages, as production does (#37.6): in the demo's
 environment (``bin/demo-env``, which ``bin/demo`` sources) DEBUG is off, so an unknown URL answers the
 site's "Page not found", never Django's technical page with the URL list."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,12 @@ def test_the_demo_environment_serves_the_sites_own_404(tmp_path):
     env.update(XQMEVAL_DATA_DIR=str(tmp_path), PYTHONPATH=str(REPO))
     # sourced by bash as bin/demo sources it, then the probe runs in that environment
     done = subprocess.run(
-        ["bash", "-c", f"source bin/demo-env && exec {sys.executable} -c \"$PROBE\""], cwd=REPO,
-        env={**env, "PROBE": PROBE}, capture_output=True, text=True, timeout=120,
+        ["bash", "-c", f'source bin/demo-env && exec {sys.executable} -c "$PROBE"'],
+        cwd=REPO,
+        env={**env, "PROBE": PROBE},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     first, _, page = done.stdout.partition("\n")

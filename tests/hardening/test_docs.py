@@ -1,6 +1,7 @@
 """The README is an index (issue 35): it keeps CI's two commands, stays short, and every page it points to
 exists; the docs site's navigation names every stage page. `bin/test` builds the site with
 `mkdocs build --strict`, which checks the links inside the site."""
+
 import re
 
 import yaml
@@ -26,7 +27,7 @@ def test_every_local_link_of_the_readme_names_a_file():
 def _nav_pages(nav) -> list[str]:
     pages = []
     for entry in nav:
-        for value in (entry.values() if isinstance(entry, dict) else [entry]):
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
             pages += _nav_pages(value) if isinstance(value, list) else [value]
     return pages
 
@@ -35,6 +36,16 @@ def test_the_site_has_a_page_per_stage_in_its_navigation():
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     pages = _nav_pages(config["nav"])
     assert all((REPO / "docs" / p).is_file() for p in pages)
-    stages = ["corpus", "injection", "review", "rating", "agreement", "benchmark", "release", "scoring", "meta-evaluation"]
+    stages = [
+        "corpus",
+        "injection",
+        "review",
+        "rating",
+        "agreement",
+        "benchmark",
+        "release",
+        "scoring",
+        "meta-evaluation",
+    ]
     assert [f"stages/{s}.md" for s in stages] == [p for p in pages if p.startswith("stages/")]
     assert sorted(p.name for p in (REPO / "docs" / "stages").glob("*.md")) == sorted(f"{s}.md" for s in stages)

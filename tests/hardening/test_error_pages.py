@@ -1,6 +1,7 @@
 """Error pages (404, 403, CSRF failure, 400, 500) are the site's own: they say what happened and where to go,
 in the site's layout, and echo nothing unescaped. Django's defaults (a bare "Not Found", or a page that
 talks about CSRF tokens) would leave an annotator with an expired form nowhere to go."""
+
 import pytest
 from django.test import Client, RequestFactory
 from django.views import defaults

@@ -6,10 +6,11 @@ permission matrix compares them) and no task was enqueued; hostile text in the p
 rows share one world (``test_permissions_matrix.world``): a row that writes nothing leaves it as it was,
 and a row that writes fails. A second submit of a valid form (a double click) writes nothing more.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 from django import forms as django_forms
@@ -85,41 +86,116 @@ def _stale_user(w: World) -> int:
 
 
 FORMS = {
-    "projects:new": Form(lambda w: reverse("projects:new"), lambda w: {
-        "title": "Neu", "name": "neu", "source_language": "en", "directions": "en-de", "reviewers_per_candidate": "2", "max_errors": "5"}),
-    "projects:corpus": Form(lambda w: reverse("projects:corpus", args=[w.project.name]), lambda w: {
-        "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference", "file": _upload()}),
-    "projects:settings": Form(lambda w: reverse("projects:settings", args=[w.project.name]), lambda w: {
-        "title": "Umbenannt", "reviewers_per_candidate": "3", "max_errors": "4"}),
-    "projects:assignments": Form(lambda w: reverse("projects:assignments", args=[w.project.name]),
-                                 lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]}),
-    "projects:direction_add": Form(lambda w: reverse("projects:direction_add", args=[w.project.name]),
-                                   lambda w: {"target": "fr", "confirmed": "on"}),
+    "projects:new": Form(
+        lambda w: reverse("projects:new"),
+        lambda w: {
+            "title": "Neu",
+            "name": "neu",
+            "source_language": "en",
+            "directions": "en-de",
+            "reviewers_per_candidate": "2",
+            "max_errors": "5",
+        },
+    ),
+    "projects:corpus": Form(
+        lambda w: reverse("projects:corpus", args=[w.project.name]),
+        lambda w: {
+            "direction": "en-de",
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+            "file": _upload(),
+        },
+    ),
+    "projects:settings": Form(
+        lambda w: reverse("projects:settings", args=[w.project.name]),
+        lambda w: {"title": "Umbenannt", "reviewers_per_candidate": "3", "max_errors": "4"},
+    ),
+    "projects:assignments": Form(
+        lambda w: reverse("projects:assignments", args=[w.project.name]),
+        lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]},
+    ),
+    "projects:direction_add": Form(
+        lambda w: reverse("projects:direction_add", args=[w.project.name]),
+        lambda w: {"target": "fr", "confirmed": "on"},
+    ),
     "projects:xqmeval": Form(lambda w: reverse("projects:xqmeval", args=[w.project.name]), lambda w: {}),
-    "review:invite": Form(lambda w: reverse("review:annotators"), lambda w: {"action": "invite", "username": "neu_de", "languages": "de"}),
-    "review:assign": Form(lambda w: reverse("review:annotators"), lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),
-    "review:candidate": Form(lambda w: reverse("review:candidate", args=[w.project.name, w.candidates[1].pk]),
-                             lambda w: {"action": "reject", "reason": "wrong_type", "idempotency_key": "form-decision-1"}, who="own"),
-    "review:skip": Form(lambda w: reverse("review:candidate", args=[w.project.name, w.candidates[1].pk]),
-                        lambda w: {"action": "skip", "skip_reason": "unsure"}, who="own"),
-    "review:rate": Form(lambda w: reverse("review:rate", args=[w.item.pk]), lambda w: {**SCORES, "idempotency_key": "form-rating-1"}, who="own"),
-    "review:open_round": Form(lambda w: reverse("review:manage", args=[w.project.name]),
-                              lambda w: {"action": "open_round", "sample_size": "1", "seed": "1", "languages": "de"}),
-    "review:close_round": Form(lambda w: reverse("review:manage", args=[w.project.name]), lambda w: {"action": "close_round", "round": w.round.pk}),
-    "review:pool_rule": Form(lambda w: reverse("review:manage", args=[w.project.name]), lambda w: {"action": "pool_rule", "pool_rule": "adjudicated"}),
-    "review:adjudication": Form(lambda w: reverse("review:adjudication", args=[w.project.name]),
-                                lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"}),
-    "agreement:gold": Form(lambda w: reverse("agreement:annotators", args=[w.project.name]), lambda w: {"rate": "0.5", "seed": "1"}),
-    "injection:runs": Form(lambda w: reverse("injection:runs"), lambda w: {
-        "project": w.project.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": "8", "seed": "42", "temperature": "0.5",
-        "submission": "d4c1e6f0a9b84c2b8f0e3a7d5c9b1e2f"}),
+    "review:invite": Form(
+        lambda w: reverse("review:annotators"), lambda w: {"action": "invite", "username": "neu_de", "languages": "de"}
+    ),
+    "review:assign": Form(
+        lambda w: reverse("review:annotators"),
+        lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"},
+    ),
+    "review:candidate": Form(
+        lambda w: reverse("review:candidate", args=[w.project.name, w.candidates[1].pk]),
+        lambda w: {"action": "reject", "reason": "wrong_type", "idempotency_key": "form-decision-1"},
+        who="own",
+    ),
+    "review:skip": Form(
+        lambda w: reverse("review:candidate", args=[w.project.name, w.candidates[1].pk]),
+        lambda w: {"action": "skip", "skip_reason": "unsure"},
+        who="own",
+    ),
+    "review:rate": Form(
+        lambda w: reverse("review:rate", args=[w.item.pk]),
+        lambda w: {**SCORES, "idempotency_key": "form-rating-1"},
+        who="own",
+    ),
+    "review:open_round": Form(
+        lambda w: reverse("review:manage", args=[w.project.name]),
+        lambda w: {"action": "open_round", "sample_size": "1", "seed": "1", "languages": "de"},
+    ),
+    "review:close_round": Form(
+        lambda w: reverse("review:manage", args=[w.project.name]),
+        lambda w: {"action": "close_round", "round": w.round.pk},
+    ),
+    "review:pool_rule": Form(
+        lambda w: reverse("review:manage", args=[w.project.name]),
+        lambda w: {"action": "pool_rule", "pool_rule": "adjudicated"},
+    ),
+    "review:adjudication": Form(
+        lambda w: reverse("review:adjudication", args=[w.project.name]),
+        lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"},
+    ),
+    "agreement:gold": Form(
+        lambda w: reverse("agreement:annotators", args=[w.project.name]), lambda w: {"rate": "0.5", "seed": "1"}
+    ),
+    "injection:runs": Form(
+        lambda w: reverse("injection:runs"),
+        lambda w: {
+            "project": w.project.pk,
+            "directions": ["en-de"],
+            "kind": "mqm",
+            "backend": "rule",
+            "concurrency": "8",
+            "seed": "42",
+            "temperature": "0.5",
+            "submission": "d4c1e6f0a9b84c2b8f0e3a7d5c9b1e2f",
+        },
+    ),
     "injection:run_retry": Form(lambda w: reverse("injection:run_retry", args=[w.run.pk]), lambda w: {}),
-    "benchmarks:release": Form(lambda w: reverse("benchmarks:release", args=[w.project.name]), lambda w: {"version": "2.0.0", "formats": ["jsonl"]}),
-    "benchmarks:push": Form(lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]), lambda w: {"repo_id": "lab/bench"}),
+    "benchmarks:release": Form(
+        lambda w: reverse("benchmarks:release", args=[w.project.name]),
+        lambda w: {"version": "2.0.0", "formats": ["jsonl"]},
+    ),
+    "benchmarks:push": Form(
+        lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]),
+        lambda w: {"repo_id": "lab/bench"},
+    ),
     "scores:start": Form(lambda w: reverse("scores:start", args=[w.release.pk]), lambda w: {"metric": ["chrF++"]}),
-    "invite:password": Form(lambda w: reverse("review:invite", args=w.invite), lambda w: {"new_password1": "a-long-Passw0rd!", "new_password2": "a-long-Passw0rd!"},
-                            who="anonymous", login=False),
-    "login": Form(lambda w: reverse("login"), lambda w: {"username": "anna_de", "password": "pw-anna-123"}, who="anonymous", login=False),
+    "invite:password": Form(
+        lambda w: reverse("review:invite", args=w.invite),
+        lambda w: {"new_password1": "a-long-Passw0rd!", "new_password2": "a-long-Passw0rd!"},
+        who="anonymous",
+        login=False,
+    ),
+    "login": Form(
+        lambda w: reverse("login"),
+        lambda w: {"username": "anna_de", "password": "pw-anna-123"},
+        who="anonymous",
+        login=False,
+    ),
 }
 
 
@@ -158,8 +234,14 @@ ROWS: list[Bad] = [
     *bad("projects:corpus", "direction", *TEXT, "en-xx", "de-en", "en-fr", FORMULA),
     *bad("projects:corpus", "file", lambda w: _upload(text=FRENCH_INTO_DE), names="read as de"),
     *bad("projects:corpus", "file", MISSING),
-    *bad("projects:corpus", "file", lambda w: _upload(text="id\tsource\n1\tA dog.\n"), lambda w: _upload("gold.exe", "MZ"),
-         lambda w: _upload(text=f"id\tsource\treference\n{HOSTILE}\t\tEin Hund.\n"), names="gold"),
+    *bad(
+        "projects:corpus",
+        "file",
+        lambda w: _upload(text="id\tsource\n1\tA dog.\n"),
+        lambda w: _upload("gold.exe", "MZ"),
+        lambda w: _upload(text=f"id\tsource\treference\n{HOSTILE}\t\tEin Hund.\n"),
+        names="gold",
+    ),
     *bad("projects:corpus", "id_column", EMPTY, BLANK, LONG, HOSTILE, names="id"),
     *bad("projects:corpus", "source_column", EMPTY, "nope", names="source"),
     *bad("projects:settings", "title", *TEXT[:4]),
@@ -168,9 +250,17 @@ ROWS: list[Bad] = [
     *bad("projects:settings", "error_types", ["Bogus"], [HOSTILE], names="error"),
     *bad("projects:assignments", "direction", MISSING, EMPTY, "en-fr", HOSTILE, LONG, names="direction"),
     *bad("projects:assignments", "assign-en-de-reviewers", ["ghost"], [HOSTILE], names="reviewers"),
-    *bad("projects:direction_add", "target", *TEXT, "xx", "en", "de", FORMULA, names="target"),  # en: the source; de: present
-    *bad("projects:xqmeval", "candidate_files", MISSING, lambda w: SimpleUploadedFile("en-de-Addition.parquet", b"not parquet"),
-         lambda w: SimpleUploadedFile(f"{HOSTILE}.parquet", b"PAR1"), names="parquet"),
+    *bad(
+        "projects:direction_add", "target", *TEXT, "xx", "en", "de", FORMULA, names="target"
+    ),  # en: the source; de: present
+    *bad(
+        "projects:xqmeval",
+        "candidate_files",
+        MISSING,
+        lambda w: SimpleUploadedFile("en-de-Addition.parquet", b"not parquet"),
+        lambda w: SimpleUploadedFile(f"{HOSTILE}.parquet", b"PAR1"),
+        names="parquet",
+    ),
     # ---- review: annotators ----
     *bad("review:invite", "username", *TEXT, FORMULA, "anna_de", names="username"),
     *bad("review:invite", "email", "not-an-email", LONG, HOSTILE),
@@ -182,7 +272,9 @@ ROWS: list[Bad] = [
     *bad("review:candidate", "action", MISSING, EMPTY, "bogus", HOSTILE, names="decision"),
     *bad("review:candidate", "reason", "bogus", HOSTILE),  # none is allowed
     *bad("review:candidate", "idempotency_key", MISSING, EMPTY, LONG, names="idempotency"),
-    *bad("review:candidate", "time_spent_ms", "abc", "1e309", "NaN", names="time"),  # -1 and huge ones are capped, by design
+    *bad(
+        "review:candidate", "time_spent_ms", "abc", "1e309", "NaN", names="time"
+    ),  # -1 and huge ones are capped, by design
     *bad("review:candidate", "round", "abc", HUGE, _stale_round, page_status=400),
     *bad("review:candidate", "comment", LONG),
     *bad("review:skip", "skip_reason", MISSING, "bogus", HOSTILE, names="reason"),
@@ -265,8 +357,11 @@ def _errors_shown(response, client: Client) -> tuple[str, str]:
     for context in response.context or []:
         for value in context.flatten().values():
             if isinstance(value, django_forms.BaseForm) and value.is_bound:
-                errors += [f"{name}: {label} {' '.join(errs)}" for name, errs in value.errors.items()
-                           for label in [str(value.fields[name].label or "") if name in value.fields else ""]]
+                errors += [
+                    f"{name}: {label} {' '.join(errs)}"
+                    for name, errs in value.errors.items()
+                    for label in [str(value.fields[name].label or "") if name in value.fields else ""]
+                ]
         break
     messages = response.context.get("messages") if response.context else None
     errors += [str(m) for m in messages or [] if m.level >= message_levels.WARNING]
@@ -310,7 +405,9 @@ def test_bad_submissions_are_refused_naming_the_field(form, world, settings, dja
     assert not wrong, f"{form}: " + "\n".join(f"{label}: {problem}" for label, problem in wrong.items())
 
 
-@pytest.mark.parametrize("form", sorted(set(FORMS) - {"projects:xqmeval", "login", "invite:password", "injection:run_retry"}))
+@pytest.mark.parametrize(
+    "form", sorted(set(FORMS) - {"projects:xqmeval", "login", "invite:password", "injection:run_retry"})
+)
 def test_the_valid_body_is_accepted(form, world, settings, django_capture_on_commit_callbacks):
     """The rows above change one field of this body each: it must be a body the form takes, or they prove nothing."""
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/10"
@@ -324,7 +421,9 @@ def test_the_valid_body_is_accepted(form, world, settings, django_capture_on_com
 
 # A release of an existing version is written again (versions regenerate, byte-identical), so a second one is queued.
 # The start-a-run form carries a one-time key (``submission``): sent twice, it plans one run.
-DOUBLE_SUBMITS = sorted(set(FORMS) - {"projects:xqmeval", "login", "invite:password", "injection:run_retry", "benchmarks:release"})
+DOUBLE_SUBMITS = sorted(
+    set(FORMS) - {"projects:xqmeval", "login", "invite:password", "injection:run_retry", "benchmarks:release"}
+)
 
 
 @pytest.mark.parametrize("form", DOUBLE_SUBMITS)

@@ -10,14 +10,15 @@ only, another de reviewer's work for the de annotator).
 A URL name the resolver serves and no row classifies fails ``test_every_url_has_a_permission_row``: add a
 row here when you add an endpoint.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import pytest
 from django.apps import apps
@@ -60,7 +61,9 @@ class Row:
     expect: str  # other, own, viewer, admin: O or D each
     kind: str = PAGE
     body: Callable | None = None  # world -> form data or JSON body
-    writes: bool = False  # an allowed request with this body writes rows or enqueues a task (so refusals are meaningful)
+    writes: bool = (
+        False  # an allowed request with this body writes rows or enqueues a task (so refusals are meaningful)
+    )
     note: str = ""
 
 
@@ -101,92 +104,270 @@ ROWS = [
     # ---- projects ----
     Row("projects:index", "get", _u("projects:index"), "OOOO", note="a redirect to the project list (home)"),
     Row("projects:new", "get", _u("projects:new"), "DDDO"),
-    Row("projects:new", "post", _u("projects:new"), "DDDO", writes=True, body=lambda w: {
-        "title": "Neu", "name": "neu", "source_language": "en", "directions": "en-de", "reviewers_per_candidate": 2, "max_errors": 5}),
+    Row(
+        "projects:new",
+        "post",
+        _u("projects:new"),
+        "DDDO",
+        writes=True,
+        body=lambda w: {
+            "title": "Neu",
+            "name": "neu",
+            "source_language": "en",
+            "directions": "en-de",
+            "reviewers_per_candidate": 2,
+            "max_errors": 5,
+        },
+    ),
     Row("projects:detail", "get", _u("projects:detail", P), "DOOO"),
     Row("projects:stage", "get", _u("projects:stage", P, "review"), "DOOO"),
     Row("projects:metaeval_headline", "get", _u("projects:metaeval_headline", P), "DOOO"),
     Row("projects:corpus", "get", _u("projects:corpus", P), "DDDO"),
-    Row("projects:corpus", "post", _u("projects:corpus", P), "DDDO", writes=True, body=lambda w: {
-        "direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference",
-        "file": SimpleUploadedFile("gold.tsv", "id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n".encode())}),
+    Row(
+        "projects:corpus",
+        "post",
+        _u("projects:corpus", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {
+            "direction": "en-de",
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+            "file": SimpleUploadedFile("gold.tsv", b"id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n"),
+        },
+    ),
     Row("projects:settings", "get", _u("projects:settings", P), "DDDO"),
-    Row("projects:settings", "post", _u("projects:settings", P), "DDDO", writes=True,
-        body=lambda w: {"title": "Umbenannt", "reviewers_per_candidate": 3, "max_errors": 4}),
-    Row("projects:assignments", "post", _u("projects:assignments", P), "DDDO", writes=True,
-        body=lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]}),
-    Row("projects:direction_add", "post", _u("projects:direction_add", P), "DDDO", writes=True,
-        body=lambda w: {"target": "fr", "confirmed": "on"}),
+    Row(
+        "projects:settings",
+        "post",
+        _u("projects:settings", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"title": "Umbenannt", "reviewers_per_candidate": 3, "max_errors": 4},
+    ),
+    Row(
+        "projects:assignments",
+        "post",
+        _u("projects:assignments", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"direction": "en-de", "assign-en-de-reviewers": [w.users["own"].username]},
+    ),
+    Row(
+        "projects:direction_add",
+        "post",
+        _u("projects:direction_add", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"target": "fr", "confirmed": "on"},
+    ),
     Row("projects:direction_action", "get", _u("projects:direction_action", P, "en-de", "retire"), "DDDO"),
-    Row("projects:direction_action", "post", _u("projects:direction_action", P, "en-de", "retire"), "DDDO", writes=True),
-    Row("projects:xqmeval", "post", _u("projects:xqmeval", P), "DDDO", note="no files: the admin sees the form's errors"),
+    Row(
+        "projects:direction_action", "post", _u("projects:direction_action", P, "en-de", "retire"), "DDDO", writes=True
+    ),
+    Row(
+        "projects:xqmeval", "post", _u("projects:xqmeval", P), "DDDO", note="no files: the admin sees the form's errors"
+    ),
     # ---- review screens ----
     Row("review:index", "get", _u("review:index"), "OOOO"),
     Row("review:mine", "get", _u("review:mine"), "OOOO"),
     Row("review:annotators", "get", _u("review:annotators"), "DDDO"),
-    Row("review:annotators", "post", _u("review:annotators"), "DDDO", writes=True,
-        body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"}),  # an annotator giving themselves a language
+    Row(
+        "review:annotators",
+        "post",
+        _u("review:annotators"),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"},
+    ),  # an annotator giving themselves a language
     Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOOO", kind=PUBLIC),
     Row("review:next", "get", _u("review:next", P), "DODO"),
     Row("review:next", "post", _u("review:next", P), "DODO", writes=True, body=lambda w: {}),  # takes a lock
     Row("review:candidate", "get", _u("review:candidate", P, CAND), "DODO"),
-    Row("review:candidate", "post", _u("review:candidate", P, CAND), "DODO", writes=True,
-        body=lambda w: {"action": "accept", "idempotency_key": "form-decision"}),
+    Row(
+        "review:candidate",
+        "post",
+        _u("review:candidate", P, CAND),
+        "DODO",
+        writes=True,
+        body=lambda w: {"action": "accept", "idempotency_key": "form-decision"},
+    ),
     Row("review:rate_next", "get", _u("review:rate_next", P), "DODO"),
     Row("review:rate", "get", _u("review:rate", ITEM), "DODO"),
-    Row("review:rate", "post", _u("review:rate", ITEM), "DODO", writes=True, body=lambda w: {**SCORES, "idempotency_key": "form-rating"}),
+    Row(
+        "review:rate",
+        "post",
+        _u("review:rate", ITEM),
+        "DODO",
+        writes=True,
+        body=lambda w: {**SCORES, "idempotency_key": "form-rating"},
+    ),
     Row("review:manage", "get", _u("review:manage", P), "DDDO"),
-    Row("review:manage", "post", _u("review:manage", P), "DDDO", writes=True, body=lambda w: {"action": "pool_rule", "pool_rule": "adjudicated"}),
+    Row(
+        "review:manage",
+        "post",
+        _u("review:manage", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"action": "pool_rule", "pool_rule": "adjudicated"},
+    ),
     Row("review:adjudication", "get", _u("review:adjudication", P), "DDDO"),
-    Row("review:adjudication", "post", _u("review:adjudication", P), "DDDO", writes=True,
-        body=lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"}),
+    Row(
+        "review:adjudication",
+        "post",
+        _u("review:adjudication", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"},
+    ),
     # ---- review API ----
     Row("review_api:next", "json", _u("review_api:next", P), "DODO", kind=API, body=lambda w: {}, writes=True),
     Row("review_api:progress", "get", _u("review_api:progress", P), "DODO", kind=API),
     Row("review_api:rating_next", "json", _u("review_api:rating_next", P), "DODO", kind=API, body=lambda w: {}),
     Row("review_api:candidate", "get", _u("review_api:candidate", CAND), "DODO", kind=API),
     Row("review_api:decisions", "get", _u("review_api:decisions"), "OOOO", kind=API),
-    Row("review_api:decisions", "json", _u("review_api:decisions"), "DODO", kind=API, writes=True,
-        body=lambda w: {"candidate": w.candidates[1].pk, "decision": "reject", "reason": "wrong_type", "idempotency_key": "api-decision"}),
-    Row("review_api:skips", "json", _u("review_api:skips"), "DODO", kind=API, writes=True,
-        body=lambda w: {"candidate": w.candidates[1].pk, "reason": "unsure"}),
+    Row(
+        "review_api:decisions",
+        "json",
+        _u("review_api:decisions"),
+        "DODO",
+        kind=API,
+        writes=True,
+        body=lambda w: {
+            "candidate": w.candidates[1].pk,
+            "decision": "reject",
+            "reason": "wrong_type",
+            "idempotency_key": "api-decision",
+        },
+    ),
+    Row(
+        "review_api:skips",
+        "json",
+        _u("review_api:skips"),
+        "DODO",
+        kind=API,
+        writes=True,
+        body=lambda w: {"candidate": w.candidates[1].pk, "reason": "unsure"},
+    ),
     Row("review_api:rating_item", "get", _u("review_api:rating_item", ITEM), "DODO", kind=API),
     Row("review_api:ratings", "get", _u("review_api:ratings"), "OOOO", kind=API),
-    Row("review_api:ratings", "json", _u("review_api:ratings"), "DODO", kind=API, writes=True,
-        body=lambda w: {"item": w.item.pk, "idempotency_key": "api-rating", **SCORES}),
-    Row("review_api:adjudications", "json", _u("review_api:adjudications"), "DDDO", kind=API, writes=True,
-        body=lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"}),
+    Row(
+        "review_api:ratings",
+        "json",
+        _u("review_api:ratings"),
+        "DODO",
+        kind=API,
+        writes=True,
+        body=lambda w: {"item": w.item.pk, "idempotency_key": "api-rating", **SCORES},
+    ),
+    Row(
+        "review_api:adjudications",
+        "json",
+        _u("review_api:adjudications"),
+        "DDDO",
+        kind=API,
+        writes=True,
+        body=lambda w: {"candidate": w.candidates[0].pk, "decision": "reject"},
+    ),
     # ---- agreement ----
     Row("agreement:index", "get", _u("agreement:index"), "OOOO"),
     Row("agreement:dashboard", "get", _u("agreement:dashboard", P), "DOOO"),
     Row("agreement:annotators", "get", _u("agreement:annotators", P), "DDDO"),
-    Row("agreement:annotators", "post", _u("agreement:annotators", P), "DDDO", writes=True, body=lambda w: {"rate": "0.5", "seed": "1"}),
+    Row(
+        "agreement:annotators",
+        "post",
+        _u("agreement:annotators", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"rate": "0.5", "seed": "1"},
+    ),
     # every table in both formats and every plot: accept/reject aggregates for the project's annotators and
     # viewers; tables naming reviewers, Likert figures (ratings stay blind) and gold scores for admins only
-    *[Row("agreement:download", "get", _u("agreement:download", P, table, fmt), "DOOO" if table in AGGREGATE_TABLES else "DDDO")
-      for table in (*TABLES, "gold") for fmt in ("csv", "json")],
-    *[Row("agreement:plot", "get", _u("agreement:plot", P, plot), "DOOO" if plot in ("by-language", "by-error-type") else "DDDO")
-      for plot in ("by-language", "by-error-type", "rwg", "score-vs-agreement", "annotators")],
+    *[
+        Row(
+            "agreement:download",
+            "get",
+            _u("agreement:download", P, table, fmt),
+            "DOOO" if table in AGGREGATE_TABLES else "DDDO",
+        )
+        for table in (*TABLES, "gold")
+        for fmt in ("csv", "json")
+    ],
+    *[
+        Row(
+            "agreement:plot",
+            "get",
+            _u("agreement:plot", P, plot),
+            "DOOO" if plot in ("by-language", "by-error-type") else "DDDO",
+        )
+        for plot in ("by-language", "by-error-type", "rwg", "score-vs-agreement", "annotators")
+    ],
     # ---- injection ----
     Row("injection:runs", "get", _u("injection:runs"), "DDDO"),
-    Row("injection:runs", "post", _u("injection:runs"), "DDDO", writes=True, body=lambda w: {
-        "project": w.project.pk, "directions": ["en-de"], "kind": "mqm", "backend": "rule", "concurrency": 8, "seed": 42, "temperature": 0.5}),
+    Row(
+        "injection:runs",
+        "post",
+        _u("injection:runs"),
+        "DDDO",
+        writes=True,
+        body=lambda w: {
+            "project": w.project.pk,
+            "directions": ["en-de"],
+            "kind": "mqm",
+            "backend": "rule",
+            "concurrency": 8,
+            "seed": 42,
+            "temperature": 0.5,
+        },
+    ),
     Row("injection:run", "get", _u("injection:run", RUN), "DDDO"),
     Row("injection:run_progress", "get", _u("injection:run_progress", RUN), "DDDO"),
     Row("injection:run_cancel", "post", _u("injection:run_cancel", RUN), "DDDO", writes=True, body=lambda w: {}),
-    Row("injection:run_retry", "post", _u("injection:run_retry", RUN), "DDDO", writes=True, body=lambda w: {"resume": "1"}),
+    Row(
+        "injection:run_retry",
+        "post",
+        _u("injection:run_retry", RUN),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"resume": "1"},
+    ),
     Row("injection:candidates", "get", _u("injection:candidates"), "OOOO"),
-    Row("injection:candidates", "get", _u("injection:candidates", query="?direction=en-de"), "OOOO", note="a filter is no way in"),
+    Row(
+        "injection:candidates",
+        "get",
+        _u("injection:candidates", query="?direction=en-de"),
+        "OOOO",
+        note="a filter is no way in",
+    ),
     # ---- benchmarks and releases ----
     Row("benchmarks:index", "get", _u("benchmarks:index"), "OOOO"),
     Row("benchmarks:project", "get", _u("benchmarks:project", P), "DOOO"),
     Row("benchmarks:status", "get", _u("benchmarks:status", P), "DOOO"),
     Row("benchmarks:counts_plot", "get", _u("benchmarks:counts_plot", P), "DOOO"),
-    Row("benchmarks:candidates_csv", "get", lambda w: reverse("benchmarks:candidates_csv", kwargs={"project": w.project.name, "table": "excluded"}), "DOOO"),
+    Row(
+        "benchmarks:candidates_csv",
+        "get",
+        lambda w: reverse("benchmarks:candidates_csv", kwargs={"project": w.project.name, "table": "excluded"}),
+        "DOOO",
+    ),
     Row("benchmarks:build", "post", _u("benchmarks:build", P), "DDDO", writes=True, body=lambda w: {"confirm": "1"}),
-    Row("benchmarks:release", "post", _u("benchmarks:release", P), "DDDO", writes=True, body=lambda w: {"version": "2.0.0", "formats": ["jsonl"]}),
-    Row("benchmarks:push", "post", lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]), "DDDO", writes=True,
-        body=lambda w: {"repo_id": "lab/geheim"}),
+    Row(
+        "benchmarks:release",
+        "post",
+        _u("benchmarks:release", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"version": "2.0.0", "formats": ["jsonl"]},
+    ),
+    Row(
+        "benchmarks:push",
+        "post",
+        lambda w: reverse("benchmarks:push", args=[w.project.name, w.release.version]),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"repo_id": "lab/geheim"},
+    ),
     Row("benchmarks_api:project", "get", _u("benchmarks_api:project", P), "DOOO", kind=API),
     # ---- scores and meta-evaluation ----
     Row("scores:index", "get", _u("scores:index"), "OOOO"),
@@ -205,7 +386,9 @@ def url_names(patterns=None, namespace=""):
     """Every URL name the resolver serves, with its namespaces (``review:index``)."""
     for pattern in get_resolver().url_patterns if patterns is None else patterns:
         if isinstance(pattern, URLResolver):
-            yield from url_names(pattern.url_patterns, f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace)
+            yield from url_names(
+                pattern.url_patterns, f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            )
         else:
             yield namespace + (pattern.name or f"<unnamed {pattern.pattern}>")
 
@@ -219,6 +402,7 @@ def test_every_url_has_a_permission_row():
 
 
 # ---- the world every row is requested in ----------------------------------------------------------------
+
 
 @pytest.fixture
 def world(db, settings, tmp_path) -> World:
@@ -243,33 +427,85 @@ def world(db, settings, tmp_path) -> World:
         "admin": create_user("root", "pw-root-123", role="admin"),
     }
     ben = create_user("ben_de", "pw-ben-123", languages=["de"])
-    run = InjectionRun.objects.create(project=project, name="geheim-run", backend="rule", status=InjectionRun.Status.RUNNING)
+    run = InjectionRun.objects.create(
+        project=project, name="geheim-run", backend="rule", status=InjectionRun.Status.RUNNING
+    )
     candidates = [
-        make_candidate(project, de, "The word is secret.", "Das Wort ist geheim.", "Das Geheimwort ist geheim.", run=run, external_id="de-1"),
-        make_candidate(project, de, "He bought three apples.", "Er kaufte drei Äpfel.", "Er kaufte Äpfel.", run=run, external_id="de-2",
-                       error_type="Omission"),
+        make_candidate(
+            project,
+            de,
+            "The word is secret.",
+            "Das Wort ist geheim.",
+            "Das Geheimwort ist geheim.",
+            run=run,
+            external_id="de-1",
+        ),
+        make_candidate(
+            project,
+            de,
+            "He bought three apples.",
+            "Er kaufte drei Äpfel.",
+            "Er kaufte Äpfel.",
+            run=run,
+            external_id="de-2",
+            error_type="Omission",
+        ),
     ]
     make_candidate(other_project, zh, "He bought three apples.", "他买了三个苹果。", "他买了苹果。", external_id="zh-1")
-    item = RatingItem.objects.create(project=project, direction=de, kind="system_output", source="Hi.", reference="Hallo.",
-                                     text="Hallo Bewertungsgeheimnis!", system="s1")
+    item = RatingItem.objects.create(
+        project=project,
+        direction=de,
+        kind="system_output",
+        source="Hi.",
+        reference="Hallo.",
+        text="Hallo Bewertungsgeheimnis!",
+        system="s1",
+    )
     rnd = review_selectors.first_round(project)
-    review_services.submit_decision(ben, candidates[0].pk, "reject", reason="wrong_type", comment=BENS_OWN[0], idempotency_key="ben-1")
+    review_services.submit_decision(
+        ben, candidates[0].pk, "reject", reason="wrong_type", comment=BENS_OWN[0], idempotency_key="ben-1"
+    )
     review_services.submit_rating(ben, item.pk, SCORES, idempotency_key="ben-r1")
     release_dir = tmp_path / "release-1.0.0"
     (release_dir / "en-de").mkdir(parents=True)
     (release_dir / "en-de" / "test.parquet").touch()  # the scoring start reads only which directions there are
-    release = Release.objects.create(project=project, version="1.0.0", status=Release.Status.READY, path=str(release_dir))
+    release = Release.objects.create(
+        project=project, version="1.0.0", status=Release.Status.READY, path=str(release_dir)
+    )
     for k in range(3):
         ids = [f"en-de/{k}/{i}" for i in range(4)]
         for i, tid in enumerate(ids):
-            MetricScore.objects.create(release=release, metric="chrF++", direction=de, triplet_id=tid, level=k, score=80.0 - 8 * k + i)
-            MetricScore.objects.create(release=release, metric="BLEU", direction=de, triplet_id=tid, level=k, score=40.0 - 4 * k - i)
+            MetricScore.objects.create(
+                release=release, metric="chrF++", direction=de, triplet_id=tid, level=k, score=80.0 - 8 * k + i
+            )
+            MetricScore.objects.create(
+                release=release, metric="BLEU", direction=de, triplet_id=tid, level=k, score=40.0 - 4 * k - i
+            )
         for r in range(2):
-            PseudoSystem.objects.create(release=release, project=project, kind="monolingual", name=f"mono/en-de/k{k}/r{r}", direction=de,
-                                        level=k, repetition=r, seed=r, human_score=-5.0 * k, triplet_ids=ids)
+            PseudoSystem.objects.create(
+                release=release,
+                project=project,
+                kind="monolingual",
+                name=f"mono/en-de/k{k}/r{r}",
+                direction=de,
+                level=k,
+                repetition=r,
+                seed=r,
+                human_score=-5.0 * k,
+                triplet_ids=ids,
+            )
     summarize_scores(release)
     _user, uid, token = review_services.invite_annotator(users["admin"], "new_de", languages=["de"])
-    return World(project=project, users=users, candidates=candidates, item=item, run=run, release=release, round=rnd, invite=(uid, token))
+    return World(
+        project=project,
+        users=users,
+        candidates=candidates,
+        item=item,
+        run=run,
+        release=release,
+        round=rnd,
+        invite=(uid, token),
+    )
 
 
 def database_state() -> dict:
@@ -332,13 +568,17 @@ def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
             assert response.status_code in (403, 404), f"{where}: {response.status_code}, expected 403/404"
             refused = True
         else:
-            ok = response.status_code < 400 if row.kind == PUBLIC else allowed(response)  # logging out lands on the login page
+            ok = (
+                response.status_code < 400 if row.kind == PUBLIC else allowed(response)
+            )  # logging out lands on the login page
             assert ok, f"{where}: {response.status_code}, expected to be allowed"
         if refused:
             assert database_state() == before, f"{where} was refused but changed the database"
             assert not enqueued, f"{where} was refused but enqueued a task"
         elif row.writes:
-            assert database_state() != before or enqueued, f"{where}: the row's body wrote nothing; the refusals prove nothing"
+            assert database_state() != before or enqueued, (
+                f"{where}: the row's body wrote nothing; the refusals prove nothing"
+            )
         if who != "admin":
             text = body_text(response)
             hidden = BENS_OWN + (DE_ONLY if who in ("anonymous", "other") else ITEM_TEXTS if who == "viewer" else ())
@@ -353,7 +593,11 @@ CSRF_MASK = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]+"')
 def _answer(response) -> tuple:
     """Status, type and body; the CSRF token's value apart, which Django masks afresh on every render."""
     body = body_text(response).encode()
-    return response.status_code, response.get("Content-Type"), CSRF_MASK.sub(b'name="csrfmiddlewaretoken" value=""', body)
+    return (
+        response.status_code,
+        response.get("Content-Type"),
+        CSRF_MASK.sub(b'name="csrfmiddlewaretoken" value=""', body),
+    )
 
 
 @pytest.mark.parametrize("row", REFUSED_ROWS, ids=[f"{r.method} {r.name} {i}" for i, r in enumerate(REFUSED_ROWS)])
@@ -373,7 +617,9 @@ def test_what_a_user_may_not_see_answers_as_a_missing_thing(row, world):
     for who, client in clients.items():
         missing = _answer(request(client, row, world, who))
         assert hidden[who][0] in (403, 404), f"{url} as {who}: {hidden[who][0]}"
-        assert hidden[who] == missing, f"{row.method.upper()} {url} as {who}: the hidden thing answers {hidden[who][:2]}, a missing one {missing[:2]}"
+        assert hidden[who] == missing, (
+            f"{row.method.upper()} {url} as {who}: the hidden thing answers {hidden[who][:2]}, a missing one {missing[:2]}"
+        )
 
 
 def test_the_right_annotator_sees_the_marked_text(world):
@@ -394,12 +640,18 @@ def test_non_staff_cannot_enter_the_django_admin(world):
         client = Client()
         if who != "anonymous":
             client.force_login(world.users[who])
-        for url in (reverse("admin:index"), reverse("admin:annotation_reviewdecision_changelist"),
-                    reverse("admin:auth_user_change", args=[world.users["own"].pk])):
+        for url in (
+            reverse("admin:index"),
+            reverse("admin:annotation_reviewdecision_changelist"),
+            reverse("admin:auth_user_change", args=[world.users["own"].pk]),
+        ):
             response = client.get(url)
             assert response.status_code == 302 and response["Location"].startswith(admin_login), f"{url} as {who}"
         before = database_state()
-        client.post(reverse("admin:auth_user_change", args=[world.users["own"].pk]), {"username": world.users["own"].username, "is_staff": "on"})
+        client.post(
+            reverse("admin:auth_user_change", args=[world.users["own"].pk]),
+            {"username": world.users["own"].username, "is_staff": "on"},
+        )
         assert database_state() == before, f"a POST to the admin as {who} changed the database"
     assert not get_user_model().objects.get(pk=world.users["own"].pk).is_staff
     client = Client()
@@ -413,7 +665,10 @@ def test_admin_only_release_endpoints_answer_annotators_alike_for_any_id(world):
     client = Client()
     client.force_login(world.users["own"])
     for name, method in (("scores:progress", "get"), ("scores:start", "post")):
-        answers = {getattr(client, method)(reverse(name, args=[pk])).status_code for pk in (world.release.pk, world.release.pk + 1000)}
+        answers = {
+            getattr(client, method)(reverse(name, args=[pk])).status_code
+            for pk in (world.release.pk, world.release.pk + 1000)
+        }
         assert answers == {403}, name
 
 
@@ -429,11 +684,22 @@ def test_hostile_text_is_escaped_on_every_page_and_neutralised_in_every_csv(worl
     (who sees everything) and the de annotator: never raw markup in HTML or SVG, never a live formula in CSV."""
     de = Direction.objects.get(code="en-de")
     Project.objects.filter(pk=world.project.pk).update(title=f"Titel {HOSTILE}", description=f"{HOSTILE} {FORMULA}")
-    hostile = make_candidate(world.project, de, f"Source {HOSTILE}", f"{FORMULA} Das {HOSTILE} Haus", f"{FORMULA} Das {HOSTILE} Hausboot",
-                             run=world.run, external_id=FORMULA, checks={"local_edit": {"passed": False, "detail": HOSTILE}}, flags=["local_edit"])
+    hostile = make_candidate(
+        world.project,
+        de,
+        f"Source {HOSTILE}",
+        f"{FORMULA} Das {HOSTILE} Haus",
+        f"{FORMULA} Das {HOSTILE} Hausboot",
+        run=world.run,
+        external_id=FORMULA,
+        checks={"local_edit": {"passed": False, "detail": HOSTILE}},
+        flags=["local_edit"],
+    )
     world.candidates[0] = hostile
     RatingItem.objects.filter(pk=world.item.pk).update(text=f"{FORMULA} {HOSTILE}", system=HOSTILE, source=HOSTILE)
-    review_services.submit_decision(world.users["own"], hostile.pk, "reject", reason="wrong_type", comment=HOSTILE, idempotency_key="hostile")
+    review_services.submit_decision(
+        world.users["own"], hostile.pk, "reject", reason="wrong_type", comment=HOSTILE, idempotency_key="hostile"
+    )
     InjectionRun.objects.filter(pk=world.run.pk).update(error=HOSTILE)  # a run's failure, as an LLM or server worded it
     escaped_seen = False
     for who in ("admin", "own"):
@@ -451,7 +717,9 @@ def test_hostile_text_is_escaped_on_every_page_and_neutralised_in_every_csv(worl
                 escaped_seen |= "&lt;script&gt;alert(1)&lt;/script&gt;" in text
             elif "csv" in kind:
                 cells = [cell for line in csv.reader(io.StringIO(text)) for cell in line]
-                assert not [c for c in cells if c[:1] in ("=", "+", "-", "@") and not _number(c)], f"{where}: a live formula"
+                assert not [c for c in cells if c[:1] in ("=", "+", "-", "@") and not _number(c)], (
+                    f"{where}: a live formula"
+                )
     assert escaped_seen, "the hostile text was shown nowhere: the check above proves nothing"
 
 

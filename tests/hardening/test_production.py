@@ -1,5 +1,6 @@
 """Production hygiene (issue 12 item 10): /healthz under SSL redirect, the Content-Security-Policy, Swagger
 UI from our own static files, who may read the schema, and the docs' configuration names."""
+
 import os
 import re
 import subprocess
@@ -32,9 +33,13 @@ print(json.dumps(out))
 
 
 def test_healthz_is_exempt_from_the_ssl_redirect_under_production_settings(tmp_path):
-    env = {**{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}, **PRODUCTION,
-           "XQMEVAL_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
-           "DATABASE_URL": f"sqlite:///{tmp_path}/probe.sqlite3"}  # SELECT 1 needs no shared database
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+        **PRODUCTION,
+        "XQMEVAL_DATA_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path}/probe.sqlite3",
+    }  # SELECT 1 needs no shared database
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     import json
@@ -85,7 +90,7 @@ def test_api_docs_come_from_our_static_files_and_need_a_login(client, admin_user
 def _configuration_table() -> str:
     """The platform's settings table of the docs site (the configuration page's first section)."""
     page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
-    table = page[page.index("## Settings of the platform"):]
+    table = page[page.index("## Settings of the platform") :]
     return table[: table.index("\n## ", 5)]
 
 

@@ -7,6 +7,7 @@ own pages apart), and checks what only production can break: a page that fails w
 ``{% static %}`` name missing from the manifest (a 500 on every page that uses it), a static file
 whitenoise does not serve, a link shown to a user that answers 403/404 to that user, and the headers and
 cookie flags a deployment promises."""
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,16 @@ class Browser:
 
     def login(self, username: str, password: str) -> None:
         self.request("GET", "/accounts/login/")
-        r = self.request("POST", "/accounts/login/", data={"username": username, "password": password,
-                                                           "csrfmiddlewaretoken": self.cookies["csrftoken"], "next": "/"})
+        r = self.request(
+            "POST",
+            "/accounts/login/",
+            data={
+                "username": username,
+                "password": password,
+                "csrfmiddlewaretoken": self.cookies["csrftoken"],
+                "next": "/",
+            },
+        )
         assert r.status_code == 302 and r.headers["Location"] == "/", (r.status_code, r.text[:500])
 
 
@@ -87,7 +96,9 @@ def _free_port() -> int:
 
 
 def _run(env, *args, timeout=600):
-    proc = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, f"manage.py {' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
 
@@ -95,7 +106,11 @@ def _run(env, *args, timeout=600):
 def shape(target: str) -> str:
     """One page per kind: ids and page numbers aside (/review/p/candidate/1/?round=1 is /review/p/candidate/N/?round)."""
     url = urlsplit(target)
-    return re.sub(r"\d+", "N", url.path) + "?" + ",".join(sorted({part.split("=")[0] for part in url.query.split("&") if part}))
+    return (
+        re.sub(r"\d+", "N", url.path)
+        + "?"
+        + ",".join(sorted({part.split("=")[0] for part in url.query.split("&") if part}))
+    )
 
 
 def crawl(browser: Browser, start: list[str]) -> tuple[dict[str, int], set[str]]:
@@ -124,7 +139,12 @@ def crawl(browser: Browser, start: list[str]) -> tuple[dict[str, int], set[str]]
         assets.update(p for p in (urlsplit(urljoin(path, a)).path for a in parser.assets) if p.startswith("/static/"))
         for href in parser.pages:
             url = urlsplit(urljoin(path, href))
-            if url.netloc or url.scheme not in ("", "http", "https") or url.path.startswith("/static/") or SKIP.search(url.path):
+            if (
+                url.netloc
+                or url.scheme not in ("", "http", "https")
+                or url.path.startswith("/static/")
+                or SKIP.search(url.path)
+            ):
                 continue
             follow(url.path + (f"?{url.query}" if url.query else ""))
     return statuses, assets
@@ -133,10 +153,19 @@ def crawl(browser: Browser, start: list[str]) -> tuple[dict[str, int], set[str]]
 def test_the_production_configuration_serves_every_linked_page_and_static_file(tmp_path, shared_data):
     db = WorkerDatabase(tmp_path, suffix="production")
     port = _free_port()
-    env = {**{k: v for k, v in os.environ.items() if k not in ("DJANGO_ALLOW_ASYNC_UNSAFE", "CELERY_BROKER_URL")},
-           "DJANGO_ENV": "production", "DEBUG": "", "SECRET_KEY": SECRET, "ALLOWED_HOSTS": "127.0.0.1",
-           "DATABASE_URL": db.url, "XQMEVAL_DATA_DIR": str(tmp_path / "data"), "STATIC_ROOT": str(tmp_path / "static"),
-           "DJANGO_SETTINGS_MODULE": "xqmeval.settings", "LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("DJANGO_ALLOW_ASYNC_UNSAFE", "CELERY_BROKER_URL")},
+        "DJANGO_ENV": "production",
+        "DEBUG": "",
+        "SECRET_KEY": SECRET,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": db.url,
+        "XQMEVAL_DATA_DIR": str(tmp_path / "data"),
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(REPO),
+    }
     server = None
     log = open(tmp_path / "gunicorn.log", "w")
     try:
@@ -144,8 +173,25 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
         _run(env, "demo_setup")  # accounts, the demo project and its candidates, the XQ-MEval release 1.0.0
         _run(env, "collectstatic", "--noinput", "-v0")
         assert "no issues" in _run(env, "check", "--deploy", "--fail-level", "WARNING")  # Django's deployment checklist
-        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "xqmeval.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--timeout", "120"],
-                                  cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "xqmeval.wsgi",
+                "-b",
+                f"127.0.0.1:{port}",
+                "-w",
+                "2",
+                "--timeout",
+                "120",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         base = f"http://127.0.0.1:{port}"
         import httpx
 
@@ -156,7 +202,9 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline and server.poll() is None, (tmp_path / "gunicorn.log").read_text()[-3000:]
+            assert time.monotonic() < deadline and server.poll() is None, (tmp_path / "gunicorn.log").read_text()[
+                -3000:
+            ]
             time.sleep(0.3)
 
         # plain HTTP: only the load balancer's probe answers; everything else goes to HTTPS
@@ -165,13 +213,19 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
         static_files: set[str] = set()
         for username, password, start in (
             ("anna", "demo-anna-pass", ["/", "/review/", "/review/mine/", "/agreement/", "/benchmarks/", "/scores/"]),
-            ("admin", "demo-admin-pass", ["/", "/review/", "/injection/", "/agreement/", "/benchmarks/", "/scores/", "/admin/", "/api/docs/"]),
+            (
+                "admin",
+                "demo-admin-pass",
+                ["/", "/review/", "/injection/", "/agreement/", "/benchmarks/", "/scores/", "/admin/", "/api/docs/"],
+            ),
         ):
             browser = Browser(base)
             browser.login(username, password)
             statuses, assets = crawl(browser, start)
             broken = {path: code for path, code in statuses.items() if code not in (200, 301, 302)}
-            assert not broken, f"{username}: links that do not answer: {broken}\n{(tmp_path / 'gunicorn.log').read_text()[-3000:]}"
+            assert not broken, (
+                f"{username}: links that do not answer: {broken}\n{(tmp_path / 'gunicorn.log').read_text()[-3000:]}"
+            )
             assert len(statuses) >= 15, statuses  # it did get past the menu
             static_files |= assets
 
@@ -185,7 +239,9 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
             schema = browser.request("GET", "/api/schema/")  # what the API docs page loads by script
             assert schema.status_code == 200 and "openapi:" in schema.text
             missing = browser.request("GET", "/projects/no-such-project/")
-            assert missing.status_code == 404 and "Page not found" in missing.text  # the site's page, its static files hashed
+            assert (
+                missing.status_code == 404 and "Page not found" in missing.text
+            )  # the site's page, its static files hashed
 
         assert any(f.startswith("/static/css/app.") for f in static_files), static_files
         unhashed = sorted(f for f in static_files if not HASHED.search(f))

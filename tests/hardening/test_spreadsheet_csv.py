@@ -1,4 +1,5 @@
 """CSV files for spreadsheets neutralise formula-leading cells; the dataset's own files keep text exact (issue 12 item 10)."""
+
 import csv
 import json
 
@@ -7,7 +8,7 @@ import pytest
 from core.domain.spreadsheet import safe_cell
 from exports.release.domain import release_files
 
-FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
+FORMULAS = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 
 
 @pytest.mark.parametrize("text", FORMULAS)

@@ -1,5 +1,6 @@
 """The automatic checks over the released XQ-MEval candidates (GPT-4o output, marked spans), compared with
 the native speakers' final decisions: what the checks flag is what reviewers rejected far more often."""
+
 from __future__ import annotations
 
 import collections
@@ -17,7 +18,10 @@ TYPES = ["Addition", "Omission", "Mistranslation", "Untranslated"]
 
 
 def test_checks_over_the_release(shared_data):
-    decisions = {(r.language, r.error_type, r.count_id): r.decision for r in pd.read_csv(shared_data / "decisions.csv").itertuples()}
+    decisions = {
+        (r.language, r.error_type, r.count_id): r.decision
+        for r in pd.read_csv(shared_data / "decisions.csv").itertuples()
+    }
     flagged: collections.Counter = collections.Counter()
     rejected: collections.Counter = collections.Counter()
     rows = malformed = 0
@@ -32,9 +36,16 @@ def test_checks_over_the_release(shared_data):
                     continue
                 rows += 1
                 checks, flags = run_checks(
-                    reference=row.ref, candidate_text=marked.text, edit=marked.edit, language=language, kind="mqm",
-                    error_type=error_type, position=row.error_position, source=row.src,
-                    marked_outside_ok=marked.outside_matches_reference, regions=count_edited_regions(row.ref, marked.text, language),
+                    reference=row.ref,
+                    candidate_text=marked.text,
+                    edit=marked.edit,
+                    language=language,
+                    kind="mqm",
+                    error_type=error_type,
+                    position=row.error_position,
+                    source=row.src,
+                    marked_outside_ok=marked.outside_matches_reference,
+                    regions=count_edited_regions(row.ref, marked.text, language),
                 )
                 assert set(flags) == {name for name, result in checks.items() if not result["passed"]}
                 decision = decisions[(language, error_type, row.count_id)]

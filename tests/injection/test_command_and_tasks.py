@@ -1,4 +1,5 @@
 """The inject command and the Celery task (queue routing, eager execution)."""
+
 from __future__ import annotations
 
 import io
@@ -13,8 +14,22 @@ pytestmark = pytest.mark.django_db
 
 def test_inject_command_runs_the_rule_backend(segments):
     out = io.StringIO()
-    call_command("inject", "demo", "--directions", "en-de,en-zh", "--kind", "mqm", "--backend", "rule", "--seed", "3",
-                 "--types", "Omission,Untranslated", stdout=out, verbosity=0)
+    call_command(
+        "inject",
+        "demo",
+        "--directions",
+        "en-de,en-zh",
+        "--kind",
+        "mqm",
+        "--backend",
+        "rule",
+        "--seed",
+        "3",
+        "--types",
+        "Omission,Untranslated",
+        stdout=out,
+        verbosity=0,
+    )
     run = InjectionRun.objects.get()
     assert f"run {run.pk} done: 20 done, 0 failed of 20" in out.getvalue()
     assert run.parameters["seed"] == 3 and Candidate.objects.filter(run=run).count() == 20
@@ -23,7 +38,18 @@ def test_inject_command_runs_the_rule_backend(segments):
 
 def test_inject_command_resume_and_retry_failed(segments):
     out = io.StringIO()
-    call_command("inject", "demo", "--directions", "en-de", "--kind", "perturbation", "--backend", "rule", stdout=out, verbosity=0)
+    call_command(
+        "inject",
+        "demo",
+        "--directions",
+        "en-de",
+        "--kind",
+        "perturbation",
+        "--backend",
+        "rule",
+        stdout=out,
+        verbosity=0,
+    )
     run = InjectionRun.objects.get()
     assert run.failed == 3 * 4  # Synonym, Intensifier, Expansion (No Impact), Alteration: rules refuse, with reasons
     assert f"--retry-failed {run.pk}" in out.getvalue()
@@ -36,7 +62,7 @@ def test_inject_command_resume_and_retry_failed(segments):
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["nope", "--backend", "rule"], "no project 'nope'"),
         (["demo", "--directions", "en-fr", "--backend", "rule"], "en-fr is not a direction of project demo"),
@@ -45,7 +71,10 @@ def test_inject_command_resume_and_retry_failed(segments):
         (["--resume", "999"], "no injection run 999"),
         (["demo", "--kind", "perturbation", "--positions", "head", "--backend", "rule"], "'head' is not one of none"),
         (["demo", "--positions", "middle", "--backend", "rule"], "'middle' is not one of head, end"),
-        (["demo", "--backend", "openai", "--engine-option", "enforce_eager=true"], "only the vllm backend takes engine options"),
+        (
+            ["demo", "--backend", "openai", "--engine-option", "enforce_eager=true"],
+            "only the vllm backend takes engine options",
+        ),
         (["demo", "--backend", "vllm", "--engine-option", "enforce_eager"], "'enforce_eager' is not NAME=VALUE"),
         (["demo", "--backend", "vllm", "--engine-option", "model=other"], "give the model with --model"),
         # the run form's bounds hold for the command too
@@ -58,8 +87,14 @@ def test_inject_command_resume_and_retry_failed(segments):
         (["--retry-failed", "-1"], "argument --retry-failed: must be at least 1, got -1"),
         (["--resume", "1", "--retry-failed", "1"], "argument --retry-failed: not allowed with argument --resume"),
         (["demo", "--resume", "1"], "leave PROJECT out"),
-        (["demo", "--backend", "rule", "--queue", "--write-batch", "batch.jsonl"], "--queue and --write-batch exclude each other"),
-        (["demo", "--backend", "rule", "--write-batch", "/nonexistent-dir/batch.jsonl"], "the directory /nonexistent-dir does not exist"),
+        (
+            ["demo", "--backend", "rule", "--queue", "--write-batch", "batch.jsonl"],
+            "--queue and --write-batch exclude each other",
+        ),
+        (
+            ["demo", "--backend", "rule", "--write-batch", "/nonexistent-dir/batch.jsonl"],
+            "the directory /nonexistent-dir does not exist",
+        ),
         (["demo", "--backend", "rule", "--write-batch", "/"], "--write-batch /: is a directory"),
     ],
 )
@@ -73,7 +108,9 @@ def test_inject_command_rejects_bad_input_and_writes_nothing(segments, args, mes
 def test_the_run_of_an_import_is_not_resumed(segments, flag):
     """An XQ-MEval import records its candidates under a run no backend generates: resuming it used to mark
     it failed ("unknown backend 'import'")."""
-    run = InjectionRun.objects.create(project=segments[0].project, name="xqmeval-release", backend="import", kind="mqm", status="done")
+    run = InjectionRun.objects.create(
+        project=segments[0].project, name="xqmeval-release", backend="import", kind="mqm", status="done"
+    )
     with pytest.raises(CommandError, match=rf"run {run.pk} \(xqmeval-release\) was recorded by an import"):
         call_command("inject", flag, str(run.pk), verbosity=0)
     run.refresh_from_db()
@@ -86,14 +123,24 @@ def test_vllm_backend_absent_is_a_clear_command_error(segments):
     if importlib.util.find_spec("vllm") is not None:  # pragma: no cover — GPU workers
         pytest.skip("vllm installed: this checks the message where it is absent")
     with pytest.raises(CommandError, match="requirements-vllm.txt"):
-        call_command("inject", "demo", "--directions", "en-de", "--backend", "vllm", "--model", "Qwen/Qwen2.5-0.5B-Instruct", verbosity=0)
+        call_command(
+            "inject",
+            "demo",
+            "--directions",
+            "en-de",
+            "--backend",
+            "vllm",
+            "--model",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            verbosity=0,
+        )
     run = InjectionRun.objects.get()
     assert run.status == "failed" and "vllm" in run.error
 
 
 def test_injection_tasks_go_to_the_llm_queue():
-    from xqmeval.celery import app
     from injection.tasks import execute_run_task
+    from xqmeval.celery import app
 
     assert execute_run_task.name == "injection.execute_run"
     route = app.amqp.router.route({}, execute_run_task.name)
@@ -104,7 +151,11 @@ def test_task_executes_a_run(segments):
     from injection import services
     from injection.tasks import execute_run_task
 
-    run = services.plan_run(services.RunSpec(project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]))
+    run = services.plan_run(
+        services.RunSpec(
+            project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]
+        )
+    )
     result = execute_run_task.apply(args=[run.pk]).get()
     assert result == {"run": run.pk, "status": "done", "done": 4, "failed": 0, "total": 4}
     # Idempotent: a second delivery of the same message (acks_late) changes nothing.
@@ -121,8 +172,24 @@ def test_vllm_run_batch_file_round_trip(segments, stub, tmp_path, monkeypatch):
 
     requests_file, output_file = tmp_path / "requests.jsonl", tmp_path / "output.jsonl"
     out = io.StringIO()
-    call_command("inject", "demo", "--directions", "en-zh", "--backend", "batch", "--base-url", stub.base_url, "--model", "Qwen/Qwen2.5-7B-Instruct",
-                 "--types", "Omission", "--write-batch", str(requests_file), stdout=out, verbosity=0)
+    call_command(
+        "inject",
+        "demo",
+        "--directions",
+        "en-zh",
+        "--backend",
+        "batch",
+        "--base-url",
+        stub.base_url,
+        "--model",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "--types",
+        "Omission",
+        "--write-batch",
+        str(requests_file),
+        stdout=out,
+        verbosity=0,
+    )
     run = InjectionRun.objects.get()
     assert "4 request(s)" in out.getvalue() and f"--read-batch-output {run.pk}" in out.getvalue()
     client = OpenAI(api_key="EMPTY", base_url=stub.base_url)
@@ -131,7 +198,16 @@ def test_vllm_run_batch_file_round_trip(segments, stub, tmp_path, monkeypatch):
         request = json.loads(raw)
         assert request["url"] == "/v1/chat/completions" and request["body"]["model"] == "Qwen/Qwen2.5-7B-Instruct"
         body = client.post("/chat/completions", cast_to=object, body=request["body"])
-        lines.append(json.dumps({"id": "vllm-1", "custom_id": request["custom_id"], "response": {"status_code": 200, "body": body}, "error": None}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": "vllm-1",
+                    "custom_id": request["custom_id"],
+                    "response": {"status_code": 200, "body": body},
+                    "error": None,
+                }
+            )
+        )
     output_file.write_text("\n".join(lines[:3]) + "\n")  # one answer missing: that item stays pending
     call_command("inject", "--read-batch-output", str(run.pk), str(output_file), stdout=io.StringIO(), verbosity=0)
     run.refresh_from_db()

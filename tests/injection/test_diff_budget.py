@@ -1,4 +1,5 @@
 """A candidate whose diff would take too long fails its item with the reason instead of spinning (#36.5)."""
+
 from __future__ import annotations
 
 import time
@@ -17,8 +18,16 @@ pytestmark = pytest.mark.django_db
 def test_an_answer_differing_all_over_a_long_reference_fails_its_item_with_the_reason(project):
     reference = " ".join(f"Wort{i}" for i in range(20_000))
     import_corpus_rows(project, "en-de", [CorpusRow("long", "A long text.", reference, "inline")], "inline")
-    run = services.plan_run(services.RunSpec(project=project, kind="mqm", backend="rule", directions=["en-de"],
-                                             error_types=["Addition"], positions=["head"]))
+    run = services.plan_run(
+        services.RunSpec(
+            project=project,
+            kind="mqm",
+            backend="rule",
+            directions=["en-de"],
+            error_types=["Addition"],
+            positions=["head"],
+        )
+    )
     item = run.items.select_related("segment__direction__target").get()
     request = services._request(item, services._sampling(run))
     answer = "Neu " + reference + " Ende"  # two edits 20,000 words apart: difflib would compare 4e8 pairs

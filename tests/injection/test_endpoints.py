@@ -1,5 +1,6 @@
 """Keys bound to their endpoints (#36.1) and a start form that creates no run until the backend can start
 (#37.6, #37.7): a real listener records every Authorization header it is sent."""
+
 from __future__ import annotations
 
 import re
@@ -19,11 +20,11 @@ SERVER_KEY = "sk-server-secret-7f3a9c"
 
 
 class _Recording(_Handler):
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self.server.keys.append(self.headers.get("Authorization", ""))
         super().do_POST()
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.server.keys.append(self.headers.get("Authorization", ""))
         super().do_GET()
 
@@ -49,13 +50,24 @@ def _free_port() -> int:
 
 
 def _post(client, segments, **fields):
-    form = {"project": segments[0].project_id, "directions": ["en-de"], "kind": "mqm", "error_types": ["Addition"],
-            "backend": "openai", "model": "gpt-4o", "concurrency": 2, "seed": 1, "temperature": 0.5, **fields}
+    form = {
+        "project": segments[0].project_id,
+        "directions": ["en-de"],
+        "kind": "mqm",
+        "error_types": ["Addition"],
+        "backend": "openai",
+        "model": "gpt-4o",
+        "concurrency": 2,
+        "seed": 1,
+        "temperature": 0.5,
+        **fields,
+    }
     return client.post(reverse("injection:runs"), form)
 
 
-def test_the_server_key_never_reaches_a_url_typed_into_the_form(client, admin_user, segments, listener, settings,
-                                                                 monkeypatch, django_capture_on_commit_callbacks):
+def test_the_server_key_never_reaches_a_url_typed_into_the_form(
+    client, admin_user, segments, listener, settings, monkeypatch, django_capture_on_commit_callbacks
+):
     monkeypatch.setenv("OPENAI_API_KEY", SERVER_KEY)
     settings.LLM_ENDPOINTS = (Endpoint(name="openai", key_env="OPENAI_API_KEY"),)
     settings.LLM_ALLOW_CUSTOM_URL = True  # the operator allows typed URLs: they still get no key
@@ -69,12 +81,15 @@ def test_the_server_key_never_reaches_a_url_typed_into_the_form(client, admin_us
     assert not any(SERVER_KEY in key for key in listener.keys)
 
 
-def test_a_configured_endpoint_gets_its_own_key_and_no_other(client, admin_user, segments, listener, settings,
-                                                             monkeypatch, django_capture_on_commit_callbacks):
+def test_a_configured_endpoint_gets_its_own_key_and_no_other(
+    client, admin_user, segments, listener, settings, monkeypatch, django_capture_on_commit_callbacks
+):
     monkeypatch.setenv("OPENAI_API_KEY", SERVER_KEY)
     monkeypatch.setenv("LAB_KEY", "lab-key-123456")
-    settings.LLM_ENDPOINTS = (Endpoint(name="openai", key_env="OPENAI_API_KEY"),
-                              Endpoint(name="lab", base_url=listener.base_url, key_env="LAB_KEY", models=("gpt-4o",)))
+    settings.LLM_ENDPOINTS = (
+        Endpoint(name="openai", key_env="OPENAI_API_KEY"),
+        Endpoint(name="lab", base_url=listener.base_url, key_env="LAB_KEY", models=("gpt-4o",)),
+    )
     client.force_login(admin_user)
     with django_capture_on_commit_callbacks(execute=True):
         response = _post(client, segments, endpoint="lab", name="lab-run")
@@ -87,8 +102,14 @@ def test_a_configured_endpoint_gets_its_own_key_and_no_other(client, admin_user,
 def test_typed_urls_are_refused_unless_the_operator_allows_them(project, segments, listener, settings, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SERVER_KEY)
     settings.LLM_ENDPOINTS = (Endpoint(name="openai", key_env="OPENAI_API_KEY"),)
-    spec = services.RunSpec(project=project, kind="mqm", backend="openai", directions=["en-de"],
-                            base_url=listener.base_url, custom_url_allowed=False)
+    spec = services.RunSpec(
+        project=project,
+        kind="mqm",
+        backend="openai",
+        directions=["en-de"],
+        base_url=listener.base_url,
+        custom_url_allowed=False,
+    )
     with pytest.raises(services.RunRejected, match=r"--base-url: .* is not a configured endpoint"):
         services.plan_run(spec)
     assert not InjectionRun.objects.exists() and not listener.keys
@@ -103,8 +124,9 @@ def test_the_form_has_no_url_field_unless_allowed_and_ignores_one_posted(client,
     assert 'name="base_url"' in client.get(reverse("injection:runs")).content.decode()
 
 
-def test_a_missing_key_is_a_form_error_naming_the_field_and_no_run_is_created(client, admin_user, segments, settings,
-                                                                            monkeypatch, listener):
+def test_a_missing_key_is_a_form_error_naming_the_field_and_no_run_is_created(
+    client, admin_user, segments, settings, monkeypatch, listener
+):
     monkeypatch.delenv("LAB_KEY", raising=False)
     settings.LLM_ENDPOINTS = (Endpoint(name="lab", base_url=listener.base_url, key_env="LAB_KEY"),)
     client.force_login(admin_user)
@@ -116,8 +138,9 @@ def test_a_missing_key_is_a_form_error_naming_the_field_and_no_run_is_created(cl
     assert not InjectionRun.objects.exists()
 
 
-def test_an_unreachable_endpoint_is_a_form_error_and_no_run_is_created(client, admin_user, segments, settings,
-                                                                       monkeypatch):
+def test_an_unreachable_endpoint_is_a_form_error_and_no_run_is_created(
+    client, admin_user, segments, settings, monkeypatch
+):
     monkeypatch.setenv("LAB_KEY", "lab-key-123456")
     dead = f"http://127.0.0.1:{_free_port()}/v1"
     settings.LLM_ENDPOINTS = (Endpoint(name="lab", base_url=dead, key_env="LAB_KEY"),)
@@ -137,15 +160,23 @@ def test_errors_name_the_fields_as_the_form_labels_them(client, admin_user, segm
     assert not InjectionRun.objects.exists()
 
 
-def test_the_form_shows_only_the_chosen_backends_fields_and_ignores_the_others(client, admin_user, segments,
-                                                                               django_capture_on_commit_callbacks):
+def test_the_form_shows_only_the_chosen_backends_fields_and_ignores_the_others(
+    client, admin_user, segments, django_capture_on_commit_callbacks
+):
     client.force_login(admin_user)
     page = client.get(reverse("injection:runs")).content.decode()
     assert 'data-backends="openai batch"' in page and 'data-backends="vllm"' in page  # engine options: vllm only
     assert "js/injection-form.js" in page
     with django_capture_on_commit_callbacks(execute=True):  # the rule backend reads none of these
-        response = _post(client, segments, backend="rule", rpm="not a number", engine_options="nonsense",
-                         endpoint="nowhere", name="rule-run")
+        response = _post(
+            client,
+            segments,
+            backend="rule",
+            rpm="not a number",
+            engine_options="nonsense",
+            endpoint="nowhere",
+            name="rule-run",
+        )
     assert response.status_code == 302, re.findall(r"role=\"alert\">(.*?)<", response.content.decode())
     assert InjectionRun.objects.get(name="rule-run").backend == "rule"
 

@@ -3,6 +3,7 @@ cache under the flag change log's tokens, equal to a count of every listed candi
 of write that could change them (new, deleted, re-flagged, moved candidates; a segment moved to another
 direction; an annotator's languages), and not recounted while nothing of that changed (a review's status
 updates included). Elsewhere counted on every call, to the same figures."""
+
 from __future__ import annotations
 
 import random
@@ -39,12 +40,22 @@ def candidates(project, languages):
     rows = []
     for code in ("en-de", "en-zh", "en-ja"):
         for i in range(12):
-            segment = GoldSegment.objects.create(project=project, direction=languages[code], external_id=f"{code}-{i}", source="s", reference="r")
+            segment = GoldSegment.objects.create(
+                project=project, direction=languages[code], external_id=f"{code}-{i}", source="s", reference="r"
+            )
             for etype in ("Omission", "Addition"):
-                rows.append(Candidate(
-                    run=rng.choice(runs), segment=segment, error_type=etype, position="head", text="t", span_start=0, span_end=1,
-                    flags=rng.sample(FLAGS, rng.choice([0, 0, 0, 1, 2])),
-                ))
+                rows.append(
+                    Candidate(
+                        run=rng.choice(runs),
+                        segment=segment,
+                        error_type=etype,
+                        position="head",
+                        text="t",
+                        span_start=0,
+                        span_end=1,
+                        flags=rng.sample(FLAGS, rng.choice([0, 0, 0, 1, 2])),
+                    )
+                )
     Candidate.objects.bulk_create(rows)
     return runs
 
@@ -57,7 +68,9 @@ def test_flag_counts_equal_the_listed_flags_after_every_change(project, language
         "all": lambda: Candidate.objects.all(),
         "run 0": lambda: Candidate.objects.filter(run=runs[0]),
         "run 1, en-zh": lambda: selectors.filter_candidates(Candidate.objects.all(), run=runs[1].pk, direction="en-zh"),
-        "Addition flagged edit_size": lambda: selectors.filter_candidates(Candidate.objects.all(), error_type="Addition", flag="edit_size"),
+        "Addition flagged edit_size": lambda: selectors.filter_candidates(
+            Candidate.objects.all(), error_type="Addition", flag="edit_size"
+        ),
         "annotator de": visible,
     }
 
@@ -71,17 +84,53 @@ def test_flag_counts_equal_the_listed_flags_after_every_change(project, language
     ids = list(Candidate.objects.values_list("id", flat=True))
     other = GoldSegment.objects.filter(direction=languages["en-ja"]).first()
     changes = [
-        ("re-flagged (update)", lambda: Candidate.objects.filter(id__in=rng.sample(ids, 8)).update(flags=["single_region"])),
-        ("re-flagged (save)", lambda: [setattr(c, "flags", c.flags + ["candidate_language"]) or c.save() for c in Candidate.objects.filter(id__in=rng.sample(ids, 3))]),
-        ("re-flagged (bulk_update)", lambda: Candidate.objects.bulk_update(
-            [setattr(c, "flags", []) or c for c in Candidate.objects.filter(id__in=rng.sample(ids, 6))], ["flags"])),
+        (
+            "re-flagged (update)",
+            lambda: Candidate.objects.filter(id__in=rng.sample(ids, 8)).update(flags=["single_region"]),
+        ),
+        (
+            "re-flagged (save)",
+            lambda: [
+                setattr(c, "flags", c.flags + ["candidate_language"]) or c.save()
+                for c in Candidate.objects.filter(id__in=rng.sample(ids, 3))
+            ],
+        ),
+        (
+            "re-flagged (bulk_update)",
+            lambda: Candidate.objects.bulk_update(
+                [setattr(c, "flags", []) or c for c in Candidate.objects.filter(id__in=rng.sample(ids, 6))], ["flags"]
+            ),
+        ),
         ("moved to the other run", lambda: Candidate.objects.filter(id__in=rng.sample(ids, 6)).update(run=runs[1])),
-        ("error type changed", lambda: Candidate.objects.filter(id__in=rng.sample(ids, 12), error_type="Addition").update(error_type="Untranslated")),
-        ("new candidates", lambda: Candidate.objects.bulk_create([Candidate(
-            run=runs[0], segment=other, error_type="Mistranslation", position=p, text="t", span_start=0, span_end=1, flags=["edit_size"])
-            for p in ("head", "end")])),
+        (
+            "error type changed",
+            lambda: Candidate.objects.filter(id__in=rng.sample(ids, 12), error_type="Addition").update(
+                error_type="Untranslated"
+            ),
+        ),
+        (
+            "new candidates",
+            lambda: Candidate.objects.bulk_create(
+                [
+                    Candidate(
+                        run=runs[0],
+                        segment=other,
+                        error_type="Mistranslation",
+                        position=p,
+                        text="t",
+                        span_start=0,
+                        span_end=1,
+                        flags=["edit_size"],
+                    )
+                    for p in ("head", "end")
+                ]
+            ),
+        ),
         ("deleted", lambda: Candidate.objects.filter(id__in=rng.sample(ids, 4)).delete()),
-        ("segment to another direction", lambda: GoldSegment.objects.filter(direction=languages["en-zh"]).update(direction=languages["en-de"])),
+        (
+            "segment to another direction",
+            lambda: GoldSegment.objects.filter(direction=languages["en-zh"]).update(direction=languages["en-de"]),
+        ),
         ("annotator's languages", lambda: annotator_de.profile.languages.add(ensure_language("ja"))),
         ("annotator's languages again", lambda: annotator_de.profile.languages.remove(ensure_language("de"))),
     ]
@@ -146,10 +195,16 @@ def test_a_runs_counts_are_kept_through_another_projects_writes(client, admin_us
     other, _ = ensure_project("other")
     add_directions(other, ["en-de"])
     other_run = InjectionRun.objects.create(project=other, name="elsewhere", backend="rule")
-    segment = GoldSegment.objects.create(project=other, direction=languages["en-de"], external_id="o-1", source="s", reference="r")
+    segment = GoldSegment.objects.create(
+        project=other, direction=languages["en-de"], external_id="o-1", source="s", reference="r"
+    )
     run = candidates[0]
     client.force_login(admin_user)
-    pages = {"run page": f"/injection/runs/{run.pk}/", "list of the run": f"/injection/candidates/?run={run.pk}", "whole list": "/injection/candidates/"}
+    pages = {
+        "run page": f"/injection/runs/{run.pk}/",
+        "list of the run": f"/injection/candidates/?run={run.pk}",
+        "whole list": "/injection/candidates/",
+    }
 
     def counted_again(url) -> bool:
         with CaptureQueriesContext(connection) as queries:
@@ -158,9 +213,26 @@ def test_a_runs_counts_are_kept_through_another_projects_writes(client, admin_us
 
     for url in pages.values():
         counted_again(url)
-    Candidate.objects.create(run=other_run, segment=segment, error_type="Omission", position="head", text="t", span_start=0, span_end=1, flags=["edit_size"])
-    assert {name: counted_again(url) for name, url in pages.items()} == {"run page": False, "list of the run": False, "whole list": True}
+    Candidate.objects.create(
+        run=other_run,
+        segment=segment,
+        error_type="Omission",
+        position="head",
+        text="t",
+        span_start=0,
+        span_end=1,
+        flags=["edit_size"],
+    )
+    assert {name: counted_again(url) for name, url in pages.items()} == {
+        "run page": False,
+        "list of the run": False,
+        "whole list": True,
+    }
     Candidate.objects.filter(run=run).exclude(flags=[]).update(flags=["single_region"])  # the run's own project
     assert counted_again(pages["run page"]) and counted_again(pages["whole list"])
     html = client.get(pages["run page"]).content.decode()
-    assert [(name, int(n)) for name, n in re.findall(r">([\w ]+)</a>: (\d+)</li>", html)] == counted(Candidate.objects.filter(run=run)) != []
+    assert (
+        [(name, int(n)) for name, n in re.findall(r">([\w ]+)</a>: (\d+)</li>", html)]
+        == counted(Candidate.objects.filter(run=run))
+        != []
+    )

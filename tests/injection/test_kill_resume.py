@@ -4,6 +4,7 @@ The worker is `manage.py inject` in a subprocess on its own database (a fresh Po
 the tests run on PostgreSQL, else a SQLite file), talking to the stub server of this process over HTTP;
 the database is inspected directly with the driver.
 """
+
 from __future__ import annotations
 
 import collections
@@ -34,7 +35,15 @@ for direction, pairs in PAIRS.items():
 
 
 def _manage(env: dict, *args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
+    )
 
 
 def prepare(env: dict) -> None:
@@ -100,8 +109,25 @@ def _kill_and_resume(db: WorkerDatabase, stub) -> None:
     env.pop("CELERY_BROKER_URL", None)
     prepare(env)
     stub.state.latency = 0.25
-    worker = _manage(env, "inject", "demo", "--directions", "en-de,en-zh", "--kind", "mqm", "--backend", "openai",
-                     "--base-url", stub.base_url, "--model", "gpt-4o", "--concurrency", "2", "--name", "killed")
+    worker = _manage(
+        env,
+        "inject",
+        "demo",
+        "--directions",
+        "en-de,en-zh",
+        "--kind",
+        "mqm",
+        "--backend",
+        "openai",
+        "--base-url",
+        stub.base_url,
+        "--model",
+        "gpt-4o",
+        "--concurrency",
+        "2",
+        "--name",
+        "killed",
+    )
     total = 5 * 8
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -127,15 +153,27 @@ def _kill_and_resume(db: WorkerDatabase, stub) -> None:
     assert re.search(rf"run {run_id} done: {total} done, 0 failed of {total}", out), out
 
     assert db.count("select count(*) from injection_candidate") == total
-    assert db.count("select count(*) from (select distinct segment_id, kind, error_type, position from injection_candidate) as d") == total
-    assert db.count("select count(*) from injection_injectionitem where status='done' and candidate_id is not null") == total
+    assert (
+        db.count(
+            "select count(*) from (select distinct segment_id, kind, error_type, position from injection_candidate) as d"
+        )
+        == total
+    )
+    assert (
+        db.count("select count(*) from injection_injectionitem where status='done' and candidate_id is not null")
+        == total
+    )
     # Every item was asked; work saved before the kill was never asked again. Only answers in flight or
     # not yet committed (services.COMMIT_EVERY_S) were asked twice.
     asked = collections.Counter(c.prompt for c in stub.state.calls)
     assert len(asked) == total
     for reference, direction, error_type, position in saved:
         marked = halves_markup(reference, direction.split("-")[1])
-        prompts = [p for p in asked if marked in p and f"exactly one {error_type} error" in p and f"<{position}> half only" in p]
+        prompts = [
+            p
+            for p in asked
+            if marked in p and f"exactly one {error_type} error" in p and f"<{position}> half only" in p
+        ]
         assert len(prompts) == 1 and asked[prompts[0]] == 1, (error_type, position)
     assert sum(n - 1 for n in asked.values()) <= total - done_before
 
@@ -147,7 +185,19 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
         env.pop("CELERY_BROKER_URL", None)
         prepare(env)
         stub.state.latency = 0.25
-        worker = _manage(env, "inject", "demo", "--backend", "openai", "--base-url", stub.base_url, "--concurrency", "2", "--name", "cancelled")
+        worker = _manage(
+            env,
+            "inject",
+            "demo",
+            "--backend",
+            "openai",
+            "--base-url",
+            stub.base_url,
+            "--concurrency",
+            "2",
+            "--name",
+            "cancelled",
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and db.count("select count(*) from injection_candidate") < 4:
             time.sleep(0.1)
@@ -165,7 +215,9 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
         assert "run" in out and "cancelled" in out
         done = db.count("select count(*) from injection_candidate")
         total = db.count("select total from injection_injectionrun where name = 'cancelled'")
-        assert done < total and db.rows("select status from injection_injectionrun where name = 'cancelled'") == [("cancelled",)]
+        assert done < total and db.rows("select status from injection_injectionrun where name = 'cancelled'") == [
+            ("cancelled",)
+        ]
         assert db.count("select count(*) from injection_injectionitem where status = 'pending'") == total - done
         run_id = db.count("select id from injection_injectionrun where name = 'cancelled'")
         stub.state.latency = 0.0

@@ -1,5 +1,6 @@
 """Run leases: a second execution of a run that a live worker holds does nothing; a lapsed lease or a
 person's resume lets the run go on; a worker whose run was taken over stops without finishing it."""
+
 from collections import Counter
 from datetime import timedelta
 
@@ -13,7 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 def plan(project, name="lease", directions=("en-de",)):
-    return services.plan_run(services.RunSpec(project=project, kind="mqm", backend="rule", name=name, directions=list(directions), seed=1))
+    return services.plan_run(
+        services.RunSpec(project=project, kind="mqm", backend="rule", name=name, directions=list(directions), seed=1)
+    )
 
 
 def test_a_live_lease_of_another_worker_is_respected(segments, project):
@@ -55,7 +58,9 @@ def test_a_worker_whose_run_was_taken_over_stops_and_the_new_owner_finishes(segm
     def steal_after_first_progress(r):
         seen.append(r.done)
         if len(seen) == 2:  # after the first results: a person resumes the run elsewhere
-            InjectionRun.objects.filter(pk=r.pk).update(lease_owner="new-worker:2:def", lease_expires_at=timezone.now() + timedelta(minutes=5))
+            InjectionRun.objects.filter(pk=r.pk).update(
+                lease_owner="new-worker:2:def", lease_expires_at=timezone.now() + timedelta(minutes=5)
+            )
 
     first = services.execute_run(run.pk, progress=steal_after_first_progress, check_every_s=0.0)
     assert first.status == "running" and first.lease_owner == "new-worker:2:def"  # not finished by the loser

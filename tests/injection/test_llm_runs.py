@@ -1,5 +1,6 @@
 """Runs against a real OpenAI-compatible HTTP server on 127.0.0.1 (the real `openai` client over HTTP):
 scripted latency, 429s, 500s, timeouts, empty, refused, malformed and off-target answers, and the Batch API."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,18 @@ REF_DE_0 = "Am Montag haben die Wisenschaftler"  # a substring of the first en-d
 
 
 def _run(project, stub, **overrides) -> InjectionRun:
-    spec = dict(project=project, kind="mqm", backend="openai", directions=["en-de", "en-zh"], model="gpt-4o",
-                base_url=stub.base_url, concurrency=4, retry_base_delay=0.01, timeout=2.0, max_attempts=4)
+    spec = dict(
+        project=project,
+        kind="mqm",
+        backend="openai",
+        directions=["en-de", "en-zh"],
+        model="gpt-4o",
+        base_url=stub.base_url,
+        concurrency=4,
+        retry_base_delay=0.01,
+        timeout=2.0,
+        max_attempts=4,
+    )
     spec.update(overrides)
     run = services.plan_run(services.RunSpec(**spec))
     return services.execute_run(run.pk)
@@ -27,7 +38,9 @@ def _spans_round_trip(run: InjectionRun) -> None:
         from core.domain.units import Edit
 
         edit = Edit(candidate.span_start, candidate.span_end, tuple(split_units(candidate.edit_text, language)))
-        assert split_units(apply_edit(candidate.segment.reference, edit, language), language) == split_units(candidate.text, language)
+        assert split_units(apply_edit(candidate.segment.reference, edit, language), language) == split_units(
+            candidate.text, language
+        )
 
 
 def test_clean_run_stores_candidates_with_provenance_and_checks(project, segments, stub, llm_env):
@@ -35,7 +48,9 @@ def test_clean_run_stores_candidates_with_provenance_and_checks(project, segment
     assert run.status == InjectionRun.Status.DONE
     assert run.total == 5 * 8 and run.done == run.total and run.failed == 0
     assert Candidate.objects.filter(run=run).count() == run.total
-    candidate = Candidate.objects.filter(run=run, error_type="Addition", position="end", segment__direction__code="en-de").first()
+    candidate = Candidate.objects.filter(
+        run=run, error_type="Addition", position="end", segment__direction__code="en-de"
+    ).first()
     assert candidate.prompt_version == "xqmeval-addition-v1"
     assert candidate.model == "gpt-4o" and candidate.backend == "openai"
     assert candidate.sampling["temperature"] == 0.5 and candidate.sampling["seed"] == 42
@@ -46,7 +61,9 @@ def test_clean_run_stores_candidates_with_provenance_and_checks(project, segment
     _spans_round_trip(run)
     # The prompt showed the halves and asked for the requested one.
     prompts = [c.prompt for c in stub.calls_matching("<end>")]
-    assert any("into the <end> half only" in p for p in prompts) and any("into the <head> half only" in p for p in prompts)
+    assert any("into the <end> half only" in p for p in prompts) and any(
+        "into the <head> half only" in p for p in prompts
+    )
 
 
 def test_transient_faults_are_retried_with_backoff(project, segments, stub, llm_env):
@@ -73,8 +90,12 @@ def test_persistent_faults_fail_the_item_with_its_reason_and_it_can_be_retried_a
 
 
 @pytest.mark.parametrize(
-    "behaviour, expected",
-    [("empty", "empty response"), ("refuse", "refused: I can't help"), ("truncated", "answer cut off at the token limit")],
+    ("behaviour", "expected"),
+    [
+        ("empty", "empty response"),
+        ("refuse", "refused: I can't help"),
+        ("truncated", "answer cut off at the token limit"),
+    ],
 )
 def test_empty_refused_and_cut_off_answers_are_recorded_failures(project, segments, stub, llm_env, behaviour, expected):
     stub.script("Wisenschaftler", behaviour)
@@ -96,7 +117,9 @@ def test_off_target_and_unchanged_answers_are_flagged_not_dropped(project, segme
     assert "changed" in same.flags and same.checks["changed"]["detail"] == "the candidate equals the reference"
     clean = Candidate.objects.get(run=run, segment__external_id="2")
     assert clean.flags == []
-    assert set(Candidate.objects.filter(run=run, flags__icontains='"changed"').values_list("pk", flat=True)) == {same.pk}
+    assert set(Candidate.objects.filter(run=run, flags__icontains='"changed"').values_list("pk", flat=True)) == {
+        same.pk
+    }
 
 
 def test_server_without_structured_output_gets_plain_text_prompts(project, segments, stub, llm_env):
@@ -104,7 +127,9 @@ def test_server_without_structured_output_gets_plain_text_prompts(project, segme
     stub.script("Wisenschaftler", "prose")
     run = _run(project, stub, directions=["en-de"], error_types=["Addition"])
     assert run.done == run.total and run.failed == 0
-    chatty = [c for c in Candidate.objects.filter(run=run, segment__external_id="0") if c.raw_output.startswith("Sure!")]
+    chatty = [
+        c for c in Candidate.objects.filter(run=run, segment__external_id="0") if c.raw_output.startswith("Sure!")
+    ]
     assert len(chatty) == 1 and "**Updated sentence:**" in chatty[0].raw_output
     chatty = chatty[0]
     assert chatty.flags == [] and "zusätzlich erfunden" in chatty.edit_text
@@ -114,7 +139,9 @@ def test_rpm_budget_spaces_requests(project, segments, stub, llm_env):
     import time
 
     start = time.monotonic()
-    run = _run(project, stub, directions=["en-de"], error_types=["Addition"], rpm=600, concurrency=8)  # 6 requests, 0.1 s apart
+    run = _run(
+        project, stub, directions=["en-de"], error_types=["Addition"], rpm=600, concurrency=8
+    )  # 6 requests, 0.1 s apart
     elapsed = time.monotonic() - start
     starts = sorted(c.at for c in stub.state.calls)
     assert run.done == 6
@@ -125,7 +152,14 @@ def test_rpm_budget_spaces_requests(project, segments, stub, llm_env):
 
 def test_batch_api_run_joins_results_on_custom_id(project, segments, stub, llm_env):
     stub.script("Führende Forscher", "500")  # one line of the batch fails
-    run = _run(project, stub, backend="batch", directions=["en-de"], error_types=["Omission", "Untranslated"], poll_interval=0.01)
+    run = _run(
+        project,
+        stub,
+        backend="batch",
+        directions=["en-de"],
+        error_types=["Omission", "Untranslated"],
+        poll_interval=0.01,
+    )
     assert run.total == 12 and run.done == 11 and run.failed == 1
     assert run.parameters["batch_id"].startswith("batch-")
     uploads = [c for c in stub.state.calls if c.behaviour == "upload"]
@@ -143,15 +177,32 @@ def test_batch_api_run_joins_results_on_custom_id(project, segments, stub, llm_e
 
 
 def test_resumed_batch_run_polls_the_same_batch(project, segments, stub, llm_env):
-    run = services.plan_run(services.RunSpec(project=project, kind="mqm", backend="batch", directions=["en-de"], error_types=["Omission"],
-                                             model="gpt-4o", base_url=stub.base_url, poll_interval=0.01))
+    run = services.plan_run(
+        services.RunSpec(
+            project=project,
+            kind="mqm",
+            backend="batch",
+            directions=["en-de"],
+            error_types=["Omission"],
+            model="gpt-4o",
+            base_url=stub.base_url,
+            poll_interval=0.01,
+        )
+    )
     # A first worker submitted the batch and died before saving anything.
     from injection.backends import get_backend
     from injection.services import _request, _sampling
 
     items = list(run.items.select_related("segment__direction__target"))
-    backend = get_backend("batch", _sampling(run), base_url=stub.base_url, poll_interval=0.01,
-                          on_submitted=lambda bid: InjectionRun.objects.filter(pk=run.pk).update(parameters={**run.parameters, "batch_id": bid}))
+    backend = get_backend(
+        "batch",
+        _sampling(run),
+        base_url=stub.base_url,
+        poll_interval=0.01,
+        on_submitted=lambda bid: InjectionRun.objects.filter(pk=run.pk).update(
+            parameters={**run.parameters, "batch_id": bid}
+        ),
+    )
     generator = backend.generate([_request(i, _sampling(run)) for i in items])
     next(generator)
     generator.close()
@@ -203,27 +254,53 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
     languages = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
     add_directions(project, [f"en-{lang}" for lang in languages])
     for language in languages:
-        frame = pd.read_parquet(shared_data / "candidates" / f"en-{language}-Omission.parquet").drop_duplicates("segment_id").head(2)
-        rows = [CorpusRow(str(r.segment_id), r.src, r.ref, f"{language} row {i}") for i, r in enumerate(frame.itertuples())]
+        frame = (
+            pd.read_parquet(shared_data / "candidates" / f"en-{language}-Omission.parquet")
+            .drop_duplicates("segment_id")
+            .head(2)
+        )
+        rows = [
+            CorpusRow(str(r.segment_id), r.src, r.ref, f"{language} row {i}") for i, r in enumerate(frame.itertuples())
+        ]
         import_corpus_rows(project, f"en-{language}", rows, "shared")
-    run = _run(project, stub, backend=backend, directions=[f"en-{lang}" for lang in languages], concurrency=16, poll_interval=0.01)
+    run = _run(
+        project,
+        stub,
+        backend=backend,
+        directions=[f"en-{lang}" for lang in languages],
+        concurrency=16,
+        poll_interval=0.01,
+    )
     assert run.status == "done" and run.total == 9 * 2 * 8 and run.done == run.total
     _spans_round_trip(run)
     for candidate in run.candidates.all():
         assert candidate.prompt_version.startswith("xqmeval-") and candidate.model == "gpt-4o" and candidate.raw_output
-        assert set(candidate.checks) >= {"changed", "single_region", "in_requested_half"} and candidate.prompt_tokens > 0
+        assert (
+            set(candidate.checks) >= {"changed", "single_region", "in_requested_half"} and candidate.prompt_tokens > 0
+        )
 
 
 def test_perturbation_run_with_a_users_prompt_file(project, segments, stub, llm_env, tmp_path):
     mine = tmp_path / "omission.toml"
-    mine.write_text('version = "lab-omission-1"\ninstruction = "drop two words."\n'
-                    'user = "Drop words ({instruction}) from this {language} text.\\n\\nSentence: {original}\\n\\nChanged sentence:"\n', encoding="utf-8")
-    run = _run(project, stub, kind="perturbation", error_types=["Omission", "Synonym"], directions=["en-de"],
-               prompt_files=[f"perturbation-omission={mine}"])
+    mine.write_text(
+        'version = "lab-omission-1"\ninstruction = "drop two words."\n'
+        'user = "Drop words ({instruction}) from this {language} text.\\n\\nSentence: {original}\\n\\nChanged sentence:"\n',
+        encoding="utf-8",
+    )
+    run = _run(
+        project,
+        stub,
+        kind="perturbation",
+        error_types=["Omission", "Synonym"],
+        directions=["en-de"],
+        prompt_files=[f"perturbation-omission={mine}"],
+    )
     assert run.status == InjectionRun.Status.DONE and run.failed == 0
     versions = set(Candidate.objects.filter(run=run, error_type="Omission").values_list("prompt_version", flat=True))
     assert len(versions) == 1 and versions.pop().startswith("lab-omission-1@")
-    assert set(Candidate.objects.filter(run=run, error_type="Synonym").values_list("prompt_version", flat=True)) == {"askqe-synonym-v2"}
+    assert set(Candidate.objects.filter(run=run, error_type="Synonym").values_list("prompt_version", flat=True)) == {
+        "askqe-synonym-v2"
+    }
     assert any("Drop words (drop two words.) from this German text." in c.prompt for c in stub.state.calls)
     assert "lab-omission-1" in run.parameters["prompt_files"]["perturbation-omission"]  # the text travels with the run
     bad = tmp_path / "bad.toml"

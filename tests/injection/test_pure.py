@@ -1,4 +1,5 @@
 """Pure modules, tested directly: post-processing, checks, prompts, edit types, rate limiter, backoff, pricing, batch lines."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,11 +9,11 @@ import time
 
 import pytest
 
+from core.domain.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
 from core.domain.units import Edit, diff_edit
 from injection.backends.base import EditTask, GenerationRequest, Sampling
 from injection.backends.batch import build_batch_lines, parse_batch_output, to_jsonl
 from injection.domain.checks import CHECKS, english_guess, run_checks
-from core.domain.edit_types import EDIT_TYPES, UnknownEditType, edit_type, resolve_types
 from injection.domain.postprocess import OutputRejected, extract_sentence, process_output
 from injection.domain.prompts import TEMPLATES, build_prompt
 from llm_client.limits import RateLimiter, RetryPolicy
@@ -29,7 +30,7 @@ REF = "Der Hund schläft heute im grünen Haus am See."
     [
         "Der Hund schläft heute im roten Haus am See.",
         '{"updated_sentence": "Der Hund schläft heute im roten Haus am See."}',
-        "```json\n{\"updated_sentence\": \"Der Hund schläft heute im roten Haus am See.\"}\n```",
+        '```json\n{"updated_sentence": "Der Hund schläft heute im roten Haus am See."}\n```',
         "Step 1: pick.\nStep 2: edit.\n**Updated sentence:** Der Hund schläft heute im roten Haus am See.",
         "Updated sentence: wrong draft\nFinal output: <head>Der Hund schläft heute</head> <end>im roten Haus am See.</end>",
         "> Der Hund schläft heute im roten Haus am See.\n\nok",
@@ -41,8 +42,15 @@ def test_extract_sentence_variants(raw):
     assert extract_sentence(raw, REF) == "Der Hund schläft heute im roten Haus am See."
 
 
-@pytest.mark.parametrize("raw, reason", [("", "empty response"), ("   \n ", "empty response"), ('{"foo": 1}', "without a string field"),
-                                         ("Updated sentence:", "no sentence")])
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("", "empty response"),
+        ("   \n ", "empty response"),
+        ('{"foo": 1}', "without a string field"),
+        ("Updated sentence:", "no sentence"),
+    ],
+)
 def test_unusable_answers_are_rejected_with_a_reason(raw, reason):
     with pytest.raises(OutputRejected, match=reason):
         extract_sentence(raw, REF)
@@ -63,30 +71,56 @@ def test_chinese_span_in_characters():
 # ---- checks -----------------------------------------------------------------------------------------------
 
 
-def _checks(candidate, *, error_type="Mistranslation", position="end", kind="mqm", language="de", source="", reference=REF, **kw):
+def _checks(
+    candidate, *, error_type="Mistranslation", position="end", kind="mqm", language="de", source="", reference=REF, **kw
+):
     edit = diff_edit(reference, candidate, language)
     from core.domain.units import count_edited_regions
 
-    return run_checks(reference=reference, candidate_text=candidate, edit=edit, language=language, kind=kind, error_type=error_type,
-                      position=position, source=source, regions=count_edited_regions(reference, candidate, language), **kw)
+    return run_checks(
+        reference=reference,
+        candidate_text=candidate,
+        edit=edit,
+        language=language,
+        kind=kind,
+        error_type=error_type,
+        position=position,
+        source=source,
+        regions=count_edited_regions(reference, candidate, language),
+        **kw,
+    )
 
 
 def test_clean_candidate_passes_every_applicable_check():
     checks, flags = _checks("Der Hund schläft heute im roten Haus am See.")
     assert flags == []
-    assert {"changed", "single_region", "in_requested_half", "length_ratio", "edit_size", "candidate_language"} <= set(checks)
+    assert {"changed", "single_region", "in_requested_half", "length_ratio", "edit_size", "candidate_language"} <= set(
+        checks
+    )
 
 
 @pytest.mark.parametrize(
-    "candidate, kwargs, flag",
+    ("candidate", "kwargs", "flag"),
     [
         (REF, {}, "changed"),
         ("Der Katze schläft heute im roten Haus am See.", {}, "single_region"),
         ("Der Katze schläft heute im grünen Haus am See.", {"position": "end"}, "in_requested_half"),
-        ("Der Hund schläft heute im grünen Haus am See und träumt von vielen großen Knochen und Katzen.", {"error_type": "Addition"}, "length_ratio"),
+        (
+            "Der Hund schläft heute im grünen Haus am See und träumt von vielen großen Knochen und Katzen.",
+            {"error_type": "Addition"},
+            "length_ratio",
+        ),
         ("Der Hund schläft heute im grünen Haus am Meer.", {"error_type": "Omission"}, "omission_deletes"),
-        ("Der Hund schläft heute im green Haus am See.", {"error_type": "Untranslated", "source": "The dog sleeps in the green house."}, None),
-        ("Der Hund schläft heute im Katze Haus am See.", {"error_type": "Untranslated", "source": "The dog sleeps in the green house."}, "untranslated_english"),
+        (
+            "Der Hund schläft heute im green Haus am See.",
+            {"error_type": "Untranslated", "source": "The dog sleeps in the green house."},
+            None,
+        ),
+        (
+            "Der Hund schläft heute im Katze Haus am See.",
+            {"error_type": "Untranslated", "source": "The dog sleeps in the green house."},
+            "untranslated_english",
+        ),
         ("The weather in Paris was lovely yesterday and nobody cared.", {}, "candidate_language"),
         (REF, {"marked_outside_ok": False}, "local_edit"),
     ],
@@ -105,19 +139,33 @@ def test_length_ratio_is_configurable_and_not_applied_to_untranslated_zh_ja(monk
     monkeypatch.setenv("INJECTION_LENGTH_RATIO", "0.9,1.1")
     assert "length_ratio" in _checks(long, error_type="Addition")[1]
     ref = "他对糖尿病能否治愈持怀疑态度。"
-    checks, _ = _checks("他对diabetes can be cured持怀疑态度。", reference=ref, language="zh", error_type="Untranslated",
-                        position="head", source="He is skeptical about whether diabetes can be cured.")
+    checks, _ = _checks(
+        "他对diabetes can be cured持怀疑态度。",
+        reference=ref,
+        language="zh",
+        error_type="Untranslated",
+        position="head",
+        source="He is skeptical about whether diabetes can be cured.",
+    )
     assert "length_ratio" not in checks and checks["untranslated_english"]["passed"]
 
 
 def test_perturbation_limits():
-    ok = _checks("Der Hund schläft heute im grünen Haus am Meer.", kind="perturbation", error_type="Synonym", position="none")
+    ok = _checks(
+        "Der Hund schläft heute im grünen Haus am Meer.", kind="perturbation", error_type="Synonym", position="none"
+    )
     assert ok[1] == []
-    too_much = _checks("Die Katze döst gestern im blauen Haus am See.", kind="perturbation", error_type="Synonym", position="none")
+    too_much = _checks(
+        "Die Katze döst gestern im blauen Haus am See.", kind="perturbation", error_type="Synonym", position="none"
+    )
     assert "perturbation_limit" in too_much[1]
-    reorder = _checks("Der Hund schläft im grünen Haus heute am See.", kind="perturbation", error_type="Word Order", position="none")
+    reorder = _checks(
+        "Der Hund schläft im grünen Haus heute am See.", kind="perturbation", error_type="Word Order", position="none"
+    )
     assert reorder[1] == []
-    not_reorder = _checks("Der Hund schläft im grünen Haus am See.", kind="perturbation", error_type="Word Order", position="none")
+    not_reorder = _checks(
+        "Der Hund schläft im grünen Haus am See.", kind="perturbation", error_type="Word Order", position="none"
+    )
     assert "perturbation_limit" in not_reorder[1]
     omission = _checks("Der Hund schläft im Haus am See.", kind="perturbation", error_type="Omission", position="none")
     assert omission[1] == [] and "single_region" not in omission[0]
@@ -132,8 +180,18 @@ def test_language_identifier_is_the_bundled_lite_model_offline(monkeypatch, tmp_
 
 
 def test_check_registry_names_are_stable():
-    assert {"changed", "single_region", "local_edit", "length_ratio", "in_requested_half", "untranslated_english",
-            "omission_deletes", "perturbation_limit", "edit_size", "candidate_language"} <= set(CHECKS)
+    assert {
+        "changed",
+        "single_region",
+        "local_edit",
+        "length_ratio",
+        "in_requested_half",
+        "untranslated_english",
+        "omission_deletes",
+        "perturbation_limit",
+        "edit_size",
+        "candidate_language",
+    } <= set(CHECKS)
 
 
 # ---- prompts and types --------------------------------------------------------------------------------------
@@ -152,29 +210,54 @@ def test_mqm_prompt_marks_the_halves_and_gives_the_source_only_for_untranslated(
     assert "into the <end> half only" in user and f"English source: {source}" in user and "German" in user
     other = build_prompt(edit_type("mqm", "Omission"), reference=REF, source=source, language="de", position="head")
     assert "English source:" not in other.messages[-1]["content"] and other.version == "xqmeval-omission-v1"
-    zh = build_prompt(edit_type("mqm", "Addition"), reference="他对糖尿病持怀疑态度。", source="", language="zh", position="head")
+    zh = build_prompt(
+        edit_type("mqm", "Addition"), reference="他对糖尿病持怀疑态度。", source="", language="zh", position="head"
+    )
     assert "</head><end>" in zh.messages[-1]["content"]
 
 
 def test_perturbation_prompts_are_data_files_in_our_own_words(tmp_path):
-    prompt = build_prompt(edit_type("perturbation", "Alteration"), reference=REF, source="", language="de", position="none")
+    prompt = build_prompt(
+        edit_type("perturbation", "Alteration"), reference=REF, source="", language="de", position="none"
+    )
     user = prompt.messages[-1]["content"]
     assert "reverse the meaning" in user and user.endswith(f"Sentence: {REF}\n\nChanged sentence:")
     assert prompt.version == "askqe-alteration-v2"
     # none of the AskQE paper's sentences or its Spanish examples are left
-    for phrase in ("Your goal is to perturb the sentence", "Please make sure", "Output only the perturbed",
-                   "changing the affirmative sentence into negation", "según el protocolo de cada consultorio"):
+    for phrase in (
+        "Your goal is to perturb the sentence",
+        "Please make sure",
+        "Output only the perturbed",
+        "changing the affirmative sentence into negation",
+        "según el protocolo de cada consultorio",
+    ):
         assert all(phrase not in t.user for t in TEMPLATES.values())
         assert phrase not in user
     # a user's file replaces one prompt; its hash marks the version; a bad file is a clear error naming the field
     from injection.domain.prompts import PromptFileError, perturbation_overrides
 
     mine = tmp_path / "alt.toml"
-    mine.write_text('version = "mine-1"\ninstruction = "say the opposite."\nuser = "{instruction} {original}"\n', encoding="utf-8")
+    mine.write_text(
+        'version = "mine-1"\ninstruction = "say the opposite."\nuser = "{instruction} {original}"\n', encoding="utf-8"
+    )
     overrides = perturbation_overrides([f"perturbation-alteration={mine}"])
-    custom = build_prompt(edit_type("perturbation", "Alteration"), reference=REF, source="", language="de", position="none", overrides=overrides)
+    custom = build_prompt(
+        edit_type("perturbation", "Alteration"),
+        reference=REF,
+        source="",
+        language="de",
+        position="none",
+        overrides=overrides,
+    )
     assert custom.messages[-1]["content"] == f"say the opposite. {REF}" and custom.version.startswith("mine-1@")
-    other = build_prompt(edit_type("perturbation", "Omission"), reference=REF, source="", language="de", position="none", overrides=overrides)
+    other = build_prompt(
+        edit_type("perturbation", "Omission"),
+        reference=REF,
+        source="",
+        language="de",
+        position="none",
+        overrides=overrides,
+    )
     assert other.version == "askqe-omission-v2"
     bad = tmp_path / "bad.toml"
     bad.write_text('version = "x"\ninstruction = "y"\nuser = "{sentence}"\n', encoding="utf-8")
@@ -229,11 +312,32 @@ def test_one_jsonl_builder_for_openai_batch_and_vllm_run_batch():
     assert [json.loads(x)["custom_id"] for x in to_jsonl(lines).decode().splitlines()] == ["0", "1", "2"]
     assert lines[0]["url"] == "/v1/chat/completions" and lines[0]["body"]["seed"] == 42
     assert lines[0]["body"]["response_format"]["type"] == "json_schema"
-    output = "\n".join([
-        json.dumps({"custom_id": "1", "response": {"status_code": 200, "body": {"model": "gpt-4o", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}}}),
-        json.dumps({"custom_id": "0", "response": {"status_code": 429, "body": {"error": {"message": "slow down"}}}, "error": None}),
-    ])
+    output = "\n".join(
+        [
+            json.dumps(
+                {
+                    "custom_id": "1",
+                    "response": {
+                        "status_code": 200,
+                        "body": {
+                            "model": "gpt-4o",
+                            "choices": [
+                                {"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}
+                            ],
+                            "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                        },
+                    },
+                }
+            ),
+            json.dumps(
+                {
+                    "custom_id": "0",
+                    "response": {"status_code": 429, "body": {"error": {"message": "slow down"}}},
+                    "error": None,
+                }
+            ),
+        ]
+    )
     results = parse_batch_output(output, expected=["0", "1", "2"])
     assert results["1"].ok and results["1"].prompt_tokens == 3
     assert not results["0"].ok and results["0"].retryable and "429" in results["0"].error
@@ -245,9 +349,20 @@ def test_one_jsonl_builder_for_openai_batch_and_vllm_run_batch():
 def test_engine_options_are_read_as_json_where_they_parse():
     from injection.backends.vllm_engine import parse_engine_options
 
-    assert parse_engine_options(["gpu_memory_utilization=0.5", " enforce_eager=true", "", "dtype=bfloat16",
-                                 'hf_overrides={"rope_theta": 1e6}', "max_model_len = 4096"]) == {
-        "gpu_memory_utilization": 0.5, "enforce_eager": True, "dtype": "bfloat16", "hf_overrides": {"rope_theta": 1e6},
+    assert parse_engine_options(
+        [
+            "gpu_memory_utilization=0.5",
+            " enforce_eager=true",
+            "",
+            "dtype=bfloat16",
+            'hf_overrides={"rope_theta": 1e6}',
+            "max_model_len = 4096",
+        ]
+    ) == {
+        "gpu_memory_utilization": 0.5,
+        "enforce_eager": True,
+        "dtype": "bfloat16",
+        "hf_overrides": {"rope_theta": 1e6},
         "max_model_len": 4096,
     }
     for bad in ("enforce_eager", "=1", "Max-Len=3", "model=x"):
@@ -271,12 +386,16 @@ def test_edited_regions_merges_one_character_anchors_but_not_real_gaps():
     from injection.domain.checks import edited_regions
 
     ref = "研究人员认为这种恐龙的羽毛可能用于展示。"
-    one_phrase = "研究人员认为这种鸟类的翅膀大概用于展示。"  # 恐龙→鸟类, 羽毛→翅膀, 可能→大概 around 的 (one rewritten phrase)
+    one_phrase = (
+        "研究人员认为这种鸟类的翅膀大概用于展示。"  # 恐龙→鸟类, 羽毛→翅膀, 可能→大概 around 的 (one rewritten phrase)
+    )
     assert edited_regions(ref, one_phrase, "zh") == 1
     two_places = "专家认为这种恐龙的羽毛可能用于飞行。"
     assert edited_regions(ref, two_places, "zh") == 2
     assert edited_regions("Der Hund schläft heute im Haus.", "Die Katze schläft heute im Garten.", "de") == 2
     # A rewritten phrase that keeps two words ("Hund und") is one region for tokens too.
     assert edited_regions("Der Hund und die Katze schlafen.", "Ein Hund und eine Katze schlafen.", "de") == 1
-    checks, flags = _checks(one_phrase, reference=ref, language="zh", position="end", kind="mqm", error_type="Mistranslation")
+    checks, flags = _checks(
+        one_phrase, reference=ref, language="zh", position="end", kind="mqm", error_type="Mistranslation"
+    )
     assert "single_region" not in flags

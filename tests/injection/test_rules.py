@@ -1,5 +1,6 @@
 """The offline rule backend on the shared XQ-MEval references, all 9 languages: every type yields a valid
 single-span candidate in the requested half, or a recorded reason why not."""
+
 from __future__ import annotations
 
 import collections
@@ -7,10 +8,10 @@ import collections
 import pandas as pd
 import pytest
 
+from core.domain.edit_types import MQM, PERTURBATION, types_of
 from core.domain.units import apply_edit, count_edited_regions, diff_edit, position_of_edit, split_units
 from injection import services
 from injection.domain.checks import run_checks
-from core.domain.edit_types import MQM, PERTURBATION, types_of
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 from injection.models import Candidate, InjectionItem
 
@@ -21,7 +22,9 @@ CHAR_LANGS = {"ja", "lo", "zh"}
 
 
 def gold_pairs(shared_data, language: str) -> list[tuple[str, str, str]]:
-    frame = pd.read_parquet(shared_data / "candidates" / f"en-{language}-Addition.parquet", columns=["segment_id", "src", "ref"])
+    frame = pd.read_parquet(
+        shared_data / "candidates" / f"en-{language}-Addition.parquet", columns=["segment_id", "src", "ref"]
+    )
     frame = frame.drop_duplicates("segment_id")
     return [(str(row.segment_id), row.src, row.ref) for row in frame.itertuples()]
 
@@ -37,8 +40,17 @@ def test_every_type_gives_a_single_span_edit_or_a_reason(shared_data, language):
             for edit_type in types_of(kind):
                 for position in edit_type.positions:
                     try:
-                        result = rule_edit(reference=reference, source=source, language=language, kind=kind,
-                                           error_type=edit_type.name, position=position, seed=42, item_key=segment_id, donors=pool)
+                        result = rule_edit(
+                            reference=reference,
+                            source=source,
+                            language=language,
+                            kind=kind,
+                            error_type=edit_type.name,
+                            position=position,
+                            seed=42,
+                            item_key=segment_id,
+                            donors=pool,
+                        )
                     except RuleRefused as exc:
                         assert str(exc), "a refusal must say why"  # noqa: PT017  (one outcome of the sweep)
                         outcomes[(kind, edit_type.name, "refused")] += 1
@@ -46,13 +58,24 @@ def test_every_type_gives_a_single_span_edit_or_a_reason(shared_data, language):
                     outcomes[(kind, edit_type.name, "ok")] += 1
                     edit = diff_edit(reference, result.text, language)
                     assert edit == result.edit and edit is not None
-                    assert split_units(apply_edit(reference, edit, language), language) == split_units(result.text, language)
+                    assert split_units(apply_edit(reference, edit, language), language) == split_units(
+                        result.text, language
+                    )
                     regions = count_edited_regions(reference, result.text, language)
                     assert regions == 1 or (edit_type.name == "Word Order" and regions == 2)
                     if kind == MQM:
                         assert position_of_edit(edit, reference, language) == position
-                        checks, flags = run_checks(reference=reference, candidate_text=result.text, edit=edit, language=language,
-                                                   kind=kind, error_type=edit_type.name, position=position, source=source, regions=regions)
+                        checks, flags = run_checks(
+                            reference=reference,
+                            candidate_text=result.text,
+                            edit=edit,
+                            language=language,
+                            kind=kind,
+                            error_type=edit_type.name,
+                            position=position,
+                            source=source,
+                            regions=regions,
+                        )
                         hard = {"changed", "single_region", "in_requested_half", "omission_deletes", "local_edit"}
                         assert not hard & set(flags), (segment_id, edit_type.name, position, result.note, checks)
     # Every MQM type succeeds on every reference; refusals only where a rule cannot do the edit.
@@ -61,15 +84,29 @@ def test_every_type_gives_a_single_span_edit_or_a_reason(shared_data, language):
         assert outcomes[(MQM, edit_type.name, "ok")] == 2 * len(pairs)
     for (kind, name, outcome), count in outcomes.items():
         if outcome == "refused":
-            assert kind == PERTURBATION and (name in NEEDS_MODEL or language in CHAR_LANGS and name in {"Spelling", "Word Order"}), (name, count)
+            assert kind == PERTURBATION and (
+                name in NEEDS_MODEL or language in CHAR_LANGS and name in {"Spelling", "Word Order"}
+            ), (name, count)
 
 
 def test_rule_edits_are_deterministic_for_a_seed():
     reference = "Führende Forscher sagen, dass dies die Früherkennung von Krebs für Patienten bringen könnte."
     source = "Lead researchers say this may bring early detection of cancer to patients."
     pool = DonorPool([reference, "Die Gripen stürzte gegen Mittag auf eine Startbahn und explodierte sofort."], "de")
-    runs = [rule_edit(reference=reference, source=source, language="de", kind=MQM, error_type="Addition", position="end",
-                      seed=seed, item_key="x", donors=pool).text for seed in (1, 1, 2, 3, 4)]
+    runs = [
+        rule_edit(
+            reference=reference,
+            source=source,
+            language="de",
+            kind=MQM,
+            error_type="Addition",
+            position="end",
+            seed=seed,
+            item_key="x",
+            donors=pool,
+        ).text
+        for seed in (1, 1, 2, 3, 4)
+    ]
     assert runs[0] == runs[1]
     assert len(set(runs)) > 1  # the seed matters
 
@@ -77,8 +114,17 @@ def test_rule_edits_are_deterministic_for_a_seed():
 def test_untranslated_uses_english_source_words_not_names():
     reference = "Am Montag haben die Wissenschaftler der Universität ein neues Werkzeug vorgestellt."
     source = "On Monday, scientists from Stanford University announced a new diagnostic tool."
-    result = rule_edit(reference=reference, source=source, language="de", kind=MQM, error_type="Untranslated", position="end",
-                       seed=7, item_key="a", donors=DonorPool([reference], "de"))
+    result = rule_edit(
+        reference=reference,
+        source=source,
+        language="de",
+        kind=MQM,
+        error_type="Untranslated",
+        position="end",
+        seed=7,
+        item_key="a",
+        donors=DonorPool([reference], "de"),
+    )
     inserted = " ".join(result.edit.replacement).strip(".,").split()
     assert inserted and all(word.lower() in source.lower() for word in inserted)
     assert "Stanford" not in inserted and "Monday" not in inserted
@@ -86,7 +132,9 @@ def test_untranslated_uses_english_source_words_not_names():
 
 def test_refusal_reason_for_a_one_word_reference():
     with pytest.raises(RuleRefused, match="fewer than two units"):
-        rule_edit(reference="Ja.", source="Yes.", language="de", kind=MQM, error_type="Omission", position="head", seed=1)
+        rule_edit(
+            reference="Ja.", source="Yes.", language="de", kind=MQM, error_type="Omission", position="head", seed=1
+        )
 
 
 @pytest.mark.shared_data
@@ -97,15 +145,22 @@ def test_rule_run_on_shared_data_records_candidates_or_reasons(shared_data, proj
 
     add_directions(project, [f"en-{lang}" for lang in LANGUAGES])
     for language in LANGUAGES:
-        rows = [CorpusRow(sid, src, ref, f"{language} row {i}") for i, (sid, src, ref) in enumerate(gold_pairs(shared_data, language)[:6])]
+        rows = [
+            CorpusRow(sid, src, ref, f"{language} row {i}")
+            for i, (sid, src, ref) in enumerate(gold_pairs(shared_data, language)[:6])
+        ]
         import_corpus_rows(project, f"en-{language}", rows, "shared")
     directions = [f"en-{lang}" for lang in LANGUAGES]
-    mqm = services.execute_run(services.plan_run(services.RunSpec(project=project, kind="mqm", backend="rule", directions=directions)).pk)
+    mqm = services.execute_run(
+        services.plan_run(services.RunSpec(project=project, kind="mqm", backend="rule", directions=directions)).pk
+    )
     assert mqm.total == 9 * 6 * 8 and mqm.done == mqm.total and mqm.failed == 0
     assert Candidate.objects.filter(run=mqm, prompt_version__startswith="xqmeval-").count() == mqm.total
     assert not Candidate.objects.filter(run=mqm, flags__icontains='"in_requested_half"').exists()
     perturbation = services.execute_run(
-        services.plan_run(services.RunSpec(project=project, kind="perturbation", backend="rule", directions=directions)).pk
+        services.plan_run(
+            services.RunSpec(project=project, kind="perturbation", backend="rule", directions=directions)
+        ).pk
     )
     assert perturbation.done + perturbation.failed == perturbation.total == 9 * 6 * 8
     for item in InjectionItem.objects.filter(run=perturbation, status="failed"):

@@ -1,5 +1,6 @@
 """Admin UI for runs (start, watch, cancel, retry failed), the candidate list with checks, the Django admin,
 and who may see what (core.access)."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,10 +22,20 @@ def test_admin_starts_a_run_and_watches_it(client, admin_user, segments, django_
     client.force_login(admin_user)
     assert client.get(reverse("injection:runs")).status_code == 200
     with django_capture_on_commit_callbacks(execute=True):  # the Celery task runs eagerly (no broker in tests)
-        response = client.post(reverse("injection:runs"), {
-            "project": segments[0].project_id, "directions": ["en-de"], "kind": "mqm", "error_types": ["Omission", "Addition"],
-            "backend": "rule", "concurrency": 4, "seed": 7, "temperature": 0.5, "name": "from-ui",
-        })
+        response = client.post(
+            reverse("injection:runs"),
+            {
+                "project": segments[0].project_id,
+                "directions": ["en-de"],
+                "kind": "mqm",
+                "error_types": ["Omission", "Addition"],
+                "backend": "rule",
+                "concurrency": 4,
+                "seed": 7,
+                "temperature": 0.5,
+                "name": "from-ui",
+            },
+        )
     run = InjectionRun.objects.get(name="from-ui")
     assert response.status_code == 302 and response.url == reverse("injection:run", args=[run.pk])
     run.refresh_from_db()
@@ -40,35 +51,65 @@ def test_the_start_form_sent_twice_plans_one_run(client, admin_user, segments, d
     import re
 
     client.force_login(admin_user)
-    keys = [re.search(r'name="submission" value="([0-9a-f]{32})"', client.get(reverse("injection:runs")).content.decode()).group(1) for _ in range(2)]
+    keys = [
+        re.search(
+            r'name="submission" value="([0-9a-f]{32})"', client.get(reverse("injection:runs")).content.decode()
+        ).group(1)
+        for _ in range(2)
+    ]
     assert keys[0] != keys[1]
-    body = {"project": segments[0].project_id, "directions": ["en-de"], "kind": "mqm", "error_types": ["Omission"], "backend": "rule",
-            "concurrency": 4, "seed": 7, "temperature": 0.5, "submission": keys[0]}
+    body = {
+        "project": segments[0].project_id,
+        "directions": ["en-de"],
+        "kind": "mqm",
+        "error_types": ["Omission"],
+        "backend": "rule",
+        "concurrency": 4,
+        "seed": 7,
+        "temperature": 0.5,
+        "submission": keys[0],
+    }
     with django_capture_on_commit_callbacks(execute=True):
         first = client.post(reverse("injection:runs"), body)
     with django_capture_on_commit_callbacks() as enqueued:
         again = client.post(reverse("injection:runs"), body, follow=True)
     run = InjectionRun.objects.get()
-    assert first.url == reverse("injection:run", args=[run.pk]) and again.redirect_chain[-1][0] == first.url and not enqueued
+    assert (
+        first.url == reverse("injection:run", args=[run.pk])
+        and again.redirect_chain[-1][0] == first.url
+        and not enqueued
+    )
     assert f"Run {run.name} was already started from this form." in again.content.decode()
     with django_capture_on_commit_callbacks(execute=True):  # another rendering of the form is another run
         client.post(reverse("injection:runs"), {**body, "submission": keys[1]})
     assert InjectionRun.objects.count() == 2
 
 
-def test_a_run_whose_worker_is_gone_says_so_and_resumes(client, admin_user, segments, django_capture_on_commit_callbacks):
+def test_a_run_whose_worker_is_gone_says_so_and_resumes(
+    client, admin_user, segments, django_capture_on_commit_callbacks
+):
     """Marked running, its lease lapsed: nobody works on it, and the page says so and offers to resume it."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    run = services.plan_run(services.RunSpec(project=segments[0].project, kind="mqm", directions=["en-de"], error_types=["Omission"]))
+    run = services.plan_run(
+        services.RunSpec(project=segments[0].project, kind="mqm", directions=["en-de"], error_types=["Omission"])
+    )
     client.force_login(admin_user)
-    InjectionRun.objects.filter(pk=run.pk).update(status="running", lease_owner="gone@host", lease_expires_at=timezone.now() + timedelta(minutes=5))
-    assert 'id="run-stalled"' not in client.get(reverse("injection:run", args=[run.pk])).content.decode()  # a live lease: working
+    InjectionRun.objects.filter(pk=run.pk).update(
+        status="running", lease_owner="gone@host", lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    assert (
+        'id="run-stalled"' not in client.get(reverse("injection:run", args=[run.pk])).content.decode()
+    )  # a live lease: working
     InjectionRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(minutes=1))
     page = client.get(reverse("injection:run", args=[run.pk])).content.decode()
-    assert 'id="run-stalled"' in page and "No worker has held this run since" in page and f"Resume {run.total} pending" in page
+    assert (
+        'id="run-stalled"' in page
+        and "No worker has held this run since" in page
+        and f"Resume {run.total} pending" in page
+    )
     with django_capture_on_commit_callbacks(execute=True):  # no broker: the resumed run goes through in the request
         client.post(reverse("injection:run_retry", args=[run.pk]), {"resume": "1"})
     run.refresh_from_db()
@@ -77,10 +118,18 @@ def test_a_run_whose_worker_is_gone_says_so_and_resumes(client, admin_user, segm
 
 def test_invalid_run_is_rejected_with_a_clear_error_and_nothing_written(client, admin_user, segments):
     client.force_login(admin_user)
-    response = client.post(reverse("injection:runs"), {
-        "project": segments[0].project_id, "kind": "perturbation", "error_types": ["Addition"], "backend": "rule",
-        "concurrency": 4, "seed": 1, "temperature": 0.5,
-    })
+    response = client.post(
+        reverse("injection:runs"),
+        {
+            "project": segments[0].project_id,
+            "kind": "perturbation",
+            "error_types": ["Addition"],
+            "backend": "rule",
+            "concurrency": 4,
+            "seed": 1,
+            "temperature": 0.5,
+        },
+    )
     assert response.status_code == 200
     assert "unknown perturbation type" in response.content.decode()
     assert not InjectionRun.objects.exists() and not InjectionItem.objects.exists()
@@ -88,7 +137,9 @@ def test_invalid_run_is_rejected_with_a_clear_error_and_nothing_written(client, 
 
 def test_cancel_and_retry_failed(client, admin_user, project, segments, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
-    run = services.plan_run(services.RunSpec(project=project, kind="perturbation", backend="rule", directions=["en-de"]))
+    run = services.plan_run(
+        services.RunSpec(project=project, kind="perturbation", backend="rule", directions=["en-de"])
+    )
     client.post(reverse("injection:run_cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == "cancelled"
@@ -158,33 +209,61 @@ def test_django_admin_lists_and_filters(client, admin_user, project, segments):
     assert response.status_code == 200 and response.context["cl"].result_count == 1
     response = client.get(reverse("admin:injection_candidate_changelist"), {"flag": "none"})
     assert response.context["cl"].result_count == run.candidates.count() - 1
-    response = client.get(reverse("admin:injection_candidate_changelist"), {"segment__direction__id__exact": flagged.segment.direction_id})
+    response = client.get(
+        reverse("admin:injection_candidate_changelist"), {"segment__direction__id__exact": flagged.segment.direction_id}
+    )
     assert response.context["cl"].result_count == run.candidates.count()
 
 
-@pytest.mark.parametrize("backend, engine_options, message", [
-    ("vllm", "gpu_memory_utilization=0.5\nenforce_eager", "&#x27;enforce_eager&#x27; is not NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    ("backend", "engine_options", "message"),
+    [
+        ("vllm", "gpu_memory_utilization=0.5\nenforce_eager", "&#x27;enforce_eager&#x27; is not NAME=VALUE"),
+    ],
+)
 def test_engine_options_are_validated_in_the_start_form(client, admin_user, segments, backend, engine_options, message):
     client.force_login(admin_user)
-    response = client.post(reverse("injection:runs"), {
-        "project": segments[0].project_id, "kind": "mqm", "backend": backend, "model": "m", "concurrency": 4, "seed": 1,
-        "temperature": 0.5, "engine_options": engine_options,
-    })
+    response = client.post(
+        reverse("injection:runs"),
+        {
+            "project": segments[0].project_id,
+            "kind": "mqm",
+            "backend": backend,
+            "model": "m",
+            "concurrency": 4,
+            "seed": 1,
+            "temperature": 0.5,
+            "engine_options": engine_options,
+        },
+    )
     assert response.status_code == 200 and message in response.content.decode()
     assert not InjectionRun.objects.exists()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("backend, field, value", [
-    ("openai", "model", "m" * 201), ("openai", "base_url", "http://x/" + "a" * 500), ("rule", "seed", str(2**63)),
-])
-def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(client, admin_user, segments, settings, backend,
-                                                                       field, value):
+@pytest.mark.parametrize(
+    ("backend", "field", "value"),
+    [
+        ("openai", "model", "m" * 201),
+        ("openai", "base_url", "http://x/" + "a" * 500),
+        ("rule", "seed", str(2**63)),
+    ],
+)
+def test_start_form_values_that_do_not_fit_the_columns_are_form_errors(
+    client, admin_user, segments, settings, backend, field, value
+):
     settings.LLM_ALLOW_CUSTOM_URL = True
     client.force_login(admin_user)
-    form = {"project": segments[0].project_id, "kind": "mqm", "backend": backend, "model": "m", "concurrency": 4, "seed": 1,
-            "temperature": 0.5, "engine_options": ""}
+    form = {
+        "project": segments[0].project_id,
+        "kind": "mqm",
+        "backend": backend,
+        "model": "m",
+        "concurrency": 4,
+        "seed": 1,
+        "temperature": 0.5,
+        "engine_options": "",
+    }
     response = client.post(reverse("injection:runs"), {**form, field: value})
     page = response.content.decode()
     assert response.status_code == 200 and 'class="field has-error"' in page and 'class="error" role="alert"' in page
@@ -209,15 +288,23 @@ def test_flag_counts_are_the_flags_of_the_listed_candidates(client, admin_user, 
         counts = Counter(name for fl in qs.values_list("flags", flat=True) for name in fl)
         return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
-    for qs in (Candidate.objects.all(), Candidate.objects.filter(run=run), Candidate.objects.filter(run=other),
-               selectors.filter_candidates(Candidate.objects.all(), flag="single_region"),
-               selectors.filter_candidates(Candidate.objects.all(), direction="en-zh", run=run.pk)):
+    for qs in (
+        Candidate.objects.all(),
+        Candidate.objects.filter(run=run),
+        Candidate.objects.filter(run=other),
+        selectors.filter_candidates(Candidate.objects.all(), flag="single_region"),
+        selectors.filter_candidates(Candidate.objects.all(), direction="en-zh", run=run.pk),
+    ):
         assert selectors.flag_counts(qs) == python_counts(qs) and python_counts(qs)
-    assert selectors.flag_counts(Candidate.objects.none()) == selectors.flag_counts(Candidate.objects.filter(pk__in=[])) == []
+    assert (
+        selectors.flag_counts(Candidate.objects.none())
+        == selectors.flag_counts(Candidate.objects.filter(pk__in=[]))
+        == []
+    )
     client.force_login(admin_user)
     page = client.get(reverse("injection:run", args=[run.pk])).content.decode()
     for name, n in selectors.flag_counts(Candidate.objects.filter(run=run)):
-        assert f"flag={name}\">{name}</a>: {n}</li>" in page
+        assert f'flag={name}">{name}</a>: {n}</li>' in page
 
 
 def test_flag_filter_lists_exactly_the_candidates_naming_the_flag(client, admin_user, project, segments):
@@ -229,14 +316,25 @@ def test_flag_filter_lists_exactly_the_candidates_naming_the_flag(client, admin_
     from injection import selectors
 
     _rule_run(project)
-    flags = [["length_ratio"], ["length_ratio", "single_region"], ["candidate_language"], [], ["single_region"], ['we"ird'], ["prüfung"]]
+    flags = [
+        ["length_ratio"],
+        ["length_ratio", "single_region"],
+        ["candidate_language"],
+        [],
+        ["single_region"],
+        ['we"ird'],
+        ["prüfung"],
+    ]
     for i, candidate in enumerate(Candidate.objects.order_by("id")):
         candidate.flags = flags[i % len(flags)]
         candidate.save(update_fields=["flags"])
     for name in ("length_ratio", "single_region", "candidate_language", "region", 'we"ird', "prüfung", "none_such"):
         expected = {pk for pk, fl in Candidate.objects.values_list("pk", "flags") if name in fl}
         assert set(selectors.with_flag(Candidate.objects.all(), name).values_list("pk", flat=True)) == expected
-        assert set(selectors.filter_candidates(Candidate.objects.all(), flag=name).values_list("pk", flat=True)) == expected
+        assert (
+            set(selectors.filter_candidates(Candidate.objects.all(), flag=name).values_list("pk", flat=True))
+            == expected
+        )
     assert not selectors.with_flag(Candidate.objects.all(), "region").exists()
     client.force_login(admin_user)
     page = client.get(reverse("injection:candidates"), {"flag": "candidate_language"}).content.decode()
@@ -263,17 +361,29 @@ def _messages(response) -> list[str]:
 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)  # the request commits, so its on_commit work runs inside it, as on the site
-def test_start_and_retry_say_the_run_finished_without_a_broker_and_started_with_one(client, admin_user, segments, redis_url):
+def test_start_and_retry_say_the_run_finished_without_a_broker_and_started_with_one(
+    client, admin_user, segments, redis_url
+):
     import redis as redis_lib
 
     from tests.support.celery_queue import tasks_queued_to
 
     client.force_login(admin_user)
-    form = {"project": segments[0].project_id, "directions": ["en-de"], "kind": "mqm", "error_types": ["Omission"], "backend": "rule",
-            "concurrency": 4, "seed": 7, "temperature": 0.5}
+    form = {
+        "project": segments[0].project_id,
+        "directions": ["en-de"],
+        "kind": "mqm",
+        "error_types": ["Omission"],
+        "backend": "rule",
+        "concurrency": 4,
+        "seed": 7,
+        "temperature": 0.5,
+    }
     response = client.post(reverse("injection:runs"), {**form, "name": "eager"}, follow=True)
     assert _messages(response) == ["Run eager finished: 6 of 6 item(s) done, 0 failed."]  # ran in the request
-    response = client.post(reverse("injection:run_retry", args=[InjectionRun.objects.get(name="eager").pk]), {"resume": "1"}, follow=True)
+    response = client.post(
+        reverse("injection:run_retry", args=[InjectionRun.objects.get(name="eager").pk]), {"resume": "1"}, follow=True
+    )
     assert _messages(response) == ["Run eager finished: 6 of 6 item(s) done, 0 failed."]
 
     queue = redis_lib.Redis.from_url(redis_url)
@@ -298,9 +408,16 @@ def test_candidate_pages_link_with_the_filters_kept_and_one_page_parameter(clien
 
     def links(query):  # the pager's previous/next links
         page = client.get(reverse("injection:candidates"), query).content.decode()
-        return [html_lib.unescape(h.split('"', 1)[0]) for h in page.split('<a href="')[1:] if "page=" in h.split('"', 1)[0]]
+        return [
+            html_lib.unescape(h.split('"', 1)[0]) for h in page.split('<a href="')[1:] if "page=" in h.split('"', 1)[0]
+        ]
 
     assert links({}) == ["?page=2"]  # no filter: not "?&page=2"
-    parsed = [parse_qs(urlsplit(h).query, keep_blank_values=True) for h in links({"direction": "en-de", "page": "2", "flag": ""})]
+    parsed = [
+        parse_qs(urlsplit(h).query, keep_blank_values=True)
+        for h in links({"direction": "en-de", "page": "2", "flag": ""})
+    ]
     assert parsed and parsed[0]["page"] == ["1"]  # previous
-    assert all(p == {"direction": ["en-de"], "flag": [""], "page": [p["page"][0]]} for p in parsed)  # filters kept, one page
+    assert all(
+        p == {"direction": ["en-de"], "flag": [""], "page": [p["page"][0]]} for p in parsed
+    )  # filters kept, one page

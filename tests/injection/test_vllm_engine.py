@@ -8,6 +8,7 @@ noise: what is tested is the path from prompt to stored candidate — chat templ
 per-request seed, token counts, post-processing, checks — and that the worker keeps the loaded engine
 for the next run of the same model.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,9 @@ ENGINE = ["gpu_memory_utilization=0.1", "enforce_eager=true", "max_model_len=819
 
 
 def _vllm_manage(env: dict, *args: str, timeout: float = 300) -> str:
-    proc = subprocess.run([str(VLLM_PYTHON), "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [str(VLLM_PYTHON), "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc.stdout
 
@@ -50,17 +53,34 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
     rows = {f"en-{lang}": gold_pairs(shared_data, lang)[:PER_LANGUAGE] for lang in LANGUAGES}
     (tmp_path / "rows.json").write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
     corpus = [text for pairs in rows.values() for _, src, ref in pairs for text in (src, ref)]
-    corpus += [text for lang in LANGUAGES for _, src, ref in gold_pairs(shared_data, lang)[PER_LANGUAGE:40] for text in (src, ref)]
+    corpus += [
+        text
+        for lang in LANGUAGES
+        for _, src, ref in gold_pairs(shared_data, lang)[PER_LANGUAGE:40]
+        for text in (src, ref)
+    ]
     (tmp_path / "corpus.txt").write_text("\n".join(corpus), encoding="utf-8")
     model = tmp_path / "tiny-chat-model"
-    build = subprocess.run([str(VLLM_PYTHON), str(REPO / "tests/injection/tiny_llm.py"), str(model), str(tmp_path / "corpus.txt")],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [str(VLLM_PYTHON), str(REPO / "tests/injection/tiny_llm.py"), str(model), str(tmp_path / "corpus.txt")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
 
     db = WorkerDatabase(tmp_path, suffix="vllm")
-    env = {**os.environ, "DATABASE_URL": db.url, "PYTHONPATH": str(REPO), "CELERY_BROKER_URL": redis_url,
-           "DJANGO_SETTINGS_MODULE": "xqmeval.settings", "HF_HUB_OFFLINE": "1", "VLLM_LOGGING_LEVEL": "INFO",
-           "XQ_TEST_ROWS": str(tmp_path / "rows.json")}
+    env = {
+        **os.environ,
+        "DATABASE_URL": db.url,
+        "PYTHONPATH": str(REPO),
+        "CELERY_BROKER_URL": redis_url,
+        "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_LOGGING_LEVEL": "INFO",
+        "XQ_TEST_ROWS": str(tmp_path / "rows.json"),
+    }
     log_path = tmp_path / "worker.log"
     worker = None
     try:
@@ -71,26 +91,64 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
         redis.Redis.from_url(redis_url).delete("llm")  # no task left over from another test's worker
         with open(log_path, "w") as log:
             worker = subprocess.Popen(
-                [str(VLLM_PYTHON), "-m", "celery", "-A", "xqmeval", "worker", "-Q", "llm", "--concurrency", "1",
-                 "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"vllm-{os.getpid()}@%h", "--loglevel", "INFO"],
-                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                [
+                    str(VLLM_PYTHON),
+                    "-m",
+                    "celery",
+                    "-A",
+                    "xqmeval",
+                    "worker",
+                    "-Q",
+                    "llm",
+                    "--concurrency",
+                    "1",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                    "-n",
+                    f"vllm-{os.getpid()}@%h",
+                    "--loglevel",
+                    "INFO",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         options = [arg for option in ENGINE for arg in ("--engine-option", option)]
         for kind in ("mqm", "perturbation"):
-            out = _vllm_manage(env, "inject", "demo", "--kind", kind, "--backend", "vllm", "--model", str(model),
-                               *options, "--name", f"vllm-{kind}", "--queue")
+            out = _vllm_manage(
+                env,
+                "inject",
+                "demo",
+                "--kind",
+                kind,
+                "--backend",
+                "vllm",
+                "--model",
+                str(model),
+                *options,
+                "--name",
+                f"vllm-{kind}",
+                "--queue",
+            )
             assert "queued on 'llm'" in out, out
         deadline = time.monotonic() + 420
         finished = []
         while time.monotonic() < deadline:
-            finished = db.rows("select name, status, done, failed, total, error from injection_injectionrun order by name")
+            finished = db.rows(
+                "select name, status, done, failed, total, error from injection_injectionrun order by name"
+            )
             if len(finished) == 2 and all(status in ("done", "failed", "cancelled") for _, status, *_ in finished):
                 break
             time.sleep(1)
         log_text = log_path.read_text(errors="replace")
         total = len(LANGUAGES) * PER_LANGUAGE * 8  # 4 MQM types × 2 halves; 8 perturbations
         assert [(name, status, done + failed, total_) for name, status, done, failed, total_, _ in finished] == [
-            ("vllm-mqm", "done", total, total), ("vllm-perturbation", "done", total, total)], (finished, log_text[-4000:])
+            ("vllm-mqm", "done", total, total),
+            ("vllm-perturbation", "done", total, total),
+        ], (finished, log_text[-4000:])
 
         candidates = db.rows(
             "select c.kind, c.error_type, c.text, c.span_start, c.span_end, c.edit_text, c.backend, c.model, c.prompt_version,"
@@ -101,12 +159,32 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
         done = sum(row[2] for row in finished)
         assert len(candidates) == done and done >= total  # at least half of all items gave a candidate
         languages_seen = set()
-        for (kind, error_type, text, start, end, edit_text, backend, model_name, prompt_version, sampling, raw, prompt_tokens,
-             completion_tokens, cost, checks, flags, reference, language) in candidates:
+        for (
+            kind,
+            error_type,
+            text,
+            start,
+            end,
+            edit_text,
+            backend,
+            model_name,
+            prompt_version,
+            sampling,
+            raw,
+            prompt_tokens,
+            completion_tokens,
+            cost,
+            checks,
+            flags,
+            reference,
+            language,
+        ) in candidates:
             sampling, checks, flags = (json.loads(v) if isinstance(v, str) else v for v in (sampling, checks, flags))
             languages_seen.add(language)
             edit = Edit(start, end, tuple(split_units(edit_text, language)))
-            assert split_units(apply_edit(reference, edit, language), language) == split_units(text, language)  # the span round-trips
+            assert split_units(apply_edit(reference, edit, language), language) == split_units(
+                text, language
+            )  # the span round-trips
             assert (backend, model_name) == ("vllm", str(model))
             assert prompt_version.startswith("xqmeval-" if kind == "mqm" else "askqe-")
             assert sampling["temperature"] == 0.5 and sampling["seed"] == 42 and sampling["finish_reason"] == "stop"
@@ -124,18 +202,53 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
         # those requests (and would refuse their whole batch): only they fail, each with vLLM's reason.
         lengths = sorted(row[11] for row in candidates if row[0] == "mqm")
         short = lengths[len(lengths) // 2]
-        out = _vllm_manage(env, "inject", "demo", "--kind", "mqm", "--types", "Omission", "--backend", "vllm", "--model", str(model),
-                           *options, "--engine-option", f"max_model_len={short}", "--name", "vllm-short", "--queue")
+        out = _vllm_manage(
+            env,
+            "inject",
+            "demo",
+            "--kind",
+            "mqm",
+            "--types",
+            "Omission",
+            "--backend",
+            "vllm",
+            "--model",
+            str(model),
+            *options,
+            "--engine-option",
+            f"max_model_len={short}",
+            "--name",
+            "vllm-short",
+            "--queue",
+        )
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and db.rows("select status from injection_injectionrun where name='vllm-short'") not in ([("done",)], [("failed",)]):
+        while time.monotonic() < deadline and db.rows(
+            "select status from injection_injectionrun where name='vllm-short'"
+        ) not in ([("done",)], [("failed",)]):
             time.sleep(1)
         log_text = log_path.read_text(errors="replace")
-        [(status, done, failed, total_short)] = db.rows("select status, done, failed, total from injection_injectionrun where name='vllm-short'")
-        assert status == "done" and total_short == len(LANGUAGES) * PER_LANGUAGE * 2 and done > 0 and failed > 0, (status, done, failed, log_text[-3000:])
-        errors = [error for (error,) in db.rows(
-            "select i.error from injection_injectionitem i join injection_injectionrun r on r.id = i.run_id"
-            " where r.name = 'vllm-short' and i.status = 'failed'")]
-        assert all(e.startswith("vllm refused the request: ") and "maximum context length" in e or e.startswith("answer cut off") for e in errors), errors
+        [(status, done, failed, total_short)] = db.rows(
+            "select status, done, failed, total from injection_injectionrun where name='vllm-short'"
+        )
+        assert status == "done" and total_short == len(LANGUAGES) * PER_LANGUAGE * 2 and done > 0 and failed > 0, (
+            status,
+            done,
+            failed,
+            log_text[-3000:],
+        )
+        errors = [
+            error
+            for (error,) in db.rows(
+                "select i.error from injection_injectionitem i join injection_injectionrun r on r.id = i.run_id"
+                " where r.name = 'vllm-short' and i.status = 'failed'"
+            )
+        ]
+        assert all(
+            e.startswith("vllm refused the request: ")
+            and "maximum context length" in e
+            or e.startswith("answer cut off")
+            for e in errors
+        ), errors
         assert any(e.startswith("vllm refused the request: ") for e in errors)
         assert log_text.count("Starting to load model") == 2, log_text[-4000:]
     finally:

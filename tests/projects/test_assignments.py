@@ -1,6 +1,7 @@
 """Who reviews which direction of a project (#37.2, #37.3): assignments per project and direction, made on
 the settings page, migrated from today's annotator languages, deciding what an annotator reviews in that
 project; and the coverage warning where a direction has fewer reviewers than the project needs."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,14 +36,17 @@ def people(db):
 
 def _assigned(project) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for code, name in ReviewerAssignment.objects.filter(project=project).values_list("direction__code", "user__username"):
+    for code, name in ReviewerAssignment.objects.filter(project=project).values_list(
+        "direction__code", "user__username"
+    ):
         out.setdefault(code, []).append(name)
     return {code: sorted(names) for code, names in out.items()}
 
 
 def test_without_assignments_coverage_follows_the_annotators_languages(flores, people):
     assert [(c.direction, c.reviewers, c.missing) for c in coverage(flores)] == [
-        ("en-de", ("anna", "ben"), 0), ("en-zh", ("li",), 1),
+        ("en-de", ("anna", "ben"), 0),
+        ("en-zh", ("li",), 1),
     ]
 
 
@@ -53,10 +57,17 @@ def test_assigning_on_the_settings_page_shows_and_clears_the_coverage_warning(cl
     client.post(url, {"direction": "en-zh", "assign-en-zh-reviewers": ["li", "anna"]})
     client.post(url, {"direction": "en-de", "assign-en-de-reviewers": ["ben"]})
     assert _assigned(flores) == {"en-de": ["ben"], "en-zh": ["anna", "li"]}
-    for page_url in (reverse("projects:detail", args=["flores"]), reverse("review:manage", args=["flores"]),
-                     reverse("projects:settings", args=["flores"])):
+    for page_url in (
+        reverse("projects:detail", args=["flores"]),
+        reverse("review:manage", args=["flores"]),
+        reverse("projects:settings", args=["flores"]),
+    ):
         page = client.get(page_url).content.decode()
-        assert "Not enough reviewers" in page and "en-de: 1 assigned, 1 missing" in page and "en-zh: 2 assigned" not in page, page_url
+        assert (
+            "Not enough reviewers" in page
+            and "en-de: 1 assigned, 1 missing" in page
+            and "en-zh: 2 assigned" not in page
+        ), page_url
     client.post(url, {"direction": "en-de", "assign-en-de-reviewers": ["ben", "anna"]})
     assert _assigned(flores)["en-de"] == ["anna", "ben"]
     assert coverage_gaps(flores) == []
@@ -67,7 +78,8 @@ def test_an_assignment_naming_bad_people_lists_every_problem_and_writes_nothing(
     with pytest.raises(ProjectRejected) as exc:
         assignments_set(flores, direction="en-de", usernames=["ghost", "boss", "anna"])
     assert exc.value.errors == [
-        "reviewers: boss is not an annotator (admins see every direction; viewers review none)", "reviewers: no user 'ghost'",
+        "reviewers: boss is not an annotator (admins see every direction; viewers review none)",
+        "reviewers: no user 'ghost'",
     ]
     with pytest.raises(ProjectRejected, match="en-fr is not an active direction"):
         assignments_set(flores, direction="en-fr", usernames=["anna"])
@@ -100,12 +112,20 @@ def test_the_data_migration_assigns_each_annotator_the_directions_of_their_langu
     executor.migrate([("core", "0003_project_retired_directions")])
     old = executor.loader.project_state([("core", "0003_project_retired_directions")]).apps
     User, Profile = old.get_model("auth", "User"), old.get_model("core", "Profile")
-    Language, Project, OldDirection = old.get_model("core", "Language"), old.get_model("core", "Project"), old.get_model("core", "Direction")
+    Language, Project, OldDirection = (
+        old.get_model("core", "Language"),
+        old.get_model("core", "Project"),
+        old.get_model("core", "Direction"),
+    )
     project = Project.objects.create(name="flores", title="F", source_language=Language.objects.get(code="en"))
     project.directions.add(*OldDirection.objects.filter(code__in=["en-de", "en-zh", "en-ar"]))
     Project.objects.create(name="empty", title="E", source_language=Language.objects.get(code="en"))
-    for name, role, codes in (("anna", "annotator", ["de", "ar"]), ("li", "annotator", ["zh", "ja"]),
-                              ("boss", "admin", ["de"]), ("viv", "viewer", ["de"])):
+    for name, role, codes in (
+        ("anna", "annotator", ["de", "ar"]),
+        ("li", "annotator", ["zh", "ja"]),
+        ("boss", "admin", ["de"]),
+        ("viv", "viewer", ["de"]),
+    ):
         profile = Profile.objects.create(user=User.objects.create(username=name), role=role)
         profile.languages.add(*Language.objects.filter(code__in=codes))
     executor = MigrationExecutor(connection)

@@ -1,6 +1,7 @@
 """A stage is done only when every active direction is, "Next" points at the first unfinished stage of
 any direction, and a build with an undecided or empty direction asks first, names it and records it
 (#37.3)."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,7 +42,9 @@ def test_a_stage_is_done_only_when_every_direction_is(flores, admin_user):
 
 def test_next_points_at_the_first_unfinished_direction_stage():
     def stages(*states):
-        return [Stage(key, title, n, state=state) for n, ((key, title), state) in enumerate(zip(STAGES, states), start=1)]
+        return [
+            Stage(key, title, n, state=state) for n, ((key, title), state) in enumerate(zip(STAGES, states), start=1)
+        ]
 
     # review unfinished in some direction while a release was already scored: the work is in review
     assert next_step(stages("done", "done", "partial", "done", "done", "done", "done", "blocked")).key == "review"

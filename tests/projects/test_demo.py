@@ -1,4 +1,5 @@
 """The demo set-up's XQ-MEval step (on one language of the shared release): what its pages then show."""
+
 from __future__ import annotations
 
 import csv
@@ -21,7 +22,10 @@ def indonesian(tmp_path, shared_data):
     (folder / "candidates").mkdir(parents=True)
     for path in (shared_data / "candidates").glob("en-id-*.parquet"):
         shutil.copy(path, folder / "candidates" / path.name)
-    with open(shared_data / "decisions.csv", encoding="utf-8") as src, open(folder / "decisions.csv", "w", encoding="utf-8", newline="") as dst:
+    with (
+        open(shared_data / "decisions.csv", encoding="utf-8") as src,
+        open(folder / "decisions.csv", "w", encoding="utf-8", newline="") as dst,
+    ):
         rows = csv.reader(src)
         out = csv.writer(dst, lineterminator="\n")
         out.writerow(next(rows))

@@ -1,5 +1,6 @@
 """Creating a project (one service for the site, the admin and the commands), the project page with its
 pipeline stages, imports from the page, and who may do what."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,14 @@ TSV = "id\tsource\treference\n1\tThe cat sat on the mat.\tDie Katze saß auf der
 
 def create_form(**overrides) -> dict:
     data = {
-        "title": "FLORES+ into German and Chinese", "name": "flores", "source_language": "en", "directions": "en-de, en-zh",
-        "error_types": ["Omission", "Addition"], "perturbations": ["Spelling"], "reviewers_per_candidate": 3, "max_errors": 4,
+        "title": "FLORES+ into German and Chinese",
+        "name": "flores",
+        "source_language": "en",
+        "directions": "en-de, en-zh",
+        "error_types": ["Omission", "Addition"],
+        "perturbations": ["Spelling"],
+        "reviewers_per_candidate": 3,
+        "max_errors": 4,
         "description": "",
     }
     data.update(overrides)
@@ -33,20 +40,39 @@ def create_form(**overrides) -> dict:
 
 
 def test_project_create_stores_every_setting(languages):
-    project = project_create(name="flores", title="FLORES+", source_language="en", directions=["en-de", "en-zh"],
-                             error_types=["Omission"], perturbations=["Spelling", "Synonym"], reviewers_per_candidate=3, max_errors=4)
+    project = project_create(
+        name="flores",
+        title="FLORES+",
+        source_language="en",
+        directions=["en-de", "en-zh"],
+        error_types=["Omission"],
+        perturbations=["Spelling", "Synonym"],
+        reviewers_per_candidate=3,
+        max_errors=4,
+    )
     project.refresh_from_db()
     assert sorted(project.directions.values_list("code", flat=True)) == ["en-de", "en-zh"]
     assert (project.title, project.source_language.code, project.error_types, project.options["perturbations"]) == (
-        "FLORES+", "en", ["Omission"], ["Spelling", "Synonym"])
+        "FLORES+",
+        "en",
+        ["Omission"],
+        ["Spelling", "Synonym"],
+    )
     assert (project.reviewers_per_candidate, project.max_errors) == (3, 4)
 
 
 def test_project_create_names_every_bad_field_and_writes_nothing(languages):
     project_create(name="taken")
     with pytest.raises(ProjectRejected) as caught:
-        project_create(name="taken", source_language="en", directions=["de-en", "en-xx", "ende"], error_types=["Typo"],
-                       perturbations=["Addition"], reviewers_per_candidate=0, max_errors=11)
+        project_create(
+            name="taken",
+            source_language="en",
+            directions=["de-en", "en-xx", "ende"],
+            error_types=["Typo"],
+            perturbations=["Addition"],
+            reviewers_per_candidate=0,
+            max_errors=11,
+        )
     errors = caught.value.errors
     assert "name: a project 'taken' already exists" in errors
     assert "directions: de-en does not start from the source language en" in errors
@@ -54,7 +80,9 @@ def test_project_create_names_every_bad_field_and_writes_nothing(languages):
     assert any(e.startswith("directions: ") and "'ende'" in e for e in errors)
     assert any(e.startswith("error_types: unknown mqm type 'Typo'") for e in errors)
     assert any(e.startswith("perturbations: unknown perturbation type 'Addition'") for e in errors)
-    assert any(e.startswith("reviewers_per_candidate:") for e in errors) and any(e.startswith("max_errors:") for e in errors)
+    assert any(e.startswith("reviewers_per_candidate:") for e in errors) and any(
+        e.startswith("max_errors:") for e in errors
+    )
     with pytest.raises(ProjectRejected, match="must be a slug"):
         project_create(name="has space")
     assert list(Project.objects.values_list("name", flat=True)) == ["taken"]
@@ -64,7 +92,9 @@ def test_injection_runs_default_to_the_projects_types(languages):
     from injection import services
 
     project = project_create(name="p", directions=["en-de"], error_types=["Omission"], perturbations=["Spelling"])
-    GoldSegment.objects.create(project=project, direction=languages["en-de"], external_id="1", source="a b", reference="x y z")
+    GoldSegment.objects.create(
+        project=project, direction=languages["en-de"], external_id="1", source="a b", reference="x y z"
+    )
     mqm = services.plan_run(services.RunSpec(project=project, kind="mqm"))
     perturbation = services.plan_run(services.RunSpec(project=project, kind="perturbation"))
     assert mqm.error_types == ["Omission"] and perturbation.error_types == ["Spelling"]
@@ -82,9 +112,18 @@ def test_import_corpus_command_refuses_a_bad_project_name(tmp_path, languages):
 def test_admin_add_goes_through_the_service(client, admin_user, languages):
     client.force_login(admin_user)
     url = reverse("admin:core_project_add")
-    base = {"name": "adm", "title": "", "description": "", "source_language": languages["en-de"].source_id,
-            "directions": [languages["en-de"].pk], "error_types": "[]", "reviewers_per_candidate": 2, "max_errors": 5,
-            "pool_rule": "unanimous", "license": "cc-by-sa-4.0"}
+    base = {
+        "name": "adm",
+        "title": "",
+        "description": "",
+        "source_language": languages["en-de"].source_id,
+        "directions": [languages["en-de"].pk],
+        "error_types": "[]",
+        "reviewers_per_candidate": 2,
+        "max_errors": 5,
+        "pool_rule": "unanimous",
+        "license": "cc-by-sa-4.0",
+    }
     response = client.post(url, {**base, "options": '{"perturbations": ["Nope"]}'})
     assert response.status_code == 200 and "unknown perturbation type" in response.content.decode()
     assert not Project.objects.exists()
@@ -92,7 +131,9 @@ def test_admin_add_goes_through_the_service(client, admin_user, languages):
     assert response.status_code == 302, response.content.decode()[:2000]
     project = Project.objects.get(name="adm")
     assert project.title == "adm" and project.owner == admin_user  # the service's defaults
-    assert project.options == {"perturbations": ["Spelling"]} and list(project.directions.values_list("code", flat=True)) == ["en-de"]
+    assert project.options == {"perturbations": ["Spelling"]} and list(
+        project.directions.values_list("code", flat=True)
+    ) == ["en-de"]
 
 
 # ---- the site ------------------------------------------------------------------------------------
@@ -142,13 +183,30 @@ def test_corpus_upload_from_the_project_page(client, admin_user, languages):
     url = reverse("projects:corpus", args=["flores"])
     assert url in client.get(reverse("projects:detail", args=["flores"])).content.decode()
     bad = TSV + "3\t\tleer\n"
-    response = client.post(url, {"direction": "en-de", "file": SimpleUploadedFile("bad.tsv", bad.encode()), "id_column": "id",
-                                 "source_column": "source", "reference_column": "reference"}, follow=True)
+    response = client.post(
+        url,
+        {
+            "direction": "en-de",
+            "file": SimpleUploadedFile("bad.tsv", bad.encode()),
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+        },
+        follow=True,
+    )
     page = response.content.decode()
     assert "bad.tsv: nothing imported." in page and "line 4" in page
     assert not GoldSegment.objects.exists()
-    response = client.post(url, {"direction": "en-de", "file": SimpleUploadedFile("ok.tsv", TSV.encode()), "id_column": "id",
-                                 "source_column": "source", "reference_column": "reference"})
+    response = client.post(
+        url,
+        {
+            "direction": "en-de",
+            "file": SimpleUploadedFile("ok.tsv", TSV.encode()),
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+        },
+    )
     assert response.status_code == 302 and response.url == reverse("projects:detail", args=["flores"])
     assert GoldSegment.objects.filter(project=project).count() == 2
     page = client.get(response.url).content.decode()
@@ -173,16 +231,26 @@ def test_stages_say_why_they_cannot_start(client, admin_user, project, languages
 
 def test_next_step_is_the_first_stage_not_done_after_the_last_done():
     def stages(*states):
-        return [Stage(key, title, n, state=state) for n, ((key, title), state) in enumerate(zip(STAGES, states), start=1)]
+        return [
+            Stage(key, title, n, state=state) for n, ((key, title), state) in enumerate(zip(STAGES, states), start=1)
+        ]
 
     # the XQ-MEval import: decisions imported (no agreement to compute), benchmark built and released
     assert next_step(stages("done", "done", "done", "partial", "done", "done", "blocked", "blocked")).key == "scores"
-    assert next_step(stages("done", "done", "partial", "partial", "blocked", "blocked", "blocked", "blocked")).key == "review"
-    assert next_step(stages("todo", "blocked", "blocked", "todo", "blocked", "blocked", "blocked", "blocked")).key == "corpus"
+    assert (
+        next_step(stages("done", "done", "partial", "partial", "blocked", "blocked", "blocked", "blocked")).key
+        == "review"
+    )
+    assert (
+        next_step(stages("todo", "blocked", "blocked", "todo", "blocked", "blocked", "blocked", "blocked")).key
+        == "corpus"
+    )
     assert next_step(stages(*["done"] * 8)) is None
 
 
-def test_agreement_stage_reads_the_cache_and_never_computes(client, admin_user, project, languages, annotator_de, settings):
+def test_agreement_stage_reads_the_cache_and_never_computes(
+    client, admin_user, project, languages, annotator_de, settings
+):
     from django.core.cache import cache
 
     from annotation.agreement import selectors as agreement
@@ -204,8 +272,10 @@ def test_agreement_stage_reads_the_cache_and_never_computes(client, admin_user, 
     assert cache.get(key) is None  # the page computed nothing
     agreement.project_report(project, languages=None, private=True)  # what the refresh task does
     page = client.get(reverse("projects:detail", args=[project.name])).content.decode()
-    section = page[page.index('id="stage-agreement"'):page.index('id="stage-benchmark"')]
-    assert "Krippendorff" in section and "<td>de</td><td>7</td>" in section and "undefined" in section  # all accept: κ undefined
+    section = page[page.index('id="stage-agreement"') : page.index('id="stage-benchmark"')]
+    assert (
+        "Krippendorff" in section and "<td>de</td><td>7</td>" in section and "undefined" in section
+    )  # all accept: κ undefined
 
 
 def test_scores_stage_without_a_broker_says_scoring_needs_a_worker(client, admin_user, project, tmp_path):
@@ -224,28 +294,43 @@ def test_actions_started_from_the_project_page_come_back_to_it(client, admin_use
     from exports.models import Release
     from scoring.tests.releases import write_release
 
-    release = Release.objects.create(project=project, version="t1", status="ready", path=str(write_release(tmp_path / "rel")))
+    release = Release.objects.create(
+        project=project, version="t1", status="ready", path=str(write_release(tmp_path / "rel"))
+    )
     client.force_login(admin_user)
     here = reverse("projects:detail", args=[project.name]) + "#stage-releases"
     page = client.get(here).content.decode()
     assert reverse("benchmarks:push", args=[project.name, "t1"]) in page and 'for="push-' in page
-    response = client.post(reverse("benchmarks:push", args=[project.name, "t1"]), {"repo_id": "not a repo", "next": here}, follow=True)
+    response = client.post(
+        reverse("benchmarks:push", args=[project.name, "t1"]), {"repo_id": "not a repo", "next": here}, follow=True
+    )
     assert response.redirect_chain[-1][0] == here
     assert "expected &#x27;namespace/name&#x27;" in response.content.decode()
     release.refresh_from_db()
     assert release.push_status == ""
     # a next outside this site is ignored
-    response = client.post(reverse("benchmarks:push", args=[project.name, "t1"]), {"repo_id": "bad", "next": "https://evil.example/"})
+    response = client.post(
+        reverse("benchmarks:push", args=[project.name, "t1"]), {"repo_id": "bad", "next": "https://evil.example/"}
+    )
     assert response.url == reverse("benchmarks:project", args=[project.name])
 
 
 # ---- permissions ---------------------------------------------------------------------------------
 
-ADMIN_ACTIONS = ("Import a corpus", "Start an injection run", "Build the benchmark", "Make a release", "Start scoring",
-                 "New project", "Review progress and rounds")
+ADMIN_ACTIONS = (
+    "Import a corpus",
+    "Start an injection run",
+    "Build the benchmark",
+    "Make a release",
+    "Start scoring",
+    "New project",
+    "Review progress and rounds",
+)
 
 
-def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, admin_user, project, languages, annotator_de, annotator_zh, tmp_path):
+def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(
+    client, admin_user, project, languages, annotator_de, annotator_zh, tmp_path
+):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from exports.models import Release
@@ -255,7 +340,9 @@ def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, ad
     for candidate in make_candidates(project, languages, "en-de"):
         candidate.status = "accepted"
         candidate.save(update_fields=["status"])
-    release = Release.objects.create(project=project, version="t1", status="ready", path=str(write_release(tmp_path / "rel")))
+    release = Release.objects.create(
+        project=project, version="t1", status="ready", path=str(write_release(tmp_path / "rel"))
+    )
     client.force_login(admin_user)
     admin_page = client.get(reverse("projects:detail", args=[project.name])).content.decode()
     for action in ("Import a corpus", "Start an injection run", "Build the benchmark", "Review progress and rounds"):
@@ -271,14 +358,24 @@ def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, ad
     for action in ADMIN_ACTIONS:
         assert action not in text, action
     assert 'id="next-step"' not in text and "Next:" not in text  # no admin hint on an annotator's page
-    assert f'href="{reverse("injection:runs")}' not in text and "en-zh" not in text  # no admin link, not other languages
+    assert (
+        f'href="{reverse("injection:runs")}' not in text and "en-zh" not in text
+    )  # no admin link, not other languages
     refused = [
         ("get", reverse("projects:new"), {}),
         ("post", reverse("projects:new"), create_form(name="sneaky")),
         ("get", reverse("projects:corpus", args=[project.name]), {}),
-        ("post", reverse("projects:corpus", args=[project.name]), {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode())}),
+        (
+            "post",
+            reverse("projects:corpus", args=[project.name]),
+            {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode())},
+        ),
         ("post", reverse("projects:xqmeval", args=[project.name]), {}),
-        ("post", reverse("injection:runs") + f"?project={project.name}", {"project": project.pk, "kind": "mqm", "backend": "rule", "concurrency": 1, "seed": 1, "temperature": 0.5}),
+        (
+            "post",
+            reverse("injection:runs") + f"?project={project.name}",
+            {"project": project.pk, "kind": "mqm", "backend": "rule", "concurrency": 1, "seed": 1, "temperature": 0.5},
+        ),
         ("post", reverse("benchmarks:build", args=[project.name]), {}),
         ("post", reverse("benchmarks:release", args=[project.name]), {"version": "9.9.9"}),
         ("post", reverse("scores:start", args=[release.pk]), {"metric": "chrF++"}),
@@ -287,9 +384,11 @@ def test_annotator_sees_no_admin_action_and_the_endpoints_refuse_them(client, ad
     for method, url, data in refused:
         response = getattr(client, method)(url, data)
         assert response.status_code == 403, (method, url, response.status_code)
-    assert not Project.objects.filter(name="sneaky").exists() and not GoldSegment.objects.filter(external_id="1").exists()
-    from injection.models import InjectionRun
+    assert (
+        not Project.objects.filter(name="sneaky").exists() and not GoldSegment.objects.filter(external_id="1").exists()
+    )
     from exports.models import BenchmarkBuild
+    from injection.models import InjectionRun
 
     assert not InjectionRun.objects.filter(backend="rule").exists() and not BenchmarkBuild.objects.exists()
     assert not Release.objects.filter(version="9.9.9").exists()
@@ -309,12 +408,16 @@ def test_project_page_of_a_project_out_of_reach_is_404(client, annotator_de, lan
 def test_running_stage_polls_and_a_finished_one_does_not(client, admin_user, project, languages):
     from injection.models import InjectionRun
 
-    GoldSegment.objects.create(project=project, direction=languages["en-de"], external_id="1", source="a", reference="b c")
+    GoldSegment.objects.create(
+        project=project, direction=languages["en-de"], external_id="1", source="a", reference="b c"
+    )
     run = InjectionRun.objects.create(project=project, name="r1", backend="rule", status="running", total=10, done=4)
     client.force_login(admin_user)
     url = reverse("projects:stage", args=[project.name, "injection"])
     fragment = client.get(url).content.decode()
-    assert f'hx-get="{url}"' in fragment and 'hx-trigger="every 2s"' in fragment and "4 done · 0 failed of 10" in fragment
+    assert (
+        f'hx-get="{url}"' in fragment and 'hx-trigger="every 2s"' in fragment and "4 done · 0 failed of 10" in fragment
+    )
     run.status, run.done = "done", 10
     run.save()
     fragment = client.get(url).content.decode()
@@ -332,7 +435,16 @@ def _scored_release(project, languages, tmp_path):
         for seg in range(4):
             for level in range(3):
                 score = 100 - slope * level + seg  # falls with the level: τ is positive
-                rows.append(MetricScore(release=release, metric="chrF++", direction=languages[code], triplet_id=f"{code}/{seg}/{level}", level=level, score=score))
+                rows.append(
+                    MetricScore(
+                        release=release,
+                        metric="chrF++",
+                        direction=languages[code],
+                        triplet_id=f"{code}/{seg}/{level}",
+                        level=level,
+                        score=score,
+                    )
+                )
     MetricScore.objects.bulk_create(rows)
     summarize_scores(release)  # as the ingest does
     return release
@@ -353,7 +465,10 @@ def test_metaeval_headline_is_computed_once_and_cached(client, admin_user, proje
     fragment = client.get(fragment_url).content.decode()  # no worker here: computed in this request, then cached
     headline = metaeval.cached_headline(release, "chrF++")
     assert headline["directions"] == 2 and headline["tau_min"] > 0
-    assert f"{headline['tau_min']:.3f}–{headline['tau_max']:.3f} (2 directions)" in fragment and "hx-trigger" not in fragment
+    assert (
+        f"{headline['tau_min']:.3f}–{headline['tau_max']:.3f} (2 directions)" in fragment
+        and "hx-trigger" not in fragment
+    )
     assert "Meta-evaluation of chrF++" in fragment
 
 
@@ -391,22 +506,36 @@ def test_hugging_face_dataset_from_the_project_page(client, admin_user, language
     project = project_create(name="flores", directions=["en-de"])
     root = tmp_path / "flores_site"
     (root / "deu_Latn").mkdir(parents=True)
-    datasets.Dataset.from_dict({"id": ["1", "2"], "source": ["A cat.", "A dog."], "reference": ["Eine Katze.", "Ein Hund."]}).to_parquet(
-        str(root / "deu_Latn" / "devtest.parquet"))
+    datasets.Dataset.from_dict(
+        {"id": ["1", "2"], "source": ["A cat.", "A dog."], "reference": ["Eine Katze.", "Ein Hund."]}
+    ).to_parquet(str(root / "deu_Latn" / "devtest.parquet"))
     (root / "README.md").write_text(
-        "---\nconfigs:\n- config_name: deu_Latn\n  data_files:\n  - split: devtest\n    path: deu_Latn/devtest.parquet\n---\n")
+        "---\nconfigs:\n- config_name: deu_Latn\n  data_files:\n  - split: devtest\n    path: deu_Latn/devtest.parquet\n---\n"
+    )
     client.force_login(admin_user)
     url = reverse("projects:corpus", args=["flores"])
     columns = {"id_column": "id", "source_column": "source", "reference_column": "reference"}
-    both = client.post(url, {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode()), "hf_dataset": "org/name",
-                             **columns})
+    both = client.post(
+        url,
+        {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", TSV.encode()), "hf_dataset": "org/name", **columns},
+    )
     assert both.status_code == 200 and "give either a file or a Hugging Face dataset" in both.content.decode()
     # a form never reads a server folder (#36.4): absolute, relative and ../ paths are refused as Hub ids,
     # without a word about what the folder holds; local directories are the import_corpus command's
-    for path in (str(root), "flores_site", f"../../{root.name}", "./x/y", "../x", ".hidden/set", "a/b/c", "a/..",
-                 "/etc/passwd"):
-        response = client.post(url, {"direction": "en-de", "hf_dataset": path, "hf_config": "deu_Latn",
-                                     "hf_split": "devtest", **columns})
+    for path in (
+        str(root),
+        "flores_site",
+        f"../../{root.name}",
+        "./x/y",
+        "../x",
+        ".hidden/set",
+        "a/b/c",
+        "a/..",
+        "/etc/passwd",
+    ):
+        response = client.post(
+            url, {"direction": "en-de", "hf_dataset": path, "hf_config": "deu_Latn", "hf_split": "devtest", **columns}
+        )
         page = response.content.decode()
         assert response.status_code == 200 and "is not a Hub dataset id: namespace/name" in page, path
         assert "devtest.parquet" not in page and "README" not in page

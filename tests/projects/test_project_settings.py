@@ -2,6 +2,7 @@
 added only after a confirmation, removed when empty, retired when they hold data (then hidden from
 imports, injection and builds), and imports that choose a direction and refuse a file in another language
 unless told otherwise."""
+
 from __future__ import annotations
 
 import pytest
@@ -61,17 +62,32 @@ def test_language_mismatch_names_what_the_identifier_reads():
 def test_settings_page_saves_every_setting(admin, flores):
     url = reverse("projects:settings", args=["flores"])
     assert url in admin.get(reverse("projects:detail", args=["flores"])).content.decode()
-    response = admin.post(url, {"title": "FLORES+ devtest", "description": "two languages", "reviewers_per_candidate": "3",
-                                "max_errors": "4", "error_types": ["Omission", "Addition"]})
+    response = admin.post(
+        url,
+        {
+            "title": "FLORES+ devtest",
+            "description": "two languages",
+            "reviewers_per_candidate": "3",
+            "max_errors": "4",
+            "error_types": ["Omission", "Addition"],
+        },
+    )
     assert response.status_code == 302
     flores.refresh_from_db()
-    assert (flores.title, flores.description, flores.reviewers_per_candidate, flores.max_errors, flores.error_types) == (
-        "FLORES+ devtest", "two languages", 3, 4, ["Omission", "Addition"])
+    assert (
+        flores.title,
+        flores.description,
+        flores.reviewers_per_candidate,
+        flores.max_errors,
+        flores.error_types,
+    ) == ("FLORES+ devtest", "two languages", 3, 4, ["Omission", "Addition"])
 
 
 def test_settings_form_lists_every_problem_at_once_and_keeps_the_input(admin, flores):
-    response = admin.post(reverse("projects:settings", args=["flores"]),
-                          {"title": "Typed title", "reviewers_per_candidate": "0", "max_errors": "99"})
+    response = admin.post(
+        reverse("projects:settings", args=["flores"]),
+        {"title": "Typed title", "reviewers_per_candidate": "0", "max_errors": "99"},
+    )
     page = response.content.decode()
     assert response.status_code == 200
     assert "Ensure this value is greater than or equal to 1" in page and "less than or equal to 10" in page
@@ -134,8 +150,10 @@ def test_a_retired_direction_is_hidden_from_imports_injection_and_builds(admin, 
         plan_run(RunSpec(project=flores, kind="mqm", directions=["en-de"]))
     page = admin.get(reverse("projects:corpus", args=["flores"])).content.decode()
     assert '<option value="en-zh"' in page and '<option value="en-de"' not in page
-    response = admin.post(reverse("projects:corpus", args=["flores"]),
-                          {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", GERMAN.encode()), **COLUMNS})
+    response = admin.post(
+        reverse("projects:corpus", args=["flores"]),
+        {"direction": "en-de", "file": SimpleUploadedFile("c.tsv", GERMAN.encode()), **COLUMNS},
+    )
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     admin.post(reverse("projects:direction_action", args=["flores", "en-de", "reinstate"]))
     assert direction_codes(flores) == ["en-de", "en-zh"]
@@ -155,14 +173,27 @@ def test_import_chooses_a_direction_and_a_typo_cannot_make_one(admin, flores):
 
 def test_a_file_in_another_language_is_refused_with_the_reason_unless_overridden(admin, flores):
     url = reverse("projects:corpus", args=["flores"])
-    response = admin.post(url, {"direction": "en-zh", "file": SimpleUploadedFile("de.tsv", GERMAN.encode()), **COLUMNS}, follow=True)
+    response = admin.post(
+        url, {"direction": "en-zh", "file": SimpleUploadedFile("de.tsv", GERMAN.encode()), **COLUMNS}, follow=True
+    )
     page = response.content.decode()
-    assert "the references do not read as zh" in page and "identifier reads: de " in page and "de.tsv: nothing imported." in page
+    assert (
+        "the references do not read as zh" in page
+        and "identifier reads: de " in page
+        and "de.tsv: nothing imported." in page
+    )
     assert not GoldSegment.objects.exists()
     response = admin.post(url, {"direction": "en-de", "file": SimpleUploadedFile("de.tsv", GERMAN.encode()), **COLUMNS})
     assert response.status_code == 302 and GoldSegment.objects.filter(direction__code="en-de").count() == 2
-    response = admin.post(url, {"direction": "en-zh", "file": SimpleUploadedFile("de.tsv", GERMAN.encode()),
-                                "other_language": "on", **COLUMNS})
+    response = admin.post(
+        url,
+        {
+            "direction": "en-zh",
+            "file": SimpleUploadedFile("de.tsv", GERMAN.encode()),
+            "other_language": "on",
+            **COLUMNS,
+        },
+    )
     assert response.status_code == 302 and GoldSegment.objects.filter(direction__code="en-zh").count() == 2
 
 

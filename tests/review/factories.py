@@ -1,4 +1,5 @@
 """Build review data through the ORM: gold segments, an injection run and candidates with real spans."""
+
 from __future__ import annotations
 
 from core.domain.units import apply_edit, diff_edit, join_units, split_units
@@ -32,17 +33,28 @@ def make_run(project, name="test-run"):
     return run
 
 
-def make_candidate(project, direction, source, reference, text, *, error_type="Mistranslation", external_id=None, run=None, **fields):
+def make_candidate(
+    project, direction, source, reference, text, *, error_type="Mistranslation", external_id=None, run=None, **fields
+):
     lang = direction.target.code
     segment, _ = GoldSegment.objects.get_or_create(
-        project=project, direction=direction, external_id=external_id or f"{direction.code}-{reference[:20]}",
+        project=project,
+        direction=direction,
+        external_id=external_id or f"{direction.code}-{reference[:20]}",
         defaults={"source": source, "reference": reference},
     )
     edit = diff_edit(reference, text, lang)
     assert edit is not None and apply_edit(reference, edit, lang) == join_units(split_units(text, lang), lang)
     return Candidate.objects.create(
-        run=run or make_run(project), segment=segment, error_type=error_type, position="head", text=text,
-        span_start=edit.start, span_end=edit.end, edit_text=join_units(edit.replacement, lang), **fields,
+        run=run or make_run(project),
+        segment=segment,
+        error_type=error_type,
+        position="head",
+        text=text,
+        span_start=edit.start,
+        span_end=edit.end,
+        edit_text=join_units(edit.replacement, lang),
+        **fields,
     )
 
 

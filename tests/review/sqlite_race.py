@@ -1,6 +1,7 @@
 """8 reviewer threads against a file SQLite database, run by test_concurrency in a subprocess (the
 in-memory test database cannot show SQLite's locking). Usage: python sqlite_race.py DB_PATH.
 Prints {"errors", "candidates", "counts"}: how many candidates got how many decisions."""
+
 import os
 import sys
 import threading
@@ -33,8 +34,12 @@ def main() -> None:
     (direction,) = add_directions(project, ["en-de"])
     run = InjectionRun.objects.create(project=project, name="race", backend="import")
     for i in range(30):
-        segment = GoldSegment.objects.create(project=project, direction=direction, external_id=str(i), source="s", reference=f"a b c {i}")
-        Candidate.objects.create(run=run, segment=segment, error_type="Addition", text=f"a X c {i}", span_start=1, span_end=2, edit_text="X")
+        segment = GoldSegment.objects.create(
+            project=project, direction=direction, external_id=str(i), source="s", reference=f"a b c {i}"
+        )
+        Candidate.objects.create(
+            run=run, segment=segment, error_type="Addition", text=f"a X c {i}", span_start=1, span_end=2, edit_text="X"
+        )
     users = [create_user(f"u{i}", "pw-xyz-123", languages=["de"]) for i in range(8)]
     errors: list[str] = []
 

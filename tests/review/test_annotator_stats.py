@@ -1,5 +1,6 @@
 """The admin page's per-annotator statistics: one grouped query on PostgreSQL, equal to the Python
 computation over every decision (``exact_annotator_stats``, the SQLite path)."""
+
 from datetime import timedelta
 
 import pytest
@@ -14,8 +15,14 @@ pytestmark = pytest.mark.django_db
 
 
 def put(candidate, reviewer, decision, time_spent_ms, *, minutes_ago=0, source=ReviewDecision.Source.ANNOTATOR):
-    d = ReviewDecision.objects.create(candidate=candidate, reviewer=reviewer, decision=decision, source=source,
-                                      is_final=source != ReviewDecision.Source.ANNOTATOR, time_spent_ms=time_spent_ms)
+    d = ReviewDecision.objects.create(
+        candidate=candidate,
+        reviewer=reviewer,
+        decision=decision,
+        source=source,
+        is_final=source != ReviewDecision.Source.ANNOTATOR,
+        time_spent_ms=time_spent_ms,
+    )
     ReviewDecision.objects.filter(pk=d.pk).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
 
 
@@ -107,7 +114,9 @@ def test_changing_a_decision_makes_the_kept_figures_stale(project, languages, an
     services.submit_decision(annotator_de, de[0].pk, "accept", idempotency_key="first", time_spent_ms=1000)
     selectors.compute_decision_figures(project)
     assert selectors.decision_figures(project).fresh
-    services.submit_decision(annotator_de, de[0].pk, "reject", idempotency_key="second", time_spent_ms=1000)  # a change: no new row
+    services.submit_decision(
+        annotator_de, de[0].pk, "reject", idempotency_key="second", time_spent_ms=1000
+    )  # a change: no new row
     assert not selectors.decision_figures(project).fresh
     selectors.compute_decision_figures(project)
     figures = selectors.decision_figures(project)

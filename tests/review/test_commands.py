@@ -1,4 +1,5 @@
 """The rating-item import command and the lock housekeeping task."""
+
 import json
 from datetime import timedelta
 
@@ -15,10 +16,16 @@ pytestmark = pytest.mark.django_db
 
 def test_import_rating_items_jsonl(project, tmp_path, capsys):
     path = tmp_path / "out.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in [
-        {"id": "1", "source": "Hello.", "reference": "Hallo.", "text": "Hallo!"},
-        {"id": "2", "source": "Bye.", "text": "Tschüss."},
-    ]), encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"id": "1", "source": "Hello.", "reference": "Hallo.", "text": "Hallo!"},
+                {"id": "2", "source": "Bye.", "text": "Tschüss."},
+            ]
+        ),
+        encoding="utf-8",
+    )
     call_command("import_rating_items", "demo", "en-de", str(path), "--system", "sysA")
     assert RatingItem.objects.filter(system="sysA", kind="system_output").count() == 2
     call_command("import_rating_items", "demo", "en-de", str(path), "--system", "sysA")
@@ -63,21 +70,32 @@ def test_make_rating_items_from_pseudo_translations(project, languages):
     from exports.models import PseudoTranslation
 
     cand = make_candidates(project, languages, "en-de", count=1)[0]
-    PseudoTranslation.objects.create(segment=cand.segment, level=1, key=str(cand.pk), text=cand.text, marked_text=cand.text, mqm_penalty=5)
+    PseudoTranslation.objects.create(
+        segment=cand.segment, level=1, key=str(cand.pk), text=cand.text, marked_text=cand.text, mqm_penalty=5
+    )
     call_command("make_rating_items", "demo", "--from", "pseudo-translations", "--level", "1")
     item = RatingItem.objects.get(kind="pseudo_translation")
     assert item.pseudo_translation.level == 1 and item.reference == cand.segment.reference
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
-        (["--from", "pseudo-translations", "--limit", "0"], "argument --limit: must be at least 1, got 0"),  # was: every item
-        (["--from", "pseudo-translations", "--limit", "-1"], "argument --limit: must be at least 1, got -1"),  # was: a traceback
+        (
+            ["--from", "pseudo-translations", "--limit", "0"],
+            "argument --limit: must be at least 1, got 0",
+        ),  # was: every item
+        (
+            ["--from", "pseudo-translations", "--limit", "-1"],
+            "argument --limit: must be at least 1, got -1",
+        ),  # was: a traceback
         (["--from", "pseudo-translations", "--level", "-1"], "--level -1: project demo has levels 0 to 5"),
         (["--from", "pseudo-translations", "--level", "6"], "--level 6: project demo has levels 0 to 5"),
         (["--from", "accepted-candidates", "--level", "1"], "use it with --from pseudo-translations"),
-        (["--from", "accepted-candidates", "--direction", "en-fr"], r"--direction en-fr: not a direction of project demo \(en-ar, en-de, en-ja, en-zh\)"),
+        (
+            ["--from", "accepted-candidates", "--direction", "en-fr"],
+            r"--direction en-fr: not a direction of project demo \(en-ar, en-de, en-ja, en-zh\)",
+        ),
     ],
 )
 def test_make_rating_items_refuses_bad_options_and_makes_nothing(project, languages, args, message):
@@ -87,14 +105,21 @@ def test_make_rating_items_refuses_bad_options_and_makes_nothing(project, langua
 
     cands = make_candidates(project, languages, "en-de", count=2)
     Candidate.objects.filter(pk__in=[c.pk for c in cands]).update(status="accepted")
-    PseudoTranslation.objects.create(segment=cands[0].segment, level=1, key=str(cands[0].pk), text=cands[0].text, marked_text=cands[0].text, mqm_penalty=5)
+    PseudoTranslation.objects.create(
+        segment=cands[0].segment,
+        level=1,
+        key=str(cands[0].pk),
+        text=cands[0].text,
+        marked_text=cands[0].text,
+        mqm_penalty=5,
+    )
     with pytest.raises(CommandError, match=message):
         call_command("make_rating_items", "demo", *args)
     assert not RatingItem.objects.exists()
 
 
 @pytest.mark.parametrize(
-    "system, message",
+    ("system", "message"),
     [
         ("s" * 201, "--system is 201 characters long, at most 200 fit"),
         ("sys\x00tem", "--system contains"),
@@ -111,5 +136,7 @@ def test_import_rating_items_checks_the_system_option_like_the_column(project, t
 
 def test_agreement_command_refuses_a_language_the_project_does_not_have(project):
     """--language xx printed empty tables, as if nobody had disagreed."""
-    with pytest.raises(CommandError, match=r"--language fr, xx: not a target language of project demo \(ar, de, ja, zh\)"):
+    with pytest.raises(
+        CommandError, match=r"--language fr, xx: not a target language of project demo \(ar, de, ja, zh\)"
+    ):
         call_command("agreement", "demo", "--language", "de", "--language", "xx", "--language", "fr")

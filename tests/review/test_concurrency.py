@@ -1,4 +1,5 @@
 """Concurrent reviewers on PostgreSQL: no candidate gets more than N reviews, none is lost."""
+
 import threading
 import uuid
 from collections import Counter
@@ -64,7 +65,10 @@ def test_same_submission_twice_concurrently_is_stored_once(project, languages, a
     need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
     cand = make_candidate(project, languages["en-de"], "s", "a b c", "a X c")
     results = []
-    race([annotator_de] * 8, lambda user: results.append(services.submit_decision(user, cand.pk, "accept", idempotency_key="same-key")))
+    race(
+        [annotator_de] * 8,
+        lambda user: results.append(services.submit_decision(user, cand.pk, "accept", idempotency_key="same-key")),
+    )
     assert len(results) == 8 and sum(created for _, created in results) == 1
     assert ReviewDecision.objects.count() == 1
 
@@ -79,7 +83,13 @@ def test_sqlite_file_database_never_over_assigns(tmp_path):
 
     script = Path(__file__).with_name("sqlite_race.py")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("DATABASE_URL", "TEST_DATABASE_NAME")}
-    out = subprocess.run([sys.executable, str(script), str(tmp_path / "race.sqlite3")], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "race.sqlite3")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     result = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     assert result == {"errors": [], "candidates": 30, "counts": {2: 30}}
@@ -93,7 +103,9 @@ def test_concurrent_raters_never_over_fill_a_rating_item(project, languages):
     from annotation.models import LikertRating, RatingItem
 
     for i in range(10):
-        RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output", source=f"s{i}", text=f"t{i}")
+        RatingItem.objects.create(
+            project=project, direction=languages["en-de"], kind="system_output", source=f"s{i}", text=f"t{i}"
+        )
     users = [create_user(f"rater{i}", "pw-123-xyz", languages=["de"]) for i in range(16)]
     scores = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 3}
 

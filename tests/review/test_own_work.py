@@ -1,6 +1,7 @@
 """An annotator's own work (#37.4): /review/mine/ shows each decision with the candidate's text (in the
 direction of its language), filterable, and lists their skips and "broken item" reports with a way back
 to each; an admin sees every reviewer's skips and reports of a project on the review manage page."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,13 @@ def test_mine_shows_the_text_filters_and_lists_skips_with_a_way_back(client, ann
     assert "Eine Katze rennt." in page and "item is broken or unreadable" in page and "half missing" in page
     back = reverse("review:candidate", args=["demo", work["other"].pk])
     assert f'href="{back}?round=' in page
-    assert "No decisions match the filter" in client.get(reverse("review:mine"), {"decision": "reject"}).content.decode()
-    assert "Ein blauer Hund." in client.get(reverse("review:mine"), {"decision": "accept", "direction": "en-de"}).content.decode()
+    assert (
+        "No decisions match the filter" in client.get(reverse("review:mine"), {"decision": "reject"}).content.decode()
+    )
+    assert (
+        "Ein blauer Hund."
+        in client.get(reverse("review:mine"), {"decision": "accept", "direction": "en-de"}).content.decode()
+    )
     filtered = client.get(reverse("review:mine"), {"direction": "en-zh"}).content.decode()
     assert "Ein blauer Hund." not in filtered and "Eine Katze rennt." not in filtered
 

@@ -3,6 +3,7 @@ user, permissions, the transaction and its savepoints), so a query added to the 
 
 The bounds are today's counts on PostgreSQL; SQLite takes its write lock with one more statement.
 """
+
 import uuid
 
 import pytest
@@ -50,13 +51,20 @@ def next_item(client, project):
 
 
 def submit(client, got):
-    body = {"candidate": got["candidate"]["id"], "round": got["round"], "decision": "accept", "idempotency_key": uuid.uuid4().hex}
+    body = {
+        "candidate": got["candidate"]["id"],
+        "round": got["round"],
+        "decision": "accept",
+        "idempotency_key": uuid.uuid4().hex,
+    }
     r = client.post(reverse("review_api:decisions"), data=body, content_type="application/json")
     assert r.status_code == 201, r.content
     return r.json()
 
 
-def test_get_next_and_submit_stay_within_their_query_budget(client, project, candidates, annotator_de, django_assert_max_num_queries):
+def test_get_next_and_submit_stay_within_their_query_budget(
+    client, project, candidates, annotator_de, django_assert_max_num_queries
+):
     other = Client()
     other.force_login(create_user("other_de", "other-pass-123", languages=["de"]))
     first = next_item(other, project)  # a live lock and a decision of someone else in the queue
@@ -78,6 +86,7 @@ def test_get_next_and_submit_stay_within_their_query_budget(client, project, can
 
 def test_get_next_does_not_grow_with_the_queue(client, project, languages, candidates):
     """No per-candidate query: the same count with 12 candidates left as with 112, several full of locks."""
+
     def count_one():
         with CaptureQueriesContext(connection) as ctx:
             submit(client, next_item(client, project))
@@ -96,6 +105,7 @@ def test_get_next_does_not_grow_with_the_queue(client, project, languages, candi
 
 def test_my_decisions_page_does_not_grow_with_the_decisions(client, project, candidates):
     """One query for all rows with their candidate, project, direction and round (the template reads all four)."""
+
     def queries_for_page() -> int:
         with CaptureQueriesContext(connection) as captured:
             assert client.get(reverse("review:mine")).status_code == 200

@@ -1,4 +1,5 @@
 """The pure rules of review: highlighting from offsets, pool rules, Likert validation, sampling."""
+
 import pytest
 
 from annotation.review import domain as rules
@@ -63,7 +64,10 @@ def test_missing_dimensions():
     full = {"informativeness": 5, "clarity": "4", "plausibility": 3, "faithfulness": 1}
     assert rules.missing_dimensions(full) == []
     assert rules.missing_dimensions({**full, "clarity": 0}) == ["clarity"]
-    assert rules.missing_dimensions({**full, "faithfulness": 6, "plausibility": None}) == ["plausibility", "faithfulness"]
+    assert rules.missing_dimensions({**full, "faithfulness": 6, "plausibility": None}) == [
+        "plausibility",
+        "faithfulness",
+    ]
     assert rules.missing_dimensions({**full, "informativeness": True}) == ["informativeness"]
 
 

@@ -1,4 +1,5 @@
 """Assignment, decisions, skips, rounds, adjudication and ratings through the services, on a real DB."""
+
 import re
 from datetime import timedelta
 
@@ -25,7 +26,9 @@ def second_de():
 
 
 def decide(user, candidate, decision="accept", key=None, **kw):
-    return services.submit_decision(user, candidate.pk, decision, idempotency_key=key or f"{user.pk}-{candidate.pk}-{decision}", **kw)
+    return services.submit_decision(
+        user, candidate.pk, decision, idempotency_key=key or f"{user.pk}-{candidate.pk}-{decision}", **kw
+    )
 
 
 def test_queue_serves_only_own_languages(project, de_candidates, annotator_de, annotator_zh, languages):
@@ -221,16 +224,29 @@ def test_candidates_become_ratable(project, de_candidates):
 
 def test_items_are_made_chunk_by_chunk_with_the_candidates_texts(project, de_candidates):
     first = Candidate.objects.order_by("pk")[:3]
-    assert services.make_ratable(project, Candidate.objects.filter(pk__in=[c.pk for c in first]), "candidate", chunk=2) == 3
+    assert (
+        services.make_ratable(project, Candidate.objects.filter(pk__in=[c.pk for c in first]), "candidate", chunk=2)
+        == 3
+    )
     steps: list[int] = []
-    assert services.make_ratable(project, Candidate.objects.all(), "candidate", progress=steps.append, chunk=2) == 4  # 3 kept
+    assert (
+        services.make_ratable(project, Candidate.objects.all(), "candidate", progress=steps.append, chunk=2) == 4
+    )  # 3 kept
     assert steps == [2, 2, 2, 1]
     items = {item.candidate_id: item for item in RatingItem.objects.filter(kind="candidate")}
     assert sorted(items) == sorted(c.pk for c in de_candidates)
     for candidate in Candidate.objects.select_related("segment"):
         item = items[candidate.pk]
-        assert (item.project_id, item.direction_id, item.external_id) == (project.pk, candidate.segment.direction_id, str(candidate.pk))
-        assert (item.source, item.reference, item.text) == (candidate.segment.source, candidate.segment.reference, candidate.text)
+        assert (item.project_id, item.direction_id, item.external_id) == (
+            project.pk,
+            candidate.segment.direction_id,
+            str(candidate.pk),
+        )
+        assert (item.source, item.reference, item.text) == (
+            candidate.segment.source,
+            candidate.segment.reference,
+            candidate.text,
+        )
 
 
 def test_a_failure_part_way_leaves_no_items(project, de_candidates):
@@ -238,7 +254,9 @@ def test_a_failure_part_way_leaves_no_items(project, de_candidates):
         raise KeyboardInterrupt  # Ctrl-C under the command's progress bar
 
     with pytest.raises(KeyboardInterrupt):
-        services.make_ratable(project, Candidate.objects.all(), "candidate", progress=stop_after_the_first_chunk, chunk=2)
+        services.make_ratable(
+            project, Candidate.objects.all(), "candidate", progress=stop_after_the_first_chunk, chunk=2
+        )
     assert not RatingItem.objects.exists()
     with pytest.raises(ValueError, match="system_output"):
         services.make_ratable(project, Candidate.objects.all(), "system_output")
@@ -268,10 +286,13 @@ def test_admin_stats(project, de_candidates, annotator_de, second_de):
     assert lang["accepted"] == 1 and lang["reviews"] == 3 and lang["missing_reviews"] == 2 * 6 - 1
 
 
-@pytest.mark.parametrize("typed, problem", [
-    ("аdmin", "mixes Latin and Cyrillic letters that look alike (а)"),  # a Cyrillic а
-    ("pаypal_ok", "mixes Latin and Cyrillic letters that look alike (а)"),
-])
+@pytest.mark.parametrize(
+    ("typed", "problem"),
+    [
+        ("аdmin", "mixes Latin and Cyrillic letters that look alike (а)"),  # a Cyrillic а
+        ("pаypal_ok", "mixes Latin and Cyrillic letters that look alike (а)"),
+    ],
+)
 def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, typed, problem):
     from django.contrib.auth import get_user_model
 
@@ -292,9 +313,15 @@ def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(
 def test_admin_user_form_refuses_look_alike_usernames(admin_client):
     from django.contrib.auth import get_user_model
 
-    response = admin_client.post("/admin/auth/user/add/", {
-        "username": "аdmin", "password1": "a-Strong-pass-987", "password2": "a-Strong-pass-987", "usable_password": "true",
-    })
+    response = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "аdmin",
+            "password1": "a-Strong-pass-987",
+            "password2": "a-Strong-pass-987",
+            "usable_password": "true",
+        },
+    )
     assert response.status_code == 200
     assert "mixes Latin and Cyrillic letters that look alike" in response.content.decode()
     assert not get_user_model().objects.filter(username="аdmin").exists()

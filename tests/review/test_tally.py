@@ -1,6 +1,7 @@
 """The review progress counters (ReviewTally) against the rows: every writer, in random order, then every
 counter and every progress figure compared with the exact count of the rows (the old queries, kept as
 ``selectors.exact_*``). PostgreSQL only: the counters are kept by its triggers."""
+
 import random
 from collections import Counter
 from datetime import timedelta
@@ -61,7 +62,9 @@ def assert_exact(project, users):
         codes = selectors.language_codes(user)
         for rnd in selectors.open_rounds(project):
             for langs in [codes, *([c] for c in codes)]:
-                assert selectors.progress(user, project, rnd, langs) == selectors.exact_progress(user, project, rnd, langs), (user, rnd.number, langs)
+                assert selectors.progress(user, project, rnd, langs) == selectors.exact_progress(
+                    user, project, rnd, langs
+                ), (user, rnd.number, langs)
 
 
 class World:
@@ -86,14 +89,23 @@ class World:
     def import_copy(self):
         # the COPY path of bulk imports (core.bulk): a statement the triggers see as one
         model = self.rng.choice(self._candidates())
-        fields = {f.attname: getattr(model, f.attname) for f in Candidate._meta.concrete_fields if f.attname not in ("id", "created_at")}
+        fields = {
+            f.attname: getattr(model, f.attname)
+            for f in Candidate._meta.concrete_fields
+            if f.attname not in ("id", "created_at")
+        }
         new = []
         for _ in range(self.rng.randint(1, 4)):
             self.serial += 1
             seg = model.segment
             seg.pk, seg.external_id = None, f"copy-{self.serial}"
             seg.save()
-            new.append(Candidate(**(fields | {"segment_id": seg.pk, "status": "pending", "status_reason": ""}), created_at=timezone.now()))
+            new.append(
+                Candidate(
+                    **(fields | {"segment_id": seg.pk, "status": "pending", "status_reason": ""}),
+                    created_at=timezone.now(),
+                )
+            )
         bulk.insert_objects(Candidate, new)
 
     def take(self):
@@ -113,8 +125,13 @@ class World:
     def _decide(self, user, candidate, rnd):
         self.serial += 1
         try:
-            services.submit_decision(user, candidate.pk, self.rng.choice(["accept", "reject"]), idempotency_key=f"k{self.serial}",
-                                     round_id=rnd.pk if rnd else None)
+            services.submit_decision(
+                user,
+                candidate.pk,
+                self.rng.choice(["accept", "reject"]),
+                idempotency_key=f"k{self.serial}",
+                round_id=rnd.pk if rnd else None,
+            )
         except services.ReviewError:
             pass
 
@@ -128,7 +145,8 @@ class World:
         locks = list(ReviewLock.objects.values_list("pk", flat=True))
         if locks:
             ReviewLock.objects.filter(pk__in=self.rng.sample(locks, self.rng.randint(1, len(locks)))).update(
-                expires_at=timezone.now() - timedelta(seconds=1))
+                expires_at=timezone.now() - timedelta(seconds=1)
+            )
         if self.rng.random() < 0.5:
             services.release_expired_locks()
 
@@ -144,7 +162,9 @@ class World:
 
     def open_round(self):
         try:
-            services.open_round(self.admin, self.project, sample_size=self.rng.randint(1, 4), seed=self.rng.randint(0, 99))
+            services.open_round(
+                self.admin, self.project, sample_size=self.rng.randint(1, 4), seed=self.rng.randint(0, 99)
+            )
         except services.ReviewError:
             pass
 
@@ -169,16 +189,36 @@ class World:
     def fold(self):
         tally.fold()
 
-    STEPS = ("import_one", "import_copy", "take", "take_and_decide", "take_and_decide", "take_and_decide", "decide_any",
-             "skip", "expire_locks", "adjudicate", "exclude", "open_round", "close_round", "delete_candidate",
-             "delete_decision", "pool_rule", "fold")
+    STEPS = (
+        "import_one",
+        "import_copy",
+        "take",
+        "take_and_decide",
+        "take_and_decide",
+        "take_and_decide",
+        "decide_any",
+        "skip",
+        "expire_locks",
+        "adjudicate",
+        "exclude",
+        "open_round",
+        "close_round",
+        "delete_candidate",
+        "delete_decision",
+        "pool_rule",
+        "fold",
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_counters_follow_every_writer_in_random_order(project, languages, annotator_de, annotator_zh, admin_user, seed):
     rng = random.Random(seed)
-    users = [annotator_de, annotator_zh, create_user("ben_de", "ben-pass-123", languages=["de"]),
-             create_user("dora_dezh", "dora-pass-123", languages=["de", "zh"])]
+    users = [
+        annotator_de,
+        annotator_zh,
+        create_user("ben_de", "ben-pass-123", languages=["de"]),
+        create_user("dora_dezh", "dora-pass-123", languages=["de", "zh"]),
+    ]
     make_candidates(project, languages, "en-de")
     make_candidates(project, languages, "en-zh")
     world = World(project, languages, rng, users, admin_user)
@@ -240,7 +280,9 @@ def test_project_deletion_leaves_no_counters(project, languages):
         assert cursor.fetchone()[0] == 0
 
 
-def test_pages_show_the_counted_figures_in_own_languages_only(client, project, languages, annotator_de, annotator_zh, admin_user):
+def test_pages_show_the_counted_figures_in_own_languages_only(
+    client, project, languages, annotator_de, annotator_zh, admin_user
+):
     make_candidates(project, languages, "en-de")
     make_candidates(project, languages, "en-zh")
     got = services.next_candidate(annotator_de, project)
@@ -255,4 +297,6 @@ def test_pages_show_the_counted_figures_in_own_languages_only(client, project, l
     client.force_login(annotator_zh)
     assert f"round 1: 0 done, {zh['remaining']} remaining" in client.get("/review/").content.decode()
     client.force_login(admin_user)
-    assert client.get(f"/review/{project.name}/manage/").context["languages"] == selectors.exact_language_progress(project)
+    assert client.get(f"/review/{project.name}/manage/").context["languages"] == selectors.exact_language_progress(
+        project
+    )

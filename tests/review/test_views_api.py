@@ -1,4 +1,5 @@
 """Screens and API: login required, only own languages and own work, CSRF, escaping, idempotency."""
+
 import json
 
 import pytest
@@ -18,8 +19,24 @@ pytestmark = pytest.mark.django_db
 def data(project, languages):
     de = make_candidates(project, languages, "en-de")
     zh = make_candidates(project, languages, "en-zh")
-    item = RatingItem.objects.create(project=project, direction=languages["en-de"], kind="system_output", source="Hi.", reference="Hallo.", text="Hallo!", system="s1")
-    zh_item = RatingItem.objects.create(project=project, direction=languages["en-zh"], kind="system_output", source="Hi.", reference="你好。", text="你好！", system="s1")
+    item = RatingItem.objects.create(
+        project=project,
+        direction=languages["en-de"],
+        kind="system_output",
+        source="Hi.",
+        reference="Hallo.",
+        text="Hallo!",
+        system="s1",
+    )
+    zh_item = RatingItem.objects.create(
+        project=project,
+        direction=languages["en-zh"],
+        kind="system_output",
+        source="Hi.",
+        reference="你好。",
+        text="你好！",
+        system="s1",
+    )
     return {"de": de, "zh": zh, "item": item, "zh_item": zh_item}
 
 
@@ -45,7 +62,8 @@ def admin_client(admin_user):
 
 def page_urls(project, data):
     return [
-        reverse("review:index"), reverse("review:mine"),
+        reverse("review:index"),
+        reverse("review:mine"),
         reverse("review:next", args=[project.name]),
         reverse("review:candidate", args=[project.name, data["de"][0].pk]),
         reverse("review:rate_next", args=[project.name]),
@@ -99,18 +117,27 @@ def test_other_language_gets_no_access(project, data, zh_client):
     assert zh_client.get(reverse("review:rate", args=[data["item"].pk])).status_code == 404
     assert zh_client.get(reverse("review_api:candidate", args=[de_cand.pk])).status_code == 404
     assert zh_client.get(reverse("review_api:rating_item", args=[data["item"].pk])).status_code == 404
-    r = call(zh_client, "post", reverse("review_api:decisions"), {"candidate": de_cand.pk, "decision": "accept", "idempotency_key": "x"})
+    r = call(
+        zh_client,
+        "post",
+        reverse("review_api:decisions"),
+        {"candidate": de_cand.pk, "decision": "accept", "idempotency_key": "x"},
+    )
     assert r.status_code == 404
     r = call(zh_client, "post", reverse("review_api:skips"), {"candidate": de_cand.pk, "reason": "unsure"})
     assert r.status_code == 404
     scores = {"informativeness": 3, "clarity": 3, "plausibility": 3, "faithfulness": 3}
-    r = call(zh_client, "post", reverse("review_api:ratings"), {"item": data["item"].pk, "idempotency_key": "y", **scores})
+    r = call(
+        zh_client, "post", reverse("review_api:ratings"), {"item": data["item"].pk, "idempotency_key": "y", **scores}
+    )
     assert r.status_code == 404
     # the queue only offers zh
     got = call(zh_client, "post", reverse("review_api:next", args=[project.name]), {}).json()
     assert got["candidate"]["language"] == "zh"
     # the HTML form path refuses too
-    r = zh_client.post(reverse("review:candidate", args=[project.name, de_cand.pk]), {"action": "accept", "idempotency_key": "z"})
+    r = zh_client.post(
+        reverse("review:candidate", args=[project.name, de_cand.pk]), {"action": "accept", "idempotency_key": "z"}
+    )
     assert r.status_code == 404
     assert not ReviewDecision.objects.filter(candidate=de_cand).exists()
     assert not LikertRating.objects.exists()
@@ -122,9 +149,13 @@ def test_admin_pages_are_admin_only(project, data, de_client, admin_client):
         assert admin_client.get(reverse(name, args=[project.name])).status_code == 200
     assert de_client.get(reverse("review:annotators")).status_code == 403
     assert admin_client.get(reverse("review:annotators")).status_code == 200
-    r = call(de_client, "post", reverse("review_api:adjudications"), {"candidate": data["de"][0].pk, "decision": "accept"})
+    r = call(
+        de_client, "post", reverse("review_api:adjudications"), {"candidate": data["de"][0].pk, "decision": "accept"}
+    )
     assert r.status_code == 403
-    r = de_client.post(reverse("review:manage", args=[project.name]), {"action": "pool_rule", "pool_rule": "adjudicated"})
+    r = de_client.post(
+        reverse("review:manage", args=[project.name]), {"action": "pool_rule", "pool_rule": "adjudicated"}
+    )
     assert r.status_code == 403
 
 
@@ -133,8 +164,14 @@ def test_the_main_menu_is_the_same_on_every_page_for_a_user(project, data, de_cl
         html = client.get(url).content.decode()
         return html.split('<nav aria-label="Main">', 1)[1].split("</nav>", 1)[0]
 
-    urls = [reverse("home"), reverse("agreement:index"), reverse("benchmarks:index"), reverse("scores:index"),
-            reverse("projects:detail", args=[project.name]), *page_urls(project, data)]
+    urls = [
+        reverse("home"),
+        reverse("agreement:index"),
+        reverse("benchmarks:index"),
+        reverse("scores:index"),
+        reverse("projects:detail", args=[project.name]),
+        *page_urls(project, data),
+    ]
     admin_menus = {url: menu(admin_client, url) for url in urls if admin_client.get(url).status_code == 200}
     annotator_menus = {url: menu(de_client, url) for url in urls if de_client.get(url).status_code == 200}
     assert len(admin_menus) >= 12 and reverse("review:manage", args=[project.name]) in admin_menus
@@ -164,11 +201,15 @@ def test_own_decisions_show_the_rejection_reason_as_picked_not_its_code(project,
     assert "You rejected this candidate (text outside the mark changed)" in screen
 
 
-def test_own_decisions_show_the_time_zone_and_the_reviewers_comment_escaped_and_truncated(project, data, de_client, annotator_de):
+def test_own_decisions_show_the_time_zone_and_the_reviewers_comment_escaped_and_truncated(
+    project, data, de_client, annotator_de
+):
     from django.utils import timezone
 
     comment = "<b>odd</b> " + "word " * 40
-    decision, _ = services.submit_decision(annotator_de, data["de"][0].pk, "reject", idempotency_key="c1", reason="wrong_type", comment=comment)
+    decision, _ = services.submit_decision(
+        annotator_de, data["de"][0].pk, "reject", idempotency_key="c1", reason="wrong_type", comment=comment
+    )
     mine = de_client.get(reverse("review:mine")).content.decode()
     assert f"{timezone.localtime(decision.updated_at):%Y-%m-%d %H:%M} UTC</time>" in mine  # TIME_ZONE, named
     assert "<th>Your comment</th>" in mine and "&lt;b&gt;odd&lt;/b&gt; word word" in mine and "<b>odd</b>" not in mine
@@ -177,7 +218,14 @@ def test_own_decisions_show_the_time_zone_and_the_reviewers_comment_escaped_and_
 
 
 def test_api_decision_is_idempotent(project, data, de_client):
-    body = {"candidate": data["de"][0].pk, "decision": "reject", "reason": "wrong_type", "comment": "no", "time_spent_ms": 1200, "idempotency_key": "abc"}
+    body = {
+        "candidate": data["de"][0].pk,
+        "decision": "reject",
+        "reason": "wrong_type",
+        "comment": "no",
+        "time_spent_ms": 1200,
+        "idempotency_key": "abc",
+    }
     first = call(de_client, "post", reverse("review_api:decisions"), body)
     second = call(de_client, "post", reverse("review_api:decisions"), body)
     assert first.status_code == 201 and second.status_code == 200
@@ -188,19 +236,33 @@ def test_api_decision_is_idempotent(project, data, de_client):
 
 
 def test_api_rating_requires_all_dimensions(project, data, de_client):
-    r = call(de_client, "post", reverse("review_api:ratings"), {"item": data["item"].pk, "idempotency_key": "r1", "clarity": 4})
+    r = call(
+        de_client,
+        "post",
+        reverse("review_api:ratings"),
+        {"item": data["item"].pk, "idempotency_key": "r1", "clarity": 4},
+    )
     assert r.status_code == 400 and "informativeness" in r.json()["detail"]
     scores = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 2}
-    r = call(de_client, "post", reverse("review_api:ratings"), {"item": data["item"].pk, "idempotency_key": "r1", **scores})
+    r = call(
+        de_client, "post", reverse("review_api:ratings"), {"item": data["item"].pk, "idempotency_key": "r1", **scores}
+    )
     assert r.status_code == 201 and r.json()["faithfulness"] == 2
 
 
 def test_csrf_is_enforced(project, data, annotator_de):
     client = Client(enforce_csrf_checks=True)
     login(client, annotator_de, "anna-pass-123")
-    r = call(client, "post", reverse("review_api:decisions"), {"candidate": data["de"][0].pk, "decision": "accept", "idempotency_key": "c"})
+    r = call(
+        client,
+        "post",
+        reverse("review_api:decisions"),
+        {"candidate": data["de"][0].pk, "decision": "accept", "idempotency_key": "c"},
+    )
     assert r.status_code == 403
-    r = client.post(reverse("review:candidate", args=[project.name, data["de"][0].pk]), {"action": "accept", "idempotency_key": "c"})
+    r = client.post(
+        reverse("review:candidate", args=[project.name, data["de"][0].pk]), {"action": "accept", "idempotency_key": "c"}
+    )
     assert r.status_code == 403
     assert not ReviewDecision.objects.exists()
 
@@ -236,7 +298,9 @@ def test_form_path_decides_and_moves_on(project, data, de_client):
 
 def test_review_page_escapes_and_highlights_from_offsets(project, languages, de_client):
     payload = '<script>alert("x")</script>'
-    cand = make_candidate(project, languages["en-de"], "Hello <b>you</b>", f"Hallo {payload} <v>du</v>", f"Hallo {payload} <v>ihr</v>")
+    cand = make_candidate(
+        project, languages["en-de"], "Hello <b>you</b>", f"Hallo {payload} <v>du</v>", f"Hallo {payload} <v>ihr</v>"
+    )
     html = de_client.get(reverse("review:candidate", args=[project.name, cand.pk])).content.decode()
     assert payload not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "<b>you</b>" not in html
@@ -246,7 +310,9 @@ def test_review_page_escapes_and_highlights_from_offsets(project, languages, de_
 
 
 def test_review_page_rtl_and_deletion_marker(project, languages):
-    ar = make_candidate(project, languages["en-ar"], "The book is new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission")
+    ar = make_candidate(
+        project, languages["en-ar"], "The book is new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission"
+    )
     user = create_user("amal_ar", "amal-pass-123", languages=["ar"])
     client = login(Client(), user, "amal-pass-123")
     html = client.get(reverse("review:candidate", args=[project.name, ar.pk])).content.decode()
@@ -277,7 +343,9 @@ def test_admin_progress_page_and_adjudication(project, data, admin_client, annot
     assert len(page.context["items"]) == 1
     admin_client.post(reverse("review:adjudication", args=[project.name]), {"candidate": c.pk, "decision": "accept"})
     assert Candidate.objects.get(pk=c.pk).status == "accepted"
-    r = admin_client.post(reverse("review:manage", args=[project.name]), {"action": "open_round", "sample_size": "5", "seed": "3"})
+    r = admin_client.post(
+        reverse("review:manage", args=[project.name]), {"action": "open_round", "sample_size": "5", "seed": "3"}
+    )
     assert r.status_code == 302 and project.review_rounds.filter(number=2).exists()
 
 
@@ -288,16 +356,35 @@ def test_schema_lists_review_endpoints(admin_client):
 
 def test_django_admin_lists_review_models(project, data, admin_client, annotator_de):
     services.submit_decision(annotator_de, data["de"][0].pk, "accept", idempotency_key="adm")
-    for model in ("reviewround", "reviewdecision", "reviewskip", "reviewlock", "ratingitem", "likertrating", "auditevent"):
+    for model in (
+        "reviewround",
+        "reviewdecision",
+        "reviewskip",
+        "reviewlock",
+        "ratingitem",
+        "likertrating",
+        "auditevent",
+    ):
         assert admin_client.get(f"/admin/annotation/{model}/").status_code == 200, model
     decision = ReviewDecision.objects.get()
     # decisions change only through the audited services
-    assert admin_client.post(f"/admin/annotation/reviewdecision/{decision.pk}/change/", {"decision": "reject"}).status_code == 403
+    assert (
+        admin_client.post(f"/admin/annotation/reviewdecision/{decision.pk}/change/", {"decision": "reject"}).status_code
+        == 403
+    )
 
 
 def test_review_page_shows_check_warnings_and_criteria(project, languages, de_client):
-    cand = make_candidate(project, languages["en-de"], "s", "a b c d", "a X c d", error_type="Untranslated",
-                          flags=["local_edit"], checks={"local_edit": {"passed": False, "detail": "text outside the marked span differs"}})
+    cand = make_candidate(
+        project,
+        languages["en-de"],
+        "s",
+        "a b c d",
+        "a X c d",
+        error_type="Untranslated",
+        flags=["local_edit"],
+        checks={"local_edit": {"passed": False, "detail": "text outside the marked span differs"}},
+    )
     page = de_client.get(reverse("review:candidate", args=[project.name, cand.pk]))
     html = page.content.decode()
     assert "Automatic checks" in html and "local_edit" in html and "text outside the marked span differs" in html
@@ -311,9 +398,16 @@ def test_viewer_cannot_review_or_rate(project, data):
     viewer = create_user("vic", "vic-pass-123", role="viewer", languages=["de"])
     client = login(Client(), viewer, "vic-pass-123")
     assert client.get(reverse("review:candidate", args=[project.name, data["de"][0].pk])).status_code == 404
-    assert call(client, "post", reverse("review_api:next", args=[project.name]), {}).status_code == 404  # no queue: as if none
+    assert (
+        call(client, "post", reverse("review_api:next", args=[project.name]), {}).status_code == 404
+    )  # no queue: as if none
     assert client.get(reverse("review:next", args=[project.name])).status_code == 404
-    r = call(client, "post", reverse("review_api:decisions"), {"candidate": data["de"][0].pk, "decision": "accept", "idempotency_key": "v"})
+    r = call(
+        client,
+        "post",
+        reverse("review_api:decisions"),
+        {"candidate": data["de"][0].pk, "decision": "accept", "idempotency_key": "v"},
+    )
     assert r.status_code == 404
     assert client.get(reverse("review:rate", args=[data["item"].pk])).status_code == 404
     assert not ReviewDecision.objects.exists()

@@ -1,5 +1,6 @@
 """Meta-evaluation of a scored release: selector, command and page, on a release built through the ORM
 whose en-zh scores carry a cross-lingual bias (compressed and shifted scale)."""
+
 import io
 import json
 
@@ -31,19 +32,47 @@ def scored(project, languages):
         for k in range(6):
             ids[(code, k)] = [f"{code}/{k * 10 + i}/k{k}" for i in range(4)]
             for i, tid in enumerate(ids[(code, k)]):
-                MetricScore.objects.create(release=release, metric="chrF++", direction=direction, triplet_id=tid, level=k, score=chrf_like(code, k, i))
+                MetricScore.objects.create(
+                    release=release,
+                    metric="chrF++",
+                    direction=direction,
+                    triplet_id=tid,
+                    level=k,
+                    score=chrf_like(code, k, i),
+                )
                 # A lower-is-better metric: more errors, higher score.
-                MetricScore.objects.create(release=release, metric="MetricX-23", direction=direction, triplet_id=tid, level=k, score=2.0 * k + 0.1 * i)
+                MetricScore.objects.create(
+                    release=release,
+                    metric="MetricX-23",
+                    direction=direction,
+                    triplet_id=tid,
+                    level=k,
+                    score=2.0 * k + 0.1 * i,
+                )
             for r in range(2):
                 PseudoSystem.objects.create(
-                    release=release, project=project, kind="monolingual", name=f"mono/{code}/k{k}/r{r}", direction=direction,
-                    level=k, repetition=r, seed=r, human_score=-5.0 * k, triplet_ids=ids[(code, k)],
+                    release=release,
+                    project=project,
+                    kind="monolingual",
+                    name=f"mono/{code}/k{k}/r{r}",
+                    direction=direction,
+                    level=k,
+                    repetition=r,
+                    seed=r,
+                    human_score=-5.0 * k,
+                    triplet_ids=ids[(code, k)],
                 )
     for r in range(2):
         for s, (kde, kzh) in enumerate(MIXES):
             PseudoSystem.objects.create(
-                release=release, project=project, kind="multilingual", name=f"multi/s{s}/r{r}", repetition=r, seed=r,
-                human_score=-5.0 * (kde + kzh) / 2, triplet_ids=ids[("en-de", kde)] + ids[("en-zh", kzh)],
+                release=release,
+                project=project,
+                kind="multilingual",
+                name=f"multi/s{s}/r{r}",
+                repetition=r,
+                seed=r,
+                human_score=-5.0 * (kde + kzh) / 2,
+                triplet_ids=ids[("en-de", kde)] + ids[("en-zh", kzh)],
             )
     summarize_scores(release)  # as the ingest does
     return release
@@ -58,7 +87,9 @@ def test_triplet_level_tau_matches_scipy_and_lgn_fixes_the_bias(scored):
     assert result["system_level"] == {"en-de": pytest.approx(1.0), "en-zh": pytest.approx(1.0)}
     assert [c["level"] for c in result["cv"]] == [0, 1, 2, 3, 4, 5] and all(c["cv"] > 0 for c in result["cv"])
     multi = result["multilingual"]
-    assert multi["repetitions"] == 2 and multi["tau_lgn"] == pytest.approx(1.0) and multi["tau_plain"] < multi["tau_lgn"]
+    assert (
+        multi["repetitions"] == 2 and multi["tau_lgn"] == pytest.approx(1.0) and multi["tau_plain"] < multi["tau_lgn"]
+    )
 
 
 def test_lower_is_better_metrics_are_oriented_before_tau(scored):
@@ -88,7 +119,12 @@ def test_command_shows_each_step_in_a_progress_bar_on_stderr(scored, capsys):
     call_command("metaeval", "demo@1.0.0", "--metrics", "chrF++,MetricX-23", "--format", "json", stdout=out)
     assert len(json.loads(out.getvalue())) == 2  # stdout holds the JSON alone
     bar = capsys.readouterr().err
-    assert "meta-evaluation" in bar and "8/8" in bar and "MetricX-23: multilingual study" in bar and "chrF++: directions: en-zh" in bar
+    assert (
+        "meta-evaluation" in bar
+        and "8/8" in bar
+        and "MetricX-23: multilingual study" in bar
+        and "chrF++: directions: en-zh" in bar
+    )
 
 
 def test_command_errors_are_clear(scored):
@@ -112,7 +148,14 @@ def test_multilingual_study_needs_every_triplet_scored_and_leaves_no_spool(score
     result = release_meta_evaluation(scored, "chrF++")
     assert result["multilingual"] is None and "multilingual_error" not in result
     # en-zh's level-5 systems lost a triplet: en-zh keeps its systems of levels 0-4, en-de all six
-    assert set(result["system_level"]) == {"en-de", "en-zh"} and [c["directions"] for c in result["cv"]] == [2, 2, 2, 2, 2, 1]
+    assert set(result["system_level"]) == {"en-de", "en-zh"} and [c["directions"] for c in result["cv"]] == [
+        2,
+        2,
+        2,
+        2,
+        2,
+        1,
+    ]
     assert list(tmp_path.iterdir()) == []
     # A viewer who sees one direction gets its figures, and no study
     one = release_meta_evaluation(scored, "MetricX-23", directions=["en-de"])

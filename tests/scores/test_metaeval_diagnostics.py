@@ -4,6 +4,7 @@ record each pseudo translation's errors as the build writes them (error types; s
 The scores follow a rule stated here: each error type costs a metric a known amount, so the expected drops,
 detection rates and additivity ratios are known answers, computed in this file from the rule (not by the code
 under test)."""
+
 import io
 import json
 from itertools import combinations
@@ -28,8 +29,10 @@ CODES = ("en-de", "en-zh")
 TYPES = ("Addition", "Omission", "Untranslated")
 # Per metric: the cost of one error of each type (chrF++ misses an untranslated error entirely: cost 0), and how
 # much a 2nd error costs relative to its cost alone (BLEU: half).
-COST = {"chrF++": {"Addition": 4.0, "Omission": 8.0, "Untranslated": 0.0},
-        "BLEU": {"Addition": 2.0, "Omission": 6.0, "Untranslated": 3.0}}
+COST = {
+    "chrF++": {"Addition": 4.0, "Omission": 8.0, "Untranslated": 0.0},
+    "BLEU": {"Addition": 2.0, "Omission": 6.0, "Untranslated": 3.0},
+}
 LATER = {"chrF++": 1.0, "BLEU": 0.5}
 SEGMENTS = 6
 
@@ -55,22 +58,49 @@ def release(project, languages, tmp_path):
     root = tmp_path / "release"
     rel = Release.objects.create(project=project, version="3.0.0", status=Release.Status.READY, path=str(root))
     for code in CODES:
-        rows = [{"triplet_id": tid, "segment_id": str(s), "num_errors": len(errors), "src": f"source {s}",
-                 "ref": f"reference {s}", "mt": f"translation of {s} with " + " ".join(c for c, _ in errors),
-                 "error_types": [t for _, t in errors],
-                 "spans": [{"candidate": c, "error_type": t, "ref_start": 0, "ref_end": 1, "mt_start": 0, "mt_end": 1}
-                           for c, t in errors]} for tid, s, errors in translations(code)]
+        rows = [
+            {
+                "triplet_id": tid,
+                "segment_id": str(s),
+                "num_errors": len(errors),
+                "src": f"source {s}",
+                "ref": f"reference {s}",
+                "mt": f"translation of {s} with " + " ".join(c for c, _ in errors),
+                "error_types": [t for _, t in errors],
+                "spans": [
+                    {"candidate": c, "error_type": t, "ref_start": 0, "ref_end": 1, "mt_start": 0, "mt_end": 1}
+                    for c, t in errors
+                ],
+            }
+            for tid, s, errors in translations(code)
+        ]
         (root / code).mkdir(parents=True)
         pq.write_table(pa.Table.from_pylist(rows), root / code / "test.parquet")
         direction = Direction.objects.get(code=code)
         for metric in COST:
             MetricScore.objects.bulk_create(
-                MetricScore(release=rel, metric=metric, direction=direction, triplet_id=tid, level=len(errors),
-                            score=score(metric, s, errors)) for tid, s, errors in translations(code))
+                MetricScore(
+                    release=rel,
+                    metric=metric,
+                    direction=direction,
+                    triplet_id=tid,
+                    level=len(errors),
+                    score=score(metric, s, errors),
+                )
+                for tid, s, errors in translations(code)
+            )
         # TER: lower is better, costs as chrF++'s but as increases
         MetricScore.objects.bulk_create(
-            MetricScore(release=rel, metric="TER", direction=direction, triplet_id=tid, level=len(errors),
-                        score=100.0 - score("chrF++", s, errors)) for tid, s, errors in translations(code))
+            MetricScore(
+                release=rel,
+                metric="TER",
+                direction=direction,
+                triplet_id=tid,
+                level=len(errors),
+                score=100.0 - score("chrF++", s, errors),
+            )
+            for tid, s, errors in translations(code)
+        )
     summarize_scores(rel)
     return rel
 
@@ -99,8 +129,13 @@ def test_sensitivity_detection_and_additivity_per_error_type(release):
     grid = result["heatmap"]["chrF++"]
     assert grid["directions"] == list(CODES) and grid["error_types"] == list(TYPES)
     assert grid["rows"] == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]  # chrF++ never detects Untranslated
-    assert result["parameters"] == {"tie_threshold": 0.0, "resamples": 200, "seed": 0, "alpha": 0.05,
-                                    "interval": "percentile bootstrap"}
+    assert result["parameters"] == {
+        "tie_threshold": 0.0,
+        "resamples": 200,
+        "seed": 0,
+        "alpha": 0.05,
+        "interval": "percentile bootstrap",
+    }
 
 
 def test_a_tie_threshold_counts_small_drops_as_missed(release):
@@ -156,31 +191,66 @@ def test_untrusted_metric_and_type_names_are_escaped(client, release, admin_user
 
 def test_diagnostics_command_prints_the_known_answers(release):
     out = io.StringIO()
-    call_command("metaeval", str(release.pk), "--metrics", "chrF++", "--diagnostics", "--format", "json",
-                 "--resamples", "50", stdout=out, verbosity=0)
+    call_command(
+        "metaeval",
+        str(release.pk),
+        "--metrics",
+        "chrF++",
+        "--diagnostics",
+        "--format",
+        "json",
+        "--resamples",
+        "50",
+        stdout=out,
+        verbosity=0,
+    )
     rows = json.loads(out.getvalue())["metrics"]["chrF++"]["en-zh"]["sensitivity"]
     assert {r["error_type"]: r["mean_drop"] for r in rows} == pytest.approx(COST["chrF++"])
 
 
 def test_export_evalset_round_trip_and_import_command(release, tmp_path):
     out = io.StringIO()
-    call_command("metaeval", str(release.pk), "--metrics", "chrF++,BLEU,TER", "--export-evalset", str(tmp_path),
-                 stdout=out, verbosity=0)
+    call_command(
+        "metaeval",
+        str(release.pk),
+        "--metrics",
+        "chrF++,BLEU,TER",
+        "--export-evalset",
+        str(tmp_path),
+        stdout=out,
+        verbosity=0,
+    )
     name = f"{release.project.name}-{release.version}"
     evs = evalset.read(str(tmp_path), name, "en-de")
     ids = [tid for tid, _, _ in translations("en-de")]
     assert evs.outputs["triplets"][1] == "translation of 0 with Addition/en-de/0"
     assert evs.human[("xqm", "seg")]["triplets"] == [-5.0 * len(e) for _, _, e in translations("en-de")]
-    assert evs.metrics[("BLEU-refA", "seg")]["triplets"] == [
-        score("BLEU", s, e) for _, s, e in translations("en-de")]
+    assert evs.metrics[("BLEU-refA", "seg")]["triplets"] == [score("BLEU", s, e) for _, s, e in translations("en-de")]
     assert len(ids) == len(evs.sources)
     out = io.StringIO()
-    call_command("metaeval", "--import-evalset", str(tmp_path), "--evalset", name, "--lp", "en-de", "--level", "seg",
-                 "--resamples", "100", "--format", "json", stdout=out, verbosity=0)
+    call_command(
+        "metaeval",
+        "--import-evalset",
+        str(tmp_path),
+        "--evalset",
+        name,
+        "--lp",
+        "en-de",
+        "--level",
+        "seg",
+        "--resamples",
+        "100",
+        "--format",
+        "json",
+        stdout=out,
+        verbosity=0,
+    )
     result = json.loads(out.getvalue())
     human = [-5.0 * len(e) for _, _, e in translations("en-de")]
-    expected = {f"{m}-refA": stats.pearsonr(human, [score(m, s, e) for _, s, e in translations("en-de")]).statistic
-                for m in ("chrF++", "BLEU")}
+    expected = {
+        f"{m}-refA": stats.pearsonr(human, [score(m, s, e) for _, s, e in translations("en-de")]).statistic
+        for m in ("chrF++", "BLEU")
+    }
     values = {r["metric"]: r["value"] for r in result["ranking"]}
     assert {m: values[m] for m in expected} == pytest.approx(expected, abs=1e-12)
     assert values["TER-refA"] == pytest.approx(-expected["chrF++-refA"], abs=1e-12)  # exported as scored: raw TER
@@ -191,10 +261,33 @@ def test_import_command_on_the_reference_evalset_equals_mt_metrics_eval():
     root = Path(__file__).resolve().parents[1] / "fixtures" / "mtme"
     expected = json.loads((root / "expected.json").read_text())
     out = io.StringIO()
-    call_command("metaeval", "--import-evalset", str(root), "--evalset", expected["evalset"], "--lp", expected["lp"],
-                 "--format", "json", "--resamples", "20", stdout=out, verbosity=0)
+    call_command(
+        "metaeval",
+        "--import-evalset",
+        str(root),
+        "--evalset",
+        expected["evalset"],
+        "--lp",
+        expected["lp"],
+        "--format",
+        "json",
+        "--resamples",
+        "20",
+        stdout=out,
+        verbosity=0,
+    )
     values = {r["metric"]: r["value"] for r in json.loads(out.getvalue())["ranking"]}
     assert values == pytest.approx({m: v["pearson"] for m, v in expected["system"].items()}, abs=1e-12)
     with pytest.raises(CommandError, match="no 'mqm' human scores at sys level \\(there are: xqm\\)"):
-        call_command("metaeval", "--import-evalset", str(root), "--evalset", expected["evalset"], "--lp", "en-de",
-                     "--gold", "mqm", verbosity=0)
+        call_command(
+            "metaeval",
+            "--import-evalset",
+            str(root),
+            "--evalset",
+            expected["evalset"],
+            "--lp",
+            "en-de",
+            "--gold",
+            "mqm",
+            verbosity=0,
+        )

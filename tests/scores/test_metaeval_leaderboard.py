@@ -1,6 +1,7 @@
 """The leaderboard of a scored release (``manage.py metaeval --leaderboard``): chrF++, BLEU and TER ranked with
 significance clusters per direction and over all. Values against scipy on the oriented scores; the permutation
 test itself is compared with mt-metrics-eval in tests/unit/test_metaeval_reference.py."""
+
 import csv
 import io
 import itertools
@@ -26,8 +27,11 @@ def scores_of(code: str) -> dict[str, list[float]]:
     (lower is better) hardly at all."""
     rng = np.random.default_rng(len(code) + ord(code[-1]))
     k = np.arange(60) % 6
-    return {"chrF++": list(80 - 8 * k + rng.normal(0, 1, 60)), "BLEU": list(40 - 2 * k + rng.normal(0, 6, 60)),
-            "TER": list(50 + 0.5 * k + rng.normal(0, 8, 60))}
+    return {
+        "chrF++": list(80 - 8 * k + rng.normal(0, 1, 60)),
+        "BLEU": list(40 - 2 * k + rng.normal(0, 6, 60)),
+        "TER": list(50 + 0.5 * k + rng.normal(0, 8, 60)),
+    }
 
 
 @pytest.fixture
@@ -37,14 +41,31 @@ def scored(project, languages):
         direction = Direction.objects.get(code=code)
         for metric, values in scores_of(code).items():
             MetricScore.objects.bulk_create(
-                MetricScore(release=release, metric=metric, direction=direction, triplet_id=f"{code}/{i}/k{i % 6}",
-                            level=i % 6, score=float(v)) for i, v in enumerate(values))
+                MetricScore(
+                    release=release,
+                    metric=metric,
+                    direction=direction,
+                    triplet_id=f"{code}/{i}/k{i % 6}",
+                    level=i % 6,
+                    score=float(v),
+                )
+                for i, v in enumerate(values)
+            )
         for repetition in range(2):  # 6 monolingual systems per repetition, one per level, 5 triplets each
             for k in range(6):
-                ids = [f"{code}/{i}/k{k}" for i in range(60) if i % 6 == k][repetition * 5:(repetition + 1) * 5]
-                PseudoSystem.objects.create(release=release, project=project, kind="monolingual", direction=direction,
-                                            name=f"mono/{code}/k{k}/r{repetition}", level=k, repetition=repetition,
-                                            seed=repetition, human_score=-5.0 * k, triplet_ids=ids)
+                ids = [f"{code}/{i}/k{k}" for i in range(60) if i % 6 == k][repetition * 5 : (repetition + 1) * 5]
+                PseudoSystem.objects.create(
+                    release=release,
+                    project=project,
+                    kind="monolingual",
+                    direction=direction,
+                    name=f"mono/{code}/k{k}/r{repetition}",
+                    level=k,
+                    repetition=repetition,
+                    seed=repetition,
+                    human_score=-5.0 * k,
+                    triplet_ids=ids,
+                )
     summarize_scores(release)
     return release
 
@@ -67,8 +88,14 @@ def test_leaderboard_ranks_chrf_bleu_ter_with_clusters_per_direction_and_over_al
         assert [r["cluster"] for r in ranking] == [1, 2, 3]  # far apart: every difference significant
         for r in ranking:  # the interval over the same resamples as mt-metrics-eval's Pearson (tests/unit)
             assert r["low"] < r["value"] < r["high"]
-        assert row["n"] == 60 and row["parameters"] == {"resamples": 200, "seed": 3, "block_size": 1000,
-                                                        "early_min": 0.02, "early_max": 0.5, "alpha": 0.05}
+        assert row["n"] == 60 and row["parameters"] == {
+            "resamples": 200,
+            "seed": 3,
+            "block_size": 1000,
+            "early_min": 0.02,
+            "early_max": 0.5,
+            "alpha": 0.05,
+        }
     overall = board["overall"]
     means = {m: np.mean([expected_pearson(c)[m] for c in CODES]) for m in ("chrF++", "BLEU", "TER")}
     assert {r["metric"]: r["value"] for r in overall["ranking"]} == pytest.approx(means, abs=1e-12)
@@ -78,8 +105,18 @@ def test_leaderboard_ranks_chrf_bleu_ter_with_clusters_per_direction_and_over_al
 def test_command_writes_json_csv_text_and_latex(scored):
     def run(*extra):
         out = io.StringIO()
-        call_command("metaeval", str(scored.pk), "--metrics", "chrF++,BLEU,TER", "--leaderboard",
-                     "--resamples", "100", *extra, stdout=out, verbosity=0)
+        call_command(
+            "metaeval",
+            str(scored.pk),
+            "--metrics",
+            "chrF++,BLEU,TER",
+            "--leaderboard",
+            "--resamples",
+            "100",
+            *extra,
+            stdout=out,
+            verbosity=0,
+        )
         return out.getvalue()
 
     board = json.loads(run("--format", "json"))
@@ -99,26 +136,30 @@ def test_command_errors_are_clear(scored):
     with pytest.raises(CommandError, match="no direction where every one of chrF\\+\\+, COMET is scored"):
         call_command("metaeval", str(scored.pk), "--metrics", "chrF++,COMET", "--leaderboard", verbosity=0)
     with pytest.raises(CommandError, match="--resamples"):
-        call_command("metaeval", str(scored.pk), "--metrics", "chrF++,BLEU", "--leaderboard", "--resamples", "0",
-                     verbosity=0)
+        call_command(
+            "metaeval", str(scored.pk), "--metrics", "chrF++,BLEU", "--leaderboard", "--resamples", "0", verbosity=0
+        )
     with pytest.raises(CommandError, match="for --leaderboard"):
         call_command("metaeval", str(scored.pk), "--metrics", "chrF++", "--format", "csv", verbosity=0)
 
 
 def test_system_level_pooled_accuracy_over_repetitions_and_directions(scored):
-    board = release_leaderboard(scored, ["chrF++", "BLEU", "TER"], statistic="accuracy", level="system",
-                                resamples=100, seed=5)
+    board = release_leaderboard(
+        scored, ["chrF++", "BLEU", "TER"], statistic="accuracy", level="system", resamples=100, seed=5
+    )
     signs = {"chrF++": 1.0, "BLEU": 1.0, "TER": -1.0}
     agree, pairs = {m: 0 for m in signs}, 0
     for code in CODES:
         values = scores_of(code)
         for repetition in range(2):
-            members = [[i for i in range(60) if i % 6 == k][repetition * 5:(repetition + 1) * 5] for k in range(6)]
+            members = [[i for i in range(60) if i % 6 == k][repetition * 5 : (repetition + 1) * 5] for k in range(6)]
             human = [-5.0 * k for k in range(6)]
             for m, sign in signs.items():
                 means = [sign * np.mean([values[m][i] for i in ids]) for ids in members]
-                agree[m] += sum(np.sign(human[a] - human[b]) == np.sign(means[a] - means[b])
-                                for a, b in itertools.combinations(range(6), 2))
+                agree[m] += sum(
+                    np.sign(human[a] - human[b]) == np.sign(means[a] - means[b])
+                    for a, b in itertools.combinations(range(6), 2)
+                )
             pairs += 15
     overall = {r["metric"]: r["value"] for r in board["overall"]["ranking"]}
     assert overall == pytest.approx({m: agree[m] / pairs for m in signs}, abs=1e-12)

@@ -5,6 +5,7 @@ in .venv-scoring), ingested, then read on the pages.
 The reference for chrF++'s known-answer figures is sacrebleu, run in .venv-scoring apart from the platform
 (``REFERENCE`` below): it scores each pseudo translation against its reference itself and derives the drops,
 detection rates and additivity from the release file's spans."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
 CODES = ("en-de", "en-zh")
 
-REFERENCE = r'''
+REFERENCE = r"""
 import json, sys
 from collections import defaultdict
 import pyarrow.parquet as pq
@@ -58,7 +59,7 @@ for code in sys.argv[2:]:
         "additivity": {k: [sum(a for a, _ in v) / len(v), sum(p for _, p in v) / len(v), len(v)] for k, v in pairs.items()},
     }
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture
@@ -71,8 +72,24 @@ def scored_release(shared_data, tmp_path):
     build_benchmark(project)
     release = release_services.create_release(project, "1.0.0", out_dir=tmp_path / "rel")
     out = tmp_path / "scores"
-    subprocess.run([str(SCORING_PYTHON), "-m", "scoring", "run", "--release", release.path, "--metrics",
-                    "chrF++,BLEU,TER", "--out", str(out)], check=True, capture_output=True, timeout=900, cwd=REPO)
+    subprocess.run(
+        [
+            str(SCORING_PYTHON),
+            "-m",
+            "scoring",
+            "run",
+            "--release",
+            release.path,
+            "--metrics",
+            "chrF++,BLEU,TER",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=900,
+        cwd=REPO,
+    )
     for metric in ("chrF++", "BLEU", "TER"):
         for code in CODES:
             ingest_part(release, metric, Direction.objects.get(code=code), part_path(out, metric, code))
@@ -80,9 +97,15 @@ def scored_release(shared_data, tmp_path):
 
 
 def test_chrf_and_bleu_diagnostics_and_leaderboard_on_the_shared_release(scored_release, client, admin_user):
-    reference = json.loads(subprocess.run(
-        [str(SCORING_PYTHON), "-c", REFERENCE, scored_release.path, *CODES], check=True, capture_output=True,
-        text=True, timeout=600).stdout)
+    reference = json.loads(
+        subprocess.run(
+            [str(SCORING_PYTHON), "-c", REFERENCE, scored_release.path, *CODES],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        ).stdout
+    )
     result = release_diagnostics(scored_release, ["chrF++", "BLEU"], resamples=200)
     for code in CODES:
         rows = {r["error_type"]: r for r in result["metrics"]["chrF++"][code]["sensitivity"]}

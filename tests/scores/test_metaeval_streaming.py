@@ -1,6 +1,7 @@
 """Meta-evaluation one direction at a time, the multilingual systems read once and spooled per direction
 (issue 15): on a release of the shared data, every figure equals, to the last digit, the computation over
 every score and system held together."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,8 +16,8 @@ from exports.metaeval import domain as metaeval
 from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem
 from exports.release import services
-from tests.exports.conftest import import_languages
 from exports.scores.services import summarize_scores
+from tests.exports.conftest import import_languages
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
@@ -34,7 +35,9 @@ def held_together(release, metric: str, variant: str) -> dict:
 
     better, sign = _orientation(metric)
     raw, per_direction = {}, {}
-    for triplet, direction, level, score in MetricScore.objects.filter(release=release, metric=metric).values_list("triplet_id", "direction__code", "level", "score"):
+    for triplet, direction, level, score in MetricScore.objects.filter(release=release, metric=metric).values_list(
+        "triplet_id", "direction__code", "level", "score"
+    ):
         raw[triplet] = score
         per_direction.setdefault(direction, ([], []))
         per_direction[direction][0].append(sign * score)
@@ -51,10 +54,23 @@ def held_together(release, metric: str, variant: str) -> dict:
         means.setdefault(system.level, {}).setdefault(system.direction, []).append(metaeval.system_score(system, raw))
     for level in sorted(means):
         per_dir = [float(np.mean(v)) for v in means[level].values()]
-        out["cv"].append({"level": level, "cv": metaeval.coefficient_of_variation(per_dir), "directions": len(per_dir), "std": "sample"})
+        out["cv"].append(
+            {
+                "level": level,
+                "cv": metaeval.coefficient_of_variation(per_dir),
+                "directions": len(per_dir),
+                "std": "sample",
+            }
+        )
     multi = _systems(release, "multilingual", None)
     study = metaeval.multilingual_study(multi, oriented, metaeval.lgn_from_systems(mono, oriented), variant)
-    out["multilingual"] = (study.repetitions, study.tau_plain, study.tau_lgn, study.test.statistic if study.test else None, study.test.pvalue if study.test else None)
+    out["multilingual"] = (
+        study.repetitions,
+        study.tau_plain,
+        study.tau_lgn,
+        study.test.statistic if study.test else None,
+        study.test.pvalue if study.test else None,
+    )
     return out
 
 
@@ -67,10 +83,20 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
     release = services.create_release(project, "1.0.0", out_dir=tmp_path / "r")
     scores = []
     for direction in Direction.objects.filter(code__in=["en-de", "en-zh", "en-id"]):
-        table = pq.read_table(tmp_path / "r" / direction.code / "test.parquet", columns=["triplet_id", "mt", "ref", "num_errors"]).to_pylist()
+        table = pq.read_table(
+            tmp_path / "r" / direction.code / "test.parquet", columns=["triplet_id", "mt", "ref", "num_errors"]
+        ).to_pylist()
         scores += [
-            MetricScore(release=release, metric=metric, direction=direction, triplet_id=r["triplet_id"], level=r["num_errors"], score=sign * fake_metric(r["mt"], r["ref"]))
-            for r in table for metric, sign in (("chrF++", 1.0), ("MetricX-23", -1.0))
+            MetricScore(
+                release=release,
+                metric=metric,
+                direction=direction,
+                triplet_id=r["triplet_id"],
+                level=r["num_errors"],
+                score=sign * fake_metric(r["mt"], r["ref"]),
+            )
+            for r in table
+            for metric, sign in (("chrF++", 1.0), ("MetricX-23", -1.0))
         ]
     MetricScore.objects.bulk_create(scores, batch_size=5000)
     summarize_scores(release)  # as the ingest does
@@ -82,5 +108,7 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
         assert got["system_level"] == want["system_level"]
         assert got["cv"] == want["cv"] and len(got["cv"]) == 6
         m = got["multilingual"]
-        assert (m["repetitions"], m["tau_plain"], m["tau_lgn"], m["t"], m["p"]) == want["multilingual"]  # exact floats, not approx
+        assert (m["repetitions"], m["tau_plain"], m["tau_lgn"], m["t"], m["p"]) == want[
+            "multilingual"
+        ]  # exact floats, not approx
         assert m["repetitions"] == 6 and m["tau_plain"] < 1 and m["t"] is not None

@@ -1,10 +1,11 @@
 """The platform side of scoring: ingestion of worker files, scores by direction and level in the UI,
 permissions, and the gpu-queue path end to end with a real scoring worker (.venv-scoring, Redis)."""
+
 from __future__ import annotations
 
-import re
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -16,8 +17,8 @@ from celery import current_app
 from django.urls import reverse
 
 from exports.models import MetricScore, Release, ScoringJob
-from exports.scores import selectors, services, tasks
 from exports.scores import domain as scores_domain
+from exports.scores import selectors, services, tasks
 from exports.scores.domain import ScoringError
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release
@@ -82,16 +83,22 @@ def test_unreadable_worker_file_is_a_clear_error(release, languages):
 
 
 @pytest.mark.parametrize(
-    "overrides, error",
+    ("overrides", "error"),
     [
         ({"score": [float("nan")] * 48}, "not a finite number"),
         ({"triplet_id": ["same"] * 48}, "appears twice"),
         ({"direction": ["en-zh"] * 48}, "expected 'en-de'"),
         ({"triplet_id": [None] * 48}, r"row 1: triplet_id None is not a non-empty string"),
-        ({"triplet_id": [f"{i}" + "x" * 200 for i in range(48)]}, r"row 1: triplet_id '0xxx.*is 201 characters long, at most 200 fit"),
+        (
+            {"triplet_id": [f"{i}" + "x" * 200 for i in range(48)]},
+            r"row 1: triplet_id '0xxx.*is 201 characters long, at most 200 fit",
+        ),
         ({"score": ["0.5"] * 48}, r"row 1 \(triplet 'en-de:.*'\): score '0.5' is not a finite number"),
         ({"score": [True] * 48}, r"row 1 \(triplet 'en-de:.*'\): score True is not a finite number"),
-        ({"num_errors": [float("nan")] * 48}, r"row 1 \(triplet 'en-de:.*'\): num_errors nan is not a whole number from 0 to 32767"),
+        (
+            {"num_errors": [float("nan")] * 48},
+            r"row 1 \(triplet 'en-de:.*'\): num_errors nan is not a whole number from 0 to 32767",
+        ),
         ({"num_errors": [-1] * 48}, r"row 1 \(triplet 'en-de:.*'\): num_errors -1 is not a whole number"),
         ({"num_errors": [1.5] * 48}, r"row 1 \(triplet 'en-de:.*'\): num_errors 1.5 is not a whole number"),
     ],
@@ -100,7 +107,9 @@ def test_bad_worker_file_is_refused_and_nothing_written(release, languages, over
     assert len(release_rows("en-de")) == 48
     write_part(release, "chrF++", "en-de", overrides=overrides)
     with pytest.raises(ScoringError, match=error):
-        services.ingest_part(release, "chrF++", languages["en-de"], part_path(Path(release.path) / "scores", "chrF++", "en-de"))
+        services.ingest_part(
+            release, "chrF++", languages["en-de"], part_path(Path(release.path) / "scores", "chrF++", "en-de")
+        )
     assert not MetricScore.objects.exists()
 
 
@@ -120,15 +129,24 @@ def test_ingest_streams_in_batches_and_a_late_bad_row_keeps_the_previous_scores(
 def summaries_of(release) -> dict:
     from exports.models import ScoreSummary
 
-    return {(m, d, lvl): (n, pytest.approx(t)) for m, d, lvl, n, t in
-            ScoreSummary.objects.filter(release=release).values_list("metric", "direction__code", "level", "n", "total")}
+    return {
+        (m, d, lvl): (n, pytest.approx(t))
+        for m, d, lvl, n, t in ScoreSummary.objects.filter(release=release).values_list(
+            "metric", "direction__code", "level", "n", "total"
+        )
+    }
 
 
 def grouped_scores(release) -> dict:
     from django.db.models import Count, Sum
 
-    return {(r["metric"], r["direction__code"], r["level"]): (r["n"], r["total"]) for r in
-            MetricScore.objects.filter(release=release).values("metric", "direction__code", "level").annotate(n=Count("id"), total=Sum("score")).order_by()}
+    return {
+        (r["metric"], r["direction__code"], r["level"]): (r["n"], r["total"])
+        for r in MetricScore.objects.filter(release=release)
+        .values("metric", "direction__code", "level")
+        .annotate(n=Count("id"), total=Sum("score"))
+        .order_by()
+    }
 
 
 def test_score_summaries_follow_every_ingest(release, languages):
@@ -146,7 +164,10 @@ def test_score_summaries_follow_every_ingest(release, languages):
         services.ingest_part(release, "chrF++", languages["en-de"], path)
     assert summaries_of(release) == before == grouped_scores(release)
     services.ingest_part(release, "TER", languages["en-zh"], write_part(release, "TER", "en-zh"))
-    assert summaries_of(release) == grouped_scores(release) and {k[0] for k in summaries_of(release)} == {"chrF++", "TER"}
+    assert summaries_of(release) == grouped_scores(release) and {k[0] for k in summaries_of(release)} == {
+        "chrF++",
+        "TER",
+    }
 
 
 def test_score_pages_read_the_summaries_not_the_scores(client, admin_user, release, languages):
@@ -162,7 +183,9 @@ def test_score_pages_read_the_summaries_not_the_scores(client, admin_user, relea
         client.get(url)
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
-        assert not [q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_metricscore"', q["sql"])], url
+        assert not [q["sql"] for q in queries.captured_queries if re.search(r'FROM "exports_metricscore"', q["sql"])], (
+            url
+        )
 
 
 @pytest.mark.parametrize("metadata", [b"{not json", b'["chrF++"]'])
@@ -195,9 +218,13 @@ def test_start_without_broker_says_how_to_run_workers(release, settings):
     assert not ScoringJob.objects.exists()
 
 
-def test_scores_page_by_direction_and_level_and_permissions(client, release, languages, admin_user, annotator_de, annotator_zh):
+def test_scores_page_by_direction_and_level_and_permissions(
+    client, release, languages, admin_user, annotator_de, annotator_zh
+):
     for d in ("en-de", "en-zh"):
-        write_part(release, "chrF++", d, scores=[(7.0 if d == "en-de" else 3.0) + r["num_errors"] for r in release_rows(d)])
+        write_part(
+            release, "chrF++", d, scores=[(7.0 if d == "en-de" else 3.0) + r["num_errors"] for r in release_rows(d)]
+        )
         services.ingest_job(ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d]))
     url = reverse("scores:release", args=[release.pk])
     client.force_login(admin_user)
@@ -215,7 +242,13 @@ def test_scores_page_by_direction_and_level_and_permissions(client, release, lan
 
 
 def test_untrusted_text_in_job_errors_is_escaped(client, release, languages, admin_user):
-    ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"], status="failed", error="<script>alert(1)</script>")
+    ScoringJob.objects.create(
+        release=release,
+        metric="chrF++",
+        direction=languages["en-de"],
+        status="failed",
+        error="<script>alert(1)</script>",
+    )
     client.force_login(admin_user)
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
@@ -241,12 +274,24 @@ def test_scores_page_only_reads_and_collect_scores_ingests(client, broker, relea
         assert client.get(reverse("scores:release", args=[release.pk])).status_code == 200
         progress = client.get(reverse("scores:progress", args=[release.pk])).json()
         assert progress["jobs"] == [
-            {"metric": "chrF++", "direction": "en-de", "status": "running", "percent": 0, "error": "", "judge_requests": None, "cost_usd": None}
+            {
+                "metric": "chrF++",
+                "direction": "en-de",
+                "status": "running",
+                "percent": 0,
+                "error": "",
+                "judge_requests": None,
+                "cost_usd": None,
+            }
         ]
         job.refresh_from_db()
         assert job.status == ScoringJob.Status.PENDING and not MetricScore.objects.filter(release=release).exists()
         # the views asked a platform worker to collect, once (debounced), instead of ingesting themselves
-        queued = [raw for raw in redis_lib.Redis.from_url(broker).lrange("default", 0, -1) if b"exports.scoring_jobs.collect_scores" in raw]
+        queued = [
+            raw
+            for raw in redis_lib.Redis.from_url(broker).lrange("default", 0, -1)
+            if b"exports.scoring_jobs.collect_scores" in raw
+        ]
         assert len(queued) == 1
         drop_collect_callbacks(broker)
         assert tasks.collect_scores.apply(args=[release.pk, job.pk]).get() == {"done": 1}
@@ -296,9 +341,30 @@ def cpu_worker(broker, tmp_path):
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the worker has no Django
     log = open(tmp_path / "worker.log", "w")
     proc = subprocess.Popen(
-        [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", "scoring", "--pool", "solo",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"cpu-{os.getpid()}@%h", "--loglevel", "INFO"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(SCORING_PYTHON),
+            "-m",
+            "celery",
+            "-A",
+            "scoring.worker",
+            "worker",
+            "-Q",
+            "scoring",
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"cpu-{os.getpid()}@%h",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         yield proc
@@ -325,8 +391,10 @@ def wait_for(release, metric_jobs: int, timeout: float = 120.0, log: Path | None
         if len([s for s in states if s.job.status in ("done", "failed")]) >= metric_jobs:
             return states
         time.sleep(0.5)
-    raise AssertionError(f"jobs not finished in {timeout}s: {[(s.job.metric, s.job.status, s.state) for s in states]}; "
-                         f"worker log: {log.read_text()[-3000:] if log else ''}")
+    raise AssertionError(
+        f"jobs not finished in {timeout}s: {[(s.job.metric, s.job.status, s.state) for s in states]}; "
+        f"worker log: {log.read_text()[-3000:] if log else ''}"
+    )
 
 
 @pytest.mark.redis
@@ -352,7 +420,10 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     for metric in ("chrF++", "TER"):
         table = pq.read_table(Path(release.path) / "scores" / f"{metric.lower().replace('+', 'p')}.parquet").to_pylist()
         assert len(table) == 2 * n
-        db = {(s.direction.code, s.triplet_id): (s.score, s.level) for s in MetricScore.objects.filter(release=release, metric=metric).select_related("direction")}
+        db = {
+            (s.direction.code, s.triplet_id): (s.score, s.level)
+            for s in MetricScore.objects.filter(release=release, metric=metric).select_related("direction")
+        }
         for row in table:
             assert db[(row["direction"], row["triplet_id"])] == (row["score"], row["num_errors"])
     chrf_by_level = {t["metric"]: t for t in selectors.score_table(release)}["chrF++"]["rows"][0]["levels"]
@@ -366,9 +437,16 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     assert all(s.job.status == "done" for s in services.sync_jobs(release=release, app=current_app))
 
     # a worker-side failure is recorded with its reason
-    tasks.start_scoring(release=release, metrics=["spBLEU"], directions=["en-de"], options={"spm_model": str(tmp_path / "missing.model")})
+    tasks.start_scoring(
+        release=release,
+        metrics=["spBLEU"],
+        directions=["en-de"],
+        options={"spm_model": str(tmp_path / "missing.model")},
+    )
     failed = [s for s in wait_for(release, 5, log=tmp_path / "worker.log") if s.job.metric == "spBLEU"][0]
-    assert failed.job.status == "failed" and "missing.model" in failed.job.error and "does not exist" in failed.job.error
+    assert (
+        failed.job.status == "failed" and "missing.model" in failed.job.error and "does not exist" in failed.job.error
+    )
 
     # a GPU metric goes to the gpu queue, which this CPU worker does not consume
     before = r.llen(GPU_QUEUE)
@@ -400,8 +478,20 @@ def test_score_command_queues_waits_and_ingests(cpu_worker, release, languages, 
     summary = json.loads((Path(release.path) / "scores" / "summary.json").read_text())
     assert summary["metrics"]["BLEU"]["directions"]["en-zh"]["signature"]["tokenizer"] == "zh"
     with pytest.raises(CommandError, match="1 job\\(s\\) failed"):
-        call_command("score", str(release.pk), "--metrics", "spBLEU", "--directions", "en-zh", "--spm-model", "/nonexistent.model",
-                     "--timeout", "120", stdout=StringIO(), stderr=StringIO())
+        call_command(
+            "score",
+            str(release.pk),
+            "--metrics",
+            "spBLEU",
+            "--directions",
+            "en-zh",
+            "--spm-model",
+            "/nonexistent.model",
+            "--timeout",
+            "120",
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
     with pytest.raises(CommandError, match="unknown metric 'nope'"):
         call_command("score", "demo@t1", "--metrics", "nope", stdout=StringIO())
     with pytest.raises(CommandError, match="not found"):
@@ -435,7 +525,18 @@ def test_score_command_passes_trust_remote_code_only_when_asked(broker, release,
     call_command("score", "demo@t1", "--metrics", "OmniScore", "--directions", "en-de", "--no-wait", stdout=StringIO())
     job = ScoringJob.objects.get(release=release, metric="OmniScore")
     assert "trust_remote_code" not in sent_options(job)
-    call_command("score", "demo@t1", "--metrics", "OmniScore", "--directions", "en-de", "--no-wait", "--force", "--trust-remote-code", stdout=StringIO())
+    call_command(
+        "score",
+        "demo@t1",
+        "--metrics",
+        "OmniScore",
+        "--directions",
+        "en-de",
+        "--no-wait",
+        "--force",
+        "--trust-remote-code",
+        stdout=StringIO(),
+    )
     assert sent_options(job)["trust_remote_code"] is True
 
 
@@ -447,7 +548,9 @@ def test_ingest_skips_segments_a_judge_could_not_score_and_refuses_unexplained_g
     errors[3] = "APIStatusError (HTTP 500): server error"
     path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
     assert services.ingest_part(release, "gemba-mqm", languages["en-de"], path) == n - 1
-    assert not MetricScore.objects.filter(release=release, metric="gemba-mqm", triplet_id=release_rows("en-de")[3]["triplet_id"]).exists()
+    assert not MetricScore.objects.filter(
+        release=release, metric="gemba-mqm", triplet_id=release_rows("en-de")[3]["triplet_id"]
+    ).exists()
     errors[3] = ""
     path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
     with pytest.raises(ScoringError, match="not a finite number"):
@@ -458,14 +561,40 @@ def test_ingest_skips_segments_a_judge_could_not_score_and_refuses_unexplained_g
 def judge_worker(broker, tmp_path):
     """A scoring worker consuming only queue 'judge' (LLM judges), started from .venv-scoring."""
     need(SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)")
-    env = {**os.environ, "CELERY_BROKER_URL": broker, "CELERY_RESULT_BACKEND": broker, "PYTHONPATH": str(REPO),
-           "OPENAI_API_KEY": "test-key"}
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": broker,
+        "CELERY_RESULT_BACKEND": broker,
+        "PYTHONPATH": str(REPO),
+        "OPENAI_API_KEY": "test-key",
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     log = open(tmp_path / "judge-worker.log", "w")
     proc = subprocess.Popen(
-        [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", "judge", "--pool", "solo",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"judge-{os.getpid()}@%h", "--loglevel", "INFO"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(SCORING_PYTHON),
+            "-m",
+            "celery",
+            "-A",
+            "scoring.worker",
+            "worker",
+            "-Q",
+            "judge",
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"judge-{os.getpid()}@%h",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         yield proc
@@ -486,9 +615,26 @@ def test_judge_metrics_through_the_judge_queue_and_the_score_command(judge_worke
 
     with JudgeStubServer() as stub:
         out = StringIO()
-        call_command("score", "demo@t1", "--metrics", "gemba-mqm,dcr", "--directions", "en-de", "--limit", "12",
-                     "--judge-url", stub.base_url, "--judge-model", "stub-judge", "--max-usd", "1", "--timeout", "180",
-                     stdout=out, stderr=StringIO())
+        call_command(
+            "score",
+            "demo@t1",
+            "--metrics",
+            "gemba-mqm,dcr",
+            "--directions",
+            "en-de",
+            "--limit",
+            "12",
+            "--judge-url",
+            stub.base_url,
+            "--judge-model",
+            "stub-judge",
+            "--max-usd",
+            "1",
+            "--timeout",
+            "180",
+            stdout=out,
+            stderr=StringIO(),
+        )
         assert out.getvalue().count(" done") == 2, out.getvalue() + (tmp_path / "judge-worker.log").read_text()[-3000:]
         sent = len(stub.served)
     for metric in ("gemba-mqm", "dcr"):
@@ -502,34 +648,50 @@ def test_judge_metrics_through_the_judge_queue_and_the_score_command(judge_worke
     assert (Path(release.path) / "scores" / ".judge-cache" / "cache.db").is_file()
 
 
-def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(client, release, languages, admin_user, annotator_de, monkeypatch):
+def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(
+    client, release, languages, admin_user, annotator_de, monkeypatch
+):
     from scoring.judges.stub import JudgeStubServer
     from scoring.runner import ScoreOptions, score_release
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with JudgeStubServer() as stub:
         judge = {"model": "stub-judge", "base_url": stub.base_url, "concurrency": 8}
-        score_release(release.path, ["askqe", "cef"], out=selectors.scores_dir(release),
-                      options=ScoreOptions(judge=judge, limit=12, extra={"judges": "stub-judge,stub-b", "bt_column": "mt_marked", "nli_model": "none"}))
+        score_release(
+            release.path,
+            ["askqe", "cef"],
+            out=selectors.scores_dir(release),
+            options=ScoreOptions(
+                judge=judge,
+                limit=12,
+                extra={"judges": "stub-judge,stub-b", "bt_column": "mt_marked", "nli_model": "none"},
+            ),
+        )
     client.force_login(admin_user)
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
     assert "LLM judges: calls and cost" in page and "stub-judge" in page
     assert "AskQE decisions" in page and "CEF judge reliability" in page and "stub-b" in page
     # judge scores go through the same ingestion, trend plot and meta-evaluation as any metric's
     for d in ("en-de", "en-zh"):
-        assert services.ingest_job(ScoringJob.objects.create(release=release, metric="askqe", direction=languages[d])) == 12
+        assert (
+            services.ingest_job(ScoringJob.objects.create(release=release, metric="askqe", direction=languages[d]))
+            == 12
+        )
     metaeval = client.get(reverse("scores:metaeval", args=[release.pk]) + "?metric=askqe")
     assert metaeval.status_code == 200 and "τ" in metaeval.content.decode()
     assert client.get(reverse("scores:trend_plot", args=[release.pk]) + "?metric=askqe").status_code == 200
     client.force_login(annotator_de)  # another reader sees only the directions of their languages
     page = client.get(reverse("scores:release", args=[release.pk])).content.decode()
-    assert "CEF judge reliability" in page and "en-zh" not in page.split("CEF judge reliability")[1].split("</section>")[0]
+    assert (
+        "CEF judge reliability" in page and "en-zh" not in page.split("CEF judge reliability")[1].split("</section>")[0]
+    )
 
 
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
-def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue(client, broker, release, languages, admin_user,
-                                                                                 settings):
+def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue(
+    client, broker, release, languages, admin_user, settings
+):
     import base64
 
     import redis as redis_lib
@@ -542,12 +704,15 @@ def test_start_form_sends_the_judge_endpoint_model_and_budget_to_the_judge_queue
     response = client.post(url, {"metric": ["gemba-mqm"], "judge_max_usd": "lots"}, follow=True)
     assert "not a number" in response.content.decode() and not ScoringJob.objects.filter(metric="gemba-mqm").exists()
     settings.LLM_ALLOW_CUSTOM_URL = False  # a typed judge URL is refused unless the operator allows typed URLs (#36.1)
-    response = client.post(url, {"metric": ["gemba-mqm"], "judge_url": "http://169.254.169.254/v1", "judge_model": "m"},
-                           follow=True)
+    response = client.post(
+        url, {"metric": ["gemba-mqm"], "judge_url": "http://169.254.169.254/v1", "judge_model": "m"}, follow=True
+    )
     assert "not a configured endpoint" in response.content.decode()
     assert not ScoringJob.objects.filter(metric="gemba-mqm").exists()
     settings.LLM_ALLOW_CUSTOM_URL = True
-    client.post(url, {"metric": ["gemba-mqm"], "judge_url": "http://judge:8000/v1", "judge_model": "m", "judge_max_usd": "2.5"})
+    client.post(
+        url, {"metric": ["gemba-mqm"], "judge_url": "http://judge:8000/v1", "judge_model": "m", "judge_max_usd": "2.5"}
+    )
     jobs = {selectors.task_id_for(j): j for j in ScoringJob.objects.filter(release=release, metric="gemba-mqm")}
     assert len(jobs) == 2
     found = []
@@ -568,8 +733,10 @@ def test_start_form_sends_a_metric_option_to_that_metric_only(client, broker, re
     assert 'name="option:COMET-22:encode_once"' in page  # offered where the registry declares it
     assert 'name="option:xCOMET-XL:encode_once"' not in page and 'name="option:chrF++:encode_once"' not in page
     # chrF++ has no such option: a forged field for it is dropped, not sent to its worker
-    client.post(reverse("scores:start", args=[release.pk]),
-                {"metric": ["COMET-22", "chrF++"], "option:COMET-22:encode_once": "1", "option:chrF++:encode_once": "1"})
+    client.post(
+        reverse("scores:start", args=[release.pk]),
+        {"metric": ["COMET-22", "chrF++"], "option:COMET-22:encode_once": "1", "option:chrF++:encode_once": "1"},
+    )
     jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
     assert sorted(set(jobs.values())) == ["COMET-22", "chrF++"]
     sent = _sent_task_options(broker, jobs)
@@ -606,23 +773,67 @@ def test_score_command_sends_each_option_to_the_metrics_that_take_it(broker, rel
 
     ref = f"{release.project.name}@{release.version}"
     # a plain KEY=VALUE goes to the metrics of the request that take it (xCOMET-XL would refuse encode_once)
-    call_command("score", ref, "--metrics", "COMET-22,xCOMET-XL,chrF++", "--option", "encode_once=true", "--no-wait",
-                 "--directions", "en-de", stdout=open(os.devnull, "w"))
+    call_command(
+        "score",
+        ref,
+        "--metrics",
+        "COMET-22,xCOMET-XL,chrF++",
+        "--option",
+        "encode_once=true",
+        "--no-wait",
+        "--directions",
+        "en-de",
+        stdout=open(os.devnull, "w"),
+    )
     jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release)}
-    assert _sent_task_options(broker, jobs) == [("COMET-22", {"extra": {"encode_once": True}}), ("chrF++", {}), ("xCOMET-XL", {})]
+    assert _sent_task_options(broker, jobs) == [
+        ("COMET-22", {"extra": {"encode_once": True}}),
+        ("chrF++", {}),
+        ("xCOMET-XL", {}),
+    ]
     # METRIC:KEY=VALUE goes to that metric alone; BERTScore's num_layers to BERTScore only
-    call_command("score", ref, "--metrics", "COMET-22,BERTScore", "--option", "COMET-22:encode_once=false", "--option",
-                 "num_layers=9", "--no-wait", "--force", "--directions", "en-de", stdout=open(os.devnull, "w"))
-    jobs = {selectors.task_id_for(j): j.metric for j in ScoringJob.objects.filter(release=release, metric__in=["COMET-22", "BERTScore"])}
-    assert _sent_task_options(broker, jobs) == [("BERTScore", {"extra": {"num_layers": 9}}), ("COMET-22", {"extra": {"encode_once": False}})]
+    call_command(
+        "score",
+        ref,
+        "--metrics",
+        "COMET-22,BERTScore",
+        "--option",
+        "COMET-22:encode_once=false",
+        "--option",
+        "num_layers=9",
+        "--no-wait",
+        "--force",
+        "--directions",
+        "en-de",
+        stdout=open(os.devnull, "w"),
+    )
+    jobs = {
+        selectors.task_id_for(j): j.metric
+        for j in ScoringJob.objects.filter(release=release, metric__in=["COMET-22", "BERTScore"])
+    }
+    assert _sent_task_options(broker, jobs) == [
+        ("BERTScore", {"extra": {"num_layers": 9}}),
+        ("COMET-22", {"extra": {"encode_once": False}}),
+    ]
     # an option no metric of the request takes (a typo) is refused before any job is recorded or sent
     before = ScoringJob.objects.count()
-    for option, error in (("encode_onse=true", "no metric of this run takes it"),
-                          ("xCOMET-XL:encode_once=true", "xCOMET-XL does not take 'encode_once'"),
-                          ("BLEURT-20:max_length=256", "'BLEURT-20' is not a metric of this run")):
+    for option, error in (
+        ("encode_onse=true", "no metric of this run takes it"),
+        ("xCOMET-XL:encode_once=true", "xCOMET-XL does not take 'encode_once'"),
+        ("BLEURT-20:max_length=256", "'BLEURT-20' is not a metric of this run"),
+    ):
         with pytest.raises(CommandError, match=error) as raised:
-            call_command("score", ref, "--metrics", "COMET-22,xCOMET-XL,chrF++", "--option", option, "--no-wait", "--force",
-                         stdout=open(os.devnull, "w"))
+            call_command(
+                "score",
+                ref,
+                "--metrics",
+                "COMET-22,xCOMET-XL,chrF++",
+                "--option",
+                option,
+                "--no-wait",
+                "--force",
+                stdout=open(os.devnull, "w"),
+            )
         assert "COMET-22: encode_once" in str(raised.value) or "not a metric of this run" in str(raised.value)
     assert ScoringJob.objects.count() == before
 
@@ -630,12 +841,18 @@ def test_score_command_sends_each_option_to_the_metrics_that_take_it(broker, rel
 @pytest.mark.redis
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_judge_job_progress_shows_requests_and_cost_so_far(judge_worker, release, languages, tmp_path, client, admin_user):
+def test_judge_job_progress_shows_requests_and_cost_so_far(
+    judge_worker, release, languages, tmp_path, client, admin_user
+):
     from scoring.judges.stub import JudgeStubServer
 
     with JudgeStubServer(latency=0.3) as stub:
-        tasks.start_scoring(release=release, metrics=["gemba-mqm"], directions=["en-de"],
-                                   options={"judge": {"base_url": stub.base_url, "model": "stub-judge", "concurrency": 1}, "limit": 12})
+        tasks.start_scoring(
+            release=release,
+            metrics=["gemba-mqm"],
+            directions=["en-de"],
+            options={"judge": {"base_url": stub.base_url, "model": "stub-judge", "concurrency": 1}, "limit": 12},
+        )
         seen = []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -651,7 +868,7 @@ def test_judge_job_progress_shows_requests_and_cost_so_far(judge_worker, release
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["--batch-size", "0"], "argument --batch-size: must be at least 1, got 0"),
         (["--batch-size", "-64"], "argument --batch-size: must be at least 1, got -64"),
@@ -675,8 +892,11 @@ def test_score_command_refuses_bad_numbers_and_lists_and_records_no_job(release,
     assert not ScoringJob.objects.exists()
 
 
-@pytest.mark.parametrize("command, extra", [("score", ["--no-wait"]), ("metaeval", [])])
-@pytest.mark.parametrize("text, message", [("²", "release '²' not found"), ("99999999999999999999999", "not found"), ("demo", "give PROJECT@VERSION")])
+@pytest.mark.parametrize(("command", "extra"), [("score", ["--no-wait"]), ("metaeval", [])])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("²", "release '²' not found"), ("99999999999999999999999", "not found"), ("demo", "give PROJECT@VERSION")],
+)
 def test_release_argument_that_names_no_release(release, command, extra, text, message):
     """A Unicode digit ('²' passes str.isdigit) or an id no bigint holds names no release (was a traceback)."""
     from django.core.management import CommandError, call_command
@@ -708,7 +928,7 @@ def test_a_metric_or_direction_named_twice_is_one_job(broker, release, languages
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["--judge-option", "concurrency=-1"], "judge option concurrency=-1: a number at least 1"),
         (["--judge-option", "concurrency=2.5"], "judge option concurrency=2.5: a whole number of at least 1"),
@@ -724,7 +944,17 @@ def test_score_command_refuses_bad_judge_settings_and_records_no_job(broker, rel
     from django.core.management import CommandError, call_command
 
     with pytest.raises(CommandError, match=message):
-        call_command("score", "demo@t1", "--metrics", "gemba-mqm", "--judge-model", "m", "--no-wait", *args, stdout=open(os.devnull, "w"))
+        call_command(
+            "score",
+            "demo@t1",
+            "--metrics",
+            "gemba-mqm",
+            "--judge-model",
+            "m",
+            "--no-wait",
+            *args,
+            stdout=open(os.devnull, "w"),
+        )
     import redis as redis_lib
 
     from scoring.queues import JUDGE_QUEUE
@@ -732,7 +962,9 @@ def test_score_command_refuses_bad_judge_settings_and_records_no_job(broker, rel
     assert not ScoringJob.objects.exists() and redis_lib.Redis.from_url(broker).llen(JUDGE_QUEUE) == 0
 
 
-def test_scores_form_says_no_worker_before_anything_is_ticked_and_keeps_the_ticks(client, release, admin_user, settings):
+def test_scores_form_says_no_worker_before_anything_is_ticked_and_keeps_the_ticks(
+    client, release, admin_user, settings
+):
     """#37.7: the warning and how to start a worker show on the page itself; a refused Queue gives the form
     back with the metrics still ticked, each checkbox inside its label."""
     from xqmeval.celery import app
@@ -753,7 +985,9 @@ def test_scores_form_says_no_worker_before_anything_is_ticked_and_keeps_the_tick
         app.conf.broker_url = old
     page = response.content.decode()
     assert response.status_code == 200 and "set CELERY_BROKER_URL" in page
-    assert re.search(r'<label class="metric-choice"><input type="checkbox" name="metric" value="chrF\+\+" checked>', page)
+    assert re.search(
+        r'<label class="metric-choice"><input type="checkbox" name="metric" value="chrF\+\+" checked>', page
+    )
     assert re.search(r'<label class="metric-choice"><input type="checkbox" name="metric" value="BLEU" checked>', page)
     assert re.search(r'value="TER">', page)  # not ticked
     assert not ScoringJob.objects.exists()

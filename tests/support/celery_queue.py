@@ -1,5 +1,6 @@
 """Send the platform's tasks to a real Redis broker for the length of a block (the tests run them eagerly
 otherwise), as a web process with workers does; nothing consumes them unless the test starts a worker."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager

@@ -1,6 +1,7 @@
 """Transient database faults on demand, for the tests of the tasks that must retry them: new connections that
 give up waiting for a lock after 300 ms (an OperationalError), a table held by another session, a queue of the
 test's own for a worker on the Redis broker, and a poll for what the worker does meanwhile."""
+
 from __future__ import annotations
 
 import time
@@ -50,7 +51,9 @@ def table_held(table: str):
     import psycopg
 
     d = connection.settings_dict
-    holder = psycopg.connect(dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None)
+    holder = psycopg.connect(
+        dbname=d["NAME"], user=d["USER"], host=d["HOST"], port=d["PORT"] or 5432, password=d["PASSWORD"] or None
+    )
     try:
         holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         yield holder

@@ -14,6 +14,7 @@ sentence), same (the reference unchanged), prose (a chatty answer with markdown 
 
 Run by hand: ``python -m tests.support.stub_openai --port 8011 --latency 0.2``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,14 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from llm_client.stub_server import JsonHandler, ScriptState, StubHTTPServer, chat_completion, prompt_of, scripted_failure
+from llm_client.stub_server import (
+    JsonHandler,
+    ScriptState,
+    StubHTTPServer,
+    chat_completion,
+    prompt_of,
+    scripted_failure,
+)
 
 _SENTENCE_RE = re.compile(r"Sentence: (<head>.*</end>)")
 _HALVES_RE = re.compile(r"<head>(.*)</head>\s?<end>(.*)</end>", re.S)
@@ -104,9 +112,17 @@ class StubState(ScriptState):
             return f"{prefix}-{next(self.ids)}"
 
 
-def _completion(content: str | None, prompt: str, *, model: str, refusal: str | None = None, finish: str = "stop") -> dict:
-    return chat_completion(content, model=model, refusal=refusal, finish=finish,
-                           prompt_tokens=len(prompt.split()), completion_tokens=len((content or "").split()))
+def _completion(
+    content: str | None, prompt: str, *, model: str, refusal: str | None = None, finish: str = "stop"
+) -> dict:
+    return chat_completion(
+        content,
+        model=model,
+        refusal=refusal,
+        finish=finish,
+        prompt_tokens=len(prompt.split()),
+        completion_tokens=len((content or "").split()),
+    )
 
 
 def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict | bytes, dict]:
@@ -115,25 +131,46 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
     model = body.get("model", "stub")
     structured = bool(body.get("response_format"))
     if structured and state.reject_response_format:
-        return 400, {"error": {"message": "response_format is not supported by this server", "type": "invalid_request_error"}}, {}
+        return (
+            400,
+            {"error": {"message": "response_format is not supported by this server", "type": "invalid_request_error"}},
+            {},
+        )
     failure = scripted_failure(behaviour)
     if failure:
         return failure
     if behaviour == "401":
         # Like api.openai.com: the message echoes part of the key that was sent.
-        return 401, {"error": {"message": "Incorrect API key provided: sk-secr*********-123. You can find your API key at ...",
-                               "type": "invalid_request_error", "code": "invalid_api_key"}}, {}
+        return (
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided: sk-secr*********-123. You can find your API key at ...",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+            {},
+        )
     if behaviour == "malformed":
         return 200, b'{"id": "chatcmpl-stub", "choices": [ {"message": ', {}
     if behaviour == "nochoices":
-        return 200, {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model, "choices": []}, {}
+        return (
+            200,
+            {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model, "choices": []},
+            {},
+        )
     if behaviour == "empty":
         return 200, _completion("", prompt, model=model), {}
     if behaviour == "refuse":
         return 200, _completion(None, prompt, model=model, refusal="I can't help with introducing errors."), {}
     edited, reference = default_answer(prompt)
     if behaviour == "truncated":  # the answer stopped at max_tokens, mid-sentence
-        cut = json.dumps({"updated_sentence": edited}, ensure_ascii=False) if structured else f"Updated sentence: {edited}"
+        cut = (
+            json.dumps({"updated_sentence": edited}, ensure_ascii=False)
+            if structured
+            else f"Updated sentence: {edited}"
+        )
         return 200, _completion(cut[: len(cut) // 2], prompt, model=model, finish="length"), {}
     if behaviour == "offtarget":
         edited = "The weather in Paris was lovely yesterday and nobody mentioned the topic at all."
@@ -149,9 +186,9 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
 
 
 class _Handler(JsonHandler):
-    server: "StubServer"
+    server: StubServer
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         state = self.server.state
         raw = self._body()
         path = self.path.split("?")[0]
@@ -159,7 +196,11 @@ class _Handler(JsonHandler):
             body = json.loads(raw or b"{}")
             prompt = prompt_of(body)
             # A server without structured output refuses before any scripted behaviour is used up.
-            behaviour = "no-json-mode" if body.get("response_format") and state.reject_response_format else state.next_behaviour(prompt)
+            behaviour = (
+                "no-json-mode"
+                if body.get("response_format") and state.reject_response_format
+                else state.next_behaviour(prompt)
+            )
             with state.lock:
                 state.calls.append(Call(path, behaviour, prompt, time.monotonic()))
             if state.delay_for(behaviour):
@@ -182,14 +223,33 @@ class _Handler(JsonHandler):
             state.files[file_id] = data
             with state.lock:
                 state.calls.append(Call(path, "upload", "", time.monotonic()))
-            return self._send(200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                                    "filename": filename, "purpose": purpose, "status": "processed"})
+            return self._send(
+                200,
+                {
+                    "id": file_id,
+                    "object": "file",
+                    "bytes": len(data),
+                    "created_at": int(time.time()),
+                    "filename": filename,
+                    "purpose": purpose,
+                    "status": "processed",
+                },
+            )
         if path.endswith("/batches"):
             body = json.loads(raw or b"{}")
             batch_id = state.new_id("batch")
-            batch = {"id": batch_id, "object": "batch", "endpoint": body.get("endpoint"), "input_file_id": body.get("input_file_id"),
-                     "completion_window": body.get("completion_window"), "status": "validating", "created_at": int(time.time()),
-                     "output_file_id": None, "error_file_id": None, "_polls": 0}
+            batch = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body.get("endpoint"),
+                "input_file_id": body.get("input_file_id"),
+                "completion_window": body.get("completion_window"),
+                "status": "validating",
+                "created_at": int(time.time()),
+                "output_file_id": None,
+                "error_file_id": None,
+                "_polls": 0,
+            }
             state.batches[batch_id] = batch
             with state.lock:
                 state.calls.append(Call(path, "batch", "", time.monotonic()))
@@ -201,7 +261,7 @@ class _Handler(JsonHandler):
             return self._send(200, {k: v for k, v in batch.items() if not k.startswith("_")})
         return self._send(404, {"error": {"message": f"no route {path}"}})
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         state = self.server.state
         path = self.path.split("?")[0]
         match = re.match(r".*/files/([^/]+)/content$", path)
@@ -231,11 +291,23 @@ class _Handler(JsonHandler):
                 state.calls.append(Call("batch-line", behaviour, prompt, time.monotonic()))
             status, payload, _ = answer_chat(state, request["body"], "ok" if behaviour == "timeout" else behaviour)
             if status != 200 or isinstance(payload, bytes):
-                errors.append({"id": "req", "custom_id": request["custom_id"],
-                               "response": {"status_code": status, "body": payload if isinstance(payload, dict) else None},
-                               "error": {"code": str(status), "message": "scripted failure"}})
+                errors.append(
+                    {
+                        "id": "req",
+                        "custom_id": request["custom_id"],
+                        "response": {"status_code": status, "body": payload if isinstance(payload, dict) else None},
+                        "error": {"code": str(status), "message": "scripted failure"},
+                    }
+                )
             else:
-                out.append({"id": "req", "custom_id": request["custom_id"], "response": {"status_code": 200, "body": payload}, "error": None})
+                out.append(
+                    {
+                        "id": "req",
+                        "custom_id": request["custom_id"],
+                        "response": {"status_code": 200, "body": payload},
+                        "error": None,
+                    }
+                )
         output_id, error_id = state.new_id("file"), state.new_id("file")
         state.files[output_id] = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in out).encode()
         state.files[error_id] = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in errors).encode()
@@ -257,7 +329,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each chat answer")
-    parser.add_argument("--no-json-mode", action="store_true", help="reject response_format like a server without structured output")
+    parser.add_argument(
+        "--no-json-mode", action="store_true", help="reject response_format like a server without structured output"
+    )
     args = parser.parse_args()
     server = StubServer(args.port, latency=args.latency, reject_response_format=args.no_json_mode)
     print(f"stub OpenAI-compatible server on {server.base_url}", flush=True)

@@ -1,6 +1,8 @@
 """Replica language codes (synthetic scale workloads): a replica follows every rule of its base language."""
+
 import pytest
 
+from annotation.review.xqmeval_io import FILE_RE
 from core.domain.languages import (
     CHAR,
     TOKEN,
@@ -12,7 +14,6 @@ from core.domain.languages import (
     replica_code,
     unit_of,
 )
-from annotation.review.xqmeval_io import FILE_RE
 
 
 def test_replica_codes_take_script_unit_and_direction_of_writing_from_their_base():

@@ -1,4 +1,5 @@
 """exports.metaeval.domain against scipy and hand-computed cases."""
+
 import itertools
 
 import numpy as np
@@ -41,8 +42,12 @@ def brute_force_23(metric, human, eps=0.0):
 def test_tau_b_and_c_match_scipy():
     human = [-25, -20, -20, -10, -5, 0, 0]
     metric = [10.0, 30.0, 25.0, 40.0, 42.0, 60.0, 58.0]
-    assert kendall_tau(metric, human, "b").value == pytest.approx(stats.kendalltau(metric, human, variant="b").statistic, abs=1e-12)
-    assert kendall_tau(metric, human, "c").value == pytest.approx(stats.kendalltau(metric, human, variant="c").statistic, abs=1e-12)
+    assert kendall_tau(metric, human, "b").value == pytest.approx(
+        stats.kendalltau(metric, human, variant="b").statistic, abs=1e-12
+    )
+    assert kendall_tau(metric, human, "c").value == pytest.approx(
+        stats.kendalltau(metric, human, variant="c").statistic, abs=1e-12
+    )
 
 
 def test_tau_23_and_acc23_on_a_hand_computed_case():
@@ -80,8 +85,11 @@ def exhaustive_calibration(metric, human):
     """Every candidate threshold (0 and each |Δmetric|) scored on its own with all five counts; the best
     acc23 and τ_23, the smallest threshold winning among equals (as mt-metrics-eval's argmax does).
     Missing values drop their item first. Independent of the sweep in exports.metaeval.domain."""
-    keep = [k for k in range(len(metric)) if metric[k] is not None and human[k] is not None
-            and not np.isnan(metric[k]) and not np.isnan(human[k])]
+    keep = [
+        k
+        for k in range(len(metric))
+        if metric[k] is not None and human[k] is not None and not np.isnan(metric[k]) and not np.isnan(human[k])
+    ]
     m = np.array([metric[k] for k in keep], dtype=float)
     h = np.array([human[k] for k in keep], dtype=float)
     if len(m) < 2:
@@ -157,9 +165,13 @@ def test_missing_values_drop_their_pairs_for_every_variant():
     assert kendall_tau(metric, human, "acc23").value == pytest.approx(1 / 6)
     assert kendall_tau(metric, human, "acc23").n == 4
     for variant in ("b", "c", "23", "acc23"):
-        assert kendall_tau(metric, human, variant).value == pytest.approx(kendall_tau(kept_m, kept_h, variant).value, abs=1e-15)
+        assert kendall_tau(metric, human, variant).value == pytest.approx(
+            kendall_tau(kept_m, kept_h, variant).value, abs=1e-15
+        )
         nan_metric = [float("nan") if v is None else v for v in metric]
-        assert kendall_tau(nan_metric, human, variant).value == pytest.approx(kendall_tau(kept_m, kept_h, variant).value, abs=1e-15)
+        assert kendall_tau(nan_metric, human, variant).value == pytest.approx(
+            kendall_tau(kept_m, kept_h, variant).value, abs=1e-15
+        )
     assert kendall_tau([1.0, 2.0, 3.0], [0.0, None, 5.0], "b").value == pytest.approx(1.0)
     with pytest.raises(ValueError, match="at least two items with both scores, got 1"):
         kendall_tau([1.0, None, 3.0], [0.0, 1.0, None], "b")
@@ -217,7 +229,13 @@ def test_paired_t_test_matches_scipy():
 
 # ---- pseudo systems ----------------------------------------------------------------------------------
 
-from exports.metaeval.domain import SystemSample, lgn_from_systems, monolingual_system_tau, multilingual_study, system_score  # noqa: E402
+from exports.metaeval.domain import (  # noqa: E402
+    SystemSample,
+    lgn_from_systems,
+    monolingual_system_tau,
+    multilingual_study,
+    system_score,
+)
 
 
 def biased_world(repetitions=4, per_level=6):

@@ -2,6 +2,7 @@
 on an EvalSet the platform's exporter wrote (``tests/fixtures/mtme/``). Deterministic statistics to 1e-12 (one
 floating-point computation against another: scipy there, vectorised numpy here); permutation p-values and clusters
 exactly, drawn from the same seeded stream; bootstrap intervals on the same seeded resamples."""
+
 import filecmp
 import json
 import os
@@ -57,8 +58,9 @@ def test_system_level_statistics_equal_mt_metrics_eval(evs):
 def test_permutation_clusters_equal_mt_metrics_eval_under_the_same_seed(evs):
     gold = evs.human[("xqm", "seg")][ALL]
     metrics = {m: evs.metrics[(m, "seg")][ALL] for m in EXPECTED["metrics"]}
-    result = statistics.permutation_significance("pearson", gold, metrics, resamples=EXPECTED["resamples"],
-                                                 seed=EXPECTED["seed"], alpha=EXPECTED["alpha"])
+    result = statistics.permutation_significance(
+        "pearson", gold, metrics, resamples=EXPECTED["resamples"], seed=EXPECTED["seed"], alpha=EXPECTED["alpha"]
+    )
     expected = EXPECTED["triplet_clusters"]
     assert result.metrics == expected["order"]
     assert result.ranks == expected["ranks"]
@@ -71,8 +73,9 @@ def test_draws_taken_a_few_rows_at_a_time_are_the_same_draws(evs, monkeypatch):
     monkeypatch.setattr(statistics, "_DRAW_BLOCK", 7 * len(evs.sources))  # 7 resamples at a time
     gold = evs.human[("xqm", "seg")][ALL]
     metrics = {m: evs.metrics[(m, "seg")][ALL] for m in EXPECTED["metrics"]}
-    result = statistics.permutation_significance("pearson", gold, metrics, resamples=EXPECTED["resamples"],
-                                                 seed=EXPECTED["seed"], alpha=EXPECTED["alpha"])
+    result = statistics.permutation_significance(
+        "pearson", gold, metrics, resamples=EXPECTED["resamples"], seed=EXPECTED["seed"], alpha=EXPECTED["alpha"]
+    )
     expected = EXPECTED["triplet_clusters"]
     np.testing.assert_array_equal(np.triu(result.p_values, 1), np.triu(np.array(expected["p_values"]), 1))
 
@@ -81,8 +84,13 @@ def test_pooled_accuracy_clusters_equal_mt_metrics_eval(evs):
     systems = {m: _system_vectors(evs, m) for m in EXPECTED["metrics"]}
     gold = next(iter(systems.values()))[0]
     result = statistics.permutation_significance(
-        "accuracy", gold, {"*" + m.rsplit("-", 1)[0]: v for m, (_, v) in systems.items()},
-        resamples=EXPECTED["resamples"], seed=EXPECTED["seed"], alpha=EXPECTED["alpha"])
+        "accuracy",
+        gold,
+        {"*" + m.rsplit("-", 1)[0]: v for m, (_, v) in systems.items()},
+        resamples=EXPECTED["resamples"],
+        seed=EXPECTED["seed"],
+        alpha=EXPECTED["alpha"],
+    )
     expected = EXPECTED["system_clusters"]
     assert result.metrics == expected["order"] and result.ranks == expected["ranks"]
     np.testing.assert_array_equal(np.triu(result.p_values, 1), np.triu(np.array(expected["p_values"]), 1))
@@ -101,11 +109,16 @@ def test_soft_pairwise_accuracy_equals_mt_metrics_eval(evs):
 def test_bootstrap_interval_equals_mt_metrics_eval_on_the_same_resamples(evs):
     gold = evs.human[("xqm", "seg")][ALL]
     for metric, expected in EXPECTED["triplet_bootstrap"].items():
-        interval = statistics.bootstrap_interval("pearson", gold, evs.metrics[(metric, "seg")][ALL],
-                                                 resamples=EXPECTED["resamples"], seed=EXPECTED["seed"])
+        interval = statistics.bootstrap_interval(
+            "pearson", gold, evs.metrics[(metric, "seg")][ALL], resamples=EXPECTED["resamples"], seed=EXPECTED["seed"]
+        )
         assert (interval.low, interval.high) == pytest.approx((expected["low"], expected["high"]), abs=1e-12)
-        assert interval.as_dict()["parameters"] == {"resamples": EXPECTED["resamples"], "seed": EXPECTED["seed"],
-                                                    "alpha": 0.05, "method": "percentile bootstrap over segments"}
+        assert interval.as_dict()["parameters"] == {
+            "resamples": EXPECTED["resamples"],
+            "seed": EXPECTED["seed"],
+            "alpha": 0.05,
+            "method": "percentile bootstrap over segments",
+        }
 
 
 def test_a_bad_score_line_names_the_file_and_line(tmp_path):

@@ -1,7 +1,7 @@
 """core.domain.plotting: a figure with nothing on its axes becomes the empty state, never a −0.04…0.04 axis."""
-import re
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +43,11 @@ def test_counts_plot_keeps_coinciding_directions_visible_and_says_they_coincide(
     assert "en-ar, en-de, en-zh: the same counts" in labels  # en-ja differs at level 0
     # markers are <defs> paths placed with <use>; the data's are filled, the ticks' marks are strokes only
     shapes = dict(re.findall(r'<path id="(m[0-9a-f]+)" d="([^"]*)"', document))
-    data_markers = {shapes[ref] for ref, style in re.findall(r'<use xlink:href="#(m[0-9a-f]+)"[^>]*style="([^"]*)"', document) if "fill: #" in style}
+    data_markers = {
+        shapes[ref]
+        for ref, style in re.findall(r'<use xlink:href="#(m[0-9a-f]+)"[^>]*style="([^"]*)"', document)
+        if "fill: #" in style
+    }
     assert len(data_markers) == 4  # one marker per direction, none the same shape and size as another's
 
 
@@ -55,5 +59,7 @@ def test_nothing_heavy_is_imported_with_the_urlconf():
         "import xqmeval.urls; print(sorted(m for m in ('matplotlib', 'scipy.stats') if m in sys.modules))"
     )
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ}, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env={**os.environ}, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr[-2000:]

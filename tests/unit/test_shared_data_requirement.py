@@ -1,6 +1,7 @@
 """A fresh clone has no ../shared: outside CI the tests that read the XQ-MEval data skip and the run ends
 with one line saying how many and how to provide the data; in CI (CI=true) they are mandatory. Services
 keep REQUIRE_SERVICES. Each case runs pytest in a subprocess on a real test that uses the data."""
+
 from __future__ import annotations
 
 import os
@@ -16,10 +17,19 @@ DATA_TEST = "tests/injection/test_checks_on_release.py::test_checks_over_the_rel
 
 def run_pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("CI", "REQUIRE_SHARED_DATA", "PYTEST_ADDOPTS")}
-    base.update(XQMEVAL_SHARED_DATA=str(tmp_path / "no-shared-data"), XQMEVAL_DATA_DIR=str(tmp_path / "data"), REQUIRE_SERVICES="1", **env)
+    base.update(
+        XQMEVAL_SHARED_DATA=str(tmp_path / "no-shared-data"),
+        XQMEVAL_DATA_DIR=str(tmp_path / "data"),
+        REQUIRE_SERVICES="1",
+        **env,
+    )
     return subprocess.run(
         [sys.executable, "-m", "pytest", DATA_TEST, "-q", "-p", "no:cacheprovider"],
-        cwd=REPO, env=base, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

@@ -1,4 +1,5 @@
 """core.domain.units: span units, diffs, markup, conflicts. Pure Python, no database."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -53,7 +54,7 @@ def test_parse_marked_reads_the_published_format():
 
 
 def test_parse_marked_flags_changes_outside_the_region():
-    parsed = parse_marked('He said "yes" <v>loudly</v> today.', 'He said yes quietly today.', "de")
+    parsed = parse_marked('He said "yes" <v>loudly</v> today.', "He said yes quietly today.", "de")
     assert not parsed.outside_matches_reference
     assert "before the span" in parsed.outside_diff
 
@@ -64,8 +65,13 @@ def test_parse_marked_widens_a_tag_inside_a_token_to_whole_tokens():
 
 
 @pytest.mark.parametrize(
-    "marked, message",
-    [("no region here", "no <v>"), ("a <v>b</v> c <v>d</v>", "2 <v>"), ("a <v>b c", "unbalanced"), ("a </v>b<v> c", "before")],
+    ("marked", "message"),
+    [
+        ("no region here", "no <v>"),
+        ("a <v>b</v> c <v>d</v>", "2 <v>"),
+        ("a <v>b c", "unbalanced"),
+        ("a </v>b<v> c", "before"),
+    ],
 )
 def test_malformed_markup_is_an_error(marked, message):
     with pytest.raises(MarkupError, match=message):

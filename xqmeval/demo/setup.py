@@ -1,9 +1,10 @@
 """Demo data. Idempotent: running it again changes nothing."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from annotation.review.xqmeval_import import import_xqmeval
 from core.corpus.domain import CorpusRow
@@ -51,7 +52,9 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     if result.candidates_created or latest is None or latest.status != BenchmarkBuild.Status.DONE:
         # a recorded build, as the page's Build button and the command make: the benchmark page shows it
         built = run_build(create_build(project=xq))
-        log(f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)")
+        log(
+            f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
+        )
     if not Release.objects.filter(project=xq, version="1.0.0").exists():
         release = create_release(xq, "1.0.0")
         log(f"  xqmeval: release {release.version} at {release.path}")
@@ -69,13 +72,17 @@ def demo_corpus() -> dict[str, list[CorpusRow]]:
     for number, line in enumerate(CORPUS.read_text(encoding="utf-8").splitlines(), start=1):
         record = json.loads(line)
         for target in TARGETS:
-            rows[target].append(CorpusRow(record["id"], record["source"], record[target], f"{CORPUS.name} line {number}"))
+            rows[target].append(
+                CorpusRow(record["id"], record["source"], record[target], f"{CORPUS.name} line {number}")
+            )
     return rows
 
 
 def setup_demo(log: Callable[[str], None] = print) -> None:
     users = {name: create_user(name, password, role=role, languages=langs) for name, password, role, langs in ACCOUNTS}
-    project, _ = ensure_project(PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"])
+    project, _ = ensure_project(
+        PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"]
+    )
     add_directions(project, [f"en-{t}" for t in TARGETS])
     for target, rows in demo_corpus().items():
         result = import_corpus_rows(project, f"en-{target}", rows, CORPUS.name)

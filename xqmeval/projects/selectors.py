@@ -4,6 +4,7 @@ Nothing here computes an expensive figure: agreement comes from the cached repor
 computes it), and the meta-evaluation headline is loaded by its own request after the page (and cached).
 A stage that cannot start yet says why, naming what is missing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,13 +12,13 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db.models import Count
 
-from core import access
-from core.models import Project
-from core.selectors import active_directions
 from annotation.agreement import refresh
 from annotation.agreement import selectors as agreement
 from annotation.agreement import tasks as agreement_tasks
 from annotation.review import selectors as review_selectors
+from core import access
+from core.models import Project
+from core.selectors import active_directions
 from exports.benchmark import selectors as benchmark_selectors
 from exports.metaeval import selectors as metaeval
 from exports.metaeval import tasks as metaeval_tasks
@@ -44,7 +45,14 @@ STAGES = (
 STAGE_KEYS = tuple(key for key, _ in STAGES)
 
 # state → what the badge says
-STATE_LABELS = {"done": "done", "ready": "ready to start", "running": "running", "partial": "in progress", "blocked": "waiting", "todo": "to do"}
+STATE_LABELS = {
+    "done": "done",
+    "ready": "ready to start",
+    "running": "running",
+    "partial": "in progress",
+    "blocked": "waiting",
+    "todo": "to do",
+}
 
 
 @dataclass
@@ -99,7 +107,11 @@ def corpus_stage(project: Project, visible: set[str] | None, counts: dict[int, i
 
 
 def injection_stage(
-    project: Project, visible: set[str] | None, segments: int, n_candidates: int, per_direction: dict[str, int] | None = None
+    project: Project,
+    visible: set[str] | None,
+    segments: int,
+    n_candidates: int,
+    per_direction: dict[str, int] | None = None,
 ) -> Stage:
     """Done only when every active direction has candidates (``per_direction``: candidates per code)."""
 
@@ -129,7 +141,9 @@ def injection_stage(
     return stage
 
 
-def review_stage(project: Project, visible: set[str] | None, candidates: int, per_direction: dict[str, int] | None = None) -> Stage:
+def review_stage(
+    project: Project, visible: set[str] | None, candidates: int, per_direction: dict[str, int] | None = None
+) -> Stage:
     """Done only when every active direction has candidates and none is pending."""
 
     stage = Stage("review", "Review", 3)
@@ -175,7 +189,12 @@ def agreement_stage(project: Project, user) -> Stage:
     if not shown.fresh and queued:
         agreement_tasks.page_missed(project.pk)  # queues the refresh task; with a broker nothing is computed here
     report = shown.report
-    stage.data = {"fresh": shown.fresh, "computed_at": shown.computed_at, "refresh": refresh.status(project.pk), "queued": queued}
+    stage.data = {
+        "fresh": shown.fresh,
+        "computed_at": shown.computed_at,
+        "refresh": refresh.status(project.pk),
+        "queued": queued,
+    }
     if report is None:
         stage.state = "todo"
         stage.data["missing"] = True
@@ -235,7 +254,9 @@ def releases_stage(project: Project, pseudo_translations: int) -> Stage:
     stage = Stage("releases", "Releases", 6)
     releases = list(benchmark_selectors.releases_of(project))
     stage.data = {"releases": releases}
-    stage.live = any((r.status == "building" and not r.interrupted) or r.push_status == "pushing" for r in releases)  # died: not live
+    stage.live = any(
+        (r.status == "building" and not r.interrupted) or r.push_status == "pushing" for r in releases
+    )  # died: not live
     if stage.live:
         stage.state = "running"
     elif not pseudo_translations:
@@ -263,11 +284,17 @@ def scores_stage(project: Project, *, admin: bool, visible: set[str] | None = No
                 states = scores_selectors.job_states(release=release, app=app)  # collected in-process just now
             jobs = [{"job": s.job, "percent": s.percent, "status": s.status} for s in states]
         elif admin:
-            jobs = [{"job": j, "percent": 100 if j.status == "done" else 0}
-                    for j in ScoringJob.objects.filter(release=release).select_related("direction").order_by("metric", "direction__code")]
+            jobs = [
+                {"job": j, "percent": 100 if j.status == "done" else 0}
+                for j in ScoringJob.objects.filter(release=release)
+                .select_related("direction")
+                .order_by("metric", "direction__code")
+            ]
         else:
             jobs = []  # jobs are admin work, as on the scores page
-        metrics = [{"metric": row["metric"], "n": row["n"]} for row in scores_selectors.scored_metrics([release], visible)]
+        metrics = [
+            {"metric": row["metric"], "n": row["n"]} for row in scores_selectors.scored_metrics([release], visible)
+        ]
         per_release.append({"release": release, "jobs": jobs, "metrics": metrics})
     stage.data = {
         "releases": per_release,
@@ -302,8 +329,11 @@ def metaeval_stage(project: Project) -> Stage:
         stage.blockers.append("no metric scores yet: score a release first")
         return stage
     release_id = scored[0]["release_id"]
-    stage.data = {"release_id": release_id, "version": scored[0]["release__version"],
-                  "metrics": [row for row in scored if row["release_id"] == release_id]}
+    stage.data = {
+        "release_id": release_id,
+        "version": scored[0]["release__version"],
+        "metrics": [row for row in scored if row["release_id"] == release_id],
+    }
     stage.state = "done"
     return stage
 
@@ -386,10 +416,9 @@ def next_step(stages: list[Stage]) -> Stage | None:
     if unfinished is not None:
         return unfinished
     last_done = max((i for i, s in enumerate(stages) if s.state == "done"), default=-1)
-    return next((s for s in stages[last_done + 1:] if s.state != "done"), None)
+    return next((s for s in stages[last_done + 1 :] if s.state != "done"), None)
 
 
 def project_list(user) -> list[dict]:
     """The Projects list (home): per project, its directions' counts (core.selectors) and where it stands."""
     return site_selectors.project_overview(user)
-

@@ -1,6 +1,7 @@
 """A project's directions from its settings page: what each holds, removing one that holds nothing and
 retiring (or reinstating) one that holds data. Here, above every stage, because "holds data" spans them:
 gold pairs (and so candidates and decisions), rating items and releases."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,10 +60,12 @@ def direction_remove(project: Project, *, code: str) -> None:
         direction = _direction_of(project, code)
         data = next(d for d in direction_data(project) if d.code == code)
         if not data.empty:
-            raise ProjectRejected([
-                f"direction: {code} holds {data.gold_pairs} gold pairs, {data.rating_items} rating items and "
-                f"{data.releases} releases, so it cannot be removed; retire it instead"
-            ])
+            raise ProjectRejected(
+                [
+                    f"direction: {code} holds {data.gold_pairs} gold pairs, {data.rating_items} rating items and "
+                    f"{data.releases} releases, so it cannot be removed; retire it instead"
+                ]
+            )
         project.retired_directions.remove(direction)
         project.directions.remove(direction)
 

@@ -6,7 +6,9 @@ from xqmeval.projects import views
 
 app_name = "projects"
 urlpatterns = [
-    path("", login_required(RedirectView.as_view(pattern_name="home")), name="index"),  # the project list is the home page
+    path(
+        "", login_required(RedirectView.as_view(pattern_name="home")), name="index"
+    ),  # the project list is the home page
     path("new/", views.project_new, name="new"),
     path("<slug:slug>/", views.project_page, name="detail"),
     path("<slug:slug>/stages/<str:key>/", views.stage_fragment, name="stage"),

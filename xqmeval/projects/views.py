@@ -5,6 +5,7 @@ Thin over ``core.services`` (writes) and ``xqmeval.projects.selectors`` (reads).
 admin actions (``core.access``); the page itself is for anyone who may see the project, with their
 directions only and no action buttons unless they are an admin.
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -19,14 +20,24 @@ from core import access
 from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError
 from core.forms import (
-    AssignmentForm, CorpusUploadForm, DirectionAddForm, ProjectCreateForm, ProjectSettingsForm, XQMEvalUploadForm,
+    AssignmentForm,
+    CorpusUploadForm,
+    DirectionAddForm,
+    ProjectCreateForm,
+    ProjectSettingsForm,
+    XQMEvalUploadForm,
 )
 from core.models import Profile, Project
-from exports.models import Release
 from core.services import (
-    ImportRejected, ProjectRejected, assignments_set, direction_add, import_corpus_source, project_create,
+    ImportRejected,
+    ProjectRejected,
+    assignments_set,
+    direction_add,
+    import_corpus_source,
+    project_create,
     project_settings_update,
 )
+from exports.models import Release
 from xqmeval.projects import selectors, services
 
 POLL_SECONDS = 2  # how often a running stage fetches its own update
@@ -53,10 +64,16 @@ def project_new(request):
         data = form.cleaned_data
         try:
             project = project_create(
-                name=data["name"], title=data["title"], source_language=data["source_language"],
-                directions=data["directions"], error_types=data["error_types"], perturbations=data["perturbations"],
-                reviewers_per_candidate=data["reviewers_per_candidate"], max_errors=data["max_errors"],
-                description=data["description"], owner=request.user,
+                name=data["name"],
+                title=data["title"],
+                source_language=data["source_language"],
+                directions=data["directions"],
+                error_types=data["error_types"],
+                perturbations=data["perturbations"],
+                reviewers_per_candidate=data["reviewers_per_candidate"],
+                max_errors=data["max_errors"],
+                description=data["description"],
+                owner=request.user,
             )
         except ProjectRejected as exc:
             for problem in exc.errors:
@@ -76,14 +93,20 @@ def project_page(request, slug: str):
     project = _visible_project(request, slug)
     stages = selectors.pipeline(project, request.user)
     admin = access.is_admin(request.user)
-    return render(request, "projects/project.html", {
-        "project": project,
-        "stages": stages,
-        "next_stage": selectors.next_step(stages) if admin else None,  # what an admin does next: not an annotator's hint
-        "is_admin": admin,
-        "gaps": core_selectors.coverage_gaps(project) if admin else [],
-        "poll_seconds": POLL_SECONDS,
-    })
+    return render(
+        request,
+        "projects/project.html",
+        {
+            "project": project,
+            "stages": stages,
+            "next_stage": selectors.next_step(stages)
+            if admin
+            else None,  # what an admin does next: not an annotator's hint
+            "is_admin": admin,
+            "gaps": core_selectors.coverage_gaps(project) if admin else [],
+            "poll_seconds": POLL_SECONDS,
+        },
+    )
 
 
 @login_required
@@ -107,9 +130,17 @@ def metaeval_fragment(request, slug: str):
         headlines, computing = selectors.metaeval_headlines(
             release, [row["metric"] for row in stage.data["metrics"]], queued=selectors.tasks_queued()
         )
-    return render(request, "projects/_metaeval_headline.html", {
-        "project": project, "stage": stage, "headlines": headlines, "computing": computing, "poll_seconds": POLL_SECONDS,
-    })
+    return render(
+        request,
+        "projects/_metaeval_headline.html",
+        {
+            "project": project,
+            "stage": stage,
+            "headlines": headlines,
+            "computing": computing,
+            "poll_seconds": POLL_SECONDS,
+        },
+    )
 
 
 @login_required
@@ -124,17 +155,26 @@ def corpus_import(request, slug: str):
         columns = Columns(data["id_column"], data["source_column"], data["reference_column"])
         try:
             name, result = import_corpus_source(
-                project, direction=data["direction"], columns=columns,
-                upload_name=upload.name if upload else "", data=upload.read() if upload else None,
-                hf_dataset=data.get("hf_dataset", ""), hf_config=data.get("hf_config") or None, hf_split=data.get("hf_split") or "test",
-                known_direction=True, check_language=not data["other_language"],
+                project,
+                direction=data["direction"],
+                columns=columns,
+                upload_name=upload.name if upload else "",
+                data=upload.read() if upload else None,
+                hf_dataset=data.get("hf_dataset", ""),
+                hf_config=data.get("hf_config") or None,
+                hf_split=data.get("hf_split") or "test",
+                known_direction=True,
+                check_language=not data["other_language"],
             )
         except (CorpusError, ImportRejected) as exc:
             for line in exc.errors:
                 messages.error(request, line)
             messages.error(request, f"{upload.name if upload else data.get('hf_dataset')}: nothing imported.")
         else:
-            messages.success(request, f"{name}: {result.created} gold segments imported into {data['direction']}, {result.unchanged} unchanged.")
+            messages.success(
+                request,
+                f"{name}: {result.created} gold segments imported into {data['direction']}, {result.unchanged} unchanged.",
+            )
             return redirect("projects:detail", slug=project.name)
     return render(request, "projects/corpus.html", {"project": project, "form": form, "xq_form": xq_form})
 
@@ -151,8 +191,11 @@ def xqmeval_import(request, slug: str):
         decisions = xq_form.cleaned_data.get("decisions")
         try:
             result = import_xqmeval(
-                project.name, files=files, decisions=(decisions.name, decisions.read()) if decisions else None,
-                strict=xq_form.cleaned_data["strict"], owner=request.user,
+                project.name,
+                files=files,
+                decisions=(decisions.name, decisions.read()) if decisions else None,
+                strict=xq_form.cleaned_data["strict"],
+                owner=request.user,
             )
         except ImportRejected as exc:
             for line in exc.errors:
@@ -173,29 +216,50 @@ def _report(form, problems: list[str]) -> None:
     """Each 'field: message' problem under its field of ``form`` (the others above the form)."""
     for problem in problems:
         field_name, _, message = problem.partition(": ")
-        form.add_error(field_name if field_name in form.fields else None, message if field_name in form.fields else problem)
+        form.add_error(
+            field_name if field_name in form.fields else None, message if field_name in form.fields else problem
+        )
 
 
 SETTINGS_FIELDS = ("title", "description", "reviewers_per_candidate", "max_errors", "error_types")
 
 
 def _annotators() -> list[str]:
-    return list(Profile.objects.filter(role=Profile.Role.ANNOTATOR).order_by("user__username").values_list("user__username", flat=True))
+    return list(
+        Profile.objects.filter(role=Profile.Role.ANNOTATOR)
+        .order_by("user__username")
+        .values_list("user__username", flat=True)
+    )
 
 
 def _settings_context(project: Project, *, form=None, add_form=None, assignment_form=None) -> dict:
     annotators = _annotators()
     rows = []
     for cover in core_selectors.coverage(project):
-        bound = assignment_form if assignment_form is not None and assignment_form.prefix == f"assign-{cover.direction}" else None
-        rows.append({"coverage": cover, "form": bound or AssignmentForm(
-            direction=cover.direction, annotators=annotators, initial={"reviewers": list(cover.reviewers)},
-        )})
+        bound = (
+            assignment_form
+            if assignment_form is not None and assignment_form.prefix == f"assign-{cover.direction}"
+            else None
+        )
+        rows.append(
+            {
+                "coverage": cover,
+                "form": bound
+                or AssignmentForm(
+                    direction=cover.direction,
+                    annotators=annotators,
+                    initial={"reviewers": list(cover.reviewers)},
+                ),
+            }
+        )
     return {
-        "project": project, "is_admin": True,
+        "project": project,
+        "is_admin": True,
         "form": form or ProjectSettingsForm(initial={f: getattr(project, f) for f in SETTINGS_FIELDS}),
-        "add_form": add_form or DirectionAddForm(project=project), "directions": services.direction_data(project),
-        "assignments": rows, "gaps": [row["coverage"] for row in rows if row["coverage"].missing],
+        "add_form": add_form or DirectionAddForm(project=project),
+        "directions": services.direction_data(project),
+        "assignments": rows,
+        "gaps": [row["coverage"] for row in rows if row["coverage"].missing],
         "assignment_form": assignment_form,  # the one sent back with its errors, if any
     }
 
@@ -209,7 +273,9 @@ def assignments(request, slug: str):
         return redirect("projects:settings", slug=project.name)
     direction = request.POST.get("direction", "")[:40]
     if not core_selectors.active_directions(project).filter(code=direction).exists():
-        messages.error(request, f"direction: {direction or 'none'} is not an active direction of {project.name}; nothing changed.")
+        messages.error(
+            request, f"direction: {direction or 'none'} is not an active direction of {project.name}; nothing changed."
+        )
         return redirect("projects:settings", slug=project.name)
     form = AssignmentForm(request.POST, direction=direction, annotators=_annotators())
     if form.is_valid():
@@ -261,10 +327,17 @@ def direction_add_view(request, slug: str):
                 messages.success(request, f"Direction {code} added. Next: import its gold pairs.")
                 return redirect("projects:settings", slug=project.name)
         else:
-            return render(request, "projects/direction_confirm.html", {
-                "project": project, "code": code, "action": "add", "target": target,
-                "post_url": reverse("projects:direction_add", args=[project.name]),
-            })
+            return render(
+                request,
+                "projects/direction_confirm.html",
+                {
+                    "project": project,
+                    "code": code,
+                    "action": "add",
+                    "target": target,
+                    "post_url": reverse("projects:direction_add", args=[project.name]),
+                },
+            )
     return render(request, "projects/settings.html", _settings_context(project, add_form=form))
 
 
@@ -272,7 +345,8 @@ def direction_add_view(request, slug: str):
 DIRECTION_ACTIONS = {
     "remove": ("Remove", "It holds no data; it leaves the project and its imports.", services.direction_remove),
     "retire": (
-        "Retire", "It is hidden from new imports, injection runs and builds; its data and the releases made from it stay.",
+        "Retire",
+        "It is hidden from new imports, injection runs and builds; its data and the releases made from it stay.",
         services.direction_retire,
     ),
     "reinstate": ("Reinstate", "It is open to imports, injection runs and builds again.", services.direction_reinstate),
@@ -296,10 +370,18 @@ def direction_action(request, slug: str, code: str, action: str):
         else:
             messages.success(request, f"Direction {code}: {verb.lower()}d.")
         return redirect("projects:settings", slug=project.name)
-    return render(request, "projects/direction_confirm.html", {
-        "project": project, "code": code, "action": action, "verb": verb, "meaning": meaning,
-        "post_url": reverse("projects:direction_action", args=[project.name, code, action]),
-    })
+    return render(
+        request,
+        "projects/direction_confirm.html",
+        {
+            "project": project,
+            "code": code,
+            "action": action,
+            "verb": verb,
+            "meaning": meaning,
+            "post_url": reverse("projects:direction_action", args=[project.name, code, action]),
+        },
+    )
 
 
 def project_url(project: Project) -> str:

@@ -4,15 +4,21 @@ Each function takes rows of a report table (``annotation.agreement.selectors.pro
 document. The views serve them as ``image/svg+xml`` for ``<img>`` tags, so text inside (language codes,
 error types, user names) is never interpreted as HTML by the page; matplotlib XML-escapes it anyway.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from core.domain.plotting import empty as _empty
 from core.domain.plotting import subplots
 from core.domain.plotting import svg as _svg
 
-DIMENSION_COLOURS = {"informativeness": "#1b9e77", "clarity": "#d95f02", "plausibility": "#7570b3", "faithfulness": "#e7298a"}
+DIMENSION_COLOURS = {
+    "informativeness": "#1b9e77",
+    "clarity": "#d95f02",
+    "plausibility": "#7570b3",
+    "faithfulness": "#e7298a",
+}
 
 
 def _bar_with_ci(ax, labels: Sequence[str], values, lows, highs, colour: str) -> None:
@@ -37,8 +43,21 @@ def agreement_by_group(rows: Sequence[dict], label: Callable[[dict], str], title
         return _empty("no data yet: no unit has decisions from two reviewers")
     labels = [label(r) for r in rows]
     fig, axes = subplots(1, 2, figsize=(max(6, 0.5 * len(rows) + 4), 3.4), sharey=False)
-    for ax, (col, name, colour) in zip(axes, [("percent_agreement", "percent agreement", "#4c78a8"), ("krippendorff_alpha", "Krippendorff's α (nominal)", "#f58518")]):
-        _bar_with_ci(ax, labels, [r[col] for r in rows], [r[f"{col}_low"] for r in rows], [r[f"{col}_high"] for r in rows], colour)
+    for ax, (col, name, colour) in zip(
+        axes,
+        [
+            ("percent_agreement", "percent agreement", "#4c78a8"),
+            ("krippendorff_alpha", "Krippendorff's α (nominal)", "#f58518"),
+        ],
+    ):
+        _bar_with_ci(
+            ax,
+            labels,
+            [r[col] for r in rows],
+            [r[f"{col}_low"] for r in rows],
+            [r[f"{col}_high"] for r in rows],
+            colour,
+        )
         ax.set_title(name, fontsize=9)
         ax.set_ylim(min(0.0, *[r[f"{col}_low"] or 0.0 for r in rows]) - 0.05, 1.05)
         ax.axhline(0, color="#999", lw=0.6)
@@ -54,7 +73,7 @@ def rwg_distribution(item_rows: Sequence[dict], dimensions: Sequence[str]) -> st
         return _empty("no item rated by two or more raters yet")
     fig, axes = subplots(1, len(columns), figsize=(2.3 * len(columns), 2.6), sharey=True)
     bins = [i / 10 for i in range(11)]
-    for ax, values, (col, name) in zip(axes, data, columns):
+    for ax, values, (_col, name) in zip(axes, data, columns):
         ax.hist(values, bins=bins, color=DIMENSION_COLOURS.get(name, "#555"), alpha=0.85)
         ax.set_title(f"{name} (n={len(values)})", fontsize=8)
         ax.set_xlim(0, 1)
@@ -77,8 +96,22 @@ def agreement_vs_score(dimension_rows: Sequence[dict]) -> str:
     marker = {t: TASK_MARKERS[i % len(TASK_MARKERS)] for i, t in enumerate(tasks)}
     fig, ax = subplots(figsize=(6, 4.2))
     for r in rows:
-        ax.scatter([r["mean_score"]], [r["mean_rwg"]], color=DIMENSION_COLOURS.get(r["dimension"], "#555"), marker=marker[r["task"]], s=40, alpha=0.85)
-        ax.annotate(r["language"], (r["mean_score"], r["mean_rwg"]), fontsize=6, xytext=(3, 2), textcoords="offset points", color="#444")
+        ax.scatter(
+            [r["mean_score"]],
+            [r["mean_rwg"]],
+            color=DIMENSION_COLOURS.get(r["dimension"], "#555"),
+            marker=marker[r["task"]],
+            s=40,
+            alpha=0.85,
+        )
+        ax.annotate(
+            r["language"],
+            (r["mean_score"], r["mean_rwg"]),
+            fontsize=6,
+            xytext=(3, 2),
+            textcoords="offset points",
+            color="#444",
+        )
     xs, ys = [r["mean_score"] for r in rows], [r["mean_rwg"] for r in rows]
     ax.set_xlim(max(1.0, min(xs) - 0.3), min(5.0, max(xs) + 0.3))
     ax.set_ylim(max(0.0, min(ys) - 0.1), 1.02)
@@ -101,16 +134,31 @@ def annotator_quality(rows: Sequence[dict]) -> str:
     labels = [f"{r['annotator']} ({r['language']})" for r in rows]
     fig, (left, right) = subplots(1, 2, figsize=(max(7, 0.6 * len(rows) + 5), 3.6))
     xs = list(range(len(rows)))
-    left.bar([x - 0.2 for x in xs], [r["accept_rate"] or 0 for r in rows], width=0.4, label="annotator", color="#4c78a8")
-    left.bar([x + 0.2 for x in xs], [r["peer_accept_rate"] or 0 for r in rows], width=0.4, label="same-language peers", color="#bbb")
+    left.bar(
+        [x - 0.2 for x in xs], [r["accept_rate"] or 0 for r in rows], width=0.4, label="annotator", color="#4c78a8"
+    )
+    left.bar(
+        [x + 0.2 for x in xs],
+        [r["peer_accept_rate"] or 0 for r in rows],
+        width=0.4,
+        label="same-language peers",
+        color="#bbb",
+    )
     left.set_xticks(xs, labels, rotation=45, ha="right", fontsize=7)
     left.set_ylim(0, 1.05)
     left.set_title("accept rate", fontsize=9)
     left.legend(fontsize=7, loc="lower right")
-    right.bar(xs, [r["agreement_with_others"] or 0 for r in rows], color=["#e45756" if r["flags"] else "#4c78a8" for r in rows], label="agreement with others")
+    right.bar(
+        xs,
+        [r["agreement_with_others"] or 0 for r in rows],
+        color=["#e45756" if r["flags"] else "#4c78a8" for r in rows],
+        label="agreement with others",
+    )
     gold = [(x, r["gold_score"]) for x, r in zip(xs, rows) if r["gold_score"] is not None]
     if gold:
-        right.scatter([g[0] for g in gold], [g[1] for g in gold], marker="D", color="black", s=22, zorder=3, label="gold score")
+        right.scatter(
+            [g[0] for g in gold], [g[1] for g in gold], marker="D", color="black", s=22, zorder=3, label="gold score"
+        )
     right.set_xticks(xs, labels, rotation=45, ha="right", fontsize=7)
     right.set_ylim(0, 1.05)
     right.set_title("agreement with other reviewers (red: flagged)", fontsize=9)

@@ -8,12 +8,13 @@ decisions: imported decisions (no reviewer) are final decisions, not a rater, an
 reference that annotators are compared with. Gold candidates are quality-control plants and are left out
 of agreement and accept rates; they are scored separately.
 """
+
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from annotation.agreement.domain import statistics as ag
 
@@ -30,7 +31,14 @@ ALL = "all"
 # rating at any time, so any Likert figure (an item's mean, a dimension's agreement) would let her read the
 # other raters' scores from her own and move towards them (docs/roles.md, "Blind ratings").
 PUBLIC_TABLES = ("languages", "error_types", "rounds")
-PRIVATE_TABLES = ("reviewer_pairs", "annotators", "likert_dimensions", "likert_composite", "likert_items", "likert_raters")
+PRIVATE_TABLES = (
+    "reviewer_pairs",
+    "annotators",
+    "likert_dimensions",
+    "likert_composite",
+    "likert_items",
+    "likert_raters",
+)
 TABLES = PUBLIC_TABLES + PRIVATE_TABLES
 TABLE_TITLES = {
     "languages": "Accept/reject agreement by language",
@@ -72,12 +80,22 @@ class RatingRow:
     time_ms: int | None
 
 
-def compute_report(decisions: list[DecisionRow], ratings: list[RatingRow], *, private: bool, resamples: int, seed: int, confidence: float) -> dict[str, list[dict]]:
+def compute_report(
+    decisions: list[DecisionRow],
+    ratings: list[RatingRow],
+    *,
+    private: bool,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, list[dict]]:
     boot = {"resamples": resamples, "seed": seed, "confidence": confidence}
     iaa = [d for d in decisions if d.source == ANNOTATOR and d.reviewer is not None and not d.is_gold]
     report = {
         "languages": _accept_reject_table(iaa, lambda d: (d.language,), ("language",), boot),
-        "error_types": _accept_reject_table(iaa, lambda d: (d.language, d.error_type), ("language", "error_type"), boot, with_all_languages=True),
+        "error_types": _accept_reject_table(
+            iaa, lambda d: (d.language, d.error_type), ("language", "error_type"), boot, with_all_languages=True
+        ),
         "rounds": _rounds_table(iaa, boot),
     }
     if private:
@@ -117,13 +135,17 @@ def _accept_reject_stats(rows: list[DecisionRow], boot: dict) -> dict:
         "reviewers": len(reviewers),
         "accept_rate": sum(d.decision == ACCEPT for d in rows) / len(rows) if rows else None,
         **_ci_columns("percent_agreement", ag.percent_agreement_ci(unit_lists, **boot)),
-        **_ci_columns("krippendorff_alpha", ag.krippendorff_alpha_units_ci(unit_lists, "nominal", [ACCEPT, REJECT], **boot)),
+        **_ci_columns(
+            "krippendorff_alpha", ag.krippendorff_alpha_units_ci(unit_lists, "nominal", [ACCEPT, REJECT], **boot)
+        ),
         **_ci_columns("fleiss_kappa", ag.fleiss_kappa_ci(multi, [ACCEPT, REJECT], "modal", **boot)),
         "fleiss_units": fleiss_units,
     }
 
 
-def _accept_reject_table(rows: list[DecisionRow], group: Callable, names: tuple[str, ...], boot: dict, with_all_languages: bool = False) -> list[dict]:
+def _accept_reject_table(
+    rows: list[DecisionRow], group: Callable, names: tuple[str, ...], boot: dict, with_all_languages: bool = False
+) -> list[dict]:
     groups: dict[tuple, list[DecisionRow]] = defaultdict(list)
     for d in rows:
         groups[group(d)].append(d)
@@ -146,11 +168,18 @@ def _reviewer_pairs_table(rows: list[DecisionRow], boot: dict) -> list[dict]:
             if not shared:
                 continue
             xs, ys = [u[a] for u in shared], [u[b] for u in shared]
-            table.append({
-                "language": language, "reviewer_a": names[a], "reviewer_b": names[b], "units": len(shared),
-                **_ci_columns("percent_agreement", ag.percent_agreement_ci([[x, y] for x, y in zip(xs, ys)], **boot)),
-                **_ci_columns("cohen_kappa", ag.cohen_kappa_ci(xs, ys, None, [ACCEPT, REJECT], **boot)),
-            })
+            table.append(
+                {
+                    "language": language,
+                    "reviewer_a": names[a],
+                    "reviewer_b": names[b],
+                    "units": len(shared),
+                    **_ci_columns(
+                        "percent_agreement", ag.percent_agreement_ci([[x, y] for x, y in zip(xs, ys)], **boot)
+                    ),
+                    **_ci_columns("cohen_kappa", ag.cohen_kappa_ci(xs, ys, None, [ACCEPT, REJECT], **boot)),
+                }
+            )
     return table
 
 
@@ -170,11 +199,15 @@ def own_agreement_table(rows: list[DecisionRow], me: int, boot: dict) -> list[di
         for other in others:
             shared = [u for u in mine.values() if other in u]
             xs, ys = [u[me] for u in shared], [u[other] for u in shared]
-            pairs.append({
-                "units": len(shared),
-                **_ci_columns("percent_agreement", ag.percent_agreement_ci([[x, y] for x, y in zip(xs, ys)], **boot)),
-                **_ci_columns("cohen_kappa", ag.cohen_kappa_ci(xs, ys, None, [ACCEPT, REJECT], **boot)),
-            })
+            pairs.append(
+                {
+                    "units": len(shared),
+                    **_ci_columns(
+                        "percent_agreement", ag.percent_agreement_ci([[x, y] for x, y in zip(xs, ys)], **boot)
+                    ),
+                    **_ci_columns("cohen_kappa", ag.cohen_kappa_ci(xs, ys, None, [ACCEPT, REJECT], **boot)),
+                }
+            )
         pairs.sort(key=lambda p: (-p["units"], -(p["percent_agreement"] or 0), -(p["cohen_kappa"] or 0)))
         for n, pair in enumerate(pairs, start=1):
             table.append({"language": language, "other_reviewer": f"reviewer {n}", **pair})
@@ -195,10 +228,16 @@ def _rounds_table(rows: list[DecisionRow], boot: dict) -> list[dict]:
         for language in [ALL, *sorted({language_of[c] for c in outcome[later]})]:
             second = {c: v for c, v in outcome[later].items() if language == ALL or language_of[c] == language}
             counts = ag.alignment_counts(first, second)
-            table.append({
-                "language": language, "round_from": numbers[0], "round_to": later, "items": counts.items, "same": counts.same,
-                **_ci_columns("alignment", ag.round_alignment_ci(first, second, **boot)),
-            })
+            table.append(
+                {
+                    "language": language,
+                    "round_from": numbers[0],
+                    "round_to": later,
+                    "items": counts.items,
+                    "same": counts.same,
+                    **_ci_columns("alignment", ag.round_alignment_ci(first, second, **boot)),
+                }
+            )
     return table
 
 
@@ -214,7 +253,13 @@ def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
         ratings = items[item_id]
         first = ratings[0]
         per_dim = [[r.scores[j] for r in ratings] for j in range(len(DIMENSIONS))]
-        row = {"item": item_id, "task": first.task, "language": first.language, "external_id": first.external_id, "raters": len(ratings)}
+        row = {
+            "item": item_id,
+            "task": first.task,
+            "language": first.language,
+            "external_id": first.external_id,
+            "raters": len(ratings),
+        }
         for j, dim in enumerate(DIMENSIONS):
             row[f"{dim}_mean"] = sum(per_dim[j]) / len(per_dim[j])  # the final label: the raters' mean (SPEC §4)
         for j, dim in enumerate(DIMENSIONS):
@@ -234,23 +279,43 @@ def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
         raters = sorted({r.rater for i in ids for r in items[i]})
         for j, dim in enumerate(DIMENSIONS):
             per_item = [[r.scores[j] for r in items[i]] for i in ids]
-            by_rater = [list({r.rater: r.scores[j] for r in items[i]}.values()) for i in ids]  # α per item, not raters × items
+            by_rater = [
+                list({r.rater: r.scores[j] for r in items[i]}.values()) for i in ids
+            ]  # α per item, not raters × items
             rwgs = [ag.rwg(u, SCALE_POINTS) for u in per_item]
             scores = [x for u in per_item for x in u]
-            dim_table.append({
-                "task": task, "language": language, "dimension": dim, "items": len(ids),
-                "items_with_2_or_more": sum(v is not None for v in rwgs), "ratings": len(scores),
-                "mean_score": sum(scores) / len(scores),
-                "mean_label": ag.mean_defined([sum(u) / len(u) for u in per_item]),
-                **_ci_columns("mean_rwg", ag.mean_rwg_ci(per_item, SCALE_POINTS, **boot)),
-                "share_rwg_at_least_0_7": (sum(v >= 0.7 for v in rwgs if v is not None) / sum(v is not None for v in rwgs)) if any(v is not None for v in rwgs) else None,
-                **_ci_columns("krippendorff_alpha_ordinal", ag.krippendorff_alpha_units_ci(by_rater, "ordinal", list(range(1, SCALE_POINTS + 1)), **boot)),
-            })
+            dim_table.append(
+                {
+                    "task": task,
+                    "language": language,
+                    "dimension": dim,
+                    "items": len(ids),
+                    "items_with_2_or_more": sum(v is not None for v in rwgs),
+                    "ratings": len(scores),
+                    "mean_score": sum(scores) / len(scores),
+                    "mean_label": ag.mean_defined([sum(u) / len(u) for u in per_item]),
+                    **_ci_columns("mean_rwg", ag.mean_rwg_ci(per_item, SCALE_POINTS, **boot)),
+                    "share_rwg_at_least_0_7": (
+                        sum(v >= 0.7 for v in rwgs if v is not None) / sum(v is not None for v in rwgs)
+                    )
+                    if any(v is not None for v in rwgs)
+                    else None,
+                    **_ci_columns(
+                        "krippendorff_alpha_ordinal",
+                        ag.krippendorff_alpha_units_ci(by_rater, "ordinal", list(range(1, SCALE_POINTS + 1)), **boot),
+                    ),
+                }
+            )
         texts = [[[r.scores[j] for r in items[i]] for j in range(len(DIMENSIONS))] for i in ids]
-        composite_table.append({
-            "task": task, "language": language, "items": len(ids), "raters": len(raters),
-            **_ci_columns("mean_rwg_j_composite", ag.mean_rwg_j_ci(texts, SCALE_POINTS, **boot)),
-        })
+        composite_table.append(
+            {
+                "task": task,
+                "language": language,
+                "items": len(ids),
+                "raters": len(raters),
+                **_ci_columns("mean_rwg_j_composite", ag.mean_rwg_j_ci(texts, SCALE_POINTS, **boot)),
+            }
+        )
     return {"likert_dimensions": dim_table, "likert_composite": composite_table, "likert_items": item_table}
 
 
@@ -272,23 +337,32 @@ def _at_least(row: dict, count: str, n: int) -> bool:
 
 OUTLIER_RULES: tuple[OutlierRule, ...] = (
     OutlierRule(
-        "accept_rate_vs_peers", "accept rate differs from same-language peers by more than 0.20 (at least 10 decisions)",
-        lambda r: _at_least(r, "decisions", 10) and r["peer_accept_rate"] is not None and abs(r["accept_rate"] - r["peer_accept_rate"]) > 0.20,
+        "accept_rate_vs_peers",
+        "accept rate differs from same-language peers by more than 0.20 (at least 10 decisions)",
+        lambda r: (
+            _at_least(r, "decisions", 10)
+            and r["peer_accept_rate"] is not None
+            and abs(r["accept_rate"] - r["peer_accept_rate"]) > 0.20
+        ),
     ),
     OutlierRule(
-        "low_agreement", "agrees with other reviewers on fewer than 70% of shared items (at least 10 pairs)",
+        "low_agreement",
+        "agrees with other reviewers on fewer than 70% of shared items (at least 10 pairs)",
         lambda r: _at_least(r, "pairs_with_others", 10) and r["agreement_with_others"] < 0.70,
     ),
     OutlierRule(
-        "disagrees_with_adjudication", "matches adjudicated decisions on fewer than 70% (at least 5)",
+        "disagrees_with_adjudication",
+        "matches adjudicated decisions on fewer than 70% (at least 5)",
         lambda r: _at_least(r, "adjudicated_items", 5) and r["agreement_with_adjudication"] < 0.70,
     ),
     OutlierRule(
-        "too_fast", "median time per item under 3 s (at least 10 timed decisions)",
+        "too_fast",
+        "median time per item under 3 s (at least 10 timed decisions)",
         lambda r: _at_least(r, "timed_decisions", 10) and r["median_seconds_per_item"] < 3.0,
     ),
     OutlierRule(
-        "gold_failures", "gold score below 0.80 (at least 5 gold items)",
+        "gold_failures",
+        "gold score below 0.80 (at least 5 gold items)",
         lambda r: _at_least(r, "gold_items", 5) and r["gold_score"] < 0.80,
     ),
 )
@@ -325,18 +399,29 @@ def _annotators_table(decisions: list[DecisionRow]) -> list[dict]:
         adjudged = [d for d in mine if d.candidate in adjudicated]
         times = [d.time_ms for d in mine if d.time_ms is not None]
         row = {
-            "annotator": names[reviewer], "language": language, "decisions": len(mine),
+            "annotator": names[reviewer],
+            "language": language,
+            "decisions": len(mine),
             "accept_rate": (sum(d.decision == ACCEPT for d in mine) / len(mine)) if mine else None,
             "peer_accept_rate": (sum(d.decision == ACCEPT for d in peers) / len(peers)) if peers else None,
-            "pairs_with_others": pairs, "agreement_with_others": agree / pairs if pairs else None,
+            "pairs_with_others": pairs,
+            "agreement_with_others": agree / pairs if pairs else None,
             "adjudicated_items": len(adjudged),
-            "agreement_with_adjudication": (sum(d.decision == adjudicated[d.candidate] for d in adjudged) / len(adjudged)) if adjudged else None,
-            "timed_decisions": len(times), "median_seconds_per_item": statistics.median(times) / 1000 if times else None,
-            "gold_items": len(gold), "gold_correct": sum(d.decision == d.gold_answer for d in gold),
+            "agreement_with_adjudication": (
+                sum(d.decision == adjudicated[d.candidate] for d in adjudged) / len(adjudged)
+            )
+            if adjudged
+            else None,
+            "timed_decisions": len(times),
+            "median_seconds_per_item": statistics.median(times) / 1000 if times else None,
+            "gold_items": len(gold),
+            "gold_correct": sum(d.decision == d.gold_answer for d in gold),
             "gold_score": (sum(d.decision == d.gold_answer for d in gold) / len(gold)) if gold else None,
         }
         flags = ";".join(rule.name for rule in OUTLIER_RULES if rule.applies(row))
-        table.append({"annotator": row.pop("annotator"), "language": row.pop("language"), "flags": flags, **row})  # flags up front
+        table.append(
+            {"annotator": row.pop("annotator"), "language": row.pop("language"), "flags": flags, **row}
+        )  # flags up front
     return table
 
 
@@ -358,7 +443,9 @@ def _likert_raters_table(rows: list[RatingRow]) -> list[dict]:
     stats: dict[tuple[int, str], dict] = {}
     for ratings in items.values():
         for r in ratings:
-            entry = stats.setdefault((r.rater, r.language), {"name": r.rater_name, "items": 0, "scores": [], "diffs": [], "times": []})
+            entry = stats.setdefault(
+                (r.rater, r.language), {"name": r.rater_name, "items": 0, "scores": [], "diffs": [], "times": []}
+            )
             entry["items"] += 1
             entry["scores"].extend(r.scores)
             if r.time_ms is not None:
@@ -368,14 +455,21 @@ def _likert_raters_table(rows: list[RatingRow]) -> list[dict]:
                 for j, own in enumerate(r.scores):
                     entry["diffs"].append(own - sum(o.scores[j] for o in others) / len(others))
     table = []
-    for (rater, language), e in sorted(stats.items(), key=lambda kv: (kv[0][1], kv[1]["name"])):
+    for (_rater, language), e in sorted(stats.items(), key=lambda kv: (kv[0][1], kv[1]["name"])):
         shared = len(e["diffs"]) // len(DIMENSIONS)
         leniency = sum(e["diffs"]) / len(e["diffs"]) if e["diffs"] else None
         flagged = leniency is not None and shared >= LENIENCY_MIN_ITEMS and abs(leniency) > LENIENCY_LIMIT
-        table.append({
-            "rater": e["name"], "language": language, "flags": ("lenient" if leniency > 0 else "severe") if flagged else "",
-            "items": e["items"], "items_shared": shared, "mean_score": sum(e["scores"]) / len(e["scores"]),
-            "leniency": leniency, "mean_abs_difference": (sum(abs(d) for d in e["diffs"]) / len(e["diffs"])) if e["diffs"] else None,
-            "median_seconds_per_item": statistics.median(e["times"]) / 1000 if e["times"] else None,
-        })
+        table.append(
+            {
+                "rater": e["name"],
+                "language": language,
+                "flags": ("lenient" if leniency > 0 else "severe") if flagged else "",
+                "items": e["items"],
+                "items_shared": shared,
+                "mean_score": sum(e["scores"]) / len(e["scores"]),
+                "leniency": leniency,
+                "mean_abs_difference": (sum(abs(d) for d in e["diffs"]) / len(e["diffs"])) if e["diffs"] else None,
+                "median_seconds_per_item": statistics.median(e["times"]) / 1000 if e["times"] else None,
+            }
+        )
     return table

@@ -29,14 +29,16 @@ Conventions
 - Units are what gets rated (a candidate in a round, a Likert item); ``units`` arguments are sequences
   of per-unit rating lists, ``reliability_data`` is raters × units (Krippendorff's layout).
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import Callable, Hashable, Literal, Mapping, Sequence, TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -134,7 +136,9 @@ def _sort_key(x: object) -> tuple:
 
 
 def fleiss_table(
-    units: Sequence[Sequence[Label | None]], categories: Sequence[Label] | None = None, unequal: Literal["error", "modal"] = "error"
+    units: Sequence[Sequence[Label | None]],
+    categories: Sequence[Label] | None = None,
+    unequal: Literal["error", "modal"] = "error",
 ) -> tuple[np.ndarray, list[Label]]:
     """Units × categories count table for Fleiss' κ, after dropping missing ratings and units with fewer
     than two ratings. Fleiss' κ assumes the same number of ratings per unit (SPEC §5): with
@@ -170,7 +174,9 @@ def fleiss_table(
 
 
 def fleiss_kappa(
-    units: Sequence[Sequence[Label | None]], categories: Sequence[Label] | None = None, unequal: Literal["error", "modal"] = "error"
+    units: Sequence[Sequence[Label | None]],
+    categories: Sequence[Label] | None = None,
+    unequal: Literal["error", "modal"] = "error",
 ) -> float | None:
     """Fleiss' κ (1971) for units each rated by the same number of (not necessarily the same) raters.
 
@@ -192,14 +198,18 @@ def fleiss_kappa(
 # ---- Krippendorff's alpha ------------------------------------------------------------------------
 
 
-def _unit_counts(units: Sequence[Sequence[object]], level: Level, value_domain: Sequence[object] | None) -> tuple[np.ndarray, np.ndarray, list]:
+def _unit_counts(
+    units: Sequence[Sequence[object]], level: Level, value_domain: Sequence[object] | None
+) -> tuple[np.ndarray, np.ndarray, list]:
     """(value counts of the pairable units, units × values; the values as numbers; the domain) of each
     unit's ratings: what α and its interval are computed from (who gave a rating does not enter α)."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
     cleaned = [[x for x in u if x is not None and x == x] for u in units]  # _present, inlined: the hot loop
     if level == "nominal":
-        domain = list(value_domain) if value_domain is not None else sorted({x for u in cleaned for x in u}, key=_sort_key)
+        domain = (
+            list(value_domain) if value_domain is not None else sorted({x for u in cleaned for x in u}, key=_sort_key)
+        )
         key = lambda x: x  # noqa: E731
         values = np.arange(len(domain), dtype=float)
     else:
@@ -207,7 +217,11 @@ def _unit_counts(units: Sequence[Sequence[object]], level: Level, value_domain: 
             cleaned = [[float(x) for x in u] for u in cleaned]
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the {level} level needs numeric ratings: {exc}") from None
-        domain = sorted({float(v) for v in value_domain}) if value_domain is not None else sorted({x for u in cleaned for x in u})
+        domain = (
+            sorted({float(v) for v in value_domain})
+            if value_domain is not None
+            else sorted({x for u in cleaned for x in u})
+        )
         key = float
         values = np.array(domain, dtype=float)
     index = {v: i for i, v in enumerate(domain)}
@@ -222,7 +236,9 @@ def _unit_counts(units: Sequence[Sequence[object]], level: Level, value_domain: 
     return counts, values, domain
 
 
-def krippendorff_alpha_units(units: Sequence[Sequence[object]], level: Level = "nominal", value_domain: Sequence[object] | None = None) -> float | None:
+def krippendorff_alpha_units(
+    units: Sequence[Sequence[object]], level: Level = "nominal", value_domain: Sequence[object] | None = None
+) -> float | None:
     """``krippendorff_alpha`` from each unit's ratings (a list per unit, ``None``/NaN allowed) instead of the
     raters × units matrix: the same value, in memory linear in the ratings. The matrix costs raters × units
     cells: over every language of a 200-language campaign, 600 reviewers × 400,000 units each."""
@@ -257,7 +273,9 @@ def krippendorff_alpha(
         return None
     width = len(rows[0])
     if any(len(r) != width for r in rows):
-        raise ValueError("reliability_data must be rectangular: every rater row covers the same units (None for missing)")
+        raise ValueError(
+            "reliability_data must be rectangular: every rater row covers the same units (None for missing)"
+        )
     pairable: list[object] = []
     for u in range(width):
         column = [r[u] for r in rows if _present(r[u])]
@@ -266,7 +284,11 @@ def krippendorff_alpha(
     if len(set(pairable)) < 2:
         return None
     if level == "nominal":
-        domain = list(value_domain) if value_domain is not None else sorted({*pairable, *(x for r in rows for x in r if _present(x))}, key=_sort_key)
+        domain = (
+            list(value_domain)
+            if value_domain is not None
+            else sorted({*pairable, *(x for r in rows for x in r if _present(x))}, key=_sort_key)
+        )
         code = {v: float(i) for i, v in enumerate(domain)}
         missing = [x for r in rows for x in r if _present(x) and x not in code]
         if missing:
@@ -279,7 +301,9 @@ def krippendorff_alpha(
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the {level} level needs numeric ratings: {exc}") from None
         observed = sorted({float(x) for x in data.ravel() if not math.isnan(x)})
-        domain_arr = np.array(sorted({float(v) for v in value_domain}) if value_domain is not None else observed, dtype=float)
+        domain_arr = np.array(
+            sorted({float(v) for v in value_domain}) if value_domain is not None else observed, dtype=float
+        )
         outside = [v for v in observed if v not in set(domain_arr.tolist())]
         if outside:
             raise ValueError(f"value {outside[0]!r} is not in value_domain {domain_arr.tolist()!r}")
@@ -401,7 +425,14 @@ class Interval:
     defined: int
 
     def as_dict(self) -> dict:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence, "resamples": self.resamples, "defined": self.defined}
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "resamples": self.resamples,
+            "defined": self.defined,
+        }
 
 
 def _check_confidence(confidence: float) -> None:
@@ -409,7 +440,9 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must lie in (0, 1), not {confidence}")
 
 
-def _interval(estimate: float | None, values: Sequence[float] | np.ndarray, confidence: float, resamples: int) -> Interval:
+def _interval(
+    estimate: float | None, values: Sequence[float] | np.ndarray, confidence: float, resamples: int
+) -> Interval:
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     if estimate is None or len(values) * 2 < resamples or len(values) == 0:
@@ -462,7 +495,9 @@ def bootstrap_ci(
     return _interval(estimate, values, confidence, resamples)
 
 
-def _weighted_mean_ci(estimate: float | None, values: np.ndarray, defined: np.ndarray, resamples: int, seed: int, confidence: float) -> Interval:
+def _weighted_mean_ci(
+    estimate: float | None, values: np.ndarray, defined: np.ndarray, resamples: int, seed: int, confidence: float
+) -> Interval:
     """Bootstrap of the mean of per-unit values over the units where they are defined."""
     _check_confidence(confidence)
     if estimate is None:
@@ -474,7 +509,9 @@ def _weighted_mean_ci(estimate: float | None, values: np.ndarray, defined: np.nd
     return _interval(estimate, np.where(weight > 0, means, np.nan), confidence, resamples)
 
 
-def percent_agreement_ci(units: Sequence[Sequence[Label | None]], *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> Interval:
+def percent_agreement_ci(
+    units: Sequence[Sequence[Label | None]], *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> Interval:
     """Resamples units (all of them; units with fewer than two ratings add nothing, as in the estimate)."""
     shares, defined = [], []
     for unit in units:
@@ -497,8 +534,14 @@ def _kappa_from_confusions(confusions: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def cohen_kappa_ci(
-    a: Sequence[Label | None], b: Sequence[Label | None], weights: Weights = None, labels: Sequence[Label] | None = None,
-    *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0,
+    a: Sequence[Label | None],
+    b: Sequence[Label | None],
+    weights: Weights = None,
+    labels: Sequence[Label] | None = None,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> Interval:
     """Resamples the units rated by both raters."""
     _check_confidence(confidence)
@@ -514,12 +557,19 @@ def cohen_kappa_ci(
     for row, (x, y) in enumerate(pairs):
         onehot[row, index[x] * k + index[y]] = 1.0
     confusions = (resample_counts(len(pairs), resamples, seed) @ onehot).reshape(resamples, k, k)
-    return _interval(estimate, _kappa_from_confusions(confusions, _disagreement_weights(k, weights)), confidence, resamples)
+    return _interval(
+        estimate, _kappa_from_confusions(confusions, _disagreement_weights(k, weights)), confidence, resamples
+    )
 
 
 def fleiss_kappa_ci(
-    units: Sequence[Sequence[Label | None]], categories: Sequence[Label] | None = None, unequal: Literal["error", "modal"] = "error",
-    *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0,
+    units: Sequence[Sequence[Label | None]],
+    categories: Sequence[Label] | None = None,
+    unequal: Literal["error", "modal"] = "error",
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> Interval:
     """Resamples the units that enter Fleiss' table (see ``fleiss_table``)."""
     _check_confidence(confidence)
@@ -578,8 +628,13 @@ def alpha_from_coincidences(o: np.ndarray, values: np.ndarray, level: Level) -> 
 
 
 def krippendorff_alpha_ci(
-    reliability_data: Sequence[Sequence[object]], level: Level = "nominal", value_domain: Sequence[object] | None = None,
-    *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0,
+    reliability_data: Sequence[Sequence[object]],
+    level: Level = "nominal",
+    value_domain: Sequence[object] | None = None,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> Interval:
     """Resamples pairable units (columns of ``reliability_data`` with two or more ratings)."""
     _check_confidence(confidence)
@@ -592,8 +647,13 @@ def krippendorff_alpha_ci(
 
 
 def krippendorff_alpha_units_ci(
-    units: Sequence[Sequence[object]], level: Level = "nominal", value_domain: Sequence[object] | None = None,
-    *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0,
+    units: Sequence[Sequence[object]],
+    level: Level = "nominal",
+    value_domain: Sequence[object] | None = None,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> Interval:
     """``krippendorff_alpha_ci`` from each unit's ratings (see ``krippendorff_alpha_units``): the same interval."""
     _check_confidence(confidence)
@@ -604,7 +664,9 @@ def krippendorff_alpha_units_ci(
     return _interval_of_counts(estimate, counts, values, level, resamples, confidence, seed)
 
 
-def _interval_of_counts(estimate: float, counts: np.ndarray, values: np.ndarray, level: Level, resamples: int, confidence: float, seed: int) -> Interval:
+def _interval_of_counts(
+    estimate: float, counts: np.ndarray, values: np.ndarray, level: Level, resamples: int, confidence: float, seed: int
+) -> Interval:
     o_units = _coincidences(counts).reshape(len(counts), -1)
     o = (resample_counts(len(counts), resamples, seed) @ o_units).reshape(resamples, len(values), len(values))
     return _interval(estimate, alpha_from_coincidences(o, values, level), confidence, resamples)
@@ -618,7 +680,9 @@ def rwg_ci(ratings: Sequence[float | None], scale_points: int, **kw) -> Interval
 def rwg_j_ci(item_ratings: Sequence[Sequence[float | None]], scale_points: int, **kw) -> Interval:
     """Resamples raters (columns of ``item_ratings``, one list per item with raters in the same order)."""
     columns = list(zip(*item_ratings)) if item_ratings else []
-    return bootstrap_ci(columns, lambda cols: rwg_j([list(r) for r in zip(*cols)], scale_points) if cols else None, **kw)
+    return bootstrap_ci(
+        columns, lambda cols: rwg_j([list(r) for r in zip(*cols)], scale_points) if cols else None, **kw
+    )
 
 
 def mean_defined(values: Sequence[float | None]) -> float | None:
@@ -629,25 +693,56 @@ def mean_defined(values: Sequence[float | None]) -> float | None:
 
 def _mean_of_per_unit(values: list[float | None], *, resamples: int, confidence: float, seed: int) -> Interval:
     defined = np.array([0.0 if v is None else 1.0 for v in values])
-    return _weighted_mean_ci(mean_defined(values), np.array([v or 0.0 for v in values], dtype=float), defined, resamples, seed, confidence)
+    return _weighted_mean_ci(
+        mean_defined(values), np.array([v or 0.0 for v in values], dtype=float), defined, resamples, seed, confidence
+    )
 
 
-def mean_rwg_ci(items: Sequence[Sequence[float | None]], scale_points: int, *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> Interval:
+def mean_rwg_ci(
+    items: Sequence[Sequence[float | None]],
+    scale_points: int,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
     """Mean rwg over items (items with fewer than two ratings are undefined and left out), resampling items."""
-    return _mean_of_per_unit([rwg(u, scale_points) for u in items], resamples=resamples, confidence=confidence, seed=seed)
+    return _mean_of_per_unit(
+        [rwg(u, scale_points) for u in items], resamples=resamples, confidence=confidence, seed=seed
+    )
 
 
-def mean_rwg_j_ci(items: Sequence[Sequence[Sequence[float | None]]], scale_points: int, *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> Interval:
+def mean_rwg_j_ci(
+    items: Sequence[Sequence[Sequence[float | None]]],
+    scale_points: int,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
     """Mean rwg(j) over rated texts (each J dimensions × K raters), resampling texts."""
-    return _mean_of_per_unit([rwg_j(u, scale_points) for u in items], resamples=resamples, confidence=confidence, seed=seed)
+    return _mean_of_per_unit(
+        [rwg_j(u, scale_points) for u in items], resamples=resamples, confidence=confidence, seed=seed
+    )
 
 
 def round_alignment_ci(
-    first: Mapping[Hashable, Label | None], second: Mapping[Hashable, Label | None], *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+    first: Mapping[Hashable, Label | None],
+    second: Mapping[Hashable, Label | None],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> Interval:
     """Resamples the items decided in both rounds."""
-    same = [1.0 if first[k] == second[k] else 0.0 for k in first if k in second and _present(first[k]) and _present(second[k])]
-    return _weighted_mean_ci(round_alignment(first, second), np.array(same), np.ones(len(same)), resamples, seed, confidence)
+    same = [
+        1.0 if first[k] == second[k] else 0.0
+        for k in first
+        if k in second and _present(first[k]) and _present(second[k])
+    ]
+    return _weighted_mean_ci(
+        round_alignment(first, second), np.array(same), np.ones(len(same)), resamples, seed, confidence
+    )
 
 
 def pairwise(labels: Sequence[T]) -> list[tuple[T, T]]:

@@ -3,13 +3,14 @@
 The dashboard downloads and ``manage.py agreement`` both serialise through here, so a number is written
 the same way everywhere: JSON keeps full float precision and ``null`` for undefined; CSV writes
 ``repr``-exact floats and an empty cell for undefined."""
+
 from __future__ import annotations
 
 import csv
 import io
 import json
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from core.domain.spreadsheet import safe_cell
 

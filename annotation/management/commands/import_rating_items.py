@@ -3,6 +3,7 @@
 Imports system outputs to rate on the Likert screen. Columns: ``source``, ``text`` (the output), optional
 ``reference``, ``system`` and ``id``. Any bad row rejects the file (named by line); nothing is written.
 """
+
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.review import services
@@ -33,7 +34,9 @@ class Command(BaseCommand):
             raise CommandError(f"no project named {opts['project']!r}")
         try:
             rows = read_rows(opts["file"], opts["format"])
-            result = services.import_system_outputs(project, opts["direction"], rows, opts["file"], system=opts["system"])
+            result = services.import_system_outputs(
+                project, opts["direction"], rows, opts["file"], system=opts["system"]
+            )
         except (CorpusError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None
         except OSError as exc:

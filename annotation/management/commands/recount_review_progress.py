@@ -5,6 +5,7 @@ their candidates, decisions and round samples. The triggers keep them exact; thi
 restore from a backup taken without them, or to check them (``--check`` reports differences, changes
 nothing). PostgreSQL only (elsewhere progress is counted from the rows).
 """
+
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -17,7 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("projects", nargs="*", help="project names (default: every project)")
-        parser.add_argument("--check", action="store_true", help="report counters that differ from a recount; change nothing")
+        parser.add_argument(
+            "--check", action="store_true", help="report counters that differ from a recount; change nothing"
+        )
 
     def handle(self, *args, **opts):
         if not tally.available():

@@ -1,4 +1,5 @@
 """python manage.py import_corpus PROJECT FILE --direction en-de  |  --hf DATASET [--config C] [--split S]"""
+
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -14,11 +15,15 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project name (created when it does not exist)")
         parser.add_argument("file", nargs="?", help="corpus file: .tsv, .csv, .jsonl or .parquet")
         parser.add_argument("--direction", required=True, help="translation direction, e.g. en-de")
-        parser.add_argument("--format", choices=["tsv", "csv", "jsonl", "parquet"], help="override the format the suffix implies")
+        parser.add_argument(
+            "--format", choices=["tsv", "csv", "jsonl", "parquet"], help="override the format the suffix implies"
+        )
         parser.add_argument("--id-column", default="id")
         parser.add_argument("--source-column", default="source")
         parser.add_argument("--reference-column", default="reference")
-        parser.add_argument("--hf", metavar="DATASET", help="load through `datasets` (a Hub id, or a local dataset directory)")
+        parser.add_argument(
+            "--hf", metavar="DATASET", help="load through `datasets` (a Hub id, or a local dataset directory)"
+        )
         parser.add_argument("--config", help="dataset config name (with --hf)")
         parser.add_argument("--split", default="test", help="dataset split (with --hf; default: test)")
 

@@ -1,4 +1,5 @@
 """python manage.py build_benchmark PROJECT [--force]"""
+
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -15,7 +16,9 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project name")
         parser.add_argument("--force", action="store_true", help="rebuild every gold pair, changed or not")
         parser.add_argument(
-            "--resume", action="store_true", help="go on with the latest build if it did not finish (its done directions are skipped)"
+            "--resume",
+            action="store_true",
+            help="go on with the latest build if it did not finish (its done directions are skipped)",
         )
 
     def handle(self, *args, **opts):
@@ -28,7 +31,9 @@ class Command(BaseCommand):
         if opts["resume"] and latest is not None and latest.status != BenchmarkBuild.Status.DONE:
             build = latest
             left = sorted(code for code, entry in build.directions.items() if entry.get("status") != "done")
-            self.stdout.write(f"resuming build {build.pk}: {len(build.directions) - len(left)} direction(s) done, {len(left)} left")
+            self.stdout.write(
+                f"resuming build {build.pk}: {len(build.directions) - len(left)} direction(s) done, {len(left)} left"
+            )
         else:
             try:  # one build per project at a time, as on the site (an interrupted one is resumed)
                 build = services.create_build(project=project)

@@ -8,6 +8,7 @@ python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de [--gol
 Meta-evaluates scored metrics against the release's predetermined human scores (SPEC §9). ``acc23-tc`` is acc23
 with tie calibration (the WMT23 segment-level statistic; ``23-tc`` the same for τ_23): the metric-difference
 threshold under which two scores count as tied is chosen exactly, per direction, to maximise the statistic."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -34,52 +35,79 @@ class Command(BaseCommand):
         parser.add_argument("release", nargs="?", help="PROJECT@VERSION or release id")
         parser.add_argument("--metrics", help="comma-separated metric names as scored")
         parser.add_argument(
-            "--variant", default="b",
+            "--variant",
+            default="b",
             help=f"Kendall τ variant: {', '.join(TAU_STATISTICS)}; -tc: with tie calibration (acc23-tc is WMT23's segment-level statistic); default b",
         )
         parser.add_argument("--format", choices=["json", "csv", "text"], default="text", help="csv: --leaderboard only")
-        parser.add_argument("--leaderboard", action="store_true",
-                            help="rank the metrics with WMT's significance clusters, per direction and over all")
+        parser.add_argument(
+            "--leaderboard",
+            action="store_true",
+            help="rank the metrics with WMT's significance clusters, per direction and over all",
+        )
         parser.add_argument("--statistic", default="pearson", choices=list(STATISTICS), help="leaderboard statistic")
         parser.add_argument("--resamples", type=int, default=1000, help="permutation resamples (leaderboard)")
         parser.add_argument("--seed", type=int, default=0, help="permutation seed (leaderboard)")
         parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the clusters")
         parser.add_argument("--latex", action="store_true", help="the leaderboard as a LaTeX table")
-        parser.add_argument("--diagnostics", action="store_true",
-                            help="known-answer diagnostics: sensitivity per error type, additivity, heatmap, "
-                                 "span precision/recall/F1 for metrics that mark error spans")
-        parser.add_argument("--tie-threshold", type=float, default=0.0,
-                            help="a drop at or under it counts as undetected (diagnostics)")
-        parser.add_argument("--export-evalset", metavar="DIR",
-                            help="write the release as mt-metrics-eval EvalSets under DIR, one per direction")
+        parser.add_argument(
+            "--diagnostics",
+            action="store_true",
+            help="known-answer diagnostics: sensitivity per error type, additivity, heatmap, "
+            "span precision/recall/F1 for metrics that mark error spans",
+        )
+        parser.add_argument(
+            "--tie-threshold", type=float, default=0.0, help="a drop at or under it counts as undetected (diagnostics)"
+        )
+        parser.add_argument(
+            "--export-evalset",
+            metavar="DIR",
+            help="write the release as mt-metrics-eval EvalSets under DIR, one per direction",
+        )
         parser.add_argument("--import-evalset", metavar="ROOT", help="meta-evaluate an mt-metrics-eval EvalSet")
         parser.add_argument("--evalset", help="the EvalSet's name (a folder of ROOT), with --import-evalset")
         parser.add_argument("--lp", help="its language pair, e.g. en-de")
         parser.add_argument("--gold", default=evalset.HUMAN_SCORER, help="its human scores' name (mqm, esa, ...)")
-        parser.add_argument("--level",
-                            help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg")
+        parser.add_argument(
+            "--level", help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg"
+        )
 
     def _imported(self, opts) -> None:
         if not opts["evalset"] or not opts["lp"]:
             raise CommandError("--import-evalset needs --evalset NAME and --lp LP")
         try:
             evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"])
-            result = evalset.meta_evaluate(evs, opts["gold"], opts["level"] or "sys", opts["statistic"],
-                                           resamples=opts["resamples"], seed=opts["seed"], alpha=opts["alpha"])
+            result = evalset.meta_evaluate(
+                evs,
+                opts["gold"],
+                opts["level"] or "sys",
+                opts["statistic"],
+                resamples=opts["resamples"],
+                seed=opts["seed"],
+                alpha=opts["alpha"],
+            )
         except (evalset.EvalSetError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
         if opts["format"] == "json":
             self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
             return
-        self.stdout.write(f"{result['evalset']} {result['lp']}: {result['statistic']} against {result['gold']} at "
-                          f"{result['level']} level, {result['n']} items, {result['systems']} systems")
+        self.stdout.write(
+            f"{result['evalset']} {result['lp']}: {result['statistic']} against {result['gold']} at "
+            f"{result['level']} level, {result['n']} items, {result['systems']} systems"
+        )
         for row in result["ranking"]:
             self.stdout.write(f"  {row['cluster']:>3}  {row['metric']:<30} {row['value']:.4f}")
 
     def _diagnostics(self, release, metrics, opts) -> None:
         try:
-            result = release_diagnostics(release, metrics, tie_threshold=opts["tie_threshold"],
-                                         resamples=opts["resamples"], seed=opts["seed"], alpha=opts["alpha"])
+            result = release_diagnostics(
+                release,
+                metrics,
+                tie_threshold=opts["tie_threshold"],
+                resamples=opts["resamples"],
+                seed=opts["seed"],
+                alpha=opts["alpha"],
+            )
         except (MetaEvaluationError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         if opts["format"] == "json":
@@ -89,15 +117,20 @@ class Command(BaseCommand):
             self.stdout.write(f"{metric}: drop from the reference per error type (k = 1), detection rate")
             for code, figures in per_direction.items():
                 for row in figures["sensitivity"]:
-                    self.stdout.write(f"  {code} {row['error_type']:<28} n={row['n']:<5} drop {row['mean_drop']:.3f} "
-                                      f"[{row['low']:.3f}, {row['high']:.3f}] detected {row['detection_rate']:.2f}")
+                    self.stdout.write(
+                        f"  {code} {row['error_type']:<28} n={row['n']:<5} drop {row['mean_drop']:.3f} "
+                        f"[{row['low']:.3f}, {row['high']:.3f}] detected {row['detection_rate']:.2f}"
+                    )
                 for row in figures["additivity"]:
-                    self.stdout.write(f"  {code} {row['error_type']:<28} k={row['k']} n={row['n']:<5} drop "
-                                      f"{row['mean_drop']:.3f} vs sum of singles {row['mean_sum_of_single_drops']:.3f}"
-                                      f" (ratio {row['ratio']:.3f})")
+                    self.stdout.write(
+                        f"  {code} {row['error_type']:<28} k={row['k']} n={row['n']:<5} drop "
+                        f"{row['mean_drop']:.3f} vs sum of singles {row['mean_sum_of_single_drops']:.3f}"
+                        f" (ratio {row['ratio']:.3f})"
+                    )
                 for row in figures.get("spans", []):
-                    prf = " ".join(f"{k} {'–' if row[k] is None else format(row[k], '.3f')}"
-                                        for k in ("precision", "recall", "f1"))
+                    prf = " ".join(
+                        f"{k} {'–' if row[k] is None else format(row[k], '.3f')}" for k in ("precision", "recall", "f1")
+                    )
                     self.stdout.write(f"  {code} {row['error_type']:<28} n={row['n']:<5} spans: {prf}")
 
     def _export(self, release, metrics, opts) -> None:
@@ -114,8 +147,15 @@ class Command(BaseCommand):
         if not 0 < opts["alpha"] < 1:
             raise CommandError("--alpha: between 0 and 1")
         try:
-            board = release_leaderboard(release, metrics, statistic=opts["statistic"], resamples=opts["resamples"],
-                                        seed=opts["seed"], alpha=opts["alpha"], level=opts["level"] or "triplet")
+            board = release_leaderboard(
+                release,
+                metrics,
+                statistic=opts["statistic"],
+                resamples=opts["resamples"],
+                seed=opts["seed"],
+                alpha=opts["alpha"],
+                level=opts["level"] or "triplet",
+            )
         except (MetaEvaluationError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         if opts["latex"]:
@@ -149,6 +189,7 @@ class Command(BaseCommand):
         bar = tqdm(total=total, desc="meta-evaluation", unit="step", disable=opts["verbosity"] == 0)
         try:
             for metric in metrics:
+
                 def advance(step: str, metric=metric) -> None:
                     bar.set_postfix_str(f"{metric}: {step}")
                     bar.update(1)
@@ -173,10 +214,14 @@ class Command(BaseCommand):
                 )
             for row in r["cv"]:
                 if row["cv"] is not None:
-                    self.stdout.write(f"  level {row['level']}: cross-lingual CV {row['cv']:.4f} ({row['std']} std, {row['directions']} directions)")
+                    self.stdout.write(
+                        f"  level {row['level']}: cross-lingual CV {row['cv']:.4f} ({row['std']} std, {row['directions']} directions)"
+                    )
             m = r["multilingual"]
             if r.get("multilingual_error"):
                 self.stdout.write(f"  multilingual systems: not computed ({r['multilingual_error']})")
             if m:
                 test = f", paired t = {m['t']:.3f}, p = {m['p']:.3g}" if m["t"] is not None else f" ({m['note']})"
-                self.stdout.write(f"  multilingual systems: τ plain {m['tau_plain']:.4f}, τ LGN {m['tau_lgn']:.4f} over {m['repetitions']} repetitions{test}")
+                self.stdout.write(
+                    f"  multilingual systems: τ plain {m['tau_plain']:.4f}, τ LGN {m['tau_lgn']:.4f} over {m['repetitions']} repetitions{test}"
+                )

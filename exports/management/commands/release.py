@@ -2,6 +2,7 @@
 
 Stages the release one direction at a time (the steps a worker chord runs), -v2 prints a line per direction;
 run again after a failure or an interruption, it resumes with the directions left."""
+
 import os
 import time
 
@@ -61,7 +62,12 @@ class Command(BaseCommand):
         started = time.perf_counter()
         try:
             release = services.create_release(
-                project, opts["version"], out_dir=opts["out"], formats=formats, plan_overrides=overrides, progress=progress,
+                project,
+                opts["version"],
+                out_dir=opts["out"],
+                formats=formats,
+                plan_overrides=overrides,
+                progress=progress,
                 on_direction=direction_done,
             )
         except (services.ReleaseError, ReleaseConflict, ValueError) as exc:
@@ -74,7 +80,9 @@ class Command(BaseCommand):
         if opts["push"]:
             try:
                 release = services.push_release(release, opts["push"], private=not opts["public"])
-            except services.HubPushError as exc:  # network or Hub error: recorded on the release, resumable by re-running
+            except (
+                services.HubPushError
+            ) as exc:  # network or Hub error: recorded on the release, resumable by re-running
                 raise CommandError(f"push failed ({exc}); run the same command again to resume") from None
             except services.ReleaseError as exc:
                 raise CommandError(str(exc)) from None

@@ -2,6 +2,7 @@
 
 RELEASE is PROJECT@VERSION or a release id. Sends one task per (metric, direction) to the scoring
 workers, then follows them with a progress bar and ingests their files as they finish."""
+
 from __future__ import annotations
 
 import json
@@ -39,21 +40,32 @@ class Command(BaseCommand):
         parser.add_argument("--directions", help="comma-separated directions (default: all of the release)")
         parser.add_argument("--force", action="store_true", help="queue again even jobs that are done or queued")
         parser.add_argument("--no-wait", action="store_true", help="queue and return; ingest later with a second run")
-        parser.add_argument("--timeout", type=non_negative_number, default=0, help="stop waiting after this many seconds (0: no limit)")
+        parser.add_argument(
+            "--timeout", type=non_negative_number, default=0, help="stop waiting after this many seconds (0: no limit)"
+        )
         parser.add_argument("--batch-size", type=positive_int, help="per-task batch size")
         parser.add_argument("--spm-model", help="FLORES-200 SentencePiece file as the workers see it")
-        parser.add_argument("--option", action="append", metavar="[METRIC:]KEY=VALUE",
-                            help="scorer option passed to workers: KEY=VALUE to every metric of the request that takes KEY, "
-                                 "METRIC:KEY=VALUE to that metric alone; a KEY that none takes is refused")
         parser.add_argument(
-            "--trust-remote-code", action="store_true",
+            "--option",
+            action="append",
+            metavar="[METRIC:]KEY=VALUE",
+            help="scorer option passed to workers: KEY=VALUE to every metric of the request that takes KEY, "
+            "METRIC:KEY=VALUE to that metric alone; a KEY that none takes is refused",
+        )
+        parser.add_argument(
+            "--trust-remote-code",
+            action="store_true",
             help="let workers run Python code shipped with a checkpoint (OmniScore's legacy format); only for checkpoints you trust",
         )
         parser.add_argument("--judge-url", help="LLM judges: OpenAI-compatible base URL as the judge workers reach it")
         parser.add_argument("--judge-model", help="LLM judges: the judge model")
         parser.add_argument("--max-usd", type=positive_number, help="LLM judges: stop each task at this estimated cost")
-        parser.add_argument("--judge-option", action="append", metavar="KEY=VALUE",
-                            help="LLM judges: further judge settings (concurrency, rpm, temperature, structured, backend, …)")
+        parser.add_argument(
+            "--judge-option",
+            action="append",
+            metavar="KEY=VALUE",
+            help="LLM judges: further judge settings (concurrency, rpm, temperature, structured, backend, …)",
+        )
         parser.add_argument("--limit", type=positive_int, help="first N triplets per direction")
 
     def handle(self, *args, **opts):
@@ -73,7 +85,17 @@ class Command(BaseCommand):
         if extra:
             options["extra"] = extra
         judge = _key_values(opts["judge_option"], "--judge-option")
-        judge.update({k: v for k, v in (("base_url", opts["judge_url"]), ("model", opts["judge_model"]), ("max_usd", opts["max_usd"])) if v})
+        judge.update(
+            {
+                k: v
+                for k, v in (
+                    ("base_url", opts["judge_url"]),
+                    ("model", opts["judge_model"]),
+                    ("max_usd", opts["max_usd"]),
+                )
+                if v
+            }
+        )
         if judge:
             options["judge"] = judge  # judge metrics only (scoring.runner.ScoreOptions.for_metric)
         if opts["limit"] is not None:
@@ -98,7 +120,11 @@ class Command(BaseCommand):
             states = [s for s in services.sync_jobs(release=release, app=current_app) if s.job.pk in ids]
             finished = [s for s in states if s.job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED)]
             bar.n = len(finished)
-            running = [f"{s.job.metric}/{s.job.direction.code} {s.percent}%" for s in states if s.job.status == ScoringJob.Status.RUNNING]
+            running = [
+                f"{s.job.metric}/{s.job.direction.code} {s.percent}%"
+                for s in states
+                if s.job.status == ScoringJob.Status.RUNNING
+            ]
             bar.set_postfix_str(", ".join(running[:3]))
             bar.refresh()
             if len(finished) == len(ids):
@@ -110,7 +136,10 @@ class Command(BaseCommand):
         bar.close()
         failed = [s.job for s in states if s.job.status == ScoringJob.Status.FAILED]
         for s in states:
-            self.stdout.write(f"{s.job.metric:>14} {s.job.direction.code:<8} {s.job.status}" + (f": {s.job.error}" if s.job.error else ""))
+            self.stdout.write(
+                f"{s.job.metric:>14} {s.job.direction.code:<8} {s.job.status}"
+                + (f": {s.job.error}" if s.job.error else "")
+            )
         if failed:
             raise CommandError(f"{len(failed)} job(s) failed")
 

@@ -9,6 +9,7 @@ levels, 20 triplets each).
 ``tests/unit/test_metaeval_reference.py`` rebuilds it and checks that it equals the committed copy in
 ``tests/fixtures/mtme/`` byte for byte, so the fixtures are about what the exporter writes today.
 """
+
 from __future__ import annotations
 
 import sys
@@ -26,8 +27,15 @@ def build() -> evalset.EvalSet:
     triplets = []
     for segment in range(40):
         for k in range(6):
-            triplets.append(evalset.Triplet(f"{LP}/{segment}/k{k}", f"source {segment}", f"reference {segment}",
-                                            f"translation {segment} with {k} errors", k))
+            triplets.append(
+                evalset.Triplet(
+                    f"{LP}/{segment}/k{k}",
+                    f"source {segment}",
+                    f"reference {segment}",
+                    f"translation {segment} with {k} errors",
+                    k,
+                )
+            )
     scores = {}
     for metric, noise in METRIC_NOISE.items():
         # one decimal: ties in the metric as well as in the human scores

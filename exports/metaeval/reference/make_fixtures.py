@@ -16,6 +16,7 @@ global stream; the platform draws the same stream from ``RandomState(SEED)``); s
 drawn here as the platform draws them (``default_rng(SEED).integers(0, n, (R, n))``) and mt-metrics-eval's
 correlation is computed on each resample.
 """
+
 import argparse
 import json
 import sys
@@ -40,20 +41,26 @@ def main() -> None:
     from mt_metrics_eval import data, meta_info, stats
 
     info = meta_info.MetaInfo(REF, {"seg": GOLD, "sys": GOLD}, set(), set())
-    evs = data.EvalSet(NAME, LP, read_stored_metric_scores=True, info=info, path=str(Path(args.root).resolve()),
-                       strict=True)
+    evs = data.EvalSet(
+        NAME, LP, read_stored_metric_scores=True, info=info, path=str(Path(args.root).resolve()), strict=True
+    )
     metrics = sorted(evs.metric_names)
     out = {"evalset": NAME, "lp": LP, "metrics": metrics, "seed": SEED, "resamples": RESAMPLES, "alpha": ALPHA}
 
     # Triplet level: the "triplets" system's segments (every triplet, human score -5k), average_by none.
     gold_seg = evs.Scores("seg", GOLD)[ALL]
     seg = {m: stats.Correlation(1, gold_seg, evs.Scores("seg", m)[ALL]) for m in metrics}
-    out["triplet"] = {m: {"pearson": c.Pearson()[0], "spearman": c.Spearman()[0], "kendall-b": c.Kendall()[0]}
-                      for m, c in seg.items()}
+    out["triplet"] = {
+        m: {"pearson": c.Pearson()[0], "spearman": c.Spearman()[0], "kendall-b": c.Kendall()[0]} for m, c in seg.items()
+    }
     np.random.seed(SEED)
     ranks, sig, _, _ = data.CompareMetrics(seg, scipy.stats.pearsonr, "none", k=RESAMPLES, pval=ALPHA)
-    out["triplet_clusters"] = {"statistic": "pearson", "order": list(ranks), "ranks": [r[1] for r in ranks.values()],
-                               "p_values": sig.tolist()}
+    out["triplet_clusters"] = {
+        "statistic": "pearson",
+        "order": list(ranks),
+        "ranks": [r[1] for r in ranks.values()],
+        "p_values": sig.tolist(),
+    }
     idx = np.random.default_rng(SEED).integers(0, len(gold_seg), size=(RESAMPLES, len(gold_seg)))
     out["triplet_bootstrap"] = {}
     for m, c in seg.items():
@@ -65,27 +72,41 @@ def main() -> None:
     # System level: every system of the EvalSet (the pseudo systems and "triplets"), sys-level files.
     systems = sorted(evs.sys_names - {REF})
     gold_sys = evs.Scores("sys", GOLD)
-    sys_corr = {m: stats.Correlation(len(systems), [gold_sys[s][0] for s in systems],
-                                     [evs.Scores("sys", m)[s][0] for s in systems]) for m in metrics}
+    sys_corr = {
+        m: stats.Correlation(
+            len(systems), [gold_sys[s][0] for s in systems], [evs.Scores("sys", m)[s][0] for s in systems]
+        )
+        for m in metrics
+    }
     out["systems"] = systems
     out["system"] = {}
     for m, c in sys_corr.items():
         agree, pairs = stats.Agreement(c.gold_scores, c.metric_scores)
-        out["system"][m] = {"pearson": c.Pearson()[0], "spearman": c.Spearman()[0], "kendall-b": c.Kendall()[0],
-                            "accuracy": float(agree) / pairs}
+        out["system"][m] = {
+            "pearson": c.Pearson()[0],
+            "spearman": c.Spearman()[0],
+            "kendall-b": c.Kendall()[0],
+            "accuracy": float(agree) / pairs,
+        }
     np.random.seed(SEED)
     ranks, sig, _, _ = data.CompareMetricsWithGlobalAccuracy(
-        [evs], [{REF}], [set()], False, True, GOLD, False, k=RESAMPLES, pval=ALPHA)
-    out["system_clusters"] = {"statistic": "accuracy", "order": list(ranks),
-                              "ranks": [r[1] for r in ranks.values()], "p_values": sig.tolist()}
+        [evs], [{REF}], [set()], False, True, GOLD, False, k=RESAMPLES, pval=ALPHA
+    )
+    out["system_clusters"] = {
+        "statistic": "accuracy",
+        "order": list(ranks),
+        "ranks": [r[1] for r in ranks.values()],
+        "p_values": sig.tolist(),
+    }
 
     # Soft pairwise accuracy over the pseudo systems, their triplets paired by position (each has 20).
     pseudo = [s for s in systems if s != ALL]
     gold_rows = [[v for v in evs.Scores("seg", GOLD)[s] if v is not None] for s in pseudo]
     out["spa"] = {}
     for m in metrics:
-        rows = [[v for v, g in zip(evs.Scores("seg", m)[s], evs.Scores("seg", GOLD)[s]) if g is not None]
-                for s in pseudo]
+        rows = [
+            [v for v, g in zip(evs.Scores("seg", m)[s], evs.Scores("seg", GOLD)[s]) if g is not None] for s in pseudo
+        ]
         flat_gold = [v for r in gold_rows for v in r]
         flat_metric = [v for r in rows for v in r]
         out["spa"][m] = stats.Correlation(len(pseudo), flat_gold, flat_metric).PairwiseConfidenceError("none")[0]

@@ -18,6 +18,7 @@ the bytes of one encoding, so JSONL/TSV may be added to an existing version and 
 turn the same content into a "different" version; the manifest records each file's sha256 and the writer
 versions.
 """
+
 from __future__ import annotations
 
 import csv
@@ -28,9 +29,9 @@ import os
 import shutil
 import string
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -96,8 +97,28 @@ SYSTEM_SCHEMA = pa.schema(
     ]
 )
 LONG_TEXT_COLUMNS = ("src", "ref", "mt", "mt_marked")
-EXCLUDED_COLUMNS = ["direction", "segment_id", "candidate", "error_type", "position", "external_id", "span_start", "span_end", "reason"]
-TRANSPLANTED_COLUMNS = ["direction", "segment_id", "candidate", "error_type", "position", "external_id", "span_start", "span_end", "drift"]
+EXCLUDED_COLUMNS = [
+    "direction",
+    "segment_id",
+    "candidate",
+    "error_type",
+    "position",
+    "external_id",
+    "span_start",
+    "span_end",
+    "reason",
+]
+TRANSPLANTED_COLUMNS = [
+    "direction",
+    "segment_id",
+    "candidate",
+    "error_type",
+    "position",
+    "external_id",
+    "span_start",
+    "span_end",
+    "drift",
+]
 TRANSPLANTED_FLAG = "transplanted"  # exports.benchmark.domain.TRANSPLANTED (this module imports nothing of the merger)
 
 CITATION = """@misc{xqmeval2026,
@@ -129,7 +150,9 @@ class ReleaseContent:
     source_language: str
     directions: list[str]  # direction codes, in release order
     rows: Callable[[str], Iterable[dict]]  # one direction's triplet rows in release order
-    systems: Callable[[dict], tuple[Iterable[SystemDraw], Iterable[SystemDraw]]]  # pool -> (monolingual, multilingual) draws
+    systems: Callable[
+        [dict], tuple[Iterable[SystemDraw], Iterable[SystemDraw]]
+    ]  # pool -> (monolingual, multilingual) draws
     excluded: list[dict]
     counts: dict
     sampling_plan: dict
@@ -192,7 +215,9 @@ def _system_table(systems: list[SystemDraw]) -> pa.Table:
         "seed": repeat([s.seed for s in systems], per_system, pa.int64()),
         "human_score": repeat([s.human_score for s in systems], per_system, pa.float64()),
         "level_mix": repeat(
-            [_canonical_json({str(k): v for k, v in sorted(s.level_mix.items())}) for s in systems], per_system, pa.string()
+            [_canonical_json({str(k): v for k, v in sorted(s.level_mix.items())}) for s in systems],
+            per_system,
+            pa.string(),
         ),
         "direction": repeat([b[0] for b in blocks], per_block, pa.string()),
         "level": repeat([b[1] for b in blocks], per_block, pa.int32()),
@@ -338,11 +363,23 @@ SPOOL_DIR = ".spool"  # in a staged release: <direction>.bin (hashed bytes) and 
 
 
 def _system_item(d: SystemDraw) -> list:
-    return [d.system_id, d.kind, d.name, d.repetition, d.seed, [[k, v] for k, v in sorted(d.level_mix.items())], d.blocks]
+    return [
+        d.system_id,
+        d.kind,
+        d.name,
+        d.repetition,
+        d.seed,
+        [[k, v] for k, v in sorted(d.level_mix.items())],
+        d.blocks,
+    ]
 
 
 def write_release(
-    content: ReleaseContent, out_dir: str | Path, formats: tuple[str, ...] = (), progress=None, expected_hash: str | None = None
+    content: ReleaseContent,
+    out_dir: str | Path,
+    formats: tuple[str, ...] = (),
+    progress=None,
+    expected_hash: str | None = None,
 ) -> dict:
     """Write the release into ``out_dir`` and return its manifest. Refuses (``ReleaseConflict``) when
     ``out_dir`` already holds a release with a different content hash; the same release is rewritten with
@@ -366,7 +403,11 @@ def write_release(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
         digest = _Digest()
-        digest.section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
+        digest.section(
+            "release",
+            {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
+            True,
+        )
         pool: dict[str, dict[int, list[str]]] = {}
         content.total_triplets = content.transplanted_triplets = 0
         directions = sorted(content.directions)
@@ -382,7 +423,16 @@ def write_release(
 
 
 def _finish(
-    content: ReleaseContent, digest: _Digest, pool: dict, staging: Path, out_dir: Path, formats, step, existing, expected_hash, rename: bool = False
+    content: ReleaseContent,
+    digest: _Digest,
+    pool: dict,
+    staging: Path,
+    out_dir: Path,
+    formats,
+    step,
+    existing,
+    expected_hash,
+    rename: bool = False,
 ) -> dict:
     """What follows the directions, on either path: pseudo systems drawn from ``pool``, exclusions, the
     content hash checked, card and manifest written, files moved from ``staging`` into ``out_dir`` (with
@@ -394,7 +444,9 @@ def _finish(
     digest.begin("systems")
     shortfalls: set[str] = set()
     for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
-        content.system_counts[kind] = _write_systems(draws, staging / "systems" / f"{kind}.parquet", digest, content.on_system, shortfalls)
+        content.system_counts[kind] = _write_systems(
+            draws, staging / "systems" / f"{kind}.parquet", digest, content.on_system, shortfalls
+        )
         step(f"{kind} systems", pct)
     digest.end()
     content.shortfalls = sorted(shortfalls)
@@ -438,7 +490,9 @@ def _finish(
         "build": content.build,
         "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
     }
-    (staging / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    (staging / "manifest.json").write_text(
+        json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8"
+    )
 
     if rename and not out_dir.exists():
         # a new release directory appears at once, complete: the staging directory (same file system)
@@ -506,7 +560,9 @@ def direction_files(direction: str, formats) -> list[str]:
     return [f"{direction}/test.parquet"] + [f"{direction}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats]
 
 
-def write_staged_direction(rows: Iterable[dict], direction: str, staging: str | Path, formats: tuple[str, ...] = (), stamp: dict | None = None) -> dict:
+def write_staged_direction(
+    rows: Iterable[dict], direction: str, staging: str | Path, formats: tuple[str, ...] = (), stamp: dict | None = None
+) -> dict:
     """Write one direction of a staged release into ``staging`` (a directory every worker reaches: on several
     machines, a shared file system): its files, and in ``.spool/`` the exact bytes it contributes to the
     content hash and a summary (triplet ids per level, counts, the spool's sha256, ``stamp``: what it was
@@ -531,7 +587,10 @@ def write_staged_direction(rows: Iterable[dict], direction: str, staging: str | 
         "files": {path: sha256_file(staging / path) for path in direction_files(direction, formats)},
     }
     tmp = spool_dir / f"{direction}.json.part"
-    tmp.write_text(json.dumps({**summary, "levels": {str(k): v for k, v in sorted(part["levels"].items())}}, ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(
+        json.dumps({**summary, "levels": {str(k): v for k, v in sorted(part["levels"].items())}}, ensure_ascii=False),
+        encoding="utf-8",
+    )
     os.replace(tmp, spool_dir / f"{direction}.json")
     return summary
 
@@ -556,7 +615,12 @@ def staged_direction(staging: str | Path, direction: str) -> dict | None:
 
 
 def finish_staged_release(
-    content: ReleaseContent, staging: str | Path, out_dir: str | Path, formats: tuple[str, ...] = (), progress=None, expected_hash: str | None = None
+    content: ReleaseContent,
+    staging: str | Path,
+    out_dir: str | Path,
+    formats: tuple[str, ...] = (),
+    progress=None,
+    expected_hash: str | None = None,
 ) -> dict:
     """Close a release whose directions ``write_staged_direction`` wrote into ``staging``: the content hash
     fed with the header, then every direction's spool in release order (the same byte stream as
@@ -567,7 +631,11 @@ def finish_staged_release(
     step = progress or (lambda stage, pct: None)
     existing = _existing_hash(out_dir)
     digest = _Digest()
-    digest.section("release", {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan}, True)
+    digest.section(
+        "release",
+        {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
+        True,
+    )
     pool: dict[str, dict[int, list[str]]] = {}
     content.total_triplets = content.transplanted_triplets = 0
     for direction in sorted(content.directions):
@@ -580,7 +648,9 @@ def finish_staged_release(
                 digest.h.update(chunk)
                 spool.update(chunk)
         if spool.hexdigest() != summary["digest"]:
-            raise ReleaseConflict(f"{direction}: its staged spool changed since it was written; write the direction again")
+            raise ReleaseConflict(
+                f"{direction}: its staged spool changed since it was written; write the direction again"
+            )
         pool[direction] = {int(k): v for k, v in summary["levels"].items()}
         content.total_triplets += summary["triplets"]
         content.transplanted_triplets += summary["transplanted"]
@@ -621,8 +691,10 @@ def check_out_dir(out_dir: str | Path, *, name: str | None = None, version: str 
     if _existing_hash(out_dir) is not None and (name, version) != (None, None):
         held = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
         if (held.get("name"), held.get("version")) != (name, version):
-            raise ReleaseConflict(f"{out_dir} holds release {held.get('name')} {held.get('version')}, not {name} {version}; "
-                                  "choose a new or empty directory")
+            raise ReleaseConflict(
+                f"{out_dir} holds release {held.get('name')} {held.get('version')}, not {name} {version}; "
+                "choose a new or empty directory"
+            )
     ancestor = out_dir.parent  # the staging directory goes next to out_dir
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
@@ -665,11 +737,18 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
     """The release's README.md: the prose is the template ``dataset_card.md`` beside this module; this fills in
     the parts that come from the content (metadata, lists and the counts table)."""
     configs = [
-        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]} for d in sorted(content.directions)
+        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]}
+        for d in sorted(content.directions)
     ]
     configs += [
-        {"config_name": "systems-monolingual", "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}]},
-        {"config_name": "systems-multilingual", "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}]},
+        {
+            "config_name": "systems-monolingual",
+            "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}],
+        },
+        {
+            "config_name": "systems-multilingual",
+            "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}],
+        },
     ]
     meta = {
         "license": content.license,
@@ -733,7 +812,8 @@ def _counts_table(counts: dict) -> str:
             for k in levels
         ]
         lines.append(
-            f"| {direction} | {row['gold_pairs']} | " + " | ".join(cells)
+            f"| {direction} | {row['gold_pairs']} | "
+            + " | ".join(cells)
             + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n"
         )
     return "".join(lines)

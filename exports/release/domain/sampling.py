@@ -7,13 +7,14 @@ Draws are a partial Fisher–Yates shuffle of the sorted triplet ids driven only
 without replacement, and stable across Python versions (the ``random`` module promises the sequence of
 ``random()`` for a seed, not the algorithm of ``sample``).
 """
+
 from __future__ import annotations
 
 import hashlib
 import math
 import random
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Iterator, Mapping, Sequence
 
 from exports.benchmark.domain import MQM_MAJOR_PENALTY
 
@@ -50,7 +51,7 @@ class SamplingPlan:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "SamplingPlan":
+    def from_dict(cls, data: Mapping) -> SamplingPlan:
         known = {f for f in cls.__dataclass_fields__}
         unknown = set(data) - known
         if unknown:
@@ -141,7 +142,9 @@ def normalise_pool(pool: Pool) -> dict[str, dict[int, list[str]]]:
     return {d: {level: sorted(set(ids)) for level, ids in levels.items()} for d, levels in pool.items()}
 
 
-def _draw(pool: Pool, direction: str, level: int, count: int, seed: int, shortfalls: list[str]) -> tuple[str, int, list[str]]:
+def _draw(
+    pool: Pool, direction: str, level: int, count: int, seed: int, shortfalls: list[str]
+) -> tuple[str, int, list[str]]:
     ids = pool.get(direction, {}).get(level, ())
     if not ids:
         raise SamplingError(f"{direction} has no level-{level} triplets to sample")
@@ -221,7 +224,9 @@ def iter_multilingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: boo
             )
             for direction in directions:
                 for level, count in sorted(mix.items()):
-                    draw.blocks.append(_draw(pool, direction, level, count, derive_seed(seed, direction, level), draw.shortfalls))
+                    draw.blocks.append(
+                        _draw(pool, direction, level, count, derive_seed(seed, direction, level), draw.shortfalls)
+                    )
             yield draw
 
 

@@ -4,6 +4,7 @@ Plans a run (one work item per segment × type × position) and executes it here
 on the `llm` Celery queue with --queue. --resume RUN continues a run (only pending items are generated);
 --retry-failed RUN puts its failed items back to pending first.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,44 +28,77 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("project", nargs="?", help="project name (not needed with --resume/--retry-failed)")
-        parser.add_argument("--directions", default="", help="comma-separated, e.g. en-de,en-zh (default: all of the project's)")
+        parser.add_argument(
+            "--directions", default="", help="comma-separated, e.g. en-de,en-zh (default: all of the project's)"
+        )
         parser.add_argument("--kind", choices=["mqm", "perturbation"], default="mqm")
         parser.add_argument("--types", default="", help="comma-separated type names (default: all of the kind)")
         parser.add_argument("--positions", default="", help="head,end for mqm (default: both)")
-        parser.add_argument("--backend", default=None, help="rule, openai, batch or vllm (default: INJECTION_BACKEND or rule)")
+        parser.add_argument(
+            "--backend", default=None, help="rule, openai, batch or vllm (default: INJECTION_BACKEND or rule)"
+        )
         parser.add_argument("--model", default="")
-        parser.add_argument("--endpoint", default="", help="a configured endpoint's name (LLM_ENDPOINTS; default: the first)")
-        parser.add_argument("--base-url", default="", help="OpenAI-compatible endpoint, e.g. a vLLM server's http://host:8000/v1; "
-                                                         "sent no server key unless an endpoint in LLM_ENDPOINTS has this URL")
+        parser.add_argument(
+            "--endpoint", default="", help="a configured endpoint's name (LLM_ENDPOINTS; default: the first)"
+        )
+        parser.add_argument(
+            "--base-url",
+            default="",
+            help="OpenAI-compatible endpoint, e.g. a vLLM server's http://host:8000/v1; "
+            "sent no server key unless an endpoint in LLM_ENDPOINTS has this URL",
+        )
         parser.add_argument("--concurrency", type=int, default=8)
         parser.add_argument("--rpm", type=float, default=None, help="requests-per-minute budget")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
         parser.add_argument("--max-attempts", type=int, default=6, help="tries per item on 429, 5xx and timeouts")
         parser.add_argument("--seed", type=int, default=42)
         parser.add_argument("--temperature", type=float, default=0.5)
-        parser.add_argument("--engine-option", action="append", default=[], metavar="NAME=VALUE",
-                            help="vllm backend: an argument of vllm.LLM, e.g. gpu_memory_utilization=0.5 or "
-                                 "max_model_len=4096 (repeatable; values read as JSON where they parse)")
+        parser.add_argument(
+            "--engine-option",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="vllm backend: an argument of vllm.LLM, e.g. gpu_memory_utilization=0.5 or "
+            "max_model_len=4096 (repeatable; values read as JSON where they parse)",
+        )
         parser.add_argument("--no-structured", action="store_true", help="do not ask for JSON-schema output")
-        parser.add_argument("--prompt-file", action="append", default=[], metavar="NAME=PATH",
-                            help="replace a packaged perturbation prompt, e.g. perturbation-omission=my.toml "
-                                 "(its text is stored with the run; its hash marks the candidates' prompt version)")
+        parser.add_argument(
+            "--prompt-file",
+            action="append",
+            default=[],
+            metavar="NAME=PATH",
+            help="replace a packaged perturbation prompt, e.g. perturbation-omission=my.toml "
+            "(its text is stored with the run; its hash marks the candidates' prompt version)",
+        )
         parser.add_argument("--name", default="", help="run name (unique in the project)")
         parser.add_argument("--queue", action="store_true", help="run on the llm Celery queue instead of here")
         given_run = parser.add_mutually_exclusive_group()
-        given_run.add_argument("--resume", type=positive_int, metavar="RUN", help="continue run RUN (its pending items)")
-        given_run.add_argument("--retry-failed", type=positive_int, metavar="RUN", help="retry the failed items of run RUN")
-        parser.add_argument("--write-batch", metavar="FILE",
-                            help="plan the run (or take --resume RUN) and write its pending items as Batch API JSONL "
-                                 "for `vllm run-batch -i FILE -o OUT --model M`, instead of running it")
-        given_run.add_argument("--read-batch-output", nargs=2, metavar=("RUN", "FILE"),
-                            help="record the answers of a batch output file (vllm run-batch or OpenAI) for run RUN")
+        given_run.add_argument(
+            "--resume", type=positive_int, metavar="RUN", help="continue run RUN (its pending items)"
+        )
+        given_run.add_argument(
+            "--retry-failed", type=positive_int, metavar="RUN", help="retry the failed items of run RUN"
+        )
+        parser.add_argument(
+            "--write-batch",
+            metavar="FILE",
+            help="plan the run (or take --resume RUN) and write its pending items as Batch API JSONL "
+            "for `vllm run-batch -i FILE -o OUT --model M`, instead of running it",
+        )
+        given_run.add_argument(
+            "--read-batch-output",
+            nargs=2,
+            metavar=("RUN", "FILE"),
+            help="record the answers of a batch output file (vllm run-batch or OpenAI) for run RUN",
+        )
 
     def handle(self, *args, **opts):
         from django.conf import settings
 
         if opts["queue"] and opts["write_batch"]:
-            raise CommandError("--queue and --write-batch exclude each other: a batch file is run by `vllm run-batch`, not by the llm queue")
+            raise CommandError(
+                "--queue and --write-batch exclude each other: a batch file is run by `vllm run-batch`, not by the llm queue"
+            )
         if opts["write_batch"]:
             target = Path(opts["write_batch"])
             if target.is_dir():
@@ -72,7 +106,9 @@ class Command(BaseCommand):
             if not target.parent.is_dir():
                 raise CommandError(f"--write-batch {target}: the directory {target.parent} does not exist")
         if opts["project"] and (opts["resume"] or opts["retry_failed"] or opts["read_batch_output"]):
-            raise CommandError("a run given by --resume, --retry-failed or --read-batch-output is of its own project: leave PROJECT out")
+            raise CommandError(
+                "a run given by --resume, --retry-failed or --read-batch-output is of its own project: leave PROJECT out"
+            )
         if opts["read_batch_output"]:
             run_id, path = opts["read_batch_output"]
             run = InjectionRun.objects.filter(pk=int(run_id) if run_id.isdigit() else -1).first()
@@ -111,26 +147,45 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(f"--engine-option: {exc}") from None
             spec = services.RunSpec(
-                project=project, kind=opts["kind"], backend=opts["backend"] or settings.INJECTION_DEFAULT_BACKEND,
-                directions=_csv(opts["directions"]), error_types=_csv(opts["types"]), positions=_csv(opts["positions"]),
-                name=opts["name"], model=opts["model"], endpoint=opts["endpoint"], base_url=opts["base_url"], concurrency=opts["concurrency"],
-                rpm=opts["rpm"], seed=opts["seed"], temperature=opts["temperature"], structured=not opts["no_structured"],
-                timeout=opts["timeout"], max_attempts=opts["max_attempts"], engine_options=engine_options,
+                project=project,
+                kind=opts["kind"],
+                backend=opts["backend"] or settings.INJECTION_DEFAULT_BACKEND,
+                directions=_csv(opts["directions"]),
+                error_types=_csv(opts["types"]),
+                positions=_csv(opts["positions"]),
+                name=opts["name"],
+                model=opts["model"],
+                endpoint=opts["endpoint"],
+                base_url=opts["base_url"],
+                concurrency=opts["concurrency"],
+                rpm=opts["rpm"],
+                seed=opts["seed"],
+                temperature=opts["temperature"],
+                structured=not opts["no_structured"],
+                timeout=opts["timeout"],
+                max_attempts=opts["max_attempts"],
+                engine_options=engine_options,
                 prompt_files=opts["prompt_file"],
             )
             try:
                 run = services.plan_run(spec)
             except services.RunRejected as exc:
                 raise CommandError(str(exc)) from None
-            self.stdout.write(f"run {run.pk} ({run.name}): {run.total} item(s), backend {run.backend}, model {run.model}")
+            self.stdout.write(
+                f"run {run.pk} ({run.name}): {run.total} item(s), backend {run.backend}, model {run.model}"
+            )
         if opts["write_batch"]:
             try:
                 lines = services.export_batch_file(run, opts["write_batch"])
             except OSError as exc:
-                raise CommandError(f"--write-batch {opts['write_batch']}: {exc.strerror}; run {run.pk} is planned, write it with --resume {run.pk} --write-batch FILE") from None
-            self.stdout.write(f"{lines} request(s) of run {run.pk} written to {opts['write_batch']}; after "
-                              f"`vllm run-batch -i {opts['write_batch']} -o OUT --model {run.model}` run "
-                              f"`inject --read-batch-output {run.pk} OUT`")
+                raise CommandError(
+                    f"--write-batch {opts['write_batch']}: {exc.strerror}; run {run.pk} is planned, write it with --resume {run.pk} --write-batch FILE"
+                ) from None
+            self.stdout.write(
+                f"{lines} request(s) of run {run.pk} written to {opts['write_batch']}; after "
+                f"`vllm run-batch -i {opts['write_batch']} -o OUT --model {run.model}` run "
+                f"`inject --read-batch-output {run.pk} OUT`"
+            )
             return
         if opts["queue"]:
             from injection.tasks import execute_run_task
@@ -142,7 +197,9 @@ class Command(BaseCommand):
 
         def progress(current: InjectionRun) -> None:
             bar.total = current.total
-            bar.set_postfix(failed=current.failed, tokens=current.prompt_tokens + current.completion_tokens, refresh=False)
+            bar.set_postfix(
+                failed=current.failed, tokens=current.prompt_tokens + current.completion_tokens, refresh=False
+            )
             bar.update(current.done + current.failed - bar.n)  # tqdm throttles redraws itself
 
         try:
@@ -156,4 +213,6 @@ class Command(BaseCommand):
             f"{run.prompt_tokens}+{run.completion_tokens} tokens, est. ${run.cost_usd}"
         )
         if run.failed:
-            self.stdout.write(f"failed items are listed at /injection/runs/{run.pk}/ ; retry with --retry-failed {run.pk}")
+            self.stdout.write(
+                f"failed items are listed at /injection/runs/{run.pk}/ ; retry with --retry-failed {run.pk}"
+            )
