@@ -149,8 +149,8 @@ def start(request, release_id: int):
         )
     except ScoringError as exc:
         messages.error(request, str(exc))
-        # the form again with the ticks kept, so nothing chosen is lost
-        return render(request, "scores/release.html", {**_context(request, release), "ticked": set(metrics)})
+        # the form again with the ticks kept, so nothing chosen is lost (an admin: every direction)
+        return render(request, "scores/release.html", {**_context(request, release, None), "ticked": set(metrics)})
     else:
         messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
     return redirect_next(request, "scores:release", release_id=release.pk)

@@ -45,8 +45,12 @@ def post_at_once(live_server, session: requests.Session, count: int) -> list[req
 
     def post(i: int) -> None:
         barrier.wait()
-        answers[i] = session.post(
-            url, headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=120
+        answers[i] = session.post(  # confirm: the seeded project builds with undecided directions
+            url,
+            data={"confirm": "1"},
+            headers={"X-CSRFToken": session.cookies["csrftoken"]},
+            allow_redirects=False,
+            timeout=120,
         )
 
     threads = [threading.Thread(target=post, args=(i,)) for i in range(count)]
