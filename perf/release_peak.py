@@ -30,9 +30,11 @@ from perf.bench_scale import PROJECT, database_url  # noqa: E402
 
 def release_once(code: Path, url: str, work: Path, version: str) -> dict:
     out = work / f"release-{version}"
-    env = {**os.environ, "DATABASE_URL": url, "XQMEVAL_DATA_DIR": str(work / "data"), "DJANGO_SETTINGS_MODULE": "xqmeval.settings"}
+    env = {**os.environ, "DATABASE_URL": url, "XQMEVAL_DATA_DIR": str(work / "data"),
+           "DJANGO_SETTINGS_MODULE": "xqmeval.settings"}
     env.pop("CELERY_BROKER_URL", None)
-    cmd = [str(code / ".venv" / "bin" / "python"), str(code / "manage.py"), "release", PROJECT, "--version", version, "--out", str(out), "-v0"]
+    cmd = [str(code / ".venv" / "bin" / "python"), str(code / "manage.py"), "release", PROJECT,
+           "--version", version, "--out", str(out), "-v0"]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=code, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -57,12 +59,14 @@ def main() -> None:
     parser.add_argument("--prefix", default="xq_scale")
     parser.add_argument("--k", default="1,10")
     parser.add_argument("--version", required=True, help="a version not released yet in those databases")
-    parser.add_argument("--code", default=str(ROOT), help="checkout whose manage.py runs the release (default: this one)")
+    parser.add_argument("--code", default=str(ROOT),
+                        help="checkout whose manage.py runs the release (default: this one)")
     args = parser.parse_args()
     base = os.environ["DATABASE_URL"]
     figures = {}
     for k in (int(x) for x in args.k.split(",")):
-        figures[k] = release_once(Path(args.code), database_url(base, f"{args.prefix}_{k}"), Path(args.scratch) / f"k{k}", args.version)
+        url = database_url(base, f"{args.prefix}_{k}")
+        figures[k] = release_once(Path(args.code), url, Path(args.scratch) / f"k{k}", args.version)
         print(f"k={k} {figures[k]}", file=sys.stderr)
     ks = sorted(figures)
     if len(ks) > 1:

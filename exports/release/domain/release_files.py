@@ -401,7 +401,8 @@ def _staged_levels(staging: Path) -> Callable[[str], dict[int, list[str]]]:
 
 
 def _finish(
-    content: ReleaseContent, digest: _Digest, staging: Path, out_dir: Path, formats, step, existing, expected_hash, rename: bool = False
+    content: ReleaseContent, digest: _Digest, staging: Path, out_dir: Path, formats, step, existing, expected_hash,
+    rename: bool = False,
 ) -> dict:
     """What follows the directions, on either path: pseudo systems drawn from the triplet ids staged in
     ``staging/.spool`` (read one direction at a time), exclusions, the

@@ -230,14 +230,18 @@ def iter_multilingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: boo
 Levels = Mapping[int, Sequence[str]]  # one direction's pool: level -> triplet ids
 
 
-def iter_monolingual_by_direction(directions: Iterable[str], load: Callable[[str], Levels], plan: SamplingPlan) -> Iterator[SystemDraw]:
+def iter_monolingual_by_direction(
+    directions: Iterable[str], load: Callable[[str], Levels], plan: SamplingPlan
+) -> Iterator[SystemDraw]:
     """``iter_monolingual_systems`` with one direction's ids in memory at a time (``load(direction)``):
     a monolingual draw reads only its own direction, so the draws and their order are the same."""
     for direction in sorted(directions):
         yield from iter_monolingual_systems({direction: load(direction)}, plan)
 
 
-def iter_multilingual_spooled(directions: Iterable[str], load: Callable[[str], Levels], plan: SamplingPlan) -> Iterator[SystemDraw]:
+def iter_multilingual_spooled(
+    directions: Iterable[str], load: Callable[[str], Levels], plan: SamplingPlan
+) -> Iterator[SystemDraw]:
     """``iter_multilingual_systems`` with one direction's ids in memory at a time: the same draws in the same
     order, so the same bytes. Each draw's part in a direction depends only on that direction's ids
     (``derive_seed(seed, direction, level)``), so every direction is drawn for all systems in one pass and its
