@@ -61,7 +61,7 @@ def release_content(
 ) -> ReleaseContent:
     """The release of the project's current pseudo translations, to be streamed by ``write_release``:
     triplet rows are read one direction at a time and the pseudo systems drawn from the triplet ids the
-    writer collects, so nothing here holds the release."""
+    writer staged, read back a direction at a time, so nothing here holds the release."""
     step = progress or (lambda stage, pct: None)
     counts = selectors.current_level_counts(project)
     directions = selectors.triplet_directions(project)
@@ -72,11 +72,10 @@ def release_content(
     plan = sampling.resolve_for_pool(plan, levels)
     step("counts read", 5)
 
-    def systems(pool):
-        pool = sampling.normalise_pool(pool)
+    def systems(directions, load):  # one direction's ids in memory at a time
         return (
-            sampling.iter_monolingual_systems(pool, plan, normalised=True),
-            sampling.iter_multilingual_systems(pool, plan, normalised=True),
+            sampling.iter_monolingual_by_direction(directions, load, plan),
+            sampling.iter_multilingual_spooled(directions, load, plan),
         )
 
     return ReleaseContent(

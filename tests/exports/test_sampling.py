@@ -139,3 +139,44 @@ def test_default_mixes_stop_at_the_highest_level_every_direction_has():
     assert stored.level_mixes == plan.level_mixes
     systems = multilingual_systems(pool, stored)
     assert [s.human_score for s in systems] == [0.0, -5.0, -10.0]
+
+
+def test_draws_read_one_direction_at_a_time_equal_the_in_memory_draws(tmp_path, monkeypatch):
+    import tempfile
+
+    from exports.release.domain.sampling import iter_monolingual_by_direction, iter_multilingual_spooled
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    # shuffled ids with duplicates, and a direction short of level-5 triplets (shortfalls in both kinds)
+    pool = make_pool(("en-de", "en-ja", "en-zh"), (102, 700, 2000, 2400, 1300, 300))
+    pool["en-ja"][5] = pool["en-ja"][5][:40]
+    random.Random(1).shuffle(pool["en-zh"][2])
+    pool["en-de"][1] = pool["en-de"][1] + pool["en-de"][1][:50]
+    plan = SamplingPlan(seed=5, monolingual_repetitions=3, multilingual_systems=6, multilingual_repetitions=4)
+    loaded = []
+
+    def load(direction):
+        loaded.append(direction)
+        return pool[direction]
+
+    def fields(draws):
+        return [(d.system_id, d.seed, d.level_mix, d.blocks, d.shortfalls, d.human_score) for d in draws]
+
+    assert fields(iter_monolingual_by_direction(pool, load, plan)) == fields(monolingual_systems(pool, plan))
+    spooled = iter_multilingual_spooled(list(pool), load, plan)
+    first = next(spooled)
+    assert list(tmp_path.iterdir()) == []  # the spool has no name: nothing to leave behind
+    expected = multilingual_systems(pool, plan)
+    assert any(d.shortfalls for d in expected)
+    assert fields([first, *spooled]) == fields(expected)
+    assert sorted(loaded) == sorted(2 * list(pool))  # each direction read once per kind
+
+    # the same refusal as the in-memory draw: the first missing level in system, direction, level order
+    gaps = {"en-de": {0: ["a"], 1: ["b"]}, "en-zh": {1: ["c"], 2: ["d"]}}
+    mixes = SamplingPlan(n=1, multilingual_systems=2, multilingual_repetitions=2, level_mixes=(((0, 1),), ((2, 1),)))
+    with pytest.raises(SamplingError) as in_memory:
+        multilingual_systems(gaps, mixes)
+    with pytest.raises(SamplingError) as spooled_error:
+        list(iter_multilingual_spooled(gaps, gaps.__getitem__, mixes))
+    assert str(spooled_error.value) == str(in_memory.value) == "en-zh has no level-0 triplets to sample"
+    assert list(tmp_path.iterdir()) == []

@@ -150,9 +150,8 @@ class ReleaseContent:
     source_language: str
     directions: list[str]  # direction codes, in release order
     rows: Callable[[str], Iterable[dict]]  # one direction's triplet rows in release order
-    systems: Callable[
-        [dict], tuple[Iterable[SystemDraw], Iterable[SystemDraw]]
-    ]  # pool -> (monolingual, multilingual) draws
+    # (directions, load: direction -> its triplet ids per level) -> (monolingual, multilingual) draws
+    systems: Callable[[list[str], Callable[[str], dict]], tuple[Iterable[SystemDraw], Iterable[SystemDraw]]]
     excluded: list[dict]
     counts: dict
     sampling_plan: dict
@@ -392,7 +391,8 @@ def write_release(
     direction only (its parquet file is one row group up to 131,072 rows: a direction of FLORES size),
     JSONL/TSV lines are written as they come, and pseudo systems are drawn, hashed, written in row groups
     and handed to ``content.on_system`` one at a time. Memory follows the largest direction, not the
-    release; what grows with the release is only the pool of triplet ids the systems are drawn from."""
+    release: each direction's triplet ids (the pool the systems are drawn from) wait in the staging
+    directory and are read back one direction at a time."""
     unknown = set(formats) - set(EXTRA_FORMATS)
     if unknown:
         raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(EXTRA_FORMATS)}")
@@ -408,24 +408,43 @@ def write_release(
             {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
             True,
         )
-        pool: dict[str, dict[int, list[str]]] = {}
         content.total_triplets = content.transplanted_triplets = 0
         directions = sorted(content.directions)
+        (staging / SPOOL_DIR).mkdir()
         for i, direction in enumerate(directions):
             part = _write_direction(content.rows(direction), direction, staging, formats, digest)
-            pool[direction] = part["levels"]
+            _write_levels(staging / SPOOL_DIR / f"{direction}.json", {"levels": _levels_json(part["levels"])})
             content.total_triplets += part["triplets"]
             content.transplanted_triplets += part["transplanted"]
             step(f"triplets {direction}", int(60 * (i + 1) / max(len(directions), 1)))
-        return _finish(content, digest, pool, staging, out_dir, formats, step, existing, expected_hash)
+        return _finish(content, digest, staging, out_dir, formats, step, existing, expected_hash)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _levels_json(levels: dict[int, list[str]]) -> dict[str, list[str]]:
+    return {str(k): v for k, v in sorted(levels.items())}
+
+
+def _write_levels(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _staged_levels(staging: Path) -> Callable[[str], dict[int, list[str]]]:
+    """Reads one direction's triplet ids per level back from ``staging/.spool/<direction>.json``."""
+
+    def load(direction: str) -> dict[int, list[str]]:
+        summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+        return {int(k): v for k, v in summary["levels"].items()}
+
+    return load
 
 
 def _finish(
     content: ReleaseContent,
     digest: _Digest,
-    pool: dict,
     staging: Path,
     out_dir: Path,
     formats,
@@ -434,13 +453,14 @@ def _finish(
     expected_hash,
     rename: bool = False,
 ) -> dict:
-    """What follows the directions, on either path: pseudo systems drawn from ``pool``, exclusions, the
+    """What follows the directions, on either path: pseudo systems drawn from the triplet ids staged in
+    ``staging/.spool`` (read one direction at a time), exclusions, the
     content hash checked, card and manifest written, files moved from ``staging`` into ``out_dir`` (with
     ``rename``, a new ``out_dir`` is ``staging`` renamed)."""
     directions = sorted(content.directions)
     canonical = [f"{direction}/test.parquet" for direction in directions]
     derived = [f"{direction}/test.{fmt}" for direction in directions for fmt in EXTRA_FORMATS if fmt in formats]
-    monolingual, multilingual = content.systems(pool)
+    monolingual, multilingual = content.systems(directions, _staged_levels(staging))
     digest.begin("systems")
     shortfalls: set[str] = set()
     for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
@@ -586,12 +606,7 @@ def write_staged_direction(
         "stamp": stamp or {},
         "files": {path: sha256_file(staging / path) for path in direction_files(direction, formats)},
     }
-    tmp = spool_dir / f"{direction}.json.part"
-    tmp.write_text(
-        json.dumps({**summary, "levels": {str(k): v for k, v in sorted(part["levels"].items())}}, ensure_ascii=False),
-        encoding="utf-8",
-    )
-    os.replace(tmp, spool_dir / f"{direction}.json")
+    _write_levels(spool_dir / f"{direction}.json", {**summary, "levels": _levels_json(part["levels"])})
     return summary
 
 
@@ -636,7 +651,6 @@ def finish_staged_release(
         {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
         True,
     )
-    pool: dict[str, dict[int, list[str]]] = {}
     content.total_triplets = content.transplanted_triplets = 0
     for direction in sorted(content.directions):
         summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
@@ -651,11 +665,10 @@ def finish_staged_release(
             raise ReleaseConflict(
                 f"{direction}: its staged spool changed since it was written; write the direction again"
             )
-        pool[direction] = {int(k): v for k, v in summary["levels"].items()}
         content.total_triplets += summary["triplets"]
         content.transplanted_triplets += summary["transplanted"]
     step("directions hashed", 62)
-    return _finish(content, digest, pool, staging, out_dir, formats, step, existing, expected_hash, rename=True)
+    return _finish(content, digest, staging, out_dir, formats, step, existing, expected_hash, rename=True)
 
 
 def _write_systems(draws: Iterable[SystemDraw], path: Path, digest: _Digest, on_system, shortfalls: set[str]) -> int:

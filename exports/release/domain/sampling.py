@@ -11,9 +11,11 @@ without replacement, and stable across Python versions (the ``random`` module pr
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from exports.benchmark.domain import MQM_MAJOR_PENALTY
@@ -227,6 +229,75 @@ def iter_multilingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: boo
                     draw.blocks.append(
                         _draw(pool, direction, level, count, derive_seed(seed, direction, level), draw.shortfalls)
                     )
+            yield draw
+
+
+Levels = Mapping[int, Sequence[str]]  # one direction's pool: level -> triplet ids
+
+
+def iter_monolingual_by_direction(
+    directions: Iterable[str], load: Callable[[str], Levels], plan: SamplingPlan
+) -> Iterator[SystemDraw]:
+    """``iter_monolingual_systems`` with one direction's ids in memory at a time (``load(direction)``):
+    a monolingual draw reads only its own direction, so the draws and their order are the same."""
+    for direction in sorted(directions):
+        yield from iter_monolingual_systems({direction: load(direction)}, plan)
+
+
+def iter_multilingual_spooled(
+    directions: Iterable[str], load: Callable[[str], Levels], plan: SamplingPlan
+) -> Iterator[SystemDraw]:
+    """``iter_multilingual_systems`` with one direction's ids in memory at a time: the same draws in the same
+    order, so the same bytes. Each draw's part in a direction depends only on that direction's ids
+    (``derive_seed(seed, direction, level)``), so every direction is drawn for all systems in one pass and its
+    blocks spooled (a JSON line per system) into an anonymous file under TMPDIR (gone on every exit path, a
+    kill included); the systems are then put together a line per direction. Memory holds one direction's
+    ids and one system, whatever the number of directions."""
+    directions = sorted(directions)
+    mixes = plan.resolved_mixes()
+    systems = [(rep, j) for rep in range(plan.multilingual_repetitions) for j in range(len(mixes))]
+    if not systems:
+        return
+    seeds = {(rep, j): derive_seed(plan.seed, "multi", j, rep) for rep, j in systems}
+    with tempfile.TemporaryFile(prefix="xq-release-") as spool:
+        offsets: dict[str, int] = {}
+        missing: set[tuple[str, int]] = set()
+        for direction in directions:
+            offsets[direction] = spool.tell()
+            ids = {level: sorted(set(v)) for level, v in load(direction).items()}
+            pool = {direction: ids}
+            missing.update((direction, level) for mix in mixes for level in mix if not ids.get(level))
+            for rep, j in systems:
+                shortfalls: list[str] = []
+                blocks = [
+                    _draw(pool, direction, level, count, derive_seed(seeds[rep, j], direction, level), shortfalls)[1:]
+                    for level, count in sorted(mixes[j].items())
+                    if (direction, level) not in missing
+                ]
+                spool.write(json.dumps([shortfalls, blocks]).encode() + b"\n")
+            del ids, pool
+        # the error the in-memory draw meets first: system order, then direction, then level
+        for mix in mixes:
+            for direction in directions:
+                for level in sorted(mix):
+                    if (direction, level) in missing:
+                        raise SamplingError(f"{direction} has no level-{level} triplets to sample")
+        for rep, j in systems:
+            mix = mixes[j]
+            draw = SystemDraw(
+                system_id=f"multi/s{j}/r{rep}",
+                kind="multilingual",
+                name=f"system {j}",
+                repetition=rep,
+                seed=seeds[rep, j],
+                level_mix=dict(sorted(mix.items())),
+            )
+            for direction in directions:
+                spool.seek(offsets[direction])
+                shortfalls, blocks = json.loads(spool.readline())
+                offsets[direction] = spool.tell()
+                draw.shortfalls.extend(shortfalls)
+                draw.blocks.extend((direction, level, ids) for level, ids in blocks)
             yield draw
 
 
