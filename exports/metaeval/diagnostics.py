@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.domain.edit_types import EDIT_TYPES, END, HEAD, MQM, NONE, PERTURBATION
+
 MIXED = "(mixed types)"
 _TOKEN = re.compile(r"\S+")  # the build's token unit: str.split()'s whitespace-separated tokens
 
@@ -59,6 +61,22 @@ def _by_segment(translations: Iterable[Translation]) -> dict[str, list[Translati
     return segments
 
 
+# A candidate's label in the release's spans is "<error type>.<position>" (a "#<id>" suffix when two runs made the
+# same pair): MQM errors sit at the head or the end, perturbations at no position. So the label tells an MQM
+# omission from a perturbation omission, which share their error type's name.
+_CATEGORY_OF_POSITION = {HEAD: MQM, END: MQM, NONE: PERTURBATION}
+
+
+def edit_class(error_type: str, candidate: str) -> tuple[str, str]:
+    """(category, severity) of a single error: its kind (``mqm`` or ``perturbation``) read from its candidate's
+    label, and the severity the edit-type registry gives that kind and type (the severity injection stored).
+    ``("", "")`` when the label names no known position or the pair is not a registered edit type."""
+    position = candidate.partition("#")[0].rpartition(".")[2]
+    category = _CATEGORY_OF_POSITION.get(position)
+    kind = EDIT_TYPES.get((category, error_type)) if category else None
+    return (category, kind.severity) if kind else ("", "")
+
+
 def single_error_drops(translations: Iterable[Translation]) -> list[tuple[Translation, float]]:
     """Each k = 1 translation with the drop from its segment's reference (segments without a k = 0 score are
     skipped: no known answer to measure against)."""
@@ -79,17 +97,21 @@ def sensitivity(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> list[dict]:
-    """Per error type: single-error pseudo translations, mean drop with interval, detection rate."""
-    drops: dict[str, list[float]] = defaultdict(list)
+    """Per error type, category and severity (``edit_class``): single-error pseudo translations, mean drop with
+    interval, detection rate."""
+    drops: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for t, drop in single_error_drops(translations):
-        drops[t.error_types[0]].append(drop)
+        error_type = t.error_types[0]
+        drops[(error_type, *edit_class(error_type, t.candidates[0] if t.candidates else ""))].append(drop)
     rows = []
-    for error_type in sorted(drops):
-        values = np.asarray(drops[error_type])
+    for key in sorted(drops):
+        values = np.asarray(drops[key])
         low, high = _mean_interval(values, resamples, seed, alpha)
         rows.append(
             {
-                "error_type": error_type,
+                "error_type": key[0],
+                "category": key[1],
+                "severity": key[2],
                 "n": len(values),
                 "mean_drop": float(values.mean()),
                 "low": low,
@@ -131,14 +153,22 @@ def additivity(translations: Iterable[Translation]) -> list[dict]:
     return rows
 
 
+def heatmap_row(row: dict) -> str:
+    """A sensitivity row's name in the heatmap: its error type, with category and severity for a perturbation
+    (a perturbation omission is not the MQM omission of the same name)."""
+    if row.get("category") == PERTURBATION:
+        return f"{row['error_type']} ({PERTURBATION}, {row['severity']})"
+    return row["error_type"]
+
+
 def heatmap(sensitivities: dict[str, dict[str, list[dict]]]) -> dict:
     """``{metric: {direction: sensitivity rows}}`` → per metric a grid of detection rates, rows the error types
     and columns the directions (None where a type has no single-error translation in a direction)."""
     grids = {}
     for metric, per_direction in sensitivities.items():
         directions = sorted(per_direction)
-        types = sorted({row["error_type"] for rows in per_direction.values() for row in rows})
-        cells = {(d, row["error_type"]): row["detection_rate"] for d, rows in per_direction.items() for row in rows}
+        types = sorted({heatmap_row(row) for rows in per_direction.values() for row in rows})
+        cells = {(d, heatmap_row(row)): row["detection_rate"] for d, rows in per_direction.items() for row in rows}
         grids[metric] = {
             "directions": directions,
             "error_types": types,

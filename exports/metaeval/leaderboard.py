@@ -21,7 +21,8 @@ _LATEX_SPECIAL = {
 
 
 def _groups(board: dict) -> list[dict]:
-    return [*board["directions"], board["overall"]]
+    # at system level, the multilingual pseudo systems are a group of their own beside the directions
+    return [*board["directions"], board["overall"], *([board["multilingual"]] if board.get("multilingual") else [])]
 
 
 def _parameters(board: dict) -> str:

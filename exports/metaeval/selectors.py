@@ -468,7 +468,9 @@ def release_leaderboard(
     directions, the mean of the groups' values (accuracy: pooled) with its own test over every direction's
     items. One direction's scores are read at a time; the overall test keeps the aligned scores (a float per
     item and metric). At triplet level each direction's value has a percentile bootstrap interval over its
-    triplets (same resamples, seed and α)."""
+    triplets (same resamples, seed and α). At system level the multilingual pseudo systems are ranked too, as a
+    group ``multilingual`` of their own (``_multilingual_group``): their ids are spooled to disk per direction
+    and each direction's means taken while its scores are loaded, so memory stays flat in the directions."""
     from exports.metaeval import statistics
 
     statistics.get_statistic(statistic)
@@ -484,38 +486,36 @@ def release_leaderboard(
     ids = {code: pk for pk, code in _scored_directions(release, metrics[0], directions)[0]}
     params = {"resamples": resamples, "seed": seed, "alpha": alpha, "block_size": block_size}
     rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
-    for code in shared:
-        loaded = {m: _direction_scores(release, m, ids[code], signs[m]) for m in metrics}
-        if level == "system":
-            gold, vectors, groups = _system_vectors(release, ids[code], loaded, metrics)
-        else:
-            triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
-            gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
-            vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
-            groups = [(0, len(gold))]
-        del loaded
-        if len(gold) < 3:
-            continue
-        result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
-        row = {"direction": code, "n": len(gold), **result.as_dict()}
-        if level == "triplet":  # a bootstrap interval over the direction's triplets, per metric
-            for entry in row["ranking"]:
-                interval = statistics.bootstrap_interval(
-                    statistic, gold, vectors[entry["metric"]], resamples=resamples, seed=seed, alpha=alpha
-                )
-                entry["low"], entry["high"] = interval.low, interval.high
-        rows.append(row)
-        bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
-        gold_all.extend(gold)
-        for m in metrics:
-            scores_all[m].extend(vectors[m])
+    spool = _MultilingualSpool()
+    try:
+        if level == "system":  # each multilingual system's ids, spooled per direction as the study reads them
+            for _, system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, set(shared)):
+                spool.add(system)
+        spool.finish_writing()
+        per_system = {m: defaultdict(dict) for m in metrics}  # metric → system index → direction → mean
+        for code in shared:
+            row, gold, vectors, groups, means = _leaderboard_direction(
+                release, code, ids[code], metrics, signs, level, statistic, params, spool
+            )
+            for m in metrics:
+                for index, mean in (means[m] or {}).items():
+                    per_system[m][index][code] = mean
+            if row["n"] < 3:
+                continue
+            rows.append(row)
+            bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
+            gold_all.extend(gold)
+            for m in metrics:
+                scores_all[m].extend(vectors[m])
+    finally:
+        spool.close()
     if not rows:
         raise MetaEvaluationError(
             f"release {release}: fewer than three {level} scores of every metric in any direction"
         )
     overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params)
     label = statistics.STATISTICS[statistic]
-    return {
+    board = {
         "release": str(release),
         "statistic": statistic,
         "label": label.label,
@@ -525,6 +525,67 @@ def release_leaderboard(
         "directions": rows,
         "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()},
     }
+    if level == "system":
+        board["multilingual"] = _multilingual_group(spool.systems, per_system, metrics, statistic, params)
+    return board
+
+
+def _multilingual_group(systems, per_system, metrics, statistic, params) -> dict | None:
+    """The multilingual pseudo systems ranked as the monolingual ones are: each system's score is the plain
+    average of its per-direction means (``SystemMeans.score``), its human score the predetermined one, each
+    repetition a group. Systems missing a direction's scores of some metric are left out; None when fewer than
+    three remain or no repetition has two."""
+    from exports.metaeval import statistics
+
+    by_repetition: dict[int, list[int]] = defaultdict(list)
+    for index, (repetition, _, order) in enumerate(systems):
+        if all(set(order) <= set(per_system[m][index]) for m in metrics):
+            by_repetition[repetition].append(index)
+    gold, vectors, groups = [], {m: [] for m in metrics}, []
+    for _, members in sorted(by_repetition.items()):
+        if len(members) < 2:
+            continue
+        groups.append((len(gold), len(gold) + len(members)))
+        for index in members:
+            repetition, human, order = systems[index]
+            gold.append(human)
+            for m in metrics:
+                means = metaeval.SystemMeans(repetition, human, {d: per_system[m][index][d] for d in order})
+                vectors[m].append(means.score())
+    if len(gold) < 3:
+        return None
+    result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
+    return {"direction": "multilingual", "n": len(gold), **result.as_dict()}
+
+
+def _leaderboard_direction(release, code, direction_id, metrics, signs, level, statistic, params, spool):
+    """One direction of the leaderboard: its row (ranking, clusters, intervals at triplet level), the items it
+    adds to the overall test, and each multilingual system's mean score there per metric (system level)."""
+    from exports.metaeval import statistics
+
+    resamples, seed, alpha = params["resamples"], params["seed"], params["alpha"]
+    loaded = {m: _direction_scores(release, m, direction_id, signs[m]) for m in metrics}
+    means = {m: None for m in metrics}
+    if level == "system":
+        means = {m: spool.means(code, {t: v[1] for t, v in loaded[m].items()}, 1.0) for m in metrics}
+        gold, vectors, groups = _system_vectors(release, direction_id, loaded, metrics)
+    else:
+        triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
+        gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
+        vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
+        groups = [(0, len(gold))]
+    del loaded
+    if len(gold) < 3:
+        return {"direction": code, "n": len(gold)}, gold, vectors, groups, means
+    result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
+    row = {"direction": code, "n": len(gold), **result.as_dict()}
+    if level == "triplet":  # a bootstrap interval over the direction's triplets, per metric
+        for entry in row["ranking"]:
+            interval = statistics.bootstrap_interval(
+                statistic, gold, vectors[entry["metric"]], resamples=resamples, seed=seed, alpha=alpha
+            )
+            entry["low"], entry["high"] = interval.low, interval.high
+    return row, gold, vectors, groups, means
 
 
 # ---- known-answer diagnostics: per error type, what each metric does to the injected errors -----------------

@@ -291,3 +291,103 @@ def test_import_command_on_the_reference_evalset_equals_mt_metrics_eval():
             "mqm",
             verbosity=0,
         )
+
+
+# A release built from labelled candidates, as the build names them ("<error type>.<position>", "#<id>" when two
+# runs made the same pair): an MQM omission (head) and a perturbation omission (no position) share the type's
+# name; category and severity tell them apart. The severities are SPEC's: MQM errors major, AskQE's Spelling
+# minor and its Omission critical.
+LABELLED = {
+    "Omission.head": ("Omission", "mqm", "major", 7.0),
+    "Addition.end#7": ("Addition", "mqm", "major", 3.0),
+    "Omission.none": ("Omission", "perturbation", "critical", 5.0),
+    "Spelling.none": ("Spelling", "perturbation", "minor", 1.0),
+}
+
+
+@pytest.fixture
+def labelled_release(project, languages, tmp_path):
+    root = tmp_path / "labelled"
+    rel = Release.objects.create(project=project, version="3.1.0", status=Release.Status.READY, path=str(root))
+    rows, scores = [], []
+    for s in range(SEGMENTS):
+        for label in ["", *LABELLED]:
+            error_type = LABELLED[label][0] if label else None
+            errors = [(label, error_type)] if label else []
+            tid = f"en-de/{s}/{label or 'k0'}"
+            # each segment's drops spread by s/10 around the label's cost, so the mean is the cost
+            drop = LABELLED[label][3] + (s - (SEGMENTS - 1) / 2) / 10 if label else 0.0
+            rows.append(
+                {
+                    "triplet_id": tid,
+                    "segment_id": str(s),
+                    "num_errors": len(errors),
+                    "error_types": [t for _, t in errors],
+                    "spans": [
+                        {"candidate": c, "error_type": t, "ref_start": 0, "ref_end": 1, "mt_start": 0, "mt_end": 1}
+                        for c, t in errors
+                    ],
+                }
+            )
+            scores.append((tid, len(errors), 80.0 - drop))
+    (root / "en-de").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), root / "en-de" / "test.parquet")
+    direction = Direction.objects.get(code="en-de")
+    MetricScore.objects.bulk_create(
+        MetricScore(release=rel, metric="chrF++", direction=direction, triplet_id=t, level=k, score=v)
+        for t, k, v in scores
+    )
+    summarize_scores(rel)
+    return rel
+
+
+def test_sensitivity_splits_by_category_and_severity(labelled_release, client, admin_user):
+    result = release_diagnostics(labelled_release, ["chrF++"], resamples=100)
+    rows = result["metrics"]["chrF++"]["en-de"]["sensitivity"]
+    got = {(r["error_type"], r["category"], r["severity"]): (r["n"], r["mean_drop"]) for r in rows}
+    expected = {(t, c, sev): (SEGMENTS, pytest.approx(cost)) for t, c, sev, cost in LABELLED.values()}
+    assert got == expected
+    # a threshold of 2 misses the minor spelling perturbation's drops (1 ± 0.25) and catches the others
+    rates = release_diagnostics(labelled_release, ["chrF++"], tie_threshold=2.0, resamples=10)
+    rates = {
+        (r["error_type"], r["category"]): r["detection_rate"]
+        for r in rates["metrics"]["chrF++"]["en-de"]["sensitivity"]
+    }
+    assert rates == {
+        ("Addition", "mqm"): 1.0,
+        ("Omission", "mqm"): 1.0,
+        ("Omission", "perturbation"): 1.0,
+        ("Spelling", "perturbation"): 0.0,
+    }
+    grid = result["heatmap"]["chrF++"]
+    assert grid["error_types"] == [
+        "Addition",
+        "Omission",
+        "Omission (perturbation, critical)",
+        "Spelling (perturbation, minor)",
+    ]
+
+    out = io.StringIO()
+    call_command(
+        "metaeval",
+        str(labelled_release.pk),
+        "--metrics",
+        "chrF++",
+        "--diagnostics",
+        "--resamples",
+        "20",
+        stdout=out,
+        verbosity=0,
+    )
+    lines = [line.split() for line in out.getvalue().splitlines() if line.startswith("  en-de Omission ")]
+    assert sorted((parts[2], parts[3]) for parts in lines if parts[3].startswith("n=")) == [
+        ("mqm/major", "n=6"),
+        ("perturbation/critical", "n=6"),
+    ]
+
+    client.force_login(admin_user)
+    page = client.get(reverse("scores:diagnostics", args=[labelled_release.pk]), {"metrics": "chrF++"})
+    text = page.content.decode()
+    assert page.status_code == 200 and "<th>Category</th><th>Severity</th>" in text
+    assert "<td><bdi>Spelling</bdi></td><td>perturbation</td><td>minor</td><td>6</td>" in text
+    assert "<td><bdi>Omission</bdi></td><td>mqm</td><td>major</td><td>6</td>" in text

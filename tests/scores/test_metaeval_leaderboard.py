@@ -165,3 +165,82 @@ def test_system_level_pooled_accuracy_over_repetitions_and_directions(scored):
     assert overall == pytest.approx({m: agree[m] / pairs for m in signs}, abs=1e-12)
     assert board["level"] == "system" and board["overall"]["n"] == 24
     assert [r["n"] for r in board["directions"]] == [12, 12]
+
+
+def add_multilingual(release, project) -> list[tuple[int, float, dict[str, list[int]]]]:
+    """Per repetition, 6 multilingual systems over both directions: system j takes 3 triplets of level j in en-de
+    and 3 of level min(j + 1, 5) in en-zh. Returns (repetition, human score, {direction: triplet indices})."""
+    systems = []
+    for repetition in range(2):
+        for j in range(6):
+            parts = {
+                "en-de": [i for i in range(60) if i % 6 == j][repetition * 3 : repetition * 3 + 3],
+                "en-zh": [i for i in range(60) if i % 6 == min(j + 1, 5)][repetition * 3 : repetition * 3 + 3],
+            }
+            human = -2.5 * (j + min(j + 1, 5))
+            PseudoSystem.objects.create(
+                release=release,
+                project=project,
+                kind="multilingual",
+                direction=None,
+                name=f"multi/j{j}/r{repetition}",
+                level=j,
+                repetition=repetition,
+                seed=repetition,
+                human_score=human,
+                triplet_ids=[f"{code}/{i}/k{i % 6}" for code, ids in parts.items() for i in ids],
+            )
+            systems.append((repetition, human, parts))
+    return systems
+
+
+def test_system_level_ranks_the_multilingual_systems_too(scored, project):
+    systems = add_multilingual(scored, project)
+    board = release_leaderboard(scored, ["chrF++", "BLEU", "TER"], level="system", resamples=200, seed=2)
+    signs = {"chrF++": 1.0, "BLEU": 1.0, "TER": -1.0}
+    values = {code: scores_of(code) for code in CODES}
+    expected = {}
+    for m, sign in signs.items():
+        per_repetition = []
+        for repetition in range(2):
+            members = [s for s in systems if s[0] == repetition]
+            means = [
+                np.mean([np.mean([sign * values[code][m][i] for i in ids]) for code, ids in parts.items()])
+                for _, _, parts in members
+            ]
+            per_repetition.append(stats.pearsonr([h for _, h, _ in members], means).statistic)
+        expected[m] = float(np.mean(per_repetition))
+    group = board["multilingual"]
+    assert group["direction"] == "multilingual" and group["n"] == 12
+    assert {r["metric"]: r["value"] for r in group["ranking"]} == pytest.approx(expected, abs=1e-12)
+    assert [r["metric"] for r in group["ranking"]] == sorted(expected, key=lambda m: -expected[m])
+    assert group["ranking"][0]["cluster"] == 1 and group["ranking"][-1]["cluster"] >= 1
+    assert group["parameters"] == {**board["parameters"], "early_min": 0.02, "early_max": 0.5}
+    # the monolingual figures are unchanged by the multilingual group
+    assert [r["n"] for r in board["directions"]] == [12, 12] and board["overall"]["n"] == 24
+
+    # a caller who sees en-de only gets no multilingual group: every system also covers en-zh
+    narrow = release_leaderboard(scored, ["chrF++", "BLEU"], level="system", resamples=50, directions=["en-de"])
+    assert narrow["multilingual"] is None
+
+    out = io.StringIO()
+    call_command(
+        "metaeval",
+        str(scored.pk),
+        "--metrics",
+        "chrF++,BLEU,TER",
+        "--leaderboard",
+        "--level",
+        "system",
+        "--resamples",
+        "200",
+        "--seed",
+        "2",
+        "--format",
+        "csv",
+        stdout=out,
+        verbosity=0,
+    )
+    rows = [r for r in csv.DictReader(io.StringIO(out.getvalue())) if r["direction"] == "multilingual"]
+    assert {r["metric"]: float(r["value"]) for r in rows} == pytest.approx(expected, abs=1e-12)
+    assert {(r["resamples"], r["seed"], r["alpha"]) for r in rows} == {("200", "2", "0.05")}

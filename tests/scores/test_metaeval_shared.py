@@ -133,7 +133,8 @@ def test_chrf_and_bleu_diagnostics_and_leaderboard_on_the_shared_release(scored_
     client.force_login(admin_user)
     page = client.get(reverse("scores:diagnostics", args=[scored_release.pk]), {"metrics": "chrF++,BLEU"})
     text = page.content.decode()
-    assert page.status_code == 200 and text.count("<caption>Sensitivity per error type (k = 1)</caption>") == 4
+    caption = "<caption>Sensitivity per error type, category and severity (k = 1)</caption>"
+    assert page.status_code == 200 and text.count(caption) == 4
     assert "Detection rate per error type and direction" in text and "<caption>Additivity</caption>" in text
     page = client.get(reverse("scores:leaderboard", args=[scored_release.pk]), {"metrics": "chrF++,BLEU,TER"})
     assert page.status_code == 200 and "All directions" in page.content.decode()

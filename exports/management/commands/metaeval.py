@@ -114,11 +114,14 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
             return
         for metric, per_direction in result["metrics"].items():
-            self.stdout.write(f"{metric}: drop from the reference per error type (k = 1), detection rate")
+            self.stdout.write(
+                f"{metric}: drop from the reference per error type, category and severity (k = 1), detection rate"
+            )
             for code, figures in per_direction.items():
                 for row in figures["sensitivity"]:
+                    kind = f"{row['category'] or '-'}/{row['severity'] or '-'}"
                     self.stdout.write(
-                        f"  {code} {row['error_type']:<28} n={row['n']:<5} drop {row['mean_drop']:.3f} "
+                        f"  {code} {row['error_type']:<28} {kind:<21} n={row['n']:<5} drop {row['mean_drop']:.3f} "
                         f"[{row['low']:.3f}, {row['high']:.3f}] detected {row['detection_rate']:.2f}"
                     )
                 for row in figures["additivity"]:
