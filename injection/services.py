@@ -672,8 +672,12 @@ def execute_run(
     except Exception as exc:
         _finish(run, InjectionRun.Status.FAILED, redact(f"{type(exc).__name__}: {exc}")[:2000])
         raise
-    cancelled = InjectionRun.objects.filter(pk=run.pk, status=InjectionRun.Status.CANCELLED).exists()
-    _finish(run, InjectionRun.Status.CANCELLED if cancelled else InjectionRun.Status.DONE, "")
+    if InjectionRun.objects.filter(pk=run.pk, status=InjectionRun.Status.CANCELLED).exists():
+        pending = run.items.filter(status=InjectionItem.Status.PENDING).count()
+        # Requests in flight were given a short grace, then dropped (llm_client.chat.CANCEL_GRACE_S): say so.
+        _finish(run, InjectionRun.Status.CANCELLED, f"cancelled with {pending} item(s) pending" if pending else "")
+    else:
+        _finish(run, InjectionRun.Status.DONE, "")
     if progress:
         progress(run)
     return run
