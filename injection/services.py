@@ -262,6 +262,46 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     return run
 
 
+class RunInProgress(Exception):
+    """A run of the project is already pending or running: a second one is not started beside it."""
+
+    def __init__(self, run: InjectionRun):
+        super().__init__(f"run {run.name} of {run.project.name} is already {run.status}; no second run was started")
+        self.run = run
+
+
+def live_run(project: Project, *, besides: InjectionRun | None = None) -> InjectionRun | None:
+    """The project's run that is pending or running, unless its process died (``selectors.stalled_since``: a
+    running run whose lease lapsed), which its page shows as such and offers to resume."""
+    live = (
+        InjectionRun.objects.select_related("project")
+        .filter(project=project, status__in=[InjectionRun.Status.PENDING, InjectionRun.Status.RUNNING])
+        .exclude(status=InjectionRun.Status.RUNNING, lease_expires_at__lte=timezone.now())
+        .order_by("created_at", "pk")
+    )
+    if besides is not None:
+        live = live.exclude(pk=besides.pk)
+    return live.first()
+
+
+def lock_project_runs(project: Project, *, besides: InjectionRun | None = None) -> None:
+    """Inside a transaction: hold the project's row (on SQLite, the write lock an IMMEDIATE transaction
+    takes), so that concurrent starts go one after the other, and raise ``RunInProgress`` when a live run
+    (other than ``besides``) exists. The lock, not a unique constraint: the command line plans several
+    runs of a project before executing them."""
+    Project.objects.select_for_update().filter(pk=project.pk).exists()
+    live = live_run(project, besides=besides)
+    if live is not None:
+        raise RunInProgress(live)
+
+
+def start_run(spec: RunSpec) -> InjectionRun:
+    """Plan a run from the browser, one per project at a time (#36.6): ``RunInProgress`` names the live one."""
+    with transaction.atomic():
+        lock_project_runs(spec.project)
+        return plan_run(spec)
+
+
 # ---- execution ---------------------------------------------------------------------------------------
 
 
@@ -632,8 +672,12 @@ def execute_run(
     except Exception as exc:
         _finish(run, InjectionRun.Status.FAILED, redact(f"{type(exc).__name__}: {exc}")[:2000])
         raise
-    cancelled = InjectionRun.objects.filter(pk=run.pk, status=InjectionRun.Status.CANCELLED).exists()
-    _finish(run, InjectionRun.Status.CANCELLED if cancelled else InjectionRun.Status.DONE, "")
+    if InjectionRun.objects.filter(pk=run.pk, status=InjectionRun.Status.CANCELLED).exists():
+        pending = run.items.filter(status=InjectionItem.Status.PENDING).count()
+        # Requests in flight were given a short grace, then dropped (llm_client.chat.CANCEL_GRACE_S): say so.
+        _finish(run, InjectionRun.Status.CANCELLED, f"cancelled with {pending} item(s) pending" if pending else "")
+    else:
+        _finish(run, InjectionRun.Status.DONE, "")
     if progress:
         progress(run)
     return run

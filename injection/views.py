@@ -72,10 +72,13 @@ def runs(request):
             with transaction.atomic():
                 earlier = services.submitted_run(data["project"], data["submission"])
                 if earlier is None:
-                    run = services.plan_run(spec)
+                    run = services.start_run(spec)
                     tasks.enqueue(run=run)
         except services.RunRejected as exc:
             form.add_rejection(exc.problems)
+        except services.RunInProgress as exc:  # one start per project at a time: show the one that runs
+            messages.info(request, f"Run {exc.run.name} is already {exc.run.status}; no second run was started.")
+            return redirect("injection:run", pk=exc.run.pk)
         else:
             if earlier is not None:  # the same form again: show the run it started
                 messages.info(request, f"Run {earlier.name} was already started from this form.")
@@ -136,13 +139,18 @@ def run_retry(request, pk: int):
     if item and not run.items.filter(pk=id_param(item) or 0).exists():  # else every failed item would be retried
         messages.error(request, f"item: no item {item!r} in run {run.name}")
         return redirect("injection:run", pk=pk)
-    with transaction.atomic():
-        if request.POST.get("resume"):
-            services.resume(run)
-            count = run.total - run.done - run.failed
-        else:
-            count = services.reset_failed(run, [id_param(item)] if id_param(item) else None)
-        tasks.enqueue(run=run)
+    try:
+        with transaction.atomic():
+            services.lock_project_runs(run.project, besides=run)  # not beside another live run of the project
+            if request.POST.get("resume"):
+                services.resume(run)
+                count = run.total - run.done - run.failed
+            else:
+                count = services.reset_failed(run, [id_param(item)] if id_param(item) else None)
+            tasks.enqueue(run=run)
+    except services.RunInProgress as exc:
+        messages.error(request, f"Run {exc.run.name} is already {exc.run.status}; {run.name} was not started again.")
+        return redirect("injection:run", pk=exc.run.pk)
     _tell_run_outcome(request, run, f"{count} item(s) of run {run.name} queued again.")
     return redirect("injection:run", pk=pk)
 

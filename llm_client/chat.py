@@ -29,6 +29,10 @@ from llm_client.limits import RateLimiter, RetryPolicy
 logger = logging.getLogger(__name__)
 
 _DONE = object()
+# After a cancel, how long requests already in flight may still answer (and be saved) before they are dropped,
+# and how often the client looks for the cancel.
+CANCEL_GRACE_S = 2.0
+STOP_POLL_S = 0.1
 
 
 class ClientUnavailable(RuntimeError):
@@ -185,8 +189,10 @@ class ChatClient:
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
         jitter_seed: int | None = None,
+        cancel_grace: float = CANCEL_GRACE_S,
     ):
         self.base_url = base_url or ""
+        self.cancel_grace = cancel_grace
         self.key_env = key_env  # the variable holding this endpoint's key (its configuration names it); empty: none
         self.concurrency = max(1, int(concurrency))
         self.rpm = rpm
@@ -242,6 +248,17 @@ class ChatClient:
         limiter = RateLimiter(self.rpm)
         running: set[asyncio.Task] = set()
 
+        async def abandon_after_stop() -> None:
+            # A cancel interrupts requests in flight too (#36.5): after a short grace to answer, they are
+            # dropped (retry back-offs included), and their items stay pending for a resume.
+            while not stop.is_set():
+                await asyncio.sleep(STOP_POLL_S)
+            await asyncio.sleep(self.cancel_grace)
+            for task in list(running):
+                task.cancel()
+
+        watcher = asyncio.create_task(abandon_after_stop())
+
         async def one(request: ChatRequest) -> None:
             try:
                 result = await self._complete(client, limiter, request)
@@ -263,6 +280,7 @@ class ChatClient:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
         finally:
+            watcher.cancel()
             await client.close()
 
     def stream(

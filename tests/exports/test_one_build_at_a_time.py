@@ -175,6 +175,7 @@ def test_the_injection_form_submitted_twice_at_once_starts_one_run_without_error
     carry the form's submission key: the project's row lock (an IMMEDIATE transaction on SQLite) makes the
     second wait and then find the run the first planned."""
     session = admin_session(live_server, admin_user)
+    InjectionRun.objects.filter(project=seeded).update(status="done")  # the fixture's record, not a live run
     before = set(InjectionRun.objects.values_list("pk", flat=True))  # the fixture's own run
     url = live_server.url + reverse("injection:runs")
     form = {
