@@ -149,8 +149,10 @@ def start(request, release_id: int):
         )
     except ScoringError as exc:
         messages.error(request, str(exc))
-        # the form again with the ticks kept, so nothing chosen is lost (an admin: every direction)
-        return render(request, "scores/release.html", {**_context(request, release, None), "ticked": set(metrics)})
+        # the form again with the ticks kept, so nothing chosen is lost
+        # None: every direction, an admin's view (the merge of #37 left this call without it: a 500)
+        context = _context(request, release, None)
+        return render(request, "scores/release.html", {**context, "ticked": set(metrics)})
     else:
         messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
     return redirect_next(request, "scores:release", release_id=release.pk)

@@ -115,6 +115,7 @@ def test_signed_in_and_api_requests_get_the_larger_limit():
     assert body_limit(api) == body_limit(session) == 64 * 1024 * 1024
 
 
+@pytest.mark.django_db
 def test_a_corpus_upload_past_its_limit_is_a_form_error_naming_the_file(settings, project):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -124,7 +125,7 @@ def test_a_corpus_upload_past_its_limit_is_a_form_error_naming_the_file(settings
     form = CorpusUploadForm(
         {"direction": "en-de", "id_column": "id", "source_column": "source", "reference_column": "reference"},
         {"file": SimpleUploadedFile("big.tsv", b"x" * 101)},
-        project=project,
+        project=project,  # the form chooses among the project's directions (#37.1)
     )
     assert not form.is_valid()
     assert form.errors["file"] == ["big.tsv: 101 bytes, more than the 100 allowed"]

@@ -137,6 +137,20 @@ ROWS = [
             "file": SimpleUploadedFile("gold.tsv", b"id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n"),
         },
     ),
+    Row("projects:rating_items", "get", _u("projects:rating_items", P), "DDDO"),
+    Row(
+        "projects:rating_items",
+        "post",
+        _u("projects:rating_items", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {
+            "source": "system-outputs",
+            "direction": "en-de",
+            "system": "sysM",
+            "file": SimpleUploadedFile("outputs.tsv", b"id\tsource\ttext\nm-1\tA cat.\tEine Katze.\n"),
+        },
+    ),
     Row("projects:settings", "get", _u("projects:settings", P), "DDDO"),
     Row(
         "projects:settings",

@@ -91,7 +91,7 @@ def test_make_rating_items_from_pseudo_translations(project, languages):
         ),  # was: a traceback
         (["--from", "pseudo-translations", "--level", "-1"], "--level -1: project demo has levels 0 to 5"),
         (["--from", "pseudo-translations", "--level", "6"], "--level 6: project demo has levels 0 to 5"),
-        (["--from", "accepted-candidates", "--level", "1"], "use it with --from pseudo-translations"),
+        (["--from", "accepted-candidates", "--level", "1"], "use it with pseudo translations"),
         (
             ["--from", "accepted-candidates", "--direction", "en-fr"],
             r"--direction en-fr: not a direction of project demo \(en-ar, en-de, en-ja, en-zh\)",

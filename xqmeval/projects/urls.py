@@ -17,6 +17,7 @@ urlpatterns = [
     path("<slug:slug>/settings/reviewers/", views.assignments, name="assignments"),
     path("<slug:slug>/settings/directions/add/", views.direction_add_view, name="direction_add"),
     path("<slug:slug>/settings/directions/<str:code>/<str:action>/", views.direction_action, name="direction_action"),
+    path("<slug:slug>/rating-items/", views.rating_items_view, name="rating_items"),
     path("<slug:slug>/corpus/", views.corpus_import, name="corpus"),
     path("<slug:slug>/xqmeval/", views.xqmeval_import, name="xqmeval"),
 ]

@@ -11,14 +11,17 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from annotation.models import RatingItem
+from annotation.review import services as review_services
 from annotation.review.xqmeval_import import import_xqmeval
 from core import access
 from core import selectors as core_selectors
-from core.corpus.domain import Columns, CorpusError
+from core.corpus.domain import Columns, CorpusError, read_records
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,
@@ -37,8 +40,10 @@ from core.services import (
     project_create,
     project_settings_update,
 )
+from exports import rating_items
 from exports.models import Release
 from xqmeval.projects import selectors, services
+from xqmeval.projects.forms import UPLOAD, RatingItemsForm
 
 POLL_SECONDS = 2  # how often a running stage fetches its own update
 
@@ -386,3 +391,47 @@ def direction_action(request, slug: str, code: str, action: str):
 
 def project_url(project: Project) -> str:
     return reverse("projects:detail", kwargs={"slug": project.name})
+
+
+@login_required
+def rating_items_view(request, slug: str):
+    """Make Likert items on the site, by the rules of the make_rating_items and import_rating_items commands."""
+    if not access.is_admin(request.user):
+        raise access.not_found()  # annotators and viewers: as if there were no such page
+    project = get_object_or_404(Project, name=slug)
+    form = RatingItemsForm(request.POST or None, request.FILES or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            if data["source"] == UPLOAD:
+                upload = data["file"]
+                rows = [
+                    {**row, "_location": where}
+                    for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
+                ]
+                result = review_services.import_system_outputs(
+                    project, data["direction"], rows, upload.name, system=data["system"]
+                )
+                created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
+            else:
+                created = rating_items.make_rating_items(
+                    project,
+                    data["source"],
+                    direction=data["direction"] or None,
+                    level=data["level"],
+                    limit=data["limit"],
+                    seed=data["seed"] or 0,
+                )
+                what = "items made before were kept"
+        except rating_items.RatingSourceRejected as exc:
+            for option, text in exc.problems:
+                form.add_error(option if option in form.fields else None, text)
+        except (CorpusError, ImportRejected) as exc:
+            form.add_error(None, "Nothing imported.")
+            for line in exc.errors:
+                form.add_error("file", line)
+        else:
+            messages.success(request, f"{created} rating items made ({what}).")
+            return redirect("projects:rating_items", slug=project.name)
+    counts = dict(RatingItem.objects.filter(project=project).values_list("kind").annotate(n=Count("pk")).order_by())
+    return render(request, "projects/rating_items.html", {"project": project, "form": form, "counts": counts})
