@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from django.apps import apps
@@ -26,6 +27,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from annotation.agreement.domain.report import TABLES
 from annotation.models import RatingItem
@@ -441,8 +443,14 @@ def world(db, settings, tmp_path) -> World:
         "admin": create_user("root", "pw-root-123", role="admin"),
     }
     ben = create_user("ben_de", "pw-ben-123", languages=["de"])
+    # a run whose worker died (lease lapsed): its page, Cancel and Resume have something to act on, and it does
+    # not hold the project's one live run, so the start form's row can start one
     run = InjectionRun.objects.create(
-        project=project, name="geheim-run", backend="rule", status=InjectionRun.Status.RUNNING
+        project=project,
+        name="geheim-run",
+        backend="rule",
+        status=InjectionRun.Status.RUNNING,
+        lease_expires_at=timezone.now() - timedelta(minutes=1),
     )
     candidates = [
         make_candidate(
