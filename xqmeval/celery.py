@@ -4,11 +4,28 @@ Queues: ``default`` (imports, merging, releases, ingestion), ``llm`` (injection 
 """
 
 import os
+import threading
 
-from celery import Celery
+from celery import Celery, Task
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "xqmeval.settings")
 
-app = Celery("xqmeval")
+# In-process tasks run inside the request's thread. Celery guards an eager ``apply_async`` with a flag that is
+# global to the process (``celery.result.denied_join_result`` sets it and restores it), so two threads running
+# tasks at once race on it: one thread's chord then refuses its own join ("Never call result.get() within a
+# task!") and the flag can stay set for the rest of the process. In-process tasks therefore run one at a time
+# per process (reentrant: a task may start its subtasks in the same thread). Tasks on workers are unaffected.
+_IN_PROCESS = threading.RLock()
+
+
+class InProcessSafeTask(Task):
+    def apply_async(self, *args, **kwargs):
+        if not self._get_app().conf.task_always_eager:
+            return super().apply_async(*args, **kwargs)
+        with _IN_PROCESS:
+            return super().apply_async(*args, **kwargs)
+
+
+app = Celery("xqmeval", task_cls=InProcessSafeTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
