@@ -388,6 +388,7 @@ def _analysed_since(moment) -> set[str]:
     return analysed
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_import_the_same_rows_as_one_process(three_languages):
     _postgresql_only()
@@ -416,6 +417,7 @@ def test_parallel_writers_import_the_same_rows_as_one_process(three_languages):
     assert f"0 candidates ({len(in_process)} unchanged)" in again and "nothing changed" in again
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_validate_every_language_before_writing_any(three_languages):
     _postgresql_only()
@@ -443,6 +445,7 @@ def test_parallel_writers_validate_every_language_before_writing_any(three_langu
     assert not Candidate.objects.exists() and not GoldSegment.objects.exists() and not ReviewDecision.objects.exists()
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_keep_the_languages_written_before_a_conflict_and_a_second_run_completes_the_import(
     three_languages, tmp_path
@@ -496,6 +499,7 @@ def test_parallel_writers_refuse_a_surrounding_transaction_and_a_database_withou
     assert not Candidate.objects.exists()
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_report_a_database_error_in_one_language_and_keep_the_others(three_languages):
     _postgresql_only()

@@ -208,6 +208,7 @@ def test_a_candidate_review_takes_out_after_a_build_leaves_the_builds_lists_and_
     assert selectors.excluded_count(xq) == before - 1
 
 
+@pytest.mark.slow
 def test_whole_shared_data_transplants_drift_and_excludes_only_edits_that_cannot_be_located(db, shared_data):
     """Through the real importer and build: every accepted candidate whose text outside its span differs
     from the reference (the importer's ``local_edit``) is either placed with the flag — its edit giving the

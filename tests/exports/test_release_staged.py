@@ -57,6 +57,7 @@ def block_direction(out_dir: Path, direction: str) -> Path:
     return blocker
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.django_db
 def test_the_chord_writes_the_bytes_and_content_hash_of_the_one_pass_writer(built, tmp_path):

@@ -210,6 +210,7 @@ class World:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_counters_follow_every_writer_in_random_order(project, languages, annotator_de, annotator_zh, admin_user, seed):
     rng = random.Random(seed)

@@ -74,6 +74,7 @@ def held_together(release, metric: str, variant: str) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(shared_data, tmp_path):
     import_languages("xqm", shared_data, ["de", "zh", "id"])
     project = Project.objects.get(name="xqm")
