@@ -24,12 +24,14 @@ class RateLimiter:
         if not self.interval:
             return
         loop = asyncio.get_running_loop()
+        # The next slot counts from when this start really happens, not from when it was planned: a sleep that
+        # overruns (a loaded machine) would otherwise let the next start catch up and come too soon after it.
+        # Waiters queue on the lock, so starts keep their order.
         async with self._lock:
-            now = loop.time()
-            start = max(now, self._next)
-            self._next = start + self.interval
-        if start > now:
-            await asyncio.sleep(start - now)
+            wait = self._next - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._next = loop.time() + self.interval
 
 
 @dataclass(frozen=True)

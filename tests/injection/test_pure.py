@@ -289,6 +289,30 @@ def test_rate_limiter_spaces_starts():
     assert all(b - a >= 0.045 for a, b in zip(starts, starts[1:]))
 
 
+def test_rate_limiter_keeps_its_spacing_after_a_start_that_ran_late():
+    """Three requests wait for their slots while the event loop is held up (a loaded machine): the late start
+    must not let the next one catch up with it."""
+
+    async def go():
+        limiter = RateLimiter(rpm=1200)  # one start per 50 ms
+        starts = []
+
+        async def request():
+            await limiter.acquire()
+            starts.append(time.monotonic())
+
+        async def hold_up_the_loop():
+            await asyncio.sleep(0.01)
+            time.sleep(0.08)  # blocks the loop past the second request's slot
+
+        await asyncio.gather(request(), request(), request(), hold_up_the_loop())
+        return starts
+
+    starts = asyncio.run(go())
+    assert len(starts) == 3
+    assert all(b - a >= 0.045 for a, b in zip(starts, starts[1:])), starts
+
+
 def test_backoff_grows_with_jitter_and_respects_retry_after():
     policy = RetryPolicy(base_delay=1.0, max_delay=8.0)
     rng = random.Random(0)
