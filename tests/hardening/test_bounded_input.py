@@ -50,7 +50,7 @@ def test_the_duplicate_column_check_is_linear():
     started = time.perf_counter()
     with pytest.raises(CorpusError) as caught:
         read_corpus(data, "wide.tsv", limits=Limits(columns=100_000))
-    assert time.perf_counter() - started < 2.0  # 16 s with list.count per column
+    assert time.perf_counter() - started < 5.0  # 16 s with list.count per column
     assert "column 'c123' appears twice" in str(caught.value) and "column 'c7' appears twice" in str(caught.value)
     with pytest.raises(CorpusError, match="40002 columns, more than the 200 allowed"):
         read_corpus(data, "wide.tsv")

@@ -155,7 +155,7 @@ def test_a_20k_token_reference_with_one_edit_is_diffed_in_linear_time():
     candidate = reference.replace("w10000 ", "neu w10000 ", 1)
     started = time.perf_counter()
     assert count_edited_regions(reference, candidate, "de") == 1
-    assert time.perf_counter() - started < 1.0  # 34 s with difflib over the whole texts
+    assert time.perf_counter() - started < 5.0  # 34 s with difflib over the whole texts; slack for a loaded machine
 
 
 def test_two_edits_far_apart_in_20k_tokens_fail_with_the_reason_not_a_spin():
