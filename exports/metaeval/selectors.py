@@ -15,7 +15,7 @@ import numpy as np
 from exports.metaeval import domain as metaeval
 from exports.models import MetricScore, PseudoSystem, Release, ScoreSummary
 from exports.scores.selectors import scored_directions, scores_digest
-from scoring.registry import MetricError, get_metric
+from scoring.api import MetricError, get_metric
 
 
 class MetaEvaluationError(ValueError):

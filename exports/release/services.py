@@ -32,7 +32,7 @@ from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Relea
 from exports.release.domain import release_files, sampling
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
-from scoring.faults import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
+from scoring.api import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
 
