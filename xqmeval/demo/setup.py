@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from annotation.review.xqmeval_import import import_xqmeval
+from annotation.review.xqmeval_import.services import import_xqmeval
 from core.corpus.domain import CorpusRow
 from core.models import Project
 from core.services import add_directions, create_user, ensure_project, import_corpus_rows

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from annotation.models import RatingItem
 from annotation.review import services as review_services
-from annotation.review.xqmeval_import import import_xqmeval
+from annotation.review.xqmeval_import.services import import_xqmeval
 from core import access
 from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError, read_records
