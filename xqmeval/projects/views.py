@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from annotation.models import RatingItem
-from annotation.review import services as review_services
+from annotation.rating import services as rating_services
 from annotation.review.xqmeval_import.services import import_xqmeval
 from core import access
 from core import selectors as core_selectors
@@ -409,7 +409,7 @@ def rating_items_view(request, slug: str):
                     {**row, "_location": where}
                     for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
                 ]
-                result = review_services.import_system_outputs(
+                result = rating_services.import_system_outputs(
                     project, data["direction"], rows, upload.name, system=data["system"]
                 )
                 created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
