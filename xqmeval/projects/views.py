@@ -23,6 +23,7 @@ from annotation.review.xqmeval_import.services import import_xqmeval
 from core import access
 from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError, read_records
+from core.corpus.services import import_corpus_source
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,
@@ -37,7 +38,6 @@ from core.services import (
     ProjectRejected,
     assignments_set,
     direction_add,
-    import_corpus_source,
     project_create,
     project_settings_update,
 )
