@@ -1,6 +1,6 @@
-"""Write operations of review: assignment with locks, decisions, skips, adjudication, rounds, annotator
-accounts. Every change is audited. (Rating's writes are ``annotation.rating.services``; they share this
-module's errors, audit trail, idempotency keys and locks.)
+"""Write operations of review: assignment with locks, decisions, skips, adjudication, rounds. Every change is
+audited. (Rating's writes are ``annotation.rating.services``, annotator accounts ``annotation.people.services``;
+they share this module's errors and audit trail, rating also its idempotency keys and locks.)
 
 Concurrency. "Never more than N reviews of a candidate" is enforced where the slot is taken: inside a
 transaction holding the candidate's row lock (``SELECT … FOR UPDATE``; when looking for work, ``SKIP
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -34,8 +33,7 @@ from annotation.review import selectors
 from annotation.signals import annotations_written
 from core import access
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
-from core.models import Profile, Project
-from core.services import clean_username, create_user, ensure_language
+from core.models import Project
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -668,57 +666,3 @@ def close_round(admin, rnd: ReviewRound) -> ReviewRound:
         rnd.save(update_fields=["is_open"])
         audit(admin, "round.close", rnd, {"is_open": True}, {"is_open": False})
     return rnd
-
-
-# ---- annotator accounts -----------------------------------------------------------------------------
-
-
-def assign_languages(admin, user, codes: list[str]) -> None:
-    access.require_admin(admin, error=Forbidden)
-    with transaction.atomic():
-        profile, _ = Profile.objects.get_or_create(user=user)
-        old = sorted(profile.languages.values_list("code", flat=True))
-        try:
-            languages = [ensure_language(c) for c in codes]
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"unknown language code: {exc}", "languages") from None
-        if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
-            profile.languages.set(languages)
-            audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
-
-
-def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
-    """Create an annotator without a usable password; returns (user, uidb64, token) for a set-password
-    link the admin sends them (Django's password-reset token: single use, expires)."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.tokens import default_token_generator
-    from django.utils.encoding import force_bytes
-    from django.utils.http import urlsafe_base64_encode
-
-    access.require_admin(admin, error=Forbidden)
-    username = (username or "").strip()
-    if not username:
-        raise Invalid("username is required", "username")
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_email
-
-    try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
-        username = clean_username(username)
-    except ValidationError as exc:
-        raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
-    if email:
-        try:
-            validate_email(email)
-        except ValidationError:
-            raise Invalid("email: enter a valid email address", "email") from None
-    if get_user_model().objects.filter(username=username).exists():
-        raise Conflict(f"username {username!r} is taken: that user already exists", "username")
-    with transaction.atomic():
-        try:
-            user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"unknown language code: {exc}", "languages") from None
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-        audit(admin, "annotator.invite", user, None, {"username": username, "languages": sorted(languages)})
-    return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

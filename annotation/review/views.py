@@ -21,6 +21,7 @@ from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_http_methods
 
 from annotation.models import ReviewRound
+from annotation.people import services as people_services
 from annotation.rating import services as rating_services
 from annotation.review import domain as rules
 from annotation.review import selectors, services
@@ -352,7 +353,7 @@ def annotators(request):
         try:
             action = request.POST.get("action")
             if action == "invite":
-                user, uid, token = services.invite_annotator(
+                user, uid, token = people_services.invite_annotator(
                     request.user, request.POST.get("username", ""), email=request.POST.get("email", ""), languages=codes
                 )
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
@@ -363,7 +364,7 @@ def annotators(request):
                 user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
                 if user is None:  # deleted meanwhile: say so on the page
                     raise services.NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
-                services.assign_languages(request.user, user, codes)
+                people_services.assign_languages(request.user, user, codes)
                 messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
             else:
                 raise services.Invalid(f"action: unknown action {action!r}", "action")

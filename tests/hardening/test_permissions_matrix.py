@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from annotation.agreement.domain.report import TABLES
 from annotation.models import RatingItem
+from annotation.people import services as people_services
 from annotation.rating import services as rating_services
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
@@ -518,7 +519,7 @@ def world(db, settings, tmp_path) -> World:
                 triplet_ids=ids,
             )
     summarize_scores(release)
-    _user, uid, token = review_services.invite_annotator(users["admin"], "new_de", languages=["de"])
+    _user, uid, token = people_services.invite_annotator(users["admin"], "new_de", languages=["de"])
     return World(
         project=project,
         users=users,

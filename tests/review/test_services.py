@@ -1,6 +1,5 @@
-"""Assignment, decisions, skips, rounds, adjudication and annotator accounts through the services, on a real DB."""
+"""Assignment, decisions, skips, rounds and adjudication through the services, on a real DB."""
 
-import re
 from datetime import timedelta
 
 import pytest
@@ -191,19 +190,6 @@ def test_progress_counts(project, de_candidates, annotator_de):
     assert selectors.progress(annotator_de, project, rnd, ["de"]) == {"done": 1, "remaining": 6, "round": 1}
 
 
-def test_invite_and_assign(admin_user, annotator_de, db):
-    user, uid, token = services.invite_annotator(admin_user, "neu_ja", languages=["ja"])
-    assert not user.has_usable_password() and token
-    assert list(user.profile.languages.values_list("code", flat=True)) == ["ja"]
-    services.assign_languages(admin_user, user, ["ja", "zh"])
-    assert sorted(user.profile.languages.values_list("code", flat=True)) == ["ja", "zh"]
-    with pytest.raises(services.Forbidden):
-        services.assign_languages(annotator_de, user, ["de"])
-    with pytest.raises(services.Conflict):
-        services.invite_annotator(admin_user, "neu_ja")
-    assert AuditEvent.objects.filter(action="annotator.languages").exists()
-
-
 def test_admin_stats(project, de_candidates, annotator_de, second_de):
     decide(annotator_de, de_candidates[0], time_spent_ms=4000)
     decide(annotator_de, de_candidates[1], "reject", time_spent_ms=6000)
@@ -213,30 +199,6 @@ def test_admin_stats(project, de_candidates, annotator_de, second_de):
     assert stats["anna_de"]["per_hour"] == pytest.approx(2 / (10 / 3600))
     lang = {r["language"]: r for r in selectors.language_progress(project)}["de"]
     assert lang["accepted"] == 1 and lang["reviews"] == 3 and lang["missing_reviews"] == 2 * 6 - 1
-
-
-@pytest.mark.parametrize(
-    ("typed", "problem"),
-    [
-        ("аdmin", "mixes Latin and Cyrillic letters that look alike (а)"),  # a Cyrillic а
-        ("pаypal_ok", "mixes Latin and Cyrillic letters that look alike (а)"),
-    ],
-)
-def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, typed, problem):
-    from django.contrib.auth import get_user_model
-
-    with pytest.raises(services.Invalid, match=r"username: " + re.escape(problem)):
-        services.invite_annotator(admin_user, typed, languages=["de"])
-    assert not get_user_model().objects.filter(username=typed).exists()
-
-
-def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(admin_user, annotator_de, db):
-    user, _, _ = services.invite_annotator(admin_user, "ｍｕｌｌｅｒ", languages=["de"])  # full-width letters
-    assert user.username == "muller"
-    with pytest.raises(services.Conflict, match="muller"):
-        services.invite_annotator(admin_user, "ｍuller")
-    one_script, _, _ = services.invite_annotator(admin_user, "иван", languages=["de"])  # one script: allowed
-    assert one_script.username == "иван"
 
 
 def test_admin_user_form_refuses_look_alike_usernames(admin_client):
