@@ -1,5 +1,6 @@
 """Annotator accounts through the people services, on a real DB: invitations (look-alike and full-width
-usernames) and language assignments, admins only and audited."""
+usernames) and language assignments, admins only and audited; the same username rules in Django admin's user
+form and in ``core.services.create_user``."""
 
 import re
 
@@ -7,6 +8,7 @@ import pytest
 
 from annotation.models import AuditEvent
 from annotation.people import services
+from core.services import create_user
 
 pytestmark = pytest.mark.django_db
 
@@ -46,3 +48,27 @@ def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(
         services.invite_annotator(admin_user, "ｍuller")
     one_script, _, _ = services.invite_annotator(admin_user, "иван", languages=["de"])  # one script: allowed
     assert one_script.username == "иван"
+
+
+def test_admin_user_form_refuses_look_alike_usernames(admin_client):
+    from django.contrib.auth import get_user_model
+
+    response = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "аdmin",
+            "password1": "a-Strong-pass-987",
+            "password2": "a-Strong-pass-987",
+            "usable_password": "true",
+        },
+    )
+    assert response.status_code == 200
+    assert "mixes Latin and Cyrillic letters that look alike" in response.content.decode()
+    assert not get_user_model().objects.filter(username="аdmin").exists()
+
+
+def test_create_user_refuses_a_bidi_control_in_a_new_name(db):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        create_user("ben\u202e_de", "ben-pass-123", languages=["de"])
