@@ -82,7 +82,7 @@ def test_a_spool_of_a_killed_import_is_swept_when_the_next_one_starts(tmp_path, 
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     stale = Path(child.stdout.readline().strip())
     assert stale.is_dir() and stale.parent == tmp_path
