@@ -23,7 +23,7 @@ from annotation.models import (
     UsedIdempotencyKey,
 )
 from annotation.review import domain as rules
-from annotation.review.xqmeval_import import import_xqmeval
+from annotation.review.xqmeval_import.services import import_xqmeval
 from core.admin import ProjectAdmin as CoreProjectAdmin
 from core.admin import report_errors
 from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter

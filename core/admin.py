@@ -15,9 +15,10 @@ from django.urls import path, reverse
 
 from core.admin_lists import LargeTableAdmin
 from core.corpus.domain import Columns, CorpusError
+from core.corpus.services import import_corpus_source
 from core.forms import CorpusUploadForm
 from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
-from core.services import ImportRejected, clean_username, import_corpus_source, project_create, project_problems
+from core.services import ImportRejected, clean_username, project_create, project_problems
 
 
 @admin.register(Language)

@@ -7,8 +7,8 @@ items are written by the annotation services."""
 from __future__ import annotations
 
 from annotation.models import RatingItem
+from annotation.rating import services as rating_services
 from annotation.review import domain as review_rules
-from annotation.review import services as review_services
 from core.models import Project
 from exports.models import PseudoTranslation
 from injection.models import Candidate
@@ -80,4 +80,4 @@ def make_rating_items(
     rows = rating_item_rows(project, origin, direction=direction, level=level)
     if limit:
         rows = rows.filter(pk__in=review_rules.sample_ids(rows.values_list("pk", flat=True), limit, seed))
-    return review_services.make_ratable(project, rows, ORIGINS[origin], progress=progress)
+    return rating_services.make_ratable(project, rows, ORIGINS[origin], progress=progress)

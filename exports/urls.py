@@ -1,31 +1,11 @@
-"""The two URL trees users know, each spanning several stages: /benchmarks/ (benchmark build, releases)
-and /scores/ (metric scores, meta-evaluation). Mounted by ``xqmeval.urls``; the view modules are the
-stages' own. Lives at the app's top because it imports from several stages, as ``xqmeval.urls`` does."""
+"""The /scores/ URL tree (metric scores, meta-evaluation), spanning two stages. Mounted by ``xqmeval.urls``; the
+view modules are the stages' own. Lives at the app's top because it imports from several stages, as
+``xqmeval.urls`` does. (/benchmarks/ is ``xqmeval.projects.urls.benchmarks``: its page is a project page.)"""
 
-from django.urls import path, re_path
+from django.urls import path
 
-from exports.benchmark import views as benchmark_views
 from exports.metaeval import views as metaeval_views
-from exports.release import views as release_views
 from exports.scores import views as scores_views
-
-benchmarks = (
-    [
-        path("", release_views.index, name="index"),
-        path("<slug:project>/", release_views.project_page, name="project"),
-        path("<slug:project>/status.json", benchmark_views.status, name="status"),
-        path("<slug:project>/counts.svg", benchmark_views.counts_plot, name="counts_plot"),
-        re_path(
-            r"^(?P<project>[-\w]+)/(?P<table>excluded|transplanted)_candidates\.csv$",
-            release_views.candidates_csv,
-            name="candidates_csv",
-        ),
-        path("<slug:project>/build", benchmark_views.build, name="build"),
-        path("<slug:project>/release", release_views.release, name="release"),
-        path("<slug:project>/releases/<str:version>/push", release_views.push, name="push"),
-    ],
-    "benchmarks",
-)
 
 scores = (
     [

@@ -80,7 +80,8 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
 
     call_command("migrate", verbosity=0)
     from core.corpus.domain import CorpusRow
-    from core.services import ensure_project, import_corpus_rows
+    from core.corpus.services import import_corpus_rows
+    from core.services import ensure_project
     from injection import services
 
     project, _ = ensure_project("bench")

@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scoring.registry import Segment, get_metric  # noqa: E402
+from scoring.api import Segment, get_metric  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -81,7 +81,7 @@ def throughput(base_url: str, n: int, concurrency: int, cache_dir: str) -> tuple
 
 
 def calls_per_triplet(base_url: str, n: int, work: Path) -> dict[str, tuple[float, float]]:
-    from scoring.runner import ScoreOptions, score_release
+    from scoring.api import ScoreOptions, score_release
     from scoring.tests.releases import SHARED_DATA, write_release_from_shared
 
     shared = Path(os.environ.get("XQMEVAL_SHARED_DATA", SHARED_DATA))

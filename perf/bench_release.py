@@ -78,7 +78,7 @@ def naive_counts(pools) -> int:
 
 
 def run(data: Path, scratch: Path) -> dict:
-    from annotation.review.xqmeval_import import import_xqmeval
+    from annotation.review.xqmeval_import.services import import_xqmeval
     from core.models import Project
     from exports.benchmark.services import build_benchmark
     from exports.models import PseudoTranslation

@@ -29,8 +29,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
 
-    from scoring.registry import Segment, get_metric
-    from scoring.release import open_release
+    from scoring.api import Segment, get_metric, open_release
 
     data = open_release(args.release).load(args.direction)
     segments = [

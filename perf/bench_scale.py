@@ -242,7 +242,7 @@ def ingest_stage(release_dir: str) -> None:
     from core.models import Direction
     from exports.models import Release
     from exports.scores.services import ingest_part
-    from scoring.runner import part_path
+    from scoring.api import part_path
 
     release = Release.objects.get(project__name=PROJECT, version=VERSION)
     total = 0

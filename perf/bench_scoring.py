@@ -117,7 +117,7 @@ def main() -> None:
         import pyarrow.parquet as pq
         from sacrebleu.metrics import BLEU, CHRF
 
-        from scoring.runner import ScoreOptions, score_release
+        from scoring.api import ScoreOptions, score_release
 
         data = {}
         for p in sorted(release.glob("*/test.parquet")):
@@ -174,7 +174,7 @@ def bench_comet(release: Path, model_dir: Path, work: Path, args) -> dict:
     import torch
     from bench_gpu import comet_score_command, comet_score_scores, subset_release
 
-    from scoring.runner import ScoreOptions, score_release
+    from scoring.api import ScoreOptions, score_release
 
     # One release with the chosen triplets, so both sides score exactly the same rows.
     sub, ids, texts = subset_release(release, args.comet_limit, work / "comet-release")

@@ -68,7 +68,7 @@ def main() -> None:
 
 
 def fresh(data: Path, out: Path) -> None:
-    from annotation.review.xqmeval_import import import_xqmeval
+    from annotation.review.xqmeval_import.services import import_xqmeval
     from core.models import Project
     from exports.benchmark.services import build_benchmark
     from exports.release import services

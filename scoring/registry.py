@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 
 class Family:
@@ -38,10 +38,42 @@ class BatchResult:
     extras: dict[str, list[Any]] = field(default_factory=dict)
 
 
-class Scorer(Protocol):
-    def score(self, segments: Sequence[Segment]) -> BatchResult: ...
+class Scorer:
+    """What the runner (``scoring.runner``) asks of a metric's batch scorer, and nothing else: every metric's
+    scorer subclasses this. ``score`` and ``signature`` are each metric's own; the other hooks have defaults
+    that do nothing, so a metric overrides only what it needs (LLM judges: the call accounting and ``close``;
+    AskQE, CEF: ``wanted_columns`` and ``finalize``). The runner calls every hook on every scorer."""
 
-    def signature(self) -> dict[str, Any]: ...
+    def score(self, segments: Sequence[Segment]) -> BatchResult:
+        """One score per segment, in order (``None`` only for an LLM judge's unanswered segment)."""
+        raise NotImplementedError
+
+    def signature(self, target_lang: str = "") -> dict[str, Any]:
+        """Everything that decides the numbers for ``target_lang`` (library, model, revision, tokenizer, …):
+        a part whose stored signature differs is scored again."""
+        raise NotImplementedError
+
+    def wanted_columns(self) -> list[str]:
+        """Optional release columns to load beside src/mt/ref (they reach ``Segment.extra``); default none."""
+        return []
+
+    def reset_stats(self) -> None:
+        """Start a direction's accounting afresh (called before each direction is scored); default nothing."""
+
+    def stats(self) -> dict[str, Any] | None:
+        """The direction's accounting (an LLM judge's calls, tokens, cost), stored as the summary's ``judge``;
+        default None: nothing to report, and the summary has no ``judge`` entry."""
+        return None
+
+    def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
+        """Once per direction on all its rows; may add columns in place; returns extra metadata for the
+        part (stored in the parquet metadata and summary.json). ``tables`` in it become side files.
+        Default: nothing added."""
+        return {}
+
+    def close(self) -> None:
+        """Release what the scorer holds (an LLM judge's connections and cache) after each direction of a run;
+        it must stay usable for the next one. Default nothing."""
 
 
 @dataclass(frozen=True)

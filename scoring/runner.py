@@ -173,7 +173,7 @@ def score_direction(
     # Building a scorer resolves its model and tokenizer but loads no weights (that happens on the first
     # batch), so comparing signatures to decide what is finished is cheap.
     scorer = scorer or spec.build(**options.for_metric(spec, out))
-    wanted = getattr(scorer, "wanted_columns", lambda: [])()
+    wanted = scorer.wanted_columns()
     data = release.load(direction, extra_columns=wanted)
     if options.limit is not None:
         data = data.head(options.limit)
@@ -195,8 +195,7 @@ def score_direction(
             _assemble(out, spec.name, release_directions=release.directions())
         return {**done["summary"], "skipped": True}
 
-    if hasattr(scorer, "reset_stats"):
-        scorer.reset_stats()  # judge accounting per direction
+    scorer.reset_stats()  # judge accounting per direction
     chunk_dir = target.with_suffix(".chunks")
     chunk = max(1, options.chunk_size)
     started = time.perf_counter()
@@ -242,14 +241,14 @@ def score_direction(
             progress(hi, n)
     elapsed = time.perf_counter() - started
     cols = _concat(pieces) if pieces else _columns(data, 0, 0, [], {})
-    finalize = getattr(scorer, "finalize", None)
-    extra_meta = finalize(direction, cols, data) if finalize else {}
+    extra_meta = scorer.finalize(direction, cols, data)
     summary = summarize(spec, direction, cols["score"], cols["num_errors"])
     summary["segments_per_s"] = round(n / elapsed, 2) if elapsed > 0 else None
     if "retryable" in cols:
         summary["n_retry"] = sum(1 for r in cols["retryable"] if r)
-    if hasattr(scorer, "stats"):
-        summary["judge"] = scorer.stats()
+    judge = scorer.stats()
+    if judge is not None:
+        summary["judge"] = judge
     summary.update({k: v for k, v in extra_meta.items() if k != "tables"})
     meta = {
         "metric": spec.name,
@@ -387,8 +386,7 @@ def score_release(
                     release, spec, direction, out, metric_options, progress, scorer=scorer, assemble=False
                 )
             finally:
-                if hasattr(scorer, "close"):
-                    scorer.close()
+                scorer.close()
             results.append(summary)
         _assemble(out, spec.name)
     return results
@@ -418,9 +416,7 @@ def dry_run_release(
         kw["judge"] = {**kw["judge"], "dry_run": True}
         scorer = spec.build(**kw)
         for direction in wanted:
-            data = release.load(
-                direction, extra_columns=scorer.wanted_columns() if hasattr(scorer, "wanted_columns") else []
-            )
+            data = release.load(direction, extra_columns=scorer.wanted_columns())
             if options.limit is not None:
                 data = data.head(options.limit)
             scorer.reset_stats()

@@ -111,6 +111,5 @@ def _score_direction(
     try:
         summary = score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
     finally:
-        if hasattr(scorer, "close"):
-            scorer.close()
+        scorer.close()
     return {"output_path": str(part_path(Path(out), spec.name, direction)), "summary": summary}

@@ -5,9 +5,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from exports import urls as exports_urls
 from xqmeval import views as site_views
+from xqmeval.projects import urls as project_urls
 
-# Each stage owns its URL module; this file only mounts them (exports.urls groups the stages under the two
-# trees users know, /benchmarks/ and /scores/).
+# Each stage owns its URL module; this file only mounts them (two trees users know span several stages:
+# /benchmarks/, the benchmark page's tree in xqmeval.projects.urls, and /scores/ in exports.urls).
 urlpatterns = [
     path("", site_views.home, name="home"),
     path("healthz", site_views.healthz, name="healthz"),
@@ -17,7 +18,7 @@ urlpatterns = [
     path("review/", include("annotation.review.urls")),  # review queue, review and Likert screens, adjudication
     path("agreement/", include("annotation.agreement.urls")),  # agreement dashboard, plots, downloads
     path("injection/", include("injection.urls")),  # injection runs: start, watch, cancel, retry
-    path("benchmarks/", include(exports_urls.benchmarks)),  # merging counts, releases, scores
+    path("benchmarks/", include(project_urls.benchmarks)),  # merging counts, releases, scores
     path("scores/", include(exports_urls.scores)),  # metric scores by release, direction, level; scoring jobs
     path("api/review/", include("annotation.review.api_urls")),
     path("api/benchmarks/", include("exports.benchmark.api_urls")),

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import LikertRating, ReviewDecision
+from annotation.rating import services as rating_services
 from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
@@ -271,7 +272,7 @@ class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
         project = access.work_project(request.user, project)
-        item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
+        item = rating_services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
         return Response({"item": RatingItemSerializer(item).data if item else None})
 
 
@@ -279,7 +280,7 @@ class RatingItemView(APIView):
     @extend_schema(responses=RatingItemSerializer)
     def get(self, request, pk):
         try:
-            item = services.visible_rating_item(request.user, pk)
+            item = rating_services.visible_rating_item(request.user, pk)
         except services.ReviewError as exc:
             return _refused(exc)
         return Response(RatingItemSerializer(item).data)
@@ -299,7 +300,7 @@ class RatingsView(ListAPIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         try:
-            rating, created = services.submit_rating(
+            rating, created = rating_services.submit_rating(
                 request.user,
                 v["item"],
                 {n: v.get(n) for n in rules.DIMENSION_NAMES},

@@ -1,5 +1,6 @@
-"""Write operations of review and rating: assignment with locks, decisions, skips, adjudication, rounds,
-Likert ratings, rating-item import, annotator accounts. Every change is audited.
+"""Write operations of review: assignment with locks, decisions, skips, adjudication, rounds. Every change is
+audited. (Rating's writes are ``annotation.rating.services``, annotator accounts ``annotation.people.services``;
+they share this module's errors and audit trail, rating also its idempotency keys and locks.)
 
 Concurrency. "Never more than N reviews of a candidate" is enforced where the slot is taken: inside a
 transaction holding the candidate's row lock (``SELECT … FOR UPDATE``; when looking for work, ``SKIP
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -22,8 +22,6 @@ from django.utils import timezone
 
 from annotation.models import (
     AuditEvent,
-    LikertRating,
-    RatingItem,
     ReviewDecision,
     ReviewLock,
     ReviewRound,
@@ -33,12 +31,9 @@ from annotation.models import (
 from annotation.review import domain as rules
 from annotation.review import selectors
 from annotation.signals import annotations_written
-from core import access, bulk
-from core.corpus.domain import text_cell
-from core.domain import bidi
+from core import access
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
-from core.models import Direction, Profile, Project
-from core.services import ImportRejected, clean_username, create_user, ensure_language
+from core.models import Project
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -671,272 +666,3 @@ def close_round(admin, rnd: ReviewRound) -> ReviewRound:
         rnd.save(update_fields=["is_open"])
         audit(admin, "round.close", rnd, {"is_open": True}, {"is_open": False})
     return rnd
-
-
-# ---- ratings ----------------------------------------------------------------------------------------
-
-
-def next_rating_item(user, project: Project, *, language: str | None = None) -> RatingItem | None:
-    codes = selectors.language_codes(user, language, project)
-    if not codes:
-        return None
-    return selectors.rating_queue(user, project, codes).select_related("direction__target").first()
-
-
-def visible_rating_item(user, item_id) -> RatingItem:
-    try:
-        return selectors.visible_rating_items(user).select_related("direction__target", "project").get(pk=item_id)
-    except (RatingItem.DoesNotExist, ValueError, TypeError):
-        raise NotFound(f"rating item {item_id} not found") from None
-
-
-def submit_rating(
-    user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None, client_user=None
-) -> tuple[LikertRating, bool]:
-    """Store (or change) this rater's rating; a key used before answers with what it stored then."""
-    check_owner(user, client_user)
-    key = _clean_key(idempotency_key)
-    missing = rules.missing_dimensions(scores)
-    if missing:
-        raise Invalid(f"rate every dimension from 1 to 5; missing: {', '.join(missing)}", missing[0])
-    values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
-    time_spent_ms = _clean_time(time_spent_ms)
-    fingerprint = request_hash({"item": id_param(item_id), **values})
-    try:
-        with transaction.atomic():
-            _serialize_writers()
-            replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
-            if replay is not None:
-                return replay, False
-            item = visible_rating_item(user, item_id)
-            # Lock the item so concurrent raters cannot both take its last slot.
-            _for_update(RatingItem.objects.filter(pk=item.pk)).get()
-            own = LikertRating.objects.filter(item=item, rater=user).first()
-            if own:
-                old = {n: getattr(own, n) for n in rules.DIMENSION_NAMES}
-                for n, v in values.items():
-                    setattr(own, n, v)
-                own.idempotency_key = key
-                own.save()
-                _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
-                audit(user, "rating.change", own, old, values)
-                annotations_written.send(sender=__name__, project_id=item.project_id)
-                return own, False
-            limit = selectors.raters_per_item(item.project)
-            if LikertRating.objects.filter(item=item).count() >= limit:
-                raise Conflict(f"this item already has its {limit} ratings; take the next one")
-            rating = LikertRating.objects.create(
-                item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
-            )
-            _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
-            audit(user, "rating.create", rating, None, values)
-            annotations_written.send(sender=__name__, project_id=item.project_id)
-            return rating, True
-    except IntegrityError:
-        replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
-        if replay is not None:
-            return replay, False
-        raise Conflict("this item was rated concurrently; reload") from None
-
-
-@dataclass
-class RatingImport:
-    created: int = 0
-    unchanged: int = 0
-
-
-def import_system_outputs(
-    project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = ""
-) -> RatingImport:
-    """Import system outputs to rate. Each row: ``source``, ``text`` (the output), optional ``reference``,
-    ``system``, ``id``. All rows are checked first; any problem rejects the file, nothing written."""
-    direction = Direction.objects.filter(code=direction_code).first()
-    if direction is None or not project.directions.filter(pk=direction.pk).exists():
-        raise ImportRejected(
-            source_name, [f"--direction: {direction_code} is not a direction of project {project.name}"]
-        )
-    errors: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    parsed = []
-    limits = {
-        "id": RatingItem._meta.get_field("external_id").max_length,
-        "system": RatingItem._meta.get_field("system").max_length,
-    }
-    if system:  # the name for rows without a 'system' column: checked like the column's cells
-        system, problem = text_cell(system)
-        problem = problem or bidi.spanning_problem(system)
-        if not problem and len(system.strip()) > limits["system"]:
-            problem = f"is {len(system.strip())} characters long, at most {limits['system']} fit"
-        if problem:
-            raise ImportRejected(source_name, [f"--system {problem}"])
-    for i, row in enumerate(rows, start=1):
-        where = row.get("_location") or f"{source_name}:{i}"
-        cells = {}
-        for col in ("id", "source", "reference", "system", "text"):
-            value = row.get(col)
-            if value is None or (isinstance(value, float) and value != value):
-                cells[col] = ""
-                continue
-            value, problem = text_cell(value, integer_ok=col == "id")
-            problem = problem or bidi.spanning_problem(value)
-            if not problem and col in limits and limits[col] and len(value.strip()) > limits[col]:
-                problem = f"is {len(value.strip())} characters long, at most {limits[col]} fit"
-            if problem:
-                errors.append(f"{where}: field {col!r} {problem}")
-            cells[col] = value
-        src, text = cells["source"].strip(), cells["text"].strip()
-        sys_name = (cells["system"] or system or "").strip()
-        ext = (cells["id"] or str(i)).strip()
-        if not src:
-            errors.append(f"{where}: field 'source' is empty")
-        if not text:
-            errors.append(f"{where}: field 'text' is empty")
-        if (sys_name, ext) in seen:
-            errors.append(f"{where}: duplicate id {ext!r} for system {sys_name!r}")
-        seen.add((sys_name, ext))
-        parsed.append((ext, sys_name, src, cells["reference"].strip(), text))
-    if errors:
-        raise ImportRejected(source_name, errors)
-    existing = {
-        (i.system, i.external_id): i
-        for i in RatingItem.objects.filter(project=project, direction=direction, kind=RatingItem.Kind.SYSTEM_OUTPUT)
-    }
-    result = RatingImport()
-    new = []
-    for ext, sys_name, src, ref, text in parsed:
-        old = existing.get((sys_name, ext))
-        if old is None:
-            new.append(
-                RatingItem(
-                    project=project,
-                    direction=direction,
-                    kind=RatingItem.Kind.SYSTEM_OUTPUT,
-                    external_id=ext,
-                    system=sys_name,
-                    source=src,
-                    reference=ref,
-                    text=text,
-                )
-            )
-        elif (old.source, old.reference, old.text) == (src, ref, text):
-            result.unchanged += 1
-        else:
-            errors.append(f"{source_name}: id {ext!r} of system {sys_name!r} already imported with different text")
-    if errors:
-        raise ImportRejected(source_name, errors)
-    with transaction.atomic():
-        RatingItem.objects.bulk_create(new, batch_size=1000)
-    result.created = len(new)
-    return result
-
-
-RATABLE_CHUNK = 5000  # rows read and written per step: memory holds one chunk, not the project's pseudo translations
-RATABLE_KINDS = (RatingItem.Kind.CANDIDATE, RatingItem.Kind.PSEUDO_TRANSLATION)  # each names the item's link too
-
-
-def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: int = RATABLE_CHUNK) -> int:
-    """Make ``objects`` (candidates or pseudo translations, as ``kind`` says: each has ``text`` and
-    ``segment``) ratable; existing items are kept; returns how many were made. Read in primary-key order,
-    ``chunk`` at a time, and written through ``core.bulk`` (COPY on PostgreSQL), all in one transaction: an
-    error leaves no half-made set. ``progress(n)`` after each chunk, ``n`` the objects it looked at."""
-    if kind not in RATABLE_KINDS:
-        raise ValueError(f"rating items of kind {kind!r} are not made from existing rows ({', '.join(RATABLE_KINDS)})")
-    ordered = objects.order_by("pk")
-    columns = ("pk", "segment__direction_id", "segment__source", "segment__reference", "text")
-    created, last = 0, None
-    with transaction.atomic():
-        while True:
-            rows = list((ordered if last is None else ordered.filter(pk__gt=last)).values_list(*columns)[:chunk])
-            if not rows:
-                return created
-            # the chunk's items made before, by the item's index: an anti-join in the query would be planned on
-            # the statistics from before this run's inserts, a nested loop over every item (minutes)
-            rated = set(
-                RatingItem.objects.filter(
-                    project=project, kind=kind, **{f"{kind}_id__in": [row[0] for row in rows]}
-                ).values_list(f"{kind}_id", flat=True)
-            )
-            created += bulk.insert_dicts(
-                RatingItem,
-                (
-                    {
-                        "project_id": project.pk,
-                        "direction_id": direction_id,
-                        "kind": kind,
-                        "external_id": str(pk),
-                        "source": source,
-                        "reference": reference,
-                        "text": text,
-                        f"{kind}_id": pk,
-                    }
-                    for pk, direction_id, source, reference, text in rows
-                    if pk not in rated
-                ),
-            )
-            last = rows[-1][0]
-            if progress is not None:
-                progress(len(rows))
-
-
-def rating_items_for_candidates(project: Project, candidates) -> int:
-    """Make candidates ratable (e.g. accepted ones); existing items are kept."""
-    return make_ratable(project, candidates, RatingItem.Kind.CANDIDATE)
-
-
-def rating_items_for_pseudo_translations(project: Project, pseudo_translations) -> int:
-    """Make pseudo translations ratable (the text with k errors, shown with its source and reference)."""
-    return make_ratable(project, pseudo_translations, RatingItem.Kind.PSEUDO_TRANSLATION)
-
-
-# ---- annotator accounts -----------------------------------------------------------------------------
-
-
-def assign_languages(admin, user, codes: list[str]) -> None:
-    access.require_admin(admin, error=Forbidden)
-    with transaction.atomic():
-        profile, _ = Profile.objects.get_or_create(user=user)
-        old = sorted(profile.languages.values_list("code", flat=True))
-        try:
-            languages = [ensure_language(c) for c in codes]
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"unknown language code: {exc}", "languages") from None
-        if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
-            profile.languages.set(languages)
-            audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
-
-
-def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
-    """Create an annotator without a usable password; returns (user, uidb64, token) for a set-password
-    link the admin sends them (Django's password-reset token: single use, expires)."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.tokens import default_token_generator
-    from django.utils.encoding import force_bytes
-    from django.utils.http import urlsafe_base64_encode
-
-    access.require_admin(admin, error=Forbidden)
-    username = (username or "").strip()
-    if not username:
-        raise Invalid("username is required", "username")
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_email
-
-    try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
-        username = clean_username(username)
-    except ValidationError as exc:
-        raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
-    if email:
-        try:
-            validate_email(email)
-        except ValidationError:
-            raise Invalid("email: enter a valid email address", "email") from None
-    if get_user_model().objects.filter(username=username).exists():
-        raise Conflict(f"username {username!r} is taken: that user already exists", "username")
-    with transaction.atomic():
-        try:
-            user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"unknown language code: {exc}", "languages") from None
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-        audit(admin, "annotator.invite", user, None, {"username": username, "languages": sorted(languages)})
-    return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

@@ -21,6 +21,8 @@ from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_http_methods
 
 from annotation.models import ReviewRound
+from annotation.people import services as people_services
+from annotation.rating import services as rating_services
 from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
@@ -196,7 +198,7 @@ def _skip_row(skip) -> dict:
 def next_rating(request, project):
     project = access.work_project(request.user, project)
     lang = _lang_param(request)
-    item = services.next_rating_item(request.user, project, language=lang)
+    item = rating_services.next_rating_item(request.user, project, language=lang)
     if item is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "rating"})
     return redirect(reverse("review:rate", args=[item.pk]) + (f"?lang={lang}" if lang else ""))
@@ -206,7 +208,7 @@ def next_rating(request, project):
 @require_http_methods(["GET", "POST"])
 def rate(request, pk):
     try:
-        item = services.visible_rating_item(request.user, pk)
+        item = rating_services.visible_rating_item(request.user, pk)
     except services.ReviewError as exc:
         return _error(request, exc)
     lang = _lang_param(request)
@@ -220,7 +222,7 @@ def rate(request, pk):
                 raise services.Invalid(
                     f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0]
                 )
-            services.submit_rating(
+            rating_services.submit_rating(
                 request.user,
                 item.pk,
                 scores,
@@ -351,7 +353,7 @@ def annotators(request):
         try:
             action = request.POST.get("action")
             if action == "invite":
-                user, uid, token = services.invite_annotator(
+                user, uid, token = people_services.invite_annotator(
                     request.user, request.POST.get("username", ""), email=request.POST.get("email", ""), languages=codes
                 )
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
@@ -362,7 +364,7 @@ def annotators(request):
                 user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
                 if user is None:  # deleted meanwhile: say so on the page
                     raise services.NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
-                services.assign_languages(request.user, user, codes)
+                people_services.assign_languages(request.user, user, codes)
                 messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
             else:
                 raise services.Invalid(f"action: unknown action {action!r}", "action")

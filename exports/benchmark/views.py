@@ -1,6 +1,6 @@
 """Benchmark stage views: build progress, the counts plot and starting a build. Thin over tasks and
 selectors; actions are for admins, counts for anyone who may see the project (their directions only). The
-benchmark page itself, which also lists releases, is ``exports.release.views.project_page``."""
+benchmark page itself, which also lists releases, is ``xqmeval.projects.views.benchmark_page``."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import numpy as np
 from exports.metaeval import domain as metaeval
 from exports.models import MetricScore, PseudoSystem, Release, ScoreSummary
 from exports.scores.selectors import scored_directions, scores_digest
-from scoring.registry import MetricError, get_metric
+from scoring.api import MetricError, get_metric
 
 
 class MetaEvaluationError(ValueError):
@@ -176,7 +176,7 @@ def release_meta_evaluation(
     One direction at a time: its scores, its monolingual systems and its part of every multilingual system
     (spooled to disk by ``_MultilingualSpool``), so memory holds one direction's scores whatever the number
     of directions. The figures equal, to the last digit, the computation over every score held together
-    (``tests/scores/test_metaeval_streaming.py``)."""
+    (``tests/metaeval/test_metaeval_streaming.py``)."""
     step = progress or (lambda name: None)
     if variant not in metaeval.TAU_STATISTICS:
         raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_STATISTICS)}")

@@ -29,10 +29,11 @@ from core.domain.directions import first_failure, with_entry
 from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
+from exports.release import selectors as release_selectors
 from exports.release.domain import release_files, sampling
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
-from scoring.faults import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
+from scoring.api import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
 
@@ -64,7 +65,7 @@ def release_content(
     writer staged, read back a direction at a time, so nothing here holds the release."""
     step = progress or (lambda stage, pct: None)
     counts = selectors.current_level_counts(project)
-    directions = selectors.triplet_directions(project)
+    directions = release_selectors.triplet_directions(project)
     if not directions:
         raise ReleaseError(f"project {project.name} has no pseudo translations: run build_benchmark first")
     # The multilingual level mixes depend only on which levels each direction has (SPEC §7).
@@ -86,7 +87,7 @@ def release_content(
         license=project.license,
         source_language=project.source_language.code,
         directions=directions,
-        rows=lambda direction: selectors.iter_triplet_rows(project, direction),
+        rows=lambda direction: release_selectors.iter_triplet_rows(project, direction),
         systems=systems,
         excluded=selectors.excluded_candidates(project),
         transplanted=selectors.transplanted_candidates(project),
@@ -269,7 +270,7 @@ def begin_release(
     except OSError as exc:
         raise ReleaseError(f"{out_dir}: cannot create the staging directory {staging} ({exc.strerror})") from None
     release = _take_release(project, version, user)
-    directions = selectors.triplet_directions(project)
+    directions = release_selectors.triplet_directions(project)
     if not directions:
         reason = f"project {project.name} has no pseudo translations: run build_benchmark first"
         _release_progress(release, status=Release.Status.FAILED, error=reason)
@@ -307,7 +308,7 @@ def run_release_direction(job: ReleaseJob, direction: str) -> dict:
     _record_direction(release, direction, {"status": "running", "error": ""}, total=len(job.directions))
     try:
         stamp = direction_stamp(release.project, direction)
-        rows = selectors.iter_triplet_rows(release.project, direction)
+        rows = release_selectors.iter_triplet_rows(release.project, direction)
         summary = release_files.write_staged_direction(rows, direction, job.staging, job.formats, stamp)
         entry = {
             "status": "done",

@@ -1,12 +1,11 @@
-"""The benchmark page (latest build, counts, releases) and the release and push actions. Thin over tasks and
-selectors; actions are for admins, the page for anyone who may see the project (their directions only)."""
+"""The release and push actions of the benchmark page (the page itself is ``xqmeval.projects.views``). Thin over
+tasks and selectors; they are for admins."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from core import access
@@ -14,45 +13,9 @@ from core.http import redirect_next
 from core.models import Project
 from exports.benchmark import selectors
 from exports.benchmark import tasks as build_tasks
-from exports.benchmark.views import ADMINS_ONLY, visible_project_and_directions
+from exports.benchmark.views import ADMINS_ONLY
 from exports.models import Release
 from exports.release import services, tasks
-from exports.release.domain.release_files import (
-    EXCLUDED_COLUMNS,
-    EXTRA_FORMATS,
-    TRANSPLANTED_COLUMNS,
-    write_candidate_table,
-)
-
-# the page's lists of candidates, downloadable whole: rows and columns as in the release's files of these names
-CANDIDATE_TABLES = {
-    "excluded": (selectors.excluded_candidates, EXCLUDED_COLUMNS),
-    "transplanted": (selectors.transplanted_candidates, TRANSPLANTED_COLUMNS),
-}
-
-
-@login_required
-def index(request):
-    return render(request, "benchmarks/index.html", {"projects": selectors.visible_projects(request.user)})
-
-
-@login_required
-def project_page(request, project: str):
-    project_obj, directions = visible_project_and_directions(request, project)
-    context = selectors.benchmark_page(project_obj, directions)
-    context.update({"project": project_obj, "is_admin": access.is_admin(request.user), "formats": EXTRA_FORMATS})
-    return render(request, "benchmarks/project.html", context)
-
-
-@login_required
-def candidates_csv(request, project: str, table: str):
-    """Every excluded or transplanted candidate of the directions this user may see, as CSV."""
-    project_obj, directions = visible_project_and_directions(request, project)
-    rows, columns = CANDIDATE_TABLES[table]
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project_obj.name}-{table}_candidates.csv"'
-    write_candidate_table(rows(project_obj, directions), response, columns)
-    return response
 
 
 def _tell_release_outcome(request, project: Project, version: str, push_repo: str) -> None:

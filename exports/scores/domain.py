@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scoring.runner import META_KEY
+from scoring.api import META_KEY
 
 REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
 INGEST_BATCH = 10_000  # score rows read from the part file and written at a time

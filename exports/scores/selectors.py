@@ -15,7 +15,7 @@ from django.db.models import Max, Sum
 
 from exports.models import Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError
-from scoring.registry import MetricError, get_metric
+from scoring.api import MetricError, get_metric
 
 
 @dataclass

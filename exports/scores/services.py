@@ -22,10 +22,7 @@ from core.models import Direction
 from exports.models import MetricScore, Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError, open_part
 from exports.scores.selectors import JobState, backend_state, scores_dir
-from scoring.judges.engine import JudgeConfig
-from scoring.registry import Family, MetricError, MetricSpec, get_metric, route_options
-from scoring.release import open_release
-from scoring.runner import part_path
+from scoring.api import Family, JudgeConfig, MetricError, MetricSpec, get_metric, open_release, part_path, route_options
 
 
 def release_directions(release: Release) -> list[str]:

@@ -23,7 +23,7 @@ from exports.models import Release, ScoringJob
 from exports.scores import selectors, services
 from exports.scores.domain import ScoringError
 from exports.scores.selectors import task_id_for
-from scoring.queues import TASK_NAME, queue_for
+from scoring.api import TASK_NAME, queue_for
 
 COLLECT_QUEUE = "default"
 COLLECT_RETRIES = 10  # a callback may arrive just before the worker stores its result: look again

@@ -21,7 +21,7 @@ from core.svg_cache import cached_svg
 from exports.models import Release
 from exports.scores import plots, selectors, tasks
 from exports.scores.domain import ScoringError
-from scoring.registry import all_metrics
+from scoring.api import all_metrics
 
 
 def visible_directions(user, release: Release) -> list[str] | None:

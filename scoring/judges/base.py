@@ -17,12 +17,12 @@ from typing import Any
 from scoring.judges.engine import Answer, Call, Decoding, Judge, JudgeConfig, Ledger
 from scoring.judges.languages import language_name
 from scoring.judges.templates import PromptSet, parse_prompt_files
-from scoring.registry import BatchResult, Segment, refuse_unknown_options
+from scoring.registry import BatchResult, Scorer, Segment, refuse_unknown_options
 
 SIGNATURE_VERSION = 1
 
 
-class JudgeScorer:
+class JudgeScorer(Scorer):
     name = ""
     prompts: tuple[str, ...] = ()
     default_max_tokens = 1024
@@ -107,11 +107,6 @@ class JudgeScorer:
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
-        """Once per direction on all its rows; may add columns in place; returns extra metadata for the
-        part (stored in the parquet metadata and summary.json). ``tables`` in it become side files."""
-        return {}
 
     def reset_stats(self) -> None:
         from scoring.judges.engine import Stats

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from scoring.model_files import ResolvedModel, library_version, resolve_model, torch_device, torch_dtype
-from scoring.registry import BatchResult, Segment, refuse_unknown_options
+from scoring.registry import BatchResult, Scorer, Segment, refuse_unknown_options
 
 
-class NeuralScorer:
+class NeuralScorer(Scorer):
     metric = ""
     library = ""  # distribution name whose version goes into the signature
 

@@ -14,7 +14,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, refuse_unknown_options, register
+from scoring.registry import (
+    BatchResult,
+    Family,
+    MetricError,
+    MetricSpec,
+    Scorer,
+    Segment,
+    refuse_unknown_options,
+    register,
+)
 
 # Targets written without spaces: 13a would treat a whole sentence as one token.
 CHAR_TOKENIZED = {"ja", "th", "lo", "my", "km", "bo"}
@@ -66,7 +75,7 @@ def flores200_tokenizer(spm_model: str | None):
     return tok, str(path)
 
 
-class SacrebleuScorer:
+class SacrebleuScorer(Scorer):
     """One sacrebleu metric object per target language (they differ only in tokenizer)."""
 
     def __init__(

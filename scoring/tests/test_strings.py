@@ -14,7 +14,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from scoring.registry import Family, MetricError, Segment, all_metrics, get_metric, parse_metric_list
+from scoring.registry import Family, MetricError, Scorer, Segment, all_metrics, get_metric, parse_metric_list
 from scoring.release import open_release
 from scoring.runner import META_KEY, ScoreOptions, part_path, score_direction, score_release
 
@@ -141,7 +141,7 @@ def test_interrupted_direction_resumes_from_checkpointed_chunks(release, tmp_pat
     real = spec.build()
     calls = []
 
-    class Dies:
+    class Dies(Scorer):
         """The real scorer, killed on the third chunk (as a worker losing its GPU would be)."""
 
         def signature(self, lang=""):

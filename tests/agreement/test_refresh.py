@@ -23,6 +23,7 @@ from annotation.agreement import selectors as sel
 from annotation.agreement import tasks as agreement_tasks
 from annotation.agreement.tasks import refresh_agreement
 from annotation.models import ReviewDecision
+from annotation.rating import services as rating_services
 from annotation.review import services
 from core.services import create_user
 from tests.conftest import need
@@ -299,7 +300,7 @@ def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_com
         text="t",
     )
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_rating(
+        rating_services.submit_rating(
             world.users["anna_de"],
             item.pk,
             dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3),

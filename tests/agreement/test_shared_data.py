@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
 @pytest.fixture
 def xq_de(shared_data, db):
-    from annotation.review.xqmeval_import import import_xqmeval, read_directory
+    from annotation.review.xqmeval_import.services import import_xqmeval, read_directory
 
     files = [f for f in read_directory(shared_data) if f[0].startswith("en-de-")]
     lines = (shared_data / "decisions.csv").read_text(encoding="utf-8").splitlines(True)

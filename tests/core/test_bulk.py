@@ -114,7 +114,7 @@ def test_a_failing_bulk_insert_leaves_nothing_inside_the_callers_transaction():
 @pytest.mark.shared_data
 @pytest.mark.django_db
 def test_a_replica_of_the_shared_data_imports_with_the_same_checks_and_statuses(shared_data, tmp_path):
-    from annotation.review.xqmeval_import import import_xqmeval
+    from annotation.review.xqmeval_import.services import import_xqmeval
     from core.domain.languages import replica_code
 
     (tmp_path / "candidates").mkdir()

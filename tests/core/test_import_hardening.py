@@ -113,7 +113,7 @@ def _parquet_bytes(table) -> bytes:
     ],
 )
 def test_xqmeval_values_of_the_wrong_type_are_bad_rows(overrides, message):
-    from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
+    from annotation.review.xqmeval_import.domain import XQMEvalFormatError, read_release
 
     with pytest.raises(XQMEvalFormatError) as exc:
         read_release([("en-de-Addition.parquet", _parquet_bytes(_xq_table(**overrides)))])
@@ -140,7 +140,7 @@ def test_corpus_rows_with_bidi_overrides_are_refused_and_marks_are_reported(tmp_
 
 
 def test_xqmeval_gold_with_an_override_is_refused():
-    from annotation.review.xqmeval_io import XQMEvalFormatError, read_release
+    from annotation.review.xqmeval_import.domain import XQMEvalFormatError, read_release
 
     with pytest.raises(XQMEvalFormatError) as exc:
         read_release([("en-de-Addition.parquet", _parquet_bytes(_xq_table(src=f"The {RLO}house is big.")))])

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 
 from core.corpus.domain import CorpusRow
+from core.corpus.services import import_corpus_rows
 from core.models import GoldSegment
-from core.services import import_corpus_rows
 from injection.models import Candidate
 
 REPO = Path(__file__).resolve().parents[2]

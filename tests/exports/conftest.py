@@ -53,7 +53,7 @@ def shared_pools(shared_data):
 
 def import_languages(project_name: str, shared: Path, languages: list[str]):
     """Import the candidate files and decisions of ``languages`` through ``import_xqmeval``."""
-    from annotation.review.xqmeval_import import import_xqmeval
+    from annotation.review.xqmeval_import.services import import_xqmeval
 
     files = [
         (p.name, p.read_bytes())

@@ -31,6 +31,8 @@ from django.utils import timezone
 
 from annotation.agreement.domain.report import TABLES
 from annotation.models import RatingItem
+from annotation.people import services as people_services
+from annotation.rating import services as rating_services
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
 from core.models import Direction, Project
@@ -487,7 +489,7 @@ def world(db, settings, tmp_path) -> World:
     review_services.submit_decision(
         ben, candidates[0].pk, "reject", reason="wrong_type", comment=BENS_OWN[0], idempotency_key="ben-1"
     )
-    review_services.submit_rating(ben, item.pk, SCORES, idempotency_key="ben-r1")
+    rating_services.submit_rating(ben, item.pk, SCORES, idempotency_key="ben-r1")
     release_dir = tmp_path / "release-1.0.0"
     (release_dir / "en-de").mkdir(parents=True)
     (release_dir / "en-de" / "test.parquet").touch()  # the scoring start reads only which directions there are
@@ -517,7 +519,7 @@ def world(db, settings, tmp_path) -> World:
                 triplet_ids=ids,
             )
     summarize_scores(release)
-    _user, uid, token = review_services.invite_annotator(users["admin"], "new_de", languages=["de"])
+    _user, uid, token = people_services.invite_annotator(users["admin"], "new_de", languages=["de"])
     return World(
         project=project,
         users=users,

@@ -44,7 +44,7 @@ def stub():
 @pytest.fixture
 def segments(project):
     from core.corpus.domain import CorpusRow
-    from core.services import import_corpus_rows
+    from core.corpus.services import import_corpus_rows
 
     for direction, pairs in PAIRS.items():
         rows = [CorpusRow(str(i), src, ref, f"inline line {i}") for i, (src, ref) in enumerate(pairs)]

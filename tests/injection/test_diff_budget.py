@@ -7,7 +7,7 @@ import time
 import pytest
 
 from core.corpus.domain import CorpusRow
-from core.services import import_corpus_rows
+from core.corpus.services import import_corpus_rows
 from injection import services
 from injection.backends import GenerationResult
 from injection.models import Candidate, InjectionItem

@@ -25,7 +25,8 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 SETUP = """
-from core.services import ensure_project, import_corpus_rows
+from core.services import ensure_project
+from core.corpus.services import import_corpus_rows
 from core.corpus.domain import CorpusRow
 from tests.injection.conftest import PAIRS
 project, _ = ensure_project("demo")

@@ -249,7 +249,8 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
     import pandas as pd
 
     from core.corpus.domain import CorpusRow
-    from core.services import add_directions, import_corpus_rows
+    from core.corpus.services import import_corpus_rows
+    from core.services import add_directions
 
     languages = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
     add_directions(project, [f"en-{lang}" for lang in languages])

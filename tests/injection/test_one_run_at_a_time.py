@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.corpus.domain import CorpusRow
-from core.services import import_corpus_rows
+from core.corpus.services import import_corpus_rows
 from injection.models import InjectionRun
 
 pytestmark = pytest.mark.django_db(transaction=True)

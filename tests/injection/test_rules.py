@@ -141,7 +141,8 @@ def test_refusal_reason_for_a_one_word_reference():
 @pytest.mark.django_db
 def test_rule_run_on_shared_data_records_candidates_or_reasons(shared_data, project):
     from core.corpus.domain import CorpusRow
-    from core.services import add_directions, import_corpus_rows
+    from core.corpus.services import import_corpus_rows
+    from core.services import add_directions
 
     add_directions(project, [f"en-{lang}" for lang in LANGUAGES])
     for language in LANGUAGES:

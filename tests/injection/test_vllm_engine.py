@@ -30,7 +30,8 @@ PER_LANGUAGE = 4
 SETUP = """
 import json, os
 from core.corpus.domain import CorpusRow
-from core.services import add_directions, ensure_project, import_corpus_rows
+from core.services import add_directions, ensure_project
+from core.corpus.services import import_corpus_rows
 project, _ = ensure_project("demo")
 rows = json.load(open(os.environ["XQ_TEST_ROWS"], encoding="utf-8"))
 add_directions(project, sorted(rows))

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection, connections
 
 from annotation.models import ReviewDecision
+from annotation.rating import services as rating_services
 from annotation.review import services
 from core.services import create_user
 from injection.models import Candidate
@@ -110,9 +111,9 @@ def test_concurrent_raters_never_over_fill_a_rating_item(project, languages):
     scores = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 3}
 
     def work(user):
-        while (item := services.next_rating_item(user, project)) is not None:
+        while (item := rating_services.next_rating_item(user, project)) is not None:
             try:
-                services.submit_rating(user, item.pk, scores, idempotency_key=uuid.uuid4().hex)
+                rating_services.submit_rating(user, item.pk, scores, idempotency_key=uuid.uuid4().hex)
             except services.Conflict:
                 pass  # lost the race for the item's last slot: take the next one
 

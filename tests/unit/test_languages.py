@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotation.review.xqmeval_io import FILE_RE
+from annotation.review.xqmeval_import.domain import FILE_RE
 from core.domain.languages import (
     CHAR,
     TOKEN,

@@ -6,10 +6,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from annotation.review.xqmeval_import import import_xqmeval
+from annotation.review.xqmeval_import.services import import_xqmeval
 from core.corpus.domain import CorpusRow
+from core.corpus.services import import_corpus_rows
 from core.models import Project
-from core.services import add_directions, create_user, ensure_project, import_corpus_rows
+from core.services import add_directions, create_user, ensure_project
 from exports.benchmark.selectors import latest_build
 from exports.benchmark.services import create_build, run_build
 from exports.models import BenchmarkBuild, Release

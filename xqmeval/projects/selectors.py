@@ -27,7 +27,7 @@ from exports.scores import selectors as scores_selectors
 from exports.scores import tasks as scores_tasks
 from injection import selectors as injection_selectors
 from injection.models import InjectionRun
-from scoring.registry import all_metrics
+from scoring.api import all_metrics
 from xqmeval import selectors as site_selectors
 from xqmeval.celery import app
 

@@ -1,7 +1,9 @@
 from django.contrib.auth.decorators import login_required
-from django.urls import path
+from django.urls import path, re_path
 from django.views.generic import RedirectView
 
+from exports.benchmark import views as benchmark_views
+from exports.release import views as release_views
 from xqmeval.projects import views
 
 app_name = "projects"
@@ -21,3 +23,23 @@ urlpatterns = [
     path("<slug:slug>/corpus/", views.corpus_import, name="corpus"),
     path("<slug:slug>/xqmeval/", views.xqmeval_import, name="xqmeval"),
 ]
+
+# /benchmarks/ (mounted by xqmeval.urls): the benchmark page, a project page over several stages, with the build's
+# and the releases' own views beside it
+benchmarks = (
+    [
+        path("", views.benchmarks_index, name="index"),
+        path("<slug:project>/", views.benchmark_page, name="project"),
+        path("<slug:project>/status.json", benchmark_views.status, name="status"),
+        path("<slug:project>/counts.svg", benchmark_views.counts_plot, name="counts_plot"),
+        re_path(
+            r"^(?P<project>[-\w]+)/(?P<table>excluded|transplanted)_candidates\.csv$",
+            views.benchmark_candidates_csv,
+            name="candidates_csv",
+        ),
+        path("<slug:project>/build", benchmark_views.build, name="build"),
+        path("<slug:project>/release", release_views.release, name="release"),
+        path("<slug:project>/releases/<str:version>/push", release_views.push, name="push"),
+    ],
+    "benchmarks",
+)

@@ -1,5 +1,6 @@
 """The project pages: the list lives on home (xqmeval.views); here the project page with its pipeline, the
-live fragment of one stage, creating a project and importing a corpus or an XQ-MEval release.
+live fragment of one stage, creating a project and importing a corpus or an XQ-MEval release, and the
+benchmark page (build, counts, excluded and transplanted candidates, releases: several stages on one page).
 
 Thin over ``core.services`` (writes) and ``xqmeval.projects.selectors`` (reads). Creating and importing are
 admin actions (``core.access``); the page itself is for anyone who may see the project, with their
@@ -12,16 +13,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from annotation.models import RatingItem
-from annotation.review import services as review_services
-from annotation.review.xqmeval_import import import_xqmeval
+from annotation.rating import services as rating_services
+from annotation.review.xqmeval_import.services import import_xqmeval
 from core import access
 from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError, read_records
+from core.corpus.services import import_corpus_source
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,
@@ -36,12 +38,19 @@ from core.services import (
     ProjectRejected,
     assignments_set,
     direction_add,
-    import_corpus_source,
     project_create,
     project_settings_update,
 )
 from exports import rating_items
+from exports.benchmark import selectors as benchmark_selectors
+from exports.benchmark.views import visible_project_and_directions
 from exports.models import Release
+from exports.release.domain.release_files import (
+    EXCLUDED_COLUMNS,
+    EXTRA_FORMATS,
+    TRANSPLANTED_COLUMNS,
+    write_candidate_table,
+)
 from xqmeval.projects import selectors, services
 from xqmeval.projects.forms import UPLOAD, RatingItemsForm
 
@@ -409,7 +418,7 @@ def rating_items_view(request, slug: str):
                     {**row, "_location": where}
                     for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
                 ]
-                result = review_services.import_system_outputs(
+                result = rating_services.import_system_outputs(
                     project, data["direction"], rows, upload.name, system=data["system"]
                 )
                 created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
@@ -435,3 +444,37 @@ def rating_items_view(request, slug: str):
             return redirect("projects:rating_items", slug=project.name)
     counts = dict(RatingItem.objects.filter(project=project).values_list("kind").annotate(n=Count("pk")).order_by())
     return render(request, "projects/rating_items.html", {"project": project, "form": form, "counts": counts})
+
+
+# ---- the benchmark page: every stage from the build to the releases, under /benchmarks/ -----------------------
+
+
+# the page's lists of candidates, downloadable whole: rows and columns as in the release's files of these names
+CANDIDATE_TABLES = {
+    "excluded": (benchmark_selectors.excluded_candidates, EXCLUDED_COLUMNS),
+    "transplanted": (benchmark_selectors.transplanted_candidates, TRANSPLANTED_COLUMNS),
+}
+
+
+@login_required
+def benchmarks_index(request):
+    return render(request, "benchmarks/index.html", {"projects": benchmark_selectors.visible_projects(request.user)})
+
+
+@login_required
+def benchmark_page(request, project: str):
+    project_obj, directions = visible_project_and_directions(request, project)
+    context = benchmark_selectors.benchmark_page(project_obj, directions)
+    context.update({"project": project_obj, "is_admin": access.is_admin(request.user), "formats": EXTRA_FORMATS})
+    return render(request, "benchmarks/project.html", context)
+
+
+@login_required
+def benchmark_candidates_csv(request, project: str, table: str):
+    """Every excluded or transplanted candidate of the directions this user may see, as CSV."""
+    project_obj, directions = visible_project_and_directions(request, project)
+    rows, columns = CANDIDATE_TABLES[table]
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project_obj.name}-{table}_candidates.csv"'
+    write_candidate_table(rows(project_obj, directions), response, columns)
+    return response

@@ -6,7 +6,7 @@ Imports system outputs to rate on the Likert screen. Columns: ``source``, ``text
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.review import services
+from annotation.rating import services
 from core.corpus.domain import CorpusError, read_records
 from core.models import Project
 from core.services import ImportRejected

@@ -5,7 +5,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.review.xqmeval_import import import_xqmeval
+from annotation.review.xqmeval_import.services import import_xqmeval
 from core.services import ImportRejected
 
 

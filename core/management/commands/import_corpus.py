@@ -4,8 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
+from core.corpus.services import import_corpus_rows
 from core.domain.languages import UnknownDirection, parse_direction
-from core.services import ImportRejected, ProjectRejected, ensure_project, import_corpus_rows
+from core.services import ImportRejected, ProjectRejected, ensure_project
 
 
 class Command(BaseCommand):

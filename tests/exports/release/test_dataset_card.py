@@ -1,6 +1,6 @@
 """The dataset card is rendered from a template file (`exports/release/domain/dataset_card.md`). Its bytes are
 part of a release's identity, so the card must stay exactly what the former string-writing code produced:
-the expected files under `tests/exports/dataset_cards/` were written by that code (commit 4079421) for the
+the expected files under `tests/exports/release/dataset_cards/` were written by that code (commit 4079421) for the
 contents below, which reach every branch of the card (description or none, agreement or none, shortfalls,
 markup in database text, no direction at all). The shared data's card is checked in `test_release.py`."""
 

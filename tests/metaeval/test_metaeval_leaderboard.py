@@ -1,6 +1,6 @@
 """The leaderboard of a scored release (``manage.py metaeval --leaderboard``): chrF++, BLEU and TER ranked with
 significance clusters per direction and over all. Values against scipy on the oriented scores; the permutation
-test itself is compared with mt-metrics-eval in tests/unit/test_metaeval_reference.py."""
+test itself is compared with mt-metrics-eval in tests/metaeval/test_metaeval_reference.py."""
 
 import csv
 import io

@@ -1,9 +1,9 @@
-"""xqmeval_io.DecisionSpool: the decisions CSV split by language into temporary files, read back one
+"""xqmeval_import.domain.DecisionSpool: the decisions CSV split by language into temporary files, read back one
 language at a time with the same validation as the whole-file reader had."""
 
 from pathlib import Path
 
-from annotation.review.xqmeval_io import spool_decisions, unmatched_decisions
+from annotation.review.xqmeval_import.domain import spool_decisions, unmatched_decisions
 
 HEADER = "language,error_type,count_id,segment_id,error_position,decision\n"
 
@@ -74,7 +74,7 @@ def test_a_spool_of_a_killed_import_is_swept_when_the_next_one_starts(tmp_path, 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     code = (
-        "from annotation.review.xqmeval_io import DecisionSpool; import sys, time; s = DecisionSpool('d.csv'); "
+        "from annotation.review.xqmeval_import.domain import DecisionSpool; import sys, time; s = DecisionSpool('d.csv'); "
         "print(s.directory, flush=True); time.sleep(60)"
     )
     child = subprocess.Popen(
@@ -82,7 +82,7 @@ def test_a_spool_of_a_killed_import_is_swept_when_the_next_one_starts(tmp_path, 
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     stale = Path(child.stdout.readline().strip())
     assert stale.is_dir() and stale.parent == tmp_path

@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.models import Project
-from exports.benchmark import selectors, services
+from exports.benchmark import services
 from exports.models import PseudoSystem, PseudoTranslation
+from exports.release import selectors as release_selectors
 from exports.release import services as release_services
 from exports.release.domain import release_files
 from tests.exports.conftest import import_languages
@@ -69,7 +70,7 @@ def built(db, built_once):
 @pytest.mark.django_db
 def test_streamed_release_rows_equal_a_whole_table_read_in_the_same_order(built, tmp_path, monkeypatch):
     # small blocks, so each direction streams in many queries
-    monkeypatch.setattr(selectors, "TRIPLET_BLOCK_SEGMENTS", 7)
+    monkeypatch.setattr(release_selectors, "TRIPLET_BLOCK_SEGMENTS", 7)
     monkeypatch.setattr(release_files, "TRIPLET_BATCH", 100)
     release = release_services.create_release(built, "1.0.0", out_dir=tmp_path / "r", formats=("jsonl",))
     for direction in ("en-de", "en-zh"):

@@ -18,7 +18,7 @@ def setup(database: dict) -> None:
 
 
 def write_language(project_id: int, run_id: int, group, strict: bool, decisions_path: str | None, decisions_name: str):
-    from annotation.review.xqmeval_import import write_language_task
+    from annotation.review.xqmeval_import.services import write_language_task
 
     return write_language_task(project_id, run_id, group, strict, decisions_path, decisions_name)
 

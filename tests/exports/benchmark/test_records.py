@@ -20,7 +20,7 @@ from exports.benchmark import selectors, services
 from exports.models import CandidatePlacement, MergedSegment
 from injection.models import Candidate, InjectionRun
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # The stages that own the candidate row; migrations convert rows once, tests and perf scripts stand in for
 # reviewers and importers.
 OWNERS = ("injection", "annotation/review")

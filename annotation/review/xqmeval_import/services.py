@@ -1,4 +1,4 @@
-"""Import the released XQ-MEval candidates and review decisions (service over ``xqmeval_io``).
+"""Import the released XQ-MEval candidates and review decisions (service over ``xqmeval_import.domain``).
 
 Atomic and idempotent: a file set with any bad row imports nothing; importing the same files again
 changes nothing; different content under an existing id (segment text, candidate, decision) is an error.
@@ -17,7 +17,7 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Count
 
-from annotation.review.xqmeval_io import (
+from annotation.review.xqmeval_import.domain import (
     FileGroup,
     GroupRead,
     candidate_checks,
@@ -244,7 +244,7 @@ def _import_by_language(
 
     from django.db import connection
 
-    from annotation.review import xqmeval_writers
+    from annotation.review.xqmeval_import import writers as xqmeval_writers
 
     if connection.vendor != "postgresql":
         raise ImportRejected(
@@ -353,7 +353,7 @@ class _Conflict(Exception):
 def write_language_task(
     project_id: int, run_id: int, group: FileGroup, strict: bool, decisions_path: str | None, name: str
 ) -> tuple[str, LanguageWritten]:
-    """A writer's unit of work (``xqmeval_writers.write_language``): read, check and write one language in
+    """A writer's unit of work (``writers.write_language``): read, check and write one language in
     one transaction; a conflict with stored rows rolls that language back and is reported."""
     from core.models import Direction
 
