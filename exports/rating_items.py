@@ -9,6 +9,7 @@ from __future__ import annotations
 from annotation.models import RatingItem
 from annotation.review import domain as review_rules
 from annotation.review import services as review_services
+from core.domain.errors import Invalid
 from core.models import Project
 from exports.models import PseudoTranslation
 from injection.models import Candidate
@@ -22,12 +23,16 @@ ORIGINS = {
 }
 
 
-class RatingSourceRejected(ValueError):
+class RatingSourceRejected(Invalid, ValueError):
     """The options name no valid set of rows. ``problems``: (option, text) pairs, the text starting with the
     value given where there is one, so each caller words the option its own way. Nothing was written."""
 
+    code = "rating_source_rejected"
+
     def __init__(self, problems: list[tuple[str, str]]):
-        super().__init__("; ".join(f"{option}: {text}" for option, text in problems))
+        super().__init__(
+            "; ".join(f"{option}: {text}" for option, text in problems), problems[0][0] if problems else None
+        )
         self.problems = problems
 
 

@@ -23,6 +23,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
+from core.domain.errors import Conflict, Invalid
 from core.domain.units import DiffTooLarge
 from core.models import GoldSegment, Project
 from core.selectors import active_directions
@@ -45,14 +46,19 @@ COMMIT_EVERY_N = 32  # results saved per transaction at most …
 COMMIT_EVERY_S = 0.25  # … and held at most this long before their commit
 
 
-class RunRejected(ValueError):
+class RunRejected(Invalid, ValueError):
     """The run specification is invalid; nothing was written. ``problems`` pairs each problem with the
     option it is about (the command's flag name, e.g. ``directions``; empty: the run as a whole), so the
     command says ``--directions: …`` and the form puts it under its Directions field."""
 
+    code = "run_rejected"
+
     def __init__(self, message: str | list[tuple[str, str]]):
         self.problems = [("", message)] if isinstance(message, str) else list(message)
-        super().__init__("; ".join(f"--{flag}: {text}" if flag else text for flag, text in self.problems))
+        super().__init__(
+            "; ".join(f"--{flag}: {text}" if flag else text for flag, text in self.problems),
+            self.problems[0][0] or None,
+        )
 
 
 REMOTE_BACKENDS = ("openai", "batch")  # the backends that send requests to an endpoint with a key
@@ -262,8 +268,10 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     return run
 
 
-class RunInProgress(Exception):
+class RunInProgress(Conflict):
     """A run of the project is already pending or running: a second one is not started beside it."""
+
+    code = "run_in_progress"
 
     def __init__(self, run: InjectionRun):
         super().__init__(f"run {run.name} of {run.project.name} is already {run.status}; no second run was started")
@@ -491,8 +499,10 @@ def refresh_counters(run: InjectionRun) -> InjectionRun:
 ProgressCallback = Callable[[InjectionRun], None]
 
 
-class LeaseLost(Exception):
+class LeaseLost(Conflict):
     """Another worker (or a person's resume) took the run over; this worker stops without finishing it."""
+
+    code = "lease_lost"
 
 
 LEASE_SECONDS = 600.0  # a live worker renews far more often; a dead one's lease lapses after this

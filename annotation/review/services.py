@@ -36,6 +36,7 @@ from annotation.signals import annotations_written
 from core import access, bulk
 from core.corpus.domain import text_cell
 from core.domain import bidi
+from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Direction, Profile, Project
 from core.services import ImportRejected, clean_username, create_user, ensure_language
@@ -49,37 +50,10 @@ def lock_seconds() -> int:
     return int(getattr(settings, "REVIEW_LOCK_SECONDS", 900))
 
 
-class ReviewError(Exception):
-    """A request the service refuses; ``status`` is the HTTP status the views and API answer with."""
-
-    status = 400
-
-    def __init__(self, message: str, field: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-
-class Invalid(ReviewError):
-    status = 400
-
-
-class NotFound(ReviewError):
-    # Items of other languages answer 404, not 403: their existence is not disclosed.
-    status = 404
-
-
-class Forbidden(ReviewError):
-    status = 403
-
-
-class Conflict(ReviewError):
-    status = 409
-
-
-class KeyMismatch(ReviewError):
+class KeyMismatch(Invalid):
     # A key reused for another request: Stripe and the IETF idempotency-key draft answer 422, never the first
     # request's answer (which would silently drop the second request).
+    code = "key_mismatch"
     status = 422
 
 

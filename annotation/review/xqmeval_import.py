@@ -32,6 +32,7 @@ from annotation.review.xqmeval_io import (
     validate_group,
 )
 from core import bulk
+from core.domain.errors import Conflict
 from core.models import GoldSegment, Project
 from core.services import ImportRejected, add_directions, ensure_direction, ensure_project, project_name_problem
 from injection.models import Candidate, InjectionRun
@@ -346,8 +347,8 @@ class LanguageWritten(ImportCounts):
     errors: list = field(default_factory=list)
 
 
-class _Conflict(Exception):
-    pass
+class _Conflict(Conflict):
+    code = "stored_row_conflict"
 
 
 def write_language_task(

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core import bulk
 from core.domain.directions import first_failure, with_entry
+from core.domain.errors import Conflict, Invalid
 from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
@@ -37,8 +38,10 @@ from scoring.faults import is_transient  # network faults and Hub 5xx/429, as th
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
 
 
-class ReleaseError(Exception):
+class ReleaseError(Invalid):
     """A release request that cannot be carried out (bad version, nothing built, immutable version)."""
+
+    code = "release_refused"
 
 
 def plan_data(project: Project, overrides: dict | None = None) -> dict:
@@ -421,8 +424,10 @@ def _record_direction(release: Release, direction: str, entry: dict, *, total: i
         setattr(release, attr, getattr(row, attr))
 
 
-class ReleaseRunning(ReleaseError):
+class ReleaseRunning(Conflict):
     """A release of the project is being written by a live process: it is not started twice."""
+
+    code = "release_running"
 
     def __init__(self, release: Release):
         super().__init__(
@@ -573,6 +578,8 @@ class HubPushError(ReleaseError):
     """A push that the Hub or the network refused. Its text has the token cut out and it carries no cause
     (the original may quote the credentials, and tracebacks reach logs and the result backend);
     ``transient``: a network fault, a Hub 5xx or 429, worth retrying (``scoring.faults.is_transient``)."""
+
+    code = "hub_push_refused"
 
     def __init__(self, message: str, transient: bool = False):  # one positional argument: rebuilt from a result backend
         super().__init__(message)

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from core import access
+from core.domain.errors import AppError
 from core.http import redirect_next
 from core.models import Project
 from exports.benchmark import selectors
@@ -91,8 +92,8 @@ def release(request, project: str):
             private=request.POST.get("public") != "1",
             user=request.user,
         )
-    except services.ReleaseError as exc:
-        messages.error(request, str(exc))
+    except AppError as exc:  # refused (bad request, a release of the project being written): say why
+        messages.error(request, exc.message)
     except Exception as exc:  # eager mode runs the task here: show the recorded failure, not a 500
         messages.error(request, services.without_token(f"release {version} failed: {type(exc).__name__}: {exc}"))
     else:
@@ -109,8 +110,8 @@ def push(request, project: str, version: str):
     repo_id = request.POST.get("repo_id", "").strip()
     try:
         tasks.start_push(release=release_obj, repo_id=repo_id, private=request.POST.get("public") != "1")
-    except services.ReleaseError as exc:
-        messages.error(request, str(exc))
+    except AppError as exc:  # refused (bad request, a release of the project being written): say why
+        messages.error(request, exc.message)
     except Exception as exc:
         messages.error(
             request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.domain.errors import Invalid
 from scoring.runner import META_KEY
 
 REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
@@ -41,8 +42,10 @@ def _xcomet_spans(item: dict) -> tuple[int, int] | None:
 SPAN_COLUMNS = {"errors": _located_errors, "error_spans": _xcomet_spans}
 
 
-class ScoringError(Exception):
+class ScoringError(Invalid):
     """Scoring cannot start or a worker's output cannot be ingested; the message says why."""
+
+    code = "scoring_refused"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from annotation.models import ReviewDecision, ReviewLock, ReviewRound, ReviewTally
 from annotation.review import selectors, services, tally
 from core import bulk
+from core.domain.errors import AppError
 from core.services import create_user
 from injection.models import Candidate
 from tests.review.factories import SAMPLES, make_candidate, make_candidates
@@ -132,13 +133,13 @@ class World:
                 idempotency_key=f"k{self.serial}",
                 round_id=rnd.pk if rnd else None,
             )
-        except services.ReviewError:
+        except AppError:
             pass
 
     def skip(self):
         try:
             services.skip_candidate(self.rng.choice(self.users), self.rng.choice(self._candidates()).pk, "unsure")
-        except services.ReviewError:
+        except AppError:
             pass
 
     def expire_locks(self):
@@ -165,7 +166,7 @@ class World:
             services.open_round(
                 self.admin, self.project, sample_size=self.rng.randint(1, 4), seed=self.rng.randint(0, 99)
             )
-        except services.ReviewError:
+        except AppError:
             pass
 
     def close_round(self):

@@ -8,9 +8,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.domain.errors import AppError
 from core.models import Project
 from exports.release import services
-from exports.release.domain.release_files import ReleaseConflict
 
 
 class Command(BaseCommand):
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         if opts["push"]:  # a push that cannot start is refused before the release is written
             try:
                 services.check_release_request(project=project, version=opts["version"], push_repo=opts["push"])
-            except services.ReleaseError as exc:
+            except AppError as exc:  # a bad request, or a release of the project being written
                 raise CommandError(f"--push: {exc}") from None
             if not os.environ.get("HF_TOKEN"):
                 raise CommandError("--push: HF_TOKEN is not set in the environment; nothing was written")
@@ -70,7 +70,7 @@ class Command(BaseCommand):
                 progress=progress,
                 on_direction=direction_done,
             )
-        except (services.ReleaseError, ReleaseConflict, ValueError) as exc:
+        except (AppError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
