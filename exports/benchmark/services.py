@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation.review import selectors as review_selectors
 from core import bulk
 from core.domain.directions import first_failure, with_entry
+from core.domain.errors import Conflict
 from core.domain.units import Edit, split_units
 from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
@@ -47,6 +48,14 @@ class BuildResult:
     transplanted: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, drift), placed with the flag
     restored: int = 0  # candidates an earlier build excluded that are placed now
     counts: dict = field(default_factory=dict)
+    build: BenchmarkBuild | None = None  # the recorded build this is the outcome of (``run_build``)
+
+    def add(self, other: BuildResult) -> None:
+        """Add one direction's outcome."""
+        for attr in ("segments", "rebuilt", "unchanged", "pseudo_created", "pseudo_deleted", "restored"):
+            setattr(self, attr, getattr(self, attr) + getattr(other, attr))
+        self.excluded += other.excluded
+        self.transplanted += other.transplanted
 
 
 def _fingerprint(reference: str, language: str, max_errors: int, placed: list[merging.PoolCandidate]) -> str:
@@ -109,37 +118,6 @@ def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging
     return pools
 
 
-def build_benchmark(
-    project: Project, *, progress: Progress | None = None, build: BenchmarkBuild | None = None, force: bool = False
-) -> BuildResult:
-    """Merge the project's pool into pseudo translations, rebuilding only gold pairs whose placed pool
-    (or reference, or max_errors) changed since the last build. What it does with a candidate other than
-    placing it as it stands is recorded in ``CandidatePlacement`` (excluded with the reason; transplanted,
-    with the drift and the span used); candidates an earlier build excluded are placed again when they can
-    be. The candidates themselves are not written. Each direction is committed on its own, so an
-    interrupted build resumes where it stopped."""
-    # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
-    # not the project: 200 directions build in the memory of one.
-    total = GoldSegment.objects.filter(project=project).count()
-    result = BuildResult(segments=total)
-    if build is not None:
-        build.total_segments = total
-        build.save(update_fields=["total_segments"])
-    done = 0
-    for direction_code in direction_codes(project):
-        done += build_direction(project, direction_code, result, force=force)
-        if progress:
-            progress(done, total)
-        if build is not None:
-            build.done_segments = done
-            build.rebuilt_segments = result.rebuilt
-            build.pseudo_created = result.pseudo_created
-            build.save(update_fields=["done_segments", "rebuilt_segments", "pseudo_created"])
-    _refresh_statistics()
-    result.counts = _final_counts(project)
-    return result
-
-
 def _final_counts(project: Project) -> dict:
     """The counts a build ends with, kept for the pages (``selectors.current_level_counts``); the change
     log's rows that the build's own writes added are pruned first (to one new row: its token needs no more)."""
@@ -149,9 +127,12 @@ def _final_counts(project: Project) -> dict:
 
 def direction_codes(project: Project) -> list[str]:
     """The directions a build merges, in order (one unit of work each: a Celery task, a committed step)."""
+    return sorted(set(_built_segments(project).values_list("direction__code", flat=True).distinct()))
+
+
+def _built_segments(project: Project):
     # a retired direction is not built again; the releases already made from it keep their files
-    segments = GoldSegment.objects.filter(project=project).exclude(direction__in=project.retired_directions.all())
-    return sorted(set(segments.values_list("direction__code", flat=True).distinct()))
+    return GoldSegment.objects.filter(project=project).exclude(direction__in=project.retired_directions.all())
 
 
 def build_direction(project: Project, direction_code: str, result: BuildResult, *, force: bool = False) -> int:
@@ -358,7 +339,7 @@ def begin_build(build: BenchmarkBuild) -> list[str]:
     build or a finished one run again; for an interrupted or failed one, those not done yet (a build resumes
     per direction). ``build.directions`` gets an entry per direction (what the UI and the command show)."""
     pairs = dict(
-        GoldSegment.objects.filter(project=build.project)
+        _built_segments(build.project)
         .order_by()
         .values("direction__code")
         .annotate(n=Count("id"))
@@ -390,10 +371,13 @@ def begin_build(build: BenchmarkBuild) -> list[str]:
     return [code for code, entry in build.directions.items() if entry["status"] != "done"]
 
 
-def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool = False) -> dict:
+def run_build_direction(
+    build: BenchmarkBuild, direction_code: str, force: bool = False, total: BuildResult | None = None
+) -> dict:
     """Merge one direction of a recorded build (what each task of a build's chord runs) and record its
     outcome in ``build.directions``, in the transaction that writes the direction, so a recorded ``done``
-    means written. A failure is recorded on the direction and the build, with its reason, and raised."""
+    means written. A failure is recorded on the direction and the build, with its reason, and raised.
+    ``total``: a result of the whole build to add this direction's outcome to (``run_build``)."""
     _record_direction(build, direction_code, {"status": "running"})
     result = BuildResult()
     try:
@@ -415,6 +399,9 @@ def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool 
             build, direction_code, {"status": "failed", "error": reason}, failure=f"{direction_code}: {reason}"
         )
         raise
+    if total is not None:
+        result.segments = segments
+        total.add(result)
     return entry
 
 
@@ -454,20 +441,31 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
 
 
 def run_build(
-    build: BenchmarkBuild,
-    progress: Progress | None = None,
+    *,
+    project: Project | None = None,
+    build: BenchmarkBuild | None = None,
+    user=None,
     force: bool = False,
+    progress: Progress | None = None,
     on_direction: DirectionDone | None = None,
-) -> BenchmarkBuild:
-    """Run one recorded build in this process, direction after direction (what the command calls; the task
-    spreads the same steps over workers): status, counts, failure reason, progress per direction."""
+) -> BuildResult:
+    """The one way a build runs in this process (the tests, the perf scripts, the command and the demo): record
+    a build of ``project`` (``create_build``: one per project at a time) or take the recorded ``build``, and run
+    the steps the worker's task spreads over a chord (``begin_build``, ``run_build_direction`` per direction
+    left, ``finish_build``), direction after direction: status, counts, failure reason, progress per direction.
+    Returns what the directions run here did (``result.build``: the build row)."""
+    if build is None:
+        build = create_build(project=project, user=user)
+    result = BuildResult(build=build)
     for code in begin_build(build):
-        entry = run_build_direction(build, code, force=force)
+        entry = run_build_direction(build, code, force=force, total=result)
         if on_direction:
             on_direction(code, entry)
         if progress:
             progress(build.done_segments, build.total_segments)
-    return finish_build(build)
+    finish_build(build)
+    result.counts = build.counts
+    return result
 
 
 def _record_direction(build: BenchmarkBuild, direction_code: str, entry: dict, failure: str = "") -> None:
@@ -495,8 +493,10 @@ def _copy(row: BenchmarkBuild, build: BenchmarkBuild) -> None:
             setattr(build, attr, getattr(row, attr))
 
 
-class BuildRunning(Exception):
+class BuildRunning(Conflict):
     """A build of the project is already pending or running: it is not started twice."""
+
+    code = "build_running"
 
     def __init__(self, build: BenchmarkBuild):
         super().__init__(

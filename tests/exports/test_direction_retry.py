@@ -74,7 +74,7 @@ def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):
 
 def test_a_release_direction_retry_is_recorded_the_same_way(seeded, settings, tmp_path):
     settings.RELEASES_DIR = tmp_path / "releases"
-    build_services.build_benchmark(seeded)
+    build_services.run_build(project=seeded)
     job = release_services.begin_release(seeded, "1.0.0")
     Release.objects.filter(pk=job.release_id).update(
         status="failed",

@@ -3,7 +3,7 @@
 import pytest
 
 from core.models import Direction, Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import run_build
 from exports.models import MetricScore, Release
 from exports.scores.services import summarize_scores
 from tests.exports.conftest import import_languages
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 def built(shared_data):
     import_languages("xq", shared_data, ["de", "zh"])
     project = Project.objects.get(name="xq")
-    build_benchmark(project)
+    run_build(project=project)
     return project
 
 

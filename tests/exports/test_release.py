@@ -14,7 +14,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from core.models import Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import run_build
 from exports.models import CandidatePlacement, PseudoSystem, PseudoTranslation, Release
 from exports.release import services
 from exports.release.domain.release_files import ReleaseConflict, verify_release
@@ -33,7 +33,7 @@ def import_and_build(shared_data) -> int:
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    build_benchmark(project)
+    run_build(project=project)
     return project.pk
 
 
@@ -105,7 +105,7 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
         .first()
     )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
-    build_benchmark(built)
+    run_build(project=built)
     out = tmp_path / "rel"
     release = services.create_release(built, "1.0.0", out_dir=out)
     card = (out / "README.md").read_text(encoding="utf-8")
@@ -162,7 +162,7 @@ def test_rebuilding_from_the_same_inputs_gives_the_same_bytes(built, tmp_path):
     assert (tmp_path / "a" / "README.md").read_bytes() == (CARDS / "xqm-shared-data-1.0.0.md").read_bytes()
     # rebuild every pseudo translation (new database ids) and release from scratch: still the same bytes
     old_ids = set(PseudoTranslation.objects.values_list("id", flat=True))
-    build_benchmark(built, force=True)
+    run_build(project=built, force=True)
     assert not old_ids & set(PseudoTranslation.objects.values_list("id", flat=True))
     Release.objects.all().delete()
     again = services.create_release(built, "1.0.0", out_dir=tmp_path / "c")
@@ -175,7 +175,7 @@ def test_a_released_version_is_immutable(built, tmp_path):
     before = files_of(tmp_path / "a")
     victim = Candidate.objects.filter(segment__project=built, status="accepted").order_by("id").first()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
-    build_benchmark(built)
+    run_build(project=built)
     with pytest.raises(ReleaseConflict, match="immutable"):
         services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
     with pytest.raises(ReleaseConflict, match="immutable"):

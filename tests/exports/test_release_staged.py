@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models import Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import run_build
 from exports.models import Release
 from exports.release import services
 from exports.release.domain import release_files
@@ -34,7 +34,7 @@ def built(db, shared_data, settings, tmp_path):
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    build_benchmark(project)
+    run_build(project=project)
     return project
 
 
@@ -74,7 +74,7 @@ def test_the_chord_writes_the_bytes_and_content_hash_of_the_one_pass_writer(buil
     assert sum(entry["triplets"] for entry in release.directions.values()) == release.manifest["triplets"]
 
     # the same content again after a forced rebuild, staged in-process by the command into a new directory
-    build_benchmark(built, force=True)
+    run_build(project=built, force=True)
     out2 = tmp_path / "again"
     lines = io.StringIO()
     call_command(
@@ -140,7 +140,7 @@ def test_a_changed_build_invalidates_staged_directions(built, tmp_path):
         .first()
     )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
-    build_benchmark(built)
+    run_build(project=built)
     blocker.unlink()
     staged = []
     release = services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
@@ -159,7 +159,7 @@ def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_re
     assert job.todo == job.directions == ("en-de", "en-zh")
     for code in job.todo:
         services.run_release_direction(job, code)
-    build_benchmark(built, force=True)  # every gold pair rewritten: the staged files may not be trusted
+    run_build(project=built, force=True)  # every gold pair rewritten: the staged files may not be trusted
     with pytest.raises(services.ReleaseError, match="build changed since en-de, en-zh"):
         services.finish_release(job)
     release = Release.objects.get(pk=job.release_id)
@@ -181,7 +181,7 @@ def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_re
 def test_release_progress_per_direction_is_shown_for_visible_directions_only(client, admin_user, annotator_de, seeded):
     from exports.benchmark import services as build_services
 
-    build_build = build_services.build_benchmark(seeded)
+    build_build = build_services.run_build(project=seeded)
     assert build_build.pseudo_created
     result = create_release_task.delay(seeded.pk, "0.1.0").get()
     assert result["status"] == "ready"
@@ -208,7 +208,7 @@ def test_release_progress_per_direction_is_shown_for_visible_directions_only(cli
 def test_the_command_prints_a_line_per_direction_and_a_plan_fixed_in_the_job(seeded, tmp_path):
     from exports.benchmark import services as build_services
 
-    build_services.build_benchmark(seeded)
+    build_services.run_build(project=seeded)
     out = io.StringIO()
     call_command(
         "release", "demo", "--version", "0.1.0", "--out", str(tmp_path / "r"), verbosity=2, stdout=out, stderr=out

@@ -50,7 +50,7 @@ def import_and_build(shared_data) -> int:
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    services.build_benchmark(project)
+    services.run_build(project=project)
     return project.pk
 
 

@@ -15,7 +15,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import Direction, Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import run_build
 from exports.metaeval.selectors import release_diagnostics, release_leaderboard
 from exports.release import services as release_services
 from exports.scores.services import ingest_part
@@ -69,7 +69,7 @@ def scored_release(shared_data, tmp_path):
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": {"monolingual_repetitions": 2, "multilingual_repetitions": 2}}
     project.save()
-    build_benchmark(project)
+    run_build(project=project)
     release = release_services.create_release(project, "1.0.0", out_dir=tmp_path / "rel")
     out = tmp_path / "scores"
     subprocess.run(

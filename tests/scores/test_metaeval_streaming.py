@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.models import Direction, Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import run_build
 from exports.metaeval import domain as metaeval
 from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem
@@ -80,7 +80,7 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": {"monolingual_repetitions": 3, "multilingual_repetitions": 6}}
     project.save()
-    build_benchmark(project)
+    run_build(project=project)
     release = services.create_release(project, "1.0.0", out_dir=tmp_path / "r")
     scores = []
     for direction in Direction.objects.filter(code__in=["en-de", "en-zh", "en-id"]):

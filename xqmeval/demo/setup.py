@@ -11,7 +11,7 @@ from core.corpus.domain import CorpusRow
 from core.models import Project
 from core.services import add_directions, create_user, ensure_project, import_corpus_rows
 from exports.benchmark.selectors import latest_build
-from exports.benchmark.services import create_build, run_build
+from exports.benchmark.services import run_build
 from exports.models import BenchmarkBuild, Release
 from exports.release.services import create_release
 from injection.models import InjectionRun
@@ -51,7 +51,7 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     latest = latest_build(xq)
     if result.candidates_created or latest is None or latest.status != BenchmarkBuild.Status.DONE:
         # a recorded build, as the page's Build button and the command make: the benchmark page shows it
-        built = run_build(create_build(project=xq))
+        built = run_build(project=xq).build
         log(
             f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
         )

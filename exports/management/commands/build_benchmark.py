@@ -56,7 +56,7 @@ class Command(BaseCommand):
 
         started = time.perf_counter()
         try:
-            services.run_build(build, progress=progress, force=opts["force"], on_direction=on_direction)
+            services.run_build(build=build, progress=progress, force=opts["force"], on_direction=on_direction)
         except Exception as exc:
             raise CommandError(f"build {build.pk} failed: {exc}") from exc
         finally:
