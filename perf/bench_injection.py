@@ -80,12 +80,12 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
 
     call_command("migrate", verbosity=0)
     from core.corpus.domain import CorpusRow
-    from core.services import ensure_project, import_corpus_rows
+    from core.services import corpus_rows_import, project_ensure
     from injection import services
 
-    project, _ = ensure_project("bench")
+    project, _ = project_ensure(name="bench")
     rows = [CorpusRow(str(i), SOURCE, f"{REFERENCE} ({i})", f"row {i}") for i in range(n_segments)]
-    import_corpus_rows(project, "en-de", rows, "bench")
+    corpus_rows_import(project=project, direction_code="en-de", rows=rows, source_name="bench")
     run = services.plan_run(
         services.RunSpec(
             project=project,

@@ -39,7 +39,7 @@ from core.domain import bidi
 from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Direction, Profile, Project
-from core.services import ImportRejected, clean_username, create_user, ensure_language
+from core.services import ImportRejected, language_ensure, user_create, username_clean
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -871,7 +871,7 @@ def assign_languages(admin, user, codes: list[str]) -> None:
         profile, _ = Profile.objects.get_or_create(user=user)
         old = sorted(profile.languages.values_list("code", flat=True))
         try:
-            languages = [ensure_language(c) for c in codes]
+            languages = [language_ensure(code=c) for c in codes]
         except (KeyError, ValueError) as exc:
             raise Invalid(f"unknown language code: {exc}", "languages") from None
         if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
@@ -895,7 +895,7 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     from django.core.validators import validate_email
 
     try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
-        username = clean_username(username)
+        username = username_clean(username=username)
     except ValidationError as exc:
         raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
     if email:
@@ -907,7 +907,9 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
         raise Conflict(f"username {username!r} is taken: that user already exists", "username")
     with transaction.atomic():
         try:
-            user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)
+            user = user_create(
+                username=username, password=secrets.token_urlsafe(24), languages=list(languages), email=email
+            )
         except (KeyError, ValueError) as exc:
             raise Invalid(f"unknown language code: {exc}", "languages") from None
         user.set_unusable_password()

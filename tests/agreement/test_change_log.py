@@ -22,7 +22,7 @@ from annotation.agreement.tasks import refresh_agreement
 from annotation.models import LikertRating, RatingItem, ReviewChange, ReviewDecision, ReviewRound
 from annotation.review import changes, services
 from core import bulk
-from core.services import add_directions, ensure_project
+from core.services import project_directions_add, project_ensure
 from exports.models import BenchmarkChange
 from injection.models import Candidate, FlagChange
 from tests.review.factories import make_candidates
@@ -37,8 +37,8 @@ def postgresql_only(db):
 @pytest.fixture
 def other(languages):
     """A second project with a decision of its own: its token must not move with the first's writes."""
-    project, _ = ensure_project("other")
-    add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="other")
+    project_directions_add(project=project, codes=["en-de"])
     cand = make_candidates(project, languages, "en-de", count=1)[0]
     ReviewDecision.objects.create(candidate=cand, reviewer=None, decision="accept", source="imported", is_final=True)
     return project
@@ -191,8 +191,8 @@ def test_prune_leaves_one_newer_row_so_no_later_token_equals_an_earlier_one(worl
 @pytest.mark.django_db(transaction=True)
 def test_a_transaction_that_commits_after_a_later_one_still_moves_the_token(languages, annotator_de):
     """The newest id alone would miss it: the earlier transaction's row has the smaller id."""
-    project, _ = ensure_project("race")
-    add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="race")
+    project_directions_add(project=project, codes=["en-de"])
     first, second = make_candidates(project, languages, "en-de", count=2)
     with psycopg.connect(**_params()) as early:
         with early.cursor() as cur:  # begins a transaction and holds it open
@@ -228,8 +228,8 @@ def test_a_deleted_projects_rows_leave_every_change_log_with_it(world, other):
 @pytest.mark.django_db(transaction=True)
 def test_a_transaction_that_commits_after_a_prune_never_brings_back_an_earlier_token(languages, annotator_de):
     """A prune that kept the newest row failed here: the late row brought the count, and the token, back."""
-    project, _ = ensure_project("race")
-    add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="race")
+    project_directions_add(project=project, codes=["en-de"])
     first, second, third = make_candidates(project, languages, "en-de", count=3)
     ReviewDecision.objects.create(candidate=third, reviewer=annotator_de, decision="accept")  # a row the prune deletes
     with psycopg.connect(**_params()) as early:

@@ -24,7 +24,7 @@ from annotation.agreement import tasks as agreement_tasks
 from annotation.agreement.tasks import refresh_agreement
 from annotation.models import ReviewDecision
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from tests.conftest import need
 from tests.review.factories import make_candidate
 from tests.support.db_faults import wait_until
@@ -72,9 +72,9 @@ def more_scopes(world, languages):
     """A reviewer of two of the project's languages (a third scope), plus users who must add none."""
     from django.contrib.auth import get_user_model
 
-    create_user("mixed", "mixed-pass-123", languages=["de", "zh", "fr"])  # fr is not in the project
-    create_user("gone", "gone-pass-123", languages=["ar"])
-    create_user("staffer", "staff-pass-123", languages=["ja"])
+    user_create(username="mixed", password="mixed-pass-123", languages=["de", "zh", "fr"])  # fr is not in the project
+    user_create(username="gone", password="gone-pass-123", languages=["ar"])
+    user_create(username="staffer", password="staff-pass-123", languages=["ja"])
     get_user_model().objects.filter(username="gone").update(is_active=False)  # cannot log in: no scope
     get_user_model().objects.filter(username="staffer").update(is_staff=True)  # an admin: the all-languages scope
     return world
@@ -255,7 +255,7 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
         make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i))
         for i in range(16)
     ]
-    users = [create_user(f"r{i}", "pw-123-xyz", languages=["de"]) for i in range(32)]
+    users = [user_create(username=f"r{i}", password="pw-123-xyz", languages=["de"]) for i in range(32)]
     target = {user.pk: candidates[i // 2] for i, user in enumerate(users)}  # two reviewers per candidate
 
     def work(user):

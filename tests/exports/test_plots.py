@@ -34,9 +34,9 @@ def test_counts_plot_shows_the_visible_directions_only(client, built, admin_user
 
 def test_counts_plot_needs_login_and_a_language_of_the_project(client, built, annotator_zh):
     assert client.get("/benchmarks/xq/counts.svg").status_code == 302
-    from core.services import create_user
+    from core.services import user_create
 
-    client.force_login(create_user("ar_only", "ar-pass-123", languages=["ar"]))
+    client.force_login(user_create(username="ar_only", password="ar-pass-123", languages=["ar"]))
     assert client.get("/benchmarks/xq/counts.svg").status_code in (403, 404)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from core.services import create_user
+from core.services import user_create
 from exports.models import BenchmarkBuild, PseudoSystem, PseudoTranslation, Release
 from tests.exports.hub_server import HubServer
 
@@ -121,7 +121,7 @@ def test_annotators_see_their_directions_and_cannot_act(
         )
     assert not BenchmarkBuild.objects.exists() and not Release.objects.exists()
 
-    outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
+    outsider = user_create(username="fr_only", password="pw-123456-x", languages=["fr"])
     client.force_login(outsider)
     assert client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).status_code == 404
     assert client.get(reverse("benchmarks_api:project", kwargs={"project": "demo"})).status_code == 404
@@ -212,7 +212,7 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     html = client.get(page).content.decode()
     assert "Excluded candidates (1)" in html and "The first" not in html
     assert [r["direction"] for r in table(annotator_de, "excluded")] == ["en-de"]
-    outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
+    outsider = user_create(username="fr_only", password="pw-123456-x", languages=["fr"])
     client.force_login(outsider)
     assert (
         client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code

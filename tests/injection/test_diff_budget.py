@@ -7,7 +7,7 @@ import time
 import pytest
 
 from core.corpus.domain import CorpusRow
-from core.services import import_corpus_rows
+from core.services import corpus_rows_import
 from injection import services
 from injection.backends import GenerationResult
 from injection.models import Candidate, InjectionItem
@@ -17,7 +17,12 @@ pytestmark = pytest.mark.django_db
 
 def test_an_answer_differing_all_over_a_long_reference_fails_its_item_with_the_reason(project):
     reference = " ".join(f"Wort{i}" for i in range(20_000))
-    import_corpus_rows(project, "en-de", [CorpusRow("long", "A long text.", reference, "inline")], "inline")
+    corpus_rows_import(
+        project=project,
+        direction_code="en-de",
+        rows=[CorpusRow("long", "A long text.", reference, "inline")],
+        source_name="inline",
+    )
     run = services.plan_run(
         services.RunSpec(
             project=project,

@@ -25,12 +25,13 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 SETUP = """
-from core.services import ensure_project, import_corpus_rows
+from core.services import corpus_rows_import, project_ensure
 from core.corpus.domain import CorpusRow
 from tests.injection.conftest import PAIRS
-project, _ = ensure_project("demo")
+project, _ = project_ensure(name="demo")
 for direction, pairs in PAIRS.items():
-    import_corpus_rows(project, direction, [CorpusRow(str(i), s, r, f"line {i}") for i, (s, r) in enumerate(pairs)], "inline")
+    rows = [CorpusRow(str(i), s, r, f"line {i}") for i, (s, r) in enumerate(pairs)]
+    corpus_rows_import(project=project, direction_code=direction, rows=rows, source_name="inline")
 """
 
 

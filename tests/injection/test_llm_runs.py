@@ -249,10 +249,10 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
     import pandas as pd
 
     from core.corpus.domain import CorpusRow
-    from core.services import add_directions, import_corpus_rows
+    from core.services import corpus_rows_import, project_directions_add
 
     languages = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
-    add_directions(project, [f"en-{lang}" for lang in languages])
+    project_directions_add(project=project, codes=[f"en-{lang}" for lang in languages])
     for language in languages:
         frame = (
             pd.read_parquet(shared_data / "candidates" / f"en-{language}-Omission.parquet")
@@ -262,7 +262,7 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
         rows = [
             CorpusRow(str(r.segment_id), r.src, r.ref, f"{language} row {i}") for i, r in enumerate(frame.itertuples())
         ]
-        import_corpus_rows(project, f"en-{language}", rows, "shared")
+        corpus_rows_import(project=project, direction_code=f"en-{language}", rows=rows, source_name="shared")
     run = _run(
         project,
         stub,

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from core.models import GoldSegment, Project
-from core.services import ProjectRejected, create_user, project_create
+from core.services import ProjectRejected, project_create, user_create
 from xqmeval.projects.selectors import STAGES, Stage, next_step
 
 pytestmark = pytest.mark.django_db
@@ -259,7 +259,7 @@ def test_agreement_stage_reads_the_cache_and_never_computes(
     from tests.review.factories import make_candidates
 
     settings.AGREEMENT_REFRESH_DELAY = 0
-    other = create_user("bo_de", "bo-pass-123", languages=["de"])
+    other = user_create(username="bo_de", password="bo-pass-123", languages=["de"])
     rnd = first_round(project)
     for candidate in make_candidates(project, languages, "en-de"):
         for reviewer in (annotator_de, other):

@@ -98,7 +98,9 @@ def test_settings_form_lists_every_problem_at_once_and_keeps_the_input(admin, fl
 
 def test_settings_service_names_each_field(flores):
     with pytest.raises(ProjectRejected) as exc:
-        project_settings_update(flores, title=" ", reviewers_per_candidate=11, max_errors=0, error_types=["Bogus"])
+        project_settings_update(
+            project=flores, title=" ", reviewers_per_candidate=11, max_errors=0, error_types=["Bogus"]
+        )
     fields = [e.partition(":")[0] for e in exc.value.errors]
     assert fields == ["title", "error_types", "reviewers_per_candidate", "max_errors"]
 

@@ -9,7 +9,7 @@ from django.db import connection, connections
 
 from annotation.models import ReviewDecision
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.conftest import need
 from tests.review.factories import make_candidate
@@ -45,7 +45,7 @@ def test_32_concurrent_reviewers_never_over_assign(project, languages):
     need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
     for i in range(40):
         make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i))
-    users = [create_user(f"r{i}", "pw-123-xyz", languages=["de"]) for i in range(32)]
+    users = [user_create(username=f"r{i}", password="pw-123-xyz", languages=["de"]) for i in range(32)]
     counts: Counter = Counter()
 
     def work(user):
@@ -106,7 +106,7 @@ def test_concurrent_raters_never_over_fill_a_rating_item(project, languages):
         RatingItem.objects.create(
             project=project, direction=languages["en-de"], kind="system_output", source=f"s{i}", text=f"t{i}"
         )
-    users = [create_user(f"rater{i}", "pw-123-xyz", languages=["de"]) for i in range(16)]
+    users = [user_create(username=f"rater{i}", password="pw-123-xyz", languages=["de"]) for i in range(16)]
     scores = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 3}
 
     def work(user):

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from tests.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def work(project, languages, annotator_de):
     de, ar = languages["en-de"], languages["en-ar"]
-    create_user("sara_ar", "sara-pass-123", languages=["ar"])
+    user_create(username="sara_ar", password="sara-pass-123", languages=["ar"])
     german = make_candidate(project, de, "A red dog.", "Ein roter Hund.", "Ein blauer Hund.")
     other = make_candidate(project, de, "A cat sleeps.", "Eine Katze schläft.", "Eine Katze rennt.")
     arabic = make_candidate(project, ar, "The dog.", "الكلب نائم.", "القط نائم.")
@@ -45,7 +45,7 @@ def test_mine_shows_the_text_filters_and_lists_skips_with_a_way_back(client, ann
 
 
 def test_an_admin_sees_every_skip_of_the_project_and_others_see_only_their_own(client, admin_user, annotator_de, work):
-    sara = create_user("sara_ar", "sara-pass-123", languages=["ar"])
+    sara = user_create(username="sara_ar", password="sara-pass-123", languages=["ar"])
     services.skip_candidate(sara, work["arabic"].pk, "unsure")
     client.force_login(admin_user)
     page = client.get(reverse("review:manage", args=["demo"])).content.decode()

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewLock
 from annotation.review import selectors, services
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import make_candidates
 
@@ -22,7 +22,7 @@ def de_candidates(project, languages):
 
 @pytest.fixture
 def second_de():
-    return create_user("ben_de", "ben-pass-123", languages=["de"])
+    return user_create(username="ben_de", password="ben-pass-123", languages=["de"])
 
 
 def decide(user, candidate, decision="accept", key=None, **kw):
@@ -48,7 +48,7 @@ def test_resume_returns_the_held_item(project, de_candidates, annotator_de):
 
 
 def test_n_reviewers_then_status_unanimous(project, de_candidates, annotator_de, second_de):
-    third = create_user("cara_de", "cara-pass-123", languages=["de"])
+    third = user_create(username="cara_de", password="cara-pass-123", languages=["de"])
     a = services.next_candidate(annotator_de, project).candidate
     b = services.next_candidate(second_de, project).candidate
     assert a == b  # both reviewers are sent to the same first item (N = 2)
@@ -104,7 +104,7 @@ def test_invalid_input_names_the_field(project, de_candidates, annotator_de):
 
 
 def test_expired_lock_frees_the_slot(project, de_candidates, annotator_de, second_de):
-    third = create_user("cara_de", "cara-pass-123", languages=["de"])
+    third = user_create(username="cara_de", password="cara-pass-123", languages=["de"])
     a = services.next_candidate(annotator_de, project).candidate
     services.next_candidate(second_de, project)
     ReviewLock.objects.filter(reviewer=second_de).update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -331,4 +331,4 @@ def test_create_user_refuses_a_bidi_control_in_a_new_name(db):
     from django.core.exceptions import ValidationError
 
     with pytest.raises(ValidationError):
-        create_user("ben\u202e_de", "ben-pass-123", languages=["de"])
+        user_create(username="ben\u202e_de", password="ben-pass-123", languages=["de"])

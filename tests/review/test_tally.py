@@ -15,7 +15,7 @@ from annotation.models import ReviewDecision, ReviewLock, ReviewRound, ReviewTal
 from annotation.review import selectors, services, tally
 from core import bulk
 from core.domain.errors import AppError
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import SAMPLES, make_candidate, make_candidates
 
@@ -218,8 +218,8 @@ def test_counters_follow_every_writer_in_random_order(project, languages, annota
     users = [
         annotator_de,
         annotator_zh,
-        create_user("ben_de", "ben-pass-123", languages=["de"]),
-        create_user("dora_dezh", "dora-pass-123", languages=["de", "zh"]),
+        user_create(username="ben_de", password="ben-pass-123", languages=["de"]),
+        user_create(username="dora_dezh", password="dora-pass-123", languages=["de", "zh"]),
     ]
     make_candidates(project, languages, "en-de")
     make_candidates(project, languages, "en-zh")
@@ -237,7 +237,7 @@ def test_counters_follow_every_writer_in_random_order(project, languages, annota
 
 def test_remaining_counts_others_live_locks_and_own_history(project, languages, annotator_de, admin_user):
     """N = 2: a candidate another reviewer holds stays in my queue until a second one holds it too."""
-    ben, cara = (create_user(n, "pass-pass-123", languages=["de"]) for n in ("ben_de", "cara_de"))
+    ben, cara = (user_create(username=n, password="pass-pass-123", languages=["de"]) for n in ("ben_de", "cara_de"))
     make_candidates(project, languages, "en-de", count=3)
     rnd = selectors.first_round(project)
     assert selectors.progress(annotator_de, project, rnd, ["de"])["remaining"] == 3

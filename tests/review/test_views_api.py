@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import make_candidate, make_candidates
 
@@ -185,7 +185,7 @@ def test_the_main_menu_is_the_same_on_every_page_for_a_user(project, data, de_cl
 
 
 def test_decisions_list_shows_only_own_work(project, data, de_client, annotator_de):
-    other = create_user("ben_de", "ben-pass-123", languages=["de"])
+    other = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
     services.submit_decision(other, data["de"][0].pk, "reject", idempotency_key="other")
     services.submit_decision(annotator_de, data["de"][1].pk, "accept", idempotency_key="mine")
     rows = de_client.get(reverse("review_api:decisions")).json()["results"]
@@ -313,7 +313,7 @@ def test_review_page_rtl_and_deletion_marker(project, languages):
     ar = make_candidate(
         project, languages["en-ar"], "The book is new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission"
     )
-    user = create_user("amal_ar", "amal-pass-123", languages=["ar"])
+    user = user_create(username="amal_ar", password="amal-pass-123", languages=["ar"])
     client = login(Client(), user, "amal-pass-123")
     html = client.get(reverse("review:candidate", args=[project.name, ar.pk])).content.decode()
     assert 'lang="ar" dir="rtl" id="candidate-text"' in html
@@ -333,7 +333,7 @@ def test_invite_link_sets_password_once(admin_client, admin_user):
 
 
 def test_admin_progress_page_and_adjudication(project, data, admin_client, annotator_de):
-    other = create_user("ben_de", "ben-pass-123", languages=["de"])
+    other = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
     c = data["de"][0]
     services.submit_decision(annotator_de, c.pk, "accept", idempotency_key="a", time_spent_ms=3000)
     services.submit_decision(other, c.pk, "reject", idempotency_key="b", time_spent_ms=5000)
@@ -395,7 +395,7 @@ def test_review_page_shows_check_warnings_and_criteria(project, languages, de_cl
 
 
 def test_viewer_cannot_review_or_rate(project, data):
-    viewer = create_user("vic", "vic-pass-123", role="viewer", languages=["de"])
+    viewer = user_create(username="vic", password="vic-pass-123", role="viewer", languages=["de"])
     client = login(Client(), viewer, "vic-pass-123")
     assert client.get(reverse("review:candidate", args=[project.name, data["de"][0].pk])).status_code == 404
     assert (

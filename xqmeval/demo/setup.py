@@ -9,7 +9,7 @@ from pathlib import Path
 from annotation.review.xqmeval_import import import_xqmeval
 from core.corpus.domain import CorpusRow
 from core.models import Project
-from core.services import add_directions, create_user, ensure_project, import_corpus_rows
+from core.services import corpus_rows_import, project_directions_add, project_ensure, user_create
 from exports.benchmark.selectors import latest_build
 from exports.benchmark.services import run_build
 from exports.models import BenchmarkBuild, Release
@@ -79,13 +79,16 @@ def demo_corpus() -> dict[str, list[CorpusRow]]:
 
 
 def setup_demo(log: Callable[[str], None] = print) -> None:
-    users = {name: create_user(name, password, role=role, languages=langs) for name, password, role, langs in ACCOUNTS}
-    project, _ = ensure_project(
-        PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"]
+    users = {
+        name: user_create(username=name, password=password, role=role, languages=langs)
+        for name, password, role, langs in ACCOUNTS
+    }
+    project, _ = project_ensure(
+        name=PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"]
     )
-    add_directions(project, [f"en-{t}" for t in TARGETS])
+    project_directions_add(project=project, codes=[f"en-{t}" for t in TARGETS])
     for target, rows in demo_corpus().items():
-        result = import_corpus_rows(project, f"en-{target}", rows, CORPUS.name)
+        result = corpus_rows_import(project=project, direction_code=f"en-{target}", rows=rows, source_name=CORPUS.name)
         log(f"en-{target}: {result.created} gold segments imported, {result.unchanged} unchanged")
     for name, step in DEMO_STEPS:
         log(f"demo step: {name}")

@@ -35,8 +35,8 @@ from core.services import (
     ImportRejected,
     ProjectRejected,
     assignments_set,
+    corpus_source_import,
     direction_add,
-    import_corpus_source,
     project_create,
     project_settings_update,
 )
@@ -159,8 +159,8 @@ def corpus_import(request, slug: str):
         upload = data.get("file")
         columns = Columns(data["id_column"], data["source_column"], data["reference_column"])
         try:
-            name, result = import_corpus_source(
-                project,
+            name, result = corpus_source_import(
+                project=project,
                 direction=data["direction"],
                 columns=columns,
                 upload_name=upload.name if upload else "",
@@ -285,7 +285,7 @@ def assignments(request, slug: str):
     form = AssignmentForm(request.POST, direction=direction, annotators=_annotators())
     if form.is_valid():
         try:
-            names = assignments_set(project, direction=direction, usernames=form.cleaned_data["reviewers"])
+            names = assignments_set(project=project, direction=direction, usernames=form.cleaned_data["reviewers"])
         except ProjectRejected as exc:
             _report(form, exc.errors)
         else:
@@ -302,7 +302,7 @@ def project_settings(request, slug: str):
     form = ProjectSettingsForm(request.POST or None, initial={f: getattr(project, f) for f in SETTINGS_FIELDS})
     if request.method == "POST" and form.is_valid():
         try:
-            project_settings_update(project, **form.cleaned_data)
+            project_settings_update(project=project, **form.cleaned_data)
         except ProjectRejected as exc:
             _report(form, exc.errors)
         else:
@@ -325,7 +325,7 @@ def direction_add_view(request, slug: str):
         code = f"{project.source_language.code}-{target}"
         if form.cleaned_data["confirmed"]:
             try:
-                direction_add(project, target=target)
+                direction_add(project=project, target=target)
             except ProjectRejected as exc:
                 _report(form, exc.errors)
             else:

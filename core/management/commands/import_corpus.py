@@ -5,7 +5,7 @@ from django.db import transaction
 
 from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
 from core.domain.languages import UnknownDirection, parse_direction
-from core.services import ImportRejected, ProjectRejected, ensure_project, import_corpus_rows
+from core.services import ImportRejected, ProjectRejected, corpus_rows_import, project_ensure
 
 
 class Command(BaseCommand):
@@ -46,8 +46,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         try:
             with transaction.atomic():  # a rejected file leaves no new project behind
-                project, created = ensure_project(opts["project"], source_language=source_lang)
-                result = import_corpus_rows(project, opts["direction"], rows, name)
+                project, created = project_ensure(name=opts["project"], source_language=source_lang)
+                result = corpus_rows_import(
+                    project=project, direction_code=opts["direction"], rows=rows, source_name=name
+                )
         except ProjectRejected as exc:
             raise CommandError(f"project: {exc}") from None
         except ImportRejected as exc:
