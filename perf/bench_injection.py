@@ -86,8 +86,8 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
     project, _ = project_ensure(name="bench")
     rows = [CorpusRow(str(i), SOURCE, f"{REFERENCE} ({i})", f"row {i}") for i in range(n_segments)]
     corpus_rows_import(project=project, direction_code="en-de", rows=rows, source_name="bench")
-    run = services.plan_run(
-        services.RunSpec(
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=project,
             kind="mqm",
             backend="openai",
@@ -98,7 +98,7 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
         )
     )
     start = time.perf_counter()
-    run = services.execute_run(run.pk)
+    run = services.run_execute(run_id=run.pk)
     return time.perf_counter() - start, run.done
 
 

@@ -202,7 +202,7 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and db.count("select count(*) from injection_candidate") < 4:
             time.sleep(0.1)
-        # What the admin's Cancel button does (services.cancel_run), from another process.
+        # What the admin's Cancel button does (services.run_cancel), from another process.
         conn = db.connect()
         try:
             conn.execute("update injection_injectionrun set status = 'cancelled' where name = 'cancelled'")

@@ -151,15 +151,17 @@ def test_rule_run_on_shared_data_records_candidates_or_reasons(shared_data, proj
         ]
         corpus_rows_import(project=project, direction_code=f"en-{language}", rows=rows, source_name="shared")
     directions = [f"en-{lang}" for lang in LANGUAGES]
-    mqm = services.execute_run(
-        services.plan_run(services.RunSpec(project=project, kind="mqm", backend="rule", directions=directions)).pk
+    mqm = services.run_execute(
+        run_id=services.run_plan(
+            spec=services.RunSpec(project=project, kind="mqm", backend="rule", directions=directions)
+        ).pk
     )
     assert mqm.total == 9 * 6 * 8 and mqm.done == mqm.total and mqm.failed == 0
     assert Candidate.objects.filter(run=mqm, prompt_version__startswith="xqmeval-").count() == mqm.total
     assert not Candidate.objects.filter(run=mqm, flags__icontains='"in_requested_half"').exists()
-    perturbation = services.execute_run(
-        services.plan_run(
-            services.RunSpec(project=project, kind="perturbation", backend="rule", directions=directions)
+    perturbation = services.run_execute(
+        run_id=services.run_plan(
+            spec=services.RunSpec(project=project, kind="perturbation", backend="rule", directions=directions)
         ).pk
     )
     assert perturbation.done + perturbation.failed == perturbation.total == 9 * 6 * 8

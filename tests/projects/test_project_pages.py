@@ -95,8 +95,8 @@ def test_injection_runs_default_to_the_projects_types(languages):
     GoldSegment.objects.create(
         project=project, direction=languages["en-de"], external_id="1", source="a b", reference="x y z"
     )
-    mqm = services.plan_run(services.RunSpec(project=project, kind="mqm"))
-    perturbation = services.plan_run(services.RunSpec(project=project, kind="perturbation"))
+    mqm = services.run_plan(spec=services.RunSpec(project=project, kind="mqm"))
+    perturbation = services.run_plan(spec=services.RunSpec(project=project, kind="perturbation"))
     assert mqm.error_types == ["Omission"] and perturbation.error_types == ["Spelling"]
     assert set(mqm.items.values_list("error_type", flat=True)) == {"Omission"}
 

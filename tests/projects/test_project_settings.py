@@ -13,7 +13,7 @@ from core.domain.language_id import language_mismatch
 from core.models import Direction, GoldSegment, Project
 from core.services import ProjectRejected, project_create, project_settings_update
 from exports.benchmark.services import direction_codes
-from injection.services import RunRejected, RunSpec, plan_run
+from injection.services import RunRejected, RunSpec, run_plan
 from tests.review.factories import make_candidate
 from xqmeval.projects import services
 
@@ -149,7 +149,7 @@ def test_a_retired_direction_is_hidden_from_imports_injection_and_builds(admin, 
     assert _codes(flores) == ["en-de", "en-zh"]  # kept, with its data
     assert direction_codes(flores) == ["en-zh"]
     with pytest.raises(RunRejected, match="en-de is not a direction"):
-        plan_run(RunSpec(project=flores, kind="mqm", directions=["en-de"]))
+        run_plan(spec=RunSpec(project=flores, kind="mqm", directions=["en-de"]))
     page = admin.get(reverse("projects:corpus", args=["flores"])).content.decode()
     assert '<option value="en-zh"' in page and '<option value="en-de"' not in page
     response = admin.post(

@@ -15,7 +15,7 @@ from exports.benchmark.services import run_build
 from exports.models import BenchmarkBuild, Release
 from exports.release.services import create_release
 from injection.models import InjectionRun
-from injection.services import RunSpec, execute_run, plan_run
+from injection.services import RunSpec, run_execute, run_plan
 
 CORPUS = Path(__file__).with_name("corpus.jsonl")
 TARGETS = ("de", "zh", "ar")
@@ -35,7 +35,9 @@ def inject_rule_candidates(project, log) -> None:
     if InjectionRun.objects.filter(project=project, name="demo-rule-mqm").exists():
         log("  rule-based candidates already there")
         return
-    run = execute_run(plan_run(RunSpec(project=project, kind="mqm", backend="rule", name="demo-rule-mqm", seed=42)).pk)
+    run = run_execute(
+        run_id=run_plan(spec=RunSpec(project=project, kind="mqm", backend="rule", name="demo-rule-mqm", seed=42)).pk
+    )
     log(f"  {run.done} candidates from the rule backend ({run.failed} items without a candidate, reasons recorded)")
 
 
