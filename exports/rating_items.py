@@ -85,4 +85,4 @@ def make_rating_items(
     rows = rating_item_rows(project, origin, direction=direction, level=level)
     if limit:
         rows = rows.filter(pk__in=review_rules.sample_ids(rows.values_list("pk", flat=True), limit, seed))
-    return review_services.make_ratable(project, rows, ORIGINS[origin], progress=progress)
+    return review_services.rating_items_make(project=project, objects=rows, kind=ORIGINS[origin], progress=progress)

@@ -178,7 +178,9 @@ class NextCandidateView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
     def post(self, request, project):
         project = access.work_project(request.user, project)
-        got = services.next_candidate(request.user, project, language=request.query_params.get("lang"))
+        got = services.candidate_take_next(
+            user=request.user, project=project, language=request.query_params.get("lang")
+        )
         if got is None:
             return Response({"candidate": None, "round": None, "resumed": False})
         data = {"candidate": selectors.candidate_view(got.candidate), "round": got.round.pk, "resumed": got.resumed}
@@ -198,7 +200,7 @@ class ProgressView(APIView):
 class CandidateView(APIView):
     @extend_schema(responses=CandidateSerializer)
     def get(self, request, pk):
-        candidate = services.visible_candidate(request.user, pk)
+        candidate = services.candidate_get_visible(user=request.user, candidate_id=pk)
         return Response(CandidateSerializer(selectors.candidate_view(candidate)).data)
 
 
@@ -218,10 +220,10 @@ class DecisionsView(ListAPIView):
         data = DecisionInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        decision, created = services.submit_decision(
-            request.user,
-            v["candidate"],
-            v["decision"],
+        decision, created = services.decision_submit(
+            user=request.user,
+            candidate_id=v["candidate"],
+            decision=v["decision"],
             idempotency_key=v["idempotency_key"],
             reason=v.get("reason", ""),
             comment=v.get("comment", ""),
@@ -240,10 +242,10 @@ class SkipsView(APIView):
         data = SkipInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        skip = services.skip_candidate(
-            request.user,
-            v["candidate"],
-            v["reason"],
+        skip = services.candidate_skip(
+            user=request.user,
+            candidate_id=v["candidate"],
+            reason=v["reason"],
             comment=v.get("comment", ""),
             round_id=v.get("round"),
             client_user=v.get("client_user"),
@@ -257,14 +259,16 @@ class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
         project = access.work_project(request.user, project)
-        item = services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
+        item = services.rating_item_take_next(
+            user=request.user, project=project, language=request.query_params.get("lang")
+        )
         return Response({"item": RatingItemSerializer(item).data if item else None})
 
 
 class RatingItemView(APIView):
     @extend_schema(responses=RatingItemSerializer)
     def get(self, request, pk):
-        item = services.visible_rating_item(request.user, pk)
+        item = services.rating_item_get_visible(user=request.user, item_id=pk)
         return Response(RatingItemSerializer(item).data)
 
 
@@ -281,10 +285,10 @@ class RatingsView(ListAPIView):
         data = RatingInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        rating, created = services.submit_rating(
-            request.user,
-            v["item"],
-            {n: v.get(n) for n in rules.DIMENSION_NAMES},
+        rating, created = services.rating_submit(
+            user=request.user,
+            item_id=v["item"],
+            scores={n: v.get(n) for n in rules.DIMENSION_NAMES},
             idempotency_key=v["idempotency_key"],
             time_spent_ms=v.get("time_spent_ms"),
             client_user=v.get("client_user"),
@@ -302,5 +306,7 @@ class AdjudicationsView(APIView):
         data = AdjudicationInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        decision = services.adjudicate(request.user, v["candidate"], v["decision"], comment=v.get("comment", ""))
+        decision = services.candidate_adjudicate(
+            admin=request.user, candidate_id=v["candidate"], decision=v["decision"], comment=v.get("comment", "")
+        )
         return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED)

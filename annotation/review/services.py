@@ -46,7 +46,7 @@ ANNOTATOR = ReviewDecision.Source.ANNOTATOR
 MAX_COMMENT = 5000  # characters of a decision, skip or adjudication comment
 
 
-def lock_seconds() -> int:
+def _lock_seconds() -> int:
     return int(getattr(settings, "REVIEW_LOCK_SECONDS", 900))
 
 
@@ -57,7 +57,7 @@ class KeyMismatch(Invalid):
     status = 422
 
 
-def audit(actor, action: str, obj, old=None, new=None) -> AuditEvent:
+def audit_record(*, actor, action: str, obj, old=None, new=None) -> AuditEvent:
     if action not in AuditEvent.ACTIONS:
         raise ValueError(f"audit action {action!r} is not in AuditEvent.ACTIONS")
     return AuditEvent.objects.create(
@@ -83,7 +83,7 @@ def _for_update(qs, *, skip_locked: bool = False):
     return qs.select_for_update(skip_locked=skip_locked, of=("self",))
 
 
-def visible_candidate(user, candidate_id, *, lock: bool = False) -> Candidate:
+def candidate_get_visible(*, user, candidate_id, lock: bool = False) -> Candidate:
     qs = selectors.visible_candidates(user).select_related("segment__direction__target", "segment__project")
     if lock:
         qs = _for_update(qs)
@@ -119,7 +119,7 @@ def _clean_key(key) -> str:
     return key
 
 
-def check_owner(user, client_user) -> None:
+def _check_owner(user, client_user) -> None:
     """Refuse a submission that the client recorded for another user: a shared browser keeps unsent work per
     user, and a page (or an outbox entry) made while someone else was logged in must never be stored as the
     person logged in now. ``client_user`` is the user id the page was rendered for; None: not sent."""
@@ -148,7 +148,7 @@ def _restore(model, snapshot: dict):
     return model(**fields)
 
 
-def request_hash(request: dict) -> str:
+def request_hash(*, request: dict) -> str:
     """The fingerprint a key is bound to: what the submission asks for (its target, its values, its comment and
     round), not when or how long it took, so a client's retry of the same submission matches."""
     return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
@@ -195,7 +195,7 @@ class Assignment:
     resumed: bool
 
 
-def next_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+def candidate_take_next(*, user, project: Project, language: str | None = None) -> Assignment | None:
     """The reviewer's current item (resume) or a new one, held by a lock with expiry; None when done."""
     codes = selectors.language_codes(user, language, project)
     if not codes:
@@ -210,9 +210,9 @@ def next_candidate(user, project: Project, *, language: str | None = None) -> As
     return None
 
 
-def held_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+def candidate_get_held(*, user, project: Project, language: str | None = None) -> Assignment | None:
     """The item this reviewer already holds (an unexpired lock, undecided), read only: what ``GET …/next/``
-    resumes. A GET takes no lock (prefetchers follow links); ``next_candidate`` does, on POST (#36.10)."""
+    resumes. A GET takes no lock (prefetchers follow links); ``candidate_take_next`` does, on POST (#36.10)."""
     codes = selectors.language_codes(user, language)
     if not codes:
         return None
@@ -234,8 +234,8 @@ def held_candidate(user, project: Project, *, language: str | None = None) -> As
     return Assignment(mine.candidate, mine.round, mine.expires_at, resumed=True) if mine is not None else None
 
 
-def has_work(user, project: Project, *, language: str | None = None) -> bool:
-    """Whether ``next_candidate`` would find something for this reviewer now (read only)."""
+def work_exists(*, user, project: Project, language: str | None = None) -> bool:
+    """Whether ``candidate_take_next`` would find something for this reviewer now (read only)."""
     codes = selectors.language_codes(user, language)
     now = timezone.now()
     return bool(codes) and any(
@@ -252,7 +252,7 @@ def _is_deadlock(exc: OperationalError) -> bool:
 
 def _next_candidate(user, project: Project, codes) -> Assignment | None:
     now = timezone.now()
-    expires = now + timedelta(seconds=lock_seconds())
+    expires = now + timedelta(seconds=_lock_seconds())
     with transaction.atomic():
         _serialize_writers()
         decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
@@ -333,13 +333,13 @@ def _take_slot(candidate_id: int, user, rnd: ReviewRound, required: int, now, ex
         return cursor.rowcount == 1
 
 
-def release_expired_locks(now=None) -> int:
+def lock_clear_expired(*, now=None) -> int:
     """Housekeeping (periodic task): expired locks no longer count, deleting them keeps the table small."""
     deleted, _ = ReviewLock.objects.filter(expires_at__lte=now or timezone.now()).delete()
     return deleted
 
 
-def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
+def round_resolve(*, user, candidate: Candidate, round_id=None) -> ReviewRound:
     project = candidate.segment.project
     if round_id not in (None, ""):
         try:
@@ -364,11 +364,11 @@ def _decision_state(d: ReviewDecision) -> dict:
     return {"decision": d.decision, "reason": d.reason, "comment": d.comment}
 
 
-def submit_decision(
+def decision_submit(
+    *,
     user,
     candidate_id,
     decision: str,
-    *,
     idempotency_key: str,
     reason: str = "",
     comment: str = "",
@@ -380,7 +380,7 @@ def submit_decision(
     used before answers with what that key stored then and changes nothing, so clients may retry freely and
     a late duplicate never undoes a newer change. Changing a decision needs the round to be open, as a new
     one does; a decision on a candidate not taken from the queue is allowed while it has a free slot."""
-    check_owner(user, client_user)
+    _check_owner(user, client_user)
     key = _clean_key(idempotency_key)
     if decision not in ReviewDecision.Decision.values:
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
@@ -390,7 +390,7 @@ def submit_decision(
     time_spent_ms = _clean_time(time_spent_ms)
     comment = _clean_comment(comment)
     fingerprint = request_hash(
-        {
+        request={
             "candidate": id_param(candidate_id),
             "decision": decision,
             "reason": reason,
@@ -404,8 +404,8 @@ def submit_decision(
             replay = _replay(user, key, fingerprint)
             if replay:
                 return replay, False
-            candidate = visible_candidate(user, candidate_id, lock=True)
-            rnd = round_for(user, candidate, round_id)
+            candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
+            rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
             project = candidate.segment.project
             state = _slot_state(user, candidate, rnd)
             own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
@@ -418,7 +418,7 @@ def submit_decision(
                 if time_spent_ms is not None:
                     own.time_spent_ms = (own.time_spent_ms or 0) + time_spent_ms
                 own.save()
-                audit(user, "decision.change", own, old, _decision_state(own))
+                audit_record(actor=user, action="decision.change", obj=own, old=old, new=_decision_state(own))
                 result, created = own, False
             else:
                 _check_open_slot(candidate, rnd, project, state)
@@ -433,12 +433,18 @@ def submit_decision(
                     idempotency_key=key,
                     source=ANNOTATOR,
                 )
-                audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
+                audit_record(
+                    actor=user,
+                    action="decision.create",
+                    obj=result,
+                    old=None,
+                    new=_decision_state(result) | {"round": rnd.number},
+                )
                 created = True
             _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
-                refresh_status(candidate, actor=user, first_round=rnd)
+                _refresh_status(candidate, actor=user, first_round=rnd)
             annotations_written.send(sender=__name__, project_id=project.pk)
             return result, created
     except IntegrityError:
@@ -484,7 +490,7 @@ def _check_open_slot(candidate: Candidate, rnd: ReviewRound, project: Project, s
         )
 
 
-def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound | None = None) -> Candidate:
+def _refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound | None = None) -> Candidate:
     """Set the candidate's status from its round-1 and final decisions under the project's pool rule."""
     if candidate.status == Candidate.Status.EXCLUDED:
         return candidate
@@ -505,15 +511,21 @@ def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound
         old = {"status": candidate.status, "status_reason": candidate.status_reason}
         Candidate.objects.filter(pk=candidate.pk).update(status=outcome.status, status_reason=outcome.reason)
         candidate.status, candidate.status_reason = outcome.status, outcome.reason
-        audit(actor, "candidate.status", candidate, old, {"status": outcome.status, "status_reason": outcome.reason})
+        audit_record(
+            actor=actor,
+            action="candidate.status",
+            obj=candidate,
+            old=old,
+            new={"status": outcome.status, "status_reason": outcome.reason},
+        )
     return candidate
 
 
-def skip_candidate(
-    user, candidate_id, reason: str, *, comment: str = "", round_id=None, client_user=None
+def candidate_skip(
+    *, user, candidate_id, reason: str, comment: str = "", round_id=None, client_user=None
 ) -> ReviewSkip:
     """Set a candidate aside (idempotent per reviewer and round); refused once the round is closed."""
-    check_owner(user, client_user)
+    _check_owner(user, client_user)
     if reason not in rules.reason_codes(rules.SKIP_REASONS):
         raise Invalid(
             f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason"
@@ -521,8 +533,8 @@ def skip_candidate(
     comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
-        candidate = visible_candidate(user, candidate_id, lock=True)
-        rnd = round_for(user, candidate, round_id)
+        candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
+        rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
         if not rnd.is_open:
             raise Conflict(f"round {rnd.number} is closed; nothing in it can be skipped")
         skip, created = ReviewSkip.objects.get_or_create(
@@ -530,13 +542,17 @@ def skip_candidate(
         )
         ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
         if created:
-            audit(
-                user, "review.skip", skip, None, {"candidate": candidate.pk, "reason": reason, "comment": comment or ""}
+            audit_record(
+                actor=user,
+                action="review.skip",
+                obj=skip,
+                old=None,
+                new={"candidate": candidate.pk, "reason": reason, "comment": comment or ""},
             )
     return skip
 
 
-def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> ReviewDecision:
+def candidate_adjudicate(*, admin, candidate_id, decision: str, comment: str = "") -> ReviewDecision:
     """The admin's final decision on a candidate (typically one whose reviewers disagree)."""
     access.require_admin(admin, error=Forbidden)
     if decision not in ReviewDecision.Decision.values:
@@ -544,7 +560,7 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
     comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
-        candidate = visible_candidate(admin, candidate_id, lock=True)
+        candidate = candidate_get_visible(user=admin, candidate_id=candidate_id, lock=True)
         existing = ReviewDecision.objects.filter(candidate=candidate, source=ReviewDecision.Source.ADJUDICATION).first()
         if existing and (existing.decision, existing.comment) == (decision, comment):
             return existing  # the same decision again (a double click): nothing to change or record
@@ -552,7 +568,9 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
             old = _decision_state(existing)
             existing.decision, existing.comment, existing.reviewer = decision, comment, admin
             existing.save()
-            audit(admin, "adjudication.change", existing, old, _decision_state(existing))
+            audit_record(
+                actor=admin, action="adjudication.change", obj=existing, old=old, new=_decision_state(existing)
+            )
             result = existing
         else:
             result = ReviewDecision.objects.create(
@@ -563,15 +581,15 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
                 source=ReviewDecision.Source.ADJUDICATION,
                 is_final=True,
             )
-            audit(admin, "adjudication.create", result, None, _decision_state(result))
-        refresh_status(candidate, actor=admin)
+            audit_record(actor=admin, action="adjudication.create", obj=result, old=None, new=_decision_state(result))
+        _refresh_status(candidate, actor=admin)
         annotations_written.send(
             sender=__name__, project_id=candidate.segment.project_id
         )  # adjudications feed annotator quality
     return result
 
 
-def set_pool_rule(admin, project: Project, rule: str) -> int:
+def pool_rule_set(*, admin, project: Project, rule: str) -> int:
     """Change the project's pool rule and re-derive every reviewed candidate's status. Returns changes."""
     access.require_admin(admin, error=Forbidden)
     if rule not in rules.POOL_RULES:
@@ -581,12 +599,14 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
         if rule != old:  # the same rule again re-derives the statuses below, and records nothing
             project.pool_rule = rule
             project.save(update_fields=["pool_rule"])
-            audit(admin, "project.pool_rule", project, {"pool_rule": old}, {"pool_rule": rule})
+            audit_record(
+                actor=admin, action="project.pool_rule", obj=project, old={"pool_rule": old}, new={"pool_rule": rule}
+            )
         changed = 0
         reviewed = Candidate.objects.filter(segment__project=project, decisions__isnull=False).distinct()
         for candidate in reviewed.select_related("segment__project"):
             before = candidate.status
-            if refresh_status(candidate, actor=admin).status != before:
+            if _refresh_status(candidate, actor=admin).status != before:
                 changed += 1
     return changed
 
@@ -594,8 +614,8 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
 # ---- rounds -----------------------------------------------------------------------------------------
 
 
-def open_round(
-    admin, project: Project, *, sample_size: int, seed: int, languages: list[str] | None = None
+def round_open(
+    *, admin, project: Project, sample_size: int, seed: int, languages: list[str] | None = None
 ) -> ReviewRound:
     """A new, independent round on a seeded random sample of reviewed candidates (stability check)."""
     access.require_admin(admin, error=Forbidden)
@@ -628,61 +648,61 @@ def open_round(
         rnd = ReviewRound.objects.create(project=project, number=number, sample_size=sample_size, seed=seed)
         chosen = rules.sample_ids(ids, sample_size, seed)
         rnd.candidates.set(chosen)
-        audit(
-            admin,
-            "round.open",
-            rnd,
-            None,
-            {"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []},
+        audit_record(
+            actor=admin,
+            action="round.open",
+            obj=rnd,
+            old=None,
+            new={"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []},
         )
     return rnd
 
 
-def close_round(admin, rnd: ReviewRound) -> ReviewRound:
+def round_close(*, admin, rnd: ReviewRound) -> ReviewRound:
     access.require_admin(admin, error=Forbidden)
     if rnd.is_open:
         rnd.is_open = False
         rnd.save(update_fields=["is_open"])
-        audit(admin, "round.close", rnd, {"is_open": True}, {"is_open": False})
+        audit_record(actor=admin, action="round.close", obj=rnd, old={"is_open": True}, new={"is_open": False})
     return rnd
 
 
 # ---- ratings ----------------------------------------------------------------------------------------
 
 
-def next_rating_item(user, project: Project, *, language: str | None = None) -> RatingItem | None:
+def rating_item_take_next(*, user, project: Project, language: str | None = None) -> RatingItem | None:
     codes = selectors.language_codes(user, language, project)
     if not codes:
         return None
     return selectors.rating_queue(user, project, codes).select_related("direction__target").first()
 
 
-def visible_rating_item(user, item_id) -> RatingItem:
+def rating_item_get_visible(*, user, item_id) -> RatingItem:
     try:
         return selectors.visible_rating_items(user).select_related("direction__target", "project").get(pk=item_id)
     except (RatingItem.DoesNotExist, ValueError, TypeError):
         raise NotFound(f"rating item {item_id} not found") from None
 
 
-def submit_rating(
-    user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None, client_user=None
+def rating_submit(
+    *, user, item_id, scores: dict, idempotency_key: str, time_spent_ms=None, client_user=None
 ) -> tuple[LikertRating, bool]:
     """Store (or change) this rater's rating; a key used before answers with what it stored then."""
-    check_owner(user, client_user)
+    _check_owner(user, client_user)
     key = _clean_key(idempotency_key)
     missing = rules.missing_dimensions(scores)
     if missing:
         raise Invalid(f"rate every dimension from 1 to 5; missing: {', '.join(missing)}", missing[0])
     values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
     time_spent_ms = _clean_time(time_spent_ms)
-    fingerprint = request_hash({"item": id_param(item_id), **values})
+    fingerprint = request_hash(request={"item": id_param(item_id), **values})
     try:
         with transaction.atomic():
             _serialize_writers()
             replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
             if replay is not None:
                 return replay, False
-            item = visible_rating_item(user, item_id)
+            item = rating_item_get_visible(user=user, item_id=item_id)
             # Lock the item so concurrent raters cannot both take its last slot.
             _for_update(RatingItem.objects.filter(pk=item.pk)).get()
             own = LikertRating.objects.filter(item=item, rater=user).first()
@@ -693,7 +713,7 @@ def submit_rating(
                 own.idempotency_key = key
                 own.save()
                 _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
-                audit(user, "rating.change", own, old, values)
+                audit_record(actor=user, action="rating.change", obj=own, old=old, new=values)
                 annotations_written.send(sender=__name__, project_id=item.project_id)
                 return own, False
             limit = selectors.raters_per_item(item.project)
@@ -703,7 +723,7 @@ def submit_rating(
                 item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
             )
             _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
-            audit(user, "rating.create", rating, None, values)
+            audit_record(actor=user, action="rating.create", obj=rating, old=None, new=values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
             return rating, True
     except IntegrityError:
@@ -719,8 +739,8 @@ class RatingImport:
     unchanged: int = 0
 
 
-def import_system_outputs(
-    project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = ""
+def system_outputs_import(
+    *, project: Project, direction_code: str, rows: list[dict], source_name: str, system: str = ""
 ) -> RatingImport:
     """Import system outputs to rate. Each row: ``source``, ``text`` (the output), optional ``reference``,
     ``system``, ``id``. All rows are checked first; any problem rejects the file, nothing written."""
@@ -808,7 +828,7 @@ RATABLE_CHUNK = 5000  # rows read and written per step: memory holds one chunk, 
 RATABLE_KINDS = (RatingItem.Kind.CANDIDATE, RatingItem.Kind.PSEUDO_TRANSLATION)  # each names the item's link too
 
 
-def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: int = RATABLE_CHUNK) -> int:
+def rating_items_make(*, project: Project, objects, kind: str, progress=None, chunk: int = RATABLE_CHUNK) -> int:
     """Make ``objects`` (candidates or pseudo translations, as ``kind`` says: each has ``text`` and
     ``segment``) ratable; existing items are kept; returns how many were made. Read in primary-key order,
     ``chunk`` at a time, and written through ``core.bulk`` (COPY on PostgreSQL), all in one transaction: an
@@ -852,20 +872,20 @@ def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: 
                 progress(len(rows))
 
 
-def rating_items_for_candidates(project: Project, candidates) -> int:
+def rating_items_make_for_candidates(*, project: Project, candidates) -> int:
     """Make candidates ratable (e.g. accepted ones); existing items are kept."""
-    return make_ratable(project, candidates, RatingItem.Kind.CANDIDATE)
+    return rating_items_make(project=project, objects=candidates, kind=RatingItem.Kind.CANDIDATE)
 
 
-def rating_items_for_pseudo_translations(project: Project, pseudo_translations) -> int:
+def rating_items_make_for_pseudo_translations(*, project: Project, pseudo_translations) -> int:
     """Make pseudo translations ratable (the text with k errors, shown with its source and reference)."""
-    return make_ratable(project, pseudo_translations, RatingItem.Kind.PSEUDO_TRANSLATION)
+    return rating_items_make(project=project, objects=pseudo_translations, kind=RatingItem.Kind.PSEUDO_TRANSLATION)
 
 
 # ---- annotator accounts -----------------------------------------------------------------------------
 
 
-def assign_languages(admin, user, codes: list[str]) -> None:
+def annotator_languages_set(*, admin, user, codes: list[str]) -> None:
     access.require_admin(admin, error=Forbidden)
     with transaction.atomic():
         profile, _ = Profile.objects.get_or_create(user=user)
@@ -876,10 +896,16 @@ def assign_languages(admin, user, codes: list[str]) -> None:
             raise Invalid(f"unknown language code: {exc}", "languages") from None
         if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
             profile.languages.set(languages)
-            audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
+            audit_record(
+                actor=admin,
+                action="annotator.languages",
+                obj=user,
+                old={"languages": old},
+                new={"languages": sorted(codes)},
+            )
 
 
-def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
+def annotator_invite(*, admin, username: str, email: str = "", languages: list[str] = ()):
     """Create an annotator without a usable password; returns (user, uidb64, token) for a set-password
     link the admin sends them (Django's password-reset token: single use, expires)."""
     from django.contrib.auth import get_user_model
@@ -914,5 +940,11 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
             raise Invalid(f"unknown language code: {exc}", "languages") from None
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        audit(admin, "annotator.invite", user, None, {"username": username, "languages": sorted(languages)})
+        audit_record(
+            actor=admin,
+            action="annotator.invite",
+            obj=user,
+            old=None,
+            new={"username": username, "languages": sorted(languages)},
+        )
     return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

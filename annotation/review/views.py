@@ -70,10 +70,10 @@ def next_item(request, project):
     project = access.work_project(request.user, project)
     lang = _lang_param(request)
     if request.method == "POST":
-        got = services.next_candidate(request.user, project, language=lang)
+        got = services.candidate_take_next(user=request.user, project=project, language=lang)
     else:
-        got = services.held_candidate(request.user, project, language=lang)
-        if got is None and services.has_work(request.user, project, language=lang):
+        got = services.candidate_get_held(user=request.user, project=project, language=lang)
+        if got is None and services.work_exists(user=request.user, project=project, language=lang):
             return render(request, "review/start.html", {"project": project, "lang": lang})
     if got is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "review"})
@@ -87,29 +87,31 @@ def next_item(request, project):
 @answers_refusals
 def candidate(request, project, pk):
     project = access.work_project(request.user, project)
-    cand = services.visible_candidate(request.user, pk)
+    cand = services.candidate_get_visible(user=request.user, candidate_id=pk)
     if cand.segment.project_id != project.pk:
         raise Http404
-    rnd = services.round_for(request.user, cand, request.GET.get("round") or request.POST.get("round"))
+    rnd = services.round_resolve(
+        user=request.user, candidate=cand, round_id=request.GET.get("round") or request.POST.get("round")
+    )
     lang = _lang_param(request)
     next_url = reverse("review:next", args=[project.name]) + (f"?lang={lang}" if lang else "")
     if request.method == "POST":  # the no-JavaScript path; the keyboard path posts the same fields to the API
         with RefusalAsMessage(request) as refusal:
             action = request.POST.get("action")
             if action == "skip":
-                services.skip_candidate(
-                    request.user,
-                    cand.pk,
-                    request.POST.get("skip_reason", ""),
+                services.candidate_skip(
+                    user=request.user,
+                    candidate_id=cand.pk,
+                    reason=request.POST.get("skip_reason", ""),
                     comment=request.POST.get("comment", ""),
                     round_id=rnd.pk,
                     client_user=request.POST.get("client_user"),
                 )
             else:
-                services.submit_decision(
-                    request.user,
-                    cand.pk,
-                    action or "",
+                services.decision_submit(
+                    user=request.user,
+                    candidate_id=cand.pk,
+                    decision=action or "",
                     idempotency_key=request.POST.get("idempotency_key", ""),
                     reason=request.POST.get("reason", ""),
                     comment=request.POST.get("comment", ""),
@@ -197,7 +199,7 @@ def _skip_row(skip) -> dict:
 def next_rating(request, project):
     project = access.work_project(request.user, project)
     lang = _lang_param(request)
-    item = services.next_rating_item(request.user, project, language=lang)
+    item = services.rating_item_take_next(user=request.user, project=project, language=lang)
     if item is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "rating"})
     return redirect(reverse("review:rate", args=[item.pk]) + (f"?lang={lang}" if lang else ""))
@@ -207,7 +209,7 @@ def next_rating(request, project):
 @require_http_methods(["GET", "POST"])
 @answers_refusals
 def rate(request, pk):
-    item = services.visible_rating_item(request.user, pk)
+    item = services.rating_item_get_visible(user=request.user, item_id=pk)
     lang = _lang_param(request)
     next_url = reverse("review:rate_next", args=[item.project.name]) + (f"?lang={lang}" if lang else "")
     own = selectors.ratings_of(request.user).filter(item=item, rater=request.user).first()
@@ -217,10 +219,10 @@ def rate(request, pk):
             repeated = [name for name in rules.DIMENSION_NAMES if len(request.POST.getlist(name)) > 1]
             if repeated:  # two scores for one dimension: which one the rater meant is unknown
                 raise Invalid(f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0])
-            services.submit_rating(
-                request.user,
-                item.pk,
-                scores,
+            services.rating_submit(
+                user=request.user,
+                item_id=item.pk,
+                scores=scores,
                 idempotency_key=request.POST.get("idempotency_key", ""),
                 time_spent_ms=request.POST.get("time_spent_ms"),
                 client_user=request.POST.get("client_user"),
@@ -265,9 +267,9 @@ def manage(request, project):
         with RefusalAsMessage(request):
             if request.POST.get("action") == "open_round":
                 langs = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
-                rnd = services.open_round(
-                    request.user,
-                    project,
+                rnd = services.round_open(
+                    admin=request.user,
+                    project=project,
                     sample_size=_integer(request.POST, "sample_size"),
                     seed=_integer(request.POST, "seed"),
                     languages=langs or None,
@@ -277,10 +279,12 @@ def manage(request, project):
                 rnd = ReviewRound.objects.filter(pk=id_param(request.POST.get("round")) or 0, project=project).first()
                 if rnd is None:  # deleted meanwhile, or never of this project: say so on the page
                     raise NotFound(f"round: no round {request.POST.get('round', '')!r} in {project.name}", "round")
-                services.close_round(request.user, rnd)
+                services.round_close(admin=request.user, rnd=rnd)
                 messages.success(request, "Round closed.")
             elif request.POST.get("action") == "pool_rule":
-                changed = services.set_pool_rule(request.user, project, request.POST.get("pool_rule", ""))
+                changed = services.pool_rule_set(
+                    admin=request.user, project=project, rule=request.POST.get("pool_rule", "")
+                )
                 messages.success(request, f"Pool rule set; {changed} candidate status(es) changed.")
             else:
                 raise Invalid(f"action: unknown action {request.POST.get('action', '')!r}", "action")
@@ -311,10 +315,10 @@ def adjudication(request, project):
     project = access.work_project(request.user, project)
     if request.method == "POST":
         with RefusalAsMessage(request):
-            services.adjudicate(
-                request.user,
-                request.POST.get("candidate"),
-                request.POST.get("decision", ""),
+            services.candidate_adjudicate(
+                admin=request.user,
+                candidate_id=request.POST.get("candidate"),
+                decision=request.POST.get("decision", ""),
                 comment=request.POST.get("comment", ""),
             )
             messages.success(request, "Final decision recorded.")
@@ -337,8 +341,11 @@ def annotators(request):
         with RefusalAsMessage(request):
             action = request.POST.get("action")
             if action == "invite":
-                user, uid, token = services.invite_annotator(
-                    request.user, request.POST.get("username", ""), email=request.POST.get("email", ""), languages=codes
+                user, uid, token = services.annotator_invite(
+                    admin=request.user,
+                    username=request.POST.get("username", ""),
+                    email=request.POST.get("email", ""),
+                    languages=codes,
                 )
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
                 messages.success(
@@ -348,7 +355,7 @@ def annotators(request):
                 user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
                 if user is None:  # deleted meanwhile: say so on the page
                     raise NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
-                services.assign_languages(request.user, user, codes)
+                services.annotator_languages_set(admin=request.user, user=user, codes=codes)
                 messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
             else:
                 raise Invalid(f"action: unknown action {action!r}", "action")
@@ -384,7 +391,7 @@ def invite(request, uidb64, token):
     form = SetPasswordForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         form.save()
-        services.audit(user, "annotator.password_set", user)
+        services.audit_record(actor=user, action="annotator.password_set", obj=user)
         messages.success(request, "Password set. Log in to start reviewing.")
         return redirect("login")
     return render(request, "review/invite.html", {"form": form, "invited": user})

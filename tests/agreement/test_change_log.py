@@ -95,10 +95,10 @@ def test_every_write_the_figures_read_moves_its_projects_token_and_nothing_else_
 
     def submitted():
         """a decision through the review service"""
-        services.submit_decision(
-            world.users["ben_de"],
-            world.de[0].pk,
-            "reject",
+        services.decision_submit(
+            user=world.users["ben_de"],
+            candidate_id=world.de[0].pk,
+            decision="reject",
             idempotency_key=uuid.uuid4().hex,
             round_id=world.rounds[1].pk,
         )
@@ -302,8 +302,12 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
     # a decision: shown as of the last computation, still without reading a row
     computed_at = cache_entry(project)["computed_at"]
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            anna, world.de[1].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk
+        services.decision_submit(
+            user=anna,
+            candidate_id=world.de[1].pk,
+            decision="reject",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
         )
     state, html, read = page(client, admin)
     assert state == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}" in html and read == []
@@ -313,8 +317,12 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
 
     # the change undone: the refresh finds the report of those rows in the cache and marks it current
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            anna, world.de[1].pk, "accept", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk
+        services.decision_submit(
+            user=anna,
+            candidate_id=world.de[1].pk,
+            decision="accept",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
         )
     assert page(client, admin)[0] == "stale"
     result = broker.run_next().get()

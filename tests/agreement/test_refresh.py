@@ -189,10 +189,10 @@ def test_after_a_change_the_last_report_is_shown_as_of_its_time(
     computed_at = cache.get(sel.report_cache_key(project))["computed_at"]
     # anna changes her round-1 accept on a candidate ben rejected: de agreement changes
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            world.users["anna_de"],
-            world.de[1].pk,
-            "reject",
+        services.decision_submit(
+            user=world.users["anna_de"],
+            candidate_id=world.de[1].pk,
+            decision="reject",
             idempotency_key=uuid.uuid4().hex,
             round_id=world.rounds[1].pk,
         )
@@ -259,7 +259,9 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
     target = {user.pk: candidates[i // 2] for i, user in enumerate(users)}  # two reviewers per candidate
 
     def work(user):
-        services.submit_decision(user, target[user.pk].pk, "accept", idempotency_key=uuid.uuid4().hex)
+        services.decision_submit(
+            user=user, candidate_id=target[user.pk].pk, decision="accept", idempotency_key=uuid.uuid4().hex
+        )
 
     race(users, work)  # each submission commits in its own thread; its on_commit hook runs there
     assert ReviewDecision.objects.filter(source="annotator").count() == 32
@@ -271,17 +273,17 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
     assert broker.messages() == []
     extra = make_candidate(project, languages["en-de"], "s-x", "a b c d x", "a Y c d x", external_id="x")
     for user in users[:2]:
-        services.submit_decision(user, extra.pk, "reject", idempotency_key=uuid.uuid4().hex)
+        services.decision_submit(user=user, candidate_id=extra.pk, decision="reject", idempotency_key=uuid.uuid4().hex)
     assert [m["args"] for m in broker.messages()] == [[project.pk]]
 
 
 def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(services.Conflict):  # the candidate already has its two reviewers in round 1
-            services.submit_decision(
-                world.users["admin"],
-                world.de[0].pk,
-                "accept",
+            services.decision_submit(
+                user=world.users["admin"],
+                candidate_id=world.de[0].pk,
+                decision="accept",
                 idempotency_key=uuid.uuid4().hex,
                 round_id=world.rounds[1].pk,
             )
@@ -299,10 +301,10 @@ def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_com
         text="t",
     )
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_rating(
-            world.users["anna_de"],
-            item.pk,
-            dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3),
+        services.rating_submit(
+            user=world.users["anna_de"],
+            item_id=item.pk,
+            scores=dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3),
             idempotency_key=uuid.uuid4().hex,
         )
     assert [m["args"] for m in broker.messages()] == [[world.project.pk]]
@@ -311,10 +313,10 @@ def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_com
 def test_without_a_broker_a_submission_computes_nothing(world, django_capture_on_commit_callbacks):
     # In-process tasks would run inside the annotator's submission; the dashboard asks on its next view.
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            world.users["anna_de"],
-            world.de[1].pk,
-            "accept",
+        services.decision_submit(
+            user=world.users["anna_de"],
+            candidate_id=world.de[1].pk,
+            decision="accept",
             idempotency_key=uuid.uuid4().hex,
             round_id=world.rounds[1].pk,
         )

@@ -484,10 +484,15 @@ def world(db, settings, tmp_path) -> World:
         system="s1",
     )
     rnd = review_selectors.first_round(project)
-    review_services.submit_decision(
-        ben, candidates[0].pk, "reject", reason="wrong_type", comment=BENS_OWN[0], idempotency_key="ben-1"
+    review_services.decision_submit(
+        user=ben,
+        candidate_id=candidates[0].pk,
+        decision="reject",
+        reason="wrong_type",
+        comment=BENS_OWN[0],
+        idempotency_key="ben-1",
     )
-    review_services.submit_rating(ben, item.pk, SCORES, idempotency_key="ben-r1")
+    review_services.rating_submit(user=ben, item_id=item.pk, scores=SCORES, idempotency_key="ben-r1")
     release_dir = tmp_path / "release-1.0.0"
     (release_dir / "en-de").mkdir(parents=True)
     (release_dir / "en-de" / "test.parquet").touch()  # the scoring start reads only which directions there are
@@ -517,7 +522,7 @@ def world(db, settings, tmp_path) -> World:
                 triplet_ids=ids,
             )
     summarize_scores(release)
-    _user, uid, token = review_services.invite_annotator(users["admin"], "new_de", languages=["de"])
+    _user, uid, token = review_services.annotator_invite(admin=users["admin"], username="new_de", languages=["de"])
     return World(
         project=project,
         users=users,
@@ -719,8 +724,13 @@ def test_hostile_text_is_escaped_on_every_page_and_neutralised_in_every_csv(worl
     )
     world.candidates[0] = hostile
     RatingItem.objects.filter(pk=world.item.pk).update(text=f"{FORMULA} {HOSTILE}", system=HOSTILE, source=HOSTILE)
-    review_services.submit_decision(
-        world.users["own"], hostile.pk, "reject", reason="wrong_type", comment=HOSTILE, idempotency_key="hostile"
+    review_services.decision_submit(
+        user=world.users["own"],
+        candidate_id=hostile.pk,
+        decision="reject",
+        reason="wrong_type",
+        comment=HOSTILE,
+        idempotency_key="hostile",
     )
     InjectionRun.objects.filter(pk=world.run.pk).update(error=HOSTILE)  # a run's failure, as an LLM or server worded it
     escaped_seen = False

@@ -102,8 +102,8 @@ def test_assignments_decide_what_an_annotator_reviews_in_the_project(flores, peo
     assert visible("ben") == {german, elsewhere}
     assert visible("li") == set()
     assert review_selectors.language_codes(people["anna"], project=flores) == ["zh"]
-    assert review_services.next_candidate(people["li"], flores) is None
-    held = review_services.next_candidate(people["anna"], flores)
+    assert review_services.candidate_take_next(user=people["li"], project=flores) is None
+    held = review_services.candidate_take_next(user=people["anna"], project=flores)
     assert held is not None and held.candidate == chinese
 
 

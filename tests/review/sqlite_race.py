@@ -45,8 +45,10 @@ def main() -> None:
 
     def work(user):
         try:
-            while (got := services.next_candidate(user, project)) is not None:
-                services.submit_decision(user, got.candidate.pk, "accept", idempotency_key=uuid.uuid4().hex)
+            while (got := services.candidate_take_next(user=user, project=project)) is not None:
+                services.decision_submit(
+                    user=user, candidate_id=got.candidate.pk, decision="accept", idempotency_key=uuid.uuid4().hex
+                )
         except Exception as exc:  # reported to the test
             errors.append(repr(exc))
         finally:

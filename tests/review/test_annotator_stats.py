@@ -111,11 +111,13 @@ def test_changing_a_decision_makes_the_kept_figures_stale(project, languages, an
     from annotation.review import services
 
     de = make_candidates(project, languages, "en-de")
-    services.submit_decision(annotator_de, de[0].pk, "accept", idempotency_key="first", time_spent_ms=1000)
+    services.decision_submit(
+        user=annotator_de, candidate_id=de[0].pk, decision="accept", idempotency_key="first", time_spent_ms=1000
+    )
     selectors.compute_decision_figures(project)
     assert selectors.decision_figures(project).fresh
-    services.submit_decision(
-        annotator_de, de[0].pk, "reject", idempotency_key="second", time_spent_ms=1000
+    services.decision_submit(
+        user=annotator_de, candidate_id=de[0].pk, decision="reject", idempotency_key="second", time_spent_ms=1000
     )  # a change: no new row
     assert not selectors.decision_figures(project).fresh
     selectors.compute_decision_figures(project)

@@ -49,8 +49,10 @@ def test_32_concurrent_reviewers_never_over_assign(project, languages):
     counts: Counter = Counter()
 
     def work(user):
-        while (got := services.next_candidate(user, project)) is not None:
-            _, created = services.submit_decision(user, got.candidate.pk, "accept", idempotency_key=uuid.uuid4().hex)
+        while (got := services.candidate_take_next(user=user, project=project)) is not None:
+            _, created = services.decision_submit(
+                user=user, candidate_id=got.candidate.pk, decision="accept", idempotency_key=uuid.uuid4().hex
+            )
             counts[user.pk] += created
 
     race(users, work)
@@ -67,7 +69,9 @@ def test_same_submission_twice_concurrently_is_stored_once(project, languages, a
     results = []
     race(
         [annotator_de] * 8,
-        lambda user: results.append(services.submit_decision(user, cand.pk, "accept", idempotency_key="same-key")),
+        lambda user: results.append(
+            services.decision_submit(user=user, candidate_id=cand.pk, decision="accept", idempotency_key="same-key")
+        ),
     )
     assert len(results) == 8 and sum(created for _, created in results) == 1
     assert ReviewDecision.objects.count() == 1
@@ -110,9 +114,9 @@ def test_concurrent_raters_never_over_fill_a_rating_item(project, languages):
     scores = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 3}
 
     def work(user):
-        while (item := services.next_rating_item(user, project)) is not None:
+        while (item := services.rating_item_take_next(user=user, project=project)) is not None:
             try:
-                services.submit_rating(user, item.pk, scores, idempotency_key=uuid.uuid4().hex)
+                services.rating_submit(user=user, item_id=item.pk, scores=scores, idempotency_key=uuid.uuid4().hex)
             except services.Conflict:
                 pass  # lost the race for the item's last slot: take the next one
 

@@ -169,7 +169,7 @@ def test_closed_round_refuses_changes_and_skips(project, cands, anna, annotator_
         ).status_code
         == 201
     )
-    services.close_round(admin_user, rnd)
+    services.round_close(admin=admin_user, rnd=rnd)
     change = post(
         anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "K2", "round": rnd.pk}
     )
@@ -296,7 +296,7 @@ def test_untaken_candidate_same_rule_on_screen_and_api(project, cands, anna, ann
     """Not taken from the queue: allowed while a slot is free, refused (409) once others hold all N."""
     others = [user_create(username=f"rev{i}_de", password="rev-pass-123", languages=["de"]) for i in range(2)]
     for user in others:  # both take the first candidate from the queue: its N = 2 slots are held
-        assert services.next_candidate(user, project, language="de").candidate == cands[0]
+        assert services.candidate_take_next(user=user, project=project, language="de").candidate == cands[0]
     api = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "U1"})
     assert api.status_code == 409 and "already has its 2 reviewers" in api.json()["detail"]
     url = reverse("review:candidate", args=[project.name, cands[0].pk])

@@ -26,34 +26,38 @@ def second_de():
 
 
 def decide(user, candidate, decision="accept", key=None, **kw):
-    return services.submit_decision(
-        user, candidate.pk, decision, idempotency_key=key or f"{user.pk}-{candidate.pk}-{decision}", **kw
+    return services.decision_submit(
+        user=user,
+        candidate_id=candidate.pk,
+        decision=decision,
+        idempotency_key=key or f"{user.pk}-{candidate.pk}-{decision}",
+        **kw,
     )
 
 
 def test_queue_serves_only_own_languages(project, de_candidates, annotator_de, annotator_zh, languages):
     zh = make_candidates(project, languages, "en-zh")
-    got = services.next_candidate(annotator_de, project)
+    got = services.candidate_take_next(user=annotator_de, project=project)
     assert got.candidate.segment.direction.code == "en-de"
-    got_zh = services.next_candidate(annotator_zh, project)
+    got_zh = services.candidate_take_next(user=annotator_zh, project=project)
     assert got_zh.candidate in zh
     with pytest.raises(services.NotFound):
         decide(annotator_zh, de_candidates[0])
 
 
 def test_resume_returns_the_held_item(project, de_candidates, annotator_de):
-    first = services.next_candidate(annotator_de, project)
-    again = services.next_candidate(annotator_de, project)
+    first = services.candidate_take_next(user=annotator_de, project=project)
+    again = services.candidate_take_next(user=annotator_de, project=project)
     assert again.candidate == first.candidate and again.resumed
 
 
 def test_n_reviewers_then_status_unanimous(project, de_candidates, annotator_de, second_de):
     third = user_create(username="cara_de", password="cara-pass-123", languages=["de"])
-    a = services.next_candidate(annotator_de, project).candidate
-    b = services.next_candidate(second_de, project).candidate
+    a = services.candidate_take_next(user=annotator_de, project=project).candidate
+    b = services.candidate_take_next(user=second_de, project=project).candidate
     assert a == b  # both reviewers are sent to the same first item (N = 2)
     # the third reviewer cannot get it: two slots are held
-    c = services.next_candidate(third, project).candidate
+    c = services.candidate_take_next(user=third, project=project).candidate
     assert c != a
     decide(annotator_de, a, "accept")
     assert Candidate.objects.get(pk=a.pk).status == "pending"
@@ -67,14 +71,14 @@ def test_n_reviewers_then_status_unanimous(project, de_candidates, annotator_de,
 
 def test_never_the_same_candidate_twice(project, de_candidates, annotator_de):
     seen = []
-    while (got := services.next_candidate(annotator_de, project)) is not None:
+    while (got := services.candidate_take_next(user=annotator_de, project=project)) is not None:
         seen.append(got.candidate.pk)
         decide(annotator_de, got.candidate)
     assert sorted(seen) == sorted(c.pk for c in de_candidates)
 
 
 def test_idempotent_submission_and_change_is_audited(project, de_candidates, annotator_de):
-    cand = services.next_candidate(annotator_de, project).candidate
+    cand = services.candidate_take_next(user=annotator_de, project=project).candidate
     d1, created1 = decide(annotator_de, cand, "accept", key="k-1")
     d2, created2 = decide(annotator_de, cand, "accept", key="k-1")
     assert created1 and not created2 and d1.pk == d2.pk
@@ -93,22 +97,32 @@ def test_key_of_another_user_is_refused(project, de_candidates, annotator_de, se
 
 def test_invalid_input_names_the_field(project, de_candidates, annotator_de):
     with pytest.raises(services.Invalid) as exc:
-        services.submit_decision(annotator_de, de_candidates[0].pk, "maybe", idempotency_key="x")
+        services.decision_submit(
+            user=annotator_de, candidate_id=de_candidates[0].pk, decision="maybe", idempotency_key="x"
+        )
     assert exc.value.field == "decision"
     with pytest.raises(services.Invalid) as exc:
-        services.submit_decision(annotator_de, de_candidates[0].pk, "accept", idempotency_key="")
+        services.decision_submit(
+            user=annotator_de, candidate_id=de_candidates[0].pk, decision="accept", idempotency_key=""
+        )
     assert exc.value.field == "idempotency_key"
     with pytest.raises(services.Invalid):
-        services.submit_decision(annotator_de, de_candidates[0].pk, "accept", idempotency_key="y", reason="wrong_type")
+        services.decision_submit(
+            user=annotator_de,
+            candidate_id=de_candidates[0].pk,
+            decision="accept",
+            idempotency_key="y",
+            reason="wrong_type",
+        )
     assert not ReviewDecision.objects.exists()
 
 
 def test_expired_lock_frees_the_slot(project, de_candidates, annotator_de, second_de):
     third = user_create(username="cara_de", password="cara-pass-123", languages=["de"])
-    a = services.next_candidate(annotator_de, project).candidate
-    services.next_candidate(second_de, project)
+    a = services.candidate_take_next(user=annotator_de, project=project).candidate
+    services.candidate_take_next(user=second_de, project=project)
     ReviewLock.objects.filter(reviewer=second_de).update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert services.next_candidate(third, project).candidate == a
+    assert services.candidate_take_next(user=third, project=project).candidate == a
     # the second reviewer comes back too late: both slots are now taken
     decide(annotator_de, a)
     decide(third, a)
@@ -117,12 +131,12 @@ def test_expired_lock_frees_the_slot(project, de_candidates, annotator_de, secon
 
 
 def test_skip_removes_from_own_queue_only(project, de_candidates, annotator_de, second_de):
-    a = services.next_candidate(annotator_de, project).candidate
-    services.skip_candidate(annotator_de, a.pk, "unsure")
-    assert services.next_candidate(annotator_de, project).candidate != a
-    assert services.next_candidate(second_de, project).candidate == a
+    a = services.candidate_take_next(user=annotator_de, project=project).candidate
+    services.candidate_skip(user=annotator_de, candidate_id=a.pk, reason="unsure")
+    assert services.candidate_take_next(user=annotator_de, project=project).candidate != a
+    assert services.candidate_take_next(user=second_de, project=project).candidate == a
     with pytest.raises(services.Invalid):
-        services.skip_candidate(annotator_de, a.pk, "bored")
+        services.candidate_skip(user=annotator_de, candidate_id=a.pk, reason="bored")
 
 
 def test_excluded_and_imported_are_not_served(project, de_candidates, annotator_de):
@@ -130,7 +144,7 @@ def test_excluded_and_imported_are_not_served(project, de_candidates, annotator_
     ReviewDecision.objects.create(candidate=de_candidates[1], decision="accept", source="imported", is_final=True)
     Candidate.objects.filter(pk=de_candidates[2].pk).update(is_gold=True, gold_answer="reject")
     served = []
-    while (got := services.next_candidate(annotator_de, project)) is not None:
+    while (got := services.candidate_take_next(user=annotator_de, project=project)) is not None:
         served.append(got.candidate.pk)
         decide(annotator_de, got.candidate)
     assert de_candidates[0].pk not in served and de_candidates[1].pk not in served
@@ -146,12 +160,14 @@ def test_adjudicated_rule_and_adjudication(project, de_candidates, annotator_de,
     assert Candidate.objects.get(pk=a.pk).status == "pending"
     assert list(selectors.disagreements(project)) == [a]
     with pytest.raises(services.Forbidden):
-        services.adjudicate(annotator_de, a.pk, "accept")
-    services.adjudicate(admin_user, a.pk, "accept", comment="edit is a real addition")
+        services.candidate_adjudicate(admin=annotator_de, candidate_id=a.pk, decision="accept")
+    services.candidate_adjudicate(
+        admin=admin_user, candidate_id=a.pk, decision="accept", comment="edit is a real addition"
+    )
     assert Candidate.objects.get(pk=a.pk).status == "accepted"
     assert list(selectors.disagreements(project)) == []
     # switching to unanimous keeps the adjudication (a final decision) deciding
-    assert services.set_pool_rule(admin_user, project, "unanimous") == 0
+    assert services.pool_rule_set(admin=admin_user, project=project, rule="unanimous") == 0
 
 
 def test_pool_rule_switch_rederives_statuses(project, de_candidates, annotator_de, second_de, admin_user):
@@ -159,7 +175,7 @@ def test_pool_rule_switch_rederives_statuses(project, de_candidates, annotator_d
     project.save()
     decide(annotator_de, de_candidates[0], "accept")
     decide(second_de, de_candidates[0], "reject")
-    assert services.set_pool_rule(admin_user, project, "unanimous") == 1
+    assert services.pool_rule_set(admin=admin_user, project=project, rule="unanimous") == 1
     assert Candidate.objects.get(pk=de_candidates[0].pk).status == "rejected"
 
 
@@ -167,12 +183,12 @@ def test_second_round_is_a_blind_sample(project, de_candidates, annotator_de, se
     for c in de_candidates:
         decide(annotator_de, c)
         decide(second_de, c)
-    rnd = services.open_round(admin_user, project, sample_size=3, seed=11)
+    rnd = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
     assert rnd.number == 2 and rnd.candidates.count() == 3
-    again = services.open_round(admin_user, project, sample_size=3, seed=11)
+    again = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
     assert set(again.candidates.values_list("id", flat=True)) == set(rnd.candidates.values_list("id", flat=True))
-    services.close_round(admin_user, again)
-    got = services.next_candidate(annotator_de, project)
+    services.round_close(admin=admin_user, rnd=again)
+    got = services.candidate_take_next(user=annotator_de, project=project)
     assert got.round == rnd and got.candidate in rnd.candidates.all()
     assert selectors.own_decision(annotator_de, got.candidate, rnd) is None  # round 1 is not shown as theirs
     visible = set(selectors.decisions_of(annotator_de).values_list("candidate_id", flat=True))
@@ -195,42 +211,62 @@ def test_rating_flow(project, languages, annotator_de, annotator_zh):
     from core.services import ImportRejected
 
     rows = [{"id": "1", "source": "Hello.", "reference": "Hallo.", "text": "Hallo!", "system": "sysA"}]
-    assert services.import_system_outputs(project, "en-de", rows, "out.jsonl").created == 1
-    assert services.import_system_outputs(project, "en-de", rows, "out.jsonl").unchanged == 1
+    assert (
+        services.system_outputs_import(
+            project=project, direction_code="en-de", rows=rows, source_name="out.jsonl"
+        ).created
+        == 1
+    )
+    assert (
+        services.system_outputs_import(
+            project=project, direction_code="en-de", rows=rows, source_name="out.jsonl"
+        ).unchanged
+        == 1
+    )
     with pytest.raises(ImportRejected) as exc:
-        services.import_system_outputs(project, "en-de", [{"id": "2", "source": "", "text": "x"}], "bad.jsonl")
+        services.system_outputs_import(
+            project=project,
+            direction_code="en-de",
+            rows=[{"id": "2", "source": "", "text": "x"}],
+            source_name="bad.jsonl",
+        )
     assert "bad.jsonl:1" in str(exc.value) and "source" in str(exc.value)
-    item = services.next_rating_item(annotator_de, project)
+    item = services.rating_item_take_next(user=annotator_de, project=project)
     assert item.system == "sysA"
-    assert services.next_rating_item(annotator_zh, project) is None
+    assert services.rating_item_take_next(user=annotator_zh, project=project) is None
     with pytest.raises(services.Invalid) as exc:
-        services.submit_rating(annotator_de, item.pk, {"informativeness": 4}, idempotency_key="r1")
+        services.rating_submit(user=annotator_de, item_id=item.pk, scores={"informativeness": 4}, idempotency_key="r1")
     assert "clarity" in exc.value.message
     scores = {"informativeness": 4, "clarity": 5, "plausibility": 5, "faithfulness": 3}
-    r, created = services.submit_rating(annotator_de, item.pk, scores, idempotency_key="r1")
-    r2, created2 = services.submit_rating(annotator_de, item.pk, scores, idempotency_key="r1")
+    r, created = services.rating_submit(user=annotator_de, item_id=item.pk, scores=scores, idempotency_key="r1")
+    r2, created2 = services.rating_submit(user=annotator_de, item_id=item.pk, scores=scores, idempotency_key="r1")
     assert created and not created2 and r.pk == r2.pk
-    assert services.next_rating_item(annotator_de, project) is None
+    assert services.rating_item_take_next(user=annotator_de, project=project) is None
     with pytest.raises(services.NotFound):
-        services.submit_rating(annotator_zh, item.pk, scores, idempotency_key="r9")
+        services.rating_submit(user=annotator_zh, item_id=item.pk, scores=scores, idempotency_key="r9")
     assert LikertRating.objects.count() == 1
 
 
 def test_candidates_become_ratable(project, de_candidates):
-    assert services.rating_items_for_candidates(project, Candidate.objects.all()) == 7
-    assert services.rating_items_for_candidates(project, Candidate.objects.all()) == 0
+    assert services.rating_items_make_for_candidates(project=project, candidates=Candidate.objects.all()) == 7
+    assert services.rating_items_make_for_candidates(project=project, candidates=Candidate.objects.all()) == 0
     assert RatingItem.objects.filter(kind="candidate").count() == 7
 
 
 def test_items_are_made_chunk_by_chunk_with_the_candidates_texts(project, de_candidates):
     first = Candidate.objects.order_by("pk")[:3]
     assert (
-        services.make_ratable(project, Candidate.objects.filter(pk__in=[c.pk for c in first]), "candidate", chunk=2)
+        services.rating_items_make(
+            project=project, objects=Candidate.objects.filter(pk__in=[c.pk for c in first]), kind="candidate", chunk=2
+        )
         == 3
     )
     steps: list[int] = []
     assert (
-        services.make_ratable(project, Candidate.objects.all(), "candidate", progress=steps.append, chunk=2) == 4
+        services.rating_items_make(
+            project=project, objects=Candidate.objects.all(), kind="candidate", progress=steps.append, chunk=2
+        )
+        == 4
     )  # 3 kept
     assert steps == [2, 2, 2, 1]
     items = {item.candidate_id: item for item in RatingItem.objects.filter(kind="candidate")}
@@ -254,24 +290,28 @@ def test_a_failure_part_way_leaves_no_items(project, de_candidates):
         raise KeyboardInterrupt  # Ctrl-C under the command's progress bar
 
     with pytest.raises(KeyboardInterrupt):
-        services.make_ratable(
-            project, Candidate.objects.all(), "candidate", progress=stop_after_the_first_chunk, chunk=2
+        services.rating_items_make(
+            project=project,
+            objects=Candidate.objects.all(),
+            kind="candidate",
+            progress=stop_after_the_first_chunk,
+            chunk=2,
         )
     assert not RatingItem.objects.exists()
     with pytest.raises(ValueError, match="system_output"):
-        services.make_ratable(project, Candidate.objects.all(), "system_output")
+        services.rating_items_make(project=project, objects=Candidate.objects.all(), kind="system_output")
 
 
 def test_invite_and_assign(admin_user, annotator_de, db):
-    user, uid, token = services.invite_annotator(admin_user, "neu_ja", languages=["ja"])
+    user, uid, token = services.annotator_invite(admin=admin_user, username="neu_ja", languages=["ja"])
     assert not user.has_usable_password() and token
     assert list(user.profile.languages.values_list("code", flat=True)) == ["ja"]
-    services.assign_languages(admin_user, user, ["ja", "zh"])
+    services.annotator_languages_set(admin=admin_user, user=user, codes=["ja", "zh"])
     assert sorted(user.profile.languages.values_list("code", flat=True)) == ["ja", "zh"]
     with pytest.raises(services.Forbidden):
-        services.assign_languages(annotator_de, user, ["de"])
+        services.annotator_languages_set(admin=annotator_de, user=user, codes=["de"])
     with pytest.raises(services.Conflict):
-        services.invite_annotator(admin_user, "neu_ja")
+        services.annotator_invite(admin=admin_user, username="neu_ja")
     assert AuditEvent.objects.filter(action="annotator.languages").exists()
 
 
@@ -297,16 +337,20 @@ def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, 
     from django.contrib.auth import get_user_model
 
     with pytest.raises(services.Invalid, match=r"username: " + re.escape(problem)):
-        services.invite_annotator(admin_user, typed, languages=["de"])
+        services.annotator_invite(admin=admin_user, username=typed, languages=["de"])
     assert not get_user_model().objects.filter(username=typed).exists()
 
 
 def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(admin_user, annotator_de, db):
-    user, _, _ = services.invite_annotator(admin_user, "ｍｕｌｌｅｒ", languages=["de"])  # full-width letters
+    user, _, _ = services.annotator_invite(
+        admin=admin_user, username="ｍｕｌｌｅｒ", languages=["de"]
+    )  # full-width letters
     assert user.username == "muller"
     with pytest.raises(services.Conflict, match="muller"):
-        services.invite_annotator(admin_user, "ｍuller")
-    one_script, _, _ = services.invite_annotator(admin_user, "иван", languages=["de"])  # one script: allowed
+        services.annotator_invite(admin=admin_user, username="ｍuller")
+    one_script, _, _ = services.annotator_invite(
+        admin=admin_user, username="иван", languages=["de"]
+    )  # one script: allowed
     assert one_script.username == "иван"
 
 

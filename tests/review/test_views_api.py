@@ -186,15 +186,23 @@ def test_the_main_menu_is_the_same_on_every_page_for_a_user(project, data, de_cl
 
 def test_decisions_list_shows_only_own_work(project, data, de_client, annotator_de):
     other = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
-    services.submit_decision(other, data["de"][0].pk, "reject", idempotency_key="other")
-    services.submit_decision(annotator_de, data["de"][1].pk, "accept", idempotency_key="mine")
+    services.decision_submit(user=other, candidate_id=data["de"][0].pk, decision="reject", idempotency_key="other")
+    services.decision_submit(
+        user=annotator_de, candidate_id=data["de"][1].pk, decision="accept", idempotency_key="mine"
+    )
     rows = de_client.get(reverse("review_api:decisions")).json()["results"]
     assert [r["idempotency_key"] for r in rows] == ["mine"]
     assert "other" not in de_client.get(reverse("review:mine")).content.decode()
 
 
 def test_own_decisions_show_the_rejection_reason_as_picked_not_its_code(project, data, de_client, annotator_de):
-    services.submit_decision(annotator_de, data["de"][0].pk, "reject", idempotency_key="r1", reason="outside_changed")
+    services.decision_submit(
+        user=annotator_de,
+        candidate_id=data["de"][0].pk,
+        decision="reject",
+        idempotency_key="r1",
+        reason="outside_changed",
+    )
     mine = de_client.get(reverse("review:mine")).content.decode()
     assert "text outside the mark changed" in mine and "outside_changed" not in mine
     screen = de_client.get(reverse("review:candidate", args=[project.name, data["de"][0].pk])).content.decode()
@@ -207,8 +215,13 @@ def test_own_decisions_show_the_time_zone_and_the_reviewers_comment_escaped_and_
     from django.utils import timezone
 
     comment = "<b>odd</b> " + "word " * 40
-    decision, _ = services.submit_decision(
-        annotator_de, data["de"][0].pk, "reject", idempotency_key="c1", reason="wrong_type", comment=comment
+    decision, _ = services.decision_submit(
+        user=annotator_de,
+        candidate_id=data["de"][0].pk,
+        decision="reject",
+        idempotency_key="c1",
+        reason="wrong_type",
+        comment=comment,
     )
     mine = de_client.get(reverse("review:mine")).content.decode()
     assert f"{timezone.localtime(decision.updated_at):%Y-%m-%d %H:%M} UTC</time>" in mine  # TIME_ZONE, named
@@ -335,8 +348,10 @@ def test_invite_link_sets_password_once(admin_client, admin_user):
 def test_admin_progress_page_and_adjudication(project, data, admin_client, annotator_de):
     other = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
     c = data["de"][0]
-    services.submit_decision(annotator_de, c.pk, "accept", idempotency_key="a", time_spent_ms=3000)
-    services.submit_decision(other, c.pk, "reject", idempotency_key="b", time_spent_ms=5000)
+    services.decision_submit(
+        user=annotator_de, candidate_id=c.pk, decision="accept", idempotency_key="a", time_spent_ms=3000
+    )
+    services.decision_submit(user=other, candidate_id=c.pk, decision="reject", idempotency_key="b", time_spent_ms=5000)
     html = admin_client.get(reverse("review:manage", args=[project.name])).content.decode()
     assert "anna_de" in html and "3.0 s" in html
     page = admin_client.get(reverse("review:adjudication", args=[project.name]))
@@ -355,7 +370,7 @@ def test_schema_lists_review_endpoints(admin_client):
 
 
 def test_django_admin_lists_review_models(project, data, admin_client, annotator_de):
-    services.submit_decision(annotator_de, data["de"][0].pk, "accept", idempotency_key="adm")
+    services.decision_submit(user=annotator_de, candidate_id=data["de"][0].pk, decision="accept", idempotency_key="adm")
     for model in (
         "reviewround",
         "reviewdecision",

@@ -409,8 +409,12 @@ def rating_items_view(request, slug: str):
                     {**row, "_location": where}
                     for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
                 ]
-                result = review_services.import_system_outputs(
-                    project, data["direction"], rows, upload.name, system=data["system"]
+                result = review_services.system_outputs_import(
+                    project=project,
+                    direction_code=data["direction"],
+                    rows=rows,
+                    source_name=upload.name,
+                    system=data["system"],
                 )
                 created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
             else:
