@@ -27,7 +27,7 @@ def execute_run_task(self, run_id: int) -> dict:
     except TRANSIENT as exc:
         # run_execute recorded the run failed with the reason; in-process (no broker) the run's page offers
         # to resume it.
-        retry_after_fault(self, exc, partial(services.retry_record, run_id, exc), maximum=120)
+        retry_after_fault(self, exc, partial(services.retry_record, run_id=run_id, exc=exc), maximum=120)
     return {"run": run.pk, "status": run.status, "done": run.done, "failed": run.failed, "total": run.total}
 
 

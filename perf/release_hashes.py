@@ -70,13 +70,12 @@ def main() -> None:
 def fresh(data: Path, out: Path) -> None:
     from annotation.review.xqmeval_import import import_xqmeval
     from core.models import Project
-    from exports.release import services
     from injection.models import Candidate
 
     import_xqmeval("bench", data / "candidates", data / "decisions.csv")
     project = Project.objects.get(name="bench")
     build(project)
-    services.create_release(project, "1.0.0", out_dir=out / "1.0.0")
+    release(project, "1.0.0", out_dir=out / "1.0.0")
     pool = Candidate.objects.filter(segment__project=project, status="accepted", kind="mqm", is_gold=False)
     rejected = pool.filter(segment__direction__code="en-de").order_by("id").first()
     Candidate.objects.filter(pk=rejected.pk).update(
@@ -87,29 +86,39 @@ def fresh(data: Path, out: Path) -> None:
     )
     Candidate.objects.filter(pk=changed.pk).update(text="Anders " + changed.text.split(" ", 1)[1])
     build(project)
-    services.create_release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
+    release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
 
 
 def again(data: Path, out: Path) -> None:
     """``1.0.1`` again from the database a ``fresh`` run left, built by this code from the rows the
     migrations converted."""
     from core.models import Project
-    from exports.release import services
 
     project = Project.objects.get(name="bench")
     build(project)
-    services.create_release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
+    release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
 
 
 def build(project) -> None:
-    """Build ``project`` with the entry point of the checkout that runs: ``run_build`` since issue 35 made it
+    """Build ``project`` with the entry point of the checkout that runs: ``build_run`` since issue 35 made it
     the one way a build runs in a process, ``build_benchmark`` before (``--code`` may name such a checkout)."""
     from exports.benchmark import services
 
     if hasattr(services, "build_benchmark"):
         services.build_benchmark(project)
     else:
-        services.run_build(project=project)
+        services.build_run(project=project)
+
+
+def release(project, version: str, **options) -> None:
+    """Write a release with the checkout's entry point: ``release_create`` since issue 35 (keyword-only
+    services), ``create_release`` before."""
+    from exports.release import services
+
+    if hasattr(services, "create_release"):
+        services.create_release(project, version, **options)
+    else:
+        services.release_create(project=project, version=version, **options)
 
 
 def candidate_records():

@@ -6,7 +6,7 @@ score is missing), for metrics that mark error spans a JSON column of them (``SP
 run's metadata under ``scoring.runner.META_KEY``. ``open_part`` checks the file
 and its metadata; ``Part.batches()`` then streams the rows ``INGEST_BATCH`` at a time as plain
 ``PartRow``s, raising ``ScoringError`` (naming the file, the row and the field) at the first bad row, so
-``exports.scores.services.ingest_part`` can write batch by batch inside one transaction and a bad row
+``exports.scores.services.part_ingest`` can write batch by batch inside one transaction and a bad row
 anywhere leaves the previous scores in place.
 """
 

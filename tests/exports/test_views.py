@@ -107,7 +107,7 @@ def test_annotators_see_their_directions_and_cannot_act(
 ):
     from exports.benchmark import services
 
-    services.run_build(project=seeded)
+    services.build_run(project=seeded)
     client.force_login(annotator_de)
     html = client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).content.decode()
     assert "<td>en-de</td>" in html and "<td>en-zh</td>" not in html
@@ -146,8 +146,8 @@ def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, s
     from exports.benchmark import services
     from exports.release import services as release_services
 
-    services.run_build(project=seeded)
-    release_services.create_release(seeded, "0.1.0", out_dir=tmp_path / "r")
+    services.build_run(project=seeded)
+    release_services.release_create(project=seeded, version="0.1.0", out_dir=tmp_path / "r")
     client.force_login(admin_user)
     direction = seeded.directions.get(code="en-de")
     for model, query in [
@@ -180,7 +180,7 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     from exports.benchmark import selectors, services
     from exports.models import CandidatePlacement
 
-    services.run_build(project=seeded)
+    services.build_run(project=seeded)
     transplanted = CandidatePlacement.objects.get(outcome="transplanted")
     transplanted.drift = '=HYPERLINK("http://x") <b>'  # what a spreadsheet would run
     transplanted.save(update_fields=["drift"])

@@ -36,7 +36,7 @@ from annotation.review import services as review_services
 from core.models import Direction, Project
 from core.services import direction_ensure, project_directions_add, project_ensure, user_create
 from exports.models import MetricScore, PseudoSystem, Release
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 from injection.models import InjectionRun
 from tests.review.factories import make_candidate
 
@@ -521,7 +521,7 @@ def world(db, settings, tmp_path) -> World:
                 human_score=-5.0 * k,
                 triplet_ids=ids,
             )
-    summarize_scores(release)
+    scores_summarize(release=release)
     _user, uid, token = review_services.annotator_invite(admin=users["admin"], username="new_de", languages=["de"])
     return World(
         project=project,

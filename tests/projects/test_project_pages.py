@@ -427,7 +427,7 @@ def test_running_stage_polls_and_a_finished_one_does_not(client, admin_user, pro
 
 def _scored_release(project, languages, tmp_path):
     from exports.models import MetricScore, Release
-    from exports.scores.services import summarize_scores
+    from exports.scores.services import scores_summarize
 
     release = Release.objects.create(project=project, version="t1", status="ready", path=str(tmp_path))
     rows = []
@@ -446,7 +446,7 @@ def _scored_release(project, languages, tmp_path):
                     )
                 )
     MetricScore.objects.bulk_create(rows)
-    summarize_scores(release)  # as the ingest does
+    scores_summarize(release=release)  # as the ingest does
     return release
 
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from core.domain.language_id import language_mismatch
 from core.models import Direction, GoldSegment, Project
 from core.services import ProjectRejected, project_create, project_settings_update
-from exports.benchmark.services import direction_codes
+from exports.benchmark.services import build_directions_list
 from injection.services import RunRejected, RunSpec, run_plan
 from tests.review.factories import make_candidate
 from xqmeval.projects import services
@@ -143,11 +143,11 @@ def test_an_empty_direction_is_removed_one_with_data_only_retired(admin, flores)
 def test_a_retired_direction_is_hidden_from_imports_injection_and_builds(admin, flores):
     make_candidate(flores, Direction.objects.get(code="en-de"), "A dog.", "Ein Hund.", "Ein Hunde.")
     make_candidate(flores, Direction.objects.get(code="en-zh"), "A dog.", "一只狗。", "两只狗。")
-    assert direction_codes(flores) == ["en-de", "en-zh"]
+    assert build_directions_list(project=flores) == ["en-de", "en-zh"]
     admin.post(reverse("projects:direction_action", args=["flores", "en-de", "retire"]))
     assert list(flores.retired_directions.values_list("code", flat=True)) == ["en-de"]
     assert _codes(flores) == ["en-de", "en-zh"]  # kept, with its data
-    assert direction_codes(flores) == ["en-zh"]
+    assert build_directions_list(project=flores) == ["en-zh"]
     with pytest.raises(RunRejected, match="en-de is not a direction"):
         run_plan(spec=RunSpec(project=flores, kind="mqm", directions=["en-de"]))
     page = admin.get(reverse("projects:corpus", args=["flores"])).content.decode()
@@ -158,7 +158,7 @@ def test_a_retired_direction_is_hidden_from_imports_injection_and_builds(admin, 
     )
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     admin.post(reverse("projects:direction_action", args=["flores", "en-de", "reinstate"]))
-    assert direction_codes(flores) == ["en-de", "en-zh"]
+    assert build_directions_list(project=flores) == ["en-de", "en-zh"]
 
 
 # ---- imports ------------------------------------------------------------------------------------------

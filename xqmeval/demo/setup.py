@@ -11,9 +11,9 @@ from core.corpus.domain import CorpusRow
 from core.models import Project
 from core.services import corpus_rows_import, project_directions_add, project_ensure, user_create
 from exports.benchmark.selectors import latest_build
-from exports.benchmark.services import run_build
+from exports.benchmark.services import build_run
 from exports.models import BenchmarkBuild, Release
-from exports.release.services import create_release
+from exports.release.services import release_create
 from injection.models import InjectionRun
 from injection.services import RunSpec, run_execute, run_plan
 
@@ -53,12 +53,12 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     latest = latest_build(xq)
     if result.candidates_created or latest is None or latest.status != BenchmarkBuild.Status.DONE:
         # a recorded build, as the page's Build button and the command make: the benchmark page shows it
-        built = run_build(project=xq).build
+        built = build_run(project=xq).build
         log(
             f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
         )
     if not Release.objects.filter(project=xq, version="1.0.0").exists():
-        release = create_release(xq, "1.0.0")
+        release = release_create(project=xq, version="1.0.0")
         log(f"  xqmeval: release {release.version} at {release.path}")
 
 

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError("--public applies to the Hub repo that --push creates; give --push REPO_ID too")
         if opts["push"]:  # a push that cannot start is refused before the release is written
             try:
-                services.check_release_request(project=project, version=opts["version"], push_repo=opts["push"])
+                services.release_request_check(project=project, version=opts["version"], push_repo=opts["push"])
             except AppError as exc:  # a bad request, or a release of the project being written
                 raise CommandError(f"--push: {exc}") from None
             if not os.environ.get("HF_TOKEN"):
@@ -61,9 +61,9 @@ class Command(BaseCommand):
 
         started = time.perf_counter()
         try:
-            release = services.create_release(
-                project,
-                opts["version"],
+            release = services.release_create(
+                project=project,
+                version=opts["version"],
                 out_dir=opts["out"],
                 formats=formats,
                 plan_overrides=overrides,
@@ -79,7 +79,7 @@ class Command(BaseCommand):
         w(f"written to {release.path} in {time.perf_counter() - started:.1f} s")
         if opts["push"]:
             try:
-                release = services.push_release(release, opts["push"], private=not opts["public"])
+                release = services.release_push(release=release, repo_id=opts["push"], private=not opts["public"])
             except (
                 services.HubPushError
             ) as exc:  # network or Hub error: recorded on the release, resumable by re-running
