@@ -201,5 +201,5 @@ def test_a_file_in_another_language_is_refused_with_the_reason_unless_overridden
 
 def test_direction_data_counts_what_each_direction_holds(flores):
     make_candidate(flores, Direction.objects.get(code="en-de"), "A dog.", "Ein Hund.", "Ein Hunde.")
-    data = {d.code: d for d in services.direction_data(flores)}
+    data = {d.code: d for d in services.direction_data_list(project=flores)}
     assert (data["en-de"].gold_pairs, data["en-de"].empty, data["en-zh"].empty) == (1, False, True)

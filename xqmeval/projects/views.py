@@ -262,7 +262,7 @@ def _settings_context(project: Project, *, form=None, add_form=None, assignment_
         "is_admin": True,
         "form": form or ProjectSettingsForm(initial={f: getattr(project, f) for f in SETTINGS_FIELDS}),
         "add_form": add_form or DirectionAddForm(project=project),
-        "directions": services.direction_data(project),
+        "directions": services.direction_data_list(project=project),
         "assignments": rows,
         "gaps": [row["coverage"] for row in rows if row["coverage"].missing],
         "assignment_form": assignment_form,  # the one sent back with its errors, if any
@@ -368,7 +368,7 @@ def direction_action(request, slug: str, code: str, action: str):
     verb, meaning, act = DIRECTION_ACTIONS[action]
     if request.method == "POST":
         try:
-            act(project, code=code)
+            act(project=project, code=code)
         except ProjectRejected as exc:
             for line in exc.errors:
                 messages.error(request, line.partition(": ")[2] or line)
