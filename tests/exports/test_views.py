@@ -107,7 +107,7 @@ def test_annotators_see_their_directions_and_cannot_act(
 ):
     from exports.benchmark import services
 
-    services.build_run(project=seeded)
+    built = services.build_run(project=seeded).build
     client.force_login(annotator_de)
     html = client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).content.decode()
     assert "<td>en-de</td>" in html and "<td>en-zh</td>" not in html
@@ -119,7 +119,7 @@ def test_annotators_see_their_directions_and_cannot_act(
         assert (
             client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "1"}).status_code == 403
         )
-    assert not BenchmarkBuild.objects.exists() and not Release.objects.exists()
+    assert list(BenchmarkBuild.objects.all()) == [built] and not Release.objects.exists()  # the refusals made none
 
     outsider = user_create(username="fr_only", password="pw-123456-x", languages=["fr"])
     client.force_login(outsider)
