@@ -218,7 +218,7 @@ class UsedIdempotencyKey(models.Model):
 class AuditEvent(models.Model):
     """Who changed what, when, from which value to which."""
 
-    # Every action written (``annotation.review.services.audit`` refuses another): the admin's filter lists
+    # Every action written (``annotation.review.services.audit_record`` refuses another): the admin's filter lists
     # these instead of reading the distinct values of a table that grows by one row per decision.
     ACTIONS = (
         "adjudication.change",

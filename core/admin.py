@@ -15,10 +15,10 @@ from django.urls import path, reverse
 
 from core.admin_lists import LargeTableAdmin
 from core.corpus.domain import Columns, CorpusError
-from core.corpus.services import import_corpus_source
+from core.corpus.services import corpus_source_import
 from core.forms import CorpusUploadForm
 from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
-from core.services import ImportRejected, clean_username, project_create, project_problems
+from core.services import ImportRejected, project_check, project_create, username_clean
 
 
 @admin.register(Language)
@@ -61,7 +61,7 @@ class ProjectAdminForm(forms.ModelForm):
         data = super().clean()
         if self.instance.pk is None and not self.errors:
             options = data.get("options") or {}
-            problems = project_problems(
+            problems = project_check(
                 name=data.get("name", ""),
                 source_language=data["source_language"].code,
                 directions=[d.code for d in data.get("directions", [])],
@@ -145,8 +145,8 @@ class ProjectAdmin(admin.ModelAdmin):
                 form.cleaned_data["reference_column"],
             )
             try:
-                _, result = import_corpus_source(
-                    project,
+                _, result = corpus_source_import(
+                    project=project,
                     direction=form.cleaned_data["direction"],
                     columns=columns,
                     upload_name=upload.name,
@@ -215,7 +215,7 @@ class _CleanUsername:
     def clean_username(self):
         username = self.cleaned_data["username"]
         if not (self.instance.pk and username == self.instance.username):  # an existing name is not re-judged
-            self.cleaned_data["username"] = username = clean_username(username)
+            self.cleaned_data["username"] = username = username_clean(username=username)
         parent = getattr(super(), "clean_username", None)  # the creation form's case-insensitive duplicate check
         return parent() if parent else username
 

@@ -1,6 +1,6 @@
 """Forms shared by the site's project pages and the admin: creating a project, importing a corpus (a file
 or a Hugging Face dataset) and an XQ-MEval release. Validation that needs the database is the services'
-(``core.services.project_problems``); the forms only shape the input."""
+(``core.services.project_check``); the forms only shape the input."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ class ImportRejected(InputErrors):
     """An import found bad input against what is stored (e.g. different text under an existing id)."""
 
 
-def ensure_language(code: str) -> Language:
+def language_ensure(*, code: str) -> Language:
     info = language_info(code)
     language, _ = Language.objects.get_or_create(
         code=code, defaults={"name": info.name, "script": info.script, "unit": info.unit, "rtl": info.rtl}
@@ -27,15 +27,15 @@ def ensure_language(code: str) -> Language:
     return language
 
 
-def ensure_direction(code: str) -> Direction:
+def direction_ensure(*, code: str) -> Direction:
     source, target = parse_direction(code)
     direction, _ = Direction.objects.get_or_create(
-        code=code, defaults={"source": ensure_language(source), "target": ensure_language(target)}
+        code=code, defaults={"source": language_ensure(code=source), "target": language_ensure(code=target)}
     )
     return direction
 
 
-def project_name_problem(name: str) -> str:
+def project_name_check(*, name: str) -> str:
     """'' when ``name`` can name a project (a slug that fits the column), else why not."""
     from django.core.exceptions import ValidationError
 
@@ -60,7 +60,7 @@ MAX_REVIEWERS = 10
 MAX_ERRORS_LIMIT = 10
 
 
-def project_problems(
+def project_check(
     *,
     name: str,
     source_language: str,
@@ -125,7 +125,7 @@ def project_create(
     ``perturbations`` mean every registered type of that kind. The site's form, the admin and the commands
     all create projects here."""
     directions, error_types, perturbations = list(directions), list(error_types), list(perturbations)
-    problems = project_problems(
+    problems = project_check(
         name=name,
         source_language=source_language,
         directions=directions,
@@ -144,7 +144,7 @@ def project_create(
             name=name,
             title=title or name,
             description=description,
-            source_language=ensure_language(source_language),
+            source_language=language_ensure(code=source_language),
             error_types=error_types,
             reviewers_per_candidate=reviewers_per_candidate,
             max_errors=max_errors,
@@ -153,11 +153,11 @@ def project_create(
             **fields,
         )
         if directions:
-            project.directions.add(*[ensure_direction(code) for code in directions])
+            project.directions.add(*[direction_ensure(code=code) for code in directions])
     return project
 
 
-def ensure_project(name: str, *, source_language: str = "en", owner=None, **fields) -> tuple[Project, bool]:
+def project_ensure(*, name: str, source_language: str = "en", owner=None, **fields) -> tuple[Project, bool]:
     """The project called ``name``, created through ``project_create`` when missing (imports and the demo)."""
     project = Project.objects.filter(name=name).first()
     if project:
@@ -165,8 +165,8 @@ def ensure_project(name: str, *, source_language: str = "en", owner=None, **fiel
     return project_create(name=name, source_language=source_language, owner=owner, **fields), True
 
 
-def add_directions(project: Project, codes: Iterable[str]) -> list[Direction]:
-    directions = [ensure_direction(code) for code in codes]
+def project_directions_add(*, project: Project, codes: Iterable[str]) -> list[Direction]:
+    directions = [direction_ensure(code=code) for code in codes]
     for direction in directions:
         if direction.source.code != project.source_language.code:
             raise ValueError(
@@ -176,7 +176,7 @@ def add_directions(project: Project, codes: Iterable[str]) -> list[Direction]:
     return directions
 
 
-def clean_username(username: str) -> str:
+def username_clean(*, username: str) -> str:
     """``username`` NFKC-normalised and checked by Django's rules and the confusables rule
     (``core.domain.usernames``); a ``ValidationError`` says what is wrong. Every path that creates a user
     goes through it."""
@@ -194,8 +194,8 @@ def clean_username(username: str) -> str:
 
 
 def project_settings_update(
-    project: Project,
     *,
+    project: Project,
     title: str,
     description: str = "",
     reviewers_per_candidate: int,
@@ -207,7 +207,7 @@ def project_settings_update(
     error_types = list(error_types)
     problems = [
         p
-        for p in project_problems(
+        for p in project_check(
             name=project.name,
             source_language=project.source_language.code,
             error_types=error_types,
@@ -230,7 +230,7 @@ def project_settings_update(
     return project
 
 
-def direction_add_problem(project: Project, target: str) -> str:
+def _direction_add_problem(project: Project, target: str) -> str:
     """'' when a direction from the project's source into ``target`` can be added, else why not."""
     source = project.source_language.code
     try:
@@ -247,18 +247,18 @@ def direction_add_problem(project: Project, target: str) -> str:
     return ""
 
 
-def direction_add(project: Project, *, target: str) -> Direction:
+def direction_add(*, project: Project, target: str) -> Direction:
     """Add the direction from the project's source language into ``target`` (the settings page, after a
     confirmation). ``ProjectRejected`` says why not; nothing is written then."""
-    if problem := direction_add_problem(project, target):
+    if problem := _direction_add_problem(project, target):
         raise ProjectRejected([problem])
     with transaction.atomic():
-        direction = ensure_direction(f"{project.source_language.code}-{target}")
+        direction = direction_ensure(code=f"{project.source_language.code}-{target}")
         project.directions.add(direction)
     return direction
 
 
-def assignments_set(project: Project, *, direction: str, usernames: Iterable[str]) -> list[str]:
+def assignments_set(*, project: Project, direction: str, usernames: Iterable[str]) -> list[str]:
     """Make exactly ``usernames`` (annotators) the reviewers of ``direction`` in ``project``; returns them
     sorted. ``ProjectRejected`` names every unknown user, non-annotator or wrong direction; nothing is
     written then."""
@@ -287,16 +287,16 @@ def assignments_set(project: Project, *, direction: str, usernames: Iterable[str
     return usernames
 
 
-def create_user(
-    username: str, password: str, *, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""
+def user_create(
+    *, username: str, password: str, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""
 ):
     """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
-    goes through ``clean_username`` (a ``ValidationError`` when refused)."""
+    goes through ``username_clean`` (a ``ValidationError`` when refused)."""
     User = get_user_model()
     with transaction.atomic():
         user = User.objects.filter(username=username).first()
         if user is None:
-            user, _ = User.objects.get_or_create(username=clean_username(username), defaults={"email": email})
+            user, _ = User.objects.get_or_create(username=username_clean(username=username), defaults={"email": email})
         user.set_password(password)
         user.is_staff = role == Profile.Role.ADMIN
         user.is_superuser = role == Profile.Role.ADMIN
@@ -304,5 +304,5 @@ def create_user(
         profile, _ = Profile.objects.get_or_create(user=user, defaults={"role": role})
         profile.role = role
         profile.save()
-        profile.languages.set([ensure_language(code) for code in languages])
+        profile.languages.set([language_ensure(code=code) for code in languages])
     return user

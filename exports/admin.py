@@ -250,7 +250,7 @@ class MetricScoreAdmin(ReadOnlyMixin, LargeTableAdmin):
 
 @admin.register(ScoreSummary)
 class ScoreSummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """Written with the scores by the ingest (``exports.scores.services.summarize_scores``)."""
+    """Written with the scores by the ingest (``exports.scores.services.scores_summarize``)."""
 
     list_display = ("release", "metric", "direction", "level", "n", "mean")
     list_filter = ("release__project", "release", "direction")

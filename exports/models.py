@@ -87,7 +87,7 @@ class Release(models.Model):
         ordering = ["project", "-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["project", "version"], name="release_unique_version"),
-            # one release of a project written at a time (exports.release.services.begin_release)
+            # one release of a project written at a time (exports.release.services.release_begin)
             models.UniqueConstraint(
                 fields=["project"], condition=models.Q(status="building"), name="one_building_release_per_project"
             ),
@@ -182,7 +182,7 @@ class BenchmarkBuild(Job):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            # one build per project at a time, on every database (exports.benchmark.services.create_build)
+            # one build per project at a time, on every database (exports.benchmark.services.build_create)
             models.UniqueConstraint(
                 fields=["project"],
                 condition=models.Q(status__in=["pending", "running"]),
@@ -255,7 +255,7 @@ class MetricScore(models.Model):
 
 class ScoreSummary(models.Model):
     """Per release, metric, direction and level: how many scores there are and their sum. Written with the
-    scores, in their transaction (``exports.scores.services.summarize_scores``, called by the ingest), so
+    scores, in their transaction (``exports.scores.services.scores_summarize``, called by the ingest), so
     the pages read these few rows instead of a grouped pass over the scores (hundreds of millions at
     FLORES size).
     A re-ingest replaces them: new ids, so the newest id and the count also key what is computed from

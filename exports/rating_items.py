@@ -9,6 +9,7 @@ from __future__ import annotations
 from annotation.models import RatingItem
 from annotation.rating import services as rating_services
 from annotation.review import domain as review_rules
+from core.domain.errors import Invalid
 from core.models import Project
 from exports.models import PseudoTranslation
 from injection.models import Candidate
@@ -22,12 +23,16 @@ ORIGINS = {
 }
 
 
-class RatingSourceRejected(ValueError):
+class RatingSourceRejected(Invalid, ValueError):
     """The options name no valid set of rows. ``problems``: (option, text) pairs, the text starting with the
     value given where there is one, so each caller words the option its own way. Nothing was written."""
 
+    code = "rating_source_rejected"
+
     def __init__(self, problems: list[tuple[str, str]]):
-        super().__init__("; ".join(f"{option}: {text}" for option, text in problems))
+        super().__init__(
+            "; ".join(f"{option}: {text}" for option, text in problems), problems[0][0] if problems else None
+        )
         self.problems = problems
 
 
@@ -80,4 +85,4 @@ def make_rating_items(
     rows = rating_item_rows(project, origin, direction=direction, level=level)
     if limit:
         rows = rows.filter(pk__in=review_rules.sample_ids(rows.values_list("pk", flat=True), limit, seed))
-    return rating_services.make_ratable(project, rows, ORIGINS[origin], progress=progress)
+    return rating_services.rating_items_make(project=project, objects=rows, kind=ORIGINS[origin], progress=progress)

@@ -90,13 +90,13 @@ class InjectionRunAdmin(admin.ModelAdmin):
     def start_or_resume(self, request, queryset):
         with transaction.atomic():
             for run in queryset:
-                services.resume(run)
+                services.run_resume(run=run)
                 tasks.enqueue(run=run)
         messages.success(request, f"{queryset.count()} run(s) queued on 'llm'.")
 
     @admin.action(description="Cancel the selected runs")
     def cancel(self, request, queryset):
-        count = sum(services.cancel_run(run) for run in queryset)
+        count = sum(services.run_cancel(run=run) for run in queryset)
         messages.success(request, f"{count} run(s) cancelled.")
 
     @admin.action(description="Retry the failed items of the selected runs")
@@ -104,7 +104,7 @@ class InjectionRunAdmin(admin.ModelAdmin):
         total = 0
         with transaction.atomic():
             for run in queryset:
-                total += services.reset_failed(run)
+                total += services.run_reset_failed(run=run)
                 tasks.enqueue(run=run)
         messages.success(request, f"{total} failed item(s) queued again.")
 
@@ -141,7 +141,7 @@ class InjectionItemAdmin(LargeTableAdmin):
     def retry(self, request, queryset):
         with transaction.atomic():
             for run in InjectionRun.objects.filter(pk__in=queryset.values("run")):
-                services.reset_failed(run, list(queryset.filter(run=run).values_list("pk", flat=True)))
+                services.run_reset_failed(run=run, item_ids=list(queryset.filter(run=run).values_list("pk", flat=True)))
                 tasks.enqueue(run=run)
         messages.success(request, "Selected failed items queued again.")
 

@@ -23,6 +23,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
+from core.domain.errors import Conflict, Invalid
 from core.domain.units import DiffTooLarge
 from core.models import GoldSegment, Project
 from core.selectors import active_directions
@@ -45,14 +46,19 @@ COMMIT_EVERY_N = 32  # results saved per transaction at most …
 COMMIT_EVERY_S = 0.25  # … and held at most this long before their commit
 
 
-class RunRejected(ValueError):
+class RunRejected(Invalid, ValueError):
     """The run specification is invalid; nothing was written. ``problems`` pairs each problem with the
     option it is about (the command's flag name, e.g. ``directions``; empty: the run as a whole), so the
     command says ``--directions: …`` and the form puts it under its Directions field."""
 
+    code = "run_rejected"
+
     def __init__(self, message: str | list[tuple[str, str]]):
         self.problems = [("", message)] if isinstance(message, str) else list(message)
-        super().__init__("; ".join(f"--{flag}: {text}" if flag else text for flag, text in self.problems))
+        super().__init__(
+            "; ".join(f"--{flag}: {text}" if flag else text for flag, text in self.problems),
+            self.problems[0][0] or None,
+        )
 
 
 REMOTE_BACKENDS = ("openai", "batch")  # the backends that send requests to an endpoint with a key
@@ -90,7 +96,7 @@ class RunSpec:
     submission: str = ""  # the start form's one-time key: the same form sent twice (a double click) plans one run
 
 
-def submitted_run(project: Project, submission: str) -> InjectionRun | None:
+def run_find_submitted(*, project: Project, submission: str) -> InjectionRun | None:
     """The run a start form with this key already planned, if any. Call it inside the transaction that plans
     the run: it locks the project's row, so a second request with the same key waits and then finds the run."""
     if not submission:
@@ -99,7 +105,7 @@ def submitted_run(project: Project, submission: str) -> InjectionRun | None:
     return InjectionRun.objects.filter(project=project, parameters__submission=submission).first()
 
 
-def project_types(project: Project, kind: str) -> list[str]:
+def _project_types(project: Project, kind: str) -> list[str]:
     """The types a project was created with for ``kind`` (empty: every registered type of the kind)."""
     if kind == MQM:
         return list(project.error_types or [])
@@ -137,7 +143,7 @@ def _endpoint_of(spec: RunSpec, problems: list[tuple[str, str]]) -> Endpoint | N
     return endpoint
 
 
-def endpoint_of_run(run: InjectionRun) -> Endpoint:
+def _endpoint_of_run(run: InjectionRun) -> Endpoint:
     """The endpoint a planned run calls now: its configured endpoint only while that still lives at the
     run's URL (else the URL without a key, so a changed configuration never moves a key to an old URL)."""
     from django.conf import settings
@@ -154,7 +160,7 @@ def endpoint_of_run(run: InjectionRun) -> Endpoint:
     )
 
 
-def plan_run(spec: RunSpec) -> InjectionRun:
+def run_plan(*, spec: RunSpec) -> InjectionRun:
     """Validate a run and create it with all its work items (pending)."""
     from django.conf import settings
 
@@ -166,7 +172,7 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     types = []
     if not problems:
         try:
-            types = resolve_types(spec.kind, spec.error_types or project_types(spec.project, spec.kind))
+            types = resolve_types(spec.kind, spec.error_types or _project_types(spec.project, spec.kind))
         except ValueError as exc:
             problems.append(("types", str(exc)))
     project_directions = {d.code: d for d in active_directions(spec.project)}  # a retired one takes no new work
@@ -262,15 +268,17 @@ def plan_run(spec: RunSpec) -> InjectionRun:
     return run
 
 
-class RunInProgress(Exception):
+class RunInProgress(Conflict):
     """A run of the project is already pending or running: a second one is not started beside it."""
+
+    code = "run_in_progress"
 
     def __init__(self, run: InjectionRun):
         super().__init__(f"run {run.name} of {run.project.name} is already {run.status}; no second run was started")
         self.run = run
 
 
-def live_run(project: Project, *, besides: InjectionRun | None = None) -> InjectionRun | None:
+def _live_run(project: Project, *, besides: InjectionRun | None = None) -> InjectionRun | None:
     """The project's run that is pending or running, unless its process died (``selectors.stalled_since``: a
     running run whose lease lapsed), which its page shows as such and offers to resume."""
     live = (
@@ -284,22 +292,22 @@ def live_run(project: Project, *, besides: InjectionRun | None = None) -> Inject
     return live.first()
 
 
-def lock_project_runs(project: Project, *, besides: InjectionRun | None = None) -> None:
+def runs_lock(*, project: Project, besides: InjectionRun | None = None) -> None:
     """Inside a transaction: hold the project's row (on SQLite, the write lock an IMMEDIATE transaction
     takes), so that concurrent starts go one after the other, and raise ``RunInProgress`` when a live run
     (other than ``besides``) exists. The lock, not a unique constraint: the command line plans several
     runs of a project before executing them."""
     Project.objects.select_for_update().filter(pk=project.pk).exists()
-    live = live_run(project, besides=besides)
+    live = _live_run(project, besides=besides)
     if live is not None:
         raise RunInProgress(live)
 
 
-def start_run(spec: RunSpec) -> InjectionRun:
+def run_start(*, spec: RunSpec) -> InjectionRun:
     """Plan a run from the browser, one per project at a time (#36.6): ``RunInProgress`` names the live one."""
     with transaction.atomic():
-        lock_project_runs(spec.project)
-        return plan_run(spec)
+        runs_lock(project=spec.project)
+        return run_plan(spec=spec)
 
 
 # ---- execution ---------------------------------------------------------------------------------------
@@ -325,7 +333,7 @@ def _backend_for(run: InjectionRun):
     elif run.backend == "openai":
         options.update(
             base_url=run.base_url,
-            key_env=endpoint_of_run(run).key_env,
+            key_env=_endpoint_of_run(run).key_env,
             concurrency=p.get("concurrency", 8),
             rpm=p.get("rpm"),
             retry=RetryPolicy(max_attempts=p.get("max_attempts", 6), base_delay=p.get("retry_base_delay", 0.5)),
@@ -341,7 +349,7 @@ def _backend_for(run: InjectionRun):
 
         options.update(
             base_url=run.base_url,
-            key_env=endpoint_of_run(run).key_env,
+            key_env=_endpoint_of_run(run).key_env,
             batch_id=p.get("batch_id", ""),
             on_submitted=remember,
             poll_interval=p.get("poll_interval", 30.0),
@@ -374,12 +382,12 @@ def _request(item: InjectionItem, sampling: Sampling, prompt_files: dict | None 
     return GenerationRequest(custom_id=str(item.pk), messages=prompt.messages, task=task, prompt_version=prompt.version)
 
 
-def record_result(
+def result_record(
+    *,
     run: InjectionRun,
     item_id: int,
     result: GenerationResult,
     request: GenerationRequest,
-    *,
     discount: float = 0.0,
     remote: bool = True,
 ) -> InjectionItem:
@@ -464,7 +472,7 @@ def record_result(
         return item
 
 
-def refresh_counters(run: InjectionRun) -> InjectionRun:
+def _refresh_counters(run: InjectionRun) -> InjectionRun:
     """Recount progress from the items (authoritative; survives killed workers)."""
     totals = run.items.aggregate(
         total=Count("id"),
@@ -491,8 +499,10 @@ def refresh_counters(run: InjectionRun) -> InjectionRun:
 ProgressCallback = Callable[[InjectionRun], None]
 
 
-class LeaseLost(Exception):
+class LeaseLost(Conflict):
     """Another worker (or a person's resume) took the run over; this worker stops without finishing it."""
+
+    code = "lease_lost"
 
 
 LEASE_SECONDS = 600.0  # a live worker renews far more often; a dead one's lease lapses after this
@@ -590,11 +600,11 @@ class ResultBuffer:
         run = self.run
         with transaction.atomic():
             for result in self.results:
-                item = record_result(
-                    run,
-                    int(result.custom_id),
-                    result,
-                    self.requests[result.custom_id],
+                item = result_record(
+                    run=run,
+                    item_id=int(result.custom_id),
+                    result=result,
+                    request=self.requests[result.custom_id],
                     discount=self.discount,
                     remote=self.remote,
                 )
@@ -610,8 +620,8 @@ class ResultBuffer:
             self.progress(run)
 
 
-def execute_run(
-    run_id: int, *, progress: ProgressCallback | None = None, check_every_s: float = PROGRESS_EVERY_S
+def run_execute(
+    *, run_id: int, progress: ProgressCallback | None = None, check_every_s: float = PROGRESS_EVERY_S
 ) -> InjectionRun:
     """Generate every pending item of a run. Safe to call again after a crash or a cancel-and-resume; a
     second worker given the same run while the first still holds its lease does nothing."""
@@ -633,7 +643,7 @@ def execute_run(
         .select_related("segment__direction__target")
         .order_by("id")
     )
-    refresh_counters(run)
+    _refresh_counters(run)
     if progress:
         progress(run)
     buffer: ResultBuffer | None = None
@@ -654,7 +664,7 @@ def execute_run(
             if time.monotonic() - since >= PROGRESS_EVERY_S:
                 since = time.monotonic()
                 buffer.flush()
-                refresh_counters(run)
+                _refresh_counters(run)
                 if progress:
                     progress(run)
         buffer.flush()
@@ -683,7 +693,7 @@ def execute_run(
     return run
 
 
-def record_retry(run_id: int, exc: Exception, *, attempt: int, of: int, countdown: float) -> None:
+def retry_record(*, run_id: int, exc: Exception, attempt: int, of: int, countdown: float) -> None:
     """A run that failed on a transient fault goes back to pending (the page keeps following it) with the
     reason and when it is tried again; a cancel that came meanwhile stands."""
     reason = redact(f"{type(exc).__name__}: {exc}")[:1800]
@@ -693,7 +703,7 @@ def record_retry(run_id: int, exc: Exception, *, attempt: int, of: int, countdow
 
 
 def _finish(run: InjectionRun, status: str, error: str) -> None:
-    refresh_counters(run)
+    _refresh_counters(run)
     pending = run.items.filter(status=InjectionItem.Status.PENDING).count()
     if status == InjectionRun.Status.DONE and pending:
         status = InjectionRun.Status.FAILED
@@ -707,7 +717,7 @@ def _finish(run: InjectionRun, status: str, error: str) -> None:
 # ---- control ------------------------------------------------------------------------------------------
 
 
-def cancel_run(run: InjectionRun) -> bool:
+def run_cancel(*, run: InjectionRun) -> bool:
     """Ask a run to stop: no new requests start; those in flight are still saved. Returns False when the
     run had already finished."""
     updated = InjectionRun.objects.filter(
@@ -716,7 +726,7 @@ def cancel_run(run: InjectionRun) -> bool:
     return bool(updated)
 
 
-def reset_failed(run: InjectionRun, item_ids: list[int] | None = None) -> int:
+def run_reset_failed(*, run: InjectionRun, item_ids: list[int] | None = None) -> int:
     """Put failed items (all, or the given ones) back to pending so that the next execution retries them."""
     with transaction.atomic():
         items = run.items.filter(status=InjectionItem.Status.FAILED)
@@ -728,11 +738,11 @@ def reset_failed(run: InjectionRun, item_ids: list[int] | None = None) -> int:
         InjectionRun.objects.filter(pk=run.pk).update(
             status=InjectionRun.Status.PENDING, finished_at=None, parameters=run.parameters
         )
-    refresh_counters(run)
+    _refresh_counters(run)
     return count
 
 
-def check_generates(run: InjectionRun) -> None:
+def run_check_generates(*, run: InjectionRun) -> None:
     """Refuse to resume or retry a run that no backend generates (the record of an XQ-MEval import):
     executing it would only mark it failed."""
     if run.backend not in BACKENDS:
@@ -741,7 +751,7 @@ def check_generates(run: InjectionRun) -> None:
         )
 
 
-def resume(run: InjectionRun) -> None:
+def run_resume(*, run: InjectionRun) -> None:
     """Allow a cancelled, failed or interrupted run to be executed again (pending items only). A person
     resuming takes the run over: the lease is cleared, and a worker that is in fact still running notices
     at its next look and stops."""
@@ -754,9 +764,9 @@ def resume(run: InjectionRun) -> None:
 # ---- offline batch files (`vllm run-batch`, or an OpenAI batch run by hand) -----------------------------
 
 
-def export_batch_file(run: InjectionRun, path) -> int:
+def batch_file_export(*, run: InjectionRun, path) -> int:
     """Write the run's pending items as a Batch API JSONL (custom_id = item id). `vllm run-batch -i FILE -o OUT
-    --model M` reads it as it is; ``import_batch_output`` brings the answers back. Returns the line count."""
+    --model M` reads it as it is; ``batch_output_import`` brings the answers back. Returns the line count."""
     from injection.backends.batch import write_batch_file
 
     sampling = _sampling(run)
@@ -770,10 +780,10 @@ def export_batch_file(run: InjectionRun, path) -> int:
     )
 
 
-def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
+def batch_output_import(*, run: InjectionRun, text: str) -> InjectionRun:
     """Record the answers of a batch output file (OpenAI output/error files or `vllm run-batch` output) for
     the run's pending items; lines of other runs or of items already done are ignored, a pending item
-    without a line stays pending. Idempotent like every other path into record_result."""
+    without a line stays pending. Idempotent like every other path into result_record."""
     from injection.backends.batch import parse_batch_output
 
     sampling = _sampling(run)
@@ -786,10 +796,14 @@ def import_batch_output(run: InjectionRun, text: str) -> InjectionRun:
         for custom_id, result in results.items():
             item = pending.get(custom_id)
             if item is not None:
-                record_result(
-                    run, item.pk, result, _request(item, sampling, run.parameters.get("prompt_files")), remote=False
+                result_record(
+                    run=run,
+                    item_id=item.pk,
+                    result=result,
+                    request=_request(item, sampling, run.parameters.get("prompt_files")),
+                    remote=False,
                 )
-    refresh_counters(run)
+    _refresh_counters(run)
     status = (
         InjectionRun.Status.DONE
         if not run.items.filter(status=InjectionItem.Status.PENDING).exists()

@@ -23,11 +23,11 @@ RUN_RETRIES = 5
 @shared_task(name="injection.execute_run", bind=True, acks_late=True, max_retries=RUN_RETRIES)
 def execute_run_task(self, run_id: int) -> dict:
     try:
-        run = services.execute_run(run_id)
+        run = services.run_execute(run_id=run_id)
     except TRANSIENT as exc:
-        # execute_run recorded the run failed with the reason; in-process (no broker) the run's page offers
+        # run_execute recorded the run failed with the reason; in-process (no broker) the run's page offers
         # to resume it.
-        retry_after_fault(self, exc, partial(services.record_retry, run_id, exc), maximum=120)
+        retry_after_fault(self, exc, partial(services.retry_record, run_id=run_id, exc=exc), maximum=120)
     return {"run": run.pk, "status": run.status, "done": run.done, "failed": run.failed, "total": run.total}
 
 

@@ -70,9 +70,9 @@ def runs(request):
         )
         try:
             with transaction.atomic():
-                earlier = services.submitted_run(data["project"], data["submission"])
+                earlier = services.run_find_submitted(project=data["project"], submission=data["submission"])
                 if earlier is None:
-                    run = services.start_run(spec)
+                    run = services.run_start(spec=spec)
                     tasks.enqueue(run=run)
         except services.RunRejected as exc:
             form.add_rejection(exc.problems)
@@ -122,7 +122,7 @@ def run_progress(request, pk: int):
 def run_cancel(request, pk: int):
     access.require_admin(request.user, message=ADMINS_ONLY)
     run = get_object_or_404(InjectionRun, pk=pk)
-    if services.cancel_run(run):
+    if services.run_cancel(run=run):
         messages.success(request, f"Run {run.name} cancelled; answers already in flight are still saved.")
     else:
         messages.info(request, f"Run {run.name} had already finished.")
@@ -141,12 +141,12 @@ def run_retry(request, pk: int):
         return redirect("injection:run", pk=pk)
     try:
         with transaction.atomic():
-            services.lock_project_runs(run.project, besides=run)  # not beside another live run of the project
+            services.runs_lock(project=run.project, besides=run)  # not beside another live run of the project
             if request.POST.get("resume"):
-                services.resume(run)
+                services.run_resume(run=run)
                 count = run.total - run.done - run.failed
             else:
-                count = services.reset_failed(run, [id_param(item)] if id_param(item) else None)
+                count = services.run_reset_failed(run=run, item_ids=[id_param(item)] if id_param(item) else None)
             tasks.enqueue(run=run)
     except services.RunInProgress as exc:
         messages.error(request, f"Run {exc.run.name} is already {exc.run.status}; {run.name} was not started again.")

@@ -49,15 +49,15 @@ PER_SEGMENT = 8
 def setup_project():
     from django.core.management import call_command
 
-    from core.services import add_directions, create_user, ensure_project
+    from core.services import project_directions_add, project_ensure, user_create
     from injection.models import InjectionRun
 
     call_command("migrate", verbosity=0)
-    project, _ = ensure_project("pool")
-    directions = add_directions(project, DIRECTIONS)
+    project, _ = project_ensure(name="pool")
+    directions = project_directions_add(project=project, codes=DIRECTIONS)
     run = InjectionRun.objects.create(project=project, name="pool", backend="rule")
-    admin = create_user("pool_admin", "pool-pass-123", role="admin")
-    annotator = create_user("pool_annotator", "pool-pass-123", languages=["de"])
+    admin = user_create(username="pool_admin", password="pool-pass-123", role="admin")
+    annotator = user_create(username="pool_annotator", password="pool-pass-123", languages=["de"])
     return project, directions, run, admin, annotator
 
 

@@ -80,15 +80,15 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
 
     call_command("migrate", verbosity=0)
     from core.corpus.domain import CorpusRow
-    from core.corpus.services import import_corpus_rows
-    from core.services import ensure_project
+    from core.corpus.services import corpus_rows_import
+    from core.services import project_ensure
     from injection import services
 
-    project, _ = ensure_project("bench")
+    project, _ = project_ensure(name="bench")
     rows = [CorpusRow(str(i), SOURCE, f"{REFERENCE} ({i})", f"row {i}") for i in range(n_segments)]
-    import_corpus_rows(project, "en-de", rows, "bench")
-    run = services.plan_run(
-        services.RunSpec(
+    corpus_rows_import(project=project, direction_code="en-de", rows=rows, source_name="bench")
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=project,
             kind="mqm",
             backend="openai",
@@ -99,7 +99,7 @@ def end_to_end(base_url: str, n_segments: int, concurrency: int) -> tuple[float,
         )
     )
     start = time.perf_counter()
-    run = services.execute_run(run.pk)
+    run = services.run_execute(run_id=run.pk)
     return time.perf_counter() - start, run.done
 
 

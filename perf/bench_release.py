@@ -80,7 +80,7 @@ def naive_counts(pools) -> int:
 def run(data: Path, scratch: Path) -> dict:
     from annotation.review.xqmeval_import.services import import_xqmeval
     from core.models import Project
-    from exports.benchmark.services import build_benchmark
+    from exports.benchmark.services import build_run
     from exports.models import PseudoTranslation
     from exports.release import services
     from exports.release.domain.release_files import sha256_file
@@ -89,11 +89,11 @@ def run(data: Path, scratch: Path) -> dict:
     t_import, _ = timed(import_xqmeval, "bench", data / "candidates", data / "decisions.csv")
     project = Project.objects.get(name="bench")
 
-    t_merge, result = timed(build_benchmark, project)
-    t_noop, noop = timed(build_benchmark, project)
+    t_merge, result = timed(build_run, project=project)
+    t_noop, noop = timed(build_run, project=project)
     victim = Candidate.objects.filter(segment__project=project, status="accepted").order_by("id").first()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
-    t_one, one = timed(build_benchmark, project)
+    t_one, one = timed(build_run, project=project)
 
     # the span each candidate was placed at: a transplanted one's edit may sit elsewhere than its stored span
     pools = _placed_pools(project)
@@ -107,10 +107,12 @@ def run(data: Path, scratch: Path) -> dict:
             )
         )
     )
-    t_release, release = timed(services.create_release, project, "1.0.0", out_dir=scratch / "r1")
-    t_again, _ = timed(services.create_release, project, "1.0.0", out_dir=scratch / "r2")
+    t_release, release = timed(services.release_create, project=project, version="1.0.0", out_dir=scratch / "r1")
+    t_again, _ = timed(services.release_create, project=project, version="1.0.0", out_dir=scratch / "r2")
     same = all(sha256_file(scratch / "r1" / p) == sha256_file(scratch / "r2" / p) for p in release.manifest["files"])
-    t_formats, _ = timed(services.create_release, project, "1.0.0", out_dir=scratch / "r3", formats=("jsonl", "tsv"))
+    t_formats, _ = timed(
+        services.release_create, project=project, version="1.0.0", out_dir=scratch / "r3", formats=("jsonl", "tsv")
+    )
 
     return {
         "pseudo translations": result.pseudo_created,

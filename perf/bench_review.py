@@ -70,12 +70,12 @@ def seed(candidates: int, annotators: int, reviewers: int) -> None:
     from django.core.management import call_command
 
     from core.models import GoldSegment
-    from core.services import add_directions, create_user, ensure_project
+    from core.services import project_directions_add, project_ensure, user_create
     from injection.models import Candidate, InjectionRun
 
     call_command("migrate", verbosity=0)
-    project, _ = ensure_project("bench", reviewers_per_candidate=reviewers)
-    (direction,) = add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="bench", reviewers_per_candidate=reviewers)
+    (direction,) = project_directions_add(project=project, codes=["en-de"])
     run = InjectionRun.objects.create(project=project, name="bench", backend="import")
     segments = GoldSegment.objects.bulk_create(
         GoldSegment(
@@ -101,7 +101,7 @@ def seed(candidates: int, annotators: int, reviewers: int) -> None:
         for s in segments
     )
     for i in range(annotators):
-        create_user(f"bench{i}", "bench-pass", languages=["de"])
+        user_create(username=f"bench{i}", password="bench-pass", languages=["de"])
     # Planner statistics as autovacuum would have them a minute after an import; without them PostgreSQL
     # plans the queue query for empty tables (nested loops over correlated subqueries: seconds, not ms).
     from django.db import connection

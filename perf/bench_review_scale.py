@@ -90,16 +90,16 @@ def django_setup(db_url: str) -> None:
 def setup_project():
     from django.core.management import call_command
 
-    from core.services import add_directions, create_user, ensure_project
+    from core.services import project_directions_add, project_ensure, user_create
     from injection.models import InjectionRun
 
     call_command("migrate", verbosity=0)
-    project, _ = ensure_project("scale", reviewers_per_candidate=2)
-    directions = add_directions(project, DIRECTIONS)
+    project, _ = project_ensure(name="scale", reviewers_per_candidate=2)
+    directions = project_directions_add(project=project, codes=DIRECTIONS)
     run = InjectionRun.objects.create(project=project, name="scale", backend="rule")
     langs = [d.target.code for d in directions]
-    annotator = create_user("scale_annotator", "scale-pass-123", languages=langs)
-    admin = create_user("scale_admin", "scale-pass-123", role="admin")
+    annotator = user_create(username="scale_annotator", password="scale-pass-123", languages=langs)
+    admin = user_create(username="scale_admin", password="scale-pass-123", role="admin")
     return project, directions, run, annotator, admin
 
 
@@ -167,10 +167,13 @@ def add_reviews(project, decisions: int, reviewers: int = 8) -> float:
     from django.db import connection, transaction
 
     from annotation.review import selectors
-    from core.services import create_user
+    from core.services import user_create
 
     langs = [code.split("-")[1] for code in DIRECTIONS]
-    ids = [create_user(f"scale_reviewer_{i}", "scale-pass-123", languages=langs).pk for i in range(reviewers)]
+    ids = [
+        user_create(username=f"scale_reviewer_{i}", password="scale-pass-123", languages=langs).pk
+        for i in range(reviewers)
+    ]
     rnd = selectors.first_round(project)
     # A fresh session: in the session that ran the timed submits, this one INSERT of 1.6 M annotator
     # decisions ran for over 8 minutes (once; a fresh session: linear, ~30 µs a row), most likely a plan of

@@ -16,7 +16,7 @@ Each stage runs as its own process, as it would in production, against a dedicat
   build     ``manage.py build_benchmark --force``  (the merge)
   release   ``manage.py release``                  (parquet files, pseudo systems)
   score     ``.venv-scoring/bin/python -m scoring run --metrics chrF++`` (what a scoring worker runs)
-  ingest    ``scoring_jobs.ingest_part`` per direction (MetricScore rows)
+  ingest    ``exports.scores.services.part_ingest`` per direction (MetricScore rows)
   metaeval  ``manage.py metaeval --metrics chrF++``
 
 Per stage: wall seconds, CPU seconds of the process (user + system, from ``os.wait4``: less sensitive
@@ -241,14 +241,17 @@ def ingest_stage(release_dir: str) -> None:
     django.setup()
     from core.models import Direction
     from exports.models import Release
-    from exports.scores.services import ingest_part
+    from exports.scores.services import part_ingest
     from scoring.api import part_path
 
     release = Release.objects.get(project__name=PROJECT, version=VERSION)
     total = 0
     for direction in Direction.objects.filter(projects__name=PROJECT).order_by("code"):
-        total += ingest_part(
-            release, METRIC, direction, part_path(Path(release_dir) / "scores", METRIC, direction.code)
+        total += part_ingest(
+            release=release,
+            metric=METRIC,
+            direction=direction,
+            path=part_path(Path(release_dir) / "scores", METRIC, direction.code),
         )
     print(f"ingested {total} scores")
 

@@ -70,14 +70,12 @@ def main() -> None:
 def fresh(data: Path, out: Path) -> None:
     from annotation.review.xqmeval_import.services import import_xqmeval
     from core.models import Project
-    from exports.benchmark.services import build_benchmark
-    from exports.release import services
     from injection.models import Candidate
 
     import_xqmeval("bench", data / "candidates", data / "decisions.csv")
     project = Project.objects.get(name="bench")
-    build_benchmark(project)
-    services.create_release(project, "1.0.0", out_dir=out / "1.0.0")
+    build(project)
+    release(project, "1.0.0", out_dir=out / "1.0.0")
     pool = Candidate.objects.filter(segment__project=project, status="accepted", kind="mqm", is_gold=False)
     rejected = pool.filter(segment__direction__code="en-de").order_by("id").first()
     Candidate.objects.filter(pk=rejected.pk).update(
@@ -87,20 +85,40 @@ def fresh(data: Path, out: Path) -> None:
         pool.filter(segment__direction__code="en-de", span_start__gt=0).exclude(pk=rejected.pk).order_by("id").first()
     )
     Candidate.objects.filter(pk=changed.pk).update(text="Anders " + changed.text.split(" ", 1)[1])
-    build_benchmark(project)
-    services.create_release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
+    build(project)
+    release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
 
 
 def again(data: Path, out: Path) -> None:
     """``1.0.1`` again from the database a ``fresh`` run left, built by this code from the rows the
     migrations converted."""
     from core.models import Project
-    from exports.benchmark.services import build_benchmark
-    from exports.release import services
 
     project = Project.objects.get(name="bench")
-    build_benchmark(project)
-    services.create_release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
+    build(project)
+    release(project, "1.0.1", out_dir=out / "1.0.1", formats=("jsonl", "tsv"))
+
+
+def build(project) -> None:
+    """Build ``project`` with the entry point of the checkout that runs: ``build_run`` since issue 35 made it
+    the one way a build runs in a process, ``build_benchmark`` before (``--code`` may name such a checkout)."""
+    from exports.benchmark import services
+
+    if hasattr(services, "build_benchmark"):
+        getattr(services, "build_benchmark")(project)  # noqa: B009  (by name: the old code's)
+    else:
+        services.build_run(project=project)
+
+
+def release(project, version: str, **options) -> None:
+    """Write a release with the checkout's entry point: ``release_create`` since issue 35 (keyword-only
+    services), ``create_release`` before."""
+    from exports.release import services
+
+    if hasattr(services, "create_release"):
+        getattr(services, "create_release")(project, version, **options)  # noqa: B009  (by name: the old code's)
+    else:
+        services.release_create(project=project, version=version, **options)
 
 
 def candidate_records():

@@ -22,8 +22,8 @@ OPTIONAL_COLUMNS = ("direction", "segment_id", "num_errors")
 DIRECTION_RE = re.compile(r"^[A-Za-z]{2,3}(?:[_-][A-Za-z]{4})?-[A-Za-z]{2,3}(?:[_-][A-Za-z]{4})?$")
 
 
-class ReleaseError(MetricError):
-    pass
+class ReleaseFileError(MetricError):
+    """A release directory the scoring worker cannot read (a missing file or column, a bad row)."""
 
 
 @dataclass
@@ -91,40 +91,42 @@ class Release:
             if DIRECTION_RE.match(name):
                 found.append(name)
         if not found:
-            raise ReleaseError(f"{self.root}: no direction config found (expected e.g. en-de/test.parquet)")
+            raise ReleaseFileError(f"{self.root}: no direction config found (expected e.g. en-de/test.parquet)")
         return found
 
     def count(self, direction: str) -> int:
         """Triplets of one direction, from the parquet footer (nothing is read)."""
         path = self.root / direction / "test.parquet"
         if not path.is_file():
-            raise ReleaseError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
+            raise ReleaseFileError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
         return pq.ParquetFile(path).metadata.num_rows
 
     def load(self, direction: str, extra_columns: list[str] | None = None) -> DirectionData:
         path = self.root / direction / "test.parquet"
         if not path.is_file():
-            raise ReleaseError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
+            raise ReleaseFileError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
         table = pq.read_table(path)
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
-            raise ReleaseError(f"{path}: missing column(s) {', '.join(missing)}")
+            raise ReleaseFileError(f"{path}: missing column(s) {', '.join(missing)}")
         cols = {c: table.column(c).to_pylist() for c in REQUIRED_COLUMNS}
         n = table.num_rows
         for column in ("src", "ref", "mt"):
             for i, value in enumerate(cols[column]):
                 if not isinstance(value, str):
-                    raise ReleaseError(f"{path}: row {i} column {column!r} is {type(value).__name__}, expected text")
+                    raise ReleaseFileError(
+                        f"{path}: row {i} column {column!r} is {type(value).__name__}, expected text"
+                    )
         ids = [str(t) for t in cols["triplet_id"]]
         if len(set(ids)) != n:
             dup = next(t for t in ids if ids.count(t) > 1)
-            raise ReleaseError(f"{path}: triplet_id {dup!r} appears more than once")
+            raise ReleaseFileError(f"{path}: triplet_id {dup!r} appears more than once")
         optional = {
             c: (table.column(c).to_pylist() if c in table.column_names else [None] * n) for c in OPTIONAL_COLUMNS
         }
         absent = [c for c in extra_columns or [] if c not in table.column_names]
         if absent:
-            raise ReleaseError(
+            raise ReleaseFileError(
                 f"{path}: no column {', '.join(map(repr, absent))} (columns: {', '.join(table.column_names)})"
             )
         return DirectionData(
@@ -147,14 +149,14 @@ def open_release(where: str | Path, revision: str | None = None) -> Release:
         if re.fullmatch(r"[\w.-]+/[\w.-]+", str(where)) and not path.exists():
             path = _fetch_hub(str(where), revision)
         else:
-            raise ReleaseError(f"{where}: not a release directory")
+            raise ReleaseFileError(f"{where}: not a release directory")
     manifest_path = path / "manifest.json"
     manifest = {}
     if manifest_path.is_file():
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise ReleaseError(f"{manifest_path}: invalid JSON ({exc})") from None
+            raise ReleaseFileError(f"{manifest_path}: invalid JSON ({exc})") from None
     return Release(root=path, manifest=manifest)
 
 
@@ -177,6 +179,6 @@ def _fetch_hub(repo_id: str, revision: str | None) -> Path:
             raise HubUnreachable(
                 f"cannot fetch dataset {repo_id!r} from the Hub: unreachable now ({type(exc).__name__}: {exc}); {advice}"
             ) from None
-        raise ReleaseError(
+        raise ReleaseFileError(
             f"cannot fetch dataset {repo_id!r} from the Hub ({type(exc).__name__}: {exc}); {advice}"
         ) from None

@@ -148,39 +148,39 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def languages(db):
-    from core.services import ensure_direction
+    from core.services import direction_ensure
 
-    return {code: ensure_direction(code) for code in ("en-de", "en-zh", "en-ar", "en-ja")}
+    return {code: direction_ensure(code=code) for code in ("en-de", "en-zh", "en-ar", "en-ja")}
 
 
 @pytest.fixture
 def project(db, languages):
-    from core.services import add_directions, ensure_project
+    from core.services import project_directions_add, project_ensure
 
-    project, _ = ensure_project("demo", title="Demo project")
-    add_directions(project, languages.keys())
+    project, _ = project_ensure(name="demo", title="Demo project")
+    project_directions_add(project=project, codes=languages.keys())
     return project
 
 
 @pytest.fixture
 def admin_user(db):
-    from core.services import create_user
+    from core.services import user_create
 
-    return create_user("admin", "admin-pass-123", role="admin")
+    return user_create(username="admin", password="admin-pass-123", role="admin")
 
 
 @pytest.fixture
 def annotator_de(db):
-    from core.services import create_user
+    from core.services import user_create
 
-    return create_user("anna_de", "anna-pass-123", languages=["de"])
+    return user_create(username="anna_de", password="anna-pass-123", languages=["de"])
 
 
 @pytest.fixture
 def annotator_zh(db):
-    from core.services import create_user
+    from core.services import user_create
 
-    return create_user("li_zh", "li-pass-123", languages=["zh"])
+    return user_create(username="li_zh", password="li-pass-123", languages=["zh"])
 
 
 @pytest.fixture

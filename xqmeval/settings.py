@@ -246,6 +246,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # an AppError (core.domain.errors) answers as its kind says: 400/422, 403, 409, or exactly as a missing thing
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }

@@ -9,27 +9,33 @@ import secrets
 
 from django.db import transaction
 
-from annotation.review.services import Conflict, Forbidden, Invalid, audit
+from annotation.review.services import Conflict, Forbidden, Invalid, audit_record
 from core import access
 from core.models import Profile
-from core.services import clean_username, create_user, ensure_language
+from core.services import language_ensure, user_create, username_clean
 
 
-def assign_languages(admin, user, codes: list[str]) -> None:
+def annotator_languages_set(*, admin, user, codes: list[str]) -> None:
     access.require_admin(admin, error=Forbidden)
     with transaction.atomic():
         profile, _ = Profile.objects.get_or_create(user=user)
         old = sorted(profile.languages.values_list("code", flat=True))
         try:
-            languages = [ensure_language(c) for c in codes]
+            languages = [language_ensure(code=c) for c in codes]
         except (KeyError, ValueError) as exc:
             raise Invalid(f"unknown language code: {exc}", "languages") from None
         if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
             profile.languages.set(languages)
-            audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
+            audit_record(
+                actor=admin,
+                action="annotator.languages",
+                obj=user,
+                old={"languages": old},
+                new={"languages": sorted(codes)},
+            )
 
 
-def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
+def annotator_invite(*, admin, username: str, email: str = "", languages: list[str] = ()):
     """Create an annotator without a usable password; returns (user, uidb64, token) for a set-password
     link the admin sends them (Django's password-reset token: single use, expires)."""
     from django.contrib.auth import get_user_model
@@ -45,7 +51,7 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     from django.core.validators import validate_email
 
     try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
-        username = clean_username(username)
+        username = username_clean(username=username)
     except ValidationError as exc:
         raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
     if email:
@@ -57,10 +63,18 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
         raise Conflict(f"username {username!r} is taken: that user already exists", "username")
     with transaction.atomic():
         try:
-            user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)
+            user = user_create(
+                username=username, password=secrets.token_urlsafe(24), languages=list(languages), email=email
+            )
         except (KeyError, ValueError) as exc:
             raise Invalid(f"unknown language code: {exc}", "languages") from None
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        audit(admin, "annotator.invite", user, None, {"username": username, "languages": sorted(languages)})
+        audit_record(
+            actor=admin,
+            action="annotator.invite",
+            obj=user,
+            old=None,
+            new={"username": username, "languages": sorted(languages)},
+        )
     return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

@@ -18,14 +18,14 @@ from annotation.review.services import (
     Conflict,
     Invalid,
     NotFound,
+    _check_owner,
     _clean_key,
     _clean_time,
     _for_update,
     _remember_key,
     _replay_key,
     _serialize_writers,
-    audit,
-    check_owner,
+    audit_record,
     request_hash,
 )
 from annotation.signals import annotations_written
@@ -37,39 +37,39 @@ from core.models import Direction, Project
 from core.services import ImportRejected
 
 
-def next_rating_item(user, project: Project, *, language: str | None = None) -> RatingItem | None:
+def rating_item_take_next(*, user, project: Project, language: str | None = None) -> RatingItem | None:
     codes = selectors.language_codes(user, language, project)
     if not codes:
         return None
     return selectors.rating_queue(user, project, codes).select_related("direction__target").first()
 
 
-def visible_rating_item(user, item_id) -> RatingItem:
+def rating_item_get_visible(*, user, item_id) -> RatingItem:
     try:
         return selectors.visible_rating_items(user).select_related("direction__target", "project").get(pk=item_id)
     except (RatingItem.DoesNotExist, ValueError, TypeError):
         raise NotFound(f"rating item {item_id} not found") from None
 
 
-def submit_rating(
-    user, item_id, scores: dict, *, idempotency_key: str, time_spent_ms=None, client_user=None
+def rating_submit(
+    *, user, item_id, scores: dict, idempotency_key: str, time_spent_ms=None, client_user=None
 ) -> tuple[LikertRating, bool]:
     """Store (or change) this rater's rating; a key used before answers with what it stored then."""
-    check_owner(user, client_user)
+    _check_owner(user, client_user)
     key = _clean_key(idempotency_key)
     missing = rules.missing_dimensions(scores)
     if missing:
         raise Invalid(f"rate every dimension from 1 to 5; missing: {', '.join(missing)}", missing[0])
     values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
     time_spent_ms = _clean_time(time_spent_ms)
-    fingerprint = request_hash({"item": id_param(item_id), **values})
+    fingerprint = request_hash(request={"item": id_param(item_id), **values})
     try:
         with transaction.atomic():
             _serialize_writers()
             replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
             if replay is not None:
                 return replay, False
-            item = visible_rating_item(user, item_id)
+            item = rating_item_get_visible(user=user, item_id=item_id)
             # Lock the item so concurrent raters cannot both take its last slot.
             _for_update(RatingItem.objects.filter(pk=item.pk)).get()
             own = LikertRating.objects.filter(item=item, rater=user).first()
@@ -80,7 +80,7 @@ def submit_rating(
                 own.idempotency_key = key
                 own.save()
                 _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
-                audit(user, "rating.change", own, old, values)
+                audit_record(actor=user, action="rating.change", obj=own, old=old, new=values)
                 annotations_written.send(sender=__name__, project_id=item.project_id)
                 return own, False
             limit = selectors.raters_per_item(item.project)
@@ -90,7 +90,7 @@ def submit_rating(
                 item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
             )
             _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
-            audit(user, "rating.create", rating, None, values)
+            audit_record(actor=user, action="rating.create", obj=rating, old=None, new=values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
             return rating, True
     except IntegrityError:
@@ -106,8 +106,8 @@ class RatingImport:
     unchanged: int = 0
 
 
-def import_system_outputs(
-    project: Project, direction_code: str, rows: list[dict], source_name: str, *, system: str = ""
+def system_outputs_import(
+    *, project: Project, direction_code: str, rows: list[dict], source_name: str, system: str = ""
 ) -> RatingImport:
     """Import system outputs to rate. Each row: ``source``, ``text`` (the output), optional ``reference``,
     ``system``, ``id``. All rows are checked first; any problem rejects the file, nothing written."""
@@ -195,7 +195,7 @@ RATABLE_CHUNK = 5000  # rows read and written per step: memory holds one chunk, 
 RATABLE_KINDS = (RatingItem.Kind.CANDIDATE, RatingItem.Kind.PSEUDO_TRANSLATION)  # each names the item's link too
 
 
-def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: int = RATABLE_CHUNK) -> int:
+def rating_items_make(*, project: Project, objects, kind: str, progress=None, chunk: int = RATABLE_CHUNK) -> int:
     """Make ``objects`` (candidates or pseudo translations, as ``kind`` says: each has ``text`` and
     ``segment``) ratable; existing items are kept; returns how many were made. Read in primary-key order,
     ``chunk`` at a time, and written through ``core.bulk`` (COPY on PostgreSQL), all in one transaction: an
@@ -239,11 +239,11 @@ def make_ratable(project: Project, objects, kind: str, *, progress=None, chunk: 
                 progress(len(rows))
 
 
-def rating_items_for_candidates(project: Project, candidates) -> int:
+def rating_items_make_for_candidates(*, project: Project, candidates) -> int:
     """Make candidates ratable (e.g. accepted ones); existing items are kept."""
-    return make_ratable(project, candidates, RatingItem.Kind.CANDIDATE)
+    return rating_items_make(project=project, objects=candidates, kind=RatingItem.Kind.CANDIDATE)
 
 
-def rating_items_for_pseudo_translations(project: Project, pseudo_translations) -> int:
+def rating_items_make_for_pseudo_translations(*, project: Project, pseudo_translations) -> int:
     """Make pseudo translations ratable (the text with k errors, shown with its source and reference)."""
-    return make_ratable(project, pseudo_translations, RatingItem.Kind.PSEUDO_TRANSLATION)
+    return rating_items_make(project=project, objects=pseudo_translations, kind=RatingItem.Kind.PSEUDO_TRANSLATION)

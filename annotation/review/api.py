@@ -1,9 +1,9 @@
 """REST API for review queues, decisions, skips, ratings and adjudication (same rules as the screens).
 
-Thin over services/selectors; a refused request answers ``{"detail", "field"}`` with the service's
-status (400 invalid, 403 admins only or recorded for another user (``client_user``), 404 not yours or
-absent, 409 conflict: closed round, full candidate, key of another user; 422 a key used before for another
-request).
+Thin over services/selectors. A refused request is answered by the one exception handler
+(``core.errors``): ``{"detail", "field", "code"}`` with the error's status (400 invalid, 403 admins only or
+recorded for another user (``client_user``), 409 conflict: closed round, full candidate, key of another user;
+422 a key used before for another request), or exactly as a missing thing (404) for one not yours or absent.
 """
 
 from __future__ import annotations
@@ -20,11 +20,6 @@ from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
-
-
-def _refused(exc: services.ReviewError) -> Response:
-    return Response({"detail": exc.message, "field": exc.field}, status=exc.status)
-
 
 # ---- serializers ------------------------------------------------------------------------------------
 
@@ -184,7 +179,9 @@ class NextCandidateView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
     def post(self, request, project):
         project = access.work_project(request.user, project)
-        got = services.next_candidate(request.user, project, language=request.query_params.get("lang"))
+        got = services.candidate_take_next(
+            user=request.user, project=project, language=request.query_params.get("lang")
+        )
         if got is None:
             return Response({"candidate": None, "round": None, "resumed": False})
         data = {"candidate": selectors.candidate_view(got.candidate), "round": got.round.pk, "resumed": got.resumed}
@@ -204,10 +201,7 @@ class ProgressView(APIView):
 class CandidateView(APIView):
     @extend_schema(responses=CandidateSerializer)
     def get(self, request, pk):
-        try:
-            candidate = services.visible_candidate(request.user, pk)
-        except services.ReviewError as exc:
-            return _refused(exc)
+        candidate = services.candidate_get_visible(user=request.user, candidate_id=pk)
         return Response(CandidateSerializer(selectors.candidate_view(candidate)).data)
 
 
@@ -227,20 +221,17 @@ class DecisionsView(ListAPIView):
         data = DecisionInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            decision, created = services.submit_decision(
-                request.user,
-                v["candidate"],
-                v["decision"],
-                idempotency_key=v["idempotency_key"],
-                reason=v.get("reason", ""),
-                comment=v.get("comment", ""),
-                time_spent_ms=v.get("time_spent_ms"),
-                round_id=v.get("round"),
-                client_user=v.get("client_user"),
-            )
-        except services.ReviewError as exc:
-            return _refused(exc)
+        decision, created = services.decision_submit(
+            user=request.user,
+            candidate_id=v["candidate"],
+            decision=v["decision"],
+            idempotency_key=v["idempotency_key"],
+            reason=v.get("reason", ""),
+            comment=v.get("comment", ""),
+            time_spent_ms=v.get("time_spent_ms"),
+            round_id=v.get("round"),
+            client_user=v.get("client_user"),
+        )
         return Response(
             DecisionSerializer(decision).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
@@ -252,17 +243,14 @@ class SkipsView(APIView):
         data = SkipInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            skip = services.skip_candidate(
-                request.user,
-                v["candidate"],
-                v["reason"],
-                comment=v.get("comment", ""),
-                round_id=v.get("round"),
-                client_user=v.get("client_user"),
-            )
-        except services.ReviewError as exc:
-            return _refused(exc)
+        skip = services.candidate_skip(
+            user=request.user,
+            candidate_id=v["candidate"],
+            reason=v["reason"],
+            comment=v.get("comment", ""),
+            round_id=v.get("round"),
+            client_user=v.get("client_user"),
+        )
         return Response(
             {"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED
         )
@@ -272,17 +260,16 @@ class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
         project = access.work_project(request.user, project)
-        item = rating_services.next_rating_item(request.user, project, language=request.query_params.get("lang"))
+        item = rating_services.rating_item_take_next(
+            user=request.user, project=project, language=request.query_params.get("lang")
+        )
         return Response({"item": RatingItemSerializer(item).data if item else None})
 
 
 class RatingItemView(APIView):
     @extend_schema(responses=RatingItemSerializer)
     def get(self, request, pk):
-        try:
-            item = rating_services.visible_rating_item(request.user, pk)
-        except services.ReviewError as exc:
-            return _refused(exc)
+        item = rating_services.rating_item_get_visible(user=request.user, item_id=pk)
         return Response(RatingItemSerializer(item).data)
 
 
@@ -299,17 +286,14 @@ class RatingsView(ListAPIView):
         data = RatingInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            rating, created = rating_services.submit_rating(
-                request.user,
-                v["item"],
-                {n: v.get(n) for n in rules.DIMENSION_NAMES},
-                idempotency_key=v["idempotency_key"],
-                time_spent_ms=v.get("time_spent_ms"),
-                client_user=v.get("client_user"),
-            )
-        except services.ReviewError as exc:
-            return _refused(exc)
+        rating, created = rating_services.rating_submit(
+            user=request.user,
+            item_id=v["item"],
+            scores={n: v.get(n) for n in rules.DIMENSION_NAMES},
+            idempotency_key=v["idempotency_key"],
+            time_spent_ms=v.get("time_spent_ms"),
+            client_user=v.get("client_user"),
+        )
         return Response(
             RatingSerializer(rating).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
@@ -323,8 +307,7 @@ class AdjudicationsView(APIView):
         data = AdjudicationInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            decision = services.adjudicate(request.user, v["candidate"], v["decision"], comment=v.get("comment", ""))
-        except services.ReviewError as exc:
-            return _refused(exc)
+        decision = services.candidate_adjudicate(
+            admin=request.user, candidate_id=v["candidate"], decision=v["decision"], comment=v.get("comment", "")
+        )
         return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED)

@@ -32,6 +32,7 @@ from annotation.review import domain as rules
 from annotation.review import selectors
 from annotation.signals import annotations_written
 from core import access
+from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Project
 from injection.models import Candidate
@@ -40,45 +41,18 @@ ANNOTATOR = ReviewDecision.Source.ANNOTATOR
 MAX_COMMENT = 5000  # characters of a decision, skip or adjudication comment
 
 
-def lock_seconds() -> int:
+def _lock_seconds() -> int:
     return int(getattr(settings, "REVIEW_LOCK_SECONDS", 900))
 
 
-class ReviewError(Exception):
-    """A request the service refuses; ``status`` is the HTTP status the views and API answer with."""
-
-    status = 400
-
-    def __init__(self, message: str, field: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-
-class Invalid(ReviewError):
-    status = 400
-
-
-class NotFound(ReviewError):
-    # Items of other languages answer 404, not 403: their existence is not disclosed.
-    status = 404
-
-
-class Forbidden(ReviewError):
-    status = 403
-
-
-class Conflict(ReviewError):
-    status = 409
-
-
-class KeyMismatch(ReviewError):
+class KeyMismatch(Invalid):
     # A key reused for another request: Stripe and the IETF idempotency-key draft answer 422, never the first
     # request's answer (which would silently drop the second request).
+    code = "key_mismatch"
     status = 422
 
 
-def audit(actor, action: str, obj, old=None, new=None) -> AuditEvent:
+def audit_record(*, actor, action: str, obj, old=None, new=None) -> AuditEvent:
     if action not in AuditEvent.ACTIONS:
         raise ValueError(f"audit action {action!r} is not in AuditEvent.ACTIONS")
     return AuditEvent.objects.create(
@@ -104,7 +78,7 @@ def _for_update(qs, *, skip_locked: bool = False):
     return qs.select_for_update(skip_locked=skip_locked, of=("self",))
 
 
-def visible_candidate(user, candidate_id, *, lock: bool = False) -> Candidate:
+def candidate_get_visible(*, user, candidate_id, lock: bool = False) -> Candidate:
     qs = selectors.visible_candidates(user).select_related("segment__direction__target", "segment__project")
     if lock:
         qs = _for_update(qs)
@@ -140,7 +114,7 @@ def _clean_key(key) -> str:
     return key
 
 
-def check_owner(user, client_user) -> None:
+def _check_owner(user, client_user) -> None:
     """Refuse a submission that the client recorded for another user: a shared browser keeps unsent work per
     user, and a page (or an outbox entry) made while someone else was logged in must never be stored as the
     person logged in now. ``client_user`` is the user id the page was rendered for; None: not sent."""
@@ -169,7 +143,7 @@ def _restore(model, snapshot: dict):
     return model(**fields)
 
 
-def request_hash(request: dict) -> str:
+def request_hash(*, request: dict) -> str:
     """The fingerprint a key is bound to: what the submission asks for (its target, its values, its comment and
     round), not when or how long it took, so a client's retry of the same submission matches."""
     return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
@@ -216,7 +190,7 @@ class Assignment:
     resumed: bool
 
 
-def next_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+def candidate_take_next(*, user, project: Project, language: str | None = None) -> Assignment | None:
     """The reviewer's current item (resume) or a new one, held by a lock with expiry; None when done."""
     codes = selectors.language_codes(user, language, project)
     if not codes:
@@ -231,9 +205,9 @@ def next_candidate(user, project: Project, *, language: str | None = None) -> As
     return None
 
 
-def held_candidate(user, project: Project, *, language: str | None = None) -> Assignment | None:
+def candidate_get_held(*, user, project: Project, language: str | None = None) -> Assignment | None:
     """The item this reviewer already holds (an unexpired lock, undecided), read only: what ``GET …/next/``
-    resumes. A GET takes no lock (prefetchers follow links); ``next_candidate`` does, on POST (#36.10)."""
+    resumes. A GET takes no lock (prefetchers follow links); ``candidate_take_next`` does, on POST (#36.10)."""
     codes = selectors.language_codes(user, language)
     if not codes:
         return None
@@ -255,8 +229,8 @@ def held_candidate(user, project: Project, *, language: str | None = None) -> As
     return Assignment(mine.candidate, mine.round, mine.expires_at, resumed=True) if mine is not None else None
 
 
-def has_work(user, project: Project, *, language: str | None = None) -> bool:
-    """Whether ``next_candidate`` would find something for this reviewer now (read only)."""
+def work_exists(*, user, project: Project, language: str | None = None) -> bool:
+    """Whether ``candidate_take_next`` would find something for this reviewer now (read only)."""
     codes = selectors.language_codes(user, language)
     now = timezone.now()
     return bool(codes) and any(
@@ -273,7 +247,7 @@ def _is_deadlock(exc: OperationalError) -> bool:
 
 def _next_candidate(user, project: Project, codes) -> Assignment | None:
     now = timezone.now()
-    expires = now + timedelta(seconds=lock_seconds())
+    expires = now + timedelta(seconds=_lock_seconds())
     with transaction.atomic():
         _serialize_writers()
         decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
@@ -354,13 +328,13 @@ def _take_slot(candidate_id: int, user, rnd: ReviewRound, required: int, now, ex
         return cursor.rowcount == 1
 
 
-def release_expired_locks(now=None) -> int:
+def lock_clear_expired(*, now=None) -> int:
     """Housekeeping (periodic task): expired locks no longer count, deleting them keeps the table small."""
     deleted, _ = ReviewLock.objects.filter(expires_at__lte=now or timezone.now()).delete()
     return deleted
 
 
-def round_for(user, candidate: Candidate, round_id=None) -> ReviewRound:
+def round_resolve(*, user, candidate: Candidate, round_id=None) -> ReviewRound:
     project = candidate.segment.project
     if round_id not in (None, ""):
         try:
@@ -385,11 +359,11 @@ def _decision_state(d: ReviewDecision) -> dict:
     return {"decision": d.decision, "reason": d.reason, "comment": d.comment}
 
 
-def submit_decision(
+def decision_submit(
+    *,
     user,
     candidate_id,
     decision: str,
-    *,
     idempotency_key: str,
     reason: str = "",
     comment: str = "",
@@ -401,7 +375,7 @@ def submit_decision(
     used before answers with what that key stored then and changes nothing, so clients may retry freely and
     a late duplicate never undoes a newer change. Changing a decision needs the round to be open, as a new
     one does; a decision on a candidate not taken from the queue is allowed while it has a free slot."""
-    check_owner(user, client_user)
+    _check_owner(user, client_user)
     key = _clean_key(idempotency_key)
     if decision not in ReviewDecision.Decision.values:
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
@@ -411,7 +385,7 @@ def submit_decision(
     time_spent_ms = _clean_time(time_spent_ms)
     comment = _clean_comment(comment)
     fingerprint = request_hash(
-        {
+        request={
             "candidate": id_param(candidate_id),
             "decision": decision,
             "reason": reason,
@@ -425,8 +399,8 @@ def submit_decision(
             replay = _replay(user, key, fingerprint)
             if replay:
                 return replay, False
-            candidate = visible_candidate(user, candidate_id, lock=True)
-            rnd = round_for(user, candidate, round_id)
+            candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
+            rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
             project = candidate.segment.project
             state = _slot_state(user, candidate, rnd)
             own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
@@ -439,7 +413,7 @@ def submit_decision(
                 if time_spent_ms is not None:
                     own.time_spent_ms = (own.time_spent_ms or 0) + time_spent_ms
                 own.save()
-                audit(user, "decision.change", own, old, _decision_state(own))
+                audit_record(actor=user, action="decision.change", obj=own, old=old, new=_decision_state(own))
                 result, created = own, False
             else:
                 _check_open_slot(candidate, rnd, project, state)
@@ -454,12 +428,18 @@ def submit_decision(
                     idempotency_key=key,
                     source=ANNOTATOR,
                 )
-                audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
+                audit_record(
+                    actor=user,
+                    action="decision.create",
+                    obj=result,
+                    old=None,
+                    new=_decision_state(result) | {"round": rnd.number},
+                )
                 created = True
             _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
-                refresh_status(candidate, actor=user, first_round=rnd)
+                _refresh_status(candidate, actor=user, first_round=rnd)
             annotations_written.send(sender=__name__, project_id=project.pk)
             return result, created
     except IntegrityError:
@@ -505,7 +485,7 @@ def _check_open_slot(candidate: Candidate, rnd: ReviewRound, project: Project, s
         )
 
 
-def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound | None = None) -> Candidate:
+def _refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound | None = None) -> Candidate:
     """Set the candidate's status from its round-1 and final decisions under the project's pool rule."""
     if candidate.status == Candidate.Status.EXCLUDED:
         return candidate
@@ -526,15 +506,21 @@ def refresh_status(candidate: Candidate, *, actor=None, first_round: ReviewRound
         old = {"status": candidate.status, "status_reason": candidate.status_reason}
         Candidate.objects.filter(pk=candidate.pk).update(status=outcome.status, status_reason=outcome.reason)
         candidate.status, candidate.status_reason = outcome.status, outcome.reason
-        audit(actor, "candidate.status", candidate, old, {"status": outcome.status, "status_reason": outcome.reason})
+        audit_record(
+            actor=actor,
+            action="candidate.status",
+            obj=candidate,
+            old=old,
+            new={"status": outcome.status, "status_reason": outcome.reason},
+        )
     return candidate
 
 
-def skip_candidate(
-    user, candidate_id, reason: str, *, comment: str = "", round_id=None, client_user=None
+def candidate_skip(
+    *, user, candidate_id, reason: str, comment: str = "", round_id=None, client_user=None
 ) -> ReviewSkip:
     """Set a candidate aside (idempotent per reviewer and round); refused once the round is closed."""
-    check_owner(user, client_user)
+    _check_owner(user, client_user)
     if reason not in rules.reason_codes(rules.SKIP_REASONS):
         raise Invalid(
             f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason"
@@ -542,8 +528,8 @@ def skip_candidate(
     comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
-        candidate = visible_candidate(user, candidate_id, lock=True)
-        rnd = round_for(user, candidate, round_id)
+        candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
+        rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
         if not rnd.is_open:
             raise Conflict(f"round {rnd.number} is closed; nothing in it can be skipped")
         skip, created = ReviewSkip.objects.get_or_create(
@@ -551,13 +537,17 @@ def skip_candidate(
         )
         ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
         if created:
-            audit(
-                user, "review.skip", skip, None, {"candidate": candidate.pk, "reason": reason, "comment": comment or ""}
+            audit_record(
+                actor=user,
+                action="review.skip",
+                obj=skip,
+                old=None,
+                new={"candidate": candidate.pk, "reason": reason, "comment": comment or ""},
             )
     return skip
 
 
-def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> ReviewDecision:
+def candidate_adjudicate(*, admin, candidate_id, decision: str, comment: str = "") -> ReviewDecision:
     """The admin's final decision on a candidate (typically one whose reviewers disagree)."""
     access.require_admin(admin, error=Forbidden)
     if decision not in ReviewDecision.Decision.values:
@@ -565,7 +555,7 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
     comment = _clean_comment(comment)
     with transaction.atomic():
         _serialize_writers()
-        candidate = visible_candidate(admin, candidate_id, lock=True)
+        candidate = candidate_get_visible(user=admin, candidate_id=candidate_id, lock=True)
         existing = ReviewDecision.objects.filter(candidate=candidate, source=ReviewDecision.Source.ADJUDICATION).first()
         if existing and (existing.decision, existing.comment) == (decision, comment):
             return existing  # the same decision again (a double click): nothing to change or record
@@ -573,7 +563,9 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
             old = _decision_state(existing)
             existing.decision, existing.comment, existing.reviewer = decision, comment, admin
             existing.save()
-            audit(admin, "adjudication.change", existing, old, _decision_state(existing))
+            audit_record(
+                actor=admin, action="adjudication.change", obj=existing, old=old, new=_decision_state(existing)
+            )
             result = existing
         else:
             result = ReviewDecision.objects.create(
@@ -584,15 +576,15 @@ def adjudicate(admin, candidate_id, decision: str, *, comment: str = "") -> Revi
                 source=ReviewDecision.Source.ADJUDICATION,
                 is_final=True,
             )
-            audit(admin, "adjudication.create", result, None, _decision_state(result))
-        refresh_status(candidate, actor=admin)
+            audit_record(actor=admin, action="adjudication.create", obj=result, old=None, new=_decision_state(result))
+        _refresh_status(candidate, actor=admin)
         annotations_written.send(
             sender=__name__, project_id=candidate.segment.project_id
         )  # adjudications feed annotator quality
     return result
 
 
-def set_pool_rule(admin, project: Project, rule: str) -> int:
+def pool_rule_set(*, admin, project: Project, rule: str) -> int:
     """Change the project's pool rule and re-derive every reviewed candidate's status. Returns changes."""
     access.require_admin(admin, error=Forbidden)
     if rule not in rules.POOL_RULES:
@@ -602,12 +594,14 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
         if rule != old:  # the same rule again re-derives the statuses below, and records nothing
             project.pool_rule = rule
             project.save(update_fields=["pool_rule"])
-            audit(admin, "project.pool_rule", project, {"pool_rule": old}, {"pool_rule": rule})
+            audit_record(
+                actor=admin, action="project.pool_rule", obj=project, old={"pool_rule": old}, new={"pool_rule": rule}
+            )
         changed = 0
         reviewed = Candidate.objects.filter(segment__project=project, decisions__isnull=False).distinct()
         for candidate in reviewed.select_related("segment__project"):
             before = candidate.status
-            if refresh_status(candidate, actor=admin).status != before:
+            if _refresh_status(candidate, actor=admin).status != before:
                 changed += 1
     return changed
 
@@ -615,8 +609,8 @@ def set_pool_rule(admin, project: Project, rule: str) -> int:
 # ---- rounds -----------------------------------------------------------------------------------------
 
 
-def open_round(
-    admin, project: Project, *, sample_size: int, seed: int, languages: list[str] | None = None
+def round_open(
+    *, admin, project: Project, sample_size: int, seed: int, languages: list[str] | None = None
 ) -> ReviewRound:
     """A new, independent round on a seeded random sample of reviewed candidates (stability check)."""
     access.require_admin(admin, error=Forbidden)
@@ -649,20 +643,20 @@ def open_round(
         rnd = ReviewRound.objects.create(project=project, number=number, sample_size=sample_size, seed=seed)
         chosen = rules.sample_ids(ids, sample_size, seed)
         rnd.candidates.set(chosen)
-        audit(
-            admin,
-            "round.open",
-            rnd,
-            None,
-            {"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []},
+        audit_record(
+            actor=admin,
+            action="round.open",
+            obj=rnd,
+            old=None,
+            new={"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []},
         )
     return rnd
 
 
-def close_round(admin, rnd: ReviewRound) -> ReviewRound:
+def round_close(*, admin, rnd: ReviewRound) -> ReviewRound:
     access.require_admin(admin, error=Forbidden)
     if rnd.is_open:
         rnd.is_open = False
         rnd.save(update_fields=["is_open"])
-        audit(admin, "round.close", rnd, {"is_open": True}, {"is_open": False})
+        audit_record(actor=admin, action="round.close", obj=rnd, old={"is_open": True}, new={"is_open": False})
     return rnd

@@ -9,7 +9,7 @@ from annotation.review import services, tally
 def release_expired_locks() -> int:
     """Delete expired review locks (they already no longer count; this keeps the lock table small), and fold
     the review progress change log (readers fold it too, but only when they read)."""
-    deleted = services.release_expired_locks()
+    deleted = services.lock_clear_expired()
     if tally.available():
         tally.fold()
     return deleted

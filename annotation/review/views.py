@@ -27,12 +27,10 @@ from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
 from core import selectors as core_selectors
+from core.domain.errors import Invalid, NotFound
 from core.domain.params import id_param
+from core.errors import RefusalAsMessage, answers_refusals
 from core.models import Language, Project
-
-
-def _error(request, exc: services.ReviewError, template="review/error.html"):
-    return render(request, template, {"message": exc.message}, status=exc.status)
 
 
 def _lang_param(request) -> str | None:
@@ -74,10 +72,10 @@ def next_item(request, project):
     project = access.work_project(request.user, project)
     lang = _lang_param(request)
     if request.method == "POST":
-        got = services.next_candidate(request.user, project, language=lang)
+        got = services.candidate_take_next(user=request.user, project=project, language=lang)
     else:
-        got = services.held_candidate(request.user, project, language=lang)
-        if got is None and services.has_work(request.user, project, language=lang):
+        got = services.candidate_get_held(user=request.user, project=project, language=lang)
+        if got is None and services.work_exists(user=request.user, project=project, language=lang):
             return render(request, "review/start.html", {"project": project, "lang": lang})
     if got is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "review"})
@@ -88,34 +86,34 @@ def next_item(request, project):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@answers_refusals
 def candidate(request, project, pk):
     project = access.work_project(request.user, project)
-    try:
-        cand = services.visible_candidate(request.user, pk)
-        if cand.segment.project_id != project.pk:
-            raise Http404
-        rnd = services.round_for(request.user, cand, request.GET.get("round") or request.POST.get("round"))
-    except services.ReviewError as exc:
-        return _error(request, exc)
+    cand = services.candidate_get_visible(user=request.user, candidate_id=pk)
+    if cand.segment.project_id != project.pk:
+        raise Http404
+    rnd = services.round_resolve(
+        user=request.user, candidate=cand, round_id=request.GET.get("round") or request.POST.get("round")
+    )
     lang = _lang_param(request)
     next_url = reverse("review:next", args=[project.name]) + (f"?lang={lang}" if lang else "")
     if request.method == "POST":  # the no-JavaScript path; the keyboard path posts the same fields to the API
-        try:
+        with RefusalAsMessage(request) as refusal:
             action = request.POST.get("action")
             if action == "skip":
-                services.skip_candidate(
-                    request.user,
-                    cand.pk,
-                    request.POST.get("skip_reason", ""),
+                services.candidate_skip(
+                    user=request.user,
+                    candidate_id=cand.pk,
+                    reason=request.POST.get("skip_reason", ""),
                     comment=request.POST.get("comment", ""),
                     round_id=rnd.pk,
                     client_user=request.POST.get("client_user"),
                 )
             else:
-                services.submit_decision(
-                    request.user,
-                    cand.pk,
-                    action or "",
+                services.decision_submit(
+                    user=request.user,
+                    candidate_id=cand.pk,
+                    decision=action or "",
                     idempotency_key=request.POST.get("idempotency_key", ""),
                     reason=request.POST.get("reason", ""),
                     comment=request.POST.get("comment", ""),
@@ -123,10 +121,7 @@ def candidate(request, project, pk):
                     round_id=rnd.pk,
                     client_user=request.POST.get("client_user"),
                 )
-        except services.ReviewError as exc:
-            messages.error(request, exc.message)
-            return redirect(request.get_full_path())
-        return redirect(next_url)
+        return redirect(request.get_full_path() if refusal.error else next_url)
     codes = [cand.segment.direction.target.code]
     context = selectors.candidate_view(cand) | {
         "project": project,
@@ -149,6 +144,14 @@ def candidate(request, project, pk):
         },
     }
     return render(request, "review/review.html", context)
+
+
+def _integer(form, name: str) -> int:
+    """A whole number from a form field (empty: 0); anything else is refused naming the field."""
+    try:
+        return int(form.get(name) or 0)
+    except ValueError:
+        raise Invalid(f"{name.replace('_', ' ')} must be an integer", name) from None
 
 
 MINE_SHOWN = 500  # newest first; the filters narrow it
@@ -198,7 +201,7 @@ def _skip_row(skip) -> dict:
 def next_rating(request, project):
     project = access.work_project(request.user, project)
     lang = _lang_param(request)
-    item = rating_services.next_rating_item(request.user, project, language=lang)
+    item = rating_services.rating_item_take_next(user=request.user, project=project, language=lang)
     if item is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "rating"})
     return redirect(reverse("review:rate", args=[item.pk]) + (f"?lang={lang}" if lang else ""))
@@ -206,34 +209,27 @@ def next_rating(request, project):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@answers_refusals
 def rate(request, pk):
-    try:
-        item = rating_services.visible_rating_item(request.user, pk)
-    except services.ReviewError as exc:
-        return _error(request, exc)
+    item = rating_services.rating_item_get_visible(user=request.user, item_id=pk)
     lang = _lang_param(request)
     next_url = reverse("review:rate_next", args=[item.project.name]) + (f"?lang={lang}" if lang else "")
     own = selectors.ratings_of(request.user).filter(item=item, rater=request.user).first()
     if request.method == "POST":
         scores = {name: request.POST.get(name) for name in rules.DIMENSION_NAMES}
-        try:
+        with RefusalAsMessage(request) as refusal:
             repeated = [name for name in rules.DIMENSION_NAMES if len(request.POST.getlist(name)) > 1]
             if repeated:  # two scores for one dimension: which one the rater meant is unknown
-                raise services.Invalid(
-                    f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0]
-                )
-            rating_services.submit_rating(
-                request.user,
-                item.pk,
-                scores,
+                raise Invalid(f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0])
+            rating_services.rating_submit(
+                user=request.user,
+                item_id=item.pk,
+                scores=scores,
                 idempotency_key=request.POST.get("idempotency_key", ""),
                 time_spent_ms=request.POST.get("time_spent_ms"),
                 client_user=request.POST.get("client_user"),
             )
-        except services.ReviewError as exc:
-            messages.error(request, exc.message)
-            return redirect(request.get_full_path())
-        return redirect(next_url)
+        return redirect(request.get_full_path() if refusal.error else next_url)
     dims = [
         {"dimension": d, "anchors": list(enumerate(d.anchors, start=1)), "value": getattr(own, d.name) if own else None}
         for d in rules.DIMENSIONS
@@ -270,34 +266,30 @@ def manage(request, project):
     access.require_admin(request.user)
     project = access.work_project(request.user, project)
     if request.method == "POST":
-        try:
+        with RefusalAsMessage(request):
             if request.POST.get("action") == "open_round":
                 langs = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
-                rnd = services.open_round(
-                    request.user,
-                    project,
-                    sample_size=int(request.POST.get("sample_size") or 0),
-                    seed=int(request.POST.get("seed") or 0),
+                rnd = services.round_open(
+                    admin=request.user,
+                    project=project,
+                    sample_size=_integer(request.POST, "sample_size"),
+                    seed=_integer(request.POST, "seed"),
                     languages=langs or None,
                 )
                 messages.success(request, f"Round {rnd.number} opened on {rnd.candidates.count()} candidates.")
             elif request.POST.get("action") == "close_round":
                 rnd = ReviewRound.objects.filter(pk=id_param(request.POST.get("round")) or 0, project=project).first()
                 if rnd is None:  # deleted meanwhile, or never of this project: say so on the page
-                    raise services.NotFound(
-                        f"round: no round {request.POST.get('round', '')!r} in {project.name}", "round"
-                    )
-                services.close_round(request.user, rnd)
+                    raise NotFound(f"round: no round {request.POST.get('round', '')!r} in {project.name}", "round")
+                services.round_close(admin=request.user, rnd=rnd)
                 messages.success(request, "Round closed.")
             elif request.POST.get("action") == "pool_rule":
-                changed = services.set_pool_rule(request.user, project, request.POST.get("pool_rule", ""))
+                changed = services.pool_rule_set(
+                    admin=request.user, project=project, rule=request.POST.get("pool_rule", "")
+                )
                 messages.success(request, f"Pool rule set; {changed} candidate status(es) changed.")
             else:
-                raise services.Invalid(f"action: unknown action {request.POST.get('action', '')!r}", "action")
-        except ValueError:
-            messages.error(request, "sample size and seed must be integers")
-        except services.ReviewError as exc:
-            messages.error(request, exc.message)
+                raise Invalid(f"action: unknown action {request.POST.get('action', '')!r}", "action")
         return redirect("review:manage", project=project.name)
     figures = selectors.decision_figures(project)
     return render(
@@ -324,16 +316,14 @@ def adjudication(request, project):
     access.require_admin(request.user)
     project = access.work_project(request.user, project)
     if request.method == "POST":
-        try:
-            services.adjudicate(
-                request.user,
-                request.POST.get("candidate"),
-                request.POST.get("decision", ""),
+        with RefusalAsMessage(request):
+            services.candidate_adjudicate(
+                admin=request.user,
+                candidate_id=request.POST.get("candidate"),
+                decision=request.POST.get("decision", ""),
                 comment=request.POST.get("comment", ""),
             )
             messages.success(request, "Final decision recorded.")
-        except services.ReviewError as exc:
-            messages.error(request, exc.message)
         return redirect("review:adjudication", project=project.name)
     items = [
         selectors.candidate_view(c) | {"decisions": [d for d in c.decisions.all() if d.source == "annotator"]}
@@ -350,11 +340,14 @@ def annotators(request):
     invite_link = None
     if request.method == "POST":
         codes = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
-        try:
+        with RefusalAsMessage(request):
             action = request.POST.get("action")
             if action == "invite":
-                user, uid, token = people_services.invite_annotator(
-                    request.user, request.POST.get("username", ""), email=request.POST.get("email", ""), languages=codes
+                user, uid, token = people_services.annotator_invite(
+                    admin=request.user,
+                    username=request.POST.get("username", ""),
+                    email=request.POST.get("email", ""),
+                    languages=codes,
                 )
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
                 messages.success(
@@ -363,13 +356,11 @@ def annotators(request):
             elif action == "assign":
                 user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
                 if user is None:  # deleted meanwhile: say so on the page
-                    raise services.NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
-                people_services.assign_languages(request.user, user, codes)
+                    raise NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
+                people_services.annotator_languages_set(admin=request.user, user=user, codes=codes)
                 messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
             else:
-                raise services.Invalid(f"action: unknown action {action!r}", "action")
-        except services.ReviewError as exc:
-            messages.error(request, exc.message)
+                raise Invalid(f"action: unknown action {action!r}", "action")
         if invite_link is None:
             return redirect("review:annotators")
     users = User.objects.select_related("profile").prefetch_related("profile__languages").order_by("username")
@@ -402,7 +393,7 @@ def invite(request, uidb64, token):
     form = SetPasswordForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         form.save()
-        services.audit(user, "annotator.password_set", user)
+        services.audit_record(actor=user, action="annotator.password_set", obj=user)
         messages.success(request, "Password set. Log in to start reviewing.")
         return redirect("login")
     return render(request, "review/invite.html", {"form": form, "invited": user})

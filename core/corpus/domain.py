@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.domain import bidi
-from core.domain.errors import InputErrors
+from core.domain.errors import InputErrors, Invalid
 
 SUPPORTED_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 
@@ -205,8 +205,8 @@ def _delimited_records(text: str, name: str, delimiter: str, limits: Limits) -> 
     return records
 
 
-class _DuplicateKey(ValueError):
-    pass
+class _DuplicateKey(Invalid, ValueError):
+    code = "duplicate_key"
 
 
 def _repeated(names: list[str]) -> list[str]:

@@ -15,12 +15,12 @@ from core.domain.language_id import language_mismatch
 from core.domain.languages import parse_direction
 from core.models import Direction, GoldSegment, Project
 from core.selectors import active_directions
-from core.services import ImportRejected, ensure_direction
+from core.services import ImportRejected, direction_ensure
 
 ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
 
 
-def corpus_limits():
+def _corpus_limits():
     """The corpus limits the settings give (``CORPUS_LIMITS``), for every reader of an upload."""
     from django.conf import settings
 
@@ -37,12 +37,12 @@ class CorpusImportResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def import_corpus_rows(
+def corpus_rows_import(
+    *,
     project: Project,
     direction_code: str,
     rows: list[CorpusRow],
     source_name: str,
-    *,
     known_direction: bool = False,
     check_language: bool = False,
 ) -> CorpusImportResult:
@@ -117,7 +117,7 @@ def import_corpus_rows(
     if errors:
         raise ImportRejected(source_name, errors)
     with transaction.atomic():
-        direction = ensure_direction(direction_code)
+        direction = direction_ensure(code=direction_code)
         project.directions.add(direction)
         for segment in to_create:
             segment.direction = direction
@@ -132,9 +132,9 @@ def import_corpus_rows(
     return result
 
 
-def import_corpus_source(
-    project: Project,
+def corpus_source_import(
     *,
+    project: Project,
     direction: str,
     columns,
     upload_name: str = "",
@@ -146,7 +146,7 @@ def import_corpus_source(
     check_language: bool = False,
 ) -> tuple[str, CorpusImportResult]:
     """Read a corpus (uploaded bytes, or a Hugging Face dataset through ``datasets``) and import it with
-    ``import_corpus_rows``: the same validation as the command; ``CorpusError`` or ``ImportRejected`` list
+    ``corpus_rows_import``: the same validation as the command; ``CorpusError`` or ``ImportRejected`` list
     every problem with its file and line, and nothing is written. Returns (source name, result)."""
     from core.corpus.domain import read_corpus, read_hf_dataset
 
@@ -160,12 +160,17 @@ def import_corpus_source(
             columns,
             hub_only=True,
             timeout=settings.HF_HUB_TIMEOUT,
-            limits=corpus_limits(),
+            limits=_corpus_limits(),
         )
         name = hf_dataset
     else:
-        rows = read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
+        rows = read_corpus(data or b"", upload_name, columns, limits=_corpus_limits())
         name = upload_name
-    return name, import_corpus_rows(
-        project, direction, rows, name, known_direction=known_direction, check_language=check_language
+    return name, corpus_rows_import(
+        project=project,
+        direction_code=direction,
+        rows=rows,
+        source_name=name,
+        known_direction=known_direction,
+        check_language=check_language,
     )

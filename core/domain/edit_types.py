@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.domain.errors import Invalid
+
 MQM = "mqm"
 PERTURBATION = "perturbation"
 KINDS = (MQM, PERTURBATION)
@@ -148,8 +150,8 @@ _PERTURBATIONS = [
 EDIT_TYPES: dict[tuple[str, str], EditType] = {(t.kind, t.name): t for t in [*_MQM_TYPES, *_PERTURBATIONS]}
 
 
-class UnknownEditType(ValueError):
-    pass
+class UnknownEditType(Invalid, ValueError):
+    code = "unknown_edit_type"
 
 
 def edit_type(kind: str, name: str) -> EditType:

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from core.domain.errors import Invalid
+
 CHAR = "char"
 TOKEN = "token"
 
@@ -78,8 +80,8 @@ MAX_REPLICA = 49  # Qabx
 LANGUAGE_CODE_PATTERN = r"[a-z]{2,3}(?:_Qa[ab][a-z])?"
 
 
-class UnknownDirection(ValueError):
-    pass
+class UnknownDirection(Invalid, ValueError):
+    code = "unknown_direction"
 
 
 def replica_code(base: str, n: int) -> str:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.domain.errors import Invalid
 from core.domain.languages import CHAR, unit_of
 
 OPEN_TAG = "<v>"
@@ -19,8 +20,10 @@ CLOSE_TAG = "</v>"
 _TAG_RE = re.compile(r"</?v>")
 
 
-class MarkupError(ValueError):
+class MarkupError(Invalid, ValueError):
     """The ``<v>…</v>`` markup of a candidate is malformed (none, several or unbalanced regions)."""
+
+    code = "markup_invalid"
 
 
 def split_units(text: str, language: str) -> list[str]:
@@ -81,8 +84,10 @@ def diff_units(ref: Sequence[str], cand: Sequence[str]) -> Edit | None:
 DIFF_BUDGET = 1_000_000
 
 
-class DiffTooLarge(ValueError):
+class DiffTooLarge(Invalid, ValueError):
     """Two texts differ over more units than one diff may compare; the message says how many."""
+
+    code = "diff_too_large"
 
 
 def diff_opcodes(

@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation.review import selectors as review_selectors
 from core import bulk
 from core.domain.directions import first_failure, with_entry
+from core.domain.errors import Conflict
 from core.domain.units import Edit, split_units
 from core.models import GoldSegment, Project
 from exports.benchmark import domain as merging
@@ -32,7 +33,7 @@ Progress = Callable[[int, int], None]  # (done, total)
 BULK_BATCH = 2000
 
 
-def candidate_label(error_type: str, position: str) -> str:
+def _candidate_label(error_type: str, position: str) -> str:
     return f"{error_type}.{position}"
 
 
@@ -47,6 +48,14 @@ class BuildResult:
     transplanted: list[tuple[int, str]] = field(default_factory=list)  # (candidate id, drift), placed with the flag
     restored: int = 0  # candidates an earlier build excluded that are placed now
     counts: dict = field(default_factory=dict)
+    build: BenchmarkBuild | None = None  # the recorded build this is the outcome of (``build_run``)
+
+    def add(self, other: BuildResult) -> None:
+        """Add one direction's outcome."""
+        for attr in ("segments", "rebuilt", "unchanged", "pseudo_created", "pseudo_deleted", "restored"):
+            setattr(self, attr, getattr(self, attr) + getattr(other, attr))
+        self.excluded += other.excluded
+        self.transplanted += other.transplanted
 
 
 def _fingerprint(reference: str, language: str, max_errors: int, placed: list[merging.PoolCandidate]) -> str:
@@ -94,7 +103,7 @@ def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging
         by_segment[row[1]].append(row)
     pools: dict[int, list[merging.PoolCandidate]] = {}
     for segment_id, cand_rows in by_segment.items():
-        labels = [candidate_label(r[2], r[3]) for r in cand_rows]
+        labels = [_candidate_label(r[2], r[3]) for r in cand_rows]
         seen = defaultdict(int)
         for label in labels:
             seen[label] += 1
@@ -109,37 +118,6 @@ def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging
     return pools
 
 
-def build_benchmark(
-    project: Project, *, progress: Progress | None = None, build: BenchmarkBuild | None = None, force: bool = False
-) -> BuildResult:
-    """Merge the project's pool into pseudo translations, rebuilding only gold pairs whose placed pool
-    (or reference, or max_errors) changed since the last build. What it does with a candidate other than
-    placing it as it stands is recorded in ``CandidatePlacement`` (excluded with the reason; transplanted,
-    with the drift and the span used); candidates an earlier build excluded are placed again when they can
-    be. The candidates themselves are not written. Each direction is committed on its own, so an
-    interrupted build resumes where it stopped."""
-    # One direction at a time (its gold pairs, pool and merge states), so memory follows a direction,
-    # not the project: 200 directions build in the memory of one.
-    total = GoldSegment.objects.filter(project=project).count()
-    result = BuildResult(segments=total)
-    if build is not None:
-        build.total_segments = total
-        build.save(update_fields=["total_segments"])
-    done = 0
-    for direction_code in direction_codes(project):
-        done += build_direction(project, direction_code, result, force=force)
-        if progress:
-            progress(done, total)
-        if build is not None:
-            build.done_segments = done
-            build.rebuilt_segments = result.rebuilt
-            build.pseudo_created = result.pseudo_created
-            build.save(update_fields=["done_segments", "rebuilt_segments", "pseudo_created"])
-    _refresh_statistics()
-    result.counts = _final_counts(project)
-    return result
-
-
 def _final_counts(project: Project) -> dict:
     """The counts a build ends with, kept for the pages (``selectors.current_level_counts``); the change
     log's rows that the build's own writes added are pruned first (to one new row: its token needs no more)."""
@@ -147,14 +125,17 @@ def _final_counts(project: Project) -> dict:
     return selectors.current_level_counts(project)
 
 
-def direction_codes(project: Project) -> list[str]:
+def build_directions_list(*, project: Project) -> list[str]:
     """The directions a build merges, in order (one unit of work each: a Celery task, a committed step)."""
+    return sorted(set(_built_segments(project).values_list("direction__code", flat=True).distinct()))
+
+
+def _built_segments(project: Project):
     # a retired direction is not built again; the releases already made from it keep their files
-    segments = GoldSegment.objects.filter(project=project).exclude(direction__in=project.retired_directions.all())
-    return sorted(set(segments.values_list("direction__code", flat=True).distinct()))
+    return GoldSegment.objects.filter(project=project).exclude(direction__in=project.retired_directions.all())
 
 
-def build_direction(project: Project, direction_code: str, result: BuildResult, *, force: bool = False) -> int:
+def direction_merge(*, project: Project, direction_code: str, result: BuildResult, force: bool = False) -> int:
     """Merge one direction's pool (committed on its own; nothing in it depends on another direction's, so
     directions may run on different workers at once); adds to ``result``, returns its number of gold pairs."""
     max_errors = project.max_errors
@@ -353,12 +334,12 @@ _SUMMED = {
 }
 
 
-def begin_build(build: BenchmarkBuild) -> list[str]:
+def build_begin(*, build: BenchmarkBuild) -> list[str]:
     """Mark a recorded build running and return the directions it has left to merge: all of them for a new
     build or a finished one run again; for an interrupted or failed one, those not done yet (a build resumes
     per direction). ``build.directions`` gets an entry per direction (what the UI and the command show)."""
     pairs = dict(
-        GoldSegment.objects.filter(project=build.project)
+        _built_segments(build.project)
         .order_by()
         .values("direction__code")
         .annotate(n=Count("id"))
@@ -390,15 +371,18 @@ def begin_build(build: BenchmarkBuild) -> list[str]:
     return [code for code, entry in build.directions.items() if entry["status"] != "done"]
 
 
-def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool = False) -> dict:
+def build_direction_run(
+    *, build: BenchmarkBuild, direction_code: str, force: bool = False, total: BuildResult | None = None
+) -> dict:
     """Merge one direction of a recorded build (what each task of a build's chord runs) and record its
     outcome in ``build.directions``, in the transaction that writes the direction, so a recorded ``done``
-    means written. A failure is recorded on the direction and the build, with its reason, and raised."""
+    means written. A failure is recorded on the direction and the build, with its reason, and raised.
+    ``total``: a result of the whole build to add this direction's outcome to (``build_run``)."""
     _record_direction(build, direction_code, {"status": "running"})
     result = BuildResult()
     try:
         with transaction.atomic():
-            segments = build_direction(build.project, direction_code, result, force=force)
+            segments = direction_merge(project=build.project, direction_code=direction_code, result=result, force=force)
             entry = {
                 "status": "done",
                 "gold_pairs": segments,
@@ -415,10 +399,13 @@ def run_build_direction(build: BenchmarkBuild, direction_code: str, force: bool 
             build, direction_code, {"status": "failed", "error": reason}, failure=f"{direction_code}: {reason}"
         )
         raise
+    if total is not None:
+        result.segments = segments
+        total.add(result)
     return entry
 
 
-def record_direction_retry(build: BenchmarkBuild, direction_code: str, reason: str) -> None:
+def build_retry_record(*, build: BenchmarkBuild, direction_code: str, reason: str) -> None:
     """A direction whose merge hit a transient fault and is tried again: it says so, and the build is running
     again (not failed) unless another direction failed for good."""
     with transaction.atomic():
@@ -432,7 +419,7 @@ def record_direction_retry(build: BenchmarkBuild, direction_code: str, reason: s
     _copy(row, build)
 
 
-def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
+def build_finish(*, build: BenchmarkBuild) -> BenchmarkBuild:
     """Close a build whose directions are all merged (the chord's last task): planner statistics for the
     rows just written (the release reads them next), counts per direction and level."""
     _refresh_statistics()
@@ -453,21 +440,32 @@ def finish_build(build: BenchmarkBuild) -> BenchmarkBuild:
     return build
 
 
-def run_build(
-    build: BenchmarkBuild,
-    progress: Progress | None = None,
+def build_run(
+    *,
+    project: Project | None = None,
+    build: BenchmarkBuild | None = None,
+    user=None,
     force: bool = False,
+    progress: Progress | None = None,
     on_direction: DirectionDone | None = None,
-) -> BenchmarkBuild:
-    """Run one recorded build in this process, direction after direction (what the command calls; the task
-    spreads the same steps over workers): status, counts, failure reason, progress per direction."""
-    for code in begin_build(build):
-        entry = run_build_direction(build, code, force=force)
+) -> BuildResult:
+    """The one way a build runs in this process (the tests, the perf scripts, the command and the demo): record
+    a build of ``project`` (``build_create``: one per project at a time) or take the recorded ``build``, and run
+    the steps the worker's task spreads over a chord (``build_begin``, ``build_direction_run`` per direction
+    left, ``build_finish``), direction after direction: status, counts, failure reason, progress per direction.
+    Returns what the directions run here did (``result.build``: the build row)."""
+    if build is None:
+        build = build_create(project=project, user=user)
+    result = BuildResult(build=build)
+    for code in build_begin(build=build):
+        entry = build_direction_run(build=build, direction_code=code, force=force, total=result)
         if on_direction:
             on_direction(code, entry)
         if progress:
             progress(build.done_segments, build.total_segments)
-    return finish_build(build)
+    build_finish(build=build)
+    result.counts = build.counts
+    return result
 
 
 def _record_direction(build: BenchmarkBuild, direction_code: str, entry: dict, failure: str = "") -> None:
@@ -495,8 +493,10 @@ def _copy(row: BenchmarkBuild, build: BenchmarkBuild) -> None:
             setattr(build, attr, getattr(row, attr))
 
 
-class BuildRunning(Exception):
+class BuildRunning(Conflict):
     """A build of the project is already pending or running: it is not started twice."""
+
+    code = "build_running"
 
     def __init__(self, build: BenchmarkBuild):
         super().__init__(
@@ -509,7 +509,7 @@ def _lease_end():
     return timezone.now() + timedelta(seconds=int(getattr(settings, "BUILD_LEASE_SECONDS", 3600)))
 
 
-def create_build(*, project: Project, user=None, acknowledged: list[str] | None = None) -> BenchmarkBuild:
+def build_create(*, project: Project, user=None, acknowledged: list[str] | None = None) -> BenchmarkBuild:
     """Record a build to run (``exports.benchmark.tasks.start_build`` hands it to the worker), one per project
     at a time: a live build raises ``BuildRunning``; an interrupted one (its process died: lease passed) is
     returned to be run again, which resumes it with the directions not done. The project's row lock (on
@@ -547,7 +547,7 @@ def create_build(*, project: Project, user=None, acknowledged: list[str] | None 
         raise BuildRunning(live) from None
 
 
-def format_counts(counts: dict) -> list[str]:
+def counts_format(*, counts: dict) -> list[str]:
     """The counts table as text lines (command output)."""
     if not counts:
         return []

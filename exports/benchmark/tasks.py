@@ -24,7 +24,7 @@ def build_benchmark_task(build_id: int, force: bool = False) -> dict:
     ``finish_build_task``. Run again on an interrupted or failed build, it resumes with the directions not
     done; on a finished one, it runs all again (only changed gold pairs are rewritten)."""
     build = BenchmarkBuild.objects.select_related("project").get(pk=build_id)
-    directions = services.begin_build(build)
+    directions = services.build_begin(build=build)
     work = chord(
         group(build_direction_task.si(build_id, code, force) for code in directions), finish_build_task.si(build_id)
     )
@@ -42,21 +42,23 @@ def build_direction_task(self, build_id: int, direction: str, force: bool = Fals
         return {
             "build": build_id,
             "direction": direction,
-            **services.run_build_direction(build, direction, force=force),
+            **services.build_direction_run(build=build, direction_code=direction, force=force),
         }
     except OperationalError as exc:
         reason = f"{type(exc).__name__}: {exc}"
         retry_after_fault(
             self,
             exc,
-            lambda **when: services.record_direction_retry(build, direction, retry_note(reason, **when)),
+            lambda **when: services.build_retry_record(
+                build=build, direction_code=direction, reason=retry_note(reason, **when)
+            ),
             maximum=60,
         )
 
 
 @shared_task(name="exports.finish_build", **RETRY)
 def finish_build_task(build_id: int) -> dict:
-    build = services.finish_build(BenchmarkBuild.objects.select_related("project").get(pk=build_id))
+    build = services.build_finish(build=BenchmarkBuild.objects.select_related("project").get(pk=build_id))
     return {"build": build.pk, "status": build.status, "pseudo_created": build.pseudo_created}
 
 
@@ -85,6 +87,6 @@ def start_build(
     *, project: Project, user=None, force: bool = False, acknowledged: list[str] | None = None
 ) -> BenchmarkBuild:
     """Record a build and hand it to the worker once the transaction commits (in-process without a broker)."""
-    build = services.create_build(project=project, user=user, acknowledged=acknowledged)
+    build = services.build_create(project=project, user=user, acknowledged=acknowledged)
     transaction.on_commit(lambda: build_benchmark_task.delay(build.pk, force))
     return build

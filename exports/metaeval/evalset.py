@@ -23,6 +23,8 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from core.domain.errors import Invalid
+
 HUMAN_SCORER = "xqm"  # the predetermined quality; mt-metrics-eval's std_gold at seg and sys level
 REFERENCE = "refA"
 ALL_TRIPLETS = "triplets"
@@ -30,8 +32,8 @@ LEVELS = ("seg", "sys")
 MAX_LINES = 5_000_000  # any one file: bounds what an import reads
 
 
-class EvalSetError(ValueError):
-    pass
+class EvalSetError(Invalid, ValueError):
+    code = "evalset_invalid"
 
 
 @dataclass

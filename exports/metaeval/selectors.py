@@ -12,14 +12,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from core.domain.errors import Invalid
 from exports.metaeval import domain as metaeval
 from exports.models import MetricScore, PseudoSystem, Release, ScoreSummary
 from exports.scores.selectors import scored_directions, scores_digest
 from scoring.api import MetricError, get_metric
 
 
-class MetaEvaluationError(ValueError):
-    pass
+class MetaEvaluationError(Invalid, ValueError):
+    code = "metaeval_invalid"
 
 
 def _orientation(metric: str) -> tuple[str, float]:

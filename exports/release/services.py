@@ -2,10 +2,10 @@
 
 Thin over the pure ``exports.release.domain`` (``sampling``, SPEC §7; ``release_files``, layout and bytes);
 this module only reads and writes the database. A new release is staged one direction at a time
-(``begin_release``, ``run_release_direction``, ``finish_release``: a Celery chord on workers, a loop in
+(``release_begin``, ``release_direction_run``, ``release_finish``: a Celery chord on workers, a loop in
 the command). Starting a release or a push on the worker is
-``exports.release.tasks.start_release`` / ``start_push``, which call ``check_release_request`` /
-``prepare_push`` here first.
+``exports.release.tasks.start_release`` / ``start_push``, which call ``release_request_check`` /
+``push_prepare`` here first.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core import bulk
 from core.domain.directions import first_failure, with_entry
+from core.domain.errors import Conflict, Invalid
 from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
@@ -38,27 +39,29 @@ from scoring.api import is_transient  # network faults and Hub 5xx/429, as the s
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
 
 
-class ReleaseError(Exception):
+class ReleaseError(Invalid):
     """A release request that cannot be carried out (bad version, nothing built, immutable version)."""
 
+    code = "release_refused"
 
-def plan_data(project: Project, overrides: dict | None = None) -> dict:
+
+def _plan_data(project: Project, overrides: dict | None = None) -> dict:
     """The project's sampling options with the overrides, as given (unresolved: the level mixes are fixed
     against the pool when the systems are drawn)."""
     return {**(project.options or {}).get("sampling", {}), **(overrides or {})}
 
 
-def sampling_plan_for(project: Project, overrides: dict | None = None) -> SamplingPlan:
+def sampling_plan_make(*, project: Project, overrides: dict | None = None) -> SamplingPlan:
     """The project's sampling plan: defaults (SPEC §7), then ``project.options['sampling']``, then overrides."""
-    data = plan_data(project, overrides)
+    data = _plan_data(project, overrides)
     try:
         return SamplingPlan.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise ReleaseError(f"project {project.name}: sampling plan: {exc}") from None
 
 
-def release_content(
-    project: Project, version: str, plan: SamplingPlan, progress=None, on_system=None
+def release_content_make(
+    *, project: Project, version: str, plan: SamplingPlan, progress=None, on_system=None
 ) -> ReleaseContent:
     """The release of the project's current pseudo translations, to be streamed by ``write_release``:
     triplet rows are read one direction at a time and the pseudo systems drawn from the triplet ids the
@@ -104,10 +107,10 @@ def release_content(
     )
 
 
-def create_release(
+def release_create(
+    *,
     project: Project,
     version: str,
-    *,
     out_dir: str | Path | None = None,
     formats: tuple[str, ...] = (),
     plan_overrides: dict | None = None,
@@ -119,11 +122,11 @@ def create_release(
 
     A new version (or one whose writing failed or was interrupted) takes the project's sampling plan and is
     staged direction after direction, exactly the steps the Celery chord spreads over workers
-    (``begin_release``, ``run_release_direction`` per direction, ``finish_release``): run again, it resumes
+    (``release_begin``, ``release_direction_run`` per direction, ``release_finish``): run again, it resumes
     with the directions not staged yet or whose build changed. An existing version regenerates from its
     stored plan in one pass and must give the same content hash (same bytes), or it is refused: versions
     are immutable. ``on_direction(code, entry)`` is called as each direction is staged."""
-    validate_release_request(version, formats)
+    _validate_release_request(version, formats)
     existing = Release.objects.filter(project=project, version=version).first()
     if existing is not None and existing.status == Release.Status.READY:
         if plan_overrides:
@@ -131,18 +134,20 @@ def create_release(
                 f"version {version} exists; its sampling plan is fixed (release a new version to change it)"
             )
         return _export_again(existing, out_dir=out_dir, formats=formats, progress=progress)
-    job = begin_release(project, version, out_dir=out_dir, formats=formats, plan_overrides=plan_overrides, user=user)
+    job = release_begin(
+        project=project, version=version, out_dir=out_dir, formats=formats, plan_overrides=plan_overrides, user=user
+    )
     todo = job.todo
     for i, code in enumerate(todo):
-        entry = run_release_direction(job, code)
+        entry = release_direction_run(job=job, direction=code)
         if on_direction:
             on_direction(code, entry)
         if progress:
             progress(f"triplets {code}", int(60 * (len(job.directions) - len(todo) + i + 1) / len(job.directions)))
-    return finish_release(job, progress=progress)
+    return release_finish(job=job, progress=progress)
 
 
-def validate_release_request(version: str, formats) -> None:
+def _validate_release_request(version: str, formats) -> None:
     if not VERSION_RE.match(version or ""):
         raise ReleaseError(f"version {version!r}: use letters, digits, '.', '_', '+', '-' (at most 40, e.g. 1.0.0)")
     unknown = set(formats) - set(release_files.EXTRA_FORMATS)
@@ -157,10 +162,10 @@ def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
     plan; refused unless it gives the recorded content hash."""
     project = release.project
     plan = SamplingPlan.from_dict(release.manifest["sampling_plan"])
-    out_dir = Path(out_dir) if out_dir else default_out_dir(project, release.version)
+    out_dir = Path(out_dir) if out_dir else out_dir_get(project=project, version=release.version)
     release_files.check_out_dir(out_dir, name=project.name, version=release.version)
     try:
-        content = release_content(project, release.version, plan, progress)
+        content = release_content_make(project=project, version=release.version, plan=plan, progress=progress)
         manifest = release_files.write_release(
             content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash
         )
@@ -177,11 +182,11 @@ def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
 # ---- a release staged one direction at a time (a Celery chord, or in-process) ---------------------------
 
 
-def default_out_dir(project: Project, version: str) -> Path:
+def out_dir_get(*, project: Project, version: str) -> Path:
     return Path(settings.RELEASES_DIR) / project.name / version
 
 
-def staging_dir(out_dir: str | Path) -> Path:
+def staging_dir_get(*, out_dir: str | Path) -> Path:
     """Where a release's directions are staged: next to its output directory (under ``RELEASES_DIR`` by
     default), so that finishing is one rename on the same file system. Every worker writes there: with
     workers on several machines it must be a shared file system (as the release directories already are
@@ -204,7 +209,7 @@ class ReleaseJob:
 
     @property
     def staging(self) -> Path:
-        return staging_dir(self.out_dir)
+        return staging_dir_get(out_dir=self.out_dir)
 
     def to_dict(self) -> dict:
         return {
@@ -228,7 +233,7 @@ class ReleaseJob:
         )
 
 
-def direction_stamp(project: Project, direction: str) -> dict:
+def _direction_stamp(project: Project, direction: str) -> dict:
     """What a direction's staged files were written from: the project's latest build and a fingerprint of
     the direction's merge states (each gold pair's pool fingerprint, count and time written) and pseudo
     translations. A staged direction whose stamp differs from the current one is written again."""
@@ -248,10 +253,10 @@ def direction_stamp(project: Project, direction: str) -> dict:
     return {"build": build.pk if build else None, "merged": h.hexdigest()}
 
 
-def begin_release(
+def release_begin(
+    *,
     project: Project,
     version: str,
-    *,
     out_dir: str | Path | None = None,
     formats: tuple[str, ...] = (),
     plan_overrides: dict | None = None,
@@ -260,11 +265,11 @@ def begin_release(
     """Record a (new, failed or interrupted) release as building and say which directions are left to stage:
     a direction staged before is kept when its files and spool are intact and its build stamp is still the
     current one; any other is written (again). ``Release.directions`` gets an entry per direction."""
-    validate_release_request(version, formats)
-    sampling_plan_for(project, plan_overrides)  # a bad plan is refused before anything is recorded
-    out_dir = Path(out_dir) if out_dir else default_out_dir(project, version)
+    _validate_release_request(version, formats)
+    sampling_plan_make(project=project, overrides=plan_overrides)  # a bad plan is refused before anything is recorded
+    out_dir = Path(out_dir) if out_dir else out_dir_get(project=project, version=version)
     release_files.check_out_dir(out_dir, name=project.name, version=version)  # so is a place it cannot be written to
-    staging = staging_dir(out_dir)
+    staging = staging_dir_get(out_dir=out_dir)
     try:
         staging.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -278,7 +283,7 @@ def begin_release(
             staging.rmdir()  # made just now (nothing staged in it): leave no empty directory behind
         raise ReleaseError(reason)
     formats = tuple(sorted(formats))
-    stamps = {code: direction_stamp(project, code) for code in directions}
+    stamps = {code: _direction_stamp(project, code) for code in directions}
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release.pk)
         kept = {}
@@ -297,17 +302,17 @@ def begin_release(
     } - set(directions):
         shutil.rmtree(staging / stale, ignore_errors=True)
     todo = tuple(code for code in directions if code not in kept)
-    return ReleaseJob(release.pk, str(out_dir), formats, plan_data(project, plan_overrides), tuple(directions), todo)
+    return ReleaseJob(release.pk, str(out_dir), formats, _plan_data(project, plan_overrides), tuple(directions), todo)
 
 
-def run_release_direction(job: ReleaseJob, direction: str) -> dict:
+def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
     """Stage one direction of a release (what each task of a release's chord runs): its files, its share of
     the content hash and its triplet ids, then its entry in ``Release.directions`` (``done`` means staged).
     A failure is recorded on the direction and the release, with its reason, and raised."""
     release = Release.objects.select_related("project").get(pk=job.release_id)
     _record_direction(release, direction, {"status": "running", "error": ""}, total=len(job.directions))
     try:
-        stamp = direction_stamp(release.project, direction)
+        stamp = _direction_stamp(release.project, direction)
         rows = release_selectors.iter_triplet_rows(release.project, direction)
         summary = release_files.write_staged_direction(rows, direction, job.staging, job.formats, stamp)
         entry = {
@@ -332,7 +337,7 @@ def run_release_direction(job: ReleaseJob, direction: str) -> dict:
     return entry
 
 
-def finish_release(job: ReleaseJob, progress=None) -> Release:
+def release_finish(*, job: ReleaseJob, progress=None) -> Release:
     """Close a release whose directions are staged (the chord's last task): check that every one is done and
     still written from the current build, hash the spools in order, draw and store the pseudo systems, write
     card and manifest, and move the staging directory into place."""
@@ -343,7 +348,7 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     changed = [
         code
         for code in job.directions
-        if code not in missing and row[code].get("stamp") != direction_stamp(project, code)
+        if code not in missing and row[code].get("stamp") != _direction_stamp(project, code)
     ]
     if missing or changed:
         reason = (
@@ -362,7 +367,7 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     store = _SystemStore(release)
     try:
         plan = SamplingPlan.from_dict(job.plan)
-        content = release_content(project, release.version, plan, on_system=store.add)
+        content = release_content_make(project=project, version=release.version, plan=plan, on_system=store.add)
         manifest = release_files.finish_staged_release(content, job.staging, job.out_dir, job.formats, step)
         store.flush()
     except Exception as exc:
@@ -396,7 +401,7 @@ def finish_release(job: ReleaseJob, progress=None) -> Release:
     return release
 
 
-def record_direction_retry(job: ReleaseJob, direction: str, reason: str) -> None:
+def release_retry_record(*, job: ReleaseJob, direction: str, reason: str) -> None:
     """A direction whose staging hit a transient fault and is tried again: it says so, and the release is
     being built again (not failed) unless another direction failed for good."""
     with transaction.atomic():
@@ -422,8 +427,10 @@ def _record_direction(release: Release, direction: str, entry: dict, *, total: i
         setattr(release, attr, getattr(row, attr))
 
 
-class ReleaseRunning(ReleaseError):
+class ReleaseRunning(Conflict):
     """A release of the project is being written by a live process: it is not started twice."""
+
+    code = "release_running"
 
     def __init__(self, release: Release):
         super().__init__(
@@ -437,7 +444,7 @@ def _release_lease_end():
     return timezone.now() + timedelta(seconds=int(getattr(settings, "BUILD_LEASE_SECONDS", 3600)))
 
 
-def check_no_release_running(project: Project) -> None:
+def release_check_not_running(*, project: Project) -> None:
     """Raise ``ReleaseRunning`` while a release of ``project`` is being written by a live process (the start
     page says so before handing a second one to the worker)."""
     live = Release.objects.select_related("project").filter(project=project, status=Release.Status.BUILDING).first()
@@ -472,7 +479,7 @@ def _take_release(project: Project, version: str, user) -> Release:
                 defaults={"created_by": user if getattr(user, "pk", None) else None},
             )
             if release.status == Release.Status.READY:
-                raise ReleaseError(f"version {version} is released; write it again with create_release")
+                raise ReleaseError(f"version {version} is released; write it again with release_create")
             release.status, release.lease_expires_at = Release.Status.BUILDING, _release_lease_end()
             release.save(update_fields=["status", "lease_expires_at"])
             return release
@@ -537,14 +544,14 @@ class _SystemStore:
         PseudoSystem.objects.filter(release=self.release).delete()
 
 
-def check_release_request(*, project: Project, version: str, push_repo: str = "", formats=()) -> None:
+def release_request_check(*, project: Project, version: str, push_repo: str = "", formats=()) -> None:
     """Refuse a release request from the UI that cannot be carried out, before anything is queued."""
-    validate_release_request(version, formats)
+    _validate_release_request(version, formats)
     if push_repo and not HUB_REPO_RE.match(push_repo):
         raise ReleaseError(f"Hub repo {push_repo!r}: expected 'namespace/name'")
 
 
-def prepare_push(*, release: Release, repo_id: str) -> None:
+def push_prepare(*, release: Release, repo_id: str) -> None:
     """Check a push request from the UI and mark the release as queued for pushing."""
     if not HUB_REPO_RE.match(repo_id or ""):
         raise ReleaseError(f"Hub repo {repo_id!r}: expected 'namespace/name'")
@@ -555,13 +562,13 @@ def prepare_push(*, release: Release, repo_id: str) -> None:
     _release_progress(release, hub_repo=repo_id, push_status="pushing", stage="push queued", progress=0)
 
 
-def record_push_refusal(*, release: Release, reason: str) -> None:
+def push_refusal_record(*, release: Release, reason: str) -> None:
     """A queued push that the worker refused before reaching the Hub (no ``HF_TOKEN`` in its environment,
     files missing or changed): recorded like a Hub failure, so the release does not stay ``pushing`` (which
     hides the push button) and the page shows why."""
     release.refresh_from_db(fields=["push_status"])
     if release.push_status == "pushing":
-        _release_progress(release, push_status="failed", stage="push failed", error=without_token(reason))
+        _release_progress(release, push_status="failed", stage="push failed", error=token_remove(text=reason))
 
 
 # ---- the Hugging Face Hub ------------------------------------------------------------------------------
@@ -575,12 +582,14 @@ class HubPushError(ReleaseError):
     (the original may quote the credentials, and tracebacks reach logs and the result backend);
     ``transient``: a network fault, a Hub 5xx or 429, worth retrying (``scoring.faults.is_transient``)."""
 
+    code = "hub_push_refused"
+
     def __init__(self, message: str, transient: bool = False):  # one positional argument: rebuilt from a result backend
         super().__init__(message)
         self.transient = transient
 
 
-def without_token(text: str) -> str:
+def token_remove(*, text: str) -> str:
     """``text`` with the Hub token (``HF_TOKEN``) cut out: failure texts are stored on the release and shown,
     and a Hub, proxy or client error may quote the credentials it was sent."""
     import os
@@ -589,7 +598,7 @@ def without_token(text: str) -> str:
     return text.replace(token, "[redacted]") if token else text
 
 
-def push_release(release: Release, repo_id: str, *, private: bool = True, progress=None) -> Release:
+def release_push(*, release: Release, repo_id: str, private: bool = True, progress=None) -> Release:
     """Push a written release to a Hub dataset repo and record the revision.
 
     The token comes from ``HF_TOKEN`` (never stored), the endpoint from ``HF_ENDPOINT`` when set. Resumable:
@@ -656,7 +665,7 @@ def push_release(release: Release, repo_id: str, *, private: bool = True, progre
                 repo_type="dataset",
             )
     except Exception as exc:
-        message = without_token(f"push to {repo_id}: {type(exc).__name__}: {exc}")
+        message = token_remove(text=f"push to {repo_id}: {type(exc).__name__}: {exc}")
         _release_progress(release, push_status="failed", stage="push failed", error=message)
         raise HubPushError(message, transient=is_transient(exc)) from None
     _release_progress(

@@ -36,11 +36,11 @@ def create_release_task(
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     existing = Release.objects.filter(project=project, version=version, status=Release.Status.READY).first()
     if existing is not None:
-        release = services.create_release(project, version, formats=tuple(formats or ()), user=user)
+        release = services.release_create(project=project, version=version, formats=tuple(formats or ()), user=user)
         if push_repo:
-            release = services.push_release(release, push_repo, private=private)
+            release = services.release_push(release=release, repo_id=push_repo, private=private)
         return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
-    job = services.begin_release(project, version, formats=tuple(formats or ()), user=user).to_dict()
+    job = services.release_begin(project=project, version=version, formats=tuple(formats or ()), user=user).to_dict()
     finish = finish_release_task.si(job, push_repo, private)
     result = (
         chord(group(release_direction_task.si(job, code) for code in job["todo"]), finish) if job["todo"] else finish
@@ -60,20 +60,22 @@ def create_release_task(
 def release_direction_task(self, job: dict, direction: str) -> dict:
     release_job = services.ReleaseJob.from_dict(job)
     try:
-        return {"direction": direction, **services.run_release_direction(release_job, direction)}
+        return {"direction": direction, **services.release_direction_run(job=release_job, direction=direction)}
     except OperationalError as exc:
         reason = f"{type(exc).__name__}: {exc}"
         retry_after_fault(
             self,
             exc,
-            lambda **when: services.record_direction_retry(release_job, direction, retry_note(reason, **when)),
+            lambda **when: services.release_retry_record(
+                job=release_job, direction=direction, reason=retry_note(reason, **when)
+            ),
             maximum=60,
         )
 
 
 @shared_task(name="exports.finish_release", **RETRY)
 def finish_release_task(job: dict, push_repo: str = "", private: bool = True) -> dict:
-    release = services.finish_release(services.ReleaseJob.from_dict(job))
+    release = services.release_finish(job=services.ReleaseJob.from_dict(job))
     if push_repo:
         push_release_task.delay(release.pk, push_repo, private)
     return {"release": release.pk, "status": release.status, "content_hash": release.content_hash}
@@ -83,14 +85,14 @@ def finish_release_task(job: dict, push_repo: str = "", private: bool = True) ->
 def push_release_task(self, release_id: int, repo_id: str, private: bool = True) -> dict:
     release = Release.objects.select_related("project").get(pk=release_id)
     try:
-        release = services.push_release(release, repo_id, private=private)
+        release = services.release_push(release=release, repo_id=repo_id, private=private)
     except services.HubPushError as exc:
         if not exc.transient:
             raise  # bad request, refused by the Hub: recorded on the release; retrying cannot help
         # network fault or Hub 5xx: retry with backoff; the push resumes where it stopped
         raise self.retry(exc=exc, countdown=min(300, 10 * 2**self.request.retries)) from exc
     except services.ReleaseError as exc:
-        services.record_push_refusal(release=release, reason=str(exc))
+        services.push_refusal_record(release=release, reason=str(exc))
         raise  # a request the worker cannot carry out: retrying cannot help
     return {"release": release.pk, "hub_revision": release.hub_revision}
 
@@ -99,8 +101,8 @@ def start_release(
     *, project: Project, version: str, formats=(), push_repo: str = "", private: bool = True, user=None
 ) -> None:
     """Validate a release request from the UI and hand it to the worker; the Release row shows progress."""
-    services.check_release_request(project=project, version=version, push_repo=push_repo, formats=formats)
-    services.check_no_release_running(project)  # a second start shows the running one
+    services.release_request_check(project=project, version=version, push_repo=push_repo, formats=formats)
+    services.release_check_not_running(project=project)  # a second start shows the running one
     user_id = user.pk if getattr(user, "pk", None) else None
     transaction.on_commit(
         lambda: create_release_task.delay(project.pk, version, list(formats), push_repo, private, user_id)
@@ -121,5 +123,5 @@ def push_outcome(release: Release, repo_id: str) -> tuple[int, str]:
 
 def start_push(*, release: Release, repo_id: str, private: bool = True) -> None:
     """Validate a push request from the UI, mark the release, and hand the push to the worker."""
-    services.prepare_push(release=release, repo_id=repo_id)
+    services.push_prepare(release=release, repo_id=repo_id)
     transaction.on_commit(lambda: push_release_task.delay(release.pk, repo_id, private))

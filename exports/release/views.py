@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from core import access
+from core.domain.errors import AppError
 from core.http import redirect_next
 from core.models import Project
 from exports.benchmark import selectors
@@ -25,12 +26,12 @@ def _tell_release_outcome(request, project: Project, version: str, push_repo: st
     if build_tasks.queued() or release_obj is None or release_obj.status == Release.Status.BUILDING:
         messages.info(request, f"Release {version} started.")
     elif release_obj.status == Release.Status.FAILED:
-        messages.error(request, services.without_token(f"release {version} failed: {release_obj.error}"))
+        messages.error(request, services.token_remove(text=f"release {version} failed: {release_obj.error}"))
     elif push_repo and release_obj.push_status != Release.PushStatus.DONE:
         messages.warning(
             request,
-            services.without_token(
-                f"Release {version} written; push to {push_repo} {release_obj.get_push_status_display()}: {release_obj.error}"
+            services.token_remove(
+                text=f"Release {version} written; push to {push_repo} {release_obj.get_push_status_display()}: {release_obj.error}"
             ),
         )
     else:
@@ -54,10 +55,10 @@ def release(request, project: str):
             private=request.POST.get("public") != "1",
             user=request.user,
         )
-    except services.ReleaseError as exc:
-        messages.error(request, str(exc))
+    except AppError as exc:  # refused (bad request, a release of the project being written): say why
+        messages.error(request, exc.message)
     except Exception as exc:  # eager mode runs the task here: show the recorded failure, not a 500
-        messages.error(request, services.without_token(f"release {version} failed: {type(exc).__name__}: {exc}"))
+        messages.error(request, services.token_remove(text=f"release {version} failed: {type(exc).__name__}: {exc}"))
     else:
         _tell_release_outcome(request, project_obj, version, push_repo)
     return redirect_next(request, "benchmarks:project", project=project_obj.name)
@@ -72,11 +73,11 @@ def push(request, project: str, version: str):
     repo_id = request.POST.get("repo_id", "").strip()
     try:
         tasks.start_push(release=release_obj, repo_id=repo_id, private=request.POST.get("public") != "1")
-    except services.ReleaseError as exc:
-        messages.error(request, str(exc))
+    except AppError as exc:  # refused (bad request, a release of the project being written): say why
+        messages.error(request, exc.message)
     except Exception as exc:
         messages.error(
-            request, services.without_token(f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
+            request, services.token_remove(text=f"push failed: {type(exc).__name__}: {exc} (push again to resume)")
         )
     else:
         messages.add_message(request, *tasks.push_outcome(release_obj, repo_id))

@@ -6,7 +6,7 @@ score is missing), for metrics that mark error spans a JSON column of them (``SP
 run's metadata under ``scoring.runner.META_KEY``. ``open_part`` checks the file
 and its metadata; ``Part.batches()`` then streams the rows ``INGEST_BATCH`` at a time as plain
 ``PartRow``s, raising ``ScoringError`` (naming the file, the row and the field) at the first bad row, so
-``exports.scores.services.ingest_part`` can write batch by batch inside one transaction and a bad row
+``exports.scores.services.part_ingest`` can write batch by batch inside one transaction and a bad row
 anywhere leaves the previous scores in place.
 """
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.domain.errors import Invalid
 from scoring.api import META_KEY
 
 REQUIRED_COLUMNS = ("direction", "triplet_id", "score")
@@ -41,8 +42,10 @@ def _xcomet_spans(item: dict) -> tuple[int, int] | None:
 SPAN_COLUMNS = {"errors": _located_errors, "error_spans": _xcomet_spans}
 
 
-class ScoringError(Exception):
+class ScoringError(Invalid):
     """Scoring cannot start or a worker's output cannot be ingested; the message says why."""
+
+    code = "scoring_refused"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Reads of the scoring stage: job states as the result backend reports them, and scores by metric,
-direction and level. Nothing here writes: ingesting finished jobs is ``exports.scores.services.sync_jobs``,
+direction and level. Nothing here writes: ingesting finished jobs is ``exports.scores.services.jobs_sync``,
 run by the ``collect_scores`` task (queued by each scoring task when it ends) or by the ``score`` command.
 """
 

@@ -25,14 +25,14 @@ from exports.scores.selectors import JobState, backend_state, scores_dir
 from scoring.api import Family, JudgeConfig, MetricError, MetricSpec, get_metric, open_release, part_path, route_options
 
 
-def release_directions(release: Release) -> list[str]:
+def release_directions_list(*, release: Release) -> list[str]:
     try:
         return open_release(release.path).directions()
     except MetricError as exc:
         raise ScoringError(str(exc)) from None
 
 
-def task_options(
+def task_options_make(
     *, metrics: list[str], options: dict[str, Any] | None, metric_options: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Each metric's task options: the shared ones, with ``options["extra"]`` (``--option`` values: KEY or
@@ -56,7 +56,7 @@ def task_options(
     return out
 
 
-def prepare_scoring(
+def scoring_prepare(
     *, release: Release, metrics: list[str], directions: list[str] | None = None, force: bool = False
 ) -> tuple[list[ScoringJob], list[tuple[ScoringJob, MetricSpec, str]]]:
     """Check a scoring request and record one job per (metric, direction), inside the caller's transaction.
@@ -72,7 +72,7 @@ def prepare_scoring(
         raise ScoringError(str(exc)) from None
     if not specs:
         raise ScoringError("no metric named")
-    available = release_directions(release)
+    available = release_directions_list(release=release)
     wanted = list(dict.fromkeys(directions)) if directions else available
     unknown = [d for d in wanted if d not in available]
     if unknown:
@@ -99,7 +99,7 @@ def prepare_scoring(
     return jobs, to_send
 
 
-def sync_jobs(*, release: Release, app) -> list[JobState]:
+def jobs_sync(*, release: Release, app) -> list[JobState]:
     """Bring every job of ``release`` up to date with its task (``app``: the Celery app whose result backend
     holds the states); ingest the files of finished ones, record the reasons of failed ones."""
     states = []
@@ -112,7 +112,7 @@ def sync_jobs(*, release: Release, app) -> list[JobState]:
             job.save(update_fields=["status", "updated_at"])
         elif js.state == "SUCCESS" and job.status not in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
             try:
-                js.done = js.total = ingest_job(job)
+                js.done = js.total = job_ingest(job=job)
             except ScoringError as exc:
                 _fail(job, str(exc))
         elif js.state == "FAILURE" and job.status not in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
@@ -129,11 +129,11 @@ def _fail(job: ScoringJob, reason: str) -> None:
     job.save(update_fields=["status", "error", "output_path", "updated_at"])
 
 
-def ingest_job(job: ScoringJob) -> int:
+def job_ingest(*, job: ScoringJob) -> int:
     """Read the worker's part file for this job and replace the job's MetricScore rows with it."""
     release = job.release
     path = part_path(scores_dir(release), job.metric, job.direction.code)
-    n = ingest_part(release, job.metric, job.direction, path)
+    n = part_ingest(release=release, metric=job.metric, direction=job.direction, path=path)
     job.status = ScoringJob.Status.DONE
     job.error = ""
     job.output_path = str(path)
@@ -141,7 +141,7 @@ def ingest_job(job: ScoringJob) -> int:
     return n
 
 
-def ingest_part(release: Release, metric: str, direction: Direction, path: Path) -> int:
+def part_ingest(*, release: Release, metric: str, direction: Direction, path: Path) -> int:
     """Replace the (release, metric, direction) scores with the rows of a worker's part file.
 
     Streamed: the pure ``exports.scores.domain`` reads and checks ``INGEST_BATCH`` rows at a time and each
@@ -171,11 +171,11 @@ def ingest_part(release: Release, metric: str, direction: Direction, path: Path)
                 ],
             )
             stored += len(rows)
-        summarize_scores(release, metric=metric, direction=direction)  # with the scores, in their transaction
+        scores_summarize(release=release, metric=metric, direction=direction)  # with the scores, in their transaction
     return stored
 
 
-def summarize_scores(release: Release, *, metric: str | None = None, direction: Direction | None = None) -> int:
+def scores_summarize(*, release: Release, metric: str | None = None, direction: Direction | None = None) -> int:
     """Write the ``ScoreSummary`` rows of the release's scores (of one metric and direction when given) from
     the scores stored now, replacing the old ones: one grouped pass over those scores, by their index. The
     ingest calls it for each part file; whatever else writes scores calls it after them. Returns the rows

@@ -43,7 +43,7 @@ def collect_scores(self, release_id: int, job_id: int | None = None) -> dict:
     release = Release.objects.filter(pk=release_id).first()
     if release is None:
         return {"release": release_id, "missing": True}
-    states = services.sync_jobs(release=release, app=current_app)
+    states = services.jobs_sync(release=release, app=current_app)
     waiting = [
         s
         for s in states
@@ -83,9 +83,9 @@ def start_scoring(
     if not worker_configured():
         raise ScoringError(NO_WORKER)
     out = str(selectors.scores_dir(release)) if release.path else ""
-    per_metric = services.task_options(metrics=metrics, options=options, metric_options=metric_options)
+    per_metric = services.task_options_make(metrics=metrics, options=options, metric_options=metric_options)
     with transaction.atomic():
-        jobs, to_send = services.prepare_scoring(release=release, metrics=metrics, directions=directions, force=force)
+        jobs, to_send = services.scoring_prepare(release=release, metrics=metrics, directions=directions, force=force)
 
         def send() -> None:
             for job, spec, code in to_send:

@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from core.domain.errors import Invalid
 
-class BackendUnavailable(RuntimeError):
+
+class BackendUnavailable(Invalid, RuntimeError):
     """The backend cannot run here (a package or a key is missing); the message says what to do."""
+
+    code = "backend_unavailable"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from core.domain.errors import Invalid
 from core.domain.units import Edit, count_edited_regions, diff_edit, join_units
 from injection.domain.prompts import ANSWER_KEY
 
@@ -38,8 +39,10 @@ _HALF_TAG_RE = re.compile(r"</?\s*(?:head|end|v)\s*>", re.IGNORECASE)
 _QUOTES = [('"', '"'), ("“", "”"), ("'", "'"), ("「", "」"), ("«", "»"), ("`", "`")]
 
 
-class OutputRejected(ValueError):
+class OutputRejected(Invalid, ValueError):
     """The answer holds no usable sentence (empty, refused, unparseable). ``reason`` says why."""
+
+    code = "output_rejected"
 
 
 def _from_json(raw: str) -> str | None:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.domain.edit_types import MQM, PERTURBATION, EditType
+from core.domain.errors import Invalid
 from core.domain.languages import language_info
 from core.domain.units import halves_markup
 
@@ -109,8 +110,10 @@ PROMPT_DIR = Path(__file__).with_name("prompt_files")
 PERTURBATION_FIELDS = {"language", "instruction", "examples", "original"}
 
 
-class PromptFileError(ValueError):
+class PromptFileError(Invalid, ValueError):
     """A prompt file cannot be used; the message names the file and the field."""
+
+    code = "prompt_file_invalid"
 
 
 @dataclass(frozen=True)

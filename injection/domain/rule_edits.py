@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from core.domain.edit_types import HEAD, MQM, NONE, PERTURBATION
+from core.domain.errors import Invalid
 from core.domain.languages import CHAR, unit_of
 from core.domain.units import (
     Edit,
@@ -51,8 +52,10 @@ _EN_STOP = frozenset(
 )
 
 
-class RuleRefused(ValueError):
+class RuleRefused(Invalid, ValueError):
     """The rule cannot make this edit on this reference; the message says why."""
+
+    code = "rule_refused"
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewRound
 from core.domain.units import split_units
 from core.models import GoldSegment
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate, InjectionRun
 
 A, R = "accept", "reject"
@@ -41,9 +41,9 @@ def world(db, project, admin_user, annotator_de, annotator_zh, languages):
     users = {
         "admin": admin_user,
         "anna_de": annotator_de,
-        "ben_de": create_user("ben_de", "ben-pass-123", languages=["de"]),
+        "ben_de": user_create(username="ben_de", password="ben-pass-123", languages=["de"]),
         "li_zh": annotator_zh,
-        "wang_zh": create_user("wang_zh", "wang-pass-123", languages=["zh"]),
+        "wang_zh": user_create(username="wang_zh", password="wang-pass-123", languages=["zh"]),
     }
     w = World(project=project, users=users)
     run = InjectionRun.objects.create(project=project, name="rule-1", backend="rule")

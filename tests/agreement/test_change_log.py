@@ -22,7 +22,7 @@ from annotation.agreement.tasks import refresh_agreement
 from annotation.models import LikertRating, RatingItem, ReviewChange, ReviewDecision, ReviewRound
 from annotation.review import changes, services
 from core import bulk
-from core.services import add_directions, ensure_project
+from core.services import project_directions_add, project_ensure
 from exports.models import BenchmarkChange
 from injection.models import Candidate, FlagChange
 from tests.review.factories import make_candidates
@@ -37,8 +37,8 @@ def postgresql_only(db):
 @pytest.fixture
 def other(languages):
     """A second project with a decision of its own: its token must not move with the first's writes."""
-    project, _ = ensure_project("other")
-    add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="other")
+    project_directions_add(project=project, codes=["en-de"])
     cand = make_candidates(project, languages, "en-de", count=1)[0]
     ReviewDecision.objects.create(candidate=cand, reviewer=None, decision="accept", source="imported", is_final=True)
     return project
@@ -95,10 +95,10 @@ def test_every_write_the_figures_read_moves_its_projects_token_and_nothing_else_
 
     def submitted():
         """a decision through the review service"""
-        services.submit_decision(
-            world.users["ben_de"],
-            world.de[0].pk,
-            "reject",
+        services.decision_submit(
+            user=world.users["ben_de"],
+            candidate_id=world.de[0].pk,
+            decision="reject",
             idempotency_key=uuid.uuid4().hex,
             round_id=world.rounds[1].pk,
         )
@@ -191,8 +191,8 @@ def test_prune_leaves_one_newer_row_so_no_later_token_equals_an_earlier_one(worl
 @pytest.mark.django_db(transaction=True)
 def test_a_transaction_that_commits_after_a_later_one_still_moves_the_token(languages, annotator_de):
     """The newest id alone would miss it: the earlier transaction's row has the smaller id."""
-    project, _ = ensure_project("race")
-    add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="race")
+    project_directions_add(project=project, codes=["en-de"])
     first, second = make_candidates(project, languages, "en-de", count=2)
     with psycopg.connect(**_params()) as early:
         with early.cursor() as cur:  # begins a transaction and holds it open
@@ -228,8 +228,8 @@ def test_a_deleted_projects_rows_leave_every_change_log_with_it(world, other):
 @pytest.mark.django_db(transaction=True)
 def test_a_transaction_that_commits_after_a_prune_never_brings_back_an_earlier_token(languages, annotator_de):
     """A prune that kept the newest row failed here: the late row brought the count, and the token, back."""
-    project, _ = ensure_project("race")
-    add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="race")
+    project_directions_add(project=project, codes=["en-de"])
     first, second, third = make_candidates(project, languages, "en-de", count=3)
     ReviewDecision.objects.create(candidate=third, reviewer=annotator_de, decision="accept")  # a row the prune deletes
     with psycopg.connect(**_params()) as early:
@@ -302,8 +302,12 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
     # a decision: shown as of the last computation, still without reading a row
     computed_at = cache_entry(project)["computed_at"]
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            anna, world.de[1].pk, "reject", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk
+        services.decision_submit(
+            user=anna,
+            candidate_id=world.de[1].pk,
+            decision="reject",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
         )
     state, html, read = page(client, admin)
     assert state == "stale" and f"As of {timezone.localtime(computed_at):%Y-%m-%d %H:%M:%S %Z}" in html and read == []
@@ -313,8 +317,12 @@ def test_a_large_projects_pages_decide_fresh_or_stale_from_the_token_without_rea
 
     # the change undone: the refresh finds the report of those rows in the cache and marks it current
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            anna, world.de[1].pk, "accept", idempotency_key=uuid.uuid4().hex, round_id=world.rounds[1].pk
+        services.decision_submit(
+            user=anna,
+            candidate_id=world.de[1].pk,
+            decision="accept",
+            idempotency_key=uuid.uuid4().hex,
+            round_id=world.rounds[1].pk,
         )
     assert page(client, admin)[0] == "stale"
     result = broker.run_next().get()

@@ -7,14 +7,16 @@ from django.urls import reverse
 
 from annotation.agreement.domain import plots
 from annotation.models import ReviewDecision, ReviewRound
-from core.services import create_user
+from core.services import user_create
 from tests.review.factories import make_candidates
 
 
 def _disagreeing_project(project, languages, names=("anna_de", "ben_de")):
-    users = [create_user(f"reviewer{i}", "pw-disagree-123", languages=["de"]) for i in range(len(names))]
+    users = [
+        user_create(username=f"reviewer{i}", password="pw-disagree-123", languages=["de"]) for i in range(len(names))
+    ]
     for user, name in zip(users, names):
-        # named as typed, past create_user's rules: accounts made before those rules (or through another
+        # named as typed, past user_create's rules: accounts made before those rules (or through another
         # path) may hold any characters, and the plots must still show them as text
         type(user).objects.filter(pk=user.pk).update(username=name)
         user.username = name

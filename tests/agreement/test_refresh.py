@@ -25,7 +25,7 @@ from annotation.agreement.tasks import refresh_agreement
 from annotation.models import ReviewDecision
 from annotation.rating import services as rating_services
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from tests.conftest import need
 from tests.review.factories import make_candidate
 from tests.support.db_faults import wait_until
@@ -73,9 +73,9 @@ def more_scopes(world, languages):
     """A reviewer of two of the project's languages (a third scope), plus users who must add none."""
     from django.contrib.auth import get_user_model
 
-    create_user("mixed", "mixed-pass-123", languages=["de", "zh", "fr"])  # fr is not in the project
-    create_user("gone", "gone-pass-123", languages=["ar"])
-    create_user("staffer", "staff-pass-123", languages=["ja"])
+    user_create(username="mixed", password="mixed-pass-123", languages=["de", "zh", "fr"])  # fr is not in the project
+    user_create(username="gone", password="gone-pass-123", languages=["ar"])
+    user_create(username="staffer", password="staff-pass-123", languages=["ja"])
     get_user_model().objects.filter(username="gone").update(is_active=False)  # cannot log in: no scope
     get_user_model().objects.filter(username="staffer").update(is_staff=True)  # an admin: the all-languages scope
     return world
@@ -190,10 +190,10 @@ def test_after_a_change_the_last_report_is_shown_as_of_its_time(
     computed_at = cache.get(sel.report_cache_key(project))["computed_at"]
     # anna changes her round-1 accept on a candidate ben rejected: de agreement changes
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            world.users["anna_de"],
-            world.de[1].pk,
-            "reject",
+        services.decision_submit(
+            user=world.users["anna_de"],
+            candidate_id=world.de[1].pk,
+            decision="reject",
             idempotency_key=uuid.uuid4().hex,
             round_id=world.rounds[1].pk,
         )
@@ -256,11 +256,13 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
         make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i))
         for i in range(16)
     ]
-    users = [create_user(f"r{i}", "pw-123-xyz", languages=["de"]) for i in range(32)]
+    users = [user_create(username=f"r{i}", password="pw-123-xyz", languages=["de"]) for i in range(32)]
     target = {user.pk: candidates[i // 2] for i, user in enumerate(users)}  # two reviewers per candidate
 
     def work(user):
-        services.submit_decision(user, target[user.pk].pk, "accept", idempotency_key=uuid.uuid4().hex)
+        services.decision_submit(
+            user=user, candidate_id=target[user.pk].pk, decision="accept", idempotency_key=uuid.uuid4().hex
+        )
 
     race(users, work)  # each submission commits in its own thread; its on_commit hook runs there
     assert ReviewDecision.objects.filter(source="annotator").count() == 32
@@ -272,17 +274,17 @@ def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker,
     assert broker.messages() == []
     extra = make_candidate(project, languages["en-de"], "s-x", "a b c d x", "a Y c d x", external_id="x")
     for user in users[:2]:
-        services.submit_decision(user, extra.pk, "reject", idempotency_key=uuid.uuid4().hex)
+        services.decision_submit(user=user, candidate_id=extra.pk, decision="reject", idempotency_key=uuid.uuid4().hex)
     assert [m["args"] for m in broker.messages()] == [[project.pk]]
 
 
 def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(services.Conflict):  # the candidate already has its two reviewers in round 1
-            services.submit_decision(
-                world.users["admin"],
-                world.de[0].pk,
-                "accept",
+            services.decision_submit(
+                user=world.users["admin"],
+                candidate_id=world.de[0].pk,
+                decision="accept",
                 idempotency_key=uuid.uuid4().hex,
                 round_id=world.rounds[1].pk,
             )
@@ -300,10 +302,10 @@ def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_com
         text="t",
     )
     with django_capture_on_commit_callbacks(execute=True):
-        rating_services.submit_rating(
-            world.users["anna_de"],
-            item.pk,
-            dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3),
+        rating_services.rating_submit(
+            user=world.users["anna_de"],
+            item_id=item.pk,
+            scores=dict(informativeness=3, clarity=3, plausibility=3, faithfulness=3),
             idempotency_key=uuid.uuid4().hex,
         )
     assert [m["args"] for m in broker.messages()] == [[world.project.pk]]
@@ -312,10 +314,10 @@ def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_com
 def test_without_a_broker_a_submission_computes_nothing(world, django_capture_on_commit_callbacks):
     # In-process tasks would run inside the annotator's submission; the dashboard asks on its next view.
     with django_capture_on_commit_callbacks(execute=True):
-        services.submit_decision(
-            world.users["anna_de"],
-            world.de[1].pk,
-            "accept",
+        services.decision_submit(
+            user=world.users["anna_de"],
+            candidate_id=world.de[1].pk,
+            decision="accept",
             idempotency_key=uuid.uuid4().hex,
             round_id=world.rounds[1].pk,
         )

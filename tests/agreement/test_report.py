@@ -187,11 +187,13 @@ def test_language_restricted_report_has_no_private_tables(world):
 
 
 def test_scope_for(world, db):
-    from core.services import create_user
+    from core.services import user_create
 
     assert sel.scope_for(world.users["admin"], world.project) == sel.Scope(None, True)
     assert sel.scope_for(world.users["anna_de"], world.project) == sel.Scope(frozenset({"de"}), False)
-    assert sel.scope_for(create_user("fr_only", "pw-123456x", languages=["fr"]), world.project) is None
+    assert (
+        sel.scope_for(user_create(username="fr_only", password="pw-123456x", languages=["fr"]), world.project) is None
+    )
 
 
 def test_likert_raters_table(world):

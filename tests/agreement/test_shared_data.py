@@ -38,7 +38,7 @@ def test_imported_decisions_give_no_agreement(xq_de):
 
 
 def test_gold_from_real_candidates_and_live_reviews(xq_de, annotator_de):
-    from core.services import create_user
+    from core.services import user_create
 
     result = gold.plant_gold(xq_de, 0.1, seed=42)
     assert result.total == round(0.1 * 816) and not result.skipped
@@ -51,7 +51,7 @@ def test_gold_from_real_candidates_and_live_reviews(xq_de, annotator_de):
             source = Candidate.objects.get(pk=int(g.external_id.rsplit(" ", 1)[1]))
             assert source.status == Candidate.Status.ACCEPTED and not source.flags and source.text == g.text
     # two reviewers: ben follows the released decision; anna flips one in ten
-    ben = create_user("ben_de", "ben-pass-123", languages=["de"])
+    ben = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
     round1 = ReviewRound.objects.create(project=xq_de, number=1)
     rng = random.Random(5)
     pairs = []

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.agreement import selectors as sel
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 
 
@@ -111,7 +111,7 @@ def test_outsiders_and_anonymous(client, world):
     ]:
         response = client.get(url(name, **kw))
         assert response.status_code == 302 and "/accounts/login/" in response["Location"], name
-    login(client, create_user("fr_only", "fr-pass-123", languages=["fr"]))
+    login(client, user_create(username="fr_only", password="fr-pass-123", languages=["fr"]))
     assert "demo" not in client.get(url("index")).content.decode()
     for name, kw in [
         ("dashboard", {"project": "demo"}),
@@ -137,7 +137,7 @@ def test_likert_ratings_stay_blind_for_annotators_and_viewers(client, world, who
     user = (
         world.users[who]
         if who != "viewer"
-        else create_user("vera_de", "vera-pass-123", role="viewer", languages=["de"])
+        else user_create(username="vera_de", password="vera-pass-123", role="viewer", languages=["de"])
     )
     login(client, user)
     for table in LIKERT_TABLES:

@@ -85,7 +85,9 @@ LISTS = [
 
 def audit_events(admin_user, candidates) -> None:
     for c in candidates:
-        services.audit(admin_user, "candidate.status", c, old={"status": "pending"}, new={"status": "accepted"})
+        services.audit_record(
+            actor=admin_user, action="candidate.status", obj=c, old={"status": "pending"}, new={"status": "accepted"}
+        )
 
 
 @pytest.mark.django_db
@@ -205,7 +207,7 @@ def test_large_admins_are_the_growing_tables():
 @pytest.mark.django_db
 def test_audit_refuses_an_unlisted_action(admin_user, project):
     with pytest.raises(ValueError, match="not in AuditEvent.ACTIONS"):
-        services.audit(admin_user, "candidate.teleport", project)
+        services.audit_record(actor=admin_user, action="candidate.teleport", obj=project)
     assert not AuditEvent.objects.exists()
 
 

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from core import bulk
 from core.models import GoldSegment
-from core.services import ensure_direction, ensure_project
+from core.services import direction_ensure, project_ensure
 from injection.models import Candidate, InjectionRun
 
 FIELDS = [
@@ -69,8 +69,8 @@ def make(run, segment, n, **extra):
 @pytest.fixture
 def two_runs(db):
     """A gold segment and two runs on it: run a filled by ``bulk_create``, run b by the code under test."""
-    project, _ = ensure_project("bulk")
-    direction = ensure_direction("en-de")
+    project, _ = project_ensure(name="bulk")
+    direction = direction_ensure(code="en-de")
     segment = GoldSegment.objects.create(
         project=project, direction=direction, external_id="1", source="s", reference="r"
     )
@@ -96,8 +96,8 @@ def test_insert_objects_stores_what_bulk_create_stores(two_runs):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failing_bulk_insert_leaves_nothing_inside_the_callers_transaction():
-    project, _ = ensure_project("bulk")
-    direction = ensure_direction("en-de")
+    project, _ = project_ensure(name="bulk")
+    direction = direction_ensure(code="en-de")
     segment = GoldSegment.objects.create(
         project=project, direction=direction, external_id="1", source="s", reference="r"
     )
@@ -162,8 +162,8 @@ def test_a_replica_of_the_shared_data_imports_with_the_same_checks_and_statuses(
 def test_reserved_ids_are_fresh_distinct_and_accepted_by_copy():
     from django.db import connection
 
-    project, _ = ensure_project("bulk")
-    direction = ensure_direction("en-de")
+    project, _ = project_ensure(name="bulk")
+    direction = direction_ensure(code="en-de")
     reserved = bulk.reserve_ids(GoldSegment, 3)
     if connection.vendor != "postgresql":
         assert reserved is None  # no sequences: callers read keys back
@@ -224,8 +224,8 @@ def test_insert_dicts_stores_what_bulk_create_stores_with_defaults_for_what_a_ro
 def test_insert_dicts_with_reserved_ids(db):
     from django.db import connection
 
-    project, _ = ensure_project("bulk")
-    direction = ensure_direction("en-de")
+    project, _ = project_ensure(name="bulk")
+    direction = direction_ensure(code="en-de")
     reserved = bulk.reserve_ids(GoldSegment, 3)
     rows = [
         {

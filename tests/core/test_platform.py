@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from core.corpus.domain import CorpusRow
-from core.corpus.services import import_corpus_rows
+from core.corpus.services import corpus_rows_import
 from core.models import GoldSegment
 from injection.models import Candidate
 
@@ -77,8 +77,12 @@ def test_pages_need_login(client):
 
 @pytest.mark.django_db
 def test_annotator_overview_shows_only_their_directions(client, project, annotator_de):
-    import_corpus_rows(project, "en-de", [CorpusRow("1", "Hello.", "Hallo.", "t")], "t")
-    import_corpus_rows(project, "en-zh", [CorpusRow("1", "Hello.", "你好。", "t")], "t")
+    corpus_rows_import(
+        project=project, direction_code="en-de", rows=[CorpusRow("1", "Hello.", "Hallo.", "t")], source_name="t"
+    )
+    corpus_rows_import(
+        project=project, direction_code="en-zh", rows=[CorpusRow("1", "Hello.", "你好。", "t")], source_name="t"
+    )
     client.force_login(annotator_de)
     page = client.get("/").content.decode()
     assert "en-de" in page and "en-zh" not in page
@@ -86,7 +90,12 @@ def test_annotator_overview_shows_only_their_directions(client, project, annotat
 
 @pytest.mark.django_db
 def test_corpus_text_is_escaped_on_pages(client, project, admin_user):
-    import_corpus_rows(project, "en-de", [CorpusRow("1", "<script>alert(1)</script>", "<b>x</b>", "t")], "t")
+    corpus_rows_import(
+        project=project,
+        direction_code="en-de",
+        rows=[CorpusRow("1", "<script>alert(1)</script>", "<b>x</b>", "t")],
+        source_name="t",
+    )
     client.force_login(admin_user)
     response = client.get("/admin/core/goldsegment/")
     assert b"<script>alert(1)</script>" not in response.content

@@ -39,7 +39,7 @@ def test_the_same_inputs_are_drawn_once_and_other_inputs_again():
 def test_a_plot_view_serves_the_kept_svg(client, admin_user, project, languages):
     from exports.models import MetricScore, Release
     from exports.scores import selectors
-    from exports.scores.services import summarize_scores
+    from exports.scores.services import scores_summarize
 
     release = Release.objects.create(project=project, version="1.0.0", status=Release.Status.READY)
     MetricScore.objects.bulk_create(
@@ -54,7 +54,7 @@ def test_a_plot_view_serves_the_kept_svg(client, admin_user, project, languages)
         for k in range(3)
         for i in range(2)
     )
-    summarize_scores(release)
+    scores_summarize(release=release)
     client.force_login(admin_user)
     first = client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()
     assert "chrF++ by quality level" in first

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from annotation.models import ReviewDecision
-from core.services import create_user
+from core.services import user_create
 from exports.models import MetricScore, Release, ScoringJob
 from injection.models import Candidate, InjectionRun
 from tests.conftest import REPO, need, stop_process_group
@@ -157,9 +157,9 @@ def review_rest_through_the_api(base_url: str, username: str, project: str, on_s
 
 def test_admin_journey_from_the_project_page(live_server, new_page, scoring_worker, settings, tmp_path):
     settings.RELEASES_DIR = tmp_path / "releases"
-    create_user("admin", "admin-pass-123", role="admin")
+    user_create(username="admin", password="admin-pass-123", role="admin")
     for name, password in ANNOTATORS.items():
-        create_user(name, password, languages=["de", "zh"])
+        user_create(username=name, password=password, languages=["de", "zh"])
     visited: list[str] = []
     requests: list[str] = []
     page = new_page()

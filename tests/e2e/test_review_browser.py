@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.e2e.conftest import login, shot
 from tests.review.factories import make_candidate, make_candidates
@@ -158,7 +158,7 @@ RUN_EDGES = """(box) => Array.from(document.querySelectorAll(box + ' > bdi, ' + 
 
 
 def test_rtl_review_screen(project, languages, new_page):
-    create_user("amal_ar", "amal-pass-123", languages=["ar"])
+    user_create(username="amal_ar", password="amal-pass-123", languages=["ar"])
     make_candidate(
         project, languages["en-ar"], "The book is very new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission"
     )
@@ -237,8 +237,8 @@ def test_two_annotators_review_imported_xqmeval_en_de(shared_data, admin_user, n
 
     files = [(p.name, p.read_bytes()) for p in sorted((shared_data / "candidates").glob("en-de-*.parquet"))]
     import_xqmeval("xq", files=files)  # no decisions: every candidate is pending review
-    create_user("de_one", "pw-de-one-123", languages=["de"])
-    create_user("de_two", "pw-de-two-123", languages=["de"])
+    user_create(username="de_one", password="pw-de-one-123", languages=["de"])
+    user_create(username="de_two", password="pw-de-two-123", languages=["de"])
     pages = [new_page(), new_page()]
     login(pages[0], "de_one", "pw-de-one-123")
     login(pages[1], "de_two", "pw-de-two-123")

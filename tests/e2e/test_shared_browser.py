@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import ReviewDecision
-from core.services import create_user
+from core.services import user_create
 from tests.e2e.conftest import login, shot
 from tests.e2e.test_review_browser import next_review, press_and_wait
 from tests.review.factories import make_candidates
@@ -49,7 +49,7 @@ def queue_offline_reject(page, comment: str) -> int:
 
 def test_unsent_decision_of_one_user_is_never_sent_as_the_next(project, languages, annotator_de, new_page):
     make_candidates(project, languages, "en-de", count=4)
-    li = create_user("li_de", "li-pass-123", languages=["de"])
+    li = user_create(username="li_de", password="li-pass-123", languages=["de"])
     page = new_page()
 
     login(page, "anna_de", "anna-pass-123")
@@ -96,7 +96,7 @@ def test_a_stale_page_of_another_user_is_refused_by_the_server(project, language
     profile: the page's retry now runs in li's session, the server refuses it (client_user), it stays for
     anna, and it is sent as hers when she logs in again."""
     make_candidates(project, languages, "en-de", count=3)
-    li = create_user("li_de", "li-pass-123", languages=["de"])
+    li = user_create(username="li_de", password="li-pass-123", languages=["de"])
     annas_tab = new_page()
     login(annas_tab, "anna_de", "anna-pass-123")
     next_review(annas_tab)

@@ -23,7 +23,7 @@ def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded
     from xqmeval.celery import app
 
     build = BenchmarkBuild.objects.create(project=seeded)
-    build_services.begin_build(build)
+    build_services.build_begin(build=build)
 
     def entry() -> dict:
         return BenchmarkBuild.objects.get(pk=build.pk).directions["en-de"]
@@ -53,7 +53,7 @@ def test_a_lock_timeout_shows_retrying_and_the_retry_merges_the_direction(seeded
 
 def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):
     build = BenchmarkBuild.objects.create(project=seeded)
-    build_services.begin_build(build)
+    build_services.build_begin(build=build)
     BenchmarkBuild.objects.filter(pk=build.pk).update(
         status="failed",
         error="en-zh: ValueError: bad span",
@@ -62,8 +62,8 @@ def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):
             "en-zh": {"status": "failed", "error": "ValueError: bad span"},
         },
     )
-    build_services.record_direction_retry(
-        build, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
+    build_services.build_retry_record(
+        build=build, direction_code="en-de", reason="OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
     )
     shown = BenchmarkBuild.objects.get(pk=build.pk)
     assert shown.directions["en-de"]["status"] == "retrying" and (shown.status, shown.error) == (
@@ -74,15 +74,15 @@ def test_a_direction_that_failed_for_good_keeps_the_build_failed(seeded):
 
 def test_a_release_direction_retry_is_recorded_the_same_way(seeded, settings, tmp_path):
     settings.RELEASES_DIR = tmp_path / "releases"
-    build_services.build_benchmark(seeded)
-    job = release_services.begin_release(seeded, "1.0.0")
+    build_services.build_run(project=seeded)
+    job = release_services.release_begin(project=seeded, version="1.0.0")
     Release.objects.filter(pk=job.release_id).update(
         status="failed",
         error="en-de: OperationalError: lock timeout",
         directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}},
     )
-    release_services.record_direction_retry(
-        job, "en-de", "OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
+    release_services.release_retry_record(
+        job=job, direction="en-de", reason="OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
     )
     shown = Release.objects.get(pk=job.release_id)
     assert (shown.status, shown.error) == ("building", "") and shown.directions["en-de"]["status"] == "retrying"

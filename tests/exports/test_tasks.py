@@ -55,8 +55,8 @@ def test_build_task_spreads_directions_and_resumes_an_interrupted_build(seeded):
     """One task per direction: an interrupted build (one direction merged, then the worker gone) run again
     merges only the direction left, and ends with the same rows as a build in one go."""
     build = BenchmarkBuild.objects.create(project=seeded)
-    assert services.begin_build(build) == ["en-de", "en-zh"]
-    first = services.run_build_direction(build, "en-de")
+    assert services.build_begin(build=build) == ["en-de", "en-zh"]
+    first = services.build_direction_run(build=build, direction_code="en-de")
     build.refresh_from_db()
     assert (
         build.status == "running"
@@ -122,8 +122,8 @@ def test_build_command_prints_a_line_per_direction(seeded):
 @pytest.mark.django_db
 def test_build_command_resumes_the_latest_unfinished_build(seeded):
     build = BenchmarkBuild.objects.create(project=seeded)
-    services.begin_build(build)
-    first = services.run_build_direction(build, "en-de")  # then the process is gone
+    services.build_begin(build=build)
+    first = services.build_direction_run(build=build, direction_code="en-de")  # then the process is gone
     out = io.StringIO()
     call_command("build_benchmark", seeded.name, "--resume", verbosity=2, stdout=out, stderr=io.StringIO())
     assert f"resuming build {build.pk}: 1 direction(s) done, 1 left" in out.getvalue()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from core.services import create_user
+from core.services import user_create
 from exports.models import BenchmarkBuild, PseudoSystem, PseudoTranslation, Release
 from tests.exports.hub_server import HubServer
 
@@ -107,7 +107,7 @@ def test_annotators_see_their_directions_and_cannot_act(
 ):
     from exports.benchmark import services
 
-    services.build_benchmark(seeded)
+    built = services.build_run(project=seeded).build
     client.force_login(annotator_de)
     html = client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).content.decode()
     assert "<td>en-de</td>" in html and "<td>en-zh</td>" not in html
@@ -119,9 +119,9 @@ def test_annotators_see_their_directions_and_cannot_act(
         assert (
             client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "1"}).status_code == 403
         )
-    assert not BenchmarkBuild.objects.exists() and not Release.objects.exists()
+    assert list(BenchmarkBuild.objects.all()) == [built] and not Release.objects.exists()  # the refusals made none
 
-    outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
+    outsider = user_create(username="fr_only", password="pw-123456-x", languages=["fr"])
     client.force_login(outsider)
     assert client.get(reverse("benchmarks:project", kwargs={"project": "demo"})).status_code == 404
     assert client.get(reverse("benchmarks_api:project", kwargs={"project": "demo"})).status_code == 404
@@ -146,8 +146,8 @@ def test_admin_pages_list_and_filter_every_benchmark_model(client, admin_user, s
     from exports.benchmark import services
     from exports.release import services as release_services
 
-    services.build_benchmark(seeded)
-    release_services.create_release(seeded, "0.1.0", out_dir=tmp_path / "r")
+    services.build_run(project=seeded)
+    release_services.release_create(project=seeded, version="0.1.0", out_dir=tmp_path / "r")
     client.force_login(admin_user)
     direction = seeded.directions.get(code="en-de")
     for model, query in [
@@ -180,7 +180,7 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     from exports.benchmark import selectors, services
     from exports.models import CandidatePlacement
 
-    services.build_benchmark(seeded)
+    services.build_run(project=seeded)
     transplanted = CandidatePlacement.objects.get(outcome="transplanted")
     transplanted.drift = '=HYPERLINK("http://x") <b>'  # what a spreadsheet would run
     transplanted.save(update_fields=["drift"])
@@ -212,7 +212,7 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
     html = client.get(page).content.decode()
     assert "Excluded candidates (1)" in html and "The first" not in html
     assert [r["direction"] for r in table(annotator_de, "excluded")] == ["en-de"]
-    outsider = create_user("fr_only", "pw-123456-x", languages=["fr"])
+    outsider = user_create(username="fr_only", password="pw-123456-x", languages=["fr"])
     client.force_login(outsider)
     assert (
         client.get(reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": "excluded"})).status_code

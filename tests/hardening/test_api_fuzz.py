@@ -57,15 +57,15 @@ def keep_connection():
 
 @pytest.fixture
 def accounts(db, project, languages, keep_connection):
-    from core.services import create_user
+    from core.services import user_create
 
     with_fast_hasher = {"PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}
     from django.test import override_settings
 
     with override_settings(**with_fast_hasher):
         make_candidates(project, languages, "en-de")
-        create_user("fuzz_admin", "fuzz-admin-pass-1", role="admin")
-        create_user("fuzz_anna", "fuzz-anna-pass-1", languages=["de"])
+        user_create(username="fuzz_admin", password="fuzz-admin-pass-1", role="admin")
+        user_create(username="fuzz_anna", password="fuzz-anna-pass-1", languages=["de"])
         yield {"admin": _basic("fuzz_admin", "fuzz-admin-pass-1"), "annotator": _basic("fuzz_anna", "fuzz-anna-pass-1")}
 
 

@@ -20,7 +20,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import ReviewRound
-from core.services import ensure_project
+from core.services import project_ensure
 from tests.hardening import test_permissions_matrix as matrix
 from tests.hardening.test_permissions_matrix import SCORES, World, database_state
 from tests.review.factories import make_candidate
@@ -70,16 +70,16 @@ def _stale_candidate(w: World) -> int:
 
 
 def _stale_project(w: World) -> int:
-    project, _ = ensure_project("gone", title="Gone")
+    project, _ = project_ensure(name="gone", title="Gone")
     pk = project.pk
     project.delete()
     return pk
 
 
 def _stale_user(w: World) -> int:
-    from core.services import create_user
+    from core.services import user_create
 
-    user = create_user("gone_user", "pw-gone-123", languages=["de"])
+    user = user_create(username="gone_user", password="pw-gone-123", languages=["de"])
     pk = user.pk
     user.delete()
     return pk

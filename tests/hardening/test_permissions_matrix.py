@@ -36,9 +36,9 @@ from annotation.rating import services as rating_services
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
 from core.models import Direction, Project
-from core.services import add_directions, create_user, ensure_direction, ensure_project
+from core.services import direction_ensure, project_directions_add, project_ensure, user_create
 from exports.models import MetricScore, PseudoSystem, Release
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 from injection.models import InjectionRun
 from tests.review.factories import make_candidate
 
@@ -430,21 +430,21 @@ def world(db, settings, tmp_path) -> World:
     # Scoring is refused without a broker; with one, its tasks are sent on commit, which these tests capture
     # without running: nothing is sent.
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/11"
-    de, zh = ensure_direction("en-de"), ensure_direction("en-zh")
-    project, _ = ensure_project("de-only", title="Geheimprojekt")
-    add_directions(project, ["en-de"])
+    de, zh = direction_ensure(code="en-de"), direction_ensure(code="en-zh")
+    project, _ = project_ensure(name="de-only", title="Geheimprojekt")
+    project_directions_add(project=project, codes=["en-de"])
     # room for ben, the de annotator and the admin on each candidate and rating item (a full one is a 409)
     project.reviewers_per_candidate, project.options = 3, {"raters_per_item": 3}
     project.save()
-    other_project, _ = ensure_project("zh-only", title="Chinese project")  # the zh annotator's own work lives here
-    add_directions(other_project, ["en-zh"])
+    other_project, _ = project_ensure(name="zh-only", title="Chinese project")  # the zh annotator's own work lives here
+    project_directions_add(project=other_project, codes=["en-zh"])
     users = {
-        "other": create_user("li_zh", "pw-li-123", languages=["zh"]),
-        "own": create_user("anna_de", "pw-anna-123", languages=["de"]),
-        "viewer": create_user("vera_de", "pw-vera-123", role="viewer", languages=["de"]),
-        "admin": create_user("root", "pw-root-123", role="admin"),
+        "other": user_create(username="li_zh", password="pw-li-123", languages=["zh"]),
+        "own": user_create(username="anna_de", password="pw-anna-123", languages=["de"]),
+        "viewer": user_create(username="vera_de", password="pw-vera-123", role="viewer", languages=["de"]),
+        "admin": user_create(username="root", password="pw-root-123", role="admin"),
     }
-    ben = create_user("ben_de", "pw-ben-123", languages=["de"])
+    ben = user_create(username="ben_de", password="pw-ben-123", languages=["de"])
     # a run whose worker died (lease lapsed): its page, Cancel and Resume have something to act on, and it does
     # not hold the project's one live run, so the start form's row can start one
     run = InjectionRun.objects.create(
@@ -486,10 +486,15 @@ def world(db, settings, tmp_path) -> World:
         system="s1",
     )
     rnd = review_selectors.first_round(project)
-    review_services.submit_decision(
-        ben, candidates[0].pk, "reject", reason="wrong_type", comment=BENS_OWN[0], idempotency_key="ben-1"
+    review_services.decision_submit(
+        user=ben,
+        candidate_id=candidates[0].pk,
+        decision="reject",
+        reason="wrong_type",
+        comment=BENS_OWN[0],
+        idempotency_key="ben-1",
     )
-    rating_services.submit_rating(ben, item.pk, SCORES, idempotency_key="ben-r1")
+    rating_services.rating_submit(user=ben, item_id=item.pk, scores=SCORES, idempotency_key="ben-r1")
     release_dir = tmp_path / "release-1.0.0"
     (release_dir / "en-de").mkdir(parents=True)
     (release_dir / "en-de" / "test.parquet").touch()  # the scoring start reads only which directions there are
@@ -518,8 +523,8 @@ def world(db, settings, tmp_path) -> World:
                 human_score=-5.0 * k,
                 triplet_ids=ids,
             )
-    summarize_scores(release)
-    _user, uid, token = people_services.invite_annotator(users["admin"], "new_de", languages=["de"])
+    scores_summarize(release=release)
+    _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de", languages=["de"])
     return World(
         project=project,
         users=users,
@@ -721,8 +726,13 @@ def test_hostile_text_is_escaped_on_every_page_and_neutralised_in_every_csv(worl
     )
     world.candidates[0] = hostile
     RatingItem.objects.filter(pk=world.item.pk).update(text=f"{FORMULA} {HOSTILE}", system=HOSTILE, source=HOSTILE)
-    review_services.submit_decision(
-        world.users["own"], hostile.pk, "reject", reason="wrong_type", comment=HOSTILE, idempotency_key="hostile"
+    review_services.decision_submit(
+        user=world.users["own"],
+        candidate_id=hostile.pk,
+        decision="reject",
+        reason="wrong_type",
+        comment=HOSTILE,
+        idempotency_key="hostile",
     )
     InjectionRun.objects.filter(pk=world.run.pk).update(error=HOSTILE)  # a run's failure, as an LLM or server worded it
     escaped_seen = False

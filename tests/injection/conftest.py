@@ -44,11 +44,11 @@ def stub():
 @pytest.fixture
 def segments(project):
     from core.corpus.domain import CorpusRow
-    from core.corpus.services import import_corpus_rows
+    from core.corpus.services import corpus_rows_import
 
     for direction, pairs in PAIRS.items():
         rows = [CorpusRow(str(i), src, ref, f"inline line {i}") for i, (src, ref) in enumerate(pairs)]
-        import_corpus_rows(project, direction, rows, "inline")
+        corpus_rows_import(project=project, direction_code=direction, rows=rows, source_name="inline")
     return project.segments.all()
 
 

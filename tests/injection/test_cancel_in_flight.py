@@ -21,8 +21,8 @@ SLOW_ANSWER_S = 30.0
 
 
 def test_cancel_during_slow_requests_stops_the_run_promptly_with_the_reason(project, segments, stub, llm_env):
-    run = services.plan_run(
-        services.RunSpec(
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=project,
             kind="mqm",
             backend="openai",
@@ -40,7 +40,7 @@ def test_cancel_during_slow_requests_stops_the_run_promptly_with_the_reason(proj
 
     def work() -> None:
         try:
-            outcome["run"] = services.execute_run(run.pk)
+            outcome["run"] = services.run_execute(run_id=run.pk)
         finally:
             connection.close()
 
@@ -50,7 +50,7 @@ def test_cancel_during_slow_requests_stops_the_run_promptly_with_the_reason(proj
     while len(stub.state.calls) < 2 and time.monotonic() < deadline:  # both requests are in flight
         time.sleep(0.05)
     assert len(stub.state.calls) == 2
-    assert services.cancel_run(run)
+    assert services.run_cancel(run=run)
     cancelled_at = time.monotonic()
     worker.join(timeout=SLOW_ANSWER_S + 10)
     stopped_after = time.monotonic() - cancelled_at
@@ -63,7 +63,7 @@ def test_cancel_during_slow_requests_stops_the_run_promptly_with_the_reason(proj
     assert run.items.filter(status=InjectionItem.Status.PENDING).count() == run.total and not Candidate.objects.exists()
     assert len(stub.state.calls) == 2  # no request started after the cancel
 
-    services.resume(run)
-    resumed = services.execute_run(run.pk)
+    services.run_resume(run=run)
+    resumed = services.run_execute(run_id=run.pk)
     assert resumed.status == InjectionRun.Status.DONE and resumed.done == resumed.total == run.total
     assert resumed.error == ""

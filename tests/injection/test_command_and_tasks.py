@@ -151,8 +151,8 @@ def test_task_executes_a_run(segments):
     from injection import services
     from injection.tasks import execute_run_task
 
-    run = services.plan_run(
-        services.RunSpec(
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]
         )
     )

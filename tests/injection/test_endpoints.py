@@ -111,7 +111,7 @@ def test_typed_urls_are_refused_unless_the_operator_allows_them(project, segment
         custom_url_allowed=False,
     )
     with pytest.raises(services.RunRejected, match=r"--base-url: .* is not a configured endpoint"):
-        services.plan_run(spec)
+        services.run_plan(spec=spec)
     assert not InjectionRun.objects.exists() and not listener.keys
 
 

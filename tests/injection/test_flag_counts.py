@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core.models import GoldSegment
-from core.services import add_directions, create_user, ensure_language, ensure_project
+from core.services import language_ensure, project_directions_add, project_ensure, user_create
 from injection import selectors
 from injection.models import Candidate, FlagChange, InjectionRun
 
@@ -131,8 +131,8 @@ def test_flag_counts_equal_the_listed_flags_after_every_change(project, language
             "segment to another direction",
             lambda: GoldSegment.objects.filter(direction=languages["en-zh"]).update(direction=languages["en-de"]),
         ),
-        ("annotator's languages", lambda: annotator_de.profile.languages.add(ensure_language("ja"))),
-        ("annotator's languages again", lambda: annotator_de.profile.languages.remove(ensure_language("de"))),
+        ("annotator's languages", lambda: annotator_de.profile.languages.add(language_ensure(code="ja"))),
+        ("annotator's languages again", lambda: annotator_de.profile.languages.remove(language_ensure(code="de"))),
     ]
     for step, change in changes:
         change()
@@ -177,14 +177,14 @@ def test_a_long_log_is_pruned_when_counted(project, candidates):
 
 
 def test_an_annotator_sees_counts_of_their_languages_only(client, project, candidates):
-    annotator = create_user("ana", "ana-pass-123", languages=["zh"])
+    annotator = user_create(username="ana", password="ana-pass-123", languages=["zh"])
     zh_only = counted(Candidate.objects.filter(segment__direction__target__code="zh"))
     assert selectors.flag_counts(selectors.visible_candidates(annotator)) == zh_only
     client.force_login(annotator)
     page = client.get("/injection/candidates/").content.decode()
     for name, n in zh_only:
         assert f">{name}</a> ({n})" in page
-    annotator.profile.languages.set([ensure_language("de")])
+    annotator.profile.languages.set([language_ensure(code="de")])
     de_only = counted(Candidate.objects.filter(segment__direction__target__code="de"))
     assert de_only != zh_only and selectors.flag_counts(selectors.visible_candidates(annotator)) == de_only
 
@@ -192,8 +192,8 @@ def test_an_annotator_sees_counts_of_their_languages_only(client, project, candi
 def test_a_runs_counts_are_kept_through_another_projects_writes(client, admin_user, project, languages, candidates):
     if connection.vendor != "postgresql":
         pytest.skip("the flag change log is kept by PostgreSQL triggers")
-    other, _ = ensure_project("other")
-    add_directions(other, ["en-de"])
+    other, _ = project_ensure(name="other")
+    project_directions_add(project=other, codes=["en-de"])
     other_run = InjectionRun.objects.create(project=other, name="elsewhere", backend="rule")
     segment = GoldSegment.objects.create(
         project=other, direction=languages["en-de"], external_id="o-1", source="s", reference="r"

@@ -29,9 +29,10 @@ from core.services import ensure_project
 from core.corpus.services import import_corpus_rows
 from core.corpus.domain import CorpusRow
 from tests.injection.conftest import PAIRS
-project, _ = ensure_project("demo")
+project, _ = project_ensure(name="demo")
 for direction, pairs in PAIRS.items():
-    import_corpus_rows(project, direction, [CorpusRow(str(i), s, r, f"line {i}") for i, (s, r) in enumerate(pairs)], "inline")
+    rows = [CorpusRow(str(i), s, r, f"line {i}") for i, (s, r) in enumerate(pairs)]
+    corpus_rows_import(project=project, direction_code=direction, rows=rows, source_name="inline")
 """
 
 
@@ -202,7 +203,7 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and db.count("select count(*) from injection_candidate") < 4:
             time.sleep(0.1)
-        # What the admin's Cancel button does (services.cancel_run), from another process.
+        # What the admin's Cancel button does (services.run_cancel), from another process.
         conn = db.connect()
         try:
             conn.execute("update injection_injectionrun set status = 'cancelled' where name = 'cancelled'")

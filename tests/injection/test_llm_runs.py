@@ -28,8 +28,8 @@ def _run(project, stub, **overrides) -> InjectionRun:
         max_attempts=4,
     )
     spec.update(overrides)
-    run = services.plan_run(services.RunSpec(**spec))
-    return services.execute_run(run.pk)
+    run = services.run_plan(spec=services.RunSpec(**spec))
+    return services.run_execute(run_id=run.pk)
 
 
 def _spans_round_trip(run: InjectionRun) -> None:
@@ -82,8 +82,8 @@ def test_persistent_faults_fail_the_item_with_its_reason_and_it_can_be_retried_a
     assert "HTTP 500" in failed.error and failed.retryable and failed.attempts == 4
     assert not Candidate.objects.filter(run=run, segment=failed.segment).exists()
     calls_before = len(stub.state.calls)
-    assert services.reset_failed(run) == 1
-    run = services.execute_run(run.pk)
+    assert services.run_reset_failed(run=run) == 1
+    run = services.run_execute(run_id=run.pk)
     assert run.failed == 0 and run.done == run.total
     assert len(stub.state.calls) == calls_before + 1  # only the failed item was asked again
     assert Candidate.objects.filter(run=run).count() == run.total
@@ -171,14 +171,14 @@ def test_batch_api_run_joins_results_on_custom_id(project, segments, stub, llm_e
     assert candidate.cost_usd > 0  # half price, still a price
     _spans_round_trip(run)
     # Retrying the failed line submits a new batch with only that line.
-    services.reset_failed(run)
-    run = services.execute_run(run.pk)
+    services.run_reset_failed(run=run)
+    run = services.run_execute(run_id=run.pk)
     assert run.done == 12 and len([c for c in stub.state.calls if c.behaviour == "upload"]) == 2
 
 
 def test_resumed_batch_run_polls_the_same_batch(project, segments, stub, llm_env):
-    run = services.plan_run(
-        services.RunSpec(
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=project,
             kind="mqm",
             backend="batch",
@@ -207,7 +207,7 @@ def test_resumed_batch_run_polls_the_same_batch(project, segments, stub, llm_env
     next(generator)
     generator.close()
     assert InjectionItem.objects.filter(run=run, status="pending").count() == run.total
-    run = services.execute_run(run.pk)
+    run = services.run_execute(run_id=run.pk)
     assert run.done == run.total
     assert len([c for c in stub.state.calls if c.behaviour == "batch"]) == 1  # paid once
 
@@ -218,13 +218,13 @@ def test_missing_key_for_openai_is_a_clear_error(project, segments, monkeypatch)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     spec = services.RunSpec(project=project, kind="mqm", backend="openai", directions=["en-de"])
     with pytest.raises(services.RunRejected, match="--endpoint: endpoint openai needs OPENAI_API_KEY"):
-        services.plan_run(spec)  # no run until the backend can start (#37.6)
+        services.run_plan(spec=spec)  # no run until the backend can start (#37.6)
     assert not InjectionRun.objects.exists()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-set-while-planning")
-    run = services.plan_run(spec)
+    run = services.run_plan(spec=spec)
     monkeypatch.delenv("OPENAI_API_KEY")  # and gone by the time a worker runs it
     with pytest.raises(BackendUnavailable, match="OPENAI_API_KEY"):
-        services.execute_run(run.pk)
+        services.run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == InjectionRun.Status.FAILED and "OPENAI_API_KEY" in run.error
     assert "sk-" not in run.error
@@ -249,11 +249,11 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
     import pandas as pd
 
     from core.corpus.domain import CorpusRow
-    from core.corpus.services import import_corpus_rows
-    from core.services import add_directions
+    from core.corpus.services import corpus_rows_import
+    from core.services import project_directions_add
 
     languages = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
-    add_directions(project, [f"en-{lang}" for lang in languages])
+    project_directions_add(project=project, codes=[f"en-{lang}" for lang in languages])
     for language in languages:
         frame = (
             pd.read_parquet(shared_data / "candidates" / f"en-{language}-Omission.parquet")
@@ -263,7 +263,7 @@ def test_llm_backends_on_the_shared_references_of_all_languages(shared_data, pro
         rows = [
             CorpusRow(str(r.segment_id), r.src, r.ref, f"{language} row {i}") for i, r in enumerate(frame.itertuples())
         ]
-        import_corpus_rows(project, f"en-{language}", rows, "shared")
+        corpus_rows_import(project=project, direction_code=f"en-{language}", rows=rows, source_name="shared")
     run = _run(
         project,
         stub,

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.corpus.domain import CorpusRow
-from core.corpus.services import import_corpus_rows
+from core.corpus.services import corpus_rows_import
 from injection.models import InjectionRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +25,7 @@ STARTS = 4
 @pytest.fixture
 def corpus(project):
     rows = [CorpusRow(str(i), f"Source {i}.", f"Das ist der Satz Nummer {i} hier.", "inline") for i in range(3)]
-    import_corpus_rows(project, "en-de", rows, "inline")
+    corpus_rows_import(project=project, direction_code="en-de", rows=rows, source_name="inline")
     return project
 
 

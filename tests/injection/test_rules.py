@@ -141,26 +141,28 @@ def test_refusal_reason_for_a_one_word_reference():
 @pytest.mark.django_db
 def test_rule_run_on_shared_data_records_candidates_or_reasons(shared_data, project):
     from core.corpus.domain import CorpusRow
-    from core.corpus.services import import_corpus_rows
-    from core.services import add_directions
+    from core.corpus.services import corpus_rows_import
+    from core.services import project_directions_add
 
-    add_directions(project, [f"en-{lang}" for lang in LANGUAGES])
+    project_directions_add(project=project, codes=[f"en-{lang}" for lang in LANGUAGES])
     for language in LANGUAGES:
         rows = [
             CorpusRow(sid, src, ref, f"{language} row {i}")
             for i, (sid, src, ref) in enumerate(gold_pairs(shared_data, language)[:6])
         ]
-        import_corpus_rows(project, f"en-{language}", rows, "shared")
+        corpus_rows_import(project=project, direction_code=f"en-{language}", rows=rows, source_name="shared")
     directions = [f"en-{lang}" for lang in LANGUAGES]
-    mqm = services.execute_run(
-        services.plan_run(services.RunSpec(project=project, kind="mqm", backend="rule", directions=directions)).pk
+    mqm = services.run_execute(
+        run_id=services.run_plan(
+            spec=services.RunSpec(project=project, kind="mqm", backend="rule", directions=directions)
+        ).pk
     )
     assert mqm.total == 9 * 6 * 8 and mqm.done == mqm.total and mqm.failed == 0
     assert Candidate.objects.filter(run=mqm, prompt_version__startswith="xqmeval-").count() == mqm.total
     assert not Candidate.objects.filter(run=mqm, flags__icontains='"in_requested_half"').exists()
-    perturbation = services.execute_run(
-        services.plan_run(
-            services.RunSpec(project=project, kind="perturbation", backend="rule", directions=directions)
+    perturbation = services.run_execute(
+        run_id=services.run_plan(
+            spec=services.RunSpec(project=project, kind="perturbation", backend="rule", directions=directions)
         ).pk
     )
     assert perturbation.done + perturbation.failed == perturbation.total == 9 * 6 * 8

@@ -21,8 +21,8 @@ def test_a_lock_timeout_fails_the_attempt_and_the_worker_retries_the_run(segment
     from injection.tasks import execute_run_task
     from xqmeval.celery import app
 
-    run = services.plan_run(
-        services.RunSpec(
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]
         )
     )
@@ -53,20 +53,20 @@ def test_a_retry_is_recorded_on_the_run_and_a_cancel_stands(segments):
     """What the page shows while the worker waits to retry: pending, the reason and when."""
     from django.db import OperationalError
 
-    run = services.plan_run(
-        services.RunSpec(
+    run = services.run_plan(
+        spec=services.RunSpec(
             project=segments[0].project, kind="mqm", backend="rule", directions=["en-zh"], error_types=["Addition"]
         )
     )
     InjectionRun.objects.filter(pk=run.pk).update(
         status=InjectionRun.Status.FAILED, error="OperationalError: lock timeout"
     )
-    services.record_retry(
-        run.pk, OperationalError("canceling statement due to lock timeout"), attempt=1, of=5, countdown=2
+    services.retry_record(
+        run_id=run.pk, exc=OperationalError("canceling statement due to lock timeout"), attempt=1, of=5, countdown=2
     )
     run.refresh_from_db()
     assert run.status == "pending" and "lock timeout" in run.error and "retrying in 2 s (retry 1 of 5)" in run.error
-    services.cancel_run(run)
-    services.record_retry(run.pk, OperationalError("again"), attempt=2, of=5, countdown=4)
+    services.run_cancel(run=run)
+    services.retry_record(run_id=run.pk, exc=OperationalError("again"), attempt=2, of=5, countdown=4)
     run.refresh_from_db()
     assert run.status == "cancelled"

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def _rule_run(project, **kw) -> InjectionRun:
     spec = dict(project=project, kind="mqm", backend="rule", directions=["en-de", "en-zh"])
     spec.update(kw)
-    return services.execute_run(services.plan_run(services.RunSpec(**spec)).pk)
+    return services.run_execute(run_id=services.run_plan(spec=services.RunSpec(**spec)).pk)
 
 
 def test_admin_starts_a_run_and_watches_it(client, admin_user, segments, django_capture_on_commit_callbacks):
@@ -93,8 +93,8 @@ def test_a_run_whose_worker_is_gone_says_so_and_resumes(
 
     from django.utils import timezone
 
-    run = services.plan_run(
-        services.RunSpec(project=segments[0].project, kind="mqm", directions=["en-de"], error_types=["Omission"])
+    run = services.run_plan(
+        spec=services.RunSpec(project=segments[0].project, kind="mqm", directions=["en-de"], error_types=["Omission"])
     )
     client.force_login(admin_user)
     InjectionRun.objects.filter(pk=run.pk).update(
@@ -137,13 +137,13 @@ def test_invalid_run_is_rejected_with_a_clear_error_and_nothing_written(client, 
 
 def test_cancel_and_retry_failed(client, admin_user, project, segments, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
-    run = services.plan_run(
-        services.RunSpec(project=project, kind="perturbation", backend="rule", directions=["en-de"])
+    run = services.run_plan(
+        spec=services.RunSpec(project=project, kind="perturbation", backend="rule", directions=["en-de"])
     )
     client.post(reverse("injection:run_cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == "cancelled"
-    assert services.execute_run(run.pk).done == 0  # a cancelled run does nothing until resumed
+    assert services.run_execute(run_id=run.pk).done == 0  # a cancelled run does nothing until resumed
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("injection:run_retry", args=[run.pk]), {"resume": "1"})
     run.refresh_from_db()

@@ -30,13 +30,14 @@ PER_LANGUAGE = 4
 SETUP = """
 import json, os
 from core.corpus.domain import CorpusRow
-from core.services import add_directions, ensure_project
-from core.corpus.services import import_corpus_rows
-project, _ = ensure_project("demo")
+from core.services import project_directions_add, project_ensure
+from core.corpus.services import corpus_rows_import
+project, _ = project_ensure(name="demo")
 rows = json.load(open(os.environ["XQ_TEST_ROWS"], encoding="utf-8"))
-add_directions(project, sorted(rows))
+project_directions_add(project=project, codes=sorted(rows))
 for direction, pairs in sorted(rows.items()):
-    import_corpus_rows(project, direction, [CorpusRow(sid, src, ref, f"row {i}") for i, (sid, src, ref) in enumerate(pairs)], "shared")
+    corpus = [CorpusRow(sid, src, ref, f"row {i}") for i, (sid, src, ref) in enumerate(pairs)]
+    corpus_rows_import(project=project, direction_code=direction, rows=corpus, source_name="shared")
 """
 ENGINE = ["gpu_memory_utilization=0.1", "enforce_eager=true", "max_model_len=8192"]  # 2 CPU cores, no compile
 

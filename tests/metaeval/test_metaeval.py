@@ -11,7 +11,7 @@ from scipy import stats
 from core.models import Direction
 from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem, Release
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def scored(project, languages):
                 human_score=-5.0 * (kde + kzh) / 2,
                 triplet_ids=ids[("en-de", kde)] + ids[("en-zh", kzh)],
             )
-    summarize_scores(release)  # as the ingest does
+    scores_summarize(release=release)  # as the ingest does
     return release
 
 
@@ -231,7 +231,7 @@ def test_page_keeps_its_result_until_the_scores_change(client, scored, admin_use
     # the scores change (a re-ingest writes new summaries): the kept result is not found any more
     de = Direction.objects.get(code="en-de")
     MetricScore.objects.filter(release=scored, metric="chrF++", direction=de).update(score=F("score") * 0.5)
-    summarize_scores(scored, metric="chrF++", direction=de)
+    scores_summarize(release=scored, metric="chrF++", direction=de)
     assert metaeval_selectors.cached_meta_evaluation(scored, "chrF++", "b", None) is None
     client.force_login(admin_user)
     changed = client.get(url, {"metric": "chrF++"}).content.decode()
@@ -270,7 +270,7 @@ def test_page_says_why_lgn_is_undefined_instead_of_failing(client, scored, admin
     """A direction whose monolingual systems all score the same has no LGN (no spread to normalise by):
     the page says so in the multilingual section and shows the rest."""
     MetricScore.objects.filter(release=scored, metric="chrF++", direction__code="en-de").update(score=50.0)
-    summarize_scores(scored)
+    scores_summarize(release=scored)
     client.force_login(admin_user)
     response = client.get(f"/scores/{scored.pk}/metaeval/", {"metric": "chrF++"})
     assert response.status_code == 200

@@ -22,7 +22,7 @@ from core.models import Direction
 from exports.metaeval import evalset
 from exports.metaeval.selectors import release_diagnostics
 from exports.models import MetricScore, Release
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 
 pytestmark = pytest.mark.django_db
 CODES = ("en-de", "en-zh")
@@ -101,7 +101,7 @@ def release(project, languages, tmp_path):
             )
             for tid, s, errors in translations(code)
         )
-    summarize_scores(rel)
+    scores_summarize(release=rel)
     return rel
 
 
@@ -184,7 +184,7 @@ def test_untrusted_metric_and_type_names_are_escaped(client, release, admin_user
     client.force_login(admin_user)
     name = "<script>x</script>"
     MetricScore.objects.filter(release=release, metric="BLEU").update(metric=name)
-    summarize_scores(release)
+    scores_summarize(release=release)
     text = client.get(reverse("scores:diagnostics", args=[release.pk]), {"metrics": name}).content.decode()
     assert name not in text and "&lt;script&gt;x&lt;/script&gt;" in text
 
@@ -337,7 +337,7 @@ def labelled_release(project, languages, tmp_path):
         MetricScore(release=rel, metric="chrF++", direction=direction, triplet_id=t, level=k, score=v)
         for t, k, v in scores
     )
-    summarize_scores(rel)
+    scores_summarize(release=rel)
     return rel
 
 

@@ -16,7 +16,7 @@ from scipy import stats
 from core.models import Direction
 from exports.metaeval.selectors import release_leaderboard
 from exports.models import MetricScore, PseudoSystem, Release
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 
 pytestmark = pytest.mark.django_db
 CODES = ("en-de", "en-zh")
@@ -66,7 +66,7 @@ def scored(project, languages):
                     human_score=-5.0 * k,
                     triplet_ids=ids,
                 )
-    summarize_scores(release)
+    scores_summarize(release=release)
     return release
 
 

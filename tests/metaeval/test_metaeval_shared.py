@@ -15,10 +15,10 @@ import pytest
 from django.urls import reverse
 
 from core.models import Direction, Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import build_run
 from exports.metaeval.selectors import release_diagnostics, release_leaderboard
 from exports.release import services as release_services
-from exports.scores.services import ingest_part
+from exports.scores.services import part_ingest
 from scoring.runner import part_path
 from tests.conftest import REPO, need
 from tests.exports.conftest import import_languages
@@ -69,8 +69,8 @@ def scored_release(shared_data, tmp_path):
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": {"monolingual_repetitions": 2, "multilingual_repetitions": 2}}
     project.save()
-    build_benchmark(project)
-    release = release_services.create_release(project, "1.0.0", out_dir=tmp_path / "rel")
+    build_run(project=project)
+    release = release_services.release_create(project=project, version="1.0.0", out_dir=tmp_path / "rel")
     out = tmp_path / "scores"
     subprocess.run(
         [
@@ -92,7 +92,12 @@ def scored_release(shared_data, tmp_path):
     )
     for metric in ("chrF++", "BLEU", "TER"):
         for code in CODES:
-            ingest_part(release, metric, Direction.objects.get(code=code), part_path(out, metric, code))
+            part_ingest(
+                release=release,
+                metric=metric,
+                direction=Direction.objects.get(code=code),
+                path=part_path(out, metric, code),
+            )
     return release
 
 

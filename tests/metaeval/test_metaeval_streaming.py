@@ -11,12 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.models import Direction, Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import build_run
 from exports.metaeval import domain as metaeval
 from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem
 from exports.release import services
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 from tests.exports.conftest import import_languages
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
@@ -80,8 +80,8 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": {"monolingual_repetitions": 3, "multilingual_repetitions": 6}}
     project.save()
-    build_benchmark(project)
-    release = services.create_release(project, "1.0.0", out_dir=tmp_path / "r")
+    build_run(project=project)
+    release = services.release_create(project=project, version="1.0.0", out_dir=tmp_path / "r")
     scores = []
     for direction in Direction.objects.filter(code__in=["en-de", "en-zh", "en-id"]):
         table = pq.read_table(
@@ -100,7 +100,7 @@ def test_streamed_meta_evaluation_equals_the_held_computation_to_the_last_digit(
             for metric, sign in (("chrF++", 1.0), ("MetricX-23", -1.0))
         ]
     MetricScore.objects.bulk_create(scores, batch_size=5000)
-    summarize_scores(release)  # as the ingest does
+    scores_summarize(release=release)  # as the ingest does
     assert PseudoSystem.objects.filter(release=release, kind="multilingual").count() == 10 * 6
     for metric, variant in (("chrF++", "b"), ("MetricX-23", "c"), ("chrF++", "acc23-tc")):
         got = release_meta_evaluation(release, metric, variant=variant)

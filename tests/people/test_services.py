@@ -8,21 +8,21 @@ import pytest
 
 from annotation.models import AuditEvent
 from annotation.people import services
-from core.services import create_user
+from core.services import user_create
 
 pytestmark = pytest.mark.django_db
 
 
 def test_invite_and_assign(admin_user, annotator_de, db):
-    user, uid, token = services.invite_annotator(admin_user, "neu_ja", languages=["ja"])
+    user, uid, token = services.annotator_invite(admin=admin_user, username="neu_ja", languages=["ja"])
     assert not user.has_usable_password() and token
     assert list(user.profile.languages.values_list("code", flat=True)) == ["ja"]
-    services.assign_languages(admin_user, user, ["ja", "zh"])
+    services.annotator_languages_set(admin=admin_user, user=user, codes=["ja", "zh"])
     assert sorted(user.profile.languages.values_list("code", flat=True)) == ["ja", "zh"]
     with pytest.raises(services.Forbidden):
-        services.assign_languages(annotator_de, user, ["de"])
+        services.annotator_languages_set(admin=annotator_de, user=user, codes=["de"])
     with pytest.raises(services.Conflict):
-        services.invite_annotator(admin_user, "neu_ja")
+        services.annotator_invite(admin=admin_user, username="neu_ja")
     assert AuditEvent.objects.filter(action="annotator.languages").exists()
 
 
@@ -37,16 +37,20 @@ def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, 
     from django.contrib.auth import get_user_model
 
     with pytest.raises(services.Invalid, match=r"username: " + re.escape(problem)):
-        services.invite_annotator(admin_user, typed, languages=["de"])
+        services.annotator_invite(admin=admin_user, username=typed, languages=["de"])
     assert not get_user_model().objects.filter(username=typed).exists()
 
 
 def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(admin_user, annotator_de, db):
-    user, _, _ = services.invite_annotator(admin_user, "ｍｕｌｌｅｒ", languages=["de"])  # full-width letters
+    user, _, _ = services.annotator_invite(
+        admin=admin_user, username="ｍｕｌｌｅｒ", languages=["de"]
+    )  # full-width letters
     assert user.username == "muller"
     with pytest.raises(services.Conflict, match="muller"):
-        services.invite_annotator(admin_user, "ｍuller")
-    one_script, _, _ = services.invite_annotator(admin_user, "иван", languages=["de"])  # one script: allowed
+        services.annotator_invite(admin=admin_user, username="ｍuller")
+    one_script, _, _ = services.annotator_invite(
+        admin=admin_user, username="иван", languages=["de"]
+    )  # one script: allowed
     assert one_script.username == "иван"
 
 
@@ -71,4 +75,4 @@ def test_create_user_refuses_a_bidi_control_in_a_new_name(db):
     from django.core.exceptions import ValidationError
 
     with pytest.raises(ValidationError):
-        create_user("ben\u202e_de", "ben-pass-123", languages=["de"])
+        user_create(username="ben\u202e_de", password="ben-pass-123", languages=["de"])

@@ -13,7 +13,7 @@ from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
 from core.models import Direction, ReviewerAssignment
 from core.selectors import coverage, coverage_gaps
-from core.services import ProjectRejected, assignments_set, create_user, project_create
+from core.services import ProjectRejected, assignments_set, project_create, user_create
 from tests.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
@@ -27,10 +27,10 @@ def flores(db, languages):
 @pytest.fixture
 def people(db):
     return {
-        "anna": create_user("anna", "pw-anna-123", languages=["de"]),
-        "ben": create_user("ben", "pw-ben-123", languages=["de"]),
-        "li": create_user("li", "pw-li-123", languages=["zh"]),
-        "boss": create_user("boss", "pw-boss-123", role="admin"),
+        "anna": user_create(username="anna", password="pw-anna-123", languages=["de"]),
+        "ben": user_create(username="ben", password="pw-ben-123", languages=["de"]),
+        "li": user_create(username="li", password="pw-li-123", languages=["zh"]),
+        "boss": user_create(username="boss", password="pw-boss-123", role="admin"),
     }
 
 
@@ -76,13 +76,13 @@ def test_assigning_on_the_settings_page_shows_and_clears_the_coverage_warning(cl
 
 def test_an_assignment_naming_bad_people_lists_every_problem_and_writes_nothing(flores, people):
     with pytest.raises(ProjectRejected) as exc:
-        assignments_set(flores, direction="en-de", usernames=["ghost", "boss", "anna"])
+        assignments_set(project=flores, direction="en-de", usernames=["ghost", "boss", "anna"])
     assert exc.value.errors == [
         "reviewers: boss is not an annotator (admins see every direction; viewers review none)",
         "reviewers: no user 'ghost'",
     ]
     with pytest.raises(ProjectRejected, match="en-fr is not an active direction"):
-        assignments_set(flores, direction="en-fr", usernames=["anna"])
+        assignments_set(project=flores, direction="en-fr", usernames=["anna"])
     assert not ReviewerAssignment.objects.exists()
 
 
@@ -96,14 +96,14 @@ def test_assignments_decide_what_an_annotator_reviews_in_the_project(flores, peo
     visible = lambda who: set(review_selectors.visible_candidates(people[who]))  # noqa: E731
     assert visible("anna") == {german, elsewhere} and visible("li") == {chinese}
     # flores assigns: anna reviews its zh (not her language), ben its de; other projects are unchanged
-    assignments_set(flores, direction="en-zh", usernames=["anna"])
-    assignments_set(flores, direction="en-de", usernames=["ben"])
+    assignments_set(project=flores, direction="en-zh", usernames=["anna"])
+    assignments_set(project=flores, direction="en-de", usernames=["ben"])
     assert visible("anna") == {chinese, elsewhere}
     assert visible("ben") == {german, elsewhere}
     assert visible("li") == set()
     assert review_selectors.language_codes(people["anna"], project=flores) == ["zh"]
-    assert review_services.next_candidate(people["li"], flores) is None
-    held = review_services.next_candidate(people["anna"], flores)
+    assert review_services.candidate_take_next(user=people["li"], project=flores) is None
+    held = review_services.candidate_take_next(user=people["anna"], project=flores)
     assert held is not None and held.candidate == chinese
 
 

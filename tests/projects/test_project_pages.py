@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from core.models import GoldSegment, Project
-from core.services import ProjectRejected, create_user, project_create
+from core.services import ProjectRejected, project_create, user_create
 from xqmeval.projects.selectors import STAGES, Stage, next_step
 
 pytestmark = pytest.mark.django_db
@@ -95,8 +95,8 @@ def test_injection_runs_default_to_the_projects_types(languages):
     GoldSegment.objects.create(
         project=project, direction=languages["en-de"], external_id="1", source="a b", reference="x y z"
     )
-    mqm = services.plan_run(services.RunSpec(project=project, kind="mqm"))
-    perturbation = services.plan_run(services.RunSpec(project=project, kind="perturbation"))
+    mqm = services.run_plan(spec=services.RunSpec(project=project, kind="mqm"))
+    perturbation = services.run_plan(spec=services.RunSpec(project=project, kind="perturbation"))
     assert mqm.error_types == ["Omission"] and perturbation.error_types == ["Spelling"]
     assert set(mqm.items.values_list("error_type", flat=True)) == {"Omission"}
 
@@ -259,7 +259,7 @@ def test_agreement_stage_reads_the_cache_and_never_computes(
     from tests.review.factories import make_candidates
 
     settings.AGREEMENT_REFRESH_DELAY = 0
-    other = create_user("bo_de", "bo-pass-123", languages=["de"])
+    other = user_create(username="bo_de", password="bo-pass-123", languages=["de"])
     rnd = first_round(project)
     for candidate in make_candidates(project, languages, "en-de"):
         for reviewer in (annotator_de, other):
@@ -427,7 +427,7 @@ def test_running_stage_polls_and_a_finished_one_does_not(client, admin_user, pro
 
 def _scored_release(project, languages, tmp_path):
     from exports.models import MetricScore, Release
-    from exports.scores.services import summarize_scores
+    from exports.scores.services import scores_summarize
 
     release = Release.objects.create(project=project, version="t1", status="ready", path=str(tmp_path))
     rows = []
@@ -446,7 +446,7 @@ def _scored_release(project, languages, tmp_path):
                     )
                 )
     MetricScore.objects.bulk_create(rows)
-    summarize_scores(release)  # as the ingest does
+    scores_summarize(release=release)  # as the ingest does
     return release
 
 

@@ -12,8 +12,8 @@ from django.urls import reverse
 from core.domain.language_id import language_mismatch
 from core.models import Direction, GoldSegment, Project
 from core.services import ProjectRejected, project_create, project_settings_update
-from exports.benchmark.services import direction_codes
-from injection.services import RunRejected, RunSpec, plan_run
+from exports.benchmark.services import build_directions_list
+from injection.services import RunRejected, RunSpec, run_plan
 from tests.review.factories import make_candidate
 from xqmeval.projects import services
 
@@ -98,7 +98,9 @@ def test_settings_form_lists_every_problem_at_once_and_keeps_the_input(admin, fl
 
 def test_settings_service_names_each_field(flores):
     with pytest.raises(ProjectRejected) as exc:
-        project_settings_update(flores, title=" ", reviewers_per_candidate=11, max_errors=0, error_types=["Bogus"])
+        project_settings_update(
+            project=flores, title=" ", reviewers_per_candidate=11, max_errors=0, error_types=["Bogus"]
+        )
     fields = [e.partition(":")[0] for e in exc.value.errors]
     assert fields == ["title", "error_types", "reviewers_per_candidate", "max_errors"]
 
@@ -141,13 +143,13 @@ def test_an_empty_direction_is_removed_one_with_data_only_retired(admin, flores)
 def test_a_retired_direction_is_hidden_from_imports_injection_and_builds(admin, flores):
     make_candidate(flores, Direction.objects.get(code="en-de"), "A dog.", "Ein Hund.", "Ein Hunde.")
     make_candidate(flores, Direction.objects.get(code="en-zh"), "A dog.", "一只狗。", "两只狗。")
-    assert direction_codes(flores) == ["en-de", "en-zh"]
+    assert build_directions_list(project=flores) == ["en-de", "en-zh"]
     admin.post(reverse("projects:direction_action", args=["flores", "en-de", "retire"]))
     assert list(flores.retired_directions.values_list("code", flat=True)) == ["en-de"]
     assert _codes(flores) == ["en-de", "en-zh"]  # kept, with its data
-    assert direction_codes(flores) == ["en-zh"]
+    assert build_directions_list(project=flores) == ["en-zh"]
     with pytest.raises(RunRejected, match="en-de is not a direction"):
-        plan_run(RunSpec(project=flores, kind="mqm", directions=["en-de"]))
+        run_plan(spec=RunSpec(project=flores, kind="mqm", directions=["en-de"]))
     page = admin.get(reverse("projects:corpus", args=["flores"])).content.decode()
     assert '<option value="en-zh"' in page and '<option value="en-de"' not in page
     response = admin.post(
@@ -156,7 +158,7 @@ def test_a_retired_direction_is_hidden_from_imports_injection_and_builds(admin, 
     )
     assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
     admin.post(reverse("projects:direction_action", args=["flores", "en-de", "reinstate"]))
-    assert direction_codes(flores) == ["en-de", "en-zh"]
+    assert build_directions_list(project=flores) == ["en-de", "en-zh"]
 
 
 # ---- imports ------------------------------------------------------------------------------------------
@@ -199,5 +201,5 @@ def test_a_file_in_another_language_is_refused_with_the_reason_unless_overridden
 
 def test_direction_data_counts_what_each_direction_holds(flores):
     make_candidate(flores, Direction.objects.get(code="en-de"), "A dog.", "Ein Hund.", "Ein Hunde.")
-    data = {d.code: d for d in services.direction_data(flores)}
+    data = {d.code: d for d in services.direction_data_list(project=flores)}
     assert (data["en-de"].gold_pairs, data["en-de"].empty, data["en-zh"].empty) == (1, False, True)

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation.models import RatingItem
-from core.services import create_user
+from core.services import user_create
 from exports.models import PseudoTranslation
 from injection.models import Candidate
 from tests.review.factories import make_candidates
@@ -132,7 +132,7 @@ def test_an_oversized_file_is_refused_before_it_is_read(admin, project, settings
 def test_annotators_and_viewers_get_a_missing_page(client, project, languages, role):
     cands = make_candidates(project, languages, "en-de", count=1)
     Candidate.objects.filter(pk=cands[0].pk).update(status="accepted")
-    client.force_login(create_user(f"someone_{role}", "pass-123-abc", role=role, languages=["de"]))
+    client.force_login(user_create(username=f"someone_{role}", password="pass-123-abc", role=role, languages=["de"]))
     url, body = _url(project), {"source": "accepted-candidates"}
     hidden = [client.get(url), client.post(url, body)]
     assert not RatingItem.objects.exists()

@@ -24,14 +24,14 @@ from django.db import connections  # noqa: E402
 from annotation.models import ReviewDecision  # noqa: E402
 from annotation.review import services  # noqa: E402
 from core.models import GoldSegment  # noqa: E402
-from core.services import add_directions, create_user, ensure_project  # noqa: E402
+from core.services import project_directions_add, project_ensure, user_create  # noqa: E402
 from injection.models import Candidate, InjectionRun  # noqa: E402
 
 
 def main() -> None:
     call_command("migrate", verbosity=0)
-    project, _ = ensure_project("race")
-    (direction,) = add_directions(project, ["en-de"])
+    project, _ = project_ensure(name="race")
+    (direction,) = project_directions_add(project=project, codes=["en-de"])
     run = InjectionRun.objects.create(project=project, name="race", backend="import")
     for i in range(30):
         segment = GoldSegment.objects.create(
@@ -40,13 +40,15 @@ def main() -> None:
         Candidate.objects.create(
             run=run, segment=segment, error_type="Addition", text=f"a X c {i}", span_start=1, span_end=2, edit_text="X"
         )
-    users = [create_user(f"u{i}", "pw-xyz-123", languages=["de"]) for i in range(8)]
+    users = [user_create(username=f"u{i}", password="pw-xyz-123", languages=["de"]) for i in range(8)]
     errors: list[str] = []
 
     def work(user):
         try:
-            while (got := services.next_candidate(user, project)) is not None:
-                services.submit_decision(user, got.candidate.pk, "accept", idempotency_key=uuid.uuid4().hex)
+            while (got := services.candidate_take_next(user=user, project=project)) is not None:
+                services.decision_submit(
+                    user=user, candidate_id=got.candidate.pk, decision="accept", idempotency_key=uuid.uuid4().hex
+                )
         except Exception as exc:  # reported to the test
             errors.append(repr(exc))
         finally:

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from annotation.models import ReviewDecision
 from annotation.review import selectors
-from core.services import add_directions, create_user, ensure_project
+from core.services import project_directions_add, project_ensure, user_create
 from tests.review.factories import make_candidates
 
 pytestmark = pytest.mark.django_db
@@ -29,8 +29,8 @@ def put(candidate, reviewer, decision, time_spent_ms, *, minutes_ago=0, source=R
 def test_grouped_statistics_equal_the_computation_over_every_decision(project, languages, annotator_de):
     de = make_candidates(project, languages, "en-de")
     zh = make_candidates(project, languages, "en-zh")
-    both = create_user("bo_de_zh", "bo-pass-12345", languages=["de", "zh"])
-    untimed = create_user("cy_de", "cy-pass-12345", languages=["de"])
+    both = user_create(username="bo_de_zh", password="bo-pass-12345", languages=["de", "zh"])
+    untimed = user_create(username="cy_de", password="cy-pass-12345", languages=["de"])
     # anna: an even number of timed decisions (the median is the mean of the middle two), one untimed, one old
     put(de[0], annotator_de, "accept", 4000)
     put(de[1], annotator_de, "reject", 6000, minutes_ago=30)
@@ -46,8 +46,8 @@ def test_grouped_statistics_equal_the_computation_over_every_decision(project, l
     put(de[1], untimed, "accept", None)
     # neither an imported decision nor another project's decisions count
     put(de[5], None, "accept", 777, source=ReviewDecision.Source.IMPORTED)
-    other, _ = ensure_project("other")
-    add_directions(other, ["en-de"])
+    other, _ = project_ensure(name="other")
+    project_directions_add(project=other, codes=["en-de"])
     put(make_candidates(other, languages, "en-de", count=1)[0], annotator_de, "reject", 100000)
 
     now = timezone.now()
@@ -111,11 +111,13 @@ def test_changing_a_decision_makes_the_kept_figures_stale(project, languages, an
     from annotation.review import services
 
     de = make_candidates(project, languages, "en-de")
-    services.submit_decision(annotator_de, de[0].pk, "accept", idempotency_key="first", time_spent_ms=1000)
+    services.decision_submit(
+        user=annotator_de, candidate_id=de[0].pk, decision="accept", idempotency_key="first", time_spent_ms=1000
+    )
     selectors.compute_decision_figures(project)
     assert selectors.decision_figures(project).fresh
-    services.submit_decision(
-        annotator_de, de[0].pk, "reject", idempotency_key="second", time_spent_ms=1000
+    services.decision_submit(
+        user=annotator_de, candidate_id=de[0].pk, decision="reject", idempotency_key="second", time_spent_ms=1000
     )  # a change: no new row
     assert not selectors.decision_figures(project).fresh
     selectors.compute_decision_figures(project)

@@ -10,7 +10,7 @@ from django.db import connection, connections
 from annotation.models import ReviewDecision
 from annotation.rating import services as rating_services
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.conftest import need
 from tests.review.factories import make_candidate
@@ -46,12 +46,14 @@ def test_32_concurrent_reviewers_never_over_assign(project, languages):
     need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
     for i in range(40):
         make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i))
-    users = [create_user(f"r{i}", "pw-123-xyz", languages=["de"]) for i in range(32)]
+    users = [user_create(username=f"r{i}", password="pw-123-xyz", languages=["de"]) for i in range(32)]
     counts: Counter = Counter()
 
     def work(user):
-        while (got := services.next_candidate(user, project)) is not None:
-            _, created = services.submit_decision(user, got.candidate.pk, "accept", idempotency_key=uuid.uuid4().hex)
+        while (got := services.candidate_take_next(user=user, project=project)) is not None:
+            _, created = services.decision_submit(
+                user=user, candidate_id=got.candidate.pk, decision="accept", idempotency_key=uuid.uuid4().hex
+            )
             counts[user.pk] += created
 
     race(users, work)
@@ -68,7 +70,9 @@ def test_same_submission_twice_concurrently_is_stored_once(project, languages, a
     results = []
     race(
         [annotator_de] * 8,
-        lambda user: results.append(services.submit_decision(user, cand.pk, "accept", idempotency_key="same-key")),
+        lambda user: results.append(
+            services.decision_submit(user=user, candidate_id=cand.pk, decision="accept", idempotency_key="same-key")
+        ),
     )
     assert len(results) == 8 and sum(created for _, created in results) == 1
     assert ReviewDecision.objects.count() == 1
@@ -107,13 +111,15 @@ def test_concurrent_raters_never_over_fill_a_rating_item(project, languages):
         RatingItem.objects.create(
             project=project, direction=languages["en-de"], kind="system_output", source=f"s{i}", text=f"t{i}"
         )
-    users = [create_user(f"rater{i}", "pw-123-xyz", languages=["de"]) for i in range(16)]
+    users = [user_create(username=f"rater{i}", password="pw-123-xyz", languages=["de"]) for i in range(16)]
     scores = {"informativeness": 4, "clarity": 4, "plausibility": 5, "faithfulness": 3}
 
     def work(user):
-        while (item := rating_services.next_rating_item(user, project)) is not None:
+        while (item := rating_services.rating_item_take_next(user=user, project=project)) is not None:
             try:
-                rating_services.submit_rating(user, item.pk, scores, idempotency_key=uuid.uuid4().hex)
+                rating_services.rating_submit(
+                    user=user, item_id=item.pk, scores=scores, idempotency_key=uuid.uuid4().hex
+                )
             except services.Conflict:
                 pass  # lost the race for the item's last slot: take the next one
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotation.models import AuditEvent, LikertRating, RatingItem, ReviewDecision, ReviewSkip, UsedIdempotencyKey
 from annotation.review import selectors, services
-from core.services import create_user
+from core.services import user_create
 from tests.review.factories import make_candidates
 
 pytestmark = pytest.mark.django_db
@@ -150,7 +150,7 @@ def test_a_used_key_stays_refused_for_another_user(cands, anna, project):
         == 200
     )
     ben = Client()
-    ben.force_login(create_user("ben_de", "ben-pass-123", languages=["de"]))
+    ben.force_login(user_create(username="ben_de", password="ben-pass-123", languages=["de"]))
     r = post(ben, "decisions", {"candidate": cands[1].pk, "decision": "accept", "idempotency_key": "K1"})
     assert r.status_code == 409 and r.json()["field"] == "idempotency_key"
     assert not ReviewDecision.objects.filter(reviewer__username="ben_de").exists()
@@ -169,7 +169,7 @@ def test_closed_round_refuses_changes_and_skips(project, cands, anna, annotator_
         ).status_code
         == 201
     )
-    services.close_round(admin_user, rnd)
+    services.round_close(admin=admin_user, rnd=rnd)
     change = post(
         anna, "decisions", {"candidate": cands[0].pk, "decision": "reject", "idempotency_key": "K2", "round": rnd.pk}
     )
@@ -204,7 +204,7 @@ def test_closed_round_refuses_changes_and_skips(project, cands, anna, annotator_
 
 
 def test_submission_recorded_for_another_user_is_refused(project, cands, item, anna, annotator_de):
-    other = create_user("li_de", "li-pass-123", languages=["de"])
+    other = user_create(username="li_de", password="li-pass-123", languages=["de"])
     for name, body in [
         ("decisions", {"candidate": cands[0].pk, "decision": "reject", "comment": "anna's", "idempotency_key": "A1"}),
         ("skips", {"candidate": cands[1].pk, "reason": "unsure"}),
@@ -242,8 +242,8 @@ RLO = "\u202e"
 def test_untrusted_text_runs_are_bidi_isolates(project, languages, admin_user, annotator_de):
     from tests.review.factories import make_candidate
 
-    evil = create_user("ben_de", "ben-pass-123", languages=["de"])
-    # new names are checked now (core.services.clean_username); an account from before may still hold one
+    evil = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
+    # new names are checked now (core.services.username_clean); an account from before may still hold one
     type(evil).objects.filter(pk=evil.pk).update(username=f"ben{RLO}_de")
     evil.refresh_from_db()
     cand = make_candidate(
@@ -294,9 +294,9 @@ def test_untrusted_text_runs_are_bidi_isolates(project, languages, admin_user, a
 
 def test_untaken_candidate_same_rule_on_screen_and_api(project, cands, anna, annotator_de):
     """Not taken from the queue: allowed while a slot is free, refused (409) once others hold all N."""
-    others = [create_user(f"rev{i}_de", "rev-pass-123", languages=["de"]) for i in range(2)]
+    others = [user_create(username=f"rev{i}_de", password="rev-pass-123", languages=["de"]) for i in range(2)]
     for user in others:  # both take the first candidate from the queue: its N = 2 slots are held
-        assert services.next_candidate(user, project, language="de").candidate == cands[0]
+        assert services.candidate_take_next(user=user, project=project, language="de").candidate == cands[0]
     api = post(anna, "decisions", {"candidate": cands[0].pk, "decision": "accept", "idempotency_key": "U1"})
     assert api.status_code == 409 and "already has its 2 reviewers" in api.json()["detail"]
     url = reverse("review:candidate", args=[project.name, cands[0].pk])

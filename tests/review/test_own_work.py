@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from tests.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
@@ -17,12 +17,12 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def work(project, languages, annotator_de):
     de, ar = languages["en-de"], languages["en-ar"]
-    create_user("sara_ar", "sara-pass-123", languages=["ar"])
+    user_create(username="sara_ar", password="sara-pass-123", languages=["ar"])
     german = make_candidate(project, de, "A red dog.", "Ein roter Hund.", "Ein blauer Hund.")
     other = make_candidate(project, de, "A cat sleeps.", "Eine Katze schläft.", "Eine Katze rennt.")
     arabic = make_candidate(project, ar, "The dog.", "الكلب نائم.", "القط نائم.")
-    services.submit_decision(annotator_de, german.pk, "accept", idempotency_key="k1")
-    services.skip_candidate(annotator_de, other.pk, "broken_item", comment="half missing")
+    services.decision_submit(user=annotator_de, candidate_id=german.pk, decision="accept", idempotency_key="k1")
+    services.candidate_skip(user=annotator_de, candidate_id=other.pk, reason="broken_item", comment="half missing")
     return {"german": german, "other": other, "arabic": arabic}
 
 
@@ -45,8 +45,8 @@ def test_mine_shows_the_text_filters_and_lists_skips_with_a_way_back(client, ann
 
 
 def test_an_admin_sees_every_skip_of_the_project_and_others_see_only_their_own(client, admin_user, annotator_de, work):
-    sara = create_user("sara_ar", "sara-pass-123", languages=["ar"])
-    services.skip_candidate(sara, work["arabic"].pk, "unsure")
+    sara = user_create(username="sara_ar", password="sara-pass-123", languages=["ar"])
+    services.candidate_skip(user=sara, candidate_id=work["arabic"].pk, reason="unsure")
     client.force_login(admin_user)
     page = client.get(reverse("review:manage", args=["demo"])).content.decode()
     assert "anna_de" in page and "sara_ar" in page and "Eine Katze rennt." in page

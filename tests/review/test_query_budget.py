@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import ReviewDecision, ReviewLock
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import make_candidate
 
@@ -66,7 +66,7 @@ def test_get_next_and_submit_stay_within_their_query_budget(
     client, project, candidates, annotator_de, django_assert_max_num_queries
 ):
     other = Client()
-    other.force_login(create_user("other_de", "other-pass-123", languages=["de"]))
+    other.force_login(user_create(username="other_de", password="other-pass-123", languages=["de"]))
     first = next_item(other, project)  # a live lock and a decision of someone else in the queue
     submit(other, first)
     next_item(other, project)
@@ -98,7 +98,7 @@ def test_get_next_does_not_grow_with_the_queue(client, project, languages, candi
         make_candidate(project, languages["en-de"], f"t{i}", f"e f g h {i}", f"e Y g h {i}", external_id=f"t{i}")
     for i in range(2):  # the head of the queue held by two others: get-next has to look past it
         c = Client()
-        c.force_login(create_user(f"holder{i}", "holder-pass-123", languages=["de"]))
+        c.force_login(user_create(username=f"holder{i}", password="holder-pass-123", languages=["de"]))
         next_item(c, project)
     assert count_one() == small
 

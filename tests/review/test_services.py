@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from annotation.models import AuditEvent, ReviewDecision, ReviewLock
 from annotation.review import selectors, services
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import make_candidates
 
@@ -21,38 +21,42 @@ def de_candidates(project, languages):
 
 @pytest.fixture
 def second_de():
-    return create_user("ben_de", "ben-pass-123", languages=["de"])
+    return user_create(username="ben_de", password="ben-pass-123", languages=["de"])
 
 
 def decide(user, candidate, decision="accept", key=None, **kw):
-    return services.submit_decision(
-        user, candidate.pk, decision, idempotency_key=key or f"{user.pk}-{candidate.pk}-{decision}", **kw
+    return services.decision_submit(
+        user=user,
+        candidate_id=candidate.pk,
+        decision=decision,
+        idempotency_key=key or f"{user.pk}-{candidate.pk}-{decision}",
+        **kw,
     )
 
 
 def test_queue_serves_only_own_languages(project, de_candidates, annotator_de, annotator_zh, languages):
     zh = make_candidates(project, languages, "en-zh")
-    got = services.next_candidate(annotator_de, project)
+    got = services.candidate_take_next(user=annotator_de, project=project)
     assert got.candidate.segment.direction.code == "en-de"
-    got_zh = services.next_candidate(annotator_zh, project)
+    got_zh = services.candidate_take_next(user=annotator_zh, project=project)
     assert got_zh.candidate in zh
     with pytest.raises(services.NotFound):
         decide(annotator_zh, de_candidates[0])
 
 
 def test_resume_returns_the_held_item(project, de_candidates, annotator_de):
-    first = services.next_candidate(annotator_de, project)
-    again = services.next_candidate(annotator_de, project)
+    first = services.candidate_take_next(user=annotator_de, project=project)
+    again = services.candidate_take_next(user=annotator_de, project=project)
     assert again.candidate == first.candidate and again.resumed
 
 
 def test_n_reviewers_then_status_unanimous(project, de_candidates, annotator_de, second_de):
-    third = create_user("cara_de", "cara-pass-123", languages=["de"])
-    a = services.next_candidate(annotator_de, project).candidate
-    b = services.next_candidate(second_de, project).candidate
+    third = user_create(username="cara_de", password="cara-pass-123", languages=["de"])
+    a = services.candidate_take_next(user=annotator_de, project=project).candidate
+    b = services.candidate_take_next(user=second_de, project=project).candidate
     assert a == b  # both reviewers are sent to the same first item (N = 2)
     # the third reviewer cannot get it: two slots are held
-    c = services.next_candidate(third, project).candidate
+    c = services.candidate_take_next(user=third, project=project).candidate
     assert c != a
     decide(annotator_de, a, "accept")
     assert Candidate.objects.get(pk=a.pk).status == "pending"
@@ -66,14 +70,14 @@ def test_n_reviewers_then_status_unanimous(project, de_candidates, annotator_de,
 
 def test_never_the_same_candidate_twice(project, de_candidates, annotator_de):
     seen = []
-    while (got := services.next_candidate(annotator_de, project)) is not None:
+    while (got := services.candidate_take_next(user=annotator_de, project=project)) is not None:
         seen.append(got.candidate.pk)
         decide(annotator_de, got.candidate)
     assert sorted(seen) == sorted(c.pk for c in de_candidates)
 
 
 def test_idempotent_submission_and_change_is_audited(project, de_candidates, annotator_de):
-    cand = services.next_candidate(annotator_de, project).candidate
+    cand = services.candidate_take_next(user=annotator_de, project=project).candidate
     d1, created1 = decide(annotator_de, cand, "accept", key="k-1")
     d2, created2 = decide(annotator_de, cand, "accept", key="k-1")
     assert created1 and not created2 and d1.pk == d2.pk
@@ -92,22 +96,32 @@ def test_key_of_another_user_is_refused(project, de_candidates, annotator_de, se
 
 def test_invalid_input_names_the_field(project, de_candidates, annotator_de):
     with pytest.raises(services.Invalid) as exc:
-        services.submit_decision(annotator_de, de_candidates[0].pk, "maybe", idempotency_key="x")
+        services.decision_submit(
+            user=annotator_de, candidate_id=de_candidates[0].pk, decision="maybe", idempotency_key="x"
+        )
     assert exc.value.field == "decision"
     with pytest.raises(services.Invalid) as exc:
-        services.submit_decision(annotator_de, de_candidates[0].pk, "accept", idempotency_key="")
+        services.decision_submit(
+            user=annotator_de, candidate_id=de_candidates[0].pk, decision="accept", idempotency_key=""
+        )
     assert exc.value.field == "idempotency_key"
     with pytest.raises(services.Invalid):
-        services.submit_decision(annotator_de, de_candidates[0].pk, "accept", idempotency_key="y", reason="wrong_type")
+        services.decision_submit(
+            user=annotator_de,
+            candidate_id=de_candidates[0].pk,
+            decision="accept",
+            idempotency_key="y",
+            reason="wrong_type",
+        )
     assert not ReviewDecision.objects.exists()
 
 
 def test_expired_lock_frees_the_slot(project, de_candidates, annotator_de, second_de):
-    third = create_user("cara_de", "cara-pass-123", languages=["de"])
-    a = services.next_candidate(annotator_de, project).candidate
-    services.next_candidate(second_de, project)
+    third = user_create(username="cara_de", password="cara-pass-123", languages=["de"])
+    a = services.candidate_take_next(user=annotator_de, project=project).candidate
+    services.candidate_take_next(user=second_de, project=project)
     ReviewLock.objects.filter(reviewer=second_de).update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert services.next_candidate(third, project).candidate == a
+    assert services.candidate_take_next(user=third, project=project).candidate == a
     # the second reviewer comes back too late: both slots are now taken
     decide(annotator_de, a)
     decide(third, a)
@@ -116,12 +130,12 @@ def test_expired_lock_frees_the_slot(project, de_candidates, annotator_de, secon
 
 
 def test_skip_removes_from_own_queue_only(project, de_candidates, annotator_de, second_de):
-    a = services.next_candidate(annotator_de, project).candidate
-    services.skip_candidate(annotator_de, a.pk, "unsure")
-    assert services.next_candidate(annotator_de, project).candidate != a
-    assert services.next_candidate(second_de, project).candidate == a
+    a = services.candidate_take_next(user=annotator_de, project=project).candidate
+    services.candidate_skip(user=annotator_de, candidate_id=a.pk, reason="unsure")
+    assert services.candidate_take_next(user=annotator_de, project=project).candidate != a
+    assert services.candidate_take_next(user=second_de, project=project).candidate == a
     with pytest.raises(services.Invalid):
-        services.skip_candidate(annotator_de, a.pk, "bored")
+        services.candidate_skip(user=annotator_de, candidate_id=a.pk, reason="bored")
 
 
 def test_excluded_and_imported_are_not_served(project, de_candidates, annotator_de):
@@ -129,7 +143,7 @@ def test_excluded_and_imported_are_not_served(project, de_candidates, annotator_
     ReviewDecision.objects.create(candidate=de_candidates[1], decision="accept", source="imported", is_final=True)
     Candidate.objects.filter(pk=de_candidates[2].pk).update(is_gold=True, gold_answer="reject")
     served = []
-    while (got := services.next_candidate(annotator_de, project)) is not None:
+    while (got := services.candidate_take_next(user=annotator_de, project=project)) is not None:
         served.append(got.candidate.pk)
         decide(annotator_de, got.candidate)
     assert de_candidates[0].pk not in served and de_candidates[1].pk not in served
@@ -145,12 +159,14 @@ def test_adjudicated_rule_and_adjudication(project, de_candidates, annotator_de,
     assert Candidate.objects.get(pk=a.pk).status == "pending"
     assert list(selectors.disagreements(project)) == [a]
     with pytest.raises(services.Forbidden):
-        services.adjudicate(annotator_de, a.pk, "accept")
-    services.adjudicate(admin_user, a.pk, "accept", comment="edit is a real addition")
+        services.candidate_adjudicate(admin=annotator_de, candidate_id=a.pk, decision="accept")
+    services.candidate_adjudicate(
+        admin=admin_user, candidate_id=a.pk, decision="accept", comment="edit is a real addition"
+    )
     assert Candidate.objects.get(pk=a.pk).status == "accepted"
     assert list(selectors.disagreements(project)) == []
     # switching to unanimous keeps the adjudication (a final decision) deciding
-    assert services.set_pool_rule(admin_user, project, "unanimous") == 0
+    assert services.pool_rule_set(admin=admin_user, project=project, rule="unanimous") == 0
 
 
 def test_pool_rule_switch_rederives_statuses(project, de_candidates, annotator_de, second_de, admin_user):
@@ -158,7 +174,7 @@ def test_pool_rule_switch_rederives_statuses(project, de_candidates, annotator_d
     project.save()
     decide(annotator_de, de_candidates[0], "accept")
     decide(second_de, de_candidates[0], "reject")
-    assert services.set_pool_rule(admin_user, project, "unanimous") == 1
+    assert services.pool_rule_set(admin=admin_user, project=project, rule="unanimous") == 1
     assert Candidate.objects.get(pk=de_candidates[0].pk).status == "rejected"
 
 
@@ -166,12 +182,12 @@ def test_second_round_is_a_blind_sample(project, de_candidates, annotator_de, se
     for c in de_candidates:
         decide(annotator_de, c)
         decide(second_de, c)
-    rnd = services.open_round(admin_user, project, sample_size=3, seed=11)
+    rnd = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
     assert rnd.number == 2 and rnd.candidates.count() == 3
-    again = services.open_round(admin_user, project, sample_size=3, seed=11)
+    again = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
     assert set(again.candidates.values_list("id", flat=True)) == set(rnd.candidates.values_list("id", flat=True))
-    services.close_round(admin_user, again)
-    got = services.next_candidate(annotator_de, project)
+    services.round_close(admin=admin_user, rnd=again)
+    got = services.candidate_take_next(user=annotator_de, project=project)
     assert got.round == rnd and got.candidate in rnd.candidates.all()
     assert selectors.own_decision(annotator_de, got.candidate, rnd) is None  # round 1 is not shown as theirs
     visible = set(selectors.decisions_of(annotator_de).values_list("candidate_id", flat=True))

@@ -14,7 +14,8 @@ from django.utils import timezone
 from annotation.models import ReviewDecision, ReviewLock, ReviewRound, ReviewTally
 from annotation.review import selectors, services, tally
 from core import bulk
-from core.services import create_user
+from core.domain.errors import AppError
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import SAMPLES, make_candidate, make_candidates
 
@@ -109,11 +110,11 @@ class World:
         bulk.insert_objects(Candidate, new)
 
     def take(self):
-        services.next_candidate(self.rng.choice(self.users), self.project)
+        services.candidate_take_next(user=self.rng.choice(self.users), project=self.project)
 
     def take_and_decide(self):
         user = self.rng.choice(self.users)
-        got = services.next_candidate(user, self.project)
+        got = services.candidate_take_next(user=user, project=self.project)
         if got:
             self._decide(user, got.candidate, got.round)
 
@@ -125,20 +126,22 @@ class World:
     def _decide(self, user, candidate, rnd):
         self.serial += 1
         try:
-            services.submit_decision(
-                user,
-                candidate.pk,
-                self.rng.choice(["accept", "reject"]),
+            services.decision_submit(
+                user=user,
+                candidate_id=candidate.pk,
+                decision=self.rng.choice(["accept", "reject"]),
                 idempotency_key=f"k{self.serial}",
                 round_id=rnd.pk if rnd else None,
             )
-        except services.ReviewError:
+        except AppError:
             pass
 
     def skip(self):
         try:
-            services.skip_candidate(self.rng.choice(self.users), self.rng.choice(self._candidates()).pk, "unsure")
-        except services.ReviewError:
+            services.candidate_skip(
+                user=self.rng.choice(self.users), candidate_id=self.rng.choice(self._candidates()).pk, reason="unsure"
+            )
+        except AppError:
             pass
 
     def expire_locks(self):
@@ -148,10 +151,14 @@ class World:
                 expires_at=timezone.now() - timedelta(seconds=1)
             )
         if self.rng.random() < 0.5:
-            services.release_expired_locks()
+            services.lock_clear_expired()
 
     def adjudicate(self):
-        services.adjudicate(self.admin, self.rng.choice(self._candidates()).pk, self.rng.choice(["accept", "reject"]))
+        services.candidate_adjudicate(
+            admin=self.admin,
+            candidate_id=self.rng.choice(self._candidates()).pk,
+            decision=self.rng.choice(["accept", "reject"]),
+        )
 
     def exclude(self):
         # as the benchmark build excludes drifted candidates: a bulk update of status
@@ -162,16 +169,16 @@ class World:
 
     def open_round(self):
         try:
-            services.open_round(
-                self.admin, self.project, sample_size=self.rng.randint(1, 4), seed=self.rng.randint(0, 99)
+            services.round_open(
+                admin=self.admin, project=self.project, sample_size=self.rng.randint(1, 4), seed=self.rng.randint(0, 99)
             )
-        except services.ReviewError:
+        except AppError:
             pass
 
     def close_round(self):
         later = list(ReviewRound.objects.filter(project=self.project, is_open=True, number__gt=1))
         if later:
-            services.close_round(self.admin, self.rng.choice(later))
+            services.round_close(admin=self.admin, rnd=self.rng.choice(later))
 
     def delete_candidate(self):
         cands = self._candidates()
@@ -184,7 +191,9 @@ class World:
             ReviewDecision.objects.filter(pk=self.rng.choice(ids)).delete()
 
     def pool_rule(self):
-        services.set_pool_rule(self.admin, self.project, self.rng.choice(["unanimous", "adjudicated"]))
+        services.pool_rule_set(
+            admin=self.admin, project=self.project, rule=self.rng.choice(["unanimous", "adjudicated"])
+        )
 
     def fold(self):
         tally.fold()
@@ -217,8 +226,8 @@ def test_counters_follow_every_writer_in_random_order(project, languages, annota
     users = [
         annotator_de,
         annotator_zh,
-        create_user("ben_de", "ben-pass-123", languages=["de"]),
-        create_user("dora_dezh", "dora-pass-123", languages=["de", "zh"]),
+        user_create(username="ben_de", password="ben-pass-123", languages=["de"]),
+        user_create(username="dora_dezh", password="dora-pass-123", languages=["de", "zh"]),
     ]
     make_candidates(project, languages, "en-de")
     make_candidates(project, languages, "en-zh")
@@ -236,17 +245,17 @@ def test_counters_follow_every_writer_in_random_order(project, languages, annota
 
 def test_remaining_counts_others_live_locks_and_own_history(project, languages, annotator_de, admin_user):
     """N = 2: a candidate another reviewer holds stays in my queue until a second one holds it too."""
-    ben, cara = (create_user(n, "pass-pass-123", languages=["de"]) for n in ("ben_de", "cara_de"))
+    ben, cara = (user_create(username=n, password="pass-pass-123", languages=["de"]) for n in ("ben_de", "cara_de"))
     make_candidates(project, languages, "en-de", count=3)
     rnd = selectors.first_round(project)
     assert selectors.progress(annotator_de, project, rnd, ["de"])["remaining"] == 3
-    first = services.next_candidate(ben, project).candidate
-    assert services.next_candidate(cara, project).candidate == first
+    first = services.candidate_take_next(user=ben, project=project).candidate
+    assert services.candidate_take_next(user=cara, project=project).candidate == first
     # both slots of `first` are held: it is not in my queue, though no decision exists
     assert selectors.progress(annotator_de, project, rnd, ["de"]) == {"done": 0, "remaining": 2, "round": 1}
     ReviewLock.objects.filter(reviewer=cara).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert selectors.progress(annotator_de, project, rnd, ["de"])["remaining"] == 3
-    services.submit_decision(annotator_de, first.pk, "accept", idempotency_key="a1")
+    services.decision_submit(user=annotator_de, candidate_id=first.pk, decision="accept", idempotency_key="a1")
     assert selectors.progress(annotator_de, project, rnd, ["de"]) == {"done": 1, "remaining": 2, "round": 1}
     # the zh annotator sees nothing of the de queue
     assert selectors.progress(annotator_de, project, rnd, ["zh"]) == {"done": 0, "remaining": 0, "round": 1}
@@ -254,8 +263,8 @@ def test_remaining_counts_others_live_locks_and_own_history(project, languages, 
 
 def test_recount_command_rebuilds_and_checks(project, languages, annotator_de, capsys):
     make_candidates(project, languages, "en-de")
-    got = services.next_candidate(annotator_de, project)
-    services.submit_decision(annotator_de, got.candidate.pk, "accept", idempotency_key="k1")
+    got = services.candidate_take_next(user=annotator_de, project=project)
+    services.decision_submit(user=annotator_de, candidate_id=got.candidate.pk, decision="accept", idempotency_key="k1")
     tally.fold()
     want = counted_from_rows(project)
     call_command("recount_review_progress", "--check")
@@ -286,8 +295,8 @@ def test_pages_show_the_counted_figures_in_own_languages_only(
 ):
     make_candidates(project, languages, "en-de")
     make_candidates(project, languages, "en-zh")
-    got = services.next_candidate(annotator_de, project)
-    services.submit_decision(annotator_de, got.candidate.pk, "reject", idempotency_key="k1")
+    got = services.candidate_take_next(user=annotator_de, project=project)
+    services.decision_submit(user=annotator_de, candidate_id=got.candidate.pk, decision="reject", idempotency_key="k1")
     rnd = selectors.first_round(project)
     want = selectors.exact_progress(annotator_de, project, rnd, ["de"])
     client.force_login(annotator_de)

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock
 from annotation.review import services
-from core.services import create_user
+from core.services import user_create
 from injection.models import Candidate
 from tests.review.factories import make_candidate, make_candidates
 
@@ -185,16 +185,24 @@ def test_the_main_menu_is_the_same_on_every_page_for_a_user(project, data, de_cl
 
 
 def test_decisions_list_shows_only_own_work(project, data, de_client, annotator_de):
-    other = create_user("ben_de", "ben-pass-123", languages=["de"])
-    services.submit_decision(other, data["de"][0].pk, "reject", idempotency_key="other")
-    services.submit_decision(annotator_de, data["de"][1].pk, "accept", idempotency_key="mine")
+    other = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
+    services.decision_submit(user=other, candidate_id=data["de"][0].pk, decision="reject", idempotency_key="other")
+    services.decision_submit(
+        user=annotator_de, candidate_id=data["de"][1].pk, decision="accept", idempotency_key="mine"
+    )
     rows = de_client.get(reverse("review_api:decisions")).json()["results"]
     assert [r["idempotency_key"] for r in rows] == ["mine"]
     assert "other" not in de_client.get(reverse("review:mine")).content.decode()
 
 
 def test_own_decisions_show_the_rejection_reason_as_picked_not_its_code(project, data, de_client, annotator_de):
-    services.submit_decision(annotator_de, data["de"][0].pk, "reject", idempotency_key="r1", reason="outside_changed")
+    services.decision_submit(
+        user=annotator_de,
+        candidate_id=data["de"][0].pk,
+        decision="reject",
+        idempotency_key="r1",
+        reason="outside_changed",
+    )
     mine = de_client.get(reverse("review:mine")).content.decode()
     assert "text outside the mark changed" in mine and "outside_changed" not in mine
     screen = de_client.get(reverse("review:candidate", args=[project.name, data["de"][0].pk])).content.decode()
@@ -207,8 +215,13 @@ def test_own_decisions_show_the_time_zone_and_the_reviewers_comment_escaped_and_
     from django.utils import timezone
 
     comment = "<b>odd</b> " + "word " * 40
-    decision, _ = services.submit_decision(
-        annotator_de, data["de"][0].pk, "reject", idempotency_key="c1", reason="wrong_type", comment=comment
+    decision, _ = services.decision_submit(
+        user=annotator_de,
+        candidate_id=data["de"][0].pk,
+        decision="reject",
+        idempotency_key="c1",
+        reason="wrong_type",
+        comment=comment,
     )
     mine = de_client.get(reverse("review:mine")).content.decode()
     assert f"{timezone.localtime(decision.updated_at):%Y-%m-%d %H:%M} UTC</time>" in mine  # TIME_ZONE, named
@@ -313,7 +326,7 @@ def test_review_page_rtl_and_deletion_marker(project, languages):
     ar = make_candidate(
         project, languages["en-ar"], "The book is new.", "الكتاب جديد جدا.", "الكتاب جدا.", error_type="Omission"
     )
-    user = create_user("amal_ar", "amal-pass-123", languages=["ar"])
+    user = user_create(username="amal_ar", password="amal-pass-123", languages=["ar"])
     client = login(Client(), user, "amal-pass-123")
     html = client.get(reverse("review:candidate", args=[project.name, ar.pk])).content.decode()
     assert 'lang="ar" dir="rtl" id="candidate-text"' in html
@@ -333,10 +346,12 @@ def test_invite_link_sets_password_once(admin_client, admin_user):
 
 
 def test_admin_progress_page_and_adjudication(project, data, admin_client, annotator_de):
-    other = create_user("ben_de", "ben-pass-123", languages=["de"])
+    other = user_create(username="ben_de", password="ben-pass-123", languages=["de"])
     c = data["de"][0]
-    services.submit_decision(annotator_de, c.pk, "accept", idempotency_key="a", time_spent_ms=3000)
-    services.submit_decision(other, c.pk, "reject", idempotency_key="b", time_spent_ms=5000)
+    services.decision_submit(
+        user=annotator_de, candidate_id=c.pk, decision="accept", idempotency_key="a", time_spent_ms=3000
+    )
+    services.decision_submit(user=other, candidate_id=c.pk, decision="reject", idempotency_key="b", time_spent_ms=5000)
     html = admin_client.get(reverse("review:manage", args=[project.name])).content.decode()
     assert "anna_de" in html and "3.0 s" in html
     page = admin_client.get(reverse("review:adjudication", args=[project.name]))
@@ -355,7 +370,7 @@ def test_schema_lists_review_endpoints(admin_client):
 
 
 def test_django_admin_lists_review_models(project, data, admin_client, annotator_de):
-    services.submit_decision(annotator_de, data["de"][0].pk, "accept", idempotency_key="adm")
+    services.decision_submit(user=annotator_de, candidate_id=data["de"][0].pk, decision="accept", idempotency_key="adm")
     for model in (
         "reviewround",
         "reviewdecision",
@@ -395,7 +410,7 @@ def test_review_page_shows_check_warnings_and_criteria(project, languages, de_cl
 
 
 def test_viewer_cannot_review_or_rate(project, data):
-    viewer = create_user("vic", "vic-pass-123", role="viewer", languages=["de"])
+    viewer = user_create(username="vic", password="vic-pass-123", role="viewer", languages=["de"])
     client = login(Client(), viewer, "vic-pass-123")
     assert client.get(reverse("review:candidate", args=[project.name, data["de"][0].pk])).status_code == 404
     assert (

@@ -56,14 +56,14 @@ def test_ingest_and_score_table_by_direction_and_level(release, languages):
     for d in ("en-de", "en-zh"):
         write_part(release, "chrF++", d)
         job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d])
-        assert services.ingest_job(job) == n
+        assert services.job_ingest(job=job) == n
         job.refresh_from_db()
         assert job.status == ScoringJob.Status.DONE and job.output_path.endswith(f"{d}.parquet")
     assert MetricScore.objects.filter(release=release, metric="chrF++").count() == 2 * n
     one = MetricScore.objects.get(release=release, metric="chrF++", triplet_id="en-de:0:3:0")
     assert one.level == 3 and one.score == 70.0 and one.signature["tokenizer"] == "13a"
     # ingesting again replaces, never duplicates
-    services.ingest_job(ScoringJob.objects.get(release=release, metric="chrF++", direction=languages["en-de"]))
+    services.job_ingest(job=ScoringJob.objects.get(release=release, metric="chrF++", direction=languages["en-de"]))
     assert MetricScore.objects.filter(release=release, metric="chrF++").count() == 2 * n
     [table] = selectors.score_table(release)
     assert table["metric"] == "chrF++" and table["better"] == "higher" and table["levels"] == [0, 1, 2, 3, 4, 5]
@@ -79,7 +79,7 @@ def test_unreadable_worker_file_is_a_clear_error(release, languages):
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not parquet")
     with pytest.raises(ScoringError, match="not a readable parquet file"):
-        services.ingest_part(release, "chrF++", languages["en-de"], path)
+        services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
 
 
 @pytest.mark.parametrize(
@@ -107,8 +107,11 @@ def test_bad_worker_file_is_refused_and_nothing_written(release, languages, over
     assert len(release_rows("en-de")) == 48
     write_part(release, "chrF++", "en-de", overrides=overrides)
     with pytest.raises(ScoringError, match=error):
-        services.ingest_part(
-            release, "chrF++", languages["en-de"], part_path(Path(release.path) / "scores", "chrF++", "en-de")
+        services.part_ingest(
+            release=release,
+            metric="chrF++",
+            direction=languages["en-de"],
+            path=part_path(Path(release.path) / "scores", "chrF++", "en-de"),
         )
     assert not MetricScore.objects.exists()
 
@@ -116,13 +119,13 @@ def test_bad_worker_file_is_refused_and_nothing_written(release, languages, over
 def test_ingest_streams_in_batches_and_a_late_bad_row_keeps_the_previous_scores(release, languages, monkeypatch):
     monkeypatch.setattr(scores_domain, "INGEST_BATCH", 10)
     path = write_part(release, "chrF++", "en-de")
-    assert services.ingest_part(release, "chrF++", languages["en-de"], path) == 48
+    assert services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path) == 48
     before = sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score"))
     assert len(before) == 48
     scores = [50.0] * 47 + [float("inf")]  # the bad row is in the last batch
     write_part(release, "chrF++", "en-de", scores=scores)
     with pytest.raises(ScoringError, match="row 48 .*not a finite number"):
-        services.ingest_part(release, "chrF++", languages["en-de"], path)
+        services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
     assert sorted(MetricScore.objects.filter(release=release).values_list("triplet_id", "score")) == before
 
 
@@ -153,17 +156,19 @@ def test_score_summaries_follow_every_ingest(release, languages):
     """The pages' per-level figures (ScoreSummary) equal a grouped pass over the scores after an ingest, a
     re-ingest with other scores, a failed ingest (both left as they were) and another metric's ingest."""
     path = write_part(release, "chrF++", "en-de")
-    services.ingest_part(release, "chrF++", languages["en-de"], path)
+    services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
     assert summaries_of(release) == grouped_scores(release) and len(summaries_of(release)) == 6
     write_part(release, "chrF++", "en-de", scores=[float(i) for i in range(48)])
-    services.ingest_part(release, "chrF++", languages["en-de"], path)
+    services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
     assert summaries_of(release) == grouped_scores(release)
     before = summaries_of(release)
     write_part(release, "chrF++", "en-de", scores=[1.0] * 47 + [float("nan")])
     with pytest.raises(ScoringError):
-        services.ingest_part(release, "chrF++", languages["en-de"], path)
+        services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
     assert summaries_of(release) == before == grouped_scores(release)
-    services.ingest_part(release, "TER", languages["en-zh"], write_part(release, "TER", "en-zh"))
+    services.part_ingest(
+        release=release, metric="TER", direction=languages["en-zh"], path=write_part(release, "TER", "en-zh")
+    )
     assert summaries_of(release) == grouped_scores(release) and {k[0] for k in summaries_of(release)} == {
         "chrF++",
         "TER",
@@ -177,7 +182,9 @@ def test_score_pages_read_the_summaries_not_the_scores(client, admin_user, relea
     from django.test.utils import CaptureQueriesContext
 
     for d in ("en-de", "en-zh"):
-        services.ingest_part(release, "chrF++", languages[d], write_part(release, "chrF++", d))
+        services.part_ingest(
+            release=release, metric="chrF++", direction=languages[d], path=write_part(release, "chrF++", d)
+        )
     client.force_login(admin_user)
     for url in (f"/scores/{release.pk}/", f"/projects/{release.project.name}/"):
         client.get(url)
@@ -194,14 +201,14 @@ def test_a_worker_file_with_unreadable_metadata_is_refused(release, languages, m
     table = pq.read_table(path)
     pq.write_table(table.replace_schema_metadata({META_KEY: metadata}), path)
     with pytest.raises(ScoringError, match=f"{path}: metadata {META_KEY!r} is not a JSON object"):
-        services.ingest_part(release, "chrF++", languages["en-de"], path)
+        services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
     assert not MetricScore.objects.exists()
 
 
 def test_ingest_refuses_a_file_of_another_metric(release, languages):
     path = write_part(release, "TER", "en-de")
     with pytest.raises(ScoringError, match="holds metric 'TER'"):
-        services.ingest_part(release, "chrF++", languages["en-de"], path)
+        services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
 
 
 def test_start_without_broker_says_how_to_run_workers(release, settings):
@@ -225,7 +232,7 @@ def test_scores_page_by_direction_and_level_and_permissions(
         write_part(
             release, "chrF++", d, scores=[(7.0 if d == "en-de" else 3.0) + r["num_errors"] for r in release_rows(d)]
         )
-        services.ingest_job(ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d]))
+        services.job_ingest(job=ScoringJob.objects.create(release=release, metric="chrF++", direction=languages[d]))
     url = reverse("scores:release", args=[release.pk])
     client.force_login(admin_user)
     page = client.get(url).content.decode()
@@ -387,7 +394,7 @@ def drop_collect_callbacks(broker: str) -> None:
 def wait_for(release, metric_jobs: int, timeout: float = 120.0, log: Path | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = services.sync_jobs(release=release, app=current_app)
+        states = services.jobs_sync(release=release, app=current_app)
         if len([s for s in states if s.job.status in ("done", "failed")]) >= metric_jobs:
             return states
         time.sleep(0.5)
@@ -434,7 +441,7 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     # done jobs are not sent again
     again = tasks.start_scoring(release=release, metrics=["chrF++", "TER"])
     assert {j.pk for j in again} == {j.pk for j in jobs}
-    assert all(s.job.status == "done" for s in services.sync_jobs(release=release, app=current_app))
+    assert all(s.job.status == "done" for s in services.jobs_sync(release=release, app=current_app))
 
     # a worker-side failure is recorded with its reason
     tasks.start_scoring(
@@ -547,14 +554,14 @@ def test_ingest_skips_segments_a_judge_could_not_score_and_refuses_unexplained_g
     errors = [""] * n
     errors[3] = "APIStatusError (HTTP 500): server error"
     path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
-    assert services.ingest_part(release, "gemba-mqm", languages["en-de"], path) == n - 1
+    assert services.part_ingest(release=release, metric="gemba-mqm", direction=languages["en-de"], path=path) == n - 1
     assert not MetricScore.objects.filter(
         release=release, metric="gemba-mqm", triplet_id=release_rows("en-de")[3]["triplet_id"]
     ).exists()
     errors[3] = ""
     path = write_part(release, "gemba-mqm", "en-de", scores=scores, overrides={"error": errors, "note": [""] * n})
     with pytest.raises(ScoringError, match="not a finite number"):
-        services.ingest_part(release, "gemba-mqm", languages["en-de"], path)
+        services.part_ingest(release=release, metric="gemba-mqm", direction=languages["en-de"], path=path)
 
 
 @pytest.fixture
@@ -674,7 +681,7 @@ def test_scores_page_shows_judge_costs_askqe_decisions_and_cef_reliability(
     # judge scores go through the same ingestion, trend plot and meta-evaluation as any metric's
     for d in ("en-de", "en-zh"):
         assert (
-            services.ingest_job(ScoringJob.objects.create(release=release, metric="askqe", direction=languages[d]))
+            services.job_ingest(job=ScoringJob.objects.create(release=release, metric="askqe", direction=languages[d]))
             == 12
         )
     metaeval = client.get(reverse("scores:metaeval", args=[release.pk]) + "?metric=askqe")
@@ -856,7 +863,7 @@ def test_judge_job_progress_shows_requests_and_cost_so_far(
         seen = []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            [state] = services.sync_jobs(release=release, app=current_app)
+            [state] = services.jobs_sync(release=release, app=current_app)
             if state.sent:
                 seen.append((state.sent, state.cost_usd))
             if state.job.status in ("done", "failed"):

@@ -146,14 +146,14 @@ def test_old_part_files_still_ingest_and_bad_spans_are_refused(project, language
         pq.write_table(pa.table(cols).replace_schema_metadata({META_KEY: json.dumps(meta).encode()}), path)
 
     write({})  # a part file written before spans were kept
-    assert services.ingest_part(release, "gemba-mqm", languages["en-de"], path) == 4
+    assert services.part_ingest(release=release, metric="gemba-mqm", direction=languages["en-de"], path=path) == 4
     assert set(MetricScore.objects.filter(release=release).values_list("spans", flat=True)) == {None}
     located = [
         {"span": "budget", "start": 35, "end": 41, "found": True},
         {"span": "x", "start": -1, "end": -1, "found": False},
     ]
     write({"errors": ["[]", json.dumps(located), "[]", "[]"]})
-    services.ingest_part(release, "gemba-mqm", languages["en-de"], path)
+    services.part_ingest(release=release, metric="gemba-mqm", direction=languages["en-de"], path=path)
     stored = dict(MetricScore.objects.filter(release=release).values_list("triplet_id", "spans"))
     assert stored["en-de/0/u"] == [[35, 41]] and stored["en-de/0/reference"] == []  # span not found: no offsets
     for bad, message in (
@@ -162,7 +162,7 @@ def test_old_part_files_still_ingest_and_bad_spans_are_refused(project, language
     ):
         write({"errors": ["[]", bad, "[]", "[]"]})
         with pytest.raises(ScoringError, match=rf"gemba-mqm.*row 2 \(triplet 'en-de/0/u'\): errors: {message}"):
-            services.ingest_part(release, "gemba-mqm", languages["en-de"], path)
+            services.part_ingest(release=release, metric="gemba-mqm", direction=languages["en-de"], path=path)
     assert dict(MetricScore.objects.filter(release=release).values_list("triplet_id", "spans")) == stored  # unchanged
 
 
@@ -192,7 +192,7 @@ def test_gemba_mqm_spans_from_the_stub_judge_reach_the_diagnostics(
             options=ScoreOptions(judge={"model": "stub-judge", "base_url": stub.base_url, "concurrency": 4}),
         )
     job = ScoringJob.objects.create(release=release, metric="gemba-mqm", direction=Direction.objects.get(code="en-de"))
-    assert services.ingest_job(job) == 4
+    assert services.job_ingest(job=job) == 4
 
     # what the stub marks, by its rule: "budget" (a source word left in); the last 20 characters of a translation
     # over 1.6 x the source's length. What was injected: "budget"; the added clause.
@@ -279,7 +279,7 @@ def test_xcomet_spans_on_a_tiny_checkpoint_are_kept_and_measured(project, langua
         t: [(s["start"], s["end"]) for s in json.loads(x)] for t, x in zip(table["triplet_id"], table["error_spans"])
     }
     job = ScoringJob.objects.create(release=release, metric="xCOMET-XL", direction=Direction.objects.get(code="en-de"))
-    assert services.ingest_job(job) == 4
+    assert services.job_ingest(job=job) == 4
     stored = dict(MetricScore.objects.filter(release=release, metric="xCOMET-XL").values_list("triplet_id", "spans"))
     assert stored == {t: [list(s) for s in spans] for t, spans in marked.items()}
 

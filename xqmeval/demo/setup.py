@@ -8,15 +8,15 @@ from pathlib import Path
 
 from annotation.review.xqmeval_import.services import import_xqmeval
 from core.corpus.domain import CorpusRow
-from core.corpus.services import import_corpus_rows
+from core.corpus.services import corpus_rows_import
 from core.models import Project
-from core.services import add_directions, create_user, ensure_project
+from core.services import project_directions_add, project_ensure, user_create
 from exports.benchmark.selectors import latest_build
-from exports.benchmark.services import create_build, run_build
+from exports.benchmark.services import build_run
 from exports.models import BenchmarkBuild, Release
-from exports.release.services import create_release
+from exports.release.services import release_create
 from injection.models import InjectionRun
-from injection.services import RunSpec, execute_run, plan_run
+from injection.services import RunSpec, run_execute, run_plan
 
 CORPUS = Path(__file__).with_name("corpus.jsonl")
 TARGETS = ("de", "zh", "ar")
@@ -36,7 +36,9 @@ def inject_rule_candidates(project, log) -> None:
     if InjectionRun.objects.filter(project=project, name="demo-rule-mqm").exists():
         log("  rule-based candidates already there")
         return
-    run = execute_run(plan_run(RunSpec(project=project, kind="mqm", backend="rule", name="demo-rule-mqm", seed=42)).pk)
+    run = run_execute(
+        run_id=run_plan(spec=RunSpec(project=project, kind="mqm", backend="rule", name="demo-rule-mqm", seed=42)).pk
+    )
     log(f"  {run.done} candidates from the rule backend ({run.failed} items without a candidate, reasons recorded)")
 
 
@@ -52,12 +54,12 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     latest = latest_build(xq)
     if result.candidates_created or latest is None or latest.status != BenchmarkBuild.Status.DONE:
         # a recorded build, as the page's Build button and the command make: the benchmark page shows it
-        built = run_build(create_build(project=xq))
+        built = build_run(project=xq).build
         log(
             f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
         )
     if not Release.objects.filter(project=xq, version="1.0.0").exists():
-        release = create_release(xq, "1.0.0")
+        release = release_create(project=xq, version="1.0.0")
         log(f"  xqmeval: release {release.version} at {release.path}")
 
 
@@ -80,13 +82,16 @@ def demo_corpus() -> dict[str, list[CorpusRow]]:
 
 
 def setup_demo(log: Callable[[str], None] = print) -> None:
-    users = {name: create_user(name, password, role=role, languages=langs) for name, password, role, langs in ACCOUNTS}
-    project, _ = ensure_project(
-        PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"]
+    users = {
+        name: user_create(username=name, password=password, role=role, languages=langs)
+        for name, password, role, langs in ACCOUNTS
+    }
+    project, _ = project_ensure(
+        name=PROJECT, title="Demo: 20 sentences into German, Chinese and Arabic", owner=users["admin"]
     )
-    add_directions(project, [f"en-{t}" for t in TARGETS])
+    project_directions_add(project=project, codes=[f"en-{t}" for t in TARGETS])
     for target, rows in demo_corpus().items():
-        result = import_corpus_rows(project, f"en-{target}", rows, CORPUS.name)
+        result = corpus_rows_import(project=project, direction_code=f"en-{target}", rows=rows, source_name=CORPUS.name)
         log(f"en-{target}: {result.created} gold segments imported, {result.unchanged} unchanged")
     for name, step in DEMO_STEPS:
         log(f"demo step: {name}")

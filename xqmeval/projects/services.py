@@ -27,7 +27,7 @@ class DirectionData:
         return not (self.gold_pairs or self.rating_items or self.releases)
 
 
-def direction_data(project: Project) -> list[DirectionData]:
+def direction_data_list(*, project: Project) -> list[DirectionData]:
     """Each direction of ``project`` with what it holds, in code order (one query per kind of data)."""
     from django.db.models import Count
 
@@ -54,11 +54,11 @@ def _direction_of(project: Project, code: str) -> Direction:
     return direction
 
 
-def direction_remove(project: Project, *, code: str) -> None:
+def direction_remove(*, project: Project, code: str) -> None:
     """Take a direction that holds nothing out of the project (a mistaken one); one with data is retired."""
     with transaction.atomic():
         direction = _direction_of(project, code)
-        data = next(d for d in direction_data(project) if d.code == code)
+        data = next(d for d in direction_data_list(project=project) if d.code == code)
         if not data.empty:
             raise ProjectRejected(
                 [
@@ -70,10 +70,10 @@ def direction_remove(project: Project, *, code: str) -> None:
         project.directions.remove(direction)
 
 
-def direction_retire(project: Project, *, code: str) -> None:
+def direction_retire(*, project: Project, code: str) -> None:
     """Hide a direction from new imports, injection and builds; releases already made keep it."""
     project.retired_directions.add(_direction_of(project, code))
 
 
-def direction_reinstate(project: Project, *, code: str) -> None:
+def direction_reinstate(*, project: Project, code: str) -> None:
     project.retired_directions.remove(_direction_of(project, code))

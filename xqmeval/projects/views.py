@@ -23,7 +23,7 @@ from annotation.review.xqmeval_import.services import import_xqmeval
 from core import access
 from core import selectors as core_selectors
 from core.corpus.domain import Columns, CorpusError, read_records
-from core.corpus.services import import_corpus_source
+from core.corpus.services import corpus_source_import
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,
@@ -168,8 +168,8 @@ def corpus_import(request, slug: str):
         upload = data.get("file")
         columns = Columns(data["id_column"], data["source_column"], data["reference_column"])
         try:
-            name, result = import_corpus_source(
-                project,
+            name, result = corpus_source_import(
+                project=project,
                 direction=data["direction"],
                 columns=columns,
                 upload_name=upload.name if upload else "",
@@ -271,7 +271,7 @@ def _settings_context(project: Project, *, form=None, add_form=None, assignment_
         "is_admin": True,
         "form": form or ProjectSettingsForm(initial={f: getattr(project, f) for f in SETTINGS_FIELDS}),
         "add_form": add_form or DirectionAddForm(project=project),
-        "directions": services.direction_data(project),
+        "directions": services.direction_data_list(project=project),
         "assignments": rows,
         "gaps": [row["coverage"] for row in rows if row["coverage"].missing],
         "assignment_form": assignment_form,  # the one sent back with its errors, if any
@@ -294,7 +294,7 @@ def assignments(request, slug: str):
     form = AssignmentForm(request.POST, direction=direction, annotators=_annotators())
     if form.is_valid():
         try:
-            names = assignments_set(project, direction=direction, usernames=form.cleaned_data["reviewers"])
+            names = assignments_set(project=project, direction=direction, usernames=form.cleaned_data["reviewers"])
         except ProjectRejected as exc:
             _report(form, exc.errors)
         else:
@@ -311,7 +311,7 @@ def project_settings(request, slug: str):
     form = ProjectSettingsForm(request.POST or None, initial={f: getattr(project, f) for f in SETTINGS_FIELDS})
     if request.method == "POST" and form.is_valid():
         try:
-            project_settings_update(project, **form.cleaned_data)
+            project_settings_update(project=project, **form.cleaned_data)
         except ProjectRejected as exc:
             _report(form, exc.errors)
         else:
@@ -334,7 +334,7 @@ def direction_add_view(request, slug: str):
         code = f"{project.source_language.code}-{target}"
         if form.cleaned_data["confirmed"]:
             try:
-                direction_add(project, target=target)
+                direction_add(project=project, target=target)
             except ProjectRejected as exc:
                 _report(form, exc.errors)
             else:
@@ -377,7 +377,7 @@ def direction_action(request, slug: str, code: str, action: str):
     verb, meaning, act = DIRECTION_ACTIONS[action]
     if request.method == "POST":
         try:
-            act(project, code=code)
+            act(project=project, code=code)
         except ProjectRejected as exc:
             for line in exc.errors:
                 messages.error(request, line.partition(": ")[2] or line)
@@ -418,8 +418,12 @@ def rating_items_view(request, slug: str):
                     {**row, "_location": where}
                     for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
                 ]
-                result = rating_services.import_system_outputs(
-                    project, data["direction"], rows, upload.name, system=data["system"]
+                result = rating_services.system_outputs_import(
+                    project=project,
+                    direction_code=data["direction"],
+                    rows=rows,
+                    source_name=upload.name,
+                    system=data["system"],
                 )
                 created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
             else:

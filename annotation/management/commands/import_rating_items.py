@@ -34,8 +34,12 @@ class Command(BaseCommand):
             raise CommandError(f"no project named {opts['project']!r}")
         try:
             rows = read_rows(opts["file"], opts["format"])
-            result = services.import_system_outputs(
-                project, opts["direction"], rows, opts["file"], system=opts["system"]
+            result = services.system_outputs_import(
+                project=project,
+                direction_code=opts["direction"],
+                rows=rows,
+                source_name=opts["file"],
+                system=opts["system"],
             )
         except (CorpusError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None

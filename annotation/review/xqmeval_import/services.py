@@ -32,8 +32,9 @@ from annotation.review.xqmeval_import.domain import (
     validate_group,
 )
 from core import bulk
+from core.domain.errors import Conflict
 from core.models import GoldSegment, Project
-from core.services import ImportRejected, add_directions, ensure_direction, ensure_project, project_name_problem
+from core.services import ImportRejected, direction_ensure, project_directions_add, project_ensure, project_name_check
 from injection.models import Candidate, InjectionRun
 
 RUN_NAME = "xqmeval-release"
@@ -137,7 +138,7 @@ def import_xqmeval(
         seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
         if on_total is not None:
             on_total(sum(count_rows(g) for g in groups))
-        project, created = ensure_project(project_name, owner=owner, title=project_name)
+        project, created = project_ensure(name=project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
         run, directions = _ensure_run(project, groups, source)
         units = {code: direction.target.unit for code, direction in directions.items()}  # span unit per direction
@@ -176,7 +177,7 @@ def _inputs(project_name, directory, files, decisions, decisions_path) -> tuple[
         if not path.is_file():
             raise ImportRejected(str(path), ["no such file"])
         decisions = (str(path), path)  # read as a stream, into one temporary file per language
-    problem = project_name_problem(project_name)
+    problem = project_name_check(name=project_name)
     if problem:
         raise ImportRejected("project", [f"project name {project_name[:40]!r}: {problem}"])
     return files, decisions, str(directory or "upload")
@@ -185,9 +186,9 @@ def _inputs(project_name, directory, files, decisions, decisions_path) -> tuple[
 def _ensure_run(project: Project, groups: list[FileGroup], source: str) -> tuple[InjectionRun, dict]:
     """The import's injection run (made once) and its directions by code (added to the project)."""
     codes = sorted({direction for g in groups for _, direction, _, _ in g.files})
-    directions = {code: ensure_direction(code) for code in codes}
+    directions = {code: direction_ensure(code=code) for code in codes}
     try:
-        add_directions(project, directions)
+        project_directions_add(project=project, codes=directions)
     except ValueError as exc:
         raise ImportRejected(source, [str(exc)]) from None
     run, _ = InjectionRun.objects.get_or_create(
@@ -289,7 +290,7 @@ def _import_by_language(
                 if on_total is not None:
                     on_total(total)
                 with transaction.atomic():  # committed before the writers start: they see the project and the run
-                    project, created = ensure_project(project_name, owner=owner, title=project_name)
+                    project, created = project_ensure(name=project_name, owner=owner, title=project_name)
                     run, _ = _ensure_run(project, groups, source)
                 result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
                 # 2. the writers: one language, one transaction
@@ -346,8 +347,8 @@ class LanguageWritten(ImportCounts):
     errors: list = field(default_factory=list)
 
 
-class _Conflict(Exception):
-    pass
+class _Conflict(Conflict):
+    code = "stored_row_conflict"
 
 
 def write_language_task(

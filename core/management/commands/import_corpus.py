@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
-from core.corpus.services import import_corpus_rows
+from core.corpus.services import corpus_rows_import
 from core.domain.languages import UnknownDirection, parse_direction
-from core.services import ImportRejected, ProjectRejected, ensure_project
+from core.services import ImportRejected, ProjectRejected, project_ensure
 
 
 class Command(BaseCommand):
@@ -47,8 +47,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         try:
             with transaction.atomic():  # a rejected file leaves no new project behind
-                project, created = ensure_project(opts["project"], source_language=source_lang)
-                result = import_corpus_rows(project, opts["direction"], rows, name)
+                project, created = project_ensure(name=opts["project"], source_language=source_lang)
+                result = corpus_rows_import(
+                    project=project, direction_code=opts["direction"], rows=rows, source_name=name
+                )
         except ProjectRejected as exc:
             raise CommandError(f"project: {exc}") from None
         except ImportRejected as exc:

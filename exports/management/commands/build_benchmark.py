@@ -36,7 +36,7 @@ class Command(BaseCommand):
             )
         else:
             try:  # one build per project at a time, as on the site (an interrupted one is resumed)
-                build = services.create_build(project=project)
+                build = services.build_create(project=project)
             except services.BuildRunning as running:
                 raise CommandError(f"{running}; wait for it, or run again with --resume once it has stopped") from None
         bar = tqdm(desc="gold pairs", unit="pair", disable=opts["verbosity"] == 0)
@@ -56,7 +56,7 @@ class Command(BaseCommand):
 
         started = time.perf_counter()
         try:
-            services.run_build(build, progress=progress, force=opts["force"], on_direction=on_direction)
+            services.build_run(build=build, progress=progress, force=opts["force"], on_direction=on_direction)
         except Exception as exc:
             raise CommandError(f"build {build.pk} failed: {exc}") from exc
         finally:
@@ -71,5 +71,5 @@ class Command(BaseCommand):
         failed = {code: entry for code, entry in build.directions.items() if entry.get("status") != "done"}
         if failed:
             raise CommandError(f"build {build.pk}: directions not merged: {', '.join(sorted(failed))}")
-        for line in services.format_counts(build.counts):
+        for line in services.counts_format(counts=build.counts):
             w(line)

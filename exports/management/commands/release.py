@@ -8,9 +8,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.domain.errors import AppError
 from core.models import Project
 from exports.release import services
-from exports.release.domain.release_files import ReleaseConflict
 
 
 class Command(BaseCommand):
@@ -41,8 +41,8 @@ class Command(BaseCommand):
             raise CommandError("--public applies to the Hub repo that --push creates; give --push REPO_ID too")
         if opts["push"]:  # a push that cannot start is refused before the release is written
             try:
-                services.check_release_request(project=project, version=opts["version"], push_repo=opts["push"])
-            except services.ReleaseError as exc:
+                services.release_request_check(project=project, version=opts["version"], push_repo=opts["push"])
+            except AppError as exc:  # a bad request, or a release of the project being written
                 raise CommandError(f"--push: {exc}") from None
             if not os.environ.get("HF_TOKEN"):
                 raise CommandError("--push: HF_TOKEN is not set in the environment; nothing was written")
@@ -61,16 +61,16 @@ class Command(BaseCommand):
 
         started = time.perf_counter()
         try:
-            release = services.create_release(
-                project,
-                opts["version"],
+            release = services.release_create(
+                project=project,
+                version=opts["version"],
                 out_dir=opts["out"],
                 formats=formats,
                 plan_overrides=overrides,
                 progress=progress,
                 on_direction=direction_done,
             )
-        except (services.ReleaseError, ReleaseConflict, ValueError) as exc:
+        except (AppError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
@@ -79,7 +79,7 @@ class Command(BaseCommand):
         w(f"written to {release.path} in {time.perf_counter() - started:.1f} s")
         if opts["push"]:
             try:
-                release = services.push_release(release, opts["push"], private=not opts["public"])
+                release = services.release_push(release=release, repo_id=opts["push"], private=not opts["public"])
             except (
                 services.HubPushError
             ) as exc:  # network or Hub error: recorded on the release, resumable by re-running

@@ -117,7 +117,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         bar = tqdm(total=len(ids), unit="job", desc=f"scoring {release}", disable=opts["verbosity"] == 0)
         while True:
-            states = [s for s in services.sync_jobs(release=release, app=current_app) if s.job.pk in ids]
+            states = [s for s in services.jobs_sync(release=release, app=current_app) if s.job.pk in ids]
             finished = [s for s in states if s.job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED)]
             bar.n = len(finished)
             running = [

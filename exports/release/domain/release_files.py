@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from core.domain.errors import Conflict
 from core.domain.spreadsheet import safe_cell
 from exports.release.domain.sampling import SystemDraw
 
@@ -131,8 +132,10 @@ CITATION = """@misc{xqmeval2026,
 }"""
 
 
-class ReleaseConflict(Exception):
+class ReleaseConflict(Conflict):
     """Different content under an existing version, or an output directory holding another release."""
+
+    code = "release_conflict"
 
 
 @dataclass

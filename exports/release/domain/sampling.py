@@ -18,13 +18,16 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
+from core.domain.errors import Invalid
 from exports.benchmark.domain import MQM_MAJOR_PENALTY
 
 ALGORITHM = "fisher-yates(random.Random(seed).random)/sha256-derived-seeds/v1"
 
 
-class SamplingError(ValueError):
+class SamplingError(Invalid, ValueError):
     """A plan that cannot be drawn from the triplet pool (e.g. a level without triplets)."""
+
+    code = "sampling_invalid"
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no injection run {run_id}")
             try:
                 with open(path, encoding="utf-8") as handle:
-                    run = services.import_batch_output(run, handle.read())
+                    run = services.batch_output_import(run=run, text=handle.read())
             except (OSError, ValueError) as exc:
                 raise CommandError(f"{path}: {exc}") from None
             self.stdout.write(f"run {run.pk} {run.status}: {run.done} done, {run.failed} failed of {run.total}")
@@ -127,13 +127,13 @@ class Command(BaseCommand):
             if run is None:
                 raise CommandError(f"no injection run {run_id}")
             try:
-                services.check_generates(run)
+                services.run_check_generates(run=run)
             except services.RunRejected as exc:
                 raise CommandError(str(exc)) from None
             if opts["retry_failed"]:
-                count = services.reset_failed(run)
+                count = services.run_reset_failed(run=run)
                 self.stdout.write(f"{count} failed item(s) of run {run.pk} put back to pending")
-            services.resume(run)
+            services.run_resume(run=run)
         else:
             if not opts["project"]:
                 raise CommandError("give a PROJECT (or --resume RUN)")
@@ -168,7 +168,7 @@ class Command(BaseCommand):
                 prompt_files=opts["prompt_file"],
             )
             try:
-                run = services.plan_run(spec)
+                run = services.run_plan(spec=spec)
             except services.RunRejected as exc:
                 raise CommandError(str(exc)) from None
             self.stdout.write(
@@ -176,7 +176,7 @@ class Command(BaseCommand):
             )
         if opts["write_batch"]:
             try:
-                lines = services.export_batch_file(run, opts["write_batch"])
+                lines = services.batch_file_export(run=run, path=opts["write_batch"])
             except OSError as exc:
                 raise CommandError(
                     f"--write-batch {opts['write_batch']}: {exc.strerror}; run {run.pk} is planned, write it with --resume {run.pk} --write-batch FILE"
@@ -203,7 +203,7 @@ class Command(BaseCommand):
             bar.update(current.done + current.failed - bar.n)  # tqdm throttles redraws itself
 
         try:
-            run = services.execute_run(run.pk, progress=progress)
+            run = services.run_execute(run_id=run.pk, progress=progress)
         except BackendUnavailable as exc:
             raise CommandError(str(exc)) from None
         finally:

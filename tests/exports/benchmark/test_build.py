@@ -42,7 +42,7 @@ def expected_from_files(shared_pools, language):
 
 
 def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidates(xq, shared_pools):
-    result = services.build_benchmark(xq)
+    result = services.build_run(project=xq)
     assert result.rebuilt == result.segments == 204
     for language in ("de", "zh"):
         counts, excluded, transplanted = expected_from_files(shared_pools, language)
@@ -79,8 +79,8 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
 
 
 def test_rebuild_touches_only_the_gold_pairs_whose_pool_changed(xq):
-    services.build_benchmark(xq)
-    again = services.build_benchmark(xq)
+    services.build_run(project=xq)
+    again = services.build_run(project=xq)
     assert again.rebuilt == 0 and again.unchanged == 204 and again.pseudo_created == 0
 
     victim = (
@@ -95,7 +95,7 @@ def test_rebuild_touches_only_the_gold_pairs_whose_pool_changed(xq):
     before = PseudoTranslation.objects.filter(segment=segment).count()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
 
-    result = services.build_benchmark(xq)
+    result = services.build_run(project=xq)
     assert result.rebuilt == 1 and result.unchanged == 203
     assert (
         set(PseudoTranslation.objects.filter(segment__project=xq).exclude(segment=segment).values_list("id", flat=True))
@@ -113,7 +113,7 @@ def test_a_first_build_deletes_nothing_and_a_forced_rebuild_replaces_every_row(x
 
     table = PseudoTranslation._meta.db_table
     with CaptureQueriesContext(connection) as first:
-        services.build_benchmark(xq)
+        services.build_run(project=xq)
     # nothing was written before, so no DELETE (each would scan the whole young table at scale)
     assert not [q for q in first.captured_queries if q["sql"].startswith("DELETE") and table in q["sql"]]
     rows = Counter(PseudoTranslation.objects.filter(segment__project=xq).values_list("segment_id", "level", "key"))
@@ -121,7 +121,7 @@ def test_a_first_build_deletes_nothing_and_a_forced_rebuild_replaces_every_row(x
     old_ids = set(PseudoTranslation.objects.filter(segment__project=xq).values_list("id", flat=True))
 
     with CaptureQueriesContext(connection) as forced:
-        result = services.build_benchmark(xq, force=True)
+        result = services.build_run(project=xq, force=True)
     assert result.rebuilt == 204 and result.pseudo_deleted == sum(rows.values())
     assert [q for q in forced.captured_queries if q["sql"].startswith("DELETE") and table in q["sql"]]
     # the same rows again (no duplicates, none left over), under new ids, each with its own links
@@ -139,7 +139,7 @@ def test_a_build_leaves_planner_statistics_for_what_it_wrote(xq):
 
     if connection.vendor != "postgresql":
         pytest.skip("planner statistics are PostgreSQL's")
-    services.build_benchmark(xq)
+    services.build_run(project=xq)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT tablename, attname FROM pg_stats WHERE tablename IN (%s, %s) AND attname IN ('segment_id', 'pseudotranslation_id')",
@@ -154,7 +154,7 @@ def test_a_build_leaves_planner_statistics_for_what_it_wrote(xq):
 
 
 def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_the_candidate(xq):
-    services.build_benchmark(xq)
+    services.build_run(project=xq)
     transplants = CandidatePlacement.objects.filter(
         candidate__segment__project=xq, outcome="transplanted"
     ).select_related("candidate")
@@ -168,7 +168,7 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
     )
     PseudoTranslation.objects.filter(candidates=cand).delete()
     MergedSegment.objects.filter(segment=cand.segment).update(fingerprint="stale")
-    result = services.build_benchmark(xq)
+    result = services.build_run(project=xq)
     record = CandidatePlacement.objects.get(candidate=cand)
     assert result.restored == 1 and record.outcome == "transplanted" and record.drift and record.reason == ""
     pseudo = PseudoTranslation.objects.filter(candidates=cand)
@@ -181,7 +181,7 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
         span_start=start,
         span_end=end,
     )
-    services.build_benchmark(xq)
+    services.build_run(project=xq)
     assert not CandidatePlacement.objects.filter(candidate=cand).exists()
     assert all(p.flags == [] for p in PseudoTranslation.objects.filter(candidates=cand))
 
@@ -196,14 +196,14 @@ def test_a_candidate_review_takes_out_after_a_build_leaves_the_builds_lists_and_
         .first()
     )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
-    services.build_benchmark(xq)
+    services.build_run(project=xq)
     record = CandidatePlacement.objects.select_related("candidate__segment").get(candidate=victim, outcome="excluded")
     listed = {(r["segment_id"], r["external_id"]) for r in selectors.excluded_candidates(xq)}
     assert record is not None and (record.candidate.segment.external_id, record.candidate.external_id) in listed
     before = selectors.excluded_count(xq)
     Candidate.objects.filter(pk=record.candidate_id).update(status="rejected", status_reason="2/2 rejected")
     assert selectors.excluded_count(xq) == before - 1  # the lists read the pool as it is now
-    services.build_benchmark(xq)
+    services.build_run(project=xq)
     assert not CandidatePlacement.objects.filter(candidate_id=record.candidate_id).exists()
     assert selectors.excluded_count(xq) == before - 1
 
@@ -215,7 +215,7 @@ def test_whole_shared_data_transplants_drift_and_excludes_only_edits_that_cannot
     candidate up to drift — or excluded, and excluded only where no span of the reference takes its edit."""
     import_languages("xqall", shared_data, ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"])
     project = Project.objects.get(name="xqall")
-    result = services.build_benchmark(project)
+    result = services.build_run(project=project)
     drifting = [
         c
         for c in Candidate.objects.filter(segment__project=project, kind="mqm")
@@ -296,7 +296,7 @@ def test_gold_items_and_perturbations_never_enter_the_pool(xq):
     gold, perturbation = accepted[0], accepted[1]
     Candidate.objects.filter(pk=gold.pk).update(is_gold=True)
     Candidate.objects.filter(pk=perturbation.pk).update(kind="perturbation")
-    services.build_benchmark(xq)
+    services.build_run(project=xq)
     assert not PseudoTranslation.objects.filter(candidates__in=[gold, perturbation]).exists()
     assert PseudoTranslation.objects.filter(segment__project=xq, level=1).count() > 0
 

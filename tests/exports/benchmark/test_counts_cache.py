@@ -31,7 +31,7 @@ def postgresql_only(db):
 def built(shared_data):
     import_languages("xqm", shared_data, ["zh"])
     project = Project.objects.get(name="xqm")
-    services.run_build(services.create_build(project=project))
+    services.build_run(project=project)
     return project
 
 
@@ -75,7 +75,7 @@ def test_kept_counts_follow_every_write_that_changes_them(built):
     assert sorted(fewer["en-zh"]["levels"]) == ["0", "1", "2"] and fewer == selectors.level_counts(project)
 
     # a rebuild: kept by the build's end again
-    services.run_build(services.create_build(project=project), force=True)
+    services.build_run(project=project, force=True)
     rebuilt, read = counted(lambda: selectors.current_level_counts(project))
     assert read == [] and rebuilt == selectors.level_counts(project)
 
@@ -85,7 +85,7 @@ def test_another_projects_writes_leave_the_kept_counts_alone(built, shared_data)
     selectors.current_level_counts(project)
     import_languages("other", shared_data, ["de"])
     other = Project.objects.get(name="other")
-    services.build_benchmark(other)
+    services.build_run(project=other)
     assert counted(lambda: selectors.current_level_counts(project))[1] == []
 
 

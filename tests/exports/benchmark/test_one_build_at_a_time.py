@@ -124,7 +124,7 @@ def post_release_at_once(live_server, session: requests.Session, versions: list[
 
 @pytest.fixture
 def built(seeded):
-    services.run_build(services.create_build(project=seeded))
+    services.build_run(project=seeded)
     return seeded
 
 

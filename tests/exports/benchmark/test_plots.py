@@ -3,9 +3,9 @@
 import pytest
 
 from core.models import Direction, Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import build_run
 from exports.models import MetricScore, Release
-from exports.scores.services import summarize_scores
+from exports.scores.services import scores_summarize
 from tests.exports.conftest import import_languages
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 def built(shared_data):
     import_languages("xq", shared_data, ["de", "zh"])
     project = Project.objects.get(name="xq")
-    build_benchmark(project)
+    build_run(project=project)
     return project
 
 
@@ -34,9 +34,9 @@ def test_counts_plot_shows_the_visible_directions_only(client, built, admin_user
 
 def test_counts_plot_needs_login_and_a_language_of_the_project(client, built, annotator_zh):
     assert client.get("/benchmarks/xq/counts.svg").status_code == 302
-    from core.services import create_user
+    from core.services import user_create
 
-    client.force_login(create_user("ar_only", "ar-pass-123", languages=["ar"]))
+    client.force_login(user_create(username="ar_only", password="ar-pass-123", languages=["ar"]))
     assert client.get("/benchmarks/xq/counts.svg").status_code in (403, 404)
 
 
@@ -57,7 +57,7 @@ def scored(project, languages):
             for k in range(6)
             for i in range(3)
         )
-    summarize_scores(release)  # as the ingest does
+    scores_summarize(release=release)  # as the ingest does
     return release
 
 
@@ -119,7 +119,7 @@ def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(clien
         level=None,
         score=50.0,
     )
-    summarize_scores(release)
+    scores_summarize(release=release)
     assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()) == [
         "no chrF++ scores yet"
     ]

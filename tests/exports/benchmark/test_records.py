@@ -130,7 +130,7 @@ def _candidate_rows() -> list[dict]:
 @pytest.mark.django_db
 def test_builds_leave_every_candidate_row_as_it_was(seeded):
     before = _candidate_rows()
-    services.build_benchmark(seeded)
+    services.build_run(project=seeded)
     # the build did decide things: two exclusions and a transplant, recorded in its own table
     recorded = dict(CandidatePlacement.objects.values_list("candidate_id", "outcome"))
     assert sorted(recorded.values()) == ["excluded", "excluded", "transplanted"]
@@ -140,22 +140,22 @@ def test_builds_leave_every_candidate_row_as_it_was(seeded):
     excluded = [cid for cid, outcome in recorded.items() if outcome == "excluded"]
     Candidate.objects.filter(pk=excluded[0]).update(status="rejected", status_reason="2/2 rejected")
     before = _candidate_rows()
-    services.build_benchmark(seeded)
-    services.build_benchmark(seeded, force=True)
+    services.build_run(project=seeded)
+    services.build_run(project=seeded, force=True)
     assert _candidate_rows() == before
     assert not CandidatePlacement.objects.filter(candidate_id=excluded[0]).exists()
     # an excluded candidate whose text is repaired is placed again: its record goes, the candidate stays
     cand = Candidate.objects.select_related("segment__direction__target").get(pk=excluded[1])
     Candidate.objects.filter(pk=cand.pk).update(text=cand.text.replace("<b>bold</b> ", ""))
     before = _candidate_rows()
-    result = services.build_benchmark(seeded)
+    result = services.build_run(project=seeded)
     assert result.restored == 1 and not CandidatePlacement.objects.filter(candidate_id=cand.pk).exists()
     assert _candidate_rows() == before
 
 
 @pytest.mark.django_db
 def test_the_admin_lists_the_builds_outcome_per_candidate(client, admin_user, seeded):
-    services.build_benchmark(seeded)
+    services.build_run(project=seeded)
     client.force_login(admin_user)
     html = client.get("/admin/exports/candidateplacement/?outcome=transplanted").content.decode()
     moved = CandidatePlacement.objects.select_related("candidate").get(outcome="transplanted")

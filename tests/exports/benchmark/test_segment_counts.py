@@ -13,7 +13,7 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 
 from core.models import GoldSegment
-from core.services import add_directions, ensure_project
+from core.services import project_directions_add, project_ensure
 from exports.benchmark import selectors
 
 pytestmark = pytest.mark.django_db
@@ -61,8 +61,8 @@ def test_segment_counts_follow_every_write(project, languages):
     GoldSegment.objects.filter(project=project, external_id="d1").update(direction=zh)
     assert counted(project)[0] == exact(project) == {de.pk: 3, zh.pk: 3}
 
-    other, _ = ensure_project("other")
-    add_directions(other, ["en-de"])
+    other, _ = project_ensure(name="other")
+    project_directions_add(project=other, codes=["en-de"])
     GoldSegment.objects.filter(project=project, external_id="d2").update(project=other)
     assert counted(project)[0] == exact(project) == {de.pk: 2, zh.pk: 3}
     assert counted(other)[0] == exact(other) == {de.pk: 1}

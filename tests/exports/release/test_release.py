@@ -14,7 +14,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from core.models import Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import build_run
 from exports.models import CandidatePlacement, PseudoSystem, PseudoTranslation, Release
 from exports.release import services
 from exports.release.domain.release_files import ReleaseConflict, verify_release
@@ -33,7 +33,7 @@ def import_and_build(shared_data) -> int:
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    build_benchmark(project)
+    build_run(project=project)
     return project.pk
 
 
@@ -56,7 +56,7 @@ def test_release_loads_with_datasets_and_holds_every_triplet(built, tmp_path):
     import datasets
 
     out = tmp_path / "rel"
-    release = services.create_release(built, "1.0.0", out_dir=out)
+    release = services.release_create(project=built, version="1.0.0", out_dir=out)
     assert release.status == "ready" and len(release.content_hash) == 64 and release.path == str(out)
     ds = datasets.load_dataset(str(out), "en-de", split="test", cache_dir=str(tmp_path / "cache"))
     stored = PseudoTranslation.objects.filter(segment__project=built, segment__direction__code="en-de")
@@ -105,9 +105,9 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
         .first()
     )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
-    build_benchmark(built)
+    build_run(project=built)
     out = tmp_path / "rel"
-    release = services.create_release(built, "1.0.0", out_dir=out)
+    release = services.release_create(project=built, version="1.0.0", out_dir=out)
     card = (out / "README.md").read_text(encoding="utf-8")
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["license"] == "cc-by-sa-4.0"
@@ -154,47 +154,47 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
 
 
 def test_rebuilding_from_the_same_inputs_gives_the_same_bytes(built, tmp_path):
-    first = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    first = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     # the same version again, elsewhere: same bytes
-    services.create_release(built, "1.0.0", out_dir=tmp_path / "b")
+    services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "b")
     assert files_of(tmp_path / "a") == files_of(tmp_path / "b")
     # the card, now rendered from a template, is byte for byte what the former string-writing code wrote
     assert (tmp_path / "a" / "README.md").read_bytes() == (CARDS / "xqm-shared-data-1.0.0.md").read_bytes()
     # rebuild every pseudo translation (new database ids) and release from scratch: still the same bytes
     old_ids = set(PseudoTranslation.objects.values_list("id", flat=True))
-    build_benchmark(built, force=True)
+    build_run(project=built, force=True)
     assert not old_ids & set(PseudoTranslation.objects.values_list("id", flat=True))
     Release.objects.all().delete()
-    again = services.create_release(built, "1.0.0", out_dir=tmp_path / "c")
+    again = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "c")
     assert again.content_hash == first.content_hash
     assert files_of(tmp_path / "a") == files_of(tmp_path / "c")
 
 
 def test_a_released_version_is_immutable(built, tmp_path):
-    first = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    first = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     before = files_of(tmp_path / "a")
     victim = Candidate.objects.filter(segment__project=built, status="accepted").order_by("id").first()
     Candidate.objects.filter(pk=victim.pk).update(status="rejected")
-    build_benchmark(built)
+    build_run(project=built)
     with pytest.raises(ReleaseConflict, match="immutable"):
-        services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+        services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     with pytest.raises(ReleaseConflict, match="immutable"):
-        services.create_release(built, "1.0.0", out_dir=tmp_path / "fresh")
+        services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "fresh")
     assert files_of(tmp_path / "a") == before and not (tmp_path / "fresh").exists()
     assert Release.objects.get(pk=first.pk).content_hash == first.content_hash
     # a new version takes the new content; it may not overwrite the old one's directory
     with pytest.raises(ReleaseConflict, match="holds release xqm 1.0.0, not xqm 1.1.0"):
-        services.create_release(built, "1.1.0", out_dir=tmp_path / "a")
-    second = services.create_release(built, "1.1.0", out_dir=tmp_path / "b")
+        services.release_create(project=built, version="1.1.0", out_dir=tmp_path / "a")
+    second = services.release_create(project=built, version="1.1.0", out_dir=tmp_path / "b")
     assert second.content_hash != first.content_hash
     with pytest.raises(services.ReleaseError, match="sampling plan is fixed"):
-        services.create_release(built, "1.1.0", out_dir=tmp_path / "b", plan_overrides={"seed": 1})
+        services.release_create(project=built, version="1.1.0", out_dir=tmp_path / "b", plan_overrides={"seed": 1})
     with pytest.raises(services.ReleaseError, match="version"):
-        services.create_release(built, "../etc", out_dir=tmp_path / "x")
+        services.release_create(project=built, version="../etc", out_dir=tmp_path / "x")
 
 
 def test_extra_formats_on_request_do_not_change_the_content(built, tmp_path):
-    release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    release = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     canonical = files_of(tmp_path / "a")
     out = io.StringIO()
     call_command(
@@ -233,7 +233,7 @@ def test_extra_formats_on_request_do_not_change_the_content(built, tmp_path):
 
 def test_release_refuses_an_unbuilt_project_and_records_the_failure(project, tmp_path):
     with pytest.raises(services.ReleaseError, match="build_benchmark"):
-        services.create_release(project, "0.1", out_dir=tmp_path / "r")
+        services.release_create(project=project, version="0.1", out_dir=tmp_path / "r")
     failed = Release.objects.get(project=project, version="0.1")
     assert failed.status == "failed" and "build_benchmark" in failed.error
 
@@ -311,16 +311,16 @@ def test_push_creates_a_private_repo_with_every_file_and_tags_the_version(built,
 
 
 def test_an_interrupted_push_resumes_without_sending_files_again(built, tmp_path, hub):
-    release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    release = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     hub.state.fail_commits.append("dataset card")
     with pytest.raises(Exception, match="injected failure"):
-        services.push_release(release, "lab/xq-meval")
+        services.release_push(release=release, repo_id="lab/xq-meval")
     release.refresh_from_db()
     assert release.push_status == "failed" and "injected failure" in release.error and not release.hub_revision
     data_uploads = list(hub.state.uploads)
     assert "en-de/test.parquet" in data_uploads and "README.md" not in data_uploads
 
-    services.push_release(release, "lab/xq-meval")
+    services.release_push(release=release, repo_id="lab/xq-meval")
     release.refresh_from_db()
     repo = hub.state.repos["lab/xq-meval"]
     assert release.push_status == "pushed" and release.hub_revision == repo.tags["1.0.0"]
@@ -332,22 +332,22 @@ def test_an_interrupted_push_resumes_without_sending_files_again(built, tmp_path
 
     # pushing a version that is already tagged only records it
     calls = len(hub.state.calls)
-    services.push_release(release, "lab/xq-meval")
+    services.release_push(release=release, repo_id="lab/xq-meval")
     assert not [c for c in hub.state.calls[calls:] if "/commit/" in c]
 
 
 def test_push_needs_the_token_from_the_environment(built, tmp_path, hub, monkeypatch):
-    release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    release = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     monkeypatch.delenv("HF_TOKEN")
     with pytest.raises(services.ReleaseError, match="HF_TOKEN"):
-        services.push_release(release, "lab/xq-meval")
+        services.release_push(release=release, repo_id="lab/xq-meval")
     monkeypatch.setenv("HF_TOKEN", "wrong")
     with pytest.raises(services.HubPushError):
-        services.push_release(release, "lab/xq-meval")
+        services.release_push(release=release, repo_id="lab/xq-meval")
     release.refresh_from_db()
     assert release.push_status == "failed" and "wrong" not in release.error
     with pytest.raises(services.ReleaseError, match="namespace/name"):
-        services.push_release(release, "not a repo")
+        services.release_push(release=release, repo_id="not a repo")
     assert "lab/xq-meval" not in hub.state.repos
 
 
@@ -356,11 +356,11 @@ def test_a_hub_error_quoting_the_token_is_recorded_without_it(built, tmp_path, h
     message holds the token, though the Hub quotes it; a refusal (4xx) is not retried."""
     from exports.release.tasks import push_release_task
 
-    release = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    release = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     hub.state.echo_credentials = True
     hub.state.fail_commits.append("data files")
     with pytest.raises(services.HubPushError, match="injected failure") as raised:
-        services.push_release(release, "lab/xq-meval")
+        services.release_push(release=release, repo_id="lab/xq-meval")
     release.refresh_from_db()
     assert release.push_status == "failed" and "injected failure" in release.error
     assert "hf_test_token_123" not in release.error and "[redacted]" in release.error
@@ -383,10 +383,10 @@ def test_a_hub_error_quoting_the_token_is_recorded_without_it(built, tmp_path, h
 def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, monkeypatch):
     from exports.release.domain import release_files
 
-    first = services.create_release(built, "1.0.0", out_dir=tmp_path / "a")
+    first = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
     # another parquet encoding (as a newer writer might produce): other bytes, same content, accepted
     monkeypatch.setitem(release_files.PARQUET_OPTIONS, "compression", "snappy")
-    again = services.create_release(built, "1.0.0", out_dir=tmp_path / "b")
+    again = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "b")
     assert again.content_hash == first.content_hash
     a, b = files_of(tmp_path / "a"), files_of(tmp_path / "b")
     assert a["en-de/test.parquet"] != b["en-de/test.parquet"]

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models import Project
-from exports.benchmark.services import build_benchmark
+from exports.benchmark.services import build_run
 from exports.models import Release
 from exports.release import services
 from exports.release.domain import release_files
@@ -34,7 +34,7 @@ def built(db, shared_data, settings, tmp_path):
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    build_benchmark(project)
+    build_run(project=project)
     return project
 
 
@@ -44,13 +44,15 @@ def sha256s(root: Path) -> dict[str, str]:
 
 def one_pass(project: Project, version: str, out: Path, formats=()) -> dict:
     """The release written by the one-pass writer (what every release was before it was staged)."""
-    content = services.release_content(project, version, services.sampling_plan_for(project))
+    content = services.release_content_make(
+        project=project, version=version, plan=services.sampling_plan_make(project=project)
+    )
     return release_files.write_release(content, out, formats)
 
 
 def block_direction(out_dir: Path, direction: str) -> Path:
     """A file where the direction's folder goes in the staging directory: its task fails (FileExistsError)."""
-    staging = services.staging_dir(out_dir)
+    staging = services.staging_dir_get(out_dir=out_dir)
     staging.mkdir(parents=True, exist_ok=True)
     blocker = staging / direction
     blocker.write_text("in the way")
@@ -66,15 +68,15 @@ def test_the_chord_writes_the_bytes_and_content_hash_of_the_one_pass_writer(buil
     release = Release.objects.get(pk=result["release"])
     assert release.status == "ready" and release.content_hash == reference["content_hash"] == result["content_hash"]
     out = Path(release.path)
-    assert out == Path(services.default_out_dir(built, "1.0.0"))
+    assert out == Path(services.out_dir_get(project=built, version="1.0.0"))
     files = sha256s(out)
     assert files == sha256s(tmp_path / "one-pass") and len(files) == 2 * 3 + 2 + 2 + 2  # every file, same sha256
-    assert not services.staging_dir(out).exists() and not (out / release_files.SPOOL_DIR).exists()
+    assert not services.staging_dir_get(out_dir=out).exists() and not (out / release_files.SPOOL_DIR).exists()
     assert {code: entry["status"] for code, entry in release.directions.items()} == {"en-de": "done", "en-zh": "done"}
     assert sum(entry["triplets"] for entry in release.directions.values()) == release.manifest["triplets"]
 
     # the same content again after a forced rebuild, staged in-process by the command into a new directory
-    build_benchmark(built, force=True)
+    build_run(project=built, force=True)
     out2 = tmp_path / "again"
     lines = io.StringIO()
     call_command(
@@ -106,18 +108,22 @@ def test_a_failed_direction_fails_the_release_and_the_rerun_stages_only_it(built
     blocker = block_direction(out, "en-zh")
     staged = []
     with pytest.raises(FileExistsError):
-        services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
+        services.release_create(
+            project=built, version="1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code)
+        )
     release = Release.objects.get(project=built, version="1.0.0")
     assert release.status == "failed" and release.error.startswith("en-zh: FileExistsError")
     assert release.directions["en-de"]["status"] == "done" and release.directions["en-zh"]["status"] == "failed"
     assert staged == ["en-de"] and not out.exists()
     de_entry = release.directions["en-de"]
-    de_spool = services.staging_dir(out) / release_files.SPOOL_DIR / "en-de.bin"
+    de_spool = services.staging_dir_get(out_dir=out) / release_files.SPOOL_DIR / "en-de.bin"
     written = de_spool.stat().st_mtime_ns
 
     blocker.unlink()
     staged.clear()
-    release = services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
+    release = services.release_create(
+        project=built, version="1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code)
+    )
     assert staged == ["en-zh"]  # en-de was kept: files intact, same build
     assert release.status == "ready" and release.error == "" and release.directions["en-de"] == de_entry
     assert release.content_hash == reference["content_hash"] and sha256s(out) == sha256s(tmp_path / "one-pass")
@@ -130,7 +136,7 @@ def test_a_changed_build_invalidates_staged_directions(built, tmp_path):
     out = tmp_path / "rel"
     blocker = block_direction(out, "en-zh")
     with pytest.raises(FileExistsError):
-        services.create_release(built, "1.0.0", out_dir=out)
+        services.release_create(project=built, version="1.0.0", out_dir=out)
     # the build changes en-de after it was staged: a candidate whose content outside its span differs is excluded
     victim = (
         Candidate.objects.filter(
@@ -140,10 +146,12 @@ def test_a_changed_build_invalidates_staged_directions(built, tmp_path):
         .first()
     )
     Candidate.objects.filter(pk=victim.pk).update(text="Anders " + victim.text.split(" ", 1)[1])
-    build_benchmark(built)
+    build_run(project=built)
     blocker.unlink()
     staged = []
-    release = services.create_release(built, "1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code))
+    release = services.release_create(
+        project=built, version="1.0.0", out_dir=out, on_direction=lambda code, entry: staged.append(code)
+    )
     assert staged == ["en-de", "en-zh"]  # en-de written again from the new build
     assert release.status == "ready"
     reference = one_pass(built, "1.0.0", tmp_path / "one-pass")
@@ -155,33 +163,33 @@ def test_a_changed_build_invalidates_staged_directions(built, tmp_path):
 @pytest.mark.django_db
 def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_redoes_them(built, tmp_path):
     out = tmp_path / "rel"
-    job = services.begin_release(built, "1.0.0", out_dir=out)
+    job = services.release_begin(project=built, version="1.0.0", out_dir=out)
     assert job.todo == job.directions == ("en-de", "en-zh")
     for code in job.todo:
-        services.run_release_direction(job, code)
-    build_benchmark(built, force=True)  # every gold pair rewritten: the staged files may not be trusted
+        services.release_direction_run(job=job, direction=code)
+    build_run(project=built, force=True)  # every gold pair rewritten: the staged files may not be trusted
     with pytest.raises(services.ReleaseError, match="build changed since en-de, en-zh"):
-        services.finish_release(job)
+        services.release_finish(job=job)
     release = Release.objects.get(pk=job.release_id)
     assert release.status == "failed" and "build changed" in release.error and not out.exists()
-    again = services.begin_release(built, "1.0.0", out_dir=out)
+    again = services.release_begin(project=built, version="1.0.0", out_dir=out)
     assert again.todo == ("en-de", "en-zh")
     # a tampered staged file is written again too
     for code in again.todo:
-        services.run_release_direction(again, code)
-    (services.staging_dir(out) / "en-zh" / "test.parquet").write_bytes(b"not parquet")
+        services.release_direction_run(job=again, direction=code)
+    (services.staging_dir_get(out_dir=out) / "en-zh" / "test.parquet").write_bytes(b"not parquet")
     # run again once this writer has stopped (its lease passed): while it is live, a second start is refused
     with pytest.raises(services.ReleaseRunning):
-        services.begin_release(built, "1.0.0", out_dir=out)
+        services.release_begin(project=built, version="1.0.0", out_dir=out)
     Release.objects.filter(pk=again.release_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    assert services.begin_release(built, "1.0.0", out_dir=out).todo == ("en-zh",)
+    assert services.release_begin(project=built, version="1.0.0", out_dir=out).todo == ("en-zh",)
 
 
 @pytest.mark.django_db
 def test_release_progress_per_direction_is_shown_for_visible_directions_only(client, admin_user, annotator_de, seeded):
     from exports.benchmark import services as build_services
 
-    build_build = build_services.build_benchmark(seeded)
+    build_build = build_services.build_run(project=seeded)
     assert build_build.pseudo_created
     result = create_release_task.delay(seeded.pk, "0.1.0").get()
     assert result["status"] == "ready"
@@ -208,7 +216,7 @@ def test_release_progress_per_direction_is_shown_for_visible_directions_only(cli
 def test_the_command_prints_a_line_per_direction_and_a_plan_fixed_in_the_job(seeded, tmp_path):
     from exports.benchmark import services as build_services
 
-    build_services.build_benchmark(seeded)
+    build_services.build_run(project=seeded)
     out = io.StringIO()
     call_command(
         "release", "demo", "--version", "0.1.0", "--out", str(tmp_path / "r"), verbosity=2, stdout=out, stderr=out

@@ -51,7 +51,7 @@ def import_and_build(shared_data) -> int:
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
-    services.build_benchmark(project)
+    services.build_run(project=project)
     return project.pk
 
 
@@ -72,7 +72,9 @@ def test_streamed_release_rows_equal_a_whole_table_read_in_the_same_order(built,
     # small blocks, so each direction streams in many queries
     monkeypatch.setattr(release_selectors, "TRIPLET_BLOCK_SEGMENTS", 7)
     monkeypatch.setattr(release_files, "TRIPLET_BATCH", 100)
-    release = release_services.create_release(built, "1.0.0", out_dir=tmp_path / "r", formats=("jsonl",))
+    release = release_services.release_create(
+        project=built, version="1.0.0", out_dir=tmp_path / "r", formats=("jsonl",)
+    )
     for direction in ("en-de", "en-zh"):
         expected = whole_table(built, direction)
         got = pq.read_table(tmp_path / "r" / direction / "test.parquet").to_pandas()
@@ -103,7 +105,7 @@ def test_a_failed_release_leaves_no_pseudo_systems(built, tmp_path, monkeypatch)
 
     monkeypatch.setattr(release_files, "_write_excluded", broken)
     with pytest.raises(OSError):
-        release_services.create_release(built, "1.0.0", out_dir=tmp_path / "r")
+        release_services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "r")
     assert not PseudoSystem.objects.filter(release__project=built).exists()
     assert not (tmp_path / "r").exists()
 
