@@ -427,6 +427,38 @@ def import_corpus_rows(
     return result
 
 
+def read_corpus_source(
+    *,
+    columns,
+    upload_name: str = "",
+    data: bytes | None = None,
+    hf_dataset: str = "",
+    hf_config: str | None = None,
+    hf_split: str = "test",
+    hub_only: bool = True,
+) -> tuple[str, list[CorpusRow]]:
+    """Read and validate a corpus: uploaded bytes, or a Hugging Face dataset through ``datasets`` (a Hub id,
+    each Hub call timed out after ``HF_HUB_TIMEOUT``; a local dataset directory only with ``hub_only`` off,
+    the command line's). Shared by the upload form, the Hub import job and ``import_corpus``. Returns
+    (source name, rows); ``CorpusError`` (``HubUnreachable`` when the Hub did not answer) lists every problem."""
+    from django.conf import settings
+
+    from core.corpus.domain import read_corpus, read_hf_dataset
+
+    if hf_dataset:
+        rows = read_hf_dataset(
+            hf_dataset,
+            hf_config or None,
+            hf_split or "test",
+            columns,
+            hub_only=hub_only,
+            timeout=settings.HF_HUB_TIMEOUT,
+            limits=corpus_limits(),
+        )
+        return hf_dataset, rows
+    return upload_name, read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
+
+
 def import_corpus_source(
     project: Project,
     *,
@@ -434,33 +466,14 @@ def import_corpus_source(
     columns,
     upload_name: str = "",
     data: bytes | None = None,
-    hf_dataset: str = "",
-    hf_config: str | None = None,
-    hf_split: str = "test",
     known_direction: bool = False,
     check_language: bool = False,
 ) -> tuple[str, CorpusImportResult]:
-    """Read a corpus (uploaded bytes, or a Hugging Face dataset through ``datasets``) and import it with
-    ``import_corpus_rows``: the same validation as the command; ``CorpusError`` or ``ImportRejected`` list
-    every problem with its file and line, and nothing is written. Returns (source name, result)."""
-    from core.corpus.domain import read_corpus, read_hf_dataset
-
-    if hf_dataset:
-        from django.conf import settings
-
-        rows = read_hf_dataset(
-            hf_dataset,
-            hf_config or None,
-            hf_split or "test",
-            columns,
-            hub_only=True,
-            timeout=settings.HF_HUB_TIMEOUT,
-            limits=corpus_limits(),
-        )
-        name = hf_dataset
-    else:
-        rows = read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
-        name = upload_name
+    """Read an uploaded corpus file and import it with ``import_corpus_rows``: the same validation as the
+    command; ``CorpusError`` or ``ImportRejected`` list every problem with its file and line, and nothing is
+    written. Returns (source name, result). A Hub dataset is imported by a job (``core.corpus.services``),
+    never inside a request."""
+    name, rows = read_corpus_source(columns=columns, upload_name=upload_name, data=data)
     return name, import_corpus_rows(
         project, direction, rows, name, known_direction=known_direction, check_language=check_language
     )

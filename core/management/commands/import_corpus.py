@@ -3,9 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
+from core.corpus.domain import Columns, CorpusError, read_corpus_file
 from core.domain.languages import UnknownDirection, parse_direction
-from core.services import ImportRejected, ProjectRejected, ensure_project, import_corpus_rows
+from core.services import ImportRejected, ProjectRejected, ensure_project, import_corpus_rows, read_corpus_source
 
 
 class Command(BaseCommand):
@@ -36,9 +36,14 @@ class Command(BaseCommand):
             raise CommandError(f"--direction: {exc}") from None
         columns = Columns(opts["id_column"], opts["source_column"], opts["reference_column"])
         try:
-            if opts["hf"]:
-                rows = read_hf_dataset(opts["hf"], opts["config"], opts["split"], columns)
-                name = opts["hf"]
+            if opts["hf"]:  # the same reading as the corpus page's import job, local directories allowed
+                name, rows = read_corpus_source(
+                    columns=columns,
+                    hf_dataset=opts["hf"],
+                    hf_config=opts["config"],
+                    hf_split=opts["split"],
+                    hub_only=False,
+                )
             else:
                 rows = read_corpus_file(opts["file"], columns, opts["format"])
                 name = opts["file"]
