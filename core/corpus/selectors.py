@@ -10,9 +10,7 @@ SHOWN_IMPORTS = 10
 def hub_imports(project: Project, limit: int = SHOWN_IMPORTS) -> list[CorpusImport]:
     """The project's newest Hub imports, newest first."""
     return list(
-        CorpusImport.objects.filter(project=project)
-        .select_related("direction")
-        .order_by("-created_at", "-id")[:limit]
+        CorpusImport.objects.filter(project=project).select_related("direction").order_by("-created_at", "-id")[:limit]
     )
 
 
