@@ -43,7 +43,9 @@ class HubState:
     calls: list[str] = field(default_factory=list)
     echo_credentials: bool = False  # errors quote the request's Authorization header, as a careless proxy's do
     delay: float = 0.0  # seconds each request waits before it is answered (a slow Hub)
-    unavailable: int = 0  # the next this many requests answer 503 (a Hub briefly down)
+    # the next this many requests answer 503, as the Hub does when down (huggingface_hub tries each call five
+    # times with backoff, about 24 s, before it gives up)
+    unavailable: int = 0
 
 
 class HubHandler(BaseHTTPRequestHandler):

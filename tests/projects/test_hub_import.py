@@ -285,3 +285,35 @@ def test_the_command_reads_a_hub_id_through_the_same_service(flores, hub):
     )  # fmt: skip
     assert out.getvalue().strip() == "flores en-de: 2 gold segments imported, 0 unchanged"
     assert any("deu_Latn.parquet" in c for c in hub_reads(hub)) and not CorpusImport.objects.exists()
+
+
+@pytest.mark.slow  # one attempt against a Hub that answers 503: huggingface_hub's own five tries (about 24 s)
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_on_a_worker_an_unreachable_hub_is_tried_again_with_backoff_and_the_page_says_so(
+    client, admin_user, flores, hub, worker_queue
+):
+    from celery.contrib.testing.worker import start_worker
+
+    from tests.support.db_faults import wait_until
+    from xqmeval.celery import app
+
+    hub.state.unavailable = 10**6  # down until the test says otherwise
+    job = services.queue_hub_import(flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest")
+    client.force_login(admin_user)
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=[worker_queue], loglevel="WARNING", shutdown_timeout=30
+    ):
+        import_hub_corpus_task.apply_async((job.pk,), queue=worker_queue)
+        waiting = wait_until(
+            lambda: CorpusImport.objects.filter(pk=job.pk, status="pending", note__contains="retrying in").first(),
+            "the import waiting to be tried again",
+        )
+        assert waiting.note.startswith("the Hub did not answer: ") and "(retry 1 of 4)" in waiting.note
+        assert waiting.attempts == 1 and not GoldSegment.objects.exists()
+        page = client.get(reverse("projects:hub_imports", args=["flores"])).content.decode()
+        assert "retry 1 of 4" in page and "hx-trigger" in page  # still live: the page keeps polling
+        hub.state.unavailable = 0  # the Hub is back before the retry (due within 2 s)
+        wait_until(lambda: CorpusImport.objects.get(pk=job.pk).status == "done", "the retried import", timeout=60)
+    job.refresh_from_db()
+    assert (job.created, job.attempts, job.error) == (2, 2, "") and GoldSegment.objects.count() == 2
