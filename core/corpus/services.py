@@ -110,13 +110,13 @@ def requeue_hub_import(job: CorpusImport) -> CorpusImport:
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=job.project_id).exists()
         row = CorpusImport.objects.select_related("project", "direction").get(pk=job.pk)
+        if row.status == JobStatus.DONE:
+            raise CorpusImportRejected(row.dataset, [f"import {row.pk} is done: there is nothing to retry"])
         live = _live(row.project, row.direction_id)
         if live is not None and not live.interrupted:
             raise CorpusImportRunning(live)
         if live is not None and live.pk != row.pk:
             _close_interrupted(live)
-        if row.status == JobStatus.DONE:
-            raise CorpusImportRejected(row.dataset, [f"import {row.pk} is done: there is nothing to retry"])
         row.status, row.error, row.note, row.finished_at = JobStatus.PENDING, "", "", None
         row.lease_owner, row.lease_expires_at = "", _lease_end()
         row.save(update_fields=["status", "error", "note", "finished_at", "lease_owner", "lease_expires_at"])
@@ -125,8 +125,8 @@ def requeue_hub_import(job: CorpusImport) -> CorpusImport:
 
 def _take(job_id: int, owner: str) -> CorpusImport | None:
     """Mark the import running under ``owner`` (the task's id), or None when it is not this process's to
-    run: finished, or running under another process's live lease. A retry of the same task (same id) takes
-    its own lease over; a redelivered or duplicate task does nothing."""
+    run: finished, or running under another task's live lease (a duplicate does nothing). The same task
+    again (its retry, or the broker's redelivery after its worker died: same id) takes its own lease over."""
     now = timezone.now()
     lapsed = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now)
     may_take = Q(status=JobStatus.PENDING) | Q(status=JobStatus.RUNNING) & (lapsed | Q(lease_owner=owner))

@@ -146,10 +146,17 @@ def test_with_a_broker_the_request_records_the_job_and_never_waits_on_the_hub(
             ]
     finally:
         queue.delete("default")
+    # the project page's corpus stage says an import is queued, and polls until it is written
+    stage = reverse("projects:stage", args=["flores", "corpus"])
+    fragment = client.get(stage).content.decode()
+    assert f'hx-get="{stage}" hx-trigger="every 2s"' in fragment
+    assert "Importing <bdi>org/flores</bdi> into en-de (pending)" in fragment
     hub.state.delay = 0.0
     import_hub_corpus_task.apply((job.pk,))  # what the worker runs
     job.refresh_from_db()
     assert (job.status, job.created, job.attempts) == ("done", 2, 1)
+    fragment = client.get(stage).content.decode()
+    assert "hx-trigger" not in fragment and "Importing" not in fragment
     fragment = client.get(reverse("projects:hub_imports", args=["flores"])).content.decode()
     assert "2 gold segments imported, 0 unchanged." in fragment and "hx-trigger" not in fragment
 
