@@ -324,3 +324,15 @@ def test_on_a_worker_an_unreachable_hub_is_tried_again_with_backoff_and_the_page
         wait_until(lambda: CorpusImport.objects.get(pk=job.pk).status == "done", "the retried import", timeout=60)
     job.refresh_from_db()
     assert (job.created, job.attempts, job.error) == (2, 2, "") and GoldSegment.objects.count() == 2
+
+
+def test_a_hub_id_named_like_a_server_folder_is_read_from_the_hub_only(flores, hub):
+    """``core/corpus`` is a valid Hub id and a folder of the server's working directory: datasets would read
+    the folder; the import asks the Hub, and the reason names no server path."""
+    assert (Path.cwd() / "core" / "corpus").is_dir()
+    job = services.queue_hub_import(flores, direction="en-de", dataset="core/corpus", split="devtest")
+    services.run_hub_import(job.pk, owner="task-1")
+    job.refresh_from_db()
+    assert job.status == "failed" and "DatasetNotFoundError" in job.error and str(Path.cwd()) not in job.error
+    assert any("/core/corpus" in call for call in hub.state.calls)  # asked the Hub, not the folder
+    assert not GoldSegment.objects.exists()
