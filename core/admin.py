@@ -13,11 +13,11 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
-from core.admin_lists import LargeTableAdmin
+from core.admin_lists import LargeTableAdmin, ReadOnlyMixin
 from core.corpus.domain import Columns, CorpusError
 from core.corpus.services import corpus_source_import
 from core.forms import CorpusUploadForm
-from core.models import Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
+from core.models import CorpusImport, Direction, GoldSegment, Language, Profile, Project, ReviewerAssignment
 from core.services import ImportRejected, project_check, project_create, username_clean
 
 
@@ -254,3 +254,13 @@ class ReviewerAssignmentAdmin(admin.ModelAdmin):
     list_filter = ["project", "direction"]
     search_fields = ["user__username"]
     list_select_related = ["project", "direction", "user"]
+
+
+@admin.register(CorpusImport)
+class CorpusImportAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Hub imports the corpus page queued (their task writes them): looked at, never edited by hand."""
+
+    list_display = ("id", "project", "direction", "dataset", "config", "split", "status", "created", "created_at")
+    list_filter = ("status", "project", "direction")
+    search_fields = ("dataset",)
+    readonly_fields = [f.name for f in CorpusImport._meta.fields]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 from core.domain.languages import CHAR, TOKEN
 
@@ -173,3 +174,60 @@ class ReviewerAssignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} reviews {self.project}/{self.direction}"
+
+
+class CorpusImport(Job):
+    """A corpus import from a Hugging Face Hub dataset, asked for on the corpus page and run as a task
+    (``core.tasks.import_hub_corpus_task``), so that no request waits on the Hub (#36.4). One pending or
+    running import per project and direction at a time; a running one whose lease lapsed lost its process
+    (shown as interrupted, and it can be retried). The gold segments and the outcome are written in one
+    transaction: an import is done with its counts, or it wrote nothing."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="corpus_imports", db_index=False)
+    direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
+    # status and error (the failure's reason, one problem a line): from Job
+    dataset = models.CharField(max_length=200, help_text="the Hub dataset id, namespace/name")
+    config = models.CharField(max_length=200, blank=True)
+    split = models.CharField(max_length=200, default="test")
+    columns = models.JSONField(default=dict, help_text="the id, source and reference column names")
+    check_language = models.BooleanField(default=True)
+    created = models.PositiveIntegerField(default=0, help_text="gold segments written")
+    unchanged = models.PositiveIntegerField(default=0, help_text="rows already imported with the same text")
+    warnings = models.JSONField(default=list, blank=True)
+    note = models.CharField(max_length=500, blank=True, help_text="why it is tried again, and when")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Set when the import is queued and when a process takes it (the task's id in lease_owner); a live
+    # import whose lease has passed lost its process. A retry of the same task takes its own lease over.
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    LIVE = (JobStatus.PENDING, JobStatus.RUNNING)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "direction"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="one_live_corpus_import_per_direction",
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "-created_at"], name="corpus_import_project_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.project.name}/{self.direction.code} import of {self.dataset} ({self.status})"
+
+    @property
+    def interrupted(self) -> bool:
+        """Live by its status, but no process has renewed its lease in time: the process running it died."""
+        return self.status in self.LIVE and (self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
+
+    @property
+    def percent(self) -> int:
+        return 100 if self.status == JobStatus.DONE else 0

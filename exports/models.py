@@ -82,6 +82,9 @@ class Release(models.Model):
     # Renewed while the release is written (start, each direction); as for builds, a building release whose
     # lease has passed lost its process: shown as interrupted, and the next start of it resumes it.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The Celery task that holds the lease: a retry of that task (same id) takes its own live lease over,
+    # where any other start is refused until the lease passes.
+    lease_owner = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["project", "-created_at"]

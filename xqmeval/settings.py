@@ -157,6 +157,10 @@ FILE_UPLOAD_HANDLERS = [
 ]
 CORPUS_UPLOAD_MAX_BYTES = int(os.environ.get("CORPUS_UPLOAD_MAX_BYTES", str(32 * 1024 * 1024)))
 HF_HUB_TIMEOUT = float(os.environ.get("HF_HUB_TIMEOUT", "20"))  # seconds for a Hub dataset import's calls
+# A Hub import's process holds its job this long (it cannot renew while datasets downloads); past it, a
+# running import lost its process: shown as interrupted, and it can be retried. Must exceed the longest read.
+CORPUS_IMPORT_LEASE_SECONDS = int(os.environ.get("CORPUS_IMPORT_LEASE_SECONDS", "900"))
+HF_IMPORT_RETRIES = int(os.environ.get("HF_IMPORT_RETRIES", "4"))  # tries again after an unreachable Hub
 CORPUS_LIMITS = {  # core.corpus.domain.Limits: the same for every format
     "segment_chars": int(os.environ.get("CORPUS_MAX_SEGMENT_CHARS", "5000")),
     "columns": int(os.environ.get("CORPUS_MAX_COLUMNS", "200")),
@@ -195,6 +199,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # Each stage's task module (autodiscover_tasks() finds only <app>.tasks). Task names are fixed in the
 # decorators, so queued messages and routes do not depend on where a module lives.
 CELERY_IMPORTS = [
+    "core.corpus.tasks",
     "injection.tasks",
     "annotation.review.tasks",
     "annotation.agreement.tasks",

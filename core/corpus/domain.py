@@ -40,6 +40,39 @@ class CorpusError(InputErrors):
     """The corpus file cannot be imported."""
 
 
+class HubUnreachable(CorpusError):
+    """The Hub did not answer (a network fault, a timeout, 429 or 5xx): a later try may succeed, where a
+    missing dataset, config or split, or a bad row, never will."""
+
+
+# Answers of the Hub that say "not now" rather than "no" (huggingface_hub retries the same ones per call).
+_TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def _transient(exc: BaseException) -> BaseException | None:
+    """The network fault or transient Hub answer behind ``exc`` (itself or what it was raised from, explicitly
+    or while handling), or None. ``datasets`` wraps an unreachable Hub in ``ConnectionError`` or, where it
+    fell back on its cache, ``FileNotFoundError``; the HTTP client's own faults are ``TransportError``s."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (ConnectionError, TimeoutError)):
+            return seen
+        if any(cls.__name__ == "TransportError" for cls in type(seen).__mro__):
+            return seen
+        if getattr(getattr(seen, "response", None), "status_code", None) in _TRANSIENT_STATUS:
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _without_server_paths(text: str) -> str:
+    """``datasets`` names local paths in its messages (the working directory it looked in first, its cache):
+    a page shows the reason, never where the server keeps its files."""
+    for folder in {str(Path.cwd()), str(Path.home())}:
+        text = text.replace(folder + "/", "").replace(folder, "…")
+    return text
+
+
 @dataclass(frozen=True)
 class CorpusRow:
     external_id: str
@@ -129,7 +162,8 @@ def read_hf_dataset(
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[CorpusRow]:
     """Load a dataset through `datasets`: a Hub id, or (the command line only, ``hub_only`` off) a local
-    dataset directory. ``timeout``: seconds for each Hub call, so an unreachable Hub fails soon."""
+    dataset directory. ``timeout``: seconds for each Hub call, so an unreachable Hub fails soon.
+    ``HubUnreachable`` when the Hub did not answer (worth a later try), ``CorpusError`` otherwise."""
     name = f"{dataset}" + (f" ({config})" if config else "") + f" split {split}"
     if hub_only and hub_id_problem(dataset):
         raise CorpusError(name, [hub_id_problem(dataset)])
@@ -141,9 +175,16 @@ def read_hf_dataset(
         hub.HF_HUB_ETAG_TIMEOUT = hub.HF_HUB_DOWNLOAD_TIMEOUT = int(max(1, timeout))
 
     try:
-        ds = datasets.load_dataset(dataset, config, split=split)
+        # hf://datasets/… : the Hub only, never a folder of the server's working directory that happens to be
+        # named like the id (``core/corpus`` is one)
+        ds = datasets.load_dataset(f"hf://datasets/{dataset}" if hub_only else dataset, config, split=split)
     except Exception as exc:  # datasets raises many types; report them uniformly
-        raise CorpusError(name, [f"cannot load dataset: {type(exc).__name__}: {exc}"]) from None
+        fault = _transient(exc)
+        if fault is not None:
+            reason = f"the Hub did not answer: {type(fault).__name__}: {fault}"
+            raise HubUnreachable(name, [_without_server_paths(reason)]) from None
+        reason = f"cannot load dataset: {type(exc).__name__}: {exc}"
+        raise CorpusError(name, [_without_server_paths(reason)]) from None
     if ds.num_rows > limits.rows:
         raise CorpusError(name, [f"{ds.num_rows} rows, more than the {limits.rows} allowed"])
     records = [(f"row {i}", dict(row)) for i, row in enumerate(ds)]

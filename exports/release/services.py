@@ -261,10 +261,12 @@ def release_begin(
     formats: tuple[str, ...] = (),
     plan_overrides: dict | None = None,
     user=None,
+    owner: str = "",
 ) -> ReleaseJob:
     """Record a (new, failed or interrupted) release as building and say which directions are left to stage:
     a direction staged before is kept when its files and spool are intact and its build stamp is still the
-    current one; any other is written (again). ``Release.directions`` gets an entry per direction."""
+    current one; any other is written (again). ``Release.directions`` gets an entry per direction.
+    ``owner``: the task that writes it (its Celery id); that task's retry takes its own live lease over."""
     _validate_release_request(version, formats)
     sampling_plan_make(project=project, overrides=plan_overrides)  # a bad plan is refused before anything is recorded
     out_dir = Path(out_dir) if out_dir else out_dir_get(project=project, version=version)
@@ -274,7 +276,7 @@ def release_begin(
         staging.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ReleaseError(f"{out_dir}: cannot create the staging directory {staging} ({exc.strerror})") from None
-    release = _take_release(project, version, user)
+    release = _take_release(project, version, user, owner=owner)
     directions = release_selectors.triplet_directions(project)
     if not directions:
         reason = f"project {project.name} has no pseudo translations: run build_benchmark first"
@@ -452,11 +454,13 @@ def release_check_not_running(*, project: Project) -> None:
         raise ReleaseRunning(live)
 
 
-def _take_release(project: Project, version: str, user) -> Release:
+def _take_release(project: Project, version: str, user, *, owner: str = "") -> Release:
     """The release row of ``version``, recorded as being written by this process (its lease taken), one per
-    project at a time: a live one (this version or another) raises ``ReleaseRunning``; an interrupted other
-    version is closed as failed, an interrupted same version resumed. The project's row lock serialises
-    concurrent starts; the constraint ``one_building_release_per_project`` holds without it."""
+    project at a time: a live one (this version or another) raises ``ReleaseRunning``, unless it is this
+    version held by ``owner`` itself (a retry of the same task, after a transient fault, takes its own lease
+    over); an interrupted other version is closed as failed, an interrupted same version resumed. The
+    project's row lock serialises concurrent starts; the constraint ``one_building_release_per_project``
+    holds without it."""
     try:
         with transaction.atomic():
             Project.objects.select_for_update().filter(pk=project.pk).exists()
@@ -465,7 +469,8 @@ def _take_release(project: Project, version: str, user) -> Release:
                 .filter(project=project, status=Release.Status.BUILDING)
                 .first()
             )
-            if live is not None and not live.interrupted:
+            own = live is not None and bool(owner) and live.lease_owner == owner and live.version == version
+            if live is not None and not live.interrupted and not own:
                 raise ReleaseRunning(live)
             if live is not None and live.version != version:
                 live.status, live.error = (
@@ -481,7 +486,8 @@ def _take_release(project: Project, version: str, user) -> Release:
             if release.status == Release.Status.READY:
                 raise ReleaseError(f"version {version} is released; write it again with release_create")
             release.status, release.lease_expires_at = Release.Status.BUILDING, _release_lease_end()
-            release.save(update_fields=["status", "lease_expires_at"])
+            release.lease_owner = owner
+            release.save(update_fields=["status", "lease_expires_at", "lease_owner"])
             return release
     except IntegrityError:  # a concurrent start won (the constraint, where the lock did not serialise)
         live = Release.objects.select_related("project").filter(project=project, status=Release.Status.BUILDING).first()

@@ -18,8 +18,9 @@ from exports.models import Release
 from exports.release import services
 
 
-@shared_task(name="exports.create_release", **RETRY)
+@shared_task(name="exports.create_release", bind=True, **RETRY)
 def create_release_task(
+    self,
     project_id: int,
     version: str,
     formats: list[str] | None = None,
@@ -31,7 +32,8 @@ def create_release_task(
     per direction left to stage (side by side on the workers), then ``finish_release_task``, which hashes,
     draws the pseudo systems and moves the release into place (and pushes it when asked). Run again, it
     resumes with the directions not staged or whose build changed. A released version is written again
-    in one pass (same bytes or refused)."""
+    in one pass (same bytes or refused). The release's lease is this task's: its automatic retry after a
+    transient database fault (same task id) takes it over instead of finding it held."""
     project = Project.objects.get(pk=project_id)
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     existing = Release.objects.filter(project=project, version=version, status=Release.Status.READY).first()
@@ -40,7 +42,9 @@ def create_release_task(
         if push_repo:
             release = services.release_push(release=release, repo_id=push_repo, private=private)
         return {"release": release.pk, "content_hash": release.content_hash, "hub_revision": release.hub_revision}
-    job = services.release_begin(project=project, version=version, formats=tuple(formats or ()), user=user).to_dict()
+    job = services.release_begin(
+        project=project, version=version, formats=tuple(formats or ()), user=user, owner=self.request.id or ""
+    ).to_dict()
     finish = finish_release_task.si(job, push_repo, private)
     result = (
         chord(group(release_direction_task.si(job, code) for code in job["todo"]), finish) if job["todo"] else finish

@@ -35,7 +35,7 @@ from annotation.people import services as people_services
 from annotation.rating import services as rating_services
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
-from core.models import Direction, Project
+from core.models import CorpusImport, Direction, Project
 from core.services import direction_ensure, project_directions_add, project_ensure, user_create
 from exports.models import MetricScore, PseudoSystem, Release
 from exports.scores.services import scores_summarize
@@ -81,6 +81,7 @@ class World:
     release: Release | None = None
     round: object = None
     invite: tuple = ()
+    corpus_import: CorpusImport | None = None
 
 
 def _u(name, *args, query=""):
@@ -140,6 +141,31 @@ ROWS = [
             "reference_column": "reference",
             "file": SimpleUploadedFile("gold.tsv", b"id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n"),
         },
+    ),
+    Row(
+        "projects:corpus",
+        "post",
+        _u("projects:corpus", P),
+        "DDDO",
+        writes=True,
+        note="a Hub dataset: the admin's request records the import and enqueues its task",
+        body=lambda w: {
+            "direction": "en-de",
+            "id_column": "id",
+            "source_column": "source",
+            "reference_column": "reference",
+            "hf_dataset": "org/geheim-set",
+            "hf_split": "devtest",
+        },
+    ),
+    Row("projects:hub_imports", "get", _u("projects:hub_imports", P), "DDDO"),
+    Row(
+        "projects:hub_import_retry",
+        "post",
+        _u("projects:hub_import_retry", P, lambda w: w.corpus_import.pk),
+        "DDDO",
+        writes=True,
+        note="a failed Hub import: the admin's Retry queues it again",
     ),
     Row("projects:rating_items", "get", _u("projects:rating_items", P), "DDDO"),
     Row(
@@ -534,6 +560,9 @@ def world(db, settings, tmp_path) -> World:
         release=release,
         round=rnd,
         invite=(uid, token),
+        corpus_import=CorpusImport.objects.create(
+            project=project, direction=de, dataset="org/geheimwort-set", status="failed", error="the Hub did not answer"
+        ),
     )
 
 

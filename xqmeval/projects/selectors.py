@@ -17,7 +17,7 @@ from annotation.agreement import selectors as agreement
 from annotation.agreement import tasks as agreement_tasks
 from annotation.review import selectors as review_selectors
 from core import access
-from core.models import Project
+from core.models import CorpusImport, Project
 from core.selectors import active_directions
 from exports.benchmark import selectors as benchmark_selectors
 from exports.metaeval import selectors as metaeval
@@ -103,6 +103,15 @@ def corpus_stage(project: Project, visible: set[str] | None, counts: dict[int, i
     stage.state = "done" if rows and not empty else ("partial" if stage.data["total"] else "todo")
     if empty:
         stage.data["empty"] = empty
+    importing = [
+        {"id": job.pk, "dataset": job.dataset, "direction": job.direction.code, "status": job.status}
+        for job in CorpusImport.objects.filter(
+            project=project, status__in=CorpusImport.LIVE, direction__code__in=[r["direction"] for r in rows]
+        ).select_related("direction")
+        if not job.interrupted  # a dead one is shown on the corpus page, where it can be retried
+    ]
+    if importing:  # a Hub import is queued or reading: the stage polls until it is written
+        stage.state, stage.live, stage.data["importing"] = "running", True, importing
     return stage
 
 

@@ -16,14 +16,17 @@ from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from annotation.models import RatingItem
 from annotation.rating import services as rating_services
 from annotation.review.xqmeval_import.services import import_xqmeval
 from core import access
 from core import selectors as core_selectors
+from core.corpus import selectors as corpus_selectors
+from core.corpus import tasks as corpus_tasks
 from core.corpus.domain import Columns, CorpusError, read_records
-from core.corpus.services import corpus_source_import
+from core.corpus.services import CorpusImportRejected, CorpusImportRunning, corpus_source_import
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,
@@ -32,7 +35,7 @@ from core.forms import (
     ProjectSettingsForm,
     XQMEvalUploadForm,
 )
-from core.models import Profile, Project
+from core.models import CorpusImport, JobStatus, Profile, Project
 from core.services import (
     ImportRejected,
     ProjectRejected,
@@ -157,6 +160,32 @@ def metaeval_fragment(request, slug: str):
     )
 
 
+def _corpus_context(project: Project, form, xq_form) -> dict:
+    return {
+        "project": project,
+        "form": form,
+        "xq_form": xq_form,
+        **_hub_imports_context(project),
+    }
+
+
+def _hub_imports_context(project: Project) -> dict:
+    imports = corpus_selectors.hub_imports(project)
+    return {"imports": imports, "polling": corpus_selectors.any_live(imports), "poll_seconds": POLL_SECONDS}
+
+
+def _hub_import_outcome(job) -> tuple[int, str]:
+    """(message level, text) for a Hub import just queued: without a broker it has already run."""
+    job.refresh_from_db()
+    if corpus_tasks.queued() or job.status in CorpusImport.LIVE:
+        return messages.INFO, f"Import {job.pk} of {job.dataset} into {job.direction.code} started."
+    if job.status == JobStatus.DONE:
+        return messages.SUCCESS, (
+            f"{job.dataset}: {job.created} gold segments imported into {job.direction.code}, {job.unchanged} unchanged."
+        )
+    return messages.ERROR, f"{job.dataset}: nothing imported (import {job.pk} failed; the reason is below)."
+
+
 @login_required
 def corpus_import(request, slug: str):
     _require_admin(request, "import corpora")
@@ -167,30 +196,74 @@ def corpus_import(request, slug: str):
         data = form.cleaned_data
         upload = data.get("file")
         columns = Columns(data["id_column"], data["source_column"], data["reference_column"])
+        if not upload:  # a Hub dataset: a job run by a task, never inside this request (#36.4)
+            try:
+                job = corpus_tasks.start_hub_import(
+                    project,
+                    user=request.user,
+                    direction=data["direction"],
+                    dataset=data["hf_dataset"],
+                    config=data.get("hf_config") or "",
+                    split=data.get("hf_split") or "test",
+                    columns=columns,
+                    check_language=not data["other_language"],
+                )
+            except CorpusImportRunning as exc:  # one import per direction at a time: show the one that runs
+                messages.info(request, str(exc))
+            except CorpusImportRejected as exc:
+                for line in exc.errors:
+                    messages.error(request, line)
+            else:
+                messages.add_message(request, *_hub_import_outcome(job))
+            return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
         try:
             name, result = corpus_source_import(
                 project=project,
                 direction=data["direction"],
                 columns=columns,
-                upload_name=upload.name if upload else "",
-                data=upload.read() if upload else None,
-                hf_dataset=data.get("hf_dataset", ""),
-                hf_config=data.get("hf_config") or None,
-                hf_split=data.get("hf_split") or "test",
+                upload_name=upload.name,
+                data=upload.read(),
                 known_direction=True,
                 check_language=not data["other_language"],
             )
         except (CorpusError, ImportRejected) as exc:
             for line in exc.errors:
                 messages.error(request, line)
-            messages.error(request, f"{upload.name if upload else data.get('hf_dataset')}: nothing imported.")
+            messages.error(request, f"{upload.name}: nothing imported.")
         else:
             messages.success(
                 request,
                 f"{name}: {result.created} gold segments imported into {data['direction']}, {result.unchanged} unchanged.",
             )
             return redirect("projects:detail", slug=project.name)
-    return render(request, "projects/corpus.html", {"project": project, "form": form, "xq_form": xq_form})
+    return render(request, "projects/corpus.html", _corpus_context(project, form, xq_form))
+
+
+@login_required
+def hub_imports_fragment(request, slug: str):
+    """The corpus page's Hub imports, fetched again every few seconds while one is pending or running."""
+    _require_admin(request, "see corpus imports")
+    project = get_object_or_404(Project, name=slug)
+    return render(request, "projects/_hub_imports.html", {"project": project, **_hub_imports_context(project)})
+
+
+@login_required
+@require_POST
+def hub_import_retry(request, slug: str, pk: int):
+    """Queue a failed or interrupted Hub import again."""
+    _require_admin(request, "retry corpus imports")
+    project = get_object_or_404(Project, name=slug)
+    job = get_object_or_404(CorpusImport.objects.select_related("direction"), project=project, pk=pk)
+    try:
+        job = corpus_tasks.retry_hub_import(job)
+    except CorpusImportRunning as exc:
+        messages.info(request, str(exc))
+    except CorpusImportRejected as exc:
+        for line in exc.errors:
+            messages.error(request, line)
+    else:
+        messages.add_message(request, *_hub_import_outcome(job))
+    return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
 
 
 @login_required
@@ -223,7 +296,7 @@ def xqmeval_import(request, slug: str):
             )
             return redirect("projects:detail", slug=project.name)
     form = CorpusUploadForm(project=project, allow_hf=True)
-    return render(request, "projects/corpus.html", {"project": project, "form": form, "xq_form": xq_form})
+    return render(request, "projects/corpus.html", _corpus_context(project, form, xq_form))
 
 
 def _report(form, problems: list[str]) -> None:

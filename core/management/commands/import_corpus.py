@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from core.corpus.domain import Columns, CorpusError, read_corpus_file, read_hf_dataset
-from core.corpus.services import corpus_rows_import
+from core.corpus.domain import Columns, CorpusError, read_corpus_file
+from core.corpus.services import corpus_rows_import, corpus_source_read
 from core.domain.languages import UnknownDirection, parse_direction
 from core.services import ImportRejected, ProjectRejected, project_ensure
 
@@ -37,9 +37,14 @@ class Command(BaseCommand):
             raise CommandError(f"--direction: {exc}") from None
         columns = Columns(opts["id_column"], opts["source_column"], opts["reference_column"])
         try:
-            if opts["hf"]:
-                rows = read_hf_dataset(opts["hf"], opts["config"], opts["split"], columns)
-                name = opts["hf"]
+            if opts["hf"]:  # the same reading as the corpus page's import job, local directories allowed
+                name, rows = corpus_source_read(
+                    columns=columns,
+                    hf_dataset=opts["hf"],
+                    hf_config=opts["config"],
+                    hf_split=opts["split"],
+                    hub_only=False,
+                )
             else:
                 rows = read_corpus_file(opts["file"], columns, opts["format"])
                 name = opts["file"]

@@ -225,3 +225,50 @@ def test_the_command_prints_a_line_per_direction_and_a_plan_fixed_in_the_job(see
     assert "en-de: 24 triplets staged" in text and "en-zh: 24 triplets staged" in text
     release = Release.objects.get(version="0.1.0")
     assert SamplingPlan.from_dict(release.manifest["sampling_plan"]).n == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_release_tasks_own_retry_takes_its_live_lease_over(seeded):
+    """Celery retries ``create_release_task`` after a transient database fault under the same task id; the
+    first attempt had taken the release's lease. The retry takes it over and writes the release, where any
+    other start is still refused while the lease is live (it was refused until BUILD_LEASE_SECONDS)."""
+    from django.db import connection
+
+    from exports.benchmark import services as build_services
+
+    build_services.build_run(project=seeded)
+    with connection.cursor() as cursor:  # the first attempt fails once, after taking the lease (a deadlock-like fault)
+        cursor.execute("CREATE SEQUENCE release_fault_once")
+        cursor.execute(
+            """CREATE FUNCTION release_fault_once() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF NEW.stage = 'staging directions' AND nextval('release_fault_once') = 1 THEN
+                RAISE EXCEPTION 'could not serialize access (injected)' USING ERRCODE = '40001';
+              END IF;
+              RETURN NEW;
+            END $$"""
+        )
+        cursor.execute(
+            "CREATE TRIGGER release_fault_once BEFORE UPDATE ON exports_release "
+            "FOR EACH ROW EXECUTE FUNCTION release_fault_once()"
+        )
+    # as a worker does: the fault's retry is sent again under the same task id (here run at once, in-process)
+    result = create_release_task.apply((seeded.pk, "0.1.0"), task_id="release-task-1", throw=False)
+    assert result.get()["status"] == "ready"
+    release = Release.objects.get(project=seeded, version="0.1.0")
+    assert release.status == "ready" and release.lease_owner == "release-task-1"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT last_value FROM release_fault_once")
+        assert cursor.fetchone()[0] >= 2  # the fault did happen: the ready release is the retry's work
+
+    # another task, or the command line (which owns no task), is refused while a live lease is held
+    Release.objects.filter(pk=release.pk).update(
+        status="building", lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    with pytest.raises(services.ReleaseRunning):
+        services.release_begin(project=seeded, version="0.1.0", owner="release-task-2")
+    with pytest.raises(services.ReleaseRunning):
+        services.release_begin(project=seeded, version="0.1.0")
+    with pytest.raises(services.ReleaseRunning):  # nor does the owner's id let it write another version
+        services.release_begin(project=seeded, version="0.2.0", owner="release-task-1")
