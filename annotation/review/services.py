@@ -436,8 +436,7 @@ def submit_decision(
             state = _slot_state(user, candidate, rnd)
             own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
             if own is not None:
-                if not rnd.is_open:
-                    raise Conflict(f"round {rnd.number} is closed; decisions in it can no longer change")
+                require_revisable(rnd)
                 old = _decision_state(own)
                 own.decision, own.reason, own.comment = decision, reason, comment or ""
                 own.idempotency_key = key
@@ -460,6 +459,7 @@ def submit_decision(
                     source=ANNOTATOR,
                 )
                 audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
+                _drop_skip(user, candidate, rnd, replaced_by="decision")  # deciding an item set aside replaces the skip
                 created = True
             _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
@@ -473,6 +473,62 @@ def submit_decision(
         if replay:
             return replay, False
         raise Conflict("this candidate was decided concurrently; reload") from None
+
+
+def require_revisable(rnd: ReviewRound, what: str = "decisions in it") -> None:
+    """The one rule for work already done (changing or withdrawing a decision, a skip): its round is open.
+    /review/mine/'s revise links and the review screen's Previous offer exactly the work it allows."""
+    if not rnd.is_open:
+        raise Conflict(f"round {rnd.number} is closed; {what} can no longer change")
+
+
+def _drop_skip(user, candidate: Candidate, rnd: ReviewRound, **new) -> bool:
+    skip = ReviewSkip.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
+    if skip is None:
+        return False
+    audit(user, "review.unskip", skip, {"reason": skip.reason, "comment": skip.comment, "round": rnd.number}, new)
+    skip.delete()
+    return True
+
+
+@dataclass
+class Withdrawal:
+    candidate: Candidate
+    round: ReviewRound
+    withdrawn: str | None  # "decision", "skip", or None: nothing of this reviewer's was stored
+    held: bool  # the item is held for the reviewer again, as before they decided
+
+
+def withdraw(user, candidate_id, *, round_id=None, client_user=None) -> Withdrawal:
+    """Undo this reviewer's decision or skip of a candidate in a round, under the rule that lets them change
+    it (``require_revisable``): the candidate is theirs to decide again, held for them if it still needs a
+    review in that round. Nothing to withdraw is no error: an undo retried by the review screen's outbox,
+    or sent for a decision that never reached the server, answers the same."""
+    check_owner(user, client_user)
+    with transaction.atomic():
+        _serialize_writers()
+        candidate = visible_candidate(user, candidate_id, lock=True)
+        rnd = round_for(user, candidate, round_id)
+        require_revisable(rnd, "decisions and skips in it")
+        project = candidate.segment.project
+        withdrawn = None
+        own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd, source=ANNOTATOR).first()
+        if own is not None:
+            audit(user, "decision.withdraw", own, _decision_state(own) | {"round": rnd.number}, None)
+            own.delete()
+            withdrawn = "decision"
+        if _drop_skip(user, candidate, rnd, withdrawn=True):
+            withdrawn = withdrawn or "skip"
+        held = False
+        if withdrawn is not None:
+            if rnd.number == 1:
+                refresh_status(candidate, actor=user, first_round=rnd)
+            if _slot_state(user, candidate, rnd)["in_scope"]:
+                now = timezone.now()
+                expires = now + timedelta(seconds=lock_seconds())
+                held = _take_slot(candidate.pk, user, rnd, project.reviewers_per_candidate, now, expires)
+            annotations_written.send(sender=__name__, project_id=project.pk)
+    return Withdrawal(candidate, rnd, withdrawn, held)
 
 
 def _replay(user, key: str, fingerprint: str) -> ReviewDecision | None:
@@ -549,8 +605,7 @@ def skip_candidate(
         _serialize_writers()
         candidate = visible_candidate(user, candidate_id, lock=True)
         rnd = round_for(user, candidate, round_id)
-        if not rnd.is_open:
-            raise Conflict(f"round {rnd.number} is closed; nothing in it can be skipped")
+        require_revisable(rnd, "skips in it")
         skip, created = ReviewSkip.objects.get_or_create(
             candidate=candidate, reviewer=user, round=rnd, defaults={"reason": reason, "comment": comment or ""}
         )
