@@ -125,6 +125,9 @@ def test_withdrawal_is_refused_for_others_and_other_languages(project, languages
     with pytest.raises(services.Forbidden):
         services.withdraw(annotator_de, cand.pk, client_user=annotator_de.pk + 1)
     assert ReviewDecision.objects.filter(candidate=cand).exists()
+    ben = create_user("ben_de", "ben-pass-123", languages=["de"])
+    assert services.withdraw(ben, cand.pk).withdrawn is None  # another reviewer's decision is not theirs to undo
+    assert ReviewDecision.objects.get(candidate=cand).reviewer == annotator_de
 
 
 def test_the_api_and_the_no_javascript_form_withdraw(client, project, de_candidates, annotator_de):
