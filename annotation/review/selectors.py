@@ -648,7 +648,7 @@ def skips_of(user, *, project: Project | None = None):
 
 
 def previous_item(user, project: Project, codes: list[str], *, current: Candidate | None = None, rnd=None):
-    """(candidate id, round id) of the item this reviewer decided or skipped last before ``current`` (before
+    """(candidate id, round id, round number) of the item this reviewer decided or skipped last before ``current`` (before
     their own decision or skip of it; the last of all when they have none), in this project's open rounds
     and these languages, or None: what the review screen's Previous opens. Open rounds only, as the
     service's rule for changing work allows (``services.require_revisable``); a decision that a later open
@@ -677,8 +677,12 @@ def previous_item(user, project: Project, codes: list[str], *, current: Candidat
     last = [
         row
         for row in (
-            decided.order_by("-updated_at", "-id").values_list("updated_at", "candidate_id", "round_id").first(),
-            skipped.order_by("-created_at", "-id").values_list("created_at", "candidate_id", "round_id").first(),
+            decided.order_by("-updated_at", "-id")
+            .values_list("updated_at", "candidate_id", "round_id", "round__number")
+            .first(),
+            skipped.order_by("-created_at", "-id")
+            .values_list("created_at", "candidate_id", "round_id", "round__number")
+            .first(),
         )
         if row is not None
     ]

@@ -137,7 +137,7 @@ def candidate(request, project, pk):
     )
     previous_url = (
         reverse("review:candidate", args=[project.name, previous[0]])
-        + f"?round={previous[1]}"
+        + f"?round={previous[1]}"  # the round's id, as ?round= is read here (previous[2] is its number)
         + (f"&lang={lang}" if lang else "")
         if previous
         else ""

@@ -33,7 +33,8 @@ def take_and_decide(user, project, decision="accept"):
 
 
 def previous(user, project, current=None, rnd=None):
-    return selectors.previous_item(user, project, ["de"], current=current, rnd=rnd)
+    got = selectors.previous_item(user, project, ["de"], current=current, rnd=rnd)
+    return got[:2] if got else None
 
 
 def test_previous_walks_back_through_decisions_and_skips_in_order(project, de_candidates, annotator_de):
