@@ -115,7 +115,9 @@ def assign(walk: Walk, page, direction: str, reviewers: list[str]) -> None:
     for name in PASSWORDS:
         box = group.get_by_label(name, exact=True)
         box.check() if name in reviewers else box.uncheck()
-    walk.click(page, page.get_by_role("button", name=f"Save the reviewers of {direction}"), "settings (reviewers saved)")
+    walk.click(
+        page, page.get_by_role("button", name=f"Save the reviewers of {direction}"), "settings (reviewers saved)"
+    )
     expect(page.locator(".messages")).to_contain_text(f"Reviewers of {direction}: {', '.join(sorted(reviewers))}")
 
 
@@ -284,7 +286,9 @@ def test_a_whole_campaign_on_the_site(live_server, new_page, settings, tmp_path)
     assert RatingItem.objects.filter(project__name="campaign").count() == accepted_de > 0
     for who in ("anke", "bert"):
         page = annotators[who]
-        walk.click(page, page.get_by_role("navigation", name="Main").get_by_role("link", name="Review"), f"queue ({who})")
+        walk.click(
+            page, page.get_by_role("navigation", name="Main").get_by_role("link", name="Review"), f"queue ({who})"
+        )
         with page.expect_navigation(url=re.compile(r"/review/rate/\d+/")):
             page.get_by_role("link", name="Rate").click()
         walk.check(page, f"Likert screen ({who})")
@@ -307,6 +311,8 @@ def test_a_whole_campaign_on_the_site(live_server, new_page, settings, tmp_path)
     assert release.status == "ready", release.error
     expect(admin.locator("#stage-releases")).to_contain_text("0.1.0")
     assert sorted(release.directions) == ["en-de", "en-zh"], release.directions
-    walk.click(admin, admin.locator("#stage-releases").get_by_role("link", name="Releases and Hub pushes"), "benchmark page")
+    walk.click(
+        admin, admin.locator("#stage-releases").get_by_role("link", name="Releases and Hub pushes"), "benchmark page"
+    )
     shot(admin, "campaign-released")
     assert len(walk.visited) >= 60, len(walk.visited)
