@@ -315,4 +315,4 @@ def test_a_whole_campaign_on_the_site(live_server, new_page, settings, tmp_path)
         admin, admin.locator("#stage-releases").get_by_role("link", name="Releases and Hub pushes"), "benchmark page"
     )
     shot(admin, "campaign-released")
-    assert len(walk.visited) >= 60, len(walk.visited)
+    assert len(walk.visited) >= 80, len(walk.visited)
