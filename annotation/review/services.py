@@ -459,7 +459,8 @@ def submit_decision(
                     source=ANNOTATOR,
                 )
                 audit(user, "decision.create", result, None, _decision_state(result) | {"round": rnd.number})
-                _drop_skip(user, candidate, rnd, replaced_by="decision")  # deciding an item set aside replaces the skip
+                if state["skip"]:  # deciding an item set aside replaces the skip
+                    _drop_skip(user, candidate, rnd, replaced_by="decision")
                 created = True
             _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
@@ -538,17 +539,19 @@ def _replay(user, key: str, fingerprint: str) -> ReviewDecision | None:
 def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
     """One query, read after the candidate's row lock (so in a snapshot that sees every committed review of
     it): the reviewer's own decision in this round, whether the round still covers the candidate, and how
-    many reviews others have taken."""
+    many reviews others have taken; and their skip of it in this round, if any."""
     project = candidate.segment.project
     own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).order_by().values("pk")[:1]
+    skip = ReviewSkip.objects.filter(candidate=candidate, reviewer=user, round=rnd).order_by().values("pk")[:1]
     return (
         Candidate.objects.filter(pk=candidate.pk)
         .annotate(
             own=Subquery(own),
+            skip=Subquery(skip),
             in_scope=Exists(selectors.round_scope(project, rnd).filter(pk=OuterRef("pk"))),
             taken=selectors.others_taken(rnd, user, timezone.now()),
         )
-        .values("own", "in_scope", "taken")
+        .values("own", "skip", "in_scope", "taken")
         .get()
     )
 
