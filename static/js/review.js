@@ -264,7 +264,8 @@
     say(isCurrent ? (isWithdrawal(entry) ? "Withdrawing…" : "Saving…") : "Sending a decision saved earlier…");
     const result = await Outbox.deliver(entry, (status, delay) => say(waitingText(status, delay), "error"), job.control);
     if (current === job) current = null;
-    if (result.cancelled) return;
+    // withdrawn meanwhile (an attempt under way may still have stored it): stay here for the withdrawal
+    if (result.cancelled || job.control.cancelled) return;
     if (result.ok) {
       if (isCurrent && isWithdrawal(entry)) {
         say("Withdrawn ✓ — this item is yours to decide again.", "ok");

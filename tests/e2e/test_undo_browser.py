@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import ReviewDecision, ReviewSkip
+from annotation.models import AuditEvent, ReviewDecision, ReviewSkip
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
 from tests.review.factories import make_candidates
@@ -94,3 +94,36 @@ def test_undo_of_a_decision_kept_on_this_device(project, languages, annotator_de
     # the item is still this reviewer's to decide, and now the decision is stored
     press_and_wait(page, "r", "Enter")
     assert ReviewDecision.objects.get(candidate_id=item).decision == "reject"
+
+
+def test_undo_while_the_decision_is_on_its_way(project, languages, annotator_de, new_page):
+    """W pressed while the decision's request is under way: it still arrives and is stored, and the
+    withdrawal, sent after it, removes it; the page stays on the item instead of moving on."""
+    make_candidates(project, languages, "en-de", count=2)
+    page = new_page()
+    login(page, "anna_de", "anna-pass-123")
+    page.goto("/review/demo/next/?lang=de")
+    page.wait_for_selector("#candidate-text")
+    item = current(page)
+    held, state = [], {"release": False}
+
+    def hold(route):  # the request stays in flight until the test lets it through
+        if state["release"]:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/api/review/decisions/", hold)
+    with page.expect_request("**/api/review/decisions/"):
+        page.keyboard.press("a")
+    expect(page.locator("#withdraw-button")).to_be_visible()
+    with page.expect_navigation():
+        page.keyboard.press("w")
+        state["release"] = True
+        for route in held:
+            route.continue_()
+    page.wait_for_selector("#candidate-text")
+    assert current(page) == item
+    actions = list(AuditEvent.objects.filter(object_type="annotation.reviewdecision").values_list("action", flat=True))
+    assert sorted(actions) == ["decision.create", "decision.withdraw"]  # it arrived, then it was withdrawn
+    assert not ReviewDecision.objects.exists()
