@@ -229,11 +229,13 @@ class AuditEvent(models.Model):
         "candidate.status",
         "decision.change",
         "decision.create",
+        "decision.withdraw",
         "plant_gold",
         "project.pool_rule",
         "rating.change",
         "rating.create",
         "review.skip",
+        "review.unskip",
         "round.close",
         "round.open",
     )

@@ -119,6 +119,25 @@ class SkipInSerializer(serializers.Serializer):
     )
 
 
+class WithdrawalInSerializer(serializers.Serializer):
+    candidate = id_field()
+    round = id_field(required=False, allow_null=True)
+    client_user = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
+    )
+
+
+class WithdrawalOutSerializer(serializers.Serializer):
+    candidate = serializers.IntegerField()
+    round = serializers.IntegerField()
+    withdrawn = serializers.ChoiceField(
+        choices=["decision", "skip"], allow_null=True, help_text="what was withdrawn; null: nothing of yours was stored"
+    )
+    held = serializers.BooleanField(help_text="the item is held for you again, to decide anew")
+
+
 class RatingItemSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -253,6 +272,26 @@ class SkipsView(APIView):
         )
         return Response(
             {"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED
+        )
+
+
+class WithdrawalsView(APIView):
+    """Withdraw your decision or skip of a candidate while its round is open (the rule that lets you change
+    it); the item is held for you again. Withdrawing what is not stored answers 200 with ``withdrawn`` null."""
+
+    @extend_schema(request=WithdrawalInSerializer, responses={200: WithdrawalOutSerializer})
+    def post(self, request):
+        data = WithdrawalInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        got = services.decision_withdraw(
+            user=request.user,
+            candidate_id=v["candidate"],
+            round_id=v.get("round"),
+            client_user=v.get("client_user"),
+        )
+        return Response(
+            {"candidate": got.candidate.pk, "round": got.round.pk, "withdrawn": got.withdrawn, "held": got.held}
         )
 
 

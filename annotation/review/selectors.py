@@ -252,6 +252,10 @@ def own_decision(user, candidate: Candidate, rnd: ReviewRound | None) -> ReviewD
     return ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
 
 
+def own_skip(user, candidate: Candidate, rnd: ReviewRound | None) -> ReviewSkip | None:
+    return ReviewSkip.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
+
+
 # ---- ratings ----------------------------------------------------------------------------------------
 
 
@@ -641,3 +645,45 @@ def skips_of(user, *, project: Project | None = None):
     if not access.is_admin(user):
         qs = qs.filter(reviewer=user)
     return qs
+
+
+def previous_item(user, project: Project, codes: list[str], *, current: Candidate | None = None, rnd=None):
+    """(candidate id, round id, round number) of the item this reviewer decided or skipped last before ``current`` (before
+    their own decision or skip of it; the last of all when they have none), in this project's open rounds
+    and these languages, or None: what the review screen's Previous opens. Open rounds only, as the
+    service's rule for changing work allows (``services.round_check_revisable``); a decision that a later open
+    round re-reviews stays hidden, as in ``decisions_of``."""
+    where = {
+        "round__project": project,
+        "round__is_open": True,
+        "candidate__segment__direction__target__code__in": codes,
+    }
+    decided = decisions_of(user).filter(reviewer=user, source=ANNOTATOR, **where)
+    skipped = ReviewSkip.objects.filter(reviewer=user, **where)
+    if current is not None:
+        own_at = [
+            at
+            for at in (
+                decided.filter(candidate=current, round=rnd).values_list("updated_at", flat=True).first(),
+                skipped.filter(candidate=current, round=rnd).values_list("created_at", flat=True).first(),
+            )
+            if at is not None
+        ]
+        decided = decided.exclude(candidate=current, round=rnd)
+        skipped = skipped.exclude(candidate=current, round=rnd)
+        if own_at:
+            decided = decided.filter(updated_at__lt=max(own_at))
+            skipped = skipped.filter(created_at__lt=max(own_at))
+    last = [
+        row
+        for row in (
+            decided.order_by("-updated_at", "-id")
+            .values_list("updated_at", "candidate_id", "round_id", "round__number")
+            .first(),
+            skipped.order_by("-created_at", "-id")
+            .values_list("created_at", "candidate_id", "round_id", "round__number")
+            .first(),
+        )
+        if row is not None
+    ]
+    return max(last)[1:] if last else None

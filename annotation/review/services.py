@@ -405,8 +405,7 @@ def decision_submit(
             state = _slot_state(user, candidate, rnd)
             own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
             if own is not None:
-                if not rnd.is_open:
-                    raise Conflict(f"round {rnd.number} is closed; decisions in it can no longer change")
+                round_check_revisable(rnd=rnd)
                 old = _decision_state(own)
                 own.decision, own.reason, own.comment = decision, reason, comment or ""
                 own.idempotency_key = key
@@ -435,6 +434,8 @@ def decision_submit(
                     old=None,
                     new=_decision_state(result) | {"round": rnd.number},
                 )
+                if state["skip"]:  # deciding an item set aside replaces the skip
+                    _drop_skip(user, candidate, rnd, replaced_by="decision")
                 created = True
             _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
@@ -450,6 +451,74 @@ def decision_submit(
         raise Conflict("this candidate was decided concurrently; reload") from None
 
 
+def round_check_revisable(*, rnd: ReviewRound, what: str = "decisions in it") -> None:
+    """The one rule for work already done (changing or withdrawing a decision, a skip): its round is open.
+    /review/mine/'s revise links and the review screen's Previous offer exactly the work it allows."""
+    if not rnd.is_open:
+        raise Conflict(f"round {rnd.number} is closed; {what} can no longer change")
+
+
+def _drop_skip(user, candidate: Candidate, rnd: ReviewRound, **new) -> bool:
+    skip = ReviewSkip.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
+    if skip is None:
+        return False
+    audit_record(
+        actor=user,
+        action="review.unskip",
+        obj=skip,
+        old={"reason": skip.reason, "comment": skip.comment, "round": rnd.number},
+        new=new,
+    )
+    skip.delete()
+    return True
+
+
+@dataclass
+class Withdrawal:
+    candidate: Candidate
+    round: ReviewRound
+    withdrawn: str | None  # "decision", "skip", or None: nothing of this reviewer's was stored
+    held: bool  # the item is held for the reviewer again, as before they decided
+
+
+def decision_withdraw(*, user, candidate_id, round_id=None, client_user=None) -> Withdrawal:
+    """Undo this reviewer's decision or skip of a candidate in a round, under the rule that lets them change
+    it (``round_check_revisable``): the candidate is theirs to decide again, held for them if it still needs a
+    review in that round. Nothing to withdraw is no error: an undo retried by the review screen's outbox,
+    or sent for a decision that never reached the server, answers the same."""
+    _check_owner(user, client_user)
+    with transaction.atomic():
+        _serialize_writers()
+        candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
+        rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
+        round_check_revisable(rnd=rnd, what="decisions and skips in it")
+        project = candidate.segment.project
+        withdrawn = None
+        own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd, source=ANNOTATOR).first()
+        if own is not None:
+            audit_record(
+                actor=user,
+                action="decision.withdraw",
+                obj=own,
+                old=_decision_state(own) | {"round": rnd.number},
+                new=None,
+            )
+            own.delete()
+            withdrawn = "decision"
+        if _drop_skip(user, candidate, rnd, withdrawn=True):
+            withdrawn = withdrawn or "skip"
+        held = False
+        if withdrawn is not None:
+            if rnd.number == 1:
+                _refresh_status(candidate, actor=user, first_round=rnd)
+            if _slot_state(user, candidate, rnd)["in_scope"]:
+                now = timezone.now()
+                expires = now + timedelta(seconds=_lock_seconds())
+                held = _take_slot(candidate.pk, user, rnd, project.reviewers_per_candidate, now, expires)
+            annotations_written.send(sender=__name__, project_id=project.pk)
+    return Withdrawal(candidate, rnd, withdrawn, held)
+
+
 def _replay(user, key: str, fingerprint: str) -> ReviewDecision | None:
     return _replay_key(UsedIdempotencyKey.Kind.DECISION, ReviewDecision, user, key, fingerprint)
 
@@ -457,17 +526,19 @@ def _replay(user, key: str, fingerprint: str) -> ReviewDecision | None:
 def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
     """One query, read after the candidate's row lock (so in a snapshot that sees every committed review of
     it): the reviewer's own decision in this round, whether the round still covers the candidate, and how
-    many reviews others have taken."""
+    many reviews others have taken; and their skip of it in this round, if any."""
     project = candidate.segment.project
     own = ReviewDecision.objects.filter(candidate=candidate, reviewer=user, round=rnd).order_by().values("pk")[:1]
+    skip = ReviewSkip.objects.filter(candidate=candidate, reviewer=user, round=rnd).order_by().values("pk")[:1]
     return (
         Candidate.objects.filter(pk=candidate.pk)
         .annotate(
             own=Subquery(own),
+            skip=Subquery(skip),
             in_scope=Exists(selectors.round_scope(project, rnd).filter(pk=OuterRef("pk"))),
             taken=selectors.others_taken(rnd, user, timezone.now()),
         )
-        .values("own", "in_scope", "taken")
+        .values("own", "skip", "in_scope", "taken")
         .get()
     )
 
@@ -530,8 +601,7 @@ def candidate_skip(
         _serialize_writers()
         candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
         rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
-        if not rnd.is_open:
-            raise Conflict(f"round {rnd.number} is closed; nothing in it can be skipped")
+        round_check_revisable(rnd=rnd, what="skips in it")
         skip, created = ReviewSkip.objects.get_or_create(
             candidate=candidate, reviewer=user, round=rnd, defaults={"reason": reason, "comment": comment or ""}
         )

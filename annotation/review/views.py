@@ -100,6 +100,15 @@ def candidate(request, project, pk):
     if request.method == "POST":  # the no-JavaScript path; the keyboard path posts the same fields to the API
         with RefusalAsMessage(request) as refusal:
             action = request.POST.get("action")
+            if action == "withdraw":  # undo: the same item again, undecided and held for this reviewer
+                services.decision_withdraw(
+                    user=request.user,
+                    candidate_id=cand.pk,
+                    round_id=rnd.pk,
+                    client_user=request.POST.get("client_user"),
+                )
+                messages.success(request, "Withdrawn: decide this item again, or go on with Next.")
+                return redirect(request.get_full_path())
             if action == "skip":
                 services.candidate_skip(
                     user=request.user,
@@ -123,10 +132,25 @@ def candidate(request, project, pk):
                 )
         return redirect(request.get_full_path() if refusal.error else next_url)
     codes = [cand.segment.direction.target.code]
+    own = selectors.own_decision(request.user, cand, rnd)
+    own_skip = selectors.own_skip(request.user, cand, rnd)
+    previous = selectors.previous_item(
+        request.user, project, selectors.language_codes(request.user, lang, project), current=cand, rnd=rnd
+    )
+    previous_url = (
+        reverse("review:candidate", args=[project.name, previous[0]])
+        + f"?round={previous[1]}"  # the round's id, as ?round= is read here (previous[2] is its number)
+        + (f"&lang={lang}" if lang else "")
+        if previous
+        else ""
+    )
     context = selectors.candidate_view(cand) | {
         "project": project,
         "round": rnd,
-        "own": selectors.own_decision(request.user, cand, rnd),
+        "own": own,
+        "own_skip": own_skip,
+        "own_skip_reason": rules.reason_label(own_skip.reason, rules.SKIP_REASONS) if own_skip else "",
+        "previous_url": previous_url,
         "progress": selectors.progress(request.user, project, rnd, codes),
         "reject_reasons": rules.REJECT_REASONS,
         "skip_reasons": rules.SKIP_REASONS,
@@ -138,9 +162,12 @@ def candidate(request, project, pk):
             "project": project.name,
             "candidate": cand.pk,
             "round": rnd.pk,
+            "open": rnd.is_open,  # work in a closed round cannot be withdrawn (services.round_check_revisable)
             "nextUrl": next_url,
             "decisionsUrl": reverse("review_api:decisions"),
             "skipsUrl": reverse("review_api:skips"),
+            "withdrawalsUrl": reverse("review_api:withdrawals"),
+            "previousUrl": previous_url,
         },
     }
     return render(request, "review/review.html", context)

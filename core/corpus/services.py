@@ -236,7 +236,7 @@ def _close_interrupted(job: CorpusImport) -> None:
     job.save(update_fields=["status", "error", "finished_at", "lease_owner", "lease_expires_at"])
 
 
-def hub_import_queue(
+def corpus_import_queue(
     *,
     project: Project,
     direction: str,
@@ -283,7 +283,7 @@ def hub_import_queue(
         raise CorpusImportRunning(live) from None
 
 
-def hub_import_requeue(*, job: CorpusImport) -> CorpusImport:
+def corpus_import_requeue(*, job: CorpusImport) -> CorpusImport:
     """Make a failed or interrupted import pending again (its page's Retry). Refused with
     ``CorpusImportRunning`` while it, or another import of its direction, is live."""
     with transaction.atomic():
@@ -335,7 +335,7 @@ def _finish(job: CorpusImport, status: str, *, error: str = "", **fields) -> Non
     job.save(update_fields=["status", "error", "finished_at", "lease_owner", "lease_expires_at", "note", *fields])
 
 
-def hub_import_run(*, job_id: int, owner: str) -> Outcome:
+def corpus_import_run(*, job_id: int, owner: str) -> Outcome:
     """Run one recorded import in this process: read the dataset from the Hub (each call with
     ``HF_HUB_TIMEOUT``), validate it as an upload is validated, write the gold segments and the outcome in
     one transaction. A dataset that cannot be imported fails the job with every problem; an unreachable Hub
@@ -377,7 +377,7 @@ def hub_import_run(*, job_id: int, owner: str) -> Outcome:
     return Outcome(job, ran=True)
 
 
-def hub_import_retry_record(*, job_id: int, exc: Exception, attempt: int, of: int, countdown: float) -> None:
+def corpus_import_retry_record(*, job_id: int, exc: Exception, attempt: int, of: int, countdown: float) -> None:
     """An import whose Hub did not answer, tried again in ``countdown`` seconds: pending again, with why."""
     from core.task_retry import retry_note
 

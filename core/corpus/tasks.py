@@ -23,12 +23,12 @@ TRANSIENT = (HubUnreachable, OperationalError, InterfaceError)
 @shared_task(name="core.import_hub_corpus", bind=True, acks_late=True, max_retries=settings.HF_IMPORT_RETRIES)
 def import_hub_corpus_task(self, job_id: int) -> dict:
     try:
-        outcome = services.hub_import_run(job_id=job_id, owner=self.request.id or f"import-{job_id}")
+        outcome = services.corpus_import_run(job_id=job_id, owner=self.request.id or f"import-{job_id}")
     except TRANSIENT as exc:
         if self.request.is_eager and isinstance(exc, HubUnreachable):
             # in-process (no broker): the failure and its reason are recorded; the corpus page offers Retry
             return summary(CorpusImport.objects.get(pk=job_id))
-        retry_after_fault(self, exc, partial(services.hub_import_retry_record, job_id, exc), maximum=300)
+        retry_after_fault(self, exc, partial(services.corpus_import_retry_record, job_id, exc), maximum=300)
     return summary(outcome.job)
 
 
@@ -45,13 +45,13 @@ def queued() -> bool:
 def start_hub_import(project, *, user=None, **request) -> CorpusImport:
     """Record a Hub import (``services.queue_hub_import``) and hand it to the worker once the transaction
     commits."""
-    job = services.hub_import_queue(project=project, user=user, **request)
+    job = services.corpus_import_queue(project=project, user=user, **request)
     transaction.on_commit(lambda: import_hub_corpus_task.delay(job.pk))
     return job
 
 
 def retry_hub_import(job: CorpusImport) -> CorpusImport:
     """Queue a failed or interrupted import again (the corpus page's Retry)."""
-    job = services.hub_import_requeue(job=job)
+    job = services.corpus_import_requeue(job=job)
     transaction.on_commit(lambda: import_hub_corpus_task.delay(job.pk))
     return job

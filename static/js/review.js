@@ -63,13 +63,17 @@
         const input = document.querySelector("input[name=csrfmiddlewaretoken]");
         return input ? input.value : "";
       },
-      /* Deliver one entry; resolves {ok:true,data} or {ok:false,status,detail,kept} once it is settled. */
-      async deliver(entry, onWaiting) {
+      /* Deliver one entry; resolves {ok:true,data} or {ok:false,status,detail,kept} once it is settled, or
+       * {ok:false,cancelled:true} once ``control.cancelled`` is set (the review screen's undo): checked before
+       * each attempt, and ``control.wake()`` ends the wait between two. An attempt already under way is
+       * let finish, so what it stored is known before anything queued after it is sent. */
+      async deliver(entry, onWaiting, control) {
         if (!entry.body || String(entry.body.client_user) !== this.user) {
           return { ok: false, status: 0, kept: true, detail: "recorded for another user; kept for them" };
         }
         let delay = 1000;
         for (;;) {
+          if (control && control.cancelled) return { ok: false, cancelled: true };
           let status = 0, data = {};
           try {
             const response = await fetch(entry.url, {
@@ -92,8 +96,12 @@
             this.remove(entry.id);
             return { ok: false, status, detail: data.detail || firstError(data) || ("refused (" + status + ")") };
           }
+          if (control && control.cancelled) return { ok: false, cancelled: true };
           if (onWaiting) onWaiting(status, delay);
-          await new Promise((resolve) => setTimeout(resolve, delay));
+          await new Promise((resolve) => {
+            if (control) control.wake = resolve;
+            setTimeout(resolve, delay);
+          });
           delay = Math.min(delay * 2, 30000);
         }
       },
@@ -200,7 +208,12 @@
   const help = document.getElementById("help");
   const panels = { reject: document.getElementById("reject-panel"), skip: document.getElementById("skip-panel") };
   const key = form.querySelector("input[name=idempotency_key]").value;
+  const withdrawButton = document.getElementById("withdraw-button");
   let busy = false;
+  /* This page's own submission while it is being sent ({entry, control}): W withdraws it. Every send waits
+   * for the one before (one chain), so an undo reaches the server after what it undoes. */
+  let current = null;
+  let chain = Promise.resolve();
 
   function say(text, kind, untrusted) {
     statusLine.replaceChildren(text);
@@ -223,16 +236,41 @@
   }
   function setBusy(value) {
     busy = value;
-    for (const b of form.querySelectorAll("button")) b.disabled = value;
+    for (const b of form.querySelectorAll("button")) b.disabled = value && b !== withdrawButton;
+  }
+  function isWithdrawal(entry) { return entry.id.startsWith("withdraw:"); }
+  function randomKey() {
+    const bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
-  async function send(entry, isCurrent) {
-    setBusy(isCurrent);
+  function send(entry, isCurrent) {
     Outbox.put(entry);
-    say(isCurrent ? "Saving…" : "Sending a decision saved earlier…");
-    const result = await Outbox.deliver(entry, (status, delay) => say(waitingText(status, delay), "error"));
+    const job = { entry, control: { cancelled: false, wake: null } };
+    if (isCurrent) {
+      setBusy(true);
+      if (isWithdrawal(entry)) withdrawButton.disabled = true;
+      else if (cfg.open) { current = job; withdrawButton.hidden = false; }  // an undo for what is being sent
+    }
+    const run = chain.then(() => deliverJob(job, isCurrent));
+    chain = run.catch(() => {});
+    return run;
+  }
+
+  async function deliverJob(job, isCurrent) {
+    if (job.control.cancelled) return;
+    const entry = job.entry;
+    say(isCurrent ? (isWithdrawal(entry) ? "Withdrawing…" : "Saving…") : "Sending a decision saved earlier…");
+    const result = await Outbox.deliver(entry, (status, delay) => say(waitingText(status, delay), "error"), job.control);
+    if (current === job) current = null;
+    // withdrawn meanwhile (an attempt under way may still have stored it): stay here for the withdrawal
+    if (result.cancelled || job.control.cancelled) return;
     if (result.ok) {
-      if (isCurrent) {
+      if (isCurrent && isWithdrawal(entry)) {
+        say("Withdrawn ✓ — this item is yours to decide again.", "ok");
+        window.location.assign(window.location.href);  // the page as the server now has it: undecided
+      } else if (isCurrent) {
         say("Saved ✓ — loading the next item…", "ok");
         window.location.assign(cfg.nextUrl);
       } else {
@@ -241,7 +279,25 @@
       return;
     }
     setBusy(false);
-    say("Not saved: ", "error", result.detail);
+    say(isWithdrawal(entry) ? "Not withdrawn: " : "Not saved: ", "error", result.detail);
+  }
+
+  /* Undo: stop sending this page's decision or skip if it is still on its way (kept on this device), then
+   * withdraw whatever of it the server stored, through the same outbox (a lost connection keeps the undo
+   * too). The server's rule decides: open rounds only. */
+  function withdraw() {
+    if (withdrawButton.hidden || withdrawButton.disabled) return;
+    if (current) {
+      current.control.cancelled = true;
+      Outbox.remove(current.entry.id);
+      if (current.control.wake) current.control.wake();
+      current = null;
+    }
+    send({
+      id: "withdraw:" + randomKey(),
+      url: cfg.withdrawalsUrl,
+      body: { candidate: cfg.candidate, round: cfg.round, client_user: cfg.user },
+    }, true);
   }
 
   function decide(action) {
@@ -266,6 +322,7 @@
     ev.preventDefault();
     const action = ev.submitter ? ev.submitter.value : null;
     if (action === "skip") skip();
+    else if (action === "withdraw") withdraw();
     else if (action === "accept" || action === "reject") decide(action);
   });
   document.getElementById("reject-open").addEventListener("click", () => openPanel("reject"));
@@ -310,6 +367,8 @@
       s: () => openPanel("skip"),
       c: () => comment.focus(),
       n: () => { const link = document.getElementById("next-link"); if (link) window.location.assign(link.href); },
+      p: () => { if (cfg.previousUrl) window.location.assign(cfg.previousUrl); },
+      w: () => withdraw(),
       "?": () => toggleHelp(true),
       Enter: () => { if (open === "reject") decide("reject"); else if (open === "skip") skip(); },
     };

@@ -78,6 +78,7 @@ def test_out_of_range_integers_in_json_bodies_are_400(admin_client, project, dat
             {"candidate": c, "decision": "accept", "idempotency_key": "k4" * 8, "time_spent_ms": 2**40},
         ),
         ("/api/review/skips/", {"candidate": int(HUGE), "round": int(HUGE)}),
+        ("/api/review/withdrawals/", {"candidate": int(HUGE), "round": int(HUGE)}),
         ("/api/review/ratings/", {"item": int(HUGE), "idempotency_key": "k3" * 8, "fluency": 3, "adequacy": 3}),
     ]
     for url, body in bodies:

@@ -294,6 +294,15 @@ ROWS = [
         writes=True,
         body=lambda w: {"candidate": w.candidates[1].pk, "reason": "unsure"},
     ),
+    Row(
+        "review_api:withdrawals",
+        "json",
+        _u("review_api:withdrawals"),
+        "DODO",
+        kind=API,
+        # the caller's own work only: ben's decision stays (tests/review/test_undo.py withdraws what is stored)
+        body=lambda w: {"candidate": w.candidates[0].pk},
+    ),
     Row("review_api:rating_item", "get", _u("review_api:rating_item", ITEM), "DODO", kind=API),
     Row("review_api:ratings", "get", _u("review_api:ratings"), "OOOO", kind=API),
     Row(

@@ -190,21 +190,21 @@ def test_an_unreachable_hub_fails_the_job_with_the_reason_writes_nothing_and_can
 
 @pytest.mark.slow  # huggingface_hub tries each call five times with backoff (about 24 s)
 def test_a_transient_hub_fault_is_told_apart_from_a_missing_dataset(flores, hub):
-    missing = services.hub_import_queue(project=flores, direction="en-de", dataset="org/none", split="devtest")
-    assert services.hub_import_run(job_id=missing.pk, owner="task-1").ran  # a missing dataset: failed, not raised
+    missing = services.corpus_import_queue(project=flores, direction="en-de", dataset="org/none", split="devtest")
+    assert services.corpus_import_run(job_id=missing.pk, owner="task-1").ran  # a missing dataset: failed, not raised
     missing.refresh_from_db()
     assert missing.status == "failed" and "org/none" in missing.error and "DatasetNotFoundError" in missing.error
 
     hub.state.unavailable = 1000  # 503 on every call
-    job = services.hub_import_queue(
+    job = services.corpus_import_queue(
         project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     with pytest.raises(HubUnreachable):
-        services.hub_import_run(job_id=job.pk, owner="task-2")
+        services.corpus_import_run(job_id=job.pk, owner="task-2")
     job.refresh_from_db()
     assert job.status == "failed" and job.error.startswith("the Hub did not answer: ") and "503" in job.error
     assert str(Path.cwd()) not in job.error  # datasets names the folder it looked in first; the page does not
-    services.hub_import_retry_record(
+    services.corpus_import_retry_record(
         job_id=job.pk, exc=HubUnreachable("org/flores", ["the Hub said 503"]), attempt=1, of=4, countdown=30
     )
     job.refresh_from_db()
@@ -220,10 +220,10 @@ def test_a_bad_row_fails_the_job_with_every_problem_and_writes_nothing(flores, h
             "devtest/deu_Latn.parquet": parquet({**ROWS, "source": ["", "He bought three apples."]}),
         },
     )
-    job = services.hub_import_queue(
+    job = services.corpus_import_queue(
         project=flores, direction="en-de", dataset="org/bad", config="deu_Latn", split="devtest", columns=Columns()
     )
-    services.hub_import_run(job_id=job.pk, owner="task-1")
+    services.corpus_import_run(job_id=job.pk, owner="task-1")
     job.refresh_from_db()
     assert job.status == "failed" and "row 0" in job.error and not GoldSegment.objects.exists()
 
@@ -232,23 +232,23 @@ def test_a_bad_row_fails_the_job_with_every_problem_and_writes_nothing(flores, h
 def test_the_job_runs_once_a_died_process_shows_as_interrupted_and_its_own_retry_takes_over(
     client, admin_user, flores, hub
 ):
-    job = services.hub_import_queue(
+    job = services.corpus_import_queue(
         project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     # a process took it and is alive: a duplicate delivery does nothing, the same task's retry takes over
     CorpusImport.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, lease_owner="task-a", lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
-    assert not services.hub_import_run(job_id=job.pk, owner="task-b").ran and hub_reads(hub) == []
-    assert services.hub_import_run(job_id=job.pk, owner="task-a").ran
+    assert not services.corpus_import_run(job_id=job.pk, owner="task-b").ran and hub_reads(hub) == []
+    assert services.corpus_import_run(job_id=job.pk, owner="task-a").ran
     job.refresh_from_db()
     assert job.status == "done" and GoldSegment.objects.count() == 2
     calls = len(hub.state.calls)
-    assert not services.hub_import_run(job_id=job.pk, owner="task-a").ran  # done: never run again
+    assert not services.corpus_import_run(job_id=job.pk, owner="task-a").ran  # done: never run again
     assert len(hub.state.calls) == calls
 
     # a process that died while running: shown as such, it holds nothing back, and Retry runs it again
-    died = services.hub_import_queue(
+    died = services.corpus_import_queue(
         project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     CorpusImport.objects.filter(pk=died.pk).update(
@@ -268,20 +268,20 @@ def test_the_job_runs_once_a_died_process_shows_as_interrupted_and_its_own_retry
 
 
 def test_an_interrupted_import_gives_way_to_a_new_one(flores, hub):
-    died = services.hub_import_queue(
+    died = services.corpus_import_queue(
         project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     with pytest.raises(services.CorpusImportRunning):
-        services.hub_import_queue(project=flores, direction="en-de", dataset="org/other")
+        services.corpus_import_queue(project=flores, direction="en-de", dataset="org/other")
     CorpusImport.objects.filter(pk=died.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    fresh = services.hub_import_queue(project=flores, direction="en-de", dataset="org/other")
+    fresh = services.corpus_import_queue(project=flores, direction="en-de", dataset="org/other")
     died.refresh_from_db()
     assert (died.status, died.error) == ("failed", services.INTERRUPTED) and fresh.status == "pending"
 
 
 def test_the_service_refuses_a_path_or_a_direction_not_the_projects(flores):
     with pytest.raises(services.CorpusImportRejected) as refused:
-        services.hub_import_queue(project=flores, direction="en-zh", dataset="../../etc")
+        services.corpus_import_queue(project=flores, direction="en-zh", dataset="../../etc")
     assert refused.value.errors == [
         "'../../etc' is not a Hub dataset id: namespace/name, letters, digits, '-', '_' and '.' (not first); "
         "local dataset directories are imported with the import_corpus command",
@@ -312,7 +312,7 @@ def test_on_a_worker_an_unreachable_hub_is_tried_again_with_backoff_and_the_page
     from xqmeval.celery import app
 
     hub.state.unavailable = 10**6  # down until the test says otherwise
-    job = services.hub_import_queue(
+    job = services.corpus_import_queue(
         project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     client.force_login(admin_user)
@@ -338,8 +338,8 @@ def test_a_hub_id_named_like_a_server_folder_is_read_from_the_hub_only(flores, h
     """``core/corpus`` is a valid Hub id and a folder of the server's working directory: datasets would read
     the folder; the import asks the Hub, and the reason names no server path."""
     assert (Path.cwd() / "core" / "corpus").is_dir()
-    job = services.hub_import_queue(project=flores, direction="en-de", dataset="core/corpus", split="devtest")
-    services.hub_import_run(job_id=job.pk, owner="task-1")
+    job = services.corpus_import_queue(project=flores, direction="en-de", dataset="core/corpus", split="devtest")
+    services.corpus_import_run(job_id=job.pk, owner="task-1")
     job.refresh_from_db()
     assert job.status == "failed" and "DatasetNotFoundError" in job.error and str(Path.cwd()) not in job.error
     assert any("/core/corpus" in call for call in hub.state.calls)  # asked the Hub, not the folder

@@ -83,6 +83,12 @@ def test_settings_page_saves_every_setting(admin, flores):
     ) == ("FLORES+ devtest", "two languages", 3, 4, ["Omission", "Addition"])
 
 
+def test_settings_page_shows_each_section_once_under_a_plain_title(admin, flores):
+    page = admin.get(reverse("projects:settings", args=["flores"])).content.decode()
+    assert "<title>Settings of flores · xqmeval</title>" in page  # no markup inside the title
+    assert page.count('id="reviewers"') == 1 and page.count('id="directions"') == 1
+
+
 def test_settings_form_lists_every_problem_at_once_and_keeps_the_input(admin, flores):
     response = admin.post(
         reverse("projects:settings", args=["flores"]),

@@ -29,7 +29,7 @@ ACTIONS = {
     "execute", "exists", "export", "find", "finish", "format", "get", "hash", "import", "ingest", "invite",
     "list", "lock", "make", "merge", "open", "plan", "prepare", "push", "record", "reinstate", "remove", "reset",
     "resolve", "resume", "retire", "run", "set", "skip", "start", "submit", "summarize", "sync", "take",
-    "update",
+    "update", "withdraw",
 }  # fmt: skip
 # Allowed exceptions, each with its reason. None today: add a name here only with a reason a reviewer accepts.
 ALLOWED: dict[str, str] = {}
