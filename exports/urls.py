@@ -7,6 +7,7 @@ from django.urls import path, re_path
 from exports.benchmark import views as benchmark_views
 from exports.metaeval import views as metaeval_views
 from exports.release import views as release_views
+from exports.scores import api as worker_api
 from exports.scores import views as scores_views
 
 benchmarks = (
@@ -39,4 +40,22 @@ scores = (
         path("<int:release_id>/start", scores_views.start, name="start"),
     ],
     "scores",
+)
+
+# The worker endpoints (exports.scores.api): a worker token opens these and nothing else.
+workers = (
+    [
+        path("releases/<int:release_id>/", worker_api.release_manifest, name="release_manifest"),
+        path(
+            "releases/<int:release_id>/files/<str:direction>/test.parquet",
+            worker_api.release_file,
+            name="release_file",
+        ),
+        path(
+            "releases/<int:release_id>/parts/<str:metric>/<str:direction>",
+            worker_api.upload_part,
+            name="upload_part",
+        ),
+    ],
+    "workers",
 )

@@ -95,7 +95,8 @@ def start_scoring(
                 app.send_task(
                     TASK_NAME,
                     kwargs={
-                        "release_dir": release.path,
+                        "release_dir": release.path,  # a worker on the shared file system reads it here
+                        "release_id": release.pk,  # one with only HTTP fetches it (scoring.transfer)
                         "metric": spec.name,
                         "direction": code,
                         "out_dir": out,
