@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -30,6 +30,9 @@ TOKEN_ENV = "XQMEVAL_WORKER_TOKEN"
 TOKEN_FILE_ENV = "XQMEVAL_WORKER_TOKEN_FILE"
 DATA_ENV = "XQMEVAL_WORKER_DATA"
 CHUNK = 1024 * 1024
+
+
+_PLATFORMS: dict[tuple, Platform | None] = {}
 
 
 class TransferError(MetricError):
@@ -55,9 +58,19 @@ class Platform:
     token: str
     data_dir: Path
     timeout: float = 60.0
+    _http: object = field(default=None, repr=False, compare=False)  # one connection pool per worker process
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Platform | None:
+        """The platform this worker exchanges files with, or None (a shared file system); one per process
+        and configuration, so its connections are reused from task to task."""
+        key = tuple(environ.get(k, "") for k in (URL_ENV, TOKEN_ENV, TOKEN_FILE_ENV, DATA_ENV))
+        if key not in _PLATFORMS:
+            _PLATFORMS[key] = cls._from_env(environ)
+        return _PLATFORMS[key]
+
+    @classmethod
+    def _from_env(cls, environ) -> Platform | None:
         """The platform this worker exchanges files with, or None (a shared file system)."""
         url = environ.get(URL_ENV, "").strip()
         if not url:
@@ -70,15 +83,22 @@ class Platform:
         data = Path(environ.get(DATA_ENV) or Path.home() / ".cache" / "xqmeval-worker")
         return cls(url=url.rstrip("/"), token=token, data_dir=data)
 
-    def _client(self):
-        import httpx
+    def connect(self) -> None:
+        """Make the HTTP client now (a worker does at start: building its TLS context takes a while)."""
+        _ = self.http
 
-        return httpx.Client(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {self.token}"},
-            timeout=self.timeout,
-            follow_redirects=False,
-        )
+    @property
+    def http(self):
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.Client(
+                base_url=self.url,
+                headers={"Authorization": f"Bearer {self.token}"},
+                timeout=self.timeout,
+                follow_redirects=False,
+            )
+        return self._http
 
     @staticmethod
     def _refused(response) -> TransferError:
@@ -105,17 +125,16 @@ class Platform:
         """The release's ``manifest.json`` and the ``test.parquet`` of ``directions``, in this worker's data
         directory (files already there with the listed sha256 are kept); returns the release directory."""
         root = self.release_root(release_id)
-        with self._client() as http:
-            response = http.get(f"/api/workers/releases/{int(release_id)}/")
-            self._check(response)
-            listing = response.json()
-            root.mkdir(parents=True, exist_ok=True)
-            _write_atomic(root / "manifest.json", json.dumps(listing.get("manifest") or {}, sort_keys=True).encode())
-            for code in directions:
-                entry = listing["directions"].get(code)
-                if entry is None:
-                    raise TransferError(f"release {release_id} has no direction {code} on the platform")
-                self._download(http, entry, root / code / "test.parquet")
+        response = self.http.get(f"/api/workers/releases/{int(release_id)}/")
+        self._check(response)
+        listing = response.json()
+        root.mkdir(parents=True, exist_ok=True)
+        _write_atomic(root / "manifest.json", json.dumps(listing.get("manifest") or {}, sort_keys=True).encode())
+        for code in directions:
+            entry = listing["directions"].get(code)
+            if entry is None:
+                raise TransferError(f"release {release_id} has no direction {code} on the platform")
+            self._download(self.http, entry, root / code / "test.parquet")
         return root
 
     def _download(self, http, entry: dict, target: Path) -> None:
@@ -147,8 +166,8 @@ class Platform:
         sha = sha256_file(path)
         url = f"/api/workers/releases/{int(release_id)}/parts/{quote(metric, safe='')}/{quote(direction, safe='')}"
         size = path.stat().st_size
-        with self._client() as http, open(path, "rb") as fh:
-            response = http.put(
+        with open(path, "rb") as fh:
+            response = self.http.put(
                 url,
                 content=_read_chunks(fh),
                 headers={

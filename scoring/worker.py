@@ -78,7 +78,11 @@ def _add_worker_options() -> None:
                 os.environ[transfer.URL_ENV] = platform_url
             if worker_data:
                 os.environ[transfer.DATA_ENV] = worker_data
-            transfer.Platform.from_env()  # a platform URL without a token fails at start, not on the first task
+            # a platform URL without a token fails at start, not on the first task; the client (its TLS
+            # context takes a while to build) is made once here, for every task of this process
+            platform = transfer.Platform.from_env()
+            if platform is not None:
+                platform.connect()
             super().__init__(parent, **options)
 
     app.steps["worker"].add(PlatformOptions)
@@ -167,7 +171,11 @@ def _score_direction(
     if judge is not None:
         judge.on_answer = lambda _stats: report()
     try:
-        summary = score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
+        # Over HTTP the part file is the whole result: the worker holds one direction of the release, so
+        # it writes no whole-metric file (which would copy the part) and no summary beside it.
+        summary = score_direction(
+            release, spec, direction, out, opts, progress, scorer=scorer, assemble=platform is None
+        )
     finally:
         if hasattr(scorer, "close"):
             scorer.close()

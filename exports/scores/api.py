@@ -87,7 +87,7 @@ def release_manifest(request, release_id: int):
 @require_http_methods(["GET", "HEAD"])
 def release_file(request, release_id: int, direction: str):
     release = _ready_release(release_id)
-    info = services.release_files(release).get(direction)
+    info = services.release_files(release, only=direction).get(direction)
     if info is None:
         raise Http404("no such direction")
     size, etag = info["bytes"], f'"{info["sha256"]}"'
@@ -153,9 +153,7 @@ def upload_part(request, release_id: int, metric: str, direction: str):
         status = {"size": 413}.get(exc.field, 400)
         return JsonResponse({"error": str(exc), "field": exc.field}, status=status)
     if created:  # the platform ingests it (the scoring task's own callback may come later, or never)
-        transaction.on_commit(
-            lambda: tasks.collect_scores.apply_async((release.pk, upload.job_id), queue=tasks.COLLECT_QUEUE)
-        )
+        transaction.on_commit(lambda: tasks.collect_uploaded(release_id=release.pk, job_id=upload.job_id))
     return JsonResponse(
         {"sha256": upload.sha256, "bytes": upload.size, "job": upload.job_id, "stored": created},
         status=201 if created else 200,

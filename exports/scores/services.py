@@ -15,8 +15,6 @@ import hashlib
 import os
 import secrets
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +28,10 @@ from core import bulk
 from core.models import Direction
 from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob, WorkerToken
 from exports.scores.domain import PartRefused, ScoringError, check_part_identity, open_part
-from exports.scores.selectors import JobState, backend_state, scores_dir
+from exports.scores.selectors import PARTS_STORAGE, JobState, backend_state, scores_dir, stored_part
 from scoring.judges.engine import JudgeConfig
 from scoring.registry import Family, MetricError, MetricSpec, get_metric, route_options
-from scoring.release import open_release
+from scoring.release import DIRECTION_RE, open_release
 from scoring.runner import part_path
 
 
@@ -224,7 +222,6 @@ def summarize_scores(release: Release, *, metric: str | None = None, direction: 
 
 # ---- Workers without a shared file system: tokens, release files, uploaded parts ----------------------
 
-PARTS_STORAGE = "worker_parts"  # settings.STORAGES alias
 TOKEN_PREFIX = "xqw_"
 _CHUNK = 1024 * 1024
 
@@ -274,41 +271,31 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def release_files(release: Release) -> dict[str, dict[str, Any]]:
-    """Per direction of a ready release: its ``test.parquet`` (path, bytes, sha256: the manifest's record,
-    else hashed now)."""
+def release_files(release: Release, only: str | None = None) -> dict[str, dict[str, Any]]:
+    """Per direction of a ready release (or just ``only``): its ``test.parquet`` (path, bytes, sha256: the
+    manifest's record, else hashed once and cached by path, size and modification time)."""
+    from django.core.cache import cache
+
     if release.status != Release.Status.READY or not release.path:
         return {}
     recorded = (release.manifest or {}).get("files") or {}
     out = {}
-    for code in release_directions(release):
+    for code in [only] if only else release_directions(release):
         rel = f"{code}/test.parquet"
         path = Path(release.path) / rel
-        if not path.is_file():
+        if not DIRECTION_RE.match(code) or not path.is_file():
             continue
+        stat = path.stat()
         info = recorded.get(rel) if isinstance(recorded.get(rel), dict) else {}
-        size = path.stat().st_size
-        sha = info.get("sha256") if info.get("bytes") == size else None
-        out[code] = {"path": path, "bytes": size, "sha256": sha or sha256_of(path)}
+        sha = info.get("sha256") if info.get("bytes") == stat.st_size else None
+        if sha is None:
+            key = "workers:sha256:" + hashlib.sha256(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
+            sha = cache.get(key)
+            if sha is None:
+                sha = sha256_of(path)
+                cache.set(key, sha, timeout=None)
+        out[code] = {"path": path, "bytes": stat.st_size, "sha256": sha}
     return out
-
-
-@contextmanager
-def stored_part(name: str) -> Iterator[Path]:
-    """A local path to a stored part: the file itself on the file system, a temporary copy (streamed)
-    from object storage."""
-    storage = storages[PARTS_STORAGE]
-    try:
-        yield Path(storage.path(name))
-        return
-    except NotImplementedError:  # object storage has no local path
-        pass
-    with tempfile.TemporaryDirectory(prefix="xqmeval-part-") as tmp:
-        local = Path(tmp) / "part.parquet"
-        with storage.open(name, "rb") as src, open(local, "wb") as dst:
-            while chunk := src.read(_CHUNK):
-                dst.write(chunk)
-        yield local
 
 
 def receive_part(

@@ -113,6 +113,15 @@ def start_scoring(
     return jobs
 
 
+def collect_uploaded(*, release_id: int, job_id: int) -> bool:
+    """A worker uploaded a part of the job: queue ``collect_scores`` for a platform worker. Without a
+    broker no scoring task can have run (``start_scoring`` refuses), so there is nothing to collect."""
+    if not worker_configured():
+        return False
+    collect_scores.apply_async((release_id, job_id), queue=COLLECT_QUEUE)
+    return True
+
+
 def request_collect(*, release: Release, states: list) -> bool:
     """A page saw a job whose task has ended but whose file is not ingested yet (its callback may not have
     reached a platform worker): queue ``collect_scores`` once (debounced). Without a platform worker

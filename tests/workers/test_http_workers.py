@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from exports.models import MetricScore, PartUpload, Release, ScoringJob
-from exports.scores import services, tasks
+from exports.scores import selectors, services, tasks
 from scoring.tests.releases import release_rows, write_release
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.workers.processes import Processes
@@ -99,6 +99,10 @@ def test_a_worker_sharing_only_redis_and_http_scores_as_the_shared_file_system_d
         assert len(over_http) == 2 * LIMIT * 2 and sum(1 for k in over_http if k[0] == "chrF++") == 2 * LIMIT
         assert {k[0] for k in over_http} == {"chrF++", "gemba-mqm"}
         assert n >= LIMIT
+        # the judge's calls and cost, which the worker wrote on its own disk, come from the uploaded parts
+        costs = {c["direction"]: c for c in selectors.judge_reports(release)["costs"]}
+        assert set(costs) == {"en-de", "en-zh"} and all(c["metric"] == "gemba-mqm" for c in costs.values())
+        assert all(c["calls"] == LIMIT and c["model"] == "stub-judge" for c in costs.values()), costs
 
         # the same jobs again, by a worker on the shared file system (today's path: nothing copied)
         procs.stop(far_worker)

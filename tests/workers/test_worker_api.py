@@ -178,7 +178,6 @@ def test_part_upload_is_verified_stored_once_and_recorded_with_its_worker(
     client, release, worker, languages, parts_dir, settings
 ):
     token, secret = worker
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
     body = part_bytes("chrF++", "en-de")
     r = put(client, release, "chrF++", "en-de", body, secret)
@@ -241,3 +240,48 @@ def test_a_tampered_part_is_refused_with_the_field_and_nothing_is_stored(
     assert r.json()["field"] == field and r.json()["error"]
     assert not PartUpload.objects.exists() and not list(parts_dir.rglob("*"))
     assert ScoringJob.objects.get().status == "pending"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_client_resumes_a_cut_download_checks_it_and_uploads_once(
+    live_server, release, worker, languages, tmp_path, settings
+):
+    """scoring.transfer against the platform's endpoints (a live server): a download cut short resumes from
+    its partial file with a range request; a partial that is not the file's start fails the sha256 check and
+    is dropped, and the next try fetches it whole; an upload is stored once and a refused one says why."""
+    from scoring.transfer import ChecksumMismatch, Platform, TransferError
+
+    _, secret = worker
+    platform = Platform(url=live_server.url, token=secret, data_dir=tmp_path / "worker")
+    data = (Path(release.path) / "en-de" / "test.parquet").read_bytes()
+    target = platform.release_root(release.pk) / "en-de" / "test.parquet"
+    partial = target.with_name("test.parquet.partial")
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(data[:100])
+    root = platform.fetch_release(release.pk, ["en-de"])
+    assert target.read_bytes() == data and not partial.exists()
+    assert json.loads((root / "manifest.json").read_text())["version"] == "test-1"
+    assert not (root / "en-zh").exists()  # only the task's direction
+    target.unlink()
+    partial.write_bytes(b"x" * 100)  # the rest appended to these bytes cannot have the listed sha256
+    with pytest.raises(ChecksumMismatch):
+        platform.fetch_release(release.pk, ["en-de"])
+    assert not partial.exists() and not target.exists()
+    platform.fetch_release(release.pk, ["en-de"])
+    assert target.read_bytes() == data
+    with pytest.raises(TransferError, match="no direction en-fr"):
+        platform.fetch_release(release.pk, ["en-fr"])
+
+    job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
+    part = tmp_path / "part.parquet"
+    part.write_bytes(part_bytes("chrF++", "en-de"))
+    first = platform.upload_part(release.pk, "chrF++", "en-de", part)
+    again = platform.upload_part(release.pk, "chrF++", "en-de", part)
+    assert (first["status"], again["status"]) == (201, 200) and first["sha256"] == again["sha256"]
+    job.refresh_from_db()
+    assert job.uploads.count() == 1
+    part.write_bytes(part_bytes("BLEU", "en-de"))
+    with pytest.raises(TransferError, match=r"HTTP 400: .*metric 'BLEU'.* \(field metric\)"):
+        platform.upload_part(release.pk, "chrF++", "en-de", part)
+    with pytest.raises(TransferError, match="HTTP 401"):
+        Platform(url=live_server.url, token="xqw_revoked", data_dir=tmp_path).fetch_release(release.pk, ["en-de"])
