@@ -1,17 +1,20 @@
 """Scoring throughput over HTTP against the shared file system, in the same run (issue 40: ≥ 0.95).
 
 A release built from the shared XQ-MEval candidates (every direction, ``scoring.tests.releases.
-write_release_from_shared``) is served by the platform (PostgreSQL + gunicorn on loopback). For each
-direction, one after another and alternating which path goes first, chrF++ is scored twice from
-.venv-scoring, exactly as a scoring task does it:
+write_release_from_shared``, its manifest listing each file's sha256 as a built release's does) is served by
+the platform (PostgreSQL + gunicorn on loopback, warmed up). One .venv-scoring process per repetition plays a
+scoring worker taking task after task (its HTTP client and libraries made once, as a worker's are): for each
+direction chrF++ is scored by both paths, alternating which goes first, exactly as a scoring task does it:
 
 - shared file system: ``open_release(release.path)`` and ``score_direction`` into a scores directory
-  beside it (nothing copied);
-- HTTP: ``scoring.transfer.Platform.fetch_release`` (manifest, direction file, sha256 check) into a fresh
-  worker directory, ``score_direction`` there, and ``upload_part`` (the platform verifies and stores it).
+  (nothing copied);
+- HTTP: ``scoring.transfer.Platform.fetch_release`` (the release's listing once per process, the direction
+  file, its sha256 checked) into the worker's own directory, ``score_direction`` there, and ``upload_part``
+  (the platform verifies and stores it).
 
-Reported: triplets per second of each path over all directions, and their ratio (HTTP / shared). Each
-repetition starts from empty output and worker directories, so nothing is skipped or cached.
+Reported: triplets per second of each path over all directions, their ratio (HTTP / shared), and the HTTP
+path's seconds in fetching, scoring and uploading. Each repetition starts from empty output and worker
+directories, so nothing is skipped or cached.
 
     .venv/bin/python perf/bench_http_scoring.py [--repeat 3] [--json OUT]
 
@@ -59,45 +62,48 @@ _, secret = services.create_worker_token(name="bench")
 print(json.dumps({"release": release.pk, "token": secret, "directions": codes}))
 """
 
-# Run in .venv-scoring: the two paths of one direction, timed; prints one JSON line.
+# Run in .venv-scoring, as one worker process takes task after task: every direction by both paths (which
+# goes first alternates), each into empty directories; prints one JSON line of summed seconds.
 INNER = """
 import json, sys, time
 from pathlib import Path
 from scoring.release import open_release
 from scoring.runner import ScoreOptions, part_path, score_direction
 from scoring.transfer import Platform
-import httpx, sacrebleu  # noqa: F401  (a worker imports them once, not per direction)
 args = json.loads(sys.argv[1])
 work = Path(args["work"])
 opts = ScoreOptions()
-
-def shared():
-    out = work / "shared-scores"
-    t = time.perf_counter()
-    score_direction(open_release(args["root"]), "chrF++", args["direction"], out, opts)
-    return time.perf_counter() - t
-
 # A worker makes its HTTP client once, when it starts (scoring.worker), not per task.
 platform = Platform(url=args["url"], token=args["token"], data_dir=work / "worker")
 platform.connect()
+# and imports its libraries once: neither path pays them
+from scoring.registry import Segment, get_metric
+get_metric("chrF++").build().score([Segment(src="a", mt="b", ref="b", target_lang="de", source_lang="en")])
+totals = {"shared": 0.0, "http": 0.0, "fetch": 0.0, "score": 0.0, "upload": 0.0}
 
-
-def http():
+def shared(direction):
     t = time.perf_counter()
-    root = platform.fetch_release(args["release"], [args["direction"]])
+    score_direction(open_release(args["root"]), "chrF++", direction, work / "shared-scores", opts)
+    totals["shared"] += time.perf_counter() - t
+
+def http(direction):
+    t = time.perf_counter()
+    root = platform.fetch_release(args["release"], [direction])
     t1 = time.perf_counter()
     out = platform.scores_dir(args["release"])
-    score_direction(open_release(root), "chrF++", args["direction"], out, opts, assemble=False)  # as the worker
+    score_direction(open_release(root), "chrF++", direction, out, opts, assemble=False)  # as the worker does
     t2 = time.perf_counter()
-    platform.upload_part(args["release"], "chrF++", args["direction"], part_path(out, "chrF++", args["direction"]))
+    platform.upload_part(args["release"], "chrF++", direction, part_path(out, "chrF++", direction))
     t3 = time.perf_counter()
-    parts.update(fetch=t1 - t, score=t2 - t1, upload=t3 - t2)
-    return t3 - t
+    totals["http"] += t3 - t
+    totals["fetch"] += t1 - t
+    totals["score"] += t2 - t1
+    totals["upload"] += t3 - t2
 
-parts = {}
-order = [shared, http] if args["shared_first"] else [http, shared]
-times = {f.__name__: f() for f in order}
-print(json.dumps({**times, "parts": parts}))
+for i, direction in enumerate(args["directions"]):
+    for path in ([shared, http] if (i + args["rep"]) % 2 == 0 else [http, shared]):
+        path(direction)
+print(json.dumps(totals))
 """
 
 
@@ -174,15 +180,15 @@ def main() -> int:
                 httpx.get(f"{url}/api/workers/releases/{setup['release']}/", headers=headers, timeout=30)
             counts = json.loads((root / "manifest.json").read_text())["counts"]
 
-            def run(direction: str, work: Path, shared_first: bool) -> dict:
+            def run(directions: list[str], work: Path, rep: int) -> dict:
                 inner = {
                     "root": str(root),
                     "work": str(work),
                     "url": url,
                     "token": setup["token"],
                     "release": setup["release"],
-                    "direction": direction,
-                    "shared_first": shared_first,
+                    "directions": directions,
+                    "rep": rep,
                 }
                 done = subprocess.run(
                     [str(SCORING_PYTHON), "-c", INNER, json.dumps(inner)],
@@ -199,18 +205,13 @@ def main() -> int:
                 "HOME": os.environ.get("HOME", ""),
                 "PYTHONPATH": str(REPO),
             }
-            for i in range(2):  # untimed: every gunicorn worker has taken an upload (pyarrow imported)
-                run(setup["directions"][0], tmp / f"warmup{i}", True)
-            totals = {"shared": 0.0, "http": 0.0}
-            http_parts = {"fetch": 0.0, "score": 0.0, "upload": 0.0}
+            run(setup["directions"][:1], tmp / "warmup", 0)  # untimed: the server has taken an upload (pyarrow)
+            run(setup["directions"][:1], tmp / "warmup2", 1)
+            totals: dict[str, float] = {}
             for rep in range(args.repeat):
-                for i, direction in enumerate(setup["directions"]):
-                    work = tmp / f"rep{rep}-{direction}"  # empty: nothing skipped, nothing cached
-                    times = run(direction, work, (rep + i) % 2 == 0)
-                    for k in totals:
-                        totals[k] += times[k]
-                    for k in http_parts:
-                        http_parts[k] += times["parts"][k]
+                for k, v in run(setup["directions"], tmp / f"rep{rep}", rep).items():
+                    totals[k] = totals.get(k, 0.0) + v
+            http_parts = {k: totals[k] for k in ("fetch", "score", "upload")}
             triplets = args.repeat * sum(counts[d] for d in setup["directions"])
             figures = {
                 "metric": "chrF++",

@@ -59,6 +59,8 @@ class Platform:
     data_dir: Path
     timeout: float = 60.0
     _http: object = field(default=None, repr=False, compare=False)  # one connection pool per worker process
+    # a ready release never changes: its listing is asked once per worker process
+    _listings: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Platform | None:
@@ -125,9 +127,11 @@ class Platform:
         """The release's ``manifest.json`` and the ``test.parquet`` of ``directions``, in this worker's data
         directory (files already there with the listed sha256 are kept); returns the release directory."""
         root = self.release_root(release_id)
-        response = self.http.get(f"/api/workers/releases/{int(release_id)}/")
-        self._check(response)
-        listing = response.json()
+        listing = self._listings.get(int(release_id))
+        if listing is None:
+            response = self.http.get(f"/api/workers/releases/{int(release_id)}/")
+            self._check(response)
+            listing = self._listings[int(release_id)] = response.json()
         root.mkdir(parents=True, exist_ok=True)
         _write_atomic(root / "manifest.json", json.dumps(listing.get("manifest") or {}, sort_keys=True).encode())
         for code in directions:
