@@ -72,7 +72,7 @@ def scores(release) -> dict:
 
 
 def test_a_worker_sharing_only_redis_and_http_scores_as_the_shared_file_system_does(
-    procs, project, languages, admin_user, tmp_path
+    procs, project, languages, admin_user, tmp_path, settings
 ):
     from scoring.judges.stub import JudgeStubServer
 
@@ -100,6 +100,14 @@ def test_a_worker_sharing_only_redis_and_http_scores_as_the_shared_file_system_d
         assert {k[0] for k in over_http} == {"chrF++", "gemba-mqm"}
         assert n >= LIMIT
         # the judge's calls and cost, which the worker wrote on its own disk, come from the uploaded parts
+        # (read here as one more process of the web side: its storage)
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "worker_parts": {
+                "BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": str(web / "worker-parts")},
+            },
+        }
         costs = {c["direction"]: c for c in selectors.judge_reports(release)["costs"]}
         assert set(costs) == {"en-de", "en-zh"} and all(c["metric"] == "gemba-mqm" for c in costs.values())
         assert all(c["calls"] == LIMIT and c["model"] == "stub-judge" for c in costs.values()), costs
