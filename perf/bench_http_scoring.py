@@ -141,6 +141,7 @@ def main() -> int:
             "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
             "ALLOWED_HOSTS": "127.0.0.1",
             "LOG_LEVEL": "WARNING",
+            "DB_CONN_MAX_AGE": "60",  # as the production runbook (docs/operations.md) runs gunicorn
             "PYTHONPATH": str(REPO),
         }
         server = None
