@@ -211,7 +211,9 @@ def test_a_worker_killed_mid_upload_loses_nothing_and_the_redelivered_task_compl
         assert proxy.stalled.wait(120), procs.tail()
         os.killpg(first.pid, signal.SIGKILL)  # mid-upload: half the part sent
         first.wait(30)
-        time.sleep(2)  # gunicorn reads the cut body to its end
+        deadline = time.monotonic() + 30  # gunicorn reads the cut body to its end, then the view cleans up
+        while list((web / "tmp").iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         job.refresh_from_db()
         assert job.status == "pending" and not PartUpload.objects.exists()
         assert not list((web / "worker-parts").rglob("*.parquet")) and not list((web / "tmp").iterdir())
