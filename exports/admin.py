@@ -24,8 +24,10 @@ from exports.models import (
     Release,
     ScoreSummary,
     ScoringJob,
+    WorkerToken,
 )
 from exports.release import tasks as release_tasks
+from exports.scores import services as scores_services
 
 
 @admin.register(BenchmarkChange)
@@ -266,3 +268,51 @@ class ScoringJobAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("release", "metric", "direction", "status", "updated_at")
     list_filter = ("release__project", "release", "status", "metric", "direction")
     readonly_fields = ("release", "metric", "direction", "status", "error", "output_path", "updated_at")
+
+
+@admin.register(WorkerToken)
+class WorkerTokenAdmin(admin.ModelAdmin):
+    """Worker tokens: an admin creates one per worker (the secret is shown once, on the page that answers
+    the form, and only its sha256 is kept) and revokes it; uploads keep their worker, so none is deleted."""
+
+    list_display = ["name", "prefix", "created_at", "created_by", "last_used_at", "revoked_at", "uploads_count"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix"]
+    fields = ["name", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    @admin.display(description="uploads")
+    def uploads_count(self, obj: WorkerToken) -> int:
+        return obj.uploads.count()
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # revoke instead: every upload stays recorded with its worker
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "name"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return  # a token's name and secret are fixed once created
+        token, secret = scores_services.token_create(name=form.cleaned_data["name"], created_by=request.user)
+        obj.pk, obj.prefix = token.pk, token.prefix
+        obj._state.adding = False
+        request._worker_secret = secret  # for response_add only: never stored, never in a cookie
+
+    def response_add(self, request, obj, post_url_continue=None):
+        from django.template.response import TemplateResponse
+
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "token": obj,
+            "secret": getattr(request, "_worker_secret", ""),
+            "title": f"Worker token for {obj.name}",
+        }
+        return TemplateResponse(request, "admin/exports/workertoken/created.html", context)  # admin: no-store
+
+    @admin.action(description="Revoke the selected worker tokens")
+    def revoke(self, request, queryset):
+        n = scores_services.tokens_revoke(tokens=queryset)
+        self.message_user(request, f"{n} worker token(s) revoked", messages.SUCCESS)

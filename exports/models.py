@@ -305,3 +305,43 @@ class BenchmarkChange(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="benchmark_change_by_project")]
+
+
+class WorkerToken(models.Model):
+    """A scoring worker's credential for the worker endpoints only (``exports.scores.api``): created and
+    revoked by an admin, shown once, stored as its sha256 (a random 256-bit secret needs no slow hash)."""
+
+    name = models.CharField(max_length=100, help_text="which worker: a machine, a cluster job, a cloud box")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=16, editable=False, help_text="the token's first characters, to tell it apart")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class PartUpload(models.Model):
+    """A part file a worker uploaded for a scoring job: content-addressed (its sha256), stored through the
+    ``worker_parts`` storage, and recorded with the worker that sent it."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="uploads")
+    worker = models.ForeignKey(WorkerToken, on_delete=models.PROTECT, related_name="uploads")
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField()
+    storage_name = models.CharField(max_length=500)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "sha256"], name="part_upload_unique_content")]

@@ -5,6 +5,7 @@ view modules are the stages' own. Lives at the app's top because it imports from
 from django.urls import path
 
 from exports.metaeval import views as metaeval_views
+from exports.scores import api as worker_api
 from exports.scores import views as scores_views
 
 scores = (
@@ -19,4 +20,22 @@ scores = (
         path("<int:release_id>/start", scores_views.start, name="start"),
     ],
     "scores",
+)
+
+# The worker endpoints (exports.scores.api): a worker token opens these and nothing else.
+workers = (
+    [
+        path("releases/<int:release_id>/", worker_api.release_manifest, name="release_manifest"),
+        path(
+            "releases/<int:release_id>/files/<str:direction>/test.parquet",
+            worker_api.release_file,
+            name="release_file",
+        ),
+        path(
+            "releases/<int:release_id>/parts/<str:metric>/<str:direction>",
+            worker_api.upload_part,
+            name="upload_part",
+        ),
+    ],
+    "workers",
 )

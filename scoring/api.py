@@ -23,8 +23,8 @@ from scoring.registry import (
     get_metric,
     route_options,
 )
-from scoring.release import open_release
-from scoring.runner import META_KEY, ScoreOptions, part_path, score_release
+from scoring.release import DIRECTION_RE, open_release
+from scoring.runner import META_KEY, ScoreOptions, metric_slug, part_path, score_release
 
 __all__ = [
     # the metric registry: what each metric needs, which way is better, the options it takes
@@ -41,7 +41,9 @@ __all__ = [
     "JudgeConfig",
     # the release directory a worker reads and the part files it writes
     "open_release",
+    "DIRECTION_RE",
     "META_KEY",
+    "metric_slug",
     "part_path",
     "ScoreOptions",
     "score_release",

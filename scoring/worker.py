@@ -14,7 +14,12 @@ LLM judges (gemba-mqm, askqe, cef, dcr) go to the ``judge`` queue: a worker that
 
 The platform (``exports.scores.tasks``) sends tasks by name; results (a small summary) and progress go
 to the result backend (CELERY_RESULT_BACKEND, default: the broker). Scores themselves are written as
-parquet files next to the release, which the platform ingests.
+parquet files next to the release, which the platform ingests; a worker that shares no file system with
+the platform (``--platform-url`` and a worker token, ``scoring.transfer``) fetches the release over HTTP
+into its own directory and uploads its part files instead::
+
+    XQMEVAL_WORKER_TOKEN=xqw_… CELERY_BROKER_URL=redis://host:6379/0 .venv-scoring/bin/celery -A scoring.worker \
+        worker -Q scoring --platform-url https://platform.example.org --worker-data /scratch/xqmeval
 """
 
 from __future__ import annotations
@@ -46,7 +51,44 @@ app.conf.update(
     task_track_started=True,
     result_extended=True,
     task_default_queue=ANY_QUEUE,
+    # Redis hands an unacknowledged task (its worker killed) to another worker after this long; as the
+    # platform's CELERY_VISIBILITY_TIMEOUT, longer than the longest task.
+    broker_transport_options={"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", str(6 * 3600)))},
 )
+
+
+def _add_worker_options() -> None:
+    """``celery -A scoring.worker worker --platform-url URL [--worker-data DIR]``: a worker with no shared
+    file system (scoring.transfer; the token comes from the environment, never the command line)."""
+    from celery import bootsteps
+    from click import Option
+
+    from scoring import transfer
+
+    app.user_options["worker"].add(
+        Option(["--platform-url"], default=None, help="the platform's URL: fetch releases and upload parts over HTTP")
+    )
+    app.user_options["worker"].add(
+        Option(["--worker-data"], default=None, help="this worker's own data directory (with --platform-url)")
+    )
+
+    class PlatformOptions(bootsteps.Step):
+        def __init__(self, parent, platform_url=None, worker_data=None, **options):
+            if platform_url:
+                os.environ[transfer.URL_ENV] = platform_url
+            if worker_data:
+                os.environ[transfer.DATA_ENV] = worker_data
+            # a platform URL without a token fails at start, not on the first task; the client (its TLS
+            # context takes a while to build) is made once here, for every task of this process
+            platform = transfer.Platform.from_env()
+            if platform is not None:
+                platform.connect()
+            super().__init__(parent, **options)
+
+    app.steps["worker"].add(PlatformOptions)
+
+
+_add_worker_options()
 
 
 def _has_gpu() -> bool:
@@ -60,10 +102,16 @@ def _has_gpu() -> bool:
 
 @app.task(name=TASK_NAME, bind=True, max_retries=5)
 def score_direction_task(
-    self, release_dir: str, metric: str, direction: str, out_dir: str | None = None, options: dict | None = None
+    self,
+    release_dir: str,
+    metric: str,
+    direction: str,
+    out_dir: str | None = None,
+    options: dict | None = None,
+    release_id: int | None = None,
 ) -> dict:
     try:
-        return _score_direction(self, release_dir, metric, direction, out_dir, options)
+        return _score_direction(self, release_dir, metric, direction, out_dir, options, release_id)
     except Exception as exc:
         if not is_transient(exc):  # a missing model offline, a bad option: a retry cannot help
             raise
@@ -72,10 +120,24 @@ def score_direction_task(
 
 
 def _score_direction(
-    self, release_dir: str, metric: str, direction: str, out_dir: str | None, options: dict | None
+    self,
+    release_dir: str,
+    metric: str,
+    direction: str,
+    out_dir: str | None,
+    options: dict | None,
+    release_id: int | None = None,
 ) -> dict:
     from scoring.release import open_release
     from scoring.runner import ScoreOptions, part_path, score_direction
+    from scoring.transfer import Platform
+
+    # No shared file system: the release comes from the platform into this worker's own directory, and
+    # the part goes back to it (with a shared one, nothing is copied).
+    platform = Platform.from_env() if release_id is not None else None
+    if platform is not None:
+        release_dir = str(platform.fetch_release(release_id, [direction]))
+        out_dir = str(platform.scores_dir(release_id))
 
     spec = get_metric(metric)
     if spec.device == "gpu" and not _has_gpu() and os.environ.get(ALLOW_CPU_ENV) != "1":
@@ -109,7 +171,15 @@ def _score_direction(
     if judge is not None:
         judge.on_answer = lambda _stats: report()
     try:
-        summary = score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
+        # Over HTTP the part file is the whole result: the worker holds one direction of the release, so
+        # it writes no whole-metric file (which would copy the part) and no summary beside it.
+        summary = score_direction(
+            release, spec, direction, out, opts, progress, scorer=scorer, assemble=platform is None
+        )
     finally:
         scorer.close()
-    return {"output_path": str(part_path(Path(out), spec.name, direction)), "summary": summary}
+    part = part_path(Path(out), spec.name, direction)
+    if platform is None:
+        return {"output_path": str(part), "summary": summary}
+    sent = platform.upload_part(release_id, spec.name, direction, part)
+    return {"output_path": str(part), "summary": summary, "part_sha256": sent["sha256"], "uploaded": sent["status"]}

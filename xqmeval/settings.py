@@ -138,6 +138,26 @@ STORAGES = {
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
+# Part files that scoring workers without a shared file system upload (exports.scores.api): the local
+# file system by default; WORKER_PARTS_STORAGE=s3 keeps them in S3-compatible object storage through
+# django-storages (pip install django-storages[s3]; its AWS_* settings from the environment, docs/operations.md).
+if os.environ.get("WORKER_PARTS_STORAGE", "") == "s3":
+    STORAGES["worker_parts"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": os.environ.get("WORKER_PARTS_BUCKET", ""),
+            "location": os.environ.get("WORKER_PARTS_PREFIX", "worker-parts"),
+            "endpoint_url": os.environ.get("AWS_S3_ENDPOINT_URL") or None,
+            "file_overwrite": False,
+        },
+    }
+else:
+    STORAGES["worker_parts"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(Path(os.environ.get("WORKER_PARTS_DIR", DATA_DIR / "worker-parts")))},
+    }
+# The largest part file a worker may upload (bytes); a worker token's requests share REQUEST_BODY_MAX_BYTES.
+WORKER_PART_MAX_BYTES = int(os.environ.get("WORKER_PART_MAX_BYTES", str(64 * 1024 * 1024)))
 MEDIA_ROOT = DATA_DIR / "media"
 RELEASES_DIR = Path(os.environ.get("RELEASES_DIR", DATA_DIR / "releases"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

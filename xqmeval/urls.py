@@ -22,6 +22,7 @@ urlpatterns = [
     path("scores/", include(exports_urls.scores)),  # metric scores by release, direction, level; scoring jobs
     path("api/review/", include("annotation.review.api_urls")),
     path("api/benchmarks/", include("exports.benchmark.api_urls")),
+    path("api/workers/", include(exports_urls.workers)),  # scoring workers with a token (no shared file system)
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI from drf-spectacular-sidecar (our static files, no CDN); its settings script is a separate request (CSP).
     path(

@@ -193,3 +193,75 @@ def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) ->
         columns=columns,
         id_length=id_length,
     )
+
+
+# ---- Workers without a shared file system (exports.scores.api) -----------------------------------------
+
+
+class PartRefused(ScoringError):
+    """An uploaded part that does not match what it declares; ``field`` names what is wrong."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def check_part_identity(path: Path, *, metric: str, direction: str, versions: set[str]) -> None:
+    """Refuse (``PartRefused``) an uploaded part whose metadata or rows belong to another metric, direction
+    or release than the upload declares. Reads the footer and the ``direction`` column only; the rows are
+    checked in full by the ingest (``open_part``/``Part.batches``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+        meta = json.loads((schema.metadata or {}).get(META_KEY, b"{}"))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise PartRefused("body", f"not a readable part file ({exc})") from None
+    if not isinstance(meta, dict) or "direction" not in schema.names:
+        raise PartRefused(
+            "body", f"not a scoring part file (metadata {META_KEY.decode()!r} or column 'direction' missing)"
+        )
+    if meta.get("metric") != metric:
+        raise PartRefused("metric", f"the part holds metric {meta.get('metric')!r}, the upload declares {metric!r}")
+    held = (meta.get("release") or {}).get("version")
+    if held is not None and str(held) not in versions:
+        raise PartRefused(
+            "release",
+            f"the part was scored on release version {held!r}, the upload declares {' or '.join(sorted(versions))}",
+        )
+    found = [
+        d for d in pc.unique(parquet.read(columns=["direction"]).column("direction")).to_pylist() if d != direction
+    ]
+    if found:
+        raise PartRefused("direction", f"the part holds direction {found[0]!r}, the upload declares {direction!r}")
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The single byte range ``[start, end]`` (inclusive) that a ``Range`` header asks of a ``size``-byte
+    representation (RFC 9110 §14.1.2), or None to send it whole (no header, another unit, several ranges,
+    or one that does not parse: a server may ignore a Range it does not support). ``ValueError`` when the
+    range cannot be satisfied (416)."""
+    if not header or not header.strip().lower().startswith("bytes="):
+        return None
+    spec = header.split("=", 1)[1].strip()
+    if "," in spec:
+        return None
+    first, sep, last = spec.partition("-")
+    first, last = first.strip(), last.strip()
+    if not sep or not (first.isdigit() or first == "") or not (last.isdigit() or last == "") or first == last == "":
+        return None
+    if first == "":  # suffix: the last N bytes
+        n = int(last)
+        if n == 0 or size == 0:
+            raise ValueError("unsatisfiable range")
+        return max(0, size - n), size - 1
+    start = int(first)
+    end = min(int(last), size - 1) if last else size - 1
+    if last and int(last) < start:
+        return None  # invalid range-spec: ignored
+    if start >= size:
+        raise ValueError("unsatisfiable range")
+    return start, end

@@ -6,11 +6,15 @@ run by the ``collect_scores`` task (queued by each scoring task when it ends) or
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.core.files.storage import storages
 from django.db.models import Max, Sum
 
 from exports.models import Release, ScoreSummary, ScoringJob
@@ -159,10 +163,59 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
     return out
 
 
+PARTS_STORAGE = "worker_parts"  # settings.STORAGES alias of the parts workers upload (exports.scores.api)
+_CHUNK = 1024 * 1024
+
+
+@contextmanager
+def stored_part(name: str) -> Iterator[Path]:
+    """A local path to an uploaded part: the file itself on the file system, a temporary copy (streamed)
+    from object storage."""
+    storage = storages[PARTS_STORAGE]
+    try:
+        local = Path(storage.path(name))
+    except NotImplementedError:  # object storage has no local path
+        local = None
+    if local is not None:
+        yield local
+        return
+    with tempfile.TemporaryDirectory(prefix="xqmeval-part-") as tmp:
+        copy = Path(tmp) / "part.parquet"
+        with storage.open(name, "rb") as src, open(copy, "wb") as dst:
+            while chunk := src.read(_CHUNK):
+                dst.write(chunk)
+        yield copy
+
+
+def _uploaded_reports(release: Release) -> tuple[dict, list[dict]]:
+    """What ``summary.json`` and the side tables hold, for the jobs whose part a worker uploaded (a worker
+    with no shared file system writes those files on its own disk): read from the parts' metadata."""
+    import pyarrow.parquet as pq
+
+    from scoring.api import META_KEY
+
+    summary: dict = {"metrics": {}}
+    reliability: list[dict] = []
+    prefix = f"{PARTS_STORAGE}:"
+    for job in ScoringJob.objects.filter(
+        release=release, status=ScoringJob.Status.DONE, output_path__startswith=prefix
+    ).select_related("direction"):
+        try:
+            with stored_part(job.output_path.removeprefix(prefix)) as path:
+                meta = json.loads((pq.read_schema(path).metadata or {}).get(META_KEY, b"{}"))
+        except Exception:  # a part removed from storage, or unreadable: nothing to show for it
+            continue
+        entry = summary["metrics"].setdefault(job.metric, {"directions": {}})
+        entry["directions"][job.direction.code] = {**(meta.get("summary") or {}), "signature": meta.get("signature")}
+        reliability += (meta.get("tables") or {}).get("reliability") or []
+    return summary, reliability
+
+
 def judge_reports(release: Release, directions: list[str] | None = None) -> dict[str, list[dict]]:
     """What the LLM-judge metrics wrote beside their scores: calls, tokens and cost per metric and
     direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
-    reliability (cef.reliability.parquet). Read from the worker files; nothing is stored."""
+    reliability (cef.reliability.parquet). Read from the worker files (or, for parts a worker uploaded,
+    their metadata); nothing is stored."""
     out: dict[str, list[dict]] = {"costs": [], "decisions": [], "reliability": []}
     if not release.path:  # no files on disk: nothing was scored
         return out
@@ -172,6 +225,11 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
         summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
     except (OSError, ValueError):
         summary = {}
+    uploaded, uploaded_reliability = _uploaded_reports(release)
+    for metric, entry in uploaded["metrics"].items():  # an uploaded part is the job's newest result
+        summary.setdefault("metrics", {}).setdefault(metric, {}).setdefault("directions", {}).update(
+            entry["directions"]
+        )
     wanted = set(directions) if directions is not None else None
     for metric, entry in sorted((summary.get("metrics") or {}).items()):
         for code, d in sorted((entry.get("directions") or {}).items()):
@@ -206,8 +264,9 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
                         "reason": gmm.get("reason", ""),
                     }
                 )
+    out["reliability"] = [r for r in uploaded_reliability if wanted is None or r.get("direction") in wanted]
     reliability = root / "cef.reliability.parquet"
-    if reliability.is_file():
+    if reliability.is_file() and not uploaded_reliability:
         import pyarrow.parquet as pq
 
         try:

@@ -11,18 +11,37 @@ can be read from the result backend at any time without storing anything else.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import secrets
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import storages
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Sum
 
 from core import bulk
 from core.models import Direction
-from exports.models import MetricScore, Release, ScoreSummary, ScoringJob
-from exports.scores.domain import ScoringError, open_part
-from exports.scores.selectors import JobState, backend_state, scores_dir
-from scoring.api import Family, JudgeConfig, MetricError, MetricSpec, get_metric, open_release, part_path, route_options
+from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob, WorkerToken
+from exports.release.domain.release_files import sha256_file
+from exports.scores.domain import PartRefused, ScoringError, check_part_identity, open_part
+from exports.scores.selectors import PARTS_STORAGE, JobState, backend_state, scores_dir, stored_part
+from scoring.api import (
+    DIRECTION_RE,
+    Family,
+    JudgeConfig,
+    MetricError,
+    MetricSpec,
+    get_metric,
+    metric_slug,
+    open_release,
+    part_path,
+    route_options,
+)
 
 
 def release_directions_list(*, release: Release) -> list[str]:
@@ -112,7 +131,7 @@ def jobs_sync(*, release: Release, app) -> list[JobState]:
             job.save(update_fields=["status", "updated_at"])
         elif js.state == "SUCCESS" and job.status not in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
             try:
-                js.done = js.total = job_ingest(job=job)
+                js.done = js.total = job_ingest(job=job, result=js.info)
             except ScoringError as exc:
                 _fail(job, str(exc))
         elif js.state == "FAILURE" and job.status not in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
@@ -129,14 +148,28 @@ def _fail(job: ScoringJob, reason: str) -> None:
     job.save(update_fields=["status", "error", "output_path", "updated_at"])
 
 
-def job_ingest(*, job: ScoringJob) -> int:
-    """Read the worker's part file for this job and replace the job's MetricScore rows with it."""
+def job_ingest(*, job: ScoringJob, result: Any = None) -> int:
+    """Read the worker's part file for this job and replace the job's MetricScore rows with it: the part it
+    uploaded when its result names one (``part_sha256``: a worker without the shared file system), else
+    the file it wrote next to the release."""
     release = job.release
-    path = part_path(scores_dir(release), job.metric, job.direction.code)
-    n = part_ingest(release=release, metric=job.metric, direction=job.direction, path=path)
+    sha = result.get("part_sha256") if isinstance(result, dict) else None
+    if sha:
+        upload = PartUpload.objects.filter(job=job, sha256=sha).first()
+        if upload is None:
+            raise ScoringError(
+                f"the worker reported part {sha[:12]}… of {job.metric} {job.direction.code}, but no upload of it reached the platform"
+            )
+        with stored_part(upload.storage_name) as path:
+            n = part_ingest(release=release, metric=job.metric, direction=job.direction, path=path)
+        where = f"{PARTS_STORAGE}:{upload.storage_name}"
+    else:
+        path = part_path(scores_dir(release), job.metric, job.direction.code)
+        n = part_ingest(release=release, metric=job.metric, direction=job.direction, path=path)
+        where = str(path)
     job.status = ScoringJob.Status.DONE
     job.error = ""
-    job.output_path = str(path)
+    job.output_path = where
     job.save(update_fields=["status", "error", "output_path", "updated_at"])
     return n
 
@@ -194,3 +227,145 @@ def scores_summarize(*, release: Release, metric: str | None = None, direction: 
             .order_by("metric", "direction_id", "level")
         )
         return len(ScoreSummary.objects.bulk_create(ScoreSummary(release=release, **row) for row in rows))
+
+
+# ---- Workers without a shared file system: tokens, release files, uploaded parts ----------------------
+
+TOKEN_PREFIX = "xqw_"
+_CHUNK = 1024 * 1024
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def token_create(*, name: str, created_by=None) -> tuple[WorkerToken, str]:
+    """A new worker token and its secret: the only time the secret exists outside the worker (only its
+    sha256 is stored)."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = WorkerToken.objects.create(
+        name=name.strip(), token_hash=_token_hash(secret), prefix=secret[:10], created_by=created_by
+    )
+    return token, secret
+
+
+def tokens_revoke(*, tokens) -> int:
+    from django.utils import timezone
+
+    return tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def token_authenticate(*, secret: str) -> WorkerToken | None:
+    """The active token with this secret, or None. Marks it used (at most once a minute)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    if not secret.startswith(TOKEN_PREFIX):
+        return None
+    token = WorkerToken.objects.filter(token_hash=_token_hash(secret), revoked_at__isnull=True).first()
+    if token is not None:
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+            WorkerToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+    return token
+
+
+def release_files_list(*, release: Release, only: str | None = None) -> dict[str, dict[str, Any]]:
+    """Per direction of a ready release (or just ``only``): its ``test.parquet`` (path, bytes, sha256: the
+    manifest's record, else hashed once and cached by path, size and modification time)."""
+    from django.core.cache import cache
+
+    if release.status != Release.Status.READY or not release.path:
+        return {}
+    recorded = (release.manifest or {}).get("files") or {}
+    out = {}
+    for code in [only] if only else release_directions_list(release=release):
+        rel = f"{code}/test.parquet"
+        path = Path(release.path) / rel
+        if not DIRECTION_RE.match(code) or not path.is_file():
+            continue
+        stat = path.stat()
+        info = recorded.get(rel) if isinstance(recorded.get(rel), dict) else {}
+        sha = info.get("sha256") if info.get("bytes") == stat.st_size else None
+        if sha is None:
+            key = "workers:sha256:" + hashlib.sha256(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
+            sha = cache.get(key)
+            if sha is None:
+                sha = sha256_file(path)
+                cache.set(key, sha, timeout=None)
+        out[code] = {"path": path, "bytes": stat.st_size, "sha256": sha}
+    return out
+
+
+def part_receive(
+    *, release: Release, metric: str, direction: str, declared_sha256: str, body, length: int, worker: WorkerToken
+) -> tuple[PartUpload, bool]:
+    """Take a part file a worker uploads (``body``: a stream of ``length`` bytes), verify it and store it.
+
+    Refuses (``PartRefused`` naming the field) a body that is not ``length`` bytes or past the size bound,
+    whose sha256 is not the declared one, or whose content belongs to another metric, direction or release;
+    and a (release, metric, direction) with no scoring job. Idempotent by content: a part already stored for
+    the job returns (its upload, False) and writes nothing. Nothing is stored unless everything checks."""
+    declared = (declared_sha256 or "").strip().lower()
+    if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
+        raise PartRefused("sha256", "declare the part's sha256 (64 hex digits) in the X-Part-SHA256 header")
+    job = (
+        ScoringJob.objects.filter(release=release, metric=metric, direction__code=direction)
+        .select_related("direction")
+        .first()
+    )
+    if job is None:
+        field = "metric" if not ScoringJob.objects.filter(release=release, metric=metric).exists() else "direction"
+        raise PartRefused(field, f"release {release.pk} has no scoring job for {metric} {direction}")
+    limit = settings.WORKER_PART_MAX_BYTES
+    if length > limit:
+        raise PartRefused("size", f"a part may have at most {limit} bytes, this one declares {length}")
+    existing = PartUpload.objects.filter(job=job, sha256=declared).first()
+    fd, tmp_name = tempfile.mkstemp(prefix="xqmeval-upload-", suffix=".parquet")
+    tmp = Path(tmp_name)
+    try:
+        h, received = hashlib.sha256(), 0
+        with os.fdopen(fd, "wb") as out:
+            while received < length:
+                chunk = body.read(min(_CHUNK, length - received))
+                if not chunk:
+                    break
+                received += len(chunk)
+                h.update(chunk)
+                out.write(chunk)
+        if received != length:  # the worker was cut off mid-upload: keep nothing of it
+            raise PartRefused("body", f"received {received} of the {length} bytes declared")
+        if h.hexdigest() != declared:
+            raise PartRefused("sha256", f"the body's sha256 is {h.hexdigest()}, the upload declares {declared}")
+        if existing is not None:
+            return existing, False
+        versions = {
+            release.version,
+            str((release.manifest or {}).get("version", "")),
+        }  # as the worker's manifest.json says
+        check_part_identity(tmp, metric=metric, direction=direction, versions=versions)
+        try:
+            open_part(tmp, metric=metric, direction=direction)
+        except ScoringError as exc:
+            raise PartRefused("body", str(exc).replace(str(tmp), "part")) from None
+        storage = storages[PARTS_STORAGE]
+        name = f"release-{release.pk}/{job.pk}-{_metric_file(metric)}-{direction}/{declared}.parquet"
+        if not storage.exists(name):
+            with open(tmp, "rb") as fh:
+                name = storage.save(name, File(fh, name=name))
+        try:
+            with transaction.atomic():
+                upload = PartUpload.objects.create(
+                    job=job, worker=worker, sha256=declared, size=received, storage_name=name
+                )
+        except IntegrityError:  # the same part sent twice at once: the first one stored it
+            return PartUpload.objects.get(job=job, sha256=declared), False
+        return upload, True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _metric_file(metric: str) -> str:
+    return metric_slug(metric)

@@ -95,7 +95,8 @@ def start_scoring(
                 app.send_task(
                     TASK_NAME,
                     kwargs={
-                        "release_dir": release.path,
+                        "release_dir": release.path,  # a worker on the shared file system reads it here
+                        "release_id": release.pk,  # one with only HTTP fetches it (scoring.transfer)
                         "metric": spec.name,
                         "direction": code,
                         "out_dir": out,
@@ -110,6 +111,15 @@ def start_scoring(
         if to_send:  # a repeated request (a double click) leaves the queued jobs alone and enqueues nothing
             transaction.on_commit(send)
     return jobs
+
+
+def collect_uploaded(*, release_id: int, job_id: int) -> bool:
+    """A worker uploaded a part of the job: queue ``collect_scores`` for a platform worker. Without a
+    broker no scoring task can have run (``start_scoring`` refuses), so there is nothing to collect."""
+    if not worker_configured():
+        return False
+    collect_scores.apply_async((release_id, job_id), queue=COLLECT_QUEUE)
+    return True
 
 
 def request_collect(*, release: Release, states: list) -> bool:
