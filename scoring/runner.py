@@ -9,7 +9,9 @@ Layout under the output directory (default ``<release>/scores``)::
     summary.json                     per metric and direction: n, mean, mean by level, signature
 
 A part or chunk whose recorded input hash and metric configuration match is reused, so re-running (or a
-worker picking up a task a killed worker left) skips finished work.
+worker picking up a task a killed worker left) skips finished work. A metric with a step over every
+direction (``MetricSpec.finalize_run``: AskQE's pooled decision) runs it when the metric's file is
+assembled, and rewrites the parts it changes.
 """
 
 from __future__ import annotations
@@ -114,9 +116,9 @@ def _read_meta(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write_table(path: Path, columns: dict[str, list], meta: dict[str, Any]) -> None:
+def _write_table(path: Path, columns: dict[str, list] | pa.Table, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.table(columns)
+    table = columns if isinstance(columns, pa.Table) else pa.table(columns)
     table = table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode("utf-8")})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     pq.write_table(table, tmp)
@@ -261,13 +263,15 @@ def score_direction(
         "scoring_version": __version__,
         "tables": extra_meta.get("tables", {}),
     }
-    _write_table(target, cols, meta)
+    with _locked(out):  # not while another worker's run-wide step reads and rewrites this part
+        _write_table(target, cols, meta)
     if chunk_dir.exists():
         for f in chunk_dir.glob("*.parquet"):
             f.unlink()
         chunk_dir.rmdir()
     if assemble:  # a worker finishing one direction; a whole-release run assembles once at the end
         _assemble(out, spec.name, release_directions=release.directions())
+        summary = (_read_meta(target) or meta)["summary"]  # with what a run-wide step (finalize_run) set
     return {**summary, "skipped": False}
 
 
@@ -311,7 +315,10 @@ def _assemble(out: Path, metric: str, *, release_directions: list[str] | None = 
         parts = sorted(part_dir.glob("*.parquet"))
         metas = [m for m in (_read_meta(p) for p in parts) if m]
         scored = {m["summary"]["direction"] for m in metas}
-        if parts and (release_directions is None or scored >= set(release_directions)):
+        complete = bool(parts) and (release_directions is None or scored >= set(release_directions))
+        if complete and _finalize_run(metric, parts):
+            metas = [m for m in (_read_meta(p) for p in parts) if m]
+        if complete:
             meta = {
                 "metric": metric,
                 "spec": metas[0]["spec"] if metas else None,
@@ -340,6 +347,51 @@ def _assemble(out: Path, metric: str, *, release_directions: list[str] | None = 
         tmp = summary_path.with_name(f".summary.json.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, summary_path)
+
+
+def _finalize_run(metric: str, parts: list[Path]) -> bool:
+    """The metric's step over every direction of the run (``MetricSpec.finalize_run``, AskQE's pooled GMM),
+    once per group of parts scored with one signature; a part whose columns or summary it changes is
+    rewritten in place (atomically, under the caller's lock). The same scores give the same parts, so a
+    rerun or a resumed run rewrites nothing. Returns whether any part was rewritten."""
+    spec = get_metric(metric)
+    if spec.finalize_run is None:
+        return False
+    groups: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path in parts:
+        meta = _read_meta(path)
+        if meta:
+            groups.setdefault(json.dumps(_config_key(meta["signature"]), sort_keys=True), []).append((path, meta))
+    changed = False
+    for members in groups.values():
+        options = members[0][1]["signature"].get("options") or {}
+        scores = {
+            m["summary"]["direction"]: pq.read_table(p, columns=["score"]).column("score").to_pylist()
+            for p, m in members
+        }
+        updates = spec.finalize_run(options, scores)
+        for path, meta in members:
+            update = updates.get(meta["summary"]["direction"])
+            if not update:
+                continue
+            columns, entries = update
+            table = pq.read_table(path)
+            same = all(
+                name in table.column_names and table.column(name).to_pylist() == values
+                for name, values in columns.items()
+            ) and all(meta["summary"].get(k) == v for k, v in entries.items())
+            if same:
+                continue
+            for name, values in columns.items():
+                column = pa.array(values)  # typed as a fresh part would be (all None: null)
+                if name in table.column_names:
+                    table = table.set_column(table.column_names.index(name), name, column)
+                else:
+                    table = table.append_column(name, column)
+            meta = {**meta, "summary": {**meta["summary"], **entries}}
+            _write_table(path, table.replace_schema_metadata(None), meta)
+            changed = True
+    return changed
 
 
 def _write_parts(path: Path, parts: list[Path], meta: dict[str, Any]) -> None:
@@ -391,6 +443,11 @@ def score_release(
                     scorer.close()
             results.append(summary)
         _assemble(out, spec.name)
+        for summary in results:  # what the run-wide step (``finalize_run``) added to the parts' summaries
+            if summary.get("metric") == spec.name:
+                meta = _read_meta(part_path(out, spec.name, summary["direction"]))
+                if meta:
+                    summary.update(meta["summary"])
     return results
 
 
