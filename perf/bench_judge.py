@@ -160,7 +160,7 @@ def whole_run(
         f"{total / elapsed / bound:.3f} of the bound C/L = {bound:.1f} (target >= 0.95)"
     )
     print("  requests sent per metric: " + ", ".join(f"{m} {k} ({k / n:.2f} per triplet)" for m, k in sent.items()))
-    print(f"  {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"  {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (1 min), checkout {repo}")
 
 
 def main() -> None:
@@ -172,6 +172,9 @@ def main() -> None:
     parser.add_argument(
         "--run", type=int, metavar="N", help="time the whole four-metric scoring run on N triplets instead"
     )
+    parser.add_argument(
+        "--repo", type=Path, default=REPO, help="with --run: the checkout whose scoring runs (an older one: 'before')"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-local-benchmark")
     import logging
@@ -181,7 +184,7 @@ def main() -> None:
     bound = C / L
     if args.run:
         with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp, stub_process(L) as base_url:
-            whole_run(base_url, args.run, C, L, Path(tmp))
+            whole_run(base_url, args.run, C, L, Path(tmp), repo=args.repo)
         return
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp, stub_process(L) as base_url:
         throughput(base_url, C, C, f"{tmp}/warm")  # imports, connection pool

@@ -24,6 +24,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -412,6 +413,17 @@ def _write_parts(path: Path, parts: list[Path], meta: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _side_by_side(spec: MetricSpec, options: ScoreOptions) -> bool:
+    """An LLM judge on an endpoint (not an in-process engine, not a dry run): scored side by side with the
+    run's other such judges, in the endpoint's one in-flight window (``scoring.judges.backends``)."""
+    judge = options.judge or {}
+    return (
+        spec.family == Family.LLM
+        and str(judge.get("backend") or "openai") == "openai"
+        and str(judge.get("dry_run", False)).lower() not in ("true", "1", "yes")
+    )
+
+
 def score_release(
     where: str | Path,
     metrics: Iterable[str],
@@ -420,15 +432,21 @@ def score_release(
     options: ScoreOptions | None = None,
     progress_factory: Callable[[str, str, int], Progress] | None = None,
 ) -> list[dict[str, Any]]:
+    """Score every wanted direction with every metric; returns the directions' summaries, metric by metric.
+
+    Metrics run one after another, except LLM judges on an endpoint: those run side by side (a thread each,
+    every one with its directions in order) and share the endpoint's in-flight window, so that while one
+    waits at a stage boundary (its questions before its answers) the others' requests keep the endpoint
+    busy. Their scores are the same either way (tested); only the wall time differs."""
     release = open_release(where)
     out = Path(out) if out else release.root / "scores"
     wanted = list(directions) if directions else release.directions()
-    results = []
     specs = [get_metric(name) for name in metrics]
     own = (options or ScoreOptions()).per_metric(specs)  # every option checked before any model loads
-    for spec in specs:
+
+    def run_metric(spec: MetricSpec, scorer) -> list[dict[str, Any]]:
         metric_options = own[spec.name]
-        scorer = spec.build(**metric_options.for_metric(spec, out))  # one model load per metric
+        results = []
         for direction in wanted:
             total = release.count(direction)
             if metric_options.limit is not None:
@@ -443,12 +461,31 @@ def score_release(
                     scorer.close()
             results.append(summary)
         _assemble(out, spec.name)
-        for summary in results:  # what the run-wide step (``finalize_run``) added to the parts' summaries
-            if summary.get("metric") == spec.name:
-                meta = _read_meta(part_path(out, spec.name, summary["direction"]))
-                if meta:
-                    summary.update(meta["summary"])
-    return results
+        for summary in results:  # with what the run-wide step (``finalize_run``) added to the parts' summaries
+            meta = _read_meta(part_path(out, spec.name, summary["direction"]))
+            if meta:
+                summary.update(meta["summary"])
+        return results
+
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    together = [spec for spec in specs if _side_by_side(spec, own[spec.name])]
+    for spec in specs:
+        if spec.name in by_metric:
+            continue
+        if spec not in together:
+            # one model load per metric
+            by_metric[spec.name] = run_metric(spec, spec.build(**own[spec.name].for_metric(spec, out)))
+            continue
+        # the judges side by side, at the place of the first; built here, so that a bad option fails first
+        scorers = {s.name: s.build(**own[s.name].for_metric(s, out)) for s in together}
+        with ThreadPoolExecutor(max_workers=len(together), thread_name_prefix="judge-metric") as pool:
+            jobs = {s.name: pool.submit(run_metric, s, scorers[s.name]) for s in together}
+        for s in together:  # every judge ran to its end; the first failure, in the run's order, is raised
+            error = jobs[s.name].exception()
+            if error is not None:
+                raise error
+            by_metric[s.name] = jobs[s.name].result()
+    return [summary for spec in specs for summary in by_metric[spec.name]]
 
 
 def dry_run_release(

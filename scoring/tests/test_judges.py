@@ -823,3 +823,94 @@ def test_a_judge_endpoint_the_worker_configured_gets_its_own_key(tmp_path, monke
         get_metric("gemba-mqm").build(judge={**_judge(server, tmp_path / "fresh"), "endpoint": "elsewhere"}).score(
             [_seg("Hello.", "Hallo.")]
         )
+
+
+# ---- one endpoint window for the judges of a run --------------------------------------------------------------
+
+
+class _InFlight(JudgeStubHandler):
+    """Counts the requests being answered at once, and which metric each came from."""
+
+    KINDS = {
+        "list its errors": "gemba-mqm",
+        "atomic facts": "askqe",
+        "closed questions": "cef",
+        "Check a candidate": "dcr",
+    }
+
+    def do_POST(self):
+        body = self.rfile.peek(1 << 16) if hasattr(self.rfile, "peek") else b""
+        kind = next((m for k, m in self.KINDS.items() if k.encode() in body), None)
+        with self.server.count_lock:
+            self.server.now += 1
+            self.server.peak = max(self.server.peak, self.server.now)
+            if kind:
+                self.server.kinds_seen.append((kind, frozenset(self.server.open_kinds)))
+                self.server.open_kinds[kind] = self.server.open_kinds.get(kind, 0) + 1
+        try:
+            super().do_POST()
+        finally:
+            with self.server.count_lock:
+                self.server.now -= 1
+                if kind:
+                    self.server.open_kinds[kind] -= 1
+                    if not self.server.open_kinds[kind]:
+                        del self.server.open_kinds[kind]
+
+
+def test_the_judges_of_a_run_share_the_endpoints_window_side_by_side_and_score_as_alone(tmp_path):
+    import threading
+
+    server = JudgeStubServer(latency=0.05)
+    server.RequestHandlerClass = _InFlight
+    server.count_lock, server.now, server.peak, server.kinds_seen, server.open_kinds = threading.Lock(), 0, 0, [], {}
+    server.start()
+    try:
+        release = write_release(tmp_path / "rel", directions=("en-de", "en-zh"))
+        metrics = ["gemba-mqm", "askqe", "cef", "dcr"]
+
+        def options(cache: str, run: list[str]) -> ScoreOptions:
+            judge = {**_judge(server, tmp_path), "concurrency": 3, "cache_dir": str(tmp_path / cache)}
+            return ScoreOptions(judge=judge, limit=4, extra={"nli_model": "none"} if "askqe" in run else {})
+
+        together = score_release(release, metrics, out=tmp_path / "together", options=options("c1", metrics))
+        assert [(s["metric"], s["direction"]) for s in together] == [
+            (m, d) for m in metrics for d in ("en-de", "en-zh")
+        ]
+        assert server.peak == 3  # one window of 3 for the four metrics, full at some point
+        # first stages of different metrics were answered at the same time
+        assert any(len(others - {kind}) for kind, others in server.kinds_seen)
+        for m in metrics:  # each metric alone, from an empty cache: the same scores and decisions
+            score_release(release, [m], out=tmp_path / "alone", options=options("c2", [m]))
+            a = pq.read_table(tmp_path / "together" / f"{m}.parquet").to_pydict()
+            b = pq.read_table(tmp_path / "alone" / f"{m}.parquet").to_pydict()
+            assert a["score"] == b["score"] and a.get("decision") == b.get("decision"), m
+    finally:
+        server.stop()
+
+
+def test_a_freed_slot_goes_to_the_waiter_with_the_fewest_requests_left():
+    import asyncio
+
+    from llm_client.limits import PrioritySlots
+
+    async def main() -> list[str]:
+        slots, order = PrioritySlots(1), []
+        await slots.acquire()
+
+        async def waiter(name: str, left: int) -> None:
+            await slots.acquire(left)
+            order.append(name)
+            slots.release()
+
+        tasks = [asyncio.create_task(waiter(n, k)) for n, k in (("bulk", 500), ("short", 3), ("bulk2", 500))]
+        await asyncio.sleep(0)
+        cancelled = asyncio.create_task(waiter("gone", 1))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        slots.release()
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(main()) == ["short", "bulk", "bulk2"]  # equal priorities: first come
