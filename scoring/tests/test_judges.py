@@ -838,9 +838,12 @@ class _InFlight(JudgeStubHandler):
         "Check a candidate": "dcr",
     }
 
+    def _body(self) -> bytes:
+        return self.body  # read once below, to see which metric asks
+
     def do_POST(self):
-        body = self.rfile.peek(1 << 16) if hasattr(self.rfile, "peek") else b""
-        kind = next((m for k, m in self.KINDS.items() if k.encode() in body), None)
+        self.body = super()._body()
+        kind = next((m for k, m in self.KINDS.items() if k.encode() in self.body), None)
         with self.server.count_lock:
             self.server.now += 1
             self.server.peak = max(self.server.peak, self.server.now)
@@ -879,6 +882,7 @@ def test_the_judges_of_a_run_share_the_endpoints_window_side_by_side_and_score_a
         ]
         assert server.peak == 3  # one window of 3 for the four metrics, full at some point
         # first stages of different metrics were answered at the same time
+        assert {kind for kind, _ in server.kinds_seen} == set(metrics)
         assert any(len(others - {kind}) for kind, others in server.kinds_seen)
         for m in metrics:  # each metric alone, from an empty cache: the same scores and decisions
             score_release(release, [m], out=tmp_path / "alone", options=options("c2", [m]))
