@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_client.endpoints import Endpoint, MissingKey, configured_endpoints
-from llm_client.limits import RateLimiter, RetryPolicy
+from llm_client.limits import PrioritySlots, RateLimiter, RetryPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +201,50 @@ class ChatClient:
         self._rng = random.Random(jitter_seed)
         self.structured_ok = True  # turned off for the rest of the run when the server rejects response_format
         self.requests_sent = 0  # HTTP requests, retries included (the tests count them)
+        self._session: tuple[asyncio.AbstractEventLoop, threading.Thread, tuple] | None = None
+        self._session_lock = threading.Lock()
         api_key_for(self.base_url, self.key_env)  # fail early, before any work is planned, when no key is set
+
+    def _http_client(self):
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(
+            api_key=api_key_for(self.base_url, self.key_env),
+            base_url=self.base_url or None,
+            timeout=self.timeout,
+            max_retries=0,
+        )
+
+    def open(self) -> ChatClient:
+        """Keep one event loop, HTTP client and in-flight window for every ``stream`` until ``close``.
+        Streams from several threads at once then share the ``concurrency`` bound (and the ``rpm`` budget),
+        a freed slot going to the stream with the fewest requests left (``PrioritySlots``): pipelines that
+        run side by side keep one endpoint's window full across their stages. Without it, each ``stream``
+        has a loop and a window of its own."""
+        with self._session_lock:
+            if self._session is None:
+                loop = asyncio.new_event_loop()
+                shared = (self._http_client(), PrioritySlots(self.concurrency), RateLimiter(self.rpm))
+                thread = threading.Thread(target=loop.run_forever, name="llm-chat-session", daemon=True)
+                thread.start()
+                self._session = (loop, thread, shared)
+        return self
+
+    def close(self) -> None:
+        """End the session ``open`` started (after its streams have ended); nothing without one."""
+        with self._session_lock:
+            session, self._session = self._session, None
+        if session is None:
+            return
+        loop, thread, (client, _, _) = session
+        try:
+            asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
+        except Exception:  # a client that cannot close cleanly still has its loop stopped
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
 
     async def _complete(self, client, limiter: RateLimiter, request: ChatRequest) -> ChatResult:
         from openai.types.chat import ChatCompletion
@@ -235,17 +278,14 @@ class ChatClient:
                     return ChatResult(request.custom_id, error=describe(exc), retryable=True, attempts=attempt)
                 await asyncio.sleep(self.retry.delay(attempt, self._rng, _retry_after(exc)))
 
-    async def _run(self, requests: Iterable[ChatRequest], out: queue.Queue, stop: threading.Event) -> None:
-        from openai import AsyncOpenAI
-
-        client = AsyncOpenAI(
-            api_key=api_key_for(self.base_url, self.key_env),
-            base_url=self.base_url or None,
-            timeout=self.timeout,
-            max_retries=0,
-        )
-        slots = asyncio.Semaphore(self.concurrency)
-        limiter = RateLimiter(self.rpm)
+    async def _run(
+        self, requests: list[ChatRequest], out: queue.Queue, stop: threading.Event, shared: tuple | None = None
+    ) -> None:
+        # shared: the open session's (HTTP client, slots, rate limiter); else this stream's own
+        if shared is None:
+            client, slots, limiter = self._http_client(), PrioritySlots(self.concurrency), RateLimiter(self.rpm)
+        else:
+            client, slots, limiter = shared
         running: set[asyncio.Task] = set()
 
         async def abandon_after_stop() -> None:
@@ -269,8 +309,8 @@ class ChatClient:
             out.put(result)
 
         try:
-            for request in requests:
-                await slots.acquire()
+            for index, request in enumerate(requests):
+                await slots.acquire(len(requests) - index)  # requests this stream has left to send
                 if stop.is_set():
                     slots.release()
                     break
@@ -281,7 +321,8 @@ class ChatClient:
                 await asyncio.gather(*running, return_exceptions=True)
         finally:
             watcher.cancel()
-            await client.close()
+            if shared is None:
+                await client.close()
 
     def stream(
         self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False
@@ -292,17 +333,40 @@ class ChatClient:
         out: queue.Queue = queue.Queue()
         stop = threading.Event()
         failure: list[BaseException] = []
+        session = self._session
 
-        def worker() -> None:
-            try:
-                asyncio.run(self._run(requests, out, stop))
-            except BaseException as exc:
-                failure.append(exc)
-            finally:
-                out.put(_DONE)
+        def finished(job) -> None:
+            if job.cancelled():
+                failure.append(RuntimeError("the client's session was closed while a stream ran"))
+            elif job.exception() is not None:
+                failure.append(job.exception())
+            out.put(_DONE)
 
-        thread = threading.Thread(target=worker, name="llm-chat", daemon=True)
-        thread.start()
+        if session is not None:  # on the open session's loop, in its shared window
+            job = asyncio.run_coroutine_threadsafe(self._run(requests, out, stop, session[2]), session[0])
+            job.add_done_callback(finished)
+
+            def wait() -> None:
+                try:
+                    job.result(timeout=self.timeout + 5)
+                except Exception:
+                    pass  # recorded by ``finished``
+        else:
+
+            def worker() -> None:
+                try:
+                    asyncio.run(self._run(requests, out, stop))
+                except BaseException as exc:
+                    failure.append(exc)
+                finally:
+                    out.put(_DONE)
+
+            thread = threading.Thread(target=worker, name="llm-chat", daemon=True)
+            thread.start()
+
+            def wait() -> None:
+                thread.join(timeout=self.timeout + 5)
+
         try:
             while True:
                 try:
@@ -318,6 +382,6 @@ class ChatClient:
                     stop.set()  # no new requests; those in flight still finish and are handed back
         finally:
             stop.set()
-            thread.join(timeout=self.timeout + 5)
+            wait()
         if failure:
             raise failure[0]

@@ -8,6 +8,8 @@ its reason.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -32,6 +34,39 @@ class RateLimiter:
             if wait > 0:
                 await asyncio.sleep(wait)
             self._next = loop.time() + self.interval
+
+
+class PrioritySlots:
+    """At most ``n`` holders at once, like ``asyncio.Semaphore``, but a freed slot goes to the waiter with the
+    lowest ``priority`` (ties: first come). Several streams sharing one endpoint's window each wait with the
+    number of requests they still have to send, so a short stage (which the rest of its pipeline waits on)
+    goes before the bulk of a long one, and the window stays full until the last stage."""
+
+    def __init__(self, n: int):
+        self._free = n
+        self._waiters: list[tuple[float, int, asyncio.Future]] = []
+        self._seq = itertools.count()
+
+    async def acquire(self, priority: float = 0.0) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._seq), future))
+        try:
+            await future  # the releaser handed its slot over
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # handed over just as the wait was cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                future.set_result(None)
+                return
+        self._free += 1
 
 
 @dataclass(frozen=True)

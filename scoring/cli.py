@@ -147,7 +147,8 @@ def _main(argv: list[str] | None = None) -> int:
                 return None
             from tqdm import tqdm
 
-            bar = tqdm(total=total, desc=f"{metric} {direction}", unit="seg", file=sys.stderr)
+            # a line each: judge metrics run side by side (scoring.runner.score_release)
+            bar = tqdm(total=total, desc=f"{metric} {direction}", unit="seg", file=sys.stderr, position=len(bars))
             bars.append(bar)
 
             def update(done: int, _total: int) -> None:

@@ -96,6 +96,10 @@ class MetricSpec:
     # Switches the platform's scores page offers for this metric: option name -> what turning it on does.
     # A switched-on option reaches the scorer as ``name=True`` (as ``--option name=true`` on the command line).
     options: dict[str, str] = field(default_factory=dict)
+    # A step over every direction of a run, once all are scored (AskQE's pooled GMM decision): called by the
+    # runner with a signature's options and direction -> the scores of its part (the parts scored with that
+    # signature); returns direction -> (columns to set, summary entries to set). None: per direction only.
+    finalize_run: Callable[[dict[str, Any], dict[str, list]], dict[str, tuple[dict, dict]]] | None = None
 
     def __post_init__(self) -> None:
         if not set(self.options) <= set(self.takes):

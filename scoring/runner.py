@@ -9,7 +9,9 @@ Layout under the output directory (default ``<release>/scores``)::
     summary.json                     per metric and direction: n, mean, mean by level, signature
 
 A part or chunk whose recorded input hash and metric configuration match is reused, so re-running (or a
-worker picking up a task a killed worker left) skips finished work.
+worker picking up a task a killed worker left) skips finished work. A metric with a step over every
+direction (``MetricSpec.finalize_run``: AskQE's pooled decision) runs it when the metric's file is
+assembled, and rewrites the parts it changes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -114,9 +117,9 @@ def _read_meta(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write_table(path: Path, columns: dict[str, list], meta: dict[str, Any]) -> None:
+def _write_table(path: Path, columns: dict[str, list] | pa.Table, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.table(columns)
+    table = columns if isinstance(columns, pa.Table) else pa.table(columns)
     table = table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode("utf-8")})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     pq.write_table(table, tmp)
@@ -260,13 +263,15 @@ def score_direction(
         "scoring_version": __version__,
         "tables": extra_meta.get("tables", {}),
     }
-    _write_table(target, cols, meta)
+    with _locked(out):  # not while another worker's run-wide step reads and rewrites this part
+        _write_table(target, cols, meta)
     if chunk_dir.exists():
         for f in chunk_dir.glob("*.parquet"):
             f.unlink()
         chunk_dir.rmdir()
     if assemble:  # a worker finishing one direction; a whole-release run assembles once at the end
         _assemble(out, spec.name, release_directions=release.directions())
+        summary = (_read_meta(target) or meta)["summary"]  # with what a run-wide step (finalize_run) set
     return {**summary, "skipped": False}
 
 
@@ -310,7 +315,10 @@ def _assemble(out: Path, metric: str, *, release_directions: list[str] | None = 
         parts = sorted(part_dir.glob("*.parquet"))
         metas = [m for m in (_read_meta(p) for p in parts) if m]
         scored = {m["summary"]["direction"] for m in metas}
-        if parts and (release_directions is None or scored >= set(release_directions)):
+        complete = bool(parts) and (release_directions is None or scored >= set(release_directions))
+        if complete and _finalize_run(metric, parts):
+            metas = [m for m in (_read_meta(p) for p in parts) if m]
+        if complete:
             meta = {
                 "metric": metric,
                 "spec": metas[0]["spec"] if metas else None,
@@ -341,6 +349,51 @@ def _assemble(out: Path, metric: str, *, release_directions: list[str] | None = 
         os.replace(tmp, summary_path)
 
 
+def _finalize_run(metric: str, parts: list[Path]) -> bool:
+    """The metric's step over every direction of the run (``MetricSpec.finalize_run``, AskQE's pooled GMM),
+    once per group of parts scored with one signature; a part whose columns or summary it changes is
+    rewritten in place (atomically, under the caller's lock). The same scores give the same parts, so a
+    rerun or a resumed run rewrites nothing. Returns whether any part was rewritten."""
+    spec = get_metric(metric)
+    if spec.finalize_run is None:
+        return False
+    groups: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path in parts:
+        meta = _read_meta(path)
+        if meta:
+            groups.setdefault(json.dumps(_config_key(meta["signature"]), sort_keys=True), []).append((path, meta))
+    changed = False
+    for members in groups.values():
+        options = members[0][1]["signature"].get("options") or {}
+        scores = {
+            m["summary"]["direction"]: pq.read_table(p, columns=["score"]).column("score").to_pylist()
+            for p, m in members
+        }
+        updates = spec.finalize_run(options, scores)
+        for path, meta in members:
+            update = updates.get(meta["summary"]["direction"])
+            if not update:
+                continue
+            columns, entries = update
+            table = pq.read_table(path)
+            same = all(
+                name in table.column_names and table.column(name).to_pylist() == values
+                for name, values in columns.items()
+            ) and all(meta["summary"].get(k) == v for k, v in entries.items())
+            if same:
+                continue
+            for name, values in columns.items():
+                column = pa.array(values)  # typed as a fresh part would be (all None: null)
+                if name in table.column_names:
+                    table = table.set_column(table.column_names.index(name), name, column)
+                else:
+                    table = table.append_column(name, column)
+            meta = {**meta, "summary": {**meta["summary"], **entries}}
+            _write_table(path, table.replace_schema_metadata(None), meta)
+            changed = True
+    return changed
+
+
 def _write_parts(path: Path, parts: list[Path], meta: dict[str, Any]) -> None:
     """Concatenate part files into ``path`` one part at a time (memory: one direction, not the release).
     Parts whose extras differ are aligned on the union of their columns (absent ones null, types promoted),
@@ -359,6 +412,17 @@ def _write_parts(path: Path, parts: list[Path], meta: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _side_by_side(spec: MetricSpec, options: ScoreOptions) -> bool:
+    """An LLM judge on an endpoint (not an in-process engine, not a dry run): scored side by side with the
+    run's other such judges, in the endpoint's one in-flight window (``scoring.judges.backends``)."""
+    judge = options.judge or {}
+    return (
+        spec.family == Family.LLM
+        and str(judge.get("backend") or "openai") == "openai"
+        and str(judge.get("dry_run", False)).lower() not in ("true", "1", "yes")
+    )
+
+
 def score_release(
     where: str | Path,
     metrics: Iterable[str],
@@ -367,15 +431,21 @@ def score_release(
     options: ScoreOptions | None = None,
     progress_factory: Callable[[str, str, int], Progress] | None = None,
 ) -> list[dict[str, Any]]:
+    """Score every wanted direction with every metric; returns the directions' summaries, metric by metric.
+
+    Metrics run one after another, except LLM judges on an endpoint: those run side by side (a thread each,
+    every one with its directions in order) and share the endpoint's in-flight window, so that while one
+    waits at a stage boundary (its questions before its answers) the others' requests keep the endpoint
+    busy. Their scores are the same either way (tested); only the wall time differs."""
     release = open_release(where)
     out = Path(out) if out else release.root / "scores"
     wanted = list(directions) if directions else release.directions()
-    results = []
     specs = [get_metric(name) for name in metrics]
     own = (options or ScoreOptions()).per_metric(specs)  # every option checked before any model loads
-    for spec in specs:
+
+    def run_metric(spec: MetricSpec, scorer) -> list[dict[str, Any]]:
         metric_options = own[spec.name]
-        scorer = spec.build(**metric_options.for_metric(spec, out))  # one model load per metric
+        results = []
         for direction in wanted:
             total = release.count(direction)
             if metric_options.limit is not None:
@@ -389,7 +459,31 @@ def score_release(
                 scorer.close()
             results.append(summary)
         _assemble(out, spec.name)
-    return results
+        for summary in results:  # with what the run-wide step (``finalize_run``) added to the parts' summaries
+            meta = _read_meta(part_path(out, spec.name, summary["direction"]))
+            if meta:
+                summary.update(meta["summary"])
+        return results
+
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    together = [spec for spec in specs if _side_by_side(spec, own[spec.name])]
+    for spec in specs:
+        if spec.name in by_metric:
+            continue
+        if spec not in together:
+            # one model load per metric
+            by_metric[spec.name] = run_metric(spec, spec.build(**own[spec.name].for_metric(spec, out)))
+            continue
+        # the judges side by side, at the place of the first; built here, so that a bad option fails first
+        scorers = {s.name: s.build(**own[s.name].for_metric(s, out)) for s in together}
+        with ThreadPoolExecutor(max_workers=len(together), thread_name_prefix="judge-metric") as pool:
+            jobs = {s.name: pool.submit(run_metric, s, scorers[s.name]) for s in together}
+        for s in together:  # every judge ran to its end; the first failure, in the run's order, is raised
+            error = jobs[s.name].exception()
+            if error is not None:
+                raise error
+            by_metric[s.name] = jobs[s.name].result()
+    return [summary for spec in specs for summary in by_metric[spec.name]]
 
 
 def dry_run_release(

@@ -2,7 +2,10 @@
 ``ChatResult``s, yielded as they complete.
 
 - ``openai``: any OpenAI-compatible endpoint (OpenAI, ``vllm serve``, others) through the shared
-  ``llm_client`` (concurrency, rpm, retries with backoff and jitter, structured output fallback);
+  ``llm_client`` (concurrency, rpm, retries with backoff and jitter, structured output fallback). The
+  judges of one process that reach one endpoint with the same limits share one client session, so one
+  in-flight window of ``concurrency`` serves them all: metrics scored side by side keep the endpoint busy
+  across each other's stage boundaries, and together never exceed the bound;
 - ``vllm``: vLLM's in-process engine, imported only when used. vLLM cannot share an environment with
   unbabel-comet, so this runs on a ``.venv-vllm`` worker consuming the ``judge`` queue.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from llm_client import ChatClient, ChatRequest, ChatResult, ClientUnavailable, RetryPolicy
@@ -38,6 +42,11 @@ def get_judge_backend(config):
     return factory(config)
 
 
+# endpoint and limits -> [open ChatClient, judges using it]
+_SESSIONS: dict[tuple, list] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
 @register_judge_backend("openai")
 class OpenAIJudgeBackend:
     def __init__(self, config):
@@ -45,14 +54,29 @@ class OpenAIJudgeBackend:
             # the worker's operator binds keys to endpoints (LLM_ENDPOINTS): a judge URL configured nowhere is
             # sent no key, so a typed URL cannot collect the worker's OPENAI_API_KEY (#36.1)
             endpoint = endpoint_for(configured_endpoints(), name=config.endpoint, base_url=config.base_url)
-            self.client = ChatClient(
-                base_url=endpoint.base_url,
-                key_env=endpoint.key_env,
-                concurrency=config.concurrency,
-                rpm=config.rpm,
-                timeout=config.timeout,
-                retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
+            self._key = (
+                endpoint.base_url,
+                endpoint.key_env,
+                config.concurrency,
+                config.rpm,
+                config.timeout,
+                config.max_attempts,
+                config.retry_base_delay,
             )
+            with _SESSIONS_LOCK:
+                entry = _SESSIONS.get(self._key)
+                if entry is None:
+                    client = ChatClient(
+                        base_url=endpoint.base_url,
+                        key_env=endpoint.key_env,
+                        concurrency=config.concurrency,
+                        rpm=config.rpm,
+                        timeout=config.timeout,
+                        retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
+                    )
+                    entry = _SESSIONS[self._key] = [client.open(), 0]
+                entry[1] += 1
+                self.client = entry[0]
         except (ClientUnavailable, EndpointError) as exc:
             raise MetricError(f"{exc} (--judge-url)") from None
 
@@ -60,6 +84,18 @@ class OpenAIJudgeBackend:
         self, requests: list[ChatRequest], should_stop: Callable[[], bool] = lambda: False
     ) -> Iterator[ChatResult]:
         return self.client.stream(requests, should_stop)
+
+    def close(self) -> None:
+        """This judge is done with the endpoint; the session ends with its last judge."""
+        with _SESSIONS_LOCK:
+            entry = _SESSIONS.get(self._key)
+            if entry is None or entry[0] is not self.client:
+                return
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del _SESSIONS[self._key]
+        self.client.close()
 
 
 _ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process (kept for the next task)

@@ -5,7 +5,8 @@ A scorer's ``score(segments)`` runs its pipeline stage by stage over the whole c
 of concurrent calls) and returns scores with extras; a segment whose calls failed in transport gets score
 None, its ``error`` text and ``retryable`` = True, and the runner leaves its direction unfinished so the
 next run redoes it (answered calls come from the cache). ``finalize`` runs once per direction on all its
-rows (AskQE's GMM decision, CEF's judge reliability).
+rows (CEF's judge reliability, AskQE's per-direction GMM decision); a step over every direction of the run
+is the metric's ``MetricSpec.finalize_run`` (AskQE's pooled GMM decision).
 """
 
 from __future__ import annotations

@@ -292,6 +292,9 @@ class Judge:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+        if self._backend is not None and hasattr(self._backend, "close"):
+            self._backend.close()  # its endpoint session is shared; reopened on the next use
+            self._backend = None
 
     def _lookup(self, key: str):
         if self.config.dry_run and self._cache is None:

@@ -9,12 +9,13 @@ release column the user names with ``bt_column``), answers on the back-translati
 question (token F1 by default; ``similarity`` = em, chrf, bleu or sbert) on answers normalised as the
 authors do (``normalization`` = squad lower-cases too), segment score = mean over questions (0 … 1).
 
-Decision (``finalize``), as the authors' ``gmm.py``: a two-component Gaussian mixture over the direction's
-scores (scikit-learn, ``random_state`` 42), a segment without a score counted as 0 in the fit
+Decision, as the authors' ``gmm.py``: one two-component Gaussian mixture (scikit-learn, ``random_state``
+42) over the scores of every direction of the run (``gmm_scope`` = pooled; the metric's ``finalize_run``,
+which the runner calls once every direction is scored), a segment without a score counted as 0 in the fit
 (``missing_as_zero``); ``p_reject`` is the posterior of the lower-mean component; ``decision`` is reject
 below the midpoint of the two means (``decision_rule`` = posterior: ``p_reject`` >= ``reject_threshold``).
-The authors fit one mixture over their whole file; parts here are per direction, so the fit is per
-direction. Answers are read one per question, in place: a list of another length is unreadable, asked
+``gmm_scope`` = direction fits one mixture per direction instead (``finalize``, when its direction is
+scored). Answers are read one per question, in place: a list of another length is unreadable, asked
 again and then recorded as "answers unreadable" (score None), as the authors' script skips such rows. The
 fit is stored with the scores (parquet metadata and summary.json).
 """
@@ -43,6 +44,7 @@ def items(text: str | None) -> list[str] | None:
 
 
 DECISION_RULES = ("midpoint", "posterior")
+GMM_SCOPES = ("pooled", "direction")  # pooled: one mixture over the run, as the authors fit their whole file
 
 
 def gmm_decision(
@@ -104,6 +106,56 @@ def gmm_decision(
             decision.append("reject" if p >= threshold else "accept")
     fit["n_reject"] = decision.count("reject")
     return decision, p_reject, fit
+
+
+def pooled_decision(
+    by_direction: dict[str, list], **kw
+) -> tuple[dict[str, list], dict[str, list], dict[str, dict[str, Any]]]:
+    """``gmm_decision`` over the scores of several directions at once, as the authors fit one mixture over
+    their whole file: the directions' scores one after another (in sorted direction order, so that the fit
+    does not depend on which direction finished first), one fit, its decisions split back. Returns
+    direction -> decisions, direction -> ``p_reject``, and direction -> its fit record (the pooled fit, with
+    that direction's own count and rejects; ``kw``: ``gmm_decision``'s options)."""
+    order = sorted(by_direction)
+    flat = [s for d in order for s in by_direction[d]]
+    decision, p_reject, fit = gmm_decision(flat, **kw)
+    fit = {**fit, "scope": "pooled", "directions": order, "n_pooled": fit["n"]}
+    if "n_reject" in fit:
+        fit["n_reject_pooled"] = fit.pop("n_reject")
+    decisions, posteriors, fits, lo = {}, {}, {}, 0
+    missing_as_zero = kw.get("missing_as_zero", True)
+    for d in order:
+        hi = lo + len(by_direction[d])
+        decisions[d], posteriors[d] = decision[lo:hi], p_reject[lo:hi]
+        own = {**fit, "n": sum(1 for s in by_direction[d] if s is not None or missing_as_zero)}
+        if fit.get("fitted"):
+            own["n_reject"] = decisions[d].count("reject")
+        fits[d] = own
+        lo = hi
+    return decisions, posteriors, fits
+
+
+def decision_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """``gmm_decision``'s keywords from the metric's options (as a scorer holds them, or as a part's
+    signature recorded them)."""
+    flag = opts.get("missing_as_zero", True)
+    return {
+        "seed": int(opts.get("gmm_seed", 42)),
+        "threshold": float(opts.get("reject_threshold", 0.5)),
+        "rule": opts.get("decision_rule", "midpoint"),
+        "missing_as_zero": flag if isinstance(flag, bool) else str(flag).lower() in ("true", "1", "yes"),
+    }
+
+
+def finalize_run(options: dict[str, Any], scores: dict[str, list]) -> dict[str, tuple[dict, dict]]:
+    """The runner's step over every direction of a run scored with one signature (``MetricSpec.finalize_run``):
+    with ``gmm_scope`` = pooled, one mixture over all their scores (direction -> its scores). Returns
+    direction -> (columns to set, summary entries); nothing with the per-direction scope (``finalize``
+    decided each direction already)."""
+    if options.get("gmm_scope") != "pooled":  # parts from before the option fitted per direction
+        return {}
+    decisions, posteriors, fits = pooled_decision(scores, **decision_options(options))
+    return {d: ({"decision": decisions[d], "p_reject": posteriors[d]}, {"gmm": fits[d]}) for d in scores}
 
 
 def contradiction_index(config) -> int:
@@ -173,6 +225,7 @@ class AskQEScorer(JudgeScorer):
         "nli_model": NLI_MODEL,
         "gmm_seed": 42,
         "decision_rule": "midpoint",
+        "gmm_scope": "pooled",
         "reject_threshold": 0.5,
         "missing_as_zero": True,
     }
@@ -190,6 +243,10 @@ class AskQEScorer(JudgeScorer):
         if self.opts["decision_rule"] not in DECISION_RULES:
             raise MetricError(
                 f"askqe: decision_rule {self.opts['decision_rule']!r} unknown; choose from {', '.join(DECISION_RULES)}"
+            )
+        if self.opts["gmm_scope"] not in GMM_SCOPES:
+            raise MetricError(
+                f"askqe: gmm_scope {self.opts['gmm_scope']!r} unknown; choose from {', '.join(GMM_SCOPES)}"
             )
         flag = self.opts["missing_as_zero"]
         if not isinstance(flag, bool):
@@ -360,16 +417,24 @@ class AskQEScorer(JudgeScorer):
         return self.result(scores, ledger, extras)
 
     def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
-        decision, p_reject, fit = gmm_decision(
-            columns["score"],
-            seed=int(self.opts["gmm_seed"]),
-            threshold=float(self.opts["reject_threshold"]),
-            rule=self.opts["decision_rule"],
-            missing_as_zero=self.opts["missing_as_zero"],
-        )
+        n = len(columns["score"])
+        if self.opts["gmm_scope"] == "pooled":
+            # decided by ``finalize_run`` over every direction of the run, once all are scored
+            columns["decision"] = [None] * n
+            columns["p_reject"] = [None] * n
+            return {
+                "gmm": {
+                    "scope": "pooled",
+                    "fitted": False,
+                    "pending": True,
+                    "n": n,
+                    "reason": "pooled over the run's directions: decided once every direction is scored",
+                }
+            }
+        decision, p_reject, fit = gmm_decision(columns["score"], **decision_options(self.opts))
         columns["decision"] = decision
         columns["p_reject"] = p_reject
-        return {"gmm": fit}
+        return {"gmm": {**fit, "scope": "direction"}}
 
 
 register(
@@ -384,6 +449,8 @@ register(
         device="judge",
         build=lambda **kw: AskQEScorer(**kw),
         takes=tuple(AskQEScorer.options),
-        description="AskQE: questions from the source answered on source and back-translated MT (F1); GMM accept/reject per direction",
+        finalize_run=finalize_run,
+        description="AskQE: questions from the source answered on source and back-translated MT (F1); "
+        "GMM accept/reject over the run's directions",
     )
 )

@@ -19,7 +19,8 @@ is the method's, not a library release's.) AskQE's checkout needs only the two P
 What runs: CEF ``calculate_scores`` (``cef-paper/src/cef_framework/QAG.py``) and the ADR/ADS script
 ``cef-paper/src/cef_robustness/robestness_scores.py`` (fed in-memory datasets in its own layout); AskQE
 ``compare_answers`` (``evaluation/string-comparison/utils.py``) and ``biomqm/human_simulation/gmm.py``
-(fed a JSONL file in a temporary directory); DCR ``DCE_AMC.auto_metric_converter``
+(fed a JSONL file in a temporary directory: one direction's scores, or several directions' one after
+another in sorted order, as the authors fit one mixture over their whole file); DCR ``DCE_AMC.auto_metric_converter``
 (``dcr/components/dce_amc.py``) with a stand-in LLM that returns the AMC answer.
 """
 
@@ -289,30 +290,70 @@ GMM_CASES = [
 ]
 
 
-def askqe_gmm(root: Path) -> list[dict]:
+# Pooled: the authors fit one mixture over their whole file. Direction -> scores; the file holds the
+# directions one after another in sorted order (the project's order, so that both fits see the same rows).
+GMM_POOLED_CASES = [
+    (
+        "two directions of different quality",
+        {
+            "en-de": [0.9, 0.92, 0.88, 0.95, 0.6, 0.91, 0.93, 0.62, 0.89, 0.94],
+            "en-zh": [0.3, 0.35, 0.6, 0.28, 0.62, 0.33, 0.4, 0.65, 0.31, 0.38],
+        },
+    ),
+    (
+        "ties across directions, one direction of a single value",
+        {
+            "en-de": [0.5, 0.5, 0.5, 0.5, 1.0, 1.0, 1.0],
+            "en-es": [0.5, 0.5, 0.5, 0.0, 0.0, 0.25],
+            "en-zh": [1.0, 1.0, 1.0, 1.0],
+        },
+    ),
+    (
+        "missing scores, a direction of one segment",
+        {
+            "de-en": [0.7, None, 0.8, 0.75, 0.2, None],
+            "en-cs": [0.9],
+            "en-de": [0.22, 0.85, 0.6, None, 0.15, 0.95],
+        },
+    ),
+]
+
+
+def _run_gmm_script(source: str, scores: list) -> tuple[dict, list[dict]]:
+    """The authors' ``gmm.py`` run unchanged on a JSONL file of ``scores``: its namespace and output rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "classified").mkdir()
+        with open(Path(tmp) / "askqe_sbert.jsonl", "w") as f:
+            for s in scores:
+                # the script fits "avg_cos_sim" and decides on "avg_xcomet": both carry the score
+                f.write(json.dumps({} if s is None else {"avg_cos_sim": s, "avg_xcomet": s}) + "\n")
+        here = os.getcwd()
+        os.chdir(tmp)
+        try:
+            namespace = {"__name__": "gmm"}
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(source, "gmm.py", "exec"), namespace)
+            rows = [json.loads(line) for line in open("classified/askqe_sbert.jsonl")]
+        finally:
+            os.chdir(here)
+    return namespace, rows
+
+
+def _gmm_source(root: Path) -> str:
     source = (root / "biomqm" / "human_simulation" / "gmm.py").read_text()
     _stub_modules("matplotlib", "matplotlib.pyplot")
     plt = sys.modules["matplotlib.pyplot"]
     for name in ("scatter", "axvline", "xlabel", "ylabel", "title", "legend", "savefig", "show"):
         setattr(plt, name, lambda *a, **k: None)
     sys.modules["matplotlib"].pyplot = plt
+    return source
+
+
+def askqe_gmm(root: Path) -> list[dict]:
+    source = _gmm_source(root)
     out = []
     for name, scores in GMM_CASES:
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "classified").mkdir()
-            with open(Path(tmp) / "askqe_sbert.jsonl", "w") as f:
-                for s in scores:
-                    # the script fits "avg_cos_sim" and decides on "avg_xcomet": both carry the score
-                    f.write(json.dumps({} if s is None else {"avg_cos_sim": s, "avg_xcomet": s}) + "\n")
-            here = os.getcwd()
-            os.chdir(tmp)
-            try:
-                namespace = {"__name__": "gmm"}
-                with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(source, "gmm.py", "exec"), namespace)
-                rows = [json.loads(line) for line in open("classified/askqe_sbert.jsonl")]
-            finally:
-                os.chdir(here)
+        namespace, rows = _run_gmm_script(source, scores)
         out.append(
             {
                 "case": name,
@@ -321,6 +362,32 @@ def askqe_gmm(root: Path) -> list[dict]:
                 "means": sorted(float(m) for m in namespace["gmm"].means_.ravel()),
                 "p_reject": [float(r["p_reject"]) for r in rows],
                 "decision": [r["decision"] if s is not None else None for r, s in zip(rows, scores)],
+            }
+        )
+    return out
+
+
+def askqe_gmm_pooled(root: Path) -> list[dict]:
+    source = _gmm_source(root)
+    out = []
+    for name, directions in GMM_POOLED_CASES:
+        order = sorted(directions)
+        flat = [s for d in order for s in directions[d]]
+        namespace, rows = _run_gmm_script(source, flat)
+        p_reject, decision, lo = {}, {}, 0
+        for d in order:
+            hi = lo + len(directions[d])
+            p_reject[d] = [float(r["p_reject"]) for r in rows[lo:hi]]
+            decision[d] = [r["decision"] if s is not None else None for r, s in zip(rows[lo:hi], directions[d])]
+            lo = hi
+        out.append(
+            {
+                "case": name,
+                "directions": directions,
+                "threshold": float(namespace["threshold"]),
+                "means": sorted(float(m) for m in namespace["gmm"].means_.ravel()),
+                "p_reject": p_reject,
+                "decision": decision,
             }
         )
     return out
@@ -374,6 +441,7 @@ def main(argv=None) -> int:
         "cef_reliability": cef_reliability(args.cef),
         "askqe_similarity": askqe_similarity(args.askqe),
         "askqe_gmm": askqe_gmm(args.askqe),
+        "askqe_gmm_pooled": askqe_gmm_pooled(args.askqe),
         "dcr_amc": dcr_amc(args.dcr),
     }
     text = json.dumps(

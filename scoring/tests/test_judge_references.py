@@ -105,6 +105,37 @@ def test_the_posterior_rule_is_an_option_and_decides_differently_on_ties():
     assert fit["rule"] == "posterior" and fit["threshold"] == 0.5
 
 
+@pytest.mark.parametrize("case", FIXTURE["askqe_gmm_pooled"], ids=lambda c: c["case"])
+def test_askqe_decision_pools_the_directions_as_the_authors_gmm_script_fits_their_whole_file(case):
+    from scoring.metrics.askqe import AskQEScorer, finalize_run
+
+    # the runner's step over every direction of the run, with the metric's default options
+    updates = finalize_run(dict(AskQEScorer.options), case["directions"])
+    assert set(updates) == set(case["directions"])
+    for direction, (columns, entries) in updates.items():
+        fit = entries["gmm"]
+        assert fit["scope"] == "pooled" and fit["directions"] == sorted(case["directions"])
+        assert fit["midpoint"] == pytest.approx(case["threshold"], abs=1e-9)
+        assert sorted(fit["means"]) == pytest.approx(case["means"], abs=1e-9)
+        assert columns["decision"] == case["decision"][direction], direction
+        assert columns["p_reject"] == pytest.approx(case["p_reject"][direction], abs=1e-6)
+        assert fit["n"] == len(case["directions"][direction])  # missing scores are in the fit as 0
+        assert fit["n_pooled"] == sum(len(v) for v in case["directions"].values())
+        assert fit["n_reject"] == case["decision"][direction].count("reject")
+
+
+def test_the_per_direction_fit_is_an_option_and_decides_otherwise_than_the_authors():
+    from scoring.metrics.askqe import finalize_run, gmm_decision
+
+    case = next(c for c in FIXTURE["askqe_gmm_pooled"] if c["case"] == "two directions of different quality")
+    per_direction = {d: gmm_decision(scores)[0] for d, scores in case["directions"].items()}
+    assert per_direction != case["decision"]  # the fixture tells the two scopes apart
+    assert finalize_run({"gmm_scope": "direction"}, case["directions"]) == {}  # decided by ``finalize`` instead
+    ties = next(c for c in FIXTURE["askqe_gmm_pooled"] if c["case"].startswith("ties"))
+    assert gmm_decision(ties["directions"]["en-zh"])[2]["fitted"] is False  # alone: a single value
+    assert set(ties["decision"]["en-zh"]) == {"accept"}  # pooled: decided
+
+
 @pytest.mark.parametrize("case", FIXTURE["dcr_amc"], ids=lambda c: str(c["marks"]))
 def test_dcr_amc_equals_the_authors_auto_metric_converter(case):
     from scoring.metrics.dcr import amc_score

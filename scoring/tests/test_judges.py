@@ -455,6 +455,112 @@ def test_askqe_with_a_user_back_translation_column_and_its_decision(stub, tmp_pa
     )
 
 
+def _askqe_release(root: Path, losses: dict[str, list[int]]) -> Path:
+    """A release whose back-translations (column ``bt``) drop 2k words of the source per triplet, k per
+    direction from ``losses``: the more words lost, the lower AskQE's score."""
+    src = [
+        "The committee approved the new budget after a long debate.",
+        "Heavy rain caused flooding in several villages near the river.",
+    ]
+    for direction, ks in losses.items():
+        rows = []
+        for s_i, s in enumerate(src):
+            for j, k in enumerate(ks):
+                words = s.split()
+                bt = " ".join(words[: len(words) - 2 * k] or words[:1])
+                rows.append(
+                    {
+                        "triplet_id": f"{direction}:{s_i}-{j}",
+                        "src": s,
+                        "ref": "r",
+                        "mt": f"m{k}",
+                        "num_errors": k,
+                        "bt": bt,
+                    }
+                )
+        (root / direction).mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows), root / direction / "test.parquet")
+    return root
+
+
+def test_askqe_decides_over_every_direction_of_the_run_and_a_rerun_keeps_the_decisions(stub, tmp_path):
+    from scoring.worker import score_direction_task
+
+    # en-de: all 1.0 but one 0.8; en-zh: 1.0, 0.8 and 0. Alone, en-de's mixture (1.0 against 0.8) rejects
+    # its 0.8; the run's mixture (low component near 0) accepts it
+    release = _askqe_release(tmp_path / "rel", {"en-de": [0, 1, 2, 0, 1, 3], "en-zh": [0, 5, 4, 5, 1, 4]})
+    extra = {"bt_column": "bt", "nli_model": "none"}
+    out = tmp_path / "out"
+    summaries = score_release(
+        release, ["askqe"], out=out, options=ScoreOptions(judge=_judge(stub, tmp_path), extra=extra)
+    )
+    parts = {d: pq.read_table(part_path(out, "askqe", d)).to_pydict() for d in ("en-de", "en-zh")}
+    scores = {d: p["score"] for d, p in parts.items()}
+    # the authors' script on the run's whole file: one mixture over both directions' rows, in sorted order
+    decision, p_reject, _ = gmm_decision(scores["en-de"] + scores["en-zh"])
+    pooled = {"en-de": decision[:12], "en-zh": decision[12:]}
+    posterior = {"en-de": p_reject[:12], "en-zh": p_reject[12:]}
+    per_direction = {d: gmm_decision(v)[0] for d, v in scores.items()}
+    assert per_direction != pooled  # this release tells the two scopes apart
+    whole = pq.read_table(out / "askqe.parquet").to_pydict()
+    assert whole["decision"] == pooled["en-de"] + pooled["en-zh"] and "reject" in pooled["en-zh"]
+    for d, part in parts.items():
+        assert part["decision"] == pooled[d] and part["p_reject"] == posterior[d]
+        meta = json.loads(pq.read_schema(part_path(out, "askqe", d)).metadata[META_KEY])
+        assert meta["summary"]["gmm"]["scope"] == "pooled" and meta["summary"]["gmm"]["directions"] == [
+            "en-de",
+            "en-zh",
+        ]
+    assert all(s["gmm"]["fitted"] and s["gmm"]["n_pooled"] == 24 for s in summaries)
+    listed = json.loads((out / "summary.json").read_text())["metrics"]["askqe"]["directions"]
+    assert {d: v["gmm"]["n_reject"] for d, v in listed.items()} == {d: v.count("reject") for d, v in pooled.items()}
+
+    # a rerun scores nothing and rewrites no part; the decisions stay
+    written = {d: part_path(out, "askqe", d).stat().st_mtime_ns for d in parts}
+    again = score_release(release, ["askqe"], out=out, options=ScoreOptions(judge=_judge(stub, tmp_path), extra=extra))
+    assert all(s["skipped"] for s in again)
+    assert {d: part_path(out, "askqe", d).stat().st_mtime_ns for d in parts} == written
+    assert pq.read_table(out / "askqe.parquet").to_pydict()["decision"] == whole["decision"]
+    # a run that redoes one direction (its part lost) gives the same decisions, and leaves the other's part
+    part_path(out, "askqe", "en-zh").unlink()
+    score_release(release, ["askqe"], out=out, options=ScoreOptions(judge=_judge(stub, tmp_path), extra=extra))
+    assert part_path(out, "askqe", "en-de").stat().st_mtime_ns == written["en-de"]
+    assert pq.read_table(out / "askqe.parquet").to_pydict()["decision"] == whole["decision"]
+
+    # one worker task per direction: a direction scored alone waits for the others; the last one decides all
+    out2 = tmp_path / "out2"
+    options = {"judge": _judge(stub, tmp_path), "extra": extra}
+    for i, d in enumerate(("en-zh", "en-de")):
+        score_direction_task.apply(
+            kwargs={
+                "release_dir": str(release),
+                "metric": "askqe",
+                "direction": d,
+                "out_dir": str(out2),
+                "options": options,
+            }
+        ).get()
+        if i == 0:
+            first = pq.read_table(part_path(out2, "askqe", d)).to_pydict()
+            meta = json.loads(pq.read_schema(part_path(out2, "askqe", d)).metadata[META_KEY])
+            assert set(first["decision"]) == {None} and meta["summary"]["gmm"]["pending"]
+            assert not (out2 / "askqe.parquet").exists()
+    for d in parts:
+        assert pq.read_table(part_path(out2, "askqe", d)).to_pydict()["decision"] == pooled[d]
+
+    # gmm_scope=direction: each direction's own mixture, decided as its part is written
+    out3 = tmp_path / "out3"
+    score_release(
+        release,
+        ["askqe"],
+        out=out3,
+        options=ScoreOptions(judge=_judge(stub, tmp_path), extra={**extra, "gmm_scope": "direction"}),
+    )
+    for d in parts:
+        part = pq.read_table(part_path(out3, "askqe", d)).to_pydict()
+        assert part["score"] == scores[d] and part["decision"] == per_direction[d]
+
+
 def test_cef_reliability_of_several_judges_is_written_beside_the_scores(stub, tmp_path):
     release = write_release(tmp_path / "rel", directions=("en-de",))
     opts = ScoreOptions(judge=_judge(stub, tmp_path), extra={"judges": "stub-judge,stub-b,stub-c"}, limit=6)
@@ -717,3 +823,98 @@ def test_a_judge_endpoint_the_worker_configured_gets_its_own_key(tmp_path, monke
         get_metric("gemba-mqm").build(judge={**_judge(server, tmp_path / "fresh"), "endpoint": "elsewhere"}).score(
             [_seg("Hello.", "Hallo.")]
         )
+
+
+# ---- one endpoint window for the judges of a run --------------------------------------------------------------
+
+
+class _InFlight(JudgeStubHandler):
+    """Counts the requests being answered at once, and which metric each came from."""
+
+    KINDS = {
+        "list its errors": "gemba-mqm",
+        "atomic facts": "askqe",
+        "closed questions": "cef",
+        "Check a candidate": "dcr",
+    }
+
+    def _body(self) -> bytes:
+        return self.body  # read once below, to see which metric asks
+
+    def do_POST(self):
+        self.body = super()._body()
+        kind = next((m for k, m in self.KINDS.items() if k.encode() in self.body), None)
+        with self.server.count_lock:
+            self.server.now += 1
+            self.server.peak = max(self.server.peak, self.server.now)
+            if kind:
+                self.server.kinds_seen.append((kind, frozenset(self.server.open_kinds)))
+                self.server.open_kinds[kind] = self.server.open_kinds.get(kind, 0) + 1
+        try:
+            super().do_POST()
+        finally:
+            with self.server.count_lock:
+                self.server.now -= 1
+                if kind:
+                    self.server.open_kinds[kind] -= 1
+                    if not self.server.open_kinds[kind]:
+                        del self.server.open_kinds[kind]
+
+
+def test_the_judges_of_a_run_share_the_endpoints_window_side_by_side_and_score_as_alone(tmp_path):
+    import threading
+
+    server = JudgeStubServer(latency=0.05)
+    server.RequestHandlerClass = _InFlight
+    server.count_lock, server.now, server.peak, server.kinds_seen, server.open_kinds = threading.Lock(), 0, 0, [], {}
+    server.start()
+    try:
+        release = write_release(tmp_path / "rel", directions=("en-de", "en-zh"))
+        metrics = ["gemba-mqm", "askqe", "cef", "dcr"]
+
+        def options(cache: str, run: list[str]) -> ScoreOptions:
+            judge = {**_judge(server, tmp_path), "concurrency": 3, "cache_dir": str(tmp_path / cache)}
+            return ScoreOptions(judge=judge, limit=4, extra={"nli_model": "none"} if "askqe" in run else {})
+
+        together = score_release(release, metrics, out=tmp_path / "together", options=options("c1", metrics))
+        assert [(s["metric"], s["direction"]) for s in together] == [
+            (m, d) for m in metrics for d in ("en-de", "en-zh")
+        ]
+        assert server.peak == 3  # one window of 3 for the four metrics, full at some point
+        # first stages of different metrics were answered at the same time
+        assert {kind for kind, _ in server.kinds_seen} == set(metrics)
+        assert any(len(others - {kind}) for kind, others in server.kinds_seen)
+        for m in metrics:  # each metric alone, from an empty cache: the same scores and decisions
+            score_release(release, [m], out=tmp_path / "alone", options=options("c2", [m]))
+            a = pq.read_table(tmp_path / "together" / f"{m}.parquet").to_pydict()
+            b = pq.read_table(tmp_path / "alone" / f"{m}.parquet").to_pydict()
+            assert a["score"] == b["score"] and a.get("decision") == b.get("decision"), m
+    finally:
+        server.stop()
+
+
+def test_a_freed_slot_goes_to_the_waiter_with_the_fewest_requests_left():
+    import asyncio
+
+    from llm_client.limits import PrioritySlots
+
+    async def main() -> list[str]:
+        slots, order = PrioritySlots(1), []
+        await slots.acquire()
+
+        async def waiter(name: str, left: int) -> None:
+            await slots.acquire(left)
+            order.append(name)
+            slots.release()
+
+        tasks = [asyncio.create_task(waiter(n, k)) for n, k in (("bulk", 500), ("short", 3), ("bulk2", 500))]
+        await asyncio.sleep(0)
+        cancelled = asyncio.create_task(waiter("gone", 1))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        slots.release()
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(main()) == ["short", "bulk", "bulk2"]  # equal priorities: first come
