@@ -80,7 +80,7 @@ def next_item(request, project):
     if got is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "review"})
     url = reverse("review:candidate", args=[project.name, got.candidate.pk])
-    query = f"?round={got.round.pk}" + (f"&lang={lang}" if lang else "")
+    query = f"?round={got.round.number}"  # the number the page shows (not the id) + (f"&lang={lang}" if lang else "")
     return redirect(url + query)
 
 
@@ -92,7 +92,7 @@ def candidate(request, project, pk):
         cand = services.visible_candidate(request.user, pk)
         if cand.segment.project_id != project.pk:
             raise Http404
-        rnd = services.round_for(request.user, cand, request.GET.get("round") or request.POST.get("round"))
+        rnd = services.round_for(request.user, cand, number=request.GET.get("round") or request.POST.get("round"))
     except services.ReviewError as exc:
         return _error(request, exc)
     lang = _lang_param(request)
