@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import io
 from functools import cache
-from xml.sax.saxutils import escape
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
