@@ -37,8 +37,9 @@ from core import access, bulk
 from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
-from core.models import Direction, Profile, Project
-from core.services import ImportRejected, clean_username, create_user, ensure_language
+from core.models import Direction, Project, ReviewerAssignment
+from core.selectors import active_directions
+from core.services import ImportRejected, clean_username, create_user
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -895,25 +896,15 @@ def rating_items_for_pseudo_translations(project: Project, pseudo_translations) 
 # ---- annotator accounts -----------------------------------------------------------------------------
 
 
-def assign_languages(admin, user, codes: list[str]) -> None:
-    access.require_admin(admin, error=Forbidden)
-    with transaction.atomic():
-        profile, _ = Profile.objects.get_or_create(user=user)
-        old = sorted(profile.languages.values_list("code", flat=True))
-        try:
-            languages = [ensure_language(c) for c in codes]
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"unknown language code: {exc}", "languages") from None
-        if sorted({language.code for language in languages}) != old:  # the same languages again record nothing
-            profile.languages.set(languages)
-            audit(admin, "annotator.languages", user, {"languages": old}, {"languages": sorted(codes)})
-
-
-def invite_annotator(admin, username: str, *, email: str = "", languages: list[str] = ()):
-    """Create an annotator without a usable password; returns (user, uidb64, token) for a set-password
-    link the admin sends them (Django's password-reset token: single use, expires)."""
+def invite_annotator(admin, username: str, *, email: str = "", reviews: list[tuple[str, str]] = ()):
+    """Create an annotator without a usable password, assigned to review ``reviews`` ((project, direction)
+    pairs); returns (user, uidb64, token) for a set-password link the admin sends them (Django's
+    password-reset token: single use, expires). The site's form checks every field first
+    (``annotation.review.forms.InviteForm``); here each is checked again, for other callers."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.tokens import default_token_generator
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
     from django.utils.encoding import force_bytes
     from django.utils.http import urlsafe_base64_encode
 
@@ -921,9 +912,6 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
     username = (username or "").strip()
     if not username:
         raise Invalid("username is required", "username")
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_email
-
     try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
         username = clean_username(username)
     except ValidationError as exc:
@@ -935,12 +923,20 @@ def invite_annotator(admin, username: str, *, email: str = "", languages: list[s
             raise Invalid("email: enter a valid email address", "email") from None
     if get_user_model().objects.filter(username=username).exists():
         raise Conflict(f"username {username!r} is taken: that user already exists", "username")
+    assignments = []
+    for project_name, code in reviews:
+        project = Project.objects.filter(name=project_name).first()
+        direction = active_directions(project).filter(code=code).first() if project else None
+        if direction is None:
+            raise Invalid(f"reviews: {project_name}/{code} is not an active direction of a project", "reviews")
+        assignments.append((project, direction))
     with transaction.atomic():
-        try:
-            user = create_user(username, secrets.token_urlsafe(24), languages=list(languages), email=email)
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"unknown language code: {exc}", "languages") from None
+        user = create_user(username, secrets.token_urlsafe(24), email=email)
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        audit(admin, "annotator.invite", user, None, {"username": username, "languages": sorted(languages)})
+        ReviewerAssignment.objects.bulk_create(
+            [ReviewerAssignment(project=p, direction=d, user=user) for p, d in assignments], ignore_conflicts=True
+        )
+        reviewed = sorted(f"{p.name}/{d.code}" for p, d in assignments)
+        audit(admin, "annotator.invite", user, None, {"username": username, "reviews": reviewed})
     return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods
 from annotation.models import ReviewRound
 from annotation.review import domain as rules
 from annotation.review import selectors, services
+from annotation.review.forms import InviteForm
 from core import access
 from core import selectors as core_selectors
 from core.domain.params import id_param
@@ -159,7 +160,7 @@ def my_decisions(request):
     decisions = (
         selectors.decisions_of(request.user)
         .filter(reviewer=request.user)
-        .select_related("candidate__segment__project", "candidate__segment__direction__target")
+        .select_related("candidate__segment__project", "candidate__segment__direction__target", "round")
         .order_by("-updated_at")
     )
     skips = selectors.skips_of(request.user).filter(reviewer=request.user)
@@ -242,6 +243,7 @@ def rate(request, pk):
         {
             "item": item,
             "language": item.direction.target,
+            "source_language": item.direction.source,
             "dimensions": dims,
             "own": own,
             "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
@@ -343,43 +345,35 @@ def adjudication(request, project):
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request):
+    """Invite annotators and see who reviews what, per project (each project's settings change it)."""
     access.require_admin(request.user)
-    User = get_user_model()
+    form = InviteForm(request.POST if request.method == "POST" else None)
     invite_link = None
     if request.method == "POST":
-        codes = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
-        try:
-            action = request.POST.get("action")
-            if action == "invite":
+        if request.POST.get("action") != "invite":
+            messages.error(request, f"action: unknown action {request.POST.get('action', '')!r}")
+            return redirect("review:annotators")
+        if form.is_valid():
+            try:
                 user, uid, token = services.invite_annotator(
-                    request.user, request.POST.get("username", ""), email=request.POST.get("email", ""), languages=codes
+                    request.user,
+                    form.cleaned_data["username"],
+                    email=form.cleaned_data["email"],
+                    reviews=form.cleaned_data["reviews"],
                 )
+            except services.ReviewError as exc:  # a direction retired or a name taken meanwhile
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
                 messages.success(
                     request, f"Annotator {user.username} created. Send them the link below to set a password."
                 )
-            elif action == "assign":
-                user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
-                if user is None:  # deleted meanwhile: say so on the page
-                    raise services.NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
-                services.assign_languages(request.user, user, codes)
-                messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
-            else:
-                raise services.Invalid(f"action: unknown action {action!r}", "action")
-        except services.ReviewError as exc:
-            messages.error(request, exc.message)
-        if invite_link is None:
-            return redirect("review:annotators")
-    users = User.objects.select_related("profile").prefetch_related("profile__languages").order_by("username")
-    rows = [
-        {
-            "user": u,
-            "role": getattr(getattr(u, "profile", None), "role", ""),
-            "languages": " ".join(lang.code for lang in u.profile.languages.all()) if hasattr(u, "profile") else "",
-        }
-        for u in users
-    ]
-    return render(request, "review/annotators.html", {"rows": rows, "invite_link": invite_link})
+                form = InviteForm()
+    return render(
+        request,
+        "review/annotators.html",
+        {"form": form, "rows": selectors.reviewers_by_project(), "invite_link": invite_link},
+    )
 
 
 @require_http_methods(["GET", "POST"])

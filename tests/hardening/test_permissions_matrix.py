@@ -195,8 +195,8 @@ ROWS = [
         _u("review:annotators"),
         "DDDO",
         writes=True,
-        body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"},
-    ),  # an annotator giving themselves a language
+        body=lambda w: {"action": "invite", "username": "sneaky_de", "reviews": ["de-only/en-de"]},
+    ),  # an annotator inviting an account of their own
     Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOOO", kind=PUBLIC),
     Row("review:next", "get", _u("review:next", P), "DODO"),
     Row("review:next", "post", _u("review:next", P), "DODO", writes=True, body=lambda w: {}),  # takes a lock
@@ -517,7 +517,7 @@ def world(db, settings, tmp_path) -> World:
                 triplet_ids=ids,
             )
     summarize_scores(release)
-    _user, uid, token = review_services.invite_annotator(users["admin"], "new_de", languages=["de"])
+    _user, uid, token = review_services.invite_annotator(users["admin"], "new_de")
     return World(
         project=project,
         users=users,

@@ -262,17 +262,19 @@ def test_a_failure_part_way_leaves_no_items(project, de_candidates):
         services.make_ratable(project, Candidate.objects.all(), "system_output")
 
 
-def test_invite_and_assign(admin_user, annotator_de, db):
-    user, uid, token = services.invite_annotator(admin_user, "neu_ja", languages=["ja"])
+def test_invite_assigns_per_project_not_global_languages(admin_user, annotator_de, project):
+    user, uid, token = services.invite_annotator(admin_user, "neu_ja", reviews=[("demo", "en-ja")])
     assert not user.has_usable_password() and token
-    assert list(user.profile.languages.values_list("code", flat=True)) == ["ja"]
-    services.assign_languages(admin_user, user, ["ja", "zh"])
-    assert sorted(user.profile.languages.values_list("code", flat=True)) == ["ja", "zh"]
+    assert not user.profile.languages.exists()  # no global language: the assignment decides
+    assert list(user.review_assignments.values_list("project__name", "direction__code")) == [("demo", "en-ja")]
     with pytest.raises(services.Forbidden):
-        services.assign_languages(annotator_de, user, ["de"])
+        services.invite_annotator(annotator_de, "neu_zh")
     with pytest.raises(services.Conflict):
         services.invite_annotator(admin_user, "neu_ja")
-    assert AuditEvent.objects.filter(action="annotator.languages").exists()
+    with pytest.raises(services.Invalid, match="reviews: demo/en-fr"):
+        services.invite_annotator(admin_user, "neu_fr", reviews=[("demo", "en-fr")])
+    event = AuditEvent.objects.get(action="annotator.invite")
+    assert event.new == {"username": "neu_ja", "reviews": ["demo/en-ja"]}
 
 
 def test_admin_stats(project, de_candidates, annotator_de, second_de):
@@ -297,16 +299,16 @@ def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, 
     from django.contrib.auth import get_user_model
 
     with pytest.raises(services.Invalid, match=r"username: " + re.escape(problem)):
-        services.invite_annotator(admin_user, typed, languages=["de"])
+        services.invite_annotator(admin_user, typed)
     assert not get_user_model().objects.filter(username=typed).exists()
 
 
 def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(admin_user, annotator_de, db):
-    user, _, _ = services.invite_annotator(admin_user, "ｍｕｌｌｅｒ", languages=["de"])  # full-width letters
+    user, _, _ = services.invite_annotator(admin_user, "ｍｕｌｌｅｒ")  # full-width letters
     assert user.username == "muller"
     with pytest.raises(services.Conflict, match="muller"):
         services.invite_annotator(admin_user, "ｍuller")
-    one_script, _, _ = services.invite_annotator(admin_user, "иван", languages=["de"])  # one script: allowed
+    one_script, _, _ = services.invite_annotator(admin_user, "иван")  # one script: allowed
     assert one_script.username == "иван"
 
 
