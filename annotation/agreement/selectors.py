@@ -42,7 +42,7 @@ from annotation.models import LikertRating, ReviewDecision
 from annotation.review import changes
 from annotation.review import selectors as review_selectors
 from core import access
-from core.models import Profile, Project
+from core.models import Profile, Project, ReviewerAssignment
 
 
 def bootstrap_options() -> dict:
@@ -339,9 +339,12 @@ def dashboard_scopes(project: Project) -> list[Scope]:
         role=Profile.Role.ADMIN
     )
     per_user: dict[int, set[str]] = defaultdict(set)
-    for profile_id, code in Profile.languages.through.objects.filter(
-        profile__in=others, language__code__in=targets
-    ).values_list("profile_id", "language__code"):
-        per_user[profile_id].add(code)
+    # scope_for's languages (access.allowed_languages): an account's languages and the targets it is assigned
+    languages = Profile.languages.through.objects.filter(profile__in=others, language__code__in=targets)
+    for user_id, code in languages.values_list("profile__user_id", "language__code"):
+        per_user[user_id].add(code)
+    assigned = ReviewerAssignment.objects.filter(user__profile__in=others, direction__target__code__in=targets)
+    for user_id, code in assigned.values_list("user_id", "direction__target__code"):
+        per_user[user_id].add(code)
     sets = {frozenset(codes) for codes in per_user.values()}
     return [Scope(None, True), *(Scope(s, False) for s in sorted(sets, key=sorted))]

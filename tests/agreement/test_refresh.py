@@ -83,6 +83,21 @@ def more_scopes(world, languages):
 # ---- the task --------------------------------------------------------------------------------------
 
 
+def test_an_annotator_known_by_assignments_only_has_her_scope_computed(world, languages):
+    """An account with no language of its own, assigned a direction (here in another project): the scope
+    scope_for gives her is among those the task fills (it read only the accounts' languages)."""
+    from core.models import ReviewerAssignment
+    from core.services import add_directions, ensure_project
+
+    other, _ = ensure_project("other", title="Other")
+    (en_ar,) = add_directions(other, ["en-ar"])
+    add_directions(world.project, ["en-ar"])
+    nadia = create_user("nadia", "nadia-pass-123")
+    ReviewerAssignment.objects.create(project=other, direction=en_ar, user=nadia)
+    assert sel.scope_for(nadia, world.project) == sel.Scope(frozenset({"ar"}), False)
+    assert sel.Scope(frozenset({"ar"}), False) in sel.dashboard_scopes(world.project)
+
+
 def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes):
     world = more_scopes
     project = world.project
