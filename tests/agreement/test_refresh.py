@@ -83,19 +83,27 @@ def more_scopes(world, languages):
 # ---- the task --------------------------------------------------------------------------------------
 
 
-def test_an_annotator_known_by_assignments_only_has_her_scope_computed(world, languages):
-    """An account with no language of its own, assigned a direction (here in another project): the scope
-    scope_for gives her is among those the task fills (it read only the accounts' languages)."""
+def test_scopes_follow_the_projects_assignments(world, languages):
+    """Once the project assigns reviewers, an annotator's scope is her assigned targets there (an account
+    known by its assignment only included), one assigned in another project only has none here, and the task
+    computes exactly the scopes the users get (it read only the accounts' global languages)."""
+    from django.contrib.auth import get_user_model
+
     from core.models import ReviewerAssignment
     from core.services import add_directions, ensure_project
 
     other, _ = ensure_project("other", title="Other")
-    (en_ar,) = add_directions(other, ["en-ar"])
-    add_directions(world.project, ["en-ar"])
-    nadia = create_user("nadia", "nadia-pass-123")
-    ReviewerAssignment.objects.create(project=other, direction=en_ar, user=nadia)
+    (other_ar,) = add_directions(other, ["en-ar"])
+    (en_ar,) = add_directions(world.project, ["en-ar"])
+    nadia = create_user("nadia", "nadia-pass-123")  # no language of her own
+    omar = create_user("omar", "omar-pass-123", languages=["de"])
+    ReviewerAssignment.objects.create(project=world.project, direction=en_ar, user=nadia)
+    ReviewerAssignment.objects.create(project=other, direction=other_ar, user=omar)
     assert sel.scope_for(nadia, world.project) == sel.Scope(frozenset({"ar"}), False)
-    assert sel.Scope(frozenset({"ar"}), False) in sel.dashboard_scopes(world.project)
+    assert sel.scope_for(omar, world.project) is None  # de is his language, but this project assigns reviewers
+    scopes = sel.dashboard_scopes(world.project)
+    from_users = {sel.scope_for(u, world.project) for u in get_user_model().objects.filter(is_active=True)} - {None}
+    assert from_users == set(scopes)
 
 
 def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes):
