@@ -94,6 +94,9 @@ class ReviewDecision(models.Model):
             models.Index(fields=["candidate"], condition=models.Q(is_final=True), name="decision_final_by_candidate"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.decision} of candidate {self.candidate_id} ({self.source}, reviewer {self.reviewer_id or '–'})"
+
     @property
     def reason_label(self) -> str:
         """The rejection reason in the words the reviewer picked it by (the code is what is stored)."""
@@ -112,6 +115,9 @@ class ReviewLock(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["candidate", "reviewer", "round"], name="lock_unique")]
 
+    def __str__(self) -> str:
+        return f"candidate {self.candidate_id} held by reviewer {self.reviewer_id} until {self.expires_at}"
+
 
 class ReviewSkip(models.Model):
     """A reviewer set a candidate aside, with a reason; it leaves their queue (not the others')."""
@@ -127,6 +133,9 @@ class ReviewSkip(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["candidate", "reviewer", "round"], name="skip_once_per_reviewer_round")
         ]
+
+    def __str__(self) -> str:
+        return f"candidate {self.candidate_id} skipped by reviewer {self.reviewer_id}: {self.reason}"
 
 
 class RatingItem(models.Model):
@@ -190,6 +199,9 @@ class LikertRating(models.Model):
             ],
         ]
 
+    def __str__(self) -> str:
+        return f"rating of item {self.item_id} by rater {self.rater_id}"
+
 
 class UsedIdempotencyKey(models.Model):
     """Every idempotency key a decision or rating was stored with, and the stored row as it was then.
@@ -213,6 +225,9 @@ class UsedIdempotencyKey(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "key"], name="idempotency_key_once_per_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} key {self.key}"
 
 
 class AuditEvent(models.Model):
@@ -253,6 +268,9 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["-at"]
 
+    def __str__(self) -> str:
+        return f"{self.action} on {self.object_type} {self.object_id}"
+
 
 class ReviewTally(models.Model):
     """How many candidates of one direction stand at each (status, reviews taken) in one round: the review
@@ -280,6 +298,12 @@ class ReviewTally(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return (
+            f"project {self.project_id} direction {self.direction_id} round {self.round_number}: "
+            f"{self.candidates} {self.status} with {self.reviews} reviews"
+        )
+
 
 class ReviewTallyChange(models.Model):
     """A change to ``ReviewTally`` written by a trigger, not yet folded in (insert-only: no contention)."""
@@ -294,6 +318,9 @@ class ReviewTallyChange(models.Model):
     class Meta:
         indexes = [models.Index(fields=["project_id"])]
 
+    def __str__(self) -> str:
+        return f"tally change by {self.delta} ({self.status}, {self.reviews} reviews, round {self.round_number})"
+
 
 class ReviewChange(models.Model):
     """A statement changed rows that the review figures and the agreement report are computed from: written
@@ -305,3 +332,6 @@ class ReviewChange(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="review_change_by_project")]
+
+    def __str__(self) -> str:
+        return f"review change {self.pk} of project {self.project_id or 'any'}"

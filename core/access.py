@@ -45,15 +45,18 @@ def is_annotator(user) -> bool:
 
 def allowed_languages(user, project: Project | None = None) -> QuerySet[Language]:
     """Target languages whose items this user may see (all for admins, none for strangers). In ``project``:
-    the targets of the directions the user is assigned there, once the project assigns anyone; a project
-    with no assignment follows the user's languages. Without a project: the user's languages and every
-    assigned target."""
+    for an annotator, the targets of the directions she is assigned there, once the project assigns anyone
+    (an assignment in one project opens no other), and her languages in a project with no assignment; for a
+    viewer (never assigned: viewers review nothing), her languages. Without a project: the user's languages
+    and every assigned target (the union over projects; pages about one project pass it)."""
     if is_admin(user):
         return Language.objects.all()
     profile = profile_of(user)
     if profile is None:
         return Language.objects.none()
     assigned = ReviewerAssignment.objects.filter(user=user)
+    if project is not None and not is_annotator(user):
+        return profile.languages.all()
     if project is not None:  # one query: the hot path of review counts them
         assigns_anyone = Exists(ReviewerAssignment.objects.filter(project=project))
         return Language.objects.filter(
@@ -113,12 +116,21 @@ def require_admin(user, *, message: str = "admins only", error: type[Exception] 
 
 
 def visible_projects(user, *, items: bool = False) -> QuerySet[Project]:
-    """Projects ``user`` may see (admins: every project; others: projects with a direction into one of their
-    languages); with ``items``, only those whose items they may read or work on (none for viewers)."""
+    """Projects ``user`` may see: admins every project; others those with a direction into one of
+    ``allowed_languages(user, project)`` (an annotator: the projects that assign her a direction, and those
+    that assign nobody with a direction into her languages); with ``items``, only those whose items they may
+    read or work on (none for viewers)."""
     if is_admin(user):
         return Project.objects.all()
-    languages = item_languages(user) if items else allowed_languages(user)
-    return Project.objects.filter(directions__target__in=languages).distinct()
+    profile = profile_of(user)
+    if profile is None or (items and not is_annotator(user)):
+        return Project.objects.none()
+    by_language = Q(directions__target__in=profile.languages.all())
+    if not is_annotator(user):
+        return Project.objects.filter(by_language).distinct()
+    assigned_here = Exists(ReviewerAssignment.objects.filter(user=user, project=OuterRef("pk")))
+    assigns_anyone = Exists(ReviewerAssignment.objects.filter(project=OuterRef("pk")))
+    return Project.objects.filter(Q(assigned_here) | (~Q(assigns_anyone) & by_language)).distinct()
 
 
 def visible_project(user, name, *, items: bool = False) -> Project:

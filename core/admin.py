@@ -13,7 +13,7 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 
-from core.admin_lists import LargeTableAdmin, ReadOnlyMixin
+from core.admin_lists import LargeTableAdmin, ReadOnlyMixin, language_text
 from core.corpus.domain import Columns, CorpusError
 from core.corpus.services import corpus_source_import
 from core.forms import CorpusUploadForm
@@ -176,15 +176,15 @@ class GoldSegmentAdmin(LargeTableAdmin):
     list_display = ["external_id", "project", "direction", "short_source", "short_reference"]
     list_filter = ["project", "direction"]
     search_fields = ["external_id", "source", "reference"]
-    list_select_related = ["project", "direction"]
+    list_select_related = ["project", "direction__source", "direction__target"]
 
     @admin.display(description="source")
     def short_source(self, obj):
-        return obj.source[:80]
+        return language_text(obj.source, obj.direction.source, 80)
 
     @admin.display(description="reference")
     def short_reference(self, obj):
-        return obj.reference[:80]
+        return language_text(obj.reference, obj.direction.target, 80)
 
 
 @admin.register(Profile)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from django.contrib import admin
+from django.utils.html import format_html
 
 from core.paging import EstimatedCountPaginator
 
@@ -67,3 +68,10 @@ def values_filter(field: str, values: Callable[[], Iterable], title: str | None 
     ValuesFilter.title = title or field.replace("_", " ")
     ValuesFilter.__name__ = ValuesFilter.__qualname__ = f"{field.title().replace('_', '')}ValuesFilter"
     return ValuesFilter
+
+
+def language_text(text: str, language, limit: int | None = None) -> str:
+    """Corpus or LLM text for a list cell: isolated, in ``language``'s direction (an Arabic text reads
+    right to left inside Django admin's left-to-right table, as on the review screen), cut at ``limit``."""
+    shown = text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+    return format_html('<bdi lang="{}" dir="{}">{}</bdi>', language.code, "rtl" if language.rtl else "ltr", shown)

@@ -9,7 +9,7 @@ from django.db.models import Func, IntegerField
 from django.urls import reverse
 from django.utils.html import format_html
 
-from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
+from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, language_text, values_filter
 from core.models import Project
 from exports.benchmark import services as benchmark_services
 from exports.benchmark import tasks as benchmark_tasks
@@ -48,10 +48,10 @@ LevelFilter = values_filter("level", levels)
 
 @admin.register(PseudoTranslation)
 class PseudoTranslationAdmin(ReadOnlyMixin, LargeTableAdmin):
-    list_display = ("id", "segment", "direction", "level", "mqm_penalty", "types", "flags", "marked_text")
+    list_display = ("id", "segment", "direction", "level", "mqm_penalty", "types", "flags", "marked")
     list_filter = ("segment__project", "segment__direction", LevelFilter)
     search_fields = ("marked_text", "segment__external_id", "key")
-    list_select_related = ("segment__direction",)
+    list_select_related = ("segment__direction__target",)
     raw_id_fields = ("segment",)
     exclude = ("candidates",)
     readonly_fields = (
@@ -71,6 +71,10 @@ class PseudoTranslationAdmin(ReadOnlyMixin, LargeTableAdmin):
     @admin.display(ordering="segment__direction__code")
     def direction(self, obj):
         return obj.segment.direction.code
+
+    @admin.display(description="marked text")
+    def marked(self, obj):
+        return language_text(obj.marked_text, obj.segment.direction.target)
 
     @admin.display(description="error types")
     def types(self, obj):

@@ -38,6 +38,9 @@ class PseudoTranslation(models.Model):
         constraints = [models.UniqueConstraint(fields=["segment", "key"], name="pseudo_unique_combination")]
         indexes = [models.Index(fields=["segment", "level"])]
 
+    def __str__(self) -> str:
+        return f"pseudo translation k={self.level} of gold pair {self.segment_id} ({self.key or 'reference'})"
+
 
 class Release(models.Model):
     """An immutable, versioned benchmark release."""
@@ -114,6 +117,9 @@ class MergedSegment(models.Model):
     fingerprint = models.CharField(max_length=64, help_text="sha256 of the reference, max_errors and the placed pool")
     pseudo_count = models.PositiveIntegerField(default=0)
     built_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"gold pair {self.segment_id}: {self.pseudo_count} pseudo translations"
 
 
 class CandidatePlacement(models.Model):
@@ -230,6 +236,9 @@ class PseudoSystem(models.Model):
     human_score = models.FloatField(help_text="predetermined: mean of −5·k over its triplets")
     triplet_ids = models.JSONField(default=list)
 
+    def __str__(self) -> str:
+        return self.name
+
 
 class MetricScore(models.Model):
     """A metric's score of one triplet of a release, ingested from a scoring worker's files."""
@@ -255,6 +264,9 @@ class MetricScore(models.Model):
         ]
         # (release, metric, direction) lookups use score_unique_triplet, which leads with the three
 
+    def __str__(self) -> str:
+        return f"{self.metric} of {self.triplet_id}: {self.score}"
+
 
 class ScoreSummary(models.Model):
     """Per release, metric, direction and level: how many scores there are and their sum. Written with the
@@ -277,6 +289,9 @@ class ScoreSummary(models.Model):
             models.UniqueConstraint(fields=["release", "metric", "direction", "level"], name="score_summary_unique")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.metric}, direction {self.direction_id}, level {self.level}: {self.n} scores"
+
 
 class ScoringJob(Job):
     """One (release, metric, direction) task on the gpu queue."""
@@ -295,6 +310,9 @@ class ScoringJob(Job):
     def percent(self) -> int:
         return 100 if self.status == self.Status.DONE else 0
 
+    def __str__(self) -> str:
+        return f"{self.metric} on release {self.release_id}, direction {self.direction_id}: {self.status}"
+
 
 class BenchmarkChange(models.Model):
     """A statement changed what the benchmark's counts per direction and level are computed from: written
@@ -305,6 +323,9 @@ class BenchmarkChange(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="benchmark_change_by_project")]
+
+    def __str__(self) -> str:
+        return f"benchmark change {self.pk} of project {self.project_id or 'any'}"
 
 
 class WorkerToken(models.Model):

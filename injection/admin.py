@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html
 
-from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, values_filter
+from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, language_text, values_filter
 from core.domain.edit_types import EDIT_TYPES
 from injection import selectors, services, tasks
 from injection.domain.checks import CHECKS
@@ -156,7 +156,7 @@ class CandidateAdmin(LargeTableAdmin):
         "position",
         "status",
         "span",
-        "edit_text",
+        "edit",
         "flag_list",
         "backend",
         "model",
@@ -171,7 +171,7 @@ class CandidateAdmin(LargeTableAdmin):
         FlagFilter,
         BackendFilter,
     )
-    list_select_related = ("segment__direction",)
+    list_select_related = ("segment__direction__target",)
     search_fields = ("text", "edit_text", "segment__external_id")
     raw_id_fields = ("run", "segment")
     readonly_fields = (
@@ -184,6 +184,10 @@ class CandidateAdmin(LargeTableAdmin):
         "completion_tokens",
         "cost_usd",
     )
+
+    @admin.display(description="edit text")
+    def edit(self, candidate):
+        return language_text(candidate.edit_text, candidate.segment.direction.target)
 
     @admin.display(description="span")
     def span(self, candidate):

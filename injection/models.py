@@ -195,3 +195,6 @@ class FlagChange(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="flag_change_by_project")]
+
+    def __str__(self) -> str:
+        return f"flag change {self.pk} of project {self.project_id or 'any'}"

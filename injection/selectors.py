@@ -138,7 +138,9 @@ def stalled_since(run: InjectionRun):
 
 def failed_items(run: InjectionRun, limit: int = 200) -> QuerySet[InjectionItem]:
     return (
-        run.items.filter(status=InjectionItem.Status.FAILED).select_related("segment__direction").order_by("id")[:limit]
+        run.items.filter(status=InjectionItem.Status.FAILED)
+        .select_related("segment__direction__target")
+        .order_by("id")[:limit]
     )
 
 

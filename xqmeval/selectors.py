@@ -13,11 +13,11 @@ def project_overview(user) -> list[dict]:
     """Per project and visible direction: gold segments and candidates by status (kept counts on PostgreSQL:
     the benchmark change log's and the review counters; grouped queries elsewhere), whatever the number
     of directions."""
-    languages = set(access.allowed_languages(user).values_list("pk", flat=True))
     rows = []
     for project in (
         core_selectors.visible_projects(user).select_related("source_language").prefetch_related("directions")
     ):
+        languages = set(access.allowed_languages(user, project).values_list("pk", flat=True))  # this project's
         directions = sorted((d for d in project.directions.all() if d.target_id in languages), key=lambda d: d.code)
         segments = benchmark_selectors.segment_counts(project)  # kept while the benchmark change log stands
         statuses = review_selectors.candidate_statuses(project)  # the review counters: no count of the candidates

@@ -42,7 +42,7 @@ from annotation.models import LikertRating, ReviewDecision
 from annotation.review import changes
 from annotation.review import selectors as review_selectors
 from core import access
-from core.models import Profile, Project
+from core.models import Profile, Project, ReviewerAssignment
 
 
 def bootstrap_options() -> dict:
@@ -319,7 +319,7 @@ def scope_for(user, project: Project) -> Scope | None:
     assigned to them, without per-reviewer tables; ``None`` when they have no language of the project."""
     if access.is_admin(user):
         return Scope(None, True)
-    mine = set(access.allowed_languages(user).values_list("code", flat=True))
+    mine = set(access.allowed_languages(user, project).values_list("code", flat=True))
     theirs = set(project.directions.values_list("target__code", flat=True))
     shared = frozenset(mine & theirs)
     return Scope(shared, False) if shared else None
@@ -339,9 +339,16 @@ def dashboard_scopes(project: Project) -> list[Scope]:
         role=Profile.Role.ADMIN
     )
     per_user: dict[int, set[str]] = defaultdict(set)
-    for profile_id, code in Profile.languages.through.objects.filter(
-        profile__in=others, language__code__in=targets
-    ).values_list("profile_id", "language__code"):
-        per_user[profile_id].add(code)
+    # scope_for's languages (access.allowed_languages in this project): once the project assigns anyone, an
+    # annotator's are her assigned targets here; a viewer's, and everyone's in a project that assigns nobody,
+    # are the account's languages
+    assigning = ReviewerAssignment.objects.filter(project=project).exists()
+    by_language = others.exclude(role=Profile.Role.ANNOTATOR) if assigning else others
+    languages = Profile.languages.through.objects.filter(profile__in=by_language, language__code__in=targets)
+    for user_id, code in languages.values_list("profile__user_id", "language__code"):
+        per_user[user_id].add(code)
+    assigned = ReviewerAssignment.objects.filter(project=project, user__profile__in=others)
+    for user_id, code in assigned.values_list("user_id", "direction__target__code"):
+        per_user[user_id].add(code)
     sets = {frozenset(codes) for codes in per_user.values()}
     return [Scope(None, True), *(Scope(s, False) for s in sorted(sets, key=sorted))]

@@ -31,17 +31,27 @@ from core.svg_cache import cached_svg
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 REFRESH_SECONDS = 10  # how often a page waiting for the current report reloads itself
 
+# name → title: the plot's own (drawn and as its SVG <title>), the page's alt text, and the title of its
+# empty state while the report is computed
+PLOT_TITLES = {
+    "by-language": "Agreement by language",
+    "by-error-type": "Agreement by error type (all languages)",
+    "rwg": plots.RWG_TITLE,
+    "score-vs-agreement": plots.SCORE_TITLE,
+    "annotators": plots.QUALITY_TITLE,
+}
+
 # name → (drawing function over the report, admin only)
 PLOTS = {
     "by-language": (
-        lambda r: plots.agreement_by_group(r["languages"], lambda x: x["language"], "Agreement by language"),
+        lambda r: plots.agreement_by_group(r["languages"], lambda x: x["language"], PLOT_TITLES["by-language"]),
         False,
     ),
     "by-error-type": (
         lambda r: plots.agreement_by_group(
             [x for x in r["error_types"] if x["language"] == sel.ALL],
             lambda x: x["error_type"],
-            "Agreement by error type (all languages)",
+            PLOT_TITLES["by-error-type"],
         ),
         False,
     ),
@@ -112,7 +122,11 @@ def dashboard(request, project: str):
             "sections": sections,
             "is_admin": scope.private,
             "tables": [(name, sel.TABLE_TITLES[name]) for name in scope.tables],
-            "plots": [name for name, (_, private) in PLOTS.items() if scope.private or not private],
+            "plots": [
+                {"name": name, "title": PLOT_TITLES[name]}
+                for name, (_, private) in PLOTS.items()
+                if scope.private or not private
+            ],
             "likert_items": len(report["likert_items"]) if report is not None and scope.private else None,
             "own_headers": own[0] if own else None,
             "own_cells": own[1] if own else None,
@@ -177,6 +191,7 @@ def annotators(request, project: str):
             "gold_headers": gold_headers,
             "gold_cells": gold_cells,
             "max_rate": gold.MAX_RATE,
+            "plot_title": PLOT_TITLES["annotators"],
             **_refresh_context(project_obj, shown, scope),
         },
     )
@@ -221,7 +236,7 @@ def plot(request, project: str, plot: str):
     body = (
         cached_svg(f"agreement-{plot}", draw, report)
         if report is not None
-        else empty_plot("being computed: reload the page in a moment")
+        else empty_plot("being computed: reload the page in a moment", PLOT_TITLES[plot])
     )
     response = HttpResponse(body, content_type="image/svg+xml")
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"

@@ -235,6 +235,7 @@ def candidate_view(candidate: Candidate) -> dict:
     return {
         "candidate": candidate,
         "language": target,
+        "source_language": segment.direction.source,  # the source text reads in its own direction
         "direction": segment.direction.code,
         "source": segment.source,
         "reference_pieces": rules.highlight(segment.reference, candidate.span_start, candidate.span_end, lang),
@@ -687,3 +688,25 @@ def previous_item(user, project: Project, codes: list[str], *, current: Candidat
         if row is not None
     ]
     return max(last)[1:] if last else None
+
+
+def reviewers_by_project() -> list[dict]:
+    """Every account with its role and, per project, the directions it reviews there (the assignments):
+    the annotators page's table."""
+    from django.contrib.auth import get_user_model
+
+    from core.models import ReviewerAssignment
+
+    reviews: dict[int, dict[str, list[str]]] = {}
+    pairs = ReviewerAssignment.objects.order_by("project__name", "direction__code")
+    for user_id, project, code in pairs.values_list("user_id", "project__name", "direction__code"):
+        reviews.setdefault(user_id, {}).setdefault(project, []).append(code)
+    users = get_user_model().objects.select_related("profile").order_by("username")
+    return [
+        {
+            "user": u,
+            "role": getattr(getattr(u, "profile", None), "role", ""),
+            "projects": [{"name": name, "directions": codes} for name, codes in reviews.get(u.pk, {}).items()],
+        }
+        for u in users
+    ]

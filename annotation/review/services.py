@@ -334,13 +334,17 @@ def lock_clear_expired(*, now=None) -> int:
     return deleted
 
 
-def round_resolve(*, user, candidate: Candidate, round_id=None) -> ReviewRound:
+def round_resolve(*, user, candidate: Candidate, round_id=None, number=None) -> ReviewRound:
+    """The round named by its id (the API's ``round``) or by its number (the pages' ``?round=``, the number
+    they show); with neither, the round the user holds the candidate in, else round 1."""
     project = candidate.segment.project
-    if round_id not in (None, ""):
+    if round_id not in (None, "") or number not in (None, ""):
+        named = {"pk": id_param(round_id) or 0} if number in (None, "") else {"number": id_param(number) or 0}
         try:
-            return ReviewRound.objects.get(pk=id_param(round_id) or 0, project=project)
+            return ReviewRound.objects.get(project=project, **named)
         except ReviewRound.DoesNotExist:
-            raise Invalid(f"round {round_id} is not a round of project {project.name}", "round") from None
+            given = round_id if number in (None, "") else number
+            raise Invalid(f"round {given} is not a round of project {project.name}", "round") from None
     lock = (
         ReviewLock.objects.filter(candidate=candidate, reviewer=user, round__is_open=True)
         .select_related("round")

@@ -25,9 +25,10 @@ from annotation.people import services as people_services
 from annotation.rating import services as rating_services
 from annotation.review import domain as rules
 from annotation.review import selectors, services
+from annotation.review.forms import InviteForm
 from core import access
 from core import selectors as core_selectors
-from core.domain.errors import Invalid, NotFound
+from core.domain.errors import AppError, Invalid, NotFound
 from core.domain.params import id_param
 from core.errors import RefusalAsMessage, answers_refusals
 from core.models import Language, Project
@@ -80,7 +81,7 @@ def next_item(request, project):
     if got is None:
         return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "review"})
     url = reverse("review:candidate", args=[project.name, got.candidate.pk])
-    query = f"?round={got.round.pk}" + (f"&lang={lang}" if lang else "")
+    query = f"?round={got.round.number}" + (f"&lang={lang}" if lang else "")  # the number the page shows, not the id
     return redirect(url + query)
 
 
@@ -93,7 +94,7 @@ def candidate(request, project, pk):
     if cand.segment.project_id != project.pk:
         raise Http404
     rnd = services.round_resolve(
-        user=request.user, candidate=cand, round_id=request.GET.get("round") or request.POST.get("round")
+        user=request.user, candidate=cand, number=request.GET.get("round") or request.POST.get("round")
     )
     lang = _lang_param(request)
     next_url = reverse("review:next", args=[project.name]) + (f"?lang={lang}" if lang else "")
@@ -139,7 +140,7 @@ def candidate(request, project, pk):
     )
     previous_url = (
         reverse("review:candidate", args=[project.name, previous[0]])
-        + f"?round={previous[1]}"  # the round's id, as ?round= is read here (previous[2] is its number)
+        + f"?round={previous[2]}"  # the round's number, as the pages name rounds
         + (f"&lang={lang}" if lang else "")
         if previous
         else ""
@@ -191,7 +192,7 @@ def my_decisions(request):
     decisions = (
         selectors.decisions_of(request.user)
         .filter(reviewer=request.user)
-        .select_related("candidate__segment__project", "candidate__segment__direction__target")
+        .select_related("candidate__segment__project", "candidate__segment__direction__target", "round")
         .order_by("-updated_at")
     )
     skips = selectors.skips_of(request.user).filter(reviewer=request.user)
@@ -267,6 +268,7 @@ def rate(request, pk):
         {
             "item": item,
             "language": item.direction.target,
+            "source_language": item.direction.source,
             "dimensions": dims,
             "own": own,
             "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
@@ -362,44 +364,35 @@ def adjudication(request, project):
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request):
+    """Invite annotators and see who reviews what, per project (each project's settings change it)."""
     access.require_admin(request.user)
-    User = get_user_model()
+    form = InviteForm(request.POST if request.method == "POST" else None)
     invite_link = None
     if request.method == "POST":
-        codes = [c for c in request.POST.get("languages", "").replace(",", " ").split() if c]
-        with RefusalAsMessage(request):
-            action = request.POST.get("action")
-            if action == "invite":
+        if request.POST.get("action") != "invite":
+            messages.error(request, f"action: unknown action {request.POST.get('action', '')!r}")
+            return redirect("review:annotators")
+        if form.is_valid():
+            try:
                 user, uid, token = people_services.annotator_invite(
                     admin=request.user,
-                    username=request.POST.get("username", ""),
-                    email=request.POST.get("email", ""),
-                    languages=codes,
+                    username=form.cleaned_data["username"],
+                    email=form.cleaned_data["email"],
+                    reviews=form.cleaned_data["reviews"],
                 )
+            except AppError as exc:  # a direction retired or a name taken meanwhile
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
                 invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
                 messages.success(
                     request, f"Annotator {user.username} created. Send them the link below to set a password."
                 )
-            elif action == "assign":
-                user = User.objects.filter(pk=id_param(request.POST.get("user")) or 0).first()
-                if user is None:  # deleted meanwhile: say so on the page
-                    raise NotFound(f"user: no account {request.POST.get('user', '')!r}", "user")
-                people_services.annotator_languages_set(admin=request.user, user=user, codes=codes)
-                messages.success(request, f"Languages of {user.username} set to {', '.join(codes) or 'none'}.")
-            else:
-                raise Invalid(f"action: unknown action {action!r}", "action")
-        if invite_link is None:
-            return redirect("review:annotators")
-    users = User.objects.select_related("profile").prefetch_related("profile__languages").order_by("username")
-    rows = [
-        {
-            "user": u,
-            "role": getattr(getattr(u, "profile", None), "role", ""),
-            "languages": " ".join(lang.code for lang in u.profile.languages.all()) if hasattr(u, "profile") else "",
-        }
-        for u in users
-    ]
-    return render(request, "review/annotators.html", {"rows": rows, "invite_link": invite_link})
+                form = InviteForm()
+    return render(
+        request,
+        "review/annotators.html",
+        {"form": form, "rows": selectors.reviewers_by_project(), "invite_link": invite_link},
+    )
 
 
 @require_http_methods(["GET", "POST"])

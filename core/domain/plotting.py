@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 from functools import cache
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,23 +41,38 @@ def subplots(*args, **kwargs):
 NO_DATA = "no data yet"
 
 
-def svg(fig: Figure) -> str:
-    """The figure as SVG text. A figure none of whose axes holds data would draw a meaningless axis
-    (matplotlib's default −0.04…0.04): it becomes the empty state instead."""
+def svg(fig: Figure, title: str, desc: str = "") -> str:
+    """The figure as SVG text, with ``title`` (and ``desc``) as the document's accessible name and
+    description: what a screen reader or a browser tab says when the SVG is opened on its own. A figure
+    none of whose axes holds data would draw a meaningless axis (matplotlib's default −0.04…0.04): it
+    becomes the empty state instead, under the same title."""
     plt = pyplot()
     shown = [ax for ax in fig.axes if ax.axison]
     if shown and not any(ax.has_data() for ax in shown):
         plt.close(fig)
-        return empty(NO_DATA)
+        return empty(NO_DATA, title)
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
-    return buffer.getvalue()
+    return _named(buffer.getvalue(), title, desc)
 
 
-def empty(message: str) -> str:
-    """A small figure that says why there is nothing to plot (and no axis)."""
-    fig, ax = subplots(figsize=(5, 1.2))
+def empty(message: str, title: str) -> str:
+    """A small figure that keeps the plot's title and says why there is nothing to plot (and no axis)."""
+    fig, ax = subplots(figsize=(5, 1.4))
     ax.axis("off")
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#666")
-    return svg(fig)
+    ax.text(0.5, 0.85, title, ha="center", va="center", fontsize=11)  # drawn, then the reason below it
+    ax.text(0.5, 0.3, message, ha="center", va="center", fontsize=10, color="#666")
+    return svg(fig, title, message)
+
+
+def _named(document: str, title: str, desc: str) -> str:
+    """``<title>`` and ``<desc>`` as the root's first children, and the root labelled by them (SVG's
+    accessible name and description; matplotlib writes neither)."""
+    start = document.index("<svg")
+    end = document.index(">", start)
+    label = 'role="img" aria-labelledby="plot-title"' + (' aria-describedby="plot-desc"' if desc else "")
+    children = f'\n <title id="plot-title">{escape(title)}</title>' + (
+        f'\n <desc id="plot-desc">{escape(desc)}</desc>' if desc else ""
+    )
+    return f"{document[:end]} {label}>{children}{document[end + 1 :]}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.domain.plotting import empty, subplots, svg
 
+TITLE = "Pseudo translations per level"
 NOTHING_BUILT = "nothing built yet: build the benchmark to see pseudo translations per level"
 # one marker shape per direction, so a line drawn over another (the same counts, e.g. zeros at the top levels) shows
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
@@ -13,7 +14,7 @@ def level_counts(counts: dict) -> str:
     """Pseudo translations per quality level k, one line per direction (XQ-MEval Table 4 as a picture:
     counts grow then shrink with k). ``counts`` is ``merging.counts_table``'s output."""
     if not any(row["total"] for row in counts.values()):  # no direction, or nothing merged yet
-        return empty(NOTHING_BUILT)
+        return empty(NOTHING_BUILT, TITLE)
     series = {}
     for direction, row in sorted(counts.items()):
         levels = sorted(row["levels"], key=int)
@@ -38,9 +39,9 @@ def level_counts(counts: dict) -> str:
     ax.set_xticks(sorted({k for levels, _ in series.values() for k in levels}))  # levels are whole numbers
     ax.set_xlabel("quality level k (major errors)")
     ax.set_ylabel("pseudo translations")
-    ax.set_title("Pseudo translations per level")
+    ax.set_title(TITLE)
     ax.grid(alpha=0.3)
     # the legend says which lines lie on top of each other (the demo's directions all have level 0 only)
     note = "; ".join(f"{names}: the same counts" for names in coinciding) or None
     ax.legend(fontsize=8, ncol=3, title=note, title_fontsize=8)
-    return svg(fig)
+    return svg(fig, TITLE)

@@ -183,7 +183,7 @@ def visible_directions(user, project: Project) -> set[str] | None:
     """Direction codes of ``project`` this user may see; None means all (admins)."""
     if access.is_admin(user):
         return None
-    languages = set(access.allowed_languages(user).values_list("code", flat=True))
+    languages = set(access.allowed_languages(user, project).values_list("code", flat=True))
     return {d.code for d in project.directions.select_related("target") if d.target.code in languages}
 
 

@@ -13,7 +13,7 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
     for lower-is-better metrics) monotonically with k, at the same height in every language."""
     rows = [r for r in rows if any(v is not None for v in r["levels"])]
     if not rows or not levels:
-        return empty(no_scores(metric))
+        return empty(no_scores(metric), trend_title(metric))
     fig, ax = subplots(figsize=(7, 3.4))
     for row in rows:
         points = [(k, v) for k, v in zip(levels, row["levels"]) if v is not None]
@@ -21,10 +21,14 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
         ax.plot([k for k, _ in points], [v for _, v in points], marker="o", label=row["direction"], **style)
     ax.set_xlabel("quality level k (major errors)")
     ax.set_ylabel(f"mean {metric} ({better} is better)")
-    ax.set_title(f"{metric} by quality level")
+    ax.set_title(trend_title(metric))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=3)
-    return svg(fig)
+    return svg(fig, trend_title(metric))
+
+
+def trend_title(metric: str) -> str:
+    return f"{metric} by quality level"
 
 
 def no_scores(metric: str) -> str:

@@ -28,7 +28,7 @@ def visible_directions(user, release: Release) -> list[str] | None:
     """None: all (admins); otherwise the directions into the user's languages."""
     if is_admin(user):
         return None
-    langs = set(allowed_languages(user).values_list("code", flat=True))
+    langs = set(allowed_languages(user, release.project).values_list("code", flat=True))
     return [d.code for d in release.project.directions.all() if d.target.code in langs]
 
 
@@ -47,9 +47,8 @@ def visible_release(user, release_id) -> tuple[Release, list[str] | None]:
 @login_required
 def index(request):
     releases = Release.objects.select_related("project").filter(status=Release.Status.READY)
-    if not is_admin(request.user):
-        langs = allowed_languages(request.user)
-        releases = releases.filter(project__directions__target__in=langs).distinct()
+    if not is_admin(request.user):  # each project by its own rule (access.allowed_languages)
+        releases = releases.filter(project__in=access.visible_projects(request.user))
     return render(request, "scores/index.html", {"releases": releases})
 
 

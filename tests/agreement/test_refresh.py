@@ -84,6 +84,29 @@ def more_scopes(world, languages):
 # ---- the task --------------------------------------------------------------------------------------
 
 
+def test_scopes_follow_the_projects_assignments(world, languages):
+    """Once the project assigns reviewers, an annotator's scope is her assigned targets there (an account
+    known by its assignment only included), one assigned in another project only has none here, and the task
+    computes exactly the scopes the users get (it read only the accounts' global languages)."""
+    from django.contrib.auth import get_user_model
+
+    from core.models import ReviewerAssignment
+    from core.services import project_directions_add, project_ensure
+
+    other, _ = project_ensure(name="other", title="Other")
+    (other_ar,) = project_directions_add(project=other, codes=["en-ar"])
+    (en_ar,) = project_directions_add(project=world.project, codes=["en-ar"])
+    nadia = user_create(username="nadia", password="nadia-pass-123")  # no language of her own
+    omar = user_create(username="omar", password="omar-pass-123", languages=["de"])
+    ReviewerAssignment.objects.create(project=world.project, direction=en_ar, user=nadia)
+    ReviewerAssignment.objects.create(project=other, direction=other_ar, user=omar)
+    assert sel.scope_for(nadia, world.project) == sel.Scope(frozenset({"ar"}), False)
+    assert sel.scope_for(omar, world.project) is None  # de is his language, but this project assigns reviewers
+    scopes = sel.dashboard_scopes(world.project)
+    from_users = {sel.scope_for(u, world.project) for u in get_user_model().objects.filter(is_active=True)} - {None}
+    assert from_users == set(scopes)
+
+
 def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes):
     world = more_scopes
     project = world.project

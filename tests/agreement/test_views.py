@@ -196,21 +196,41 @@ def svg_texts(svg: str) -> list[str]:
     return [html.unescape(t) for t in re.findall(r"<text\b[^>]*>([^<]*)</text>", svg)]
 
 
-EMPTY_STATES = {
-    "by-language": "no units with decisions yet",
-    "by-error-type": "no units with decisions yet",
-    "rwg": "no item rated by two or more raters yet",
-    "score-vs-agreement": "no item rated by two or more raters yet",
-    "annotators": "no annotator decisions yet",
+EMPTY_STATES = {  # plot: (its title, its message when empty)
+    "by-language": ("Agreement by language", "no units with decisions yet"),
+    "by-error-type": ("Agreement by error type (all languages)", "no units with decisions yet"),
+    "rwg": ("rwg per item", "no item rated by two or more raters yet"),
+    "score-vs-agreement": (
+        "Agreement vs mean score per task, language and dimension",
+        "no item rated by two or more raters yet",
+    ),
+    "annotators": (
+        "Annotator quality: accept rate and agreement with other reviewers",
+        "no annotator decisions yet",
+    ),
 }
 
 
+def svg_name(svg: str) -> tuple[str, str]:
+    """The SVG's accessible name and description: its root's <title> and <desc>, which label it."""
+    import html
+    import re
+
+    root = re.search(r"<svg\b[^>]*>", svg).group()
+    assert 'role="img"' in root and 'aria-labelledby="plot-title"' in root, root
+    title = re.search(r'<title id="plot-title">([^<]*)</title>', svg)
+    desc = re.search(r'<desc id="plot-desc">([^<]*)</desc>', svg)
+    return html.unescape(title.group(1)) if title else "", html.unescape(desc.group(1)) if desc else ""
+
+
 def test_plots_of_an_empty_project(client, project, admin_user):
+    """An empty plot keeps its title (drawn, and as the SVG's accessible name) above the message, no axis."""
     login(client, admin_user)
-    for plot, message in EMPTY_STATES.items():
+    for plot, (title, message) in EMPTY_STATES.items():
         response = client.get(url("plot", project="demo", plot=plot))
         assert response.status_code == 200 and b"<svg" in response.content
-        assert svg_texts(response.content.decode()) == [message], plot  # the message, no axis
+        assert svg_texts(response.content.decode()) == [title, message], plot
+        assert svg_name(response.content.decode()) == (title, message), plot
     html = client.get(url("dashboard", project="demo")).content.decode()
     assert "No data yet." in html
 
@@ -245,7 +265,7 @@ def test_agreement_plots_with_decisions_from_one_reviewer_only_say_so(
     login(client, admin_user)
     for plot in ("by-language", "by-error-type"):
         texts = svg_texts(client.get(url("plot", project="demo", plot=plot)).content.decode())
-        assert texts == ["no data yet: no unit has decisions from two reviewers"], (plot, texts)
+        assert texts == [EMPTY_STATES[plot][0], "no data yet: no unit has decisions from two reviewers"], (plot, texts)
 
 
 def test_untrusted_names_are_escaped(client, world):

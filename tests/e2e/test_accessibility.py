@@ -86,3 +86,11 @@ def test_admin_pages(project, languages, admin_user, new_page):
         page.get_by_role("button", name="Create the project").click()
     assert "Enter a valid “slug”" in page.inner_text("main") or "valid" in page.inner_text("main")
     assert_accessible(page, "new project with errors", visited)
+    # the invitation form sent back with every problem on its field (#37)
+    page.goto("/review/annotators/")
+    page.fill("#id_username", "anna bell")
+    page.fill("#id_email", "anna@")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Create and get invitation link").click()
+    assert page.input_value("#id_username") == "anna bell" and page.input_value("#id_email") == "anna@"
+    assert_accessible(page, "invitation with errors", visited)

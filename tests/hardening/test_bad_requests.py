@@ -103,29 +103,20 @@ def test_admin_forms_with_out_of_range_integers_answer_a_message(admin_client, p
     ):
         response = admin_client.post(manage, form)
         assert response.status_code in (302, 404), (form, response.status_code)
-    response = admin_client.post(
-        "/review/annotators/", {"action": "assign", "user": "abc", "languages": "de"}, follow=True
-    )
-    assert "user: no account 'abc'" in [str(m) for m in response.context["messages"]]
 
 
 @pytest.mark.parametrize("username", ["$\\mathrm{x}$", "anna bell", "a" * 151, "<script>"])
 def test_invited_usernames_pass_djangos_username_validator(admin_client, username):
     from django.contrib.auth import get_user_model
 
-    response = admin_client.post(
-        "/review/annotators/", {"action": "invite", "username": username, "languages": "de"}, follow=True
-    )
+    response = admin_client.post("/review/annotators/", {"action": "invite", "username": username})
     assert response.status_code == 200
-    text = " ".join(str(m) for m in response.context["messages"])
-    assert "username:" in text
+    assert response.context["form"].errors["username"]
     assert not get_user_model().objects.filter(username=username).exists()
 
 
 def test_a_valid_invited_username_is_created(admin_client):
     from django.contrib.auth import get_user_model
 
-    response = admin_client.post(
-        "/review/annotators/", {"action": "invite", "username": "new.annotator", "languages": "de"}
-    )
+    response = admin_client.post("/review/annotators/", {"action": "invite", "username": "new.annotator"})
     assert response.status_code == 200 and get_user_model().objects.filter(username="new.annotator").exists()

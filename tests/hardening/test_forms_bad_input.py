@@ -76,15 +76,6 @@ def _stale_project(w: World) -> int:
     return pk
 
 
-def _stale_user(w: World) -> int:
-    from core.services import user_create
-
-    user = user_create(username="gone_user", password="pw-gone-123", languages=["de"])
-    pk = user.pk
-    user.delete()
-    return pk
-
-
 FORMS = {
     "projects:new": Form(
         lambda w: reverse("projects:new"),
@@ -121,11 +112,8 @@ FORMS = {
     ),
     "projects:xqmeval": Form(lambda w: reverse("projects:xqmeval", args=[w.project.name]), lambda w: {}),
     "review:invite": Form(
-        lambda w: reverse("review:annotators"), lambda w: {"action": "invite", "username": "neu_de", "languages": "de"}
-    ),
-    "review:assign": Form(
         lambda w: reverse("review:annotators"),
-        lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"},
+        lambda w: {"action": "invite", "username": "neu_de", "reviews": ["de-only/en-de"]},
     ),
     "review:candidate": Form(
         lambda w: reverse("review:candidate", args=[w.project.name, w.candidates[1].pk]),
@@ -264,10 +252,8 @@ ROWS: list[Bad] = [
     # ---- review: annotators ----
     *bad("review:invite", "username", *TEXT, FORMULA, "anna_de", names="username"),
     *bad("review:invite", "email", "not-an-email", LONG, HOSTILE),
-    *bad("review:invite", "languages", "xx", HOSTILE, LONG, names="language"),
+    *bad("review:invite", "reviews", "xx", HOSTILE, LONG, "de-only/en-fr", "zh-only/en-de"),
     *bad("review:invite", "action", "bogus", HOSTILE),
-    *bad("review:assign", "user", MISSING, EMPTY, "abc", HUGE, "-1", _stale_user),
-    *bad("review:assign", "languages", "xx", HOSTILE, LONG, names="language"),
     # ---- review: decisions, skips, ratings ----
     *bad("review:candidate", "action", MISSING, EMPTY, "bogus", HOSTILE, names="decision"),
     *bad("review:candidate", "reason", "bogus", HOSTILE),  # none is allowed

@@ -223,8 +223,8 @@ ROWS = [
         _u("review:annotators"),
         "DDDO",
         writes=True,
-        body=lambda w: {"action": "assign", "user": w.users["own"].pk, "languages": "de zh"},
-    ),  # an annotator giving themselves a language
+        body=lambda w: {"action": "invite", "username": "sneaky_de", "reviews": ["de-only/en-de"]},
+    ),  # an annotator inviting an account of their own
     Row("review:invite", "get", lambda w: reverse("review:invite", args=w.invite), "OOOO", kind=PUBLIC),
     Row("review:next", "get", _u("review:next", P), "DODO"),
     Row("review:next", "post", _u("review:next", P), "DODO", writes=True, body=lambda w: {}),  # takes a lock
@@ -559,7 +559,7 @@ def world(db, settings, tmp_path) -> World:
                 triplet_ids=ids,
             )
     scores_summarize(release=release)
-    _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de", languages=["de"])
+    _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de")
     return World(
         project=project,
         users=users,

@@ -87,6 +87,16 @@ def test_api_docs_come_from_our_static_files_and_need_a_login(client, admin_user
     assert client.get("/api/schema/?format=json").json()["info"]["title"] == "xqmeval API"
 
 
+@pytest.mark.django_db
+def test_api_docs_link_back_to_the_site(client, admin_user):
+    client.force_login(admin_user)
+    page = client.get("/api/docs/").content.decode()
+    back = re.search(r'<a href="([^"]+)">([^<]+)</a>', page)
+    assert back is not None, "the API docs page has no link back to the site"
+    assert back.group(1) == "/" and "xqmeval" in back.group(2)
+    assert client.get(back.group(1)).status_code == 200
+
+
 def _configuration_table() -> str:
     """The platform's settings table of the docs site (the configuration page's first section)."""
     page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")

@@ -189,6 +189,13 @@ def test_untrusted_metric_and_type_names_are_escaped(client, release, admin_user
     assert name not in text and "&lt;script&gt;x&lt;/script&gt;" in text
 
 
+def test_each_heatmap_has_a_title(client, release, admin_user):
+    """Each metric's heatmap table is named by its caption (what a screen reader announces)."""
+    client.force_login(admin_user)
+    text = client.get(reverse("scores:diagnostics", args=[release.pk]), {"metrics": "chrF++"}).content.decode()
+    assert "Detection rate of <bdi>chrF++</bdi> per error type and direction</caption>" in text
+
+
 def test_diagnostics_command_prints_the_known_answers(release):
     out = io.StringIO()
     call_command(

@@ -13,17 +13,19 @@ from core.services import user_create
 pytestmark = pytest.mark.django_db
 
 
-def test_invite_and_assign(admin_user, annotator_de, db):
-    user, uid, token = services.annotator_invite(admin=admin_user, username="neu_ja", languages=["ja"])
+def test_invite_assigns_per_project_not_global_languages(admin_user, annotator_de, project):
+    user, uid, token = services.annotator_invite(admin=admin_user, username="neu_ja", reviews=[("demo", "en-ja")])
     assert not user.has_usable_password() and token
-    assert list(user.profile.languages.values_list("code", flat=True)) == ["ja"]
-    services.annotator_languages_set(admin=admin_user, user=user, codes=["ja", "zh"])
-    assert sorted(user.profile.languages.values_list("code", flat=True)) == ["ja", "zh"]
+    assert not user.profile.languages.exists()  # no global language: the assignment decides
+    assert list(user.review_assignments.values_list("project__name", "direction__code")) == [("demo", "en-ja")]
     with pytest.raises(services.Forbidden):
-        services.annotator_languages_set(admin=annotator_de, user=user, codes=["de"])
+        services.annotator_invite(admin=annotator_de, username="neu_zh")
     with pytest.raises(services.Conflict):
         services.annotator_invite(admin=admin_user, username="neu_ja")
-    assert AuditEvent.objects.filter(action="annotator.languages").exists()
+    with pytest.raises(services.Invalid, match="reviews: demo/en-fr"):
+        services.annotator_invite(admin=admin_user, username="neu_fr", reviews=[("demo", "en-fr")])
+    event = AuditEvent.objects.get(action="annotator.invite")
+    assert event.new == {"username": "neu_ja", "reviews": ["demo/en-ja"]}
 
 
 @pytest.mark.parametrize(
@@ -37,20 +39,16 @@ def test_invite_refuses_look_alike_usernames_and_writes_nothing(admin_user, db, 
     from django.contrib.auth import get_user_model
 
     with pytest.raises(services.Invalid, match=r"username: " + re.escape(problem)):
-        services.annotator_invite(admin=admin_user, username=typed, languages=["de"])
+        services.annotator_invite(admin=admin_user, username=typed)
     assert not get_user_model().objects.filter(username=typed).exists()
 
 
 def test_invite_normalises_usernames_nfkc_so_full_width_meets_the_existing_user(admin_user, annotator_de, db):
-    user, _, _ = services.annotator_invite(
-        admin=admin_user, username="ｍｕｌｌｅｒ", languages=["de"]
-    )  # full-width letters
+    user, _, _ = services.annotator_invite(admin=admin_user, username="ｍｕｌｌｅｒ")  # full-width letters
     assert user.username == "muller"
     with pytest.raises(services.Conflict, match="muller"):
         services.annotator_invite(admin=admin_user, username="ｍuller")
-    one_script, _, _ = services.annotator_invite(
-        admin=admin_user, username="иван", languages=["de"]
-    )  # one script: allowed
+    one_script, _, _ = services.annotator_invite(admin=admin_user, username="иван")  # one script: allowed
     assert one_script.username == "иван"
 
 

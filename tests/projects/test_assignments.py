@@ -133,3 +133,35 @@ def test_the_data_migration_assigns_each_annotator_the_directions_of_their_langu
     executor.migrate(executor.loader.graph.leaf_nodes())
     rows = sorted(ReviewerAssignment.objects.values_list("project__name", "direction__code", "user__username"))
     assert rows == [("flores", "en-ar", "anna"), ("flores", "en-de", "anna"), ("flores", "en-zh", "li")]
+
+
+def test_an_assignment_in_one_project_opens_no_other(client, flores, people):
+    """What a project shows an annotator (its list entry, directions, aggregates, releases) follows that
+    project's assignments: one in flores opens nothing elsewhere, and her global language no longer opens a
+    project that assigns reviewers. Viewers, never assigned, keep their languages."""
+    from django.http import Http404
+
+    from core import access
+    from exports.benchmark.selectors import visible_directions
+    from exports.models import Release
+    from exports.scores.views import visible_release
+
+    other = project_create(name="other", directions=["en-de", "en-zh"])
+    release = Release.objects.create(project=other, version="1.0.0", status=Release.Status.READY)
+    vera = user_create(username="vera", password="pw-vera-123", role="viewer", languages=["de"])
+    anna = people["anna"]  # her language: de
+    assignments_set(project=flores, direction="en-zh", usernames=["anna"])
+    names = lambda who: sorted(access.visible_projects(who).values_list("name", flat=True))  # noqa: E731
+    assert names(anna) == ["flores", "other"]
+    assert visible_directions(anna, flores) == {"en-zh"}  # flores assigns: her assignment, not her language
+    assert visible_directions(anna, other) == {"en-de"}  # other assigns nobody: her language, not flores' zh
+    assert visible_release(anna, release.pk)[1] == ["en-de"]
+    assignments_set(project=other, direction="en-de", usernames=["ben"])
+    assert names(anna) == ["flores"]
+    with pytest.raises(Http404):
+        access.visible_project(anna, "other")
+    with pytest.raises(Http404):
+        visible_release(anna, release.pk)
+    client.force_login(anna)
+    assert "other" not in [r.project.name for r in client.get(reverse("scores:index")).context["releases"]]
+    assert names(vera) == ["flores", "other"] and visible_directions(vera, other) == {"en-de"}

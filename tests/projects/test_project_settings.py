@@ -209,3 +209,13 @@ def test_direction_data_counts_what_each_direction_holds(flores):
     make_candidate(flores, Direction.objects.get(code="en-de"), "A dog.", "Ein Hund.", "Ein Hunde.")
     data = {d.code: d for d in services.direction_data_list(project=flores)}
     assert (data["en-de"].gold_pairs, data["en-de"].empty, data["en-zh"].empty) == (1, False, True)
+
+
+def test_settings_page_title_and_breadcrumbs_hold_no_section(admin, flores):
+    """The page's <title> is its name only, and the reviewers section is shown once (the title and the
+    breadcrumbs blocks held a copy of it)."""
+    import re
+
+    page = admin.get(reverse("projects:settings", args=["flores"])).content.decode()
+    assert re.search(r"<title>(.*?)</title>", page, re.S).group(1) == "Settings of flores · xqmeval"
+    assert page.count("<h2>Reviewers per direction</h2>") == 1

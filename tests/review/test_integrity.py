@@ -181,7 +181,7 @@ def test_closed_round_refuses_changes_and_skips(project, cands, anna, annotator_
     skip = post(anna, "skips", {"candidate": cands[2].pk, "reason": "unsure", "round": rnd.pk})
     assert skip.status_code == 409 and "closed" in skip.json()["detail"]
     # the same through the screen's form path: refused with the message, nothing changed
-    url = reverse("review:candidate", args=[project.name, cands[0].pk]) + f"?round={rnd.pk}"
+    url = reverse("review:candidate", args=[project.name, cands[0].pk]) + f"?round={rnd.number}"
     assert 'id="round-closed"' in anna.get(url).content.decode()
     r = anna.post(url, {"action": "reject", "idempotency_key": "K4"}, follow=True)
     assert "round 1 is closed" in r.content.decode()

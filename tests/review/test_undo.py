@@ -170,7 +170,9 @@ def test_the_screen_links_the_previous_item(client, project, de_candidates, anno
     first = take_and_decide(annotator_de, project)
     held = services.candidate_take_next(user=annotator_de, project=project)
     client.force_login(annotator_de)
-    page = client.get(reverse("review:candidate", args=[project.name, held.candidate.pk]) + f"?round={held.round.pk}")
-    back = reverse("review:candidate", args=[project.name, first.pk]) + f"?round={held.round.pk}"
+    page = client.get(
+        reverse("review:candidate", args=[project.name, held.candidate.pk]) + f"?round={held.round.number}"
+    )
+    back = reverse("review:candidate", args=[project.name, first.pk]) + f"?round={held.round.number}"
     assert f'href="{back}" id="previous-link"' in page.content.decode()
     assert page.context["config"]["previousUrl"] == back

@@ -334,7 +334,7 @@ def test_review_page_rtl_and_deletion_marker(project, languages):
 
 
 def test_invite_link_sets_password_once(admin_client, admin_user):
-    r = admin_client.post(reverse("review:annotators"), {"action": "invite", "username": "new_de", "languages": "de"})
+    r = admin_client.post(reverse("review:annotators"), {"action": "invite", "username": "new_de"})
     link = r.context["invite_link"]
     path = link.split("testserver", 1)[1]
     client = Client()

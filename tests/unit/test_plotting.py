@@ -18,15 +18,31 @@ def texts(document: str) -> list[str]:
 def test_a_figure_without_data_is_drawn_as_the_empty_state():
     fig, ax = plt.subplots()
     ax.set_xlabel("quality level k")
-    assert texts(svg(fig)) == [NO_DATA]
+    assert texts(svg(fig, "Scores by level")) == ["Scores by level", NO_DATA]
     fig, (left, right) = plt.subplots(1, 2)
     right.plot([0, 1], [2, 3])
-    document = svg(fig)
+    document = svg(fig, "Scores by level")
     assert NO_DATA not in texts(document) and "3.0" in texts(document)  # one axis with data: drawn as it is
 
 
-def test_the_empty_state_has_no_axis():
-    assert texts(empty("nothing built yet")) == ["nothing built yet"]
+def test_the_empty_state_has_no_axis_and_keeps_the_title():
+    assert texts(empty("nothing built yet", "Counts")) == ["Counts", "nothing built yet"]
+
+
+def test_every_plot_is_named_by_its_title_and_described():
+    """The SVG's root is an image labelled by its <title> and described by its <desc>, escaped."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 2])
+    document = svg(fig, "Δ <by> level", "one line per direction")
+    root = re.search(r"<svg\b[^>]*>", document).group()
+    assert 'role="img"' in root and 'aria-labelledby="plot-title"' in root and 'aria-describedby="plot-desc"' in root
+    after_root = document[document.index(root) + len(root) :].lstrip()
+    assert after_root.startswith('<title id="plot-title">Δ &lt;by&gt; level</title>')
+    assert '<desc id="plot-desc">one line per direction</desc>' in document
+    empty_one = empty("no data yet", "Counts")
+    assert (
+        '<title id="plot-title">Counts</title>' in empty_one and '<desc id="plot-desc">no data yet</desc>' in empty_one
+    )
 
 
 def test_counts_plot_keeps_coinciding_directions_visible_and_says_they_coincide():

@@ -13,6 +13,10 @@ from core.domain.plotting import empty as _empty
 from core.domain.plotting import subplots
 from core.domain.plotting import svg as _svg
 
+RWG_TITLE = "rwg per item"
+SCORE_TITLE = "Agreement vs mean score per task, language and dimension"
+QUALITY_TITLE = "Annotator quality: accept rate and agreement with other reviewers"
+
 DIMENSION_COLOURS = {
     "informativeness": "#1b9e77",
     "clarity": "#d95f02",
@@ -38,9 +42,9 @@ def _bar_with_ci(ax, labels: Sequence[str], values, lows, highs, colour: str) ->
 def agreement_by_group(rows: Sequence[dict], label: Callable[[dict], str], title: str) -> str:
     """Percent agreement and Krippendorff's α (nominal) with bootstrap intervals, one bar pair per group."""
     if not rows:
-        return _empty("no units with decisions yet")
+        return _empty("no units with decisions yet", title)
     if all(r[col] is None for r in rows for col in ("percent_agreement", "krippendorff_alpha")):
-        return _empty("no data yet: no unit has decisions from two reviewers")
+        return _empty("no data yet: no unit has decisions from two reviewers", title)
     labels = [label(r) for r in rows]
     fig, axes = subplots(1, 2, figsize=(max(6, 0.5 * len(rows) + 4), 3.4), sharey=False)
     for ax, (col, name, colour) in zip(
@@ -62,7 +66,7 @@ def agreement_by_group(rows: Sequence[dict], label: Callable[[dict], str], title
         ax.set_ylim(min(0.0, *[r[f"{col}_low"] or 0.0 for r in rows]) - 0.05, 1.05)
         ax.axhline(0, color="#999", lw=0.6)
     fig.suptitle(title, fontsize=10)
-    return _svg(fig)
+    return _svg(fig, title)
 
 
 def rwg_distribution(item_rows: Sequence[dict], dimensions: Sequence[str]) -> str:
@@ -70,7 +74,7 @@ def rwg_distribution(item_rows: Sequence[dict], dimensions: Sequence[str]) -> st
     columns = [(f"{d}_rwg", d) for d in dimensions] + [("rwg_j_composite", "rwg(j) composite")]
     data = [[r[c] for r in item_rows if r.get(c) is not None] for c, _ in columns]
     if not any(data):
-        return _empty("no item rated by two or more raters yet")
+        return _empty("no item rated by two or more raters yet", RWG_TITLE)
     fig, axes = subplots(1, len(columns), figsize=(2.3 * len(columns), 2.6), sharey=True)
     bins = [i / 10 for i in range(11)]
     for ax, values, (_col, name) in zip(axes, data, columns):
@@ -79,8 +83,8 @@ def rwg_distribution(item_rows: Sequence[dict], dimensions: Sequence[str]) -> st
         ax.set_xlim(0, 1)
         ax.tick_params(labelsize=7)
     axes[0].set_ylabel("items", fontsize=8)
-    fig.suptitle("rwg per item", fontsize=10)
-    return _svg(fig)
+    fig.suptitle(RWG_TITLE, fontsize=10)
+    return _svg(fig, RWG_TITLE)
 
 
 TASK_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -91,7 +95,7 @@ def agreement_vs_score(dimension_rows: Sequence[dict]) -> str:
     on y; colour = dimension, marker = task, label = language."""
     rows = [r for r in dimension_rows if r["language"] != "all" and r["task"] != "all" and r["mean_rwg"] is not None]
     if not rows:
-        return _empty("no item rated by two or more raters yet")
+        return _empty("no item rated by two or more raters yet", SCORE_TITLE)
     tasks = sorted({r["task"] for r in rows})
     marker = {t: TASK_MARKERS[i % len(TASK_MARKERS)] for i, t in enumerate(tasks)}
     fig, ax = subplots(figsize=(6, 4.2))
@@ -122,15 +126,15 @@ def agreement_vs_score(dimension_rows: Sequence[dict]) -> str:
     handles = [Line2D([], [], color=c, marker="o", ls="", label=d) for d, c in DIMENSION_COLOURS.items()]
     handles += [Line2D([], [], color="#555", marker=marker[t], ls="", label=t) for t in tasks]
     ax.legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    ax.set_title("Agreement vs mean score per task, language and dimension (cf. OmniScore Fig. 3)", fontsize=9)
-    return _svg(fig)
+    ax.set_title(f"{SCORE_TITLE} (cf. OmniScore Fig. 3)", fontsize=9)
+    return _svg(fig, SCORE_TITLE)
 
 
 def annotator_quality(rows: Sequence[dict]) -> str:
     """Accept rate against same-language peers (left); agreement with other reviewers, red when flagged,
     with the gold score as a diamond where the annotator met gold items (right)."""
     if not rows:
-        return _empty("no annotator decisions yet")
+        return _empty("no annotator decisions yet", QUALITY_TITLE)
     labels = [f"{r['annotator']} ({r['language']})" for r in rows]
     fig, (left, right) = subplots(1, 2, figsize=(max(7, 0.6 * len(rows) + 5), 3.6))
     xs = list(range(len(rows)))
@@ -163,4 +167,5 @@ def annotator_quality(rows: Sequence[dict]) -> str:
     right.set_ylim(0, 1.05)
     right.set_title("agreement with other reviewers (red: flagged)", fontsize=9)
     right.legend(fontsize=7, loc="lower right")
-    return _svg(fig)
+    fig.suptitle(QUALITY_TITLE, fontsize=10)
+    return _svg(fig, QUALITY_TITLE)

@@ -101,7 +101,11 @@ def test_counts_plot_of_a_benchmark_with_nothing_built_says_so_instead_of_an_axi
         response = client.get("/benchmarks/demo/counts.svg")
         assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
         texts = svg_texts(response.content.decode())
-        assert texts == ["nothing built yet: build the benchmark to see pseudo translations per level"], step
+        assert texts == [
+            "Pseudo translations per level",
+            "nothing built yet: build the benchmark to see pseudo translations per level",
+        ], step
+        assert '<title id="plot-title">Pseudo translations per level</title>' in response.content.decode()
 
 
 def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(client, project, admin_user):
@@ -109,7 +113,8 @@ def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(clien
     client.force_login(admin_user)
     response = client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"})
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
-    assert svg_texts(response.content.decode()) == ["no chrF++ scores yet"]
+    assert svg_texts(response.content.decode()) == ["chrF++ by quality level", "no chrF++ scores yet"]
+    assert '<title id="plot-title">chrF++ by quality level</title>' in response.content.decode()
     # scores without a level (nothing to put on the x axis): the same
     MetricScore.objects.create(
         release=release,
@@ -121,6 +126,7 @@ def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(clien
     )
     scores_summarize(release=release)
     assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "chrF++"}).content.decode()) == [
-        "no chrF++ scores yet"
+        "chrF++ by quality level",
+        "no chrF++ scores yet",
     ]
     assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "nope"}).status_code == 404
