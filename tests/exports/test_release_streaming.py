@@ -107,6 +107,26 @@ def test_a_failed_release_leaves_no_pseudo_systems(built, tmp_path, monkeypatch)
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_the_release_reads_its_direction_list_as_one_row_per_direction(built):
+    """Every step of a release (start, finish) reads the list of directions; a query that returns every
+    pseudo translation to find them (DISTINCT under the model's default ordering) held ≈ 100 MB before a
+    release of 90 directions staged anything. Counted in rows the query returns, not in time."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        directions = selectors.triplet_directions(built)
+    assert directions == ["en-de", "en-zh"]
+    (query,) = queries.captured_queries
+    with connection.cursor() as cursor:
+        cursor.execute(query["sql"])
+        returned = cursor.fetchall()
+    assert len(returned) == len(directions)
+    assert PseudoTranslation.objects.filter(segment__project=built).count() > 100 * len(directions)
+
+
 def _table(n: int, seed: int = 0) -> pa.Table:
     import random
 
