@@ -14,13 +14,14 @@ TRIPLET_BLOCK_SEGMENTS = 100  # gold pairs read per query when streaming a direc
 
 
 def triplet_directions(project: Project) -> list[str]:
-    """Codes of the directions that hold pseudo translations, in release order."""
+    """Codes of the directions that hold pseudo translations, in release order. ``order_by()`` clears the
+    model's default ordering: with it, DISTINCT would be over (code, segment, level, key) and return every
+    pseudo translation (≈ 100 MB of rows at 630,000, read before a release stages anything)."""
     return sorted(
-        set(
-            PseudoTranslation.objects.filter(segment__project=project)
-            .values_list("segment__direction__code", flat=True)
-            .distinct()
-        )
+        PseudoTranslation.objects.filter(segment__project=project)
+        .order_by()
+        .values_list("segment__direction__code", flat=True)
+        .distinct()
     )
 
 

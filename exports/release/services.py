@@ -507,7 +507,12 @@ class _SystemStore:
     200 directions has tens of thousands, each with thousands of triplet ids). Rows of an earlier,
     failed attempt are removed first; a failed attempt removes its own."""
 
-    BATCH_IDS = 200_000  # triplet ids held before a flush (a multilingual system has 102 per direction)
+    # Held before a flush: triplet ids (a multilingual system has 102 per direction), and systems (a
+    # monolingual one has 102 ids, but each is also a model instance). With ids alone, a release of 9
+    # directions never filled a batch of monolingual systems where one of 90 directions did (1,960 held at
+    # once); these bounds took 10 MB off the peak at 90 directions (docs/release-memory.md).
+    BATCH_IDS = 50_000
+    BATCH_SYSTEMS = 250
 
     def __init__(self, release: Release):
         self.release = release
@@ -538,7 +543,7 @@ class _SystemStore:
             )
         )
         self.pending_ids += draw.size
-        if self.pending_ids >= self.BATCH_IDS:
+        if self.pending_ids >= self.BATCH_IDS or len(self.pending) >= self.BATCH_SYSTEMS:
             self.flush()
 
     def flush(self) -> None:
