@@ -23,7 +23,7 @@ from annotation.models import (
     UsedIdempotencyKey,
 )
 from annotation.review import domain as rules
-from annotation.review.xqmeval_import.services import import_xqmeval
+from annotation.review.xqmeval_import.services import xqmeval_import
 from core.admin import ProjectAdmin as CoreProjectAdmin
 from core.admin import report_errors
 from core.admin_lists import KeptByTriggersMixin, LargeTableAdmin, ReadOnlyMixin, values_filter
@@ -163,8 +163,8 @@ class ProjectAdmin(CoreProjectAdmin):
                 files = [(f.name, f.read()) for f in form.cleaned_data["candidate_files"]]
                 decisions = form.cleaned_data.get("decisions")
                 try:
-                    result = import_xqmeval(
-                        project_name,
+                    result = xqmeval_import(
+                        project_name=project_name,
                         files=files,
                         decisions=(decisions.name, decisions.read()) if decisions else None,
                         strict=form.cleaned_data["strict"],

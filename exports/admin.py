@@ -19,6 +19,7 @@ from exports.models import (
     CandidatePlacement,
     MergedSegment,
     MetricScore,
+    PartUpload,
     PseudoSystem,
     PseudoTranslation,
     Release,
@@ -320,3 +321,13 @@ class WorkerTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         n = scores_services.tokens_revoke(tokens=queryset)
         self.message_user(request, f"{n} worker token(s) revoked", messages.SUCCESS)
+
+
+@admin.register(PartUpload)
+class PartUploadAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Every part a worker uploaded, with the worker that sent it: written by the worker endpoint only."""
+
+    list_display = ("job", "worker", "sha256", "size", "created_at")
+    list_filter = ("worker", "job__release__project", "job__metric")
+    search_fields = ("sha256", "storage_name")
+    readonly_fields = ("job", "worker", "sha256", "size", "storage_name", "created_at")

@@ -78,7 +78,7 @@ def naive_counts(pools) -> int:
 
 
 def run(data: Path, scratch: Path) -> dict:
-    from annotation.review.xqmeval_import.services import import_xqmeval
+    from annotation.review.xqmeval_import.services import xqmeval_import
     from core.models import Project
     from exports.benchmark.services import build_run
     from exports.models import PseudoTranslation
@@ -86,7 +86,9 @@ def run(data: Path, scratch: Path) -> dict:
     from exports.release.domain.release_files import sha256_file
     from injection.models import Candidate
 
-    t_import, _ = timed(import_xqmeval, "bench", data / "candidates", data / "decisions.csv")
+    t_import, _ = timed(
+        xqmeval_import, project_name="bench", directory=data / "candidates", decisions_path=data / "decisions.csv"
+    )
     project = Project.objects.get(name="bench")
 
     t_merge, result = timed(build_run, project=project)

@@ -68,11 +68,17 @@ def main() -> None:
 
 
 def fresh(data: Path, out: Path) -> None:
-    from annotation.review.xqmeval_import.services import import_xqmeval
     from core.models import Project
     from injection.models import Candidate
 
-    import_xqmeval("bench", data / "candidates", data / "decisions.csv")
+    try:  # this code
+        from annotation.review.xqmeval_import.services import xqmeval_import
+
+        xqmeval_import(project_name="bench", directory=data / "candidates", decisions_path=data / "decisions.csv")
+    except ImportError:  # a checkout from before issue 35 (the import's own room, <entity>_<action> names)
+        from annotation.review.xqmeval_import import import_xqmeval
+
+        import_xqmeval("bench", data / "candidates", data / "decisions.csv")
     project = Project.objects.get(name="bench")
     build(project)
     release(project, "1.0.0", out_dir=out / "1.0.0")

@@ -27,22 +27,22 @@ sys.path.insert(0, str(ROOT))
 
 PROFILED = {
     "exports.release.services": (
-        "begin_release",
-        "run_release_direction",
-        "finish_release",
-        "release_content",
-        "direction_stamp",
+        "release_begin",
+        "release_direction_run",
+        "release_finish",
+        "release_content_make",
+        "_direction_stamp",
     ),
     "exports.benchmark.selectors": (
         "current_level_counts",
         "agreement_figures",
         "excluded_candidates",
         "transplanted_candidates",
-        "triplet_directions",
     ),
+    "exports.release.selectors": ("triplet_directions",),
     "exports.release.domain.release_files": ("finish_staged_release", "_write_systems", "_finish", "dataset_card"),
 }
-FOLDED = {"run_release_direction", "direction_stamp"}  # once per direction: one line each
+FOLDED = {"release_direction_run", "_direction_stamp"}  # once per direction: one line each
 
 
 def rss_mb() -> float:

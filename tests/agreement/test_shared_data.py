@@ -19,12 +19,12 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
 @pytest.fixture
 def xq_de(shared_data, db):
-    from annotation.review.xqmeval_import.services import import_xqmeval, read_directory
+    from annotation.review.xqmeval_import.services import xqmeval_directory_read, xqmeval_import
 
-    files = [f for f in read_directory(shared_data) if f[0].startswith("en-de-")]
+    files = [f for f in xqmeval_directory_read(directory=shared_data) if f[0].startswith("en-de-")]
     lines = (shared_data / "decisions.csv").read_text(encoding="utf-8").splitlines(True)
     decisions = "".join(line for i, line in enumerate(lines) if i == 0 or line.startswith("de,")).encode()
-    result = import_xqmeval("xq", files=files, decisions=("decisions.csv", decisions))
+    result = xqmeval_import(project_name="xq", files=files, decisions=("decisions.csv", decisions))
     assert result.candidates_created == 816
     from core.models import Project
 

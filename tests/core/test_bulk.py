@@ -114,7 +114,7 @@ def test_a_failing_bulk_insert_leaves_nothing_inside_the_callers_transaction():
 @pytest.mark.shared_data
 @pytest.mark.django_db
 def test_a_replica_of_the_shared_data_imports_with_the_same_checks_and_statuses(shared_data, tmp_path):
-    from annotation.review.xqmeval_import.services import import_xqmeval
+    from annotation.review.xqmeval_import.services import xqmeval_import
     from core.domain.languages import replica_code
 
     (tmp_path / "candidates").mkdir()
@@ -131,7 +131,9 @@ def test_a_replica_of_the_shared_data_imports_with_the_same_checks_and_statuses(
     (tmp_path / "decisions.csv").write_text(
         "\n".join([lines[0], *zh, *[line.replace("zh,", f"{code},", 1) for line in zh]]) + "\n", encoding="utf-8"
     )
-    result = import_xqmeval("rep", tmp_path / "candidates", tmp_path / "decisions.csv")
+    result = xqmeval_import(
+        project_name="rep", directory=tmp_path / "candidates", decisions_path=tmp_path / "decisions.csv"
+    )
     assert result.candidates_created == 2 * len(zh)
 
     def view(direction):

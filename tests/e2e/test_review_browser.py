@@ -233,10 +233,10 @@ def test_outbox_resends_after_the_tab_was_closed(project, languages, annotator_d
 def test_two_annotators_review_imported_xqmeval_en_de(shared_data, admin_user, new_page):
     """The issue's 'done when': two annotators review the imported XQ-MEval en-de candidates by keyboard,
     the first candidate gets exactly its two decisions and a status, and the admin sees the progress."""
-    from annotation.review.xqmeval_import.services import import_xqmeval
+    from annotation.review.xqmeval_import.services import xqmeval_import
 
     files = [(p.name, p.read_bytes()) for p in sorted((shared_data / "candidates").glob("en-de-*.parquet"))]
-    import_xqmeval("xq", files=files)  # no decisions: every candidate is pending review
+    xqmeval_import(project_name="xq", files=files)  # no decisions: every candidate is pending review
     user_create(username="de_one", password="pw-de-one-123", languages=["de"])
     user_create(username="de_two", password="pw-de-two-123", languages=["de"])
     pages = [new_page(), new_page()]

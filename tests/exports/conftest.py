@@ -53,7 +53,7 @@ def shared_pools(shared_data):
 
 def import_languages(project_name: str, shared: Path, languages: list[str]):
     """Import the candidate files and decisions of ``languages`` through ``import_xqmeval``."""
-    from annotation.review.xqmeval_import.services import import_xqmeval
+    from annotation.review.xqmeval_import.services import xqmeval_import
 
     files = [
         (p.name, p.read_bytes())
@@ -69,7 +69,7 @@ def import_languages(project_name: str, shared: Path, languages: list[str]):
         for row in reader:
             if row[0] in languages:
                 writer.writerow(row)
-    return import_xqmeval(project_name, files=files, decisions=("decisions.csv", out.getvalue().encode()))
+    return xqmeval_import(project_name=project_name, files=files, decisions=("decisions.csv", out.getvalue().encode()))
 
 
 def empty_the_database(django_db_blocker) -> None:

@@ -54,13 +54,15 @@ BENS_OWN = ("ben-private-note",)
 # O: allowed (2xx, or a redirect that is not to the login page); D: refused (403 or 404).
 # Anonymous users get, by the row's kind: "page" a redirect to the login page, "api" 401/403,
 # "public" the same as everyone (pages that hold no data: health, login, the invitation link).
-PAGE, API, PUBLIC = "page", "api", "public"
+# "worker": the scoring workers' endpoints, opened by a worker token only (tests/workers): every session, the
+# admin's included, and anonymous get 401 and change nothing.
+PAGE, API, PUBLIC, WORKER = "page", "api", "public", "worker"
 
 
 @dataclass
 class Row:
     name: str  # the URL name, with its namespace
-    method: str  # get, post (form), json (POST of a JSON body)
+    method: str  # get, post (form), json (POST of a JSON body), put (a file's bytes)
     url: Callable  # world -> path
     expect: str  # other, own, viewer, admin: O or D each
     kind: str = PAGE
@@ -422,6 +424,16 @@ ROWS = [
         body=lambda w: {"repo_id": "lab/geheim"},
     ),
     Row("benchmarks_api:project", "get", _u("benchmarks_api:project", P), "DOOO", kind=API),
+    Row("workers:release_manifest", "get", _u("workers:release_manifest", REL), "DDDD", kind=WORKER),
+    Row("workers:release_file", "get", _u("workers:release_file", REL, "en-de"), "DDDD", kind=WORKER),
+    Row(
+        "workers:upload_part",
+        "put",
+        _u("workers:upload_part", REL, "chrF++", "en-de"),
+        "DDDD",
+        kind=WORKER,
+        note="a worker token opens it; tests/workers sends parts",
+    ),
     # ---- scores and meta-evaluation ----
     Row("scores:index", "get", _u("scores:index"), "OOOO"),
     Row("scores:release", "get", _u("scores:release", REL), "DOOO"),
@@ -593,6 +605,8 @@ def request(client: Client, row: Row, world: World, who: str):
         return client.get(url)
     if row.method == "json":
         return client.post(url, data=json.dumps(body), content_type="application/json")
+    if row.method == "put":  # a part file's bytes
+        return client.put(url, data=b"PAR1", content_type="application/octet-stream")
     return client.post(url, data=body)
 
 
@@ -625,7 +639,10 @@ def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
             response = request(client, row, world, who)
         where = f"{row.method.upper()} {row.url(world)} as {who}"
         refused = False
-        if who == "anonymous" and row.kind != PUBLIC:
+        if row.kind == WORKER:
+            assert response.status_code == 401, f"{where}: {response.status_code}, expected 401 (no worker token)"
+            refused = True
+        elif who == "anonymous" and row.kind != PUBLIC:
             if row.kind == PAGE:
                 assert to_login(response), f"{where}: {response.status_code}, expected a redirect to the login page"
             else:
@@ -653,7 +670,7 @@ def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
             assert not shown, f"{where}: the response shows {shown}"
 
 
-REFUSED_ROWS = [r for r in ROWS if "D" in r.expect[:3]]
+REFUSED_ROWS = [r for r in ROWS if "D" in r.expect[:3] and r.kind != WORKER]
 CSRF_MASK = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]+"')
 
 

@@ -25,8 +25,8 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 SETUP = """
-from core.services import ensure_project
-from core.corpus.services import import_corpus_rows
+from core.corpus.services import corpus_rows_import
+from core.services import project_ensure
 from core.corpus.domain import CorpusRow
 from tests.injection.conftest import PAIRS
 project, _ = project_ensure(name="demo")

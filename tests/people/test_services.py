@@ -1,6 +1,6 @@
 """Annotator accounts through the people services, on a real DB: invitations (look-alike and full-width
 usernames) and language assignments, admins only and audited; the same username rules in Django admin's user
-form and in ``core.services.create_user``."""
+form and in ``core.services.user_create``."""
 
 import re
 

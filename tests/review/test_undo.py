@@ -159,7 +159,7 @@ def test_the_api_and_the_no_javascript_form_withdraw(client, project, de_candida
     page = reverse("review:candidate", args=[project.name, cand.pk]) + f"?round={rnd.pk}"
     shown = client.get(page).content.decode()
     assert 'id="withdraw-button"' in shown and "Withdraw my decision" in shown and "You rejected" in shown
-    response = client.post(page, {"action": "withdraw", "round": rnd.pk, "client_user": annotator_de.pk})
+    response = client.post(page, {"action": "withdraw", "round": rnd.number, "client_user": annotator_de.pk})
     assert response.status_code == 302 and response.url == page
     assert not ReviewDecision.objects.filter(candidate=cand).exists()
     after = client.get(page).content.decode()

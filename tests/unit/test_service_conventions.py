@@ -21,7 +21,7 @@ ENTITIES = {
     "annotator", "assignments", "audit", "batch", "build", "candidate", "corpus", "counts", "decision", "direction",
     "directions", "job", "jobs", "language", "lock", "out", "part", "pool", "project", "push", "rating",
     "release", "request", "result", "retry", "round", "run", "runs", "sampling", "scores", "scoring",
-    "staging", "system", "task", "token", "tokens", "user", "username", "work",
+    "staging", "system", "task", "token", "tokens", "xqmeval", "user", "username", "work",
 }  # fmt: skip
 # What it does: a verb.
 ACTIONS = {
@@ -29,7 +29,7 @@ ACTIONS = {
     "execute", "exists", "export", "find", "finish", "format", "get", "hash", "import", "ingest", "invite",
     "list", "lock", "make", "merge", "open", "plan", "prepare", "push", "record", "reinstate", "remove", "reset",
     "resolve", "resume", "retire", "run", "set", "skip", "start", "submit", "summarize", "sync", "take",
-    "update", "withdraw", "revoke", "authenticate", "receive",
+    "update", "withdraw", "revoke", "authenticate", "receive", "read", "write",
 }  # fmt: skip
 # Allowed exceptions, each with its reason. None today: add a name here only with a reason a reviewer accepts.
 ALLOWED: dict[str, str] = {}

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from annotation.review.xqmeval_import.services import import_xqmeval
+from annotation.review.xqmeval_import.services import xqmeval_import
 from core.corpus.domain import CorpusRow
 from core.corpus.services import corpus_rows_import
 from core.models import Project
@@ -48,7 +48,9 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     if not (shared / "candidates").is_dir():
         log(f"  skipped: no XQ-MEval data at {shared}")
         return
-    result = import_xqmeval("xqmeval", shared / "candidates", shared / "decisions.csv")
+    result = xqmeval_import(
+        project_name="xqmeval", directory=shared / "candidates", decisions_path=shared / "decisions.csv"
+    )
     log(f"  xqmeval: {result.candidates_created} candidates imported, {result.candidates_unchanged} unchanged")
     xq = Project.objects.get(name="xqmeval")
     latest = latest_build(xq)

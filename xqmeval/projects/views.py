@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from annotation.models import RatingItem
 from annotation.rating import services as rating_services
-from annotation.review.xqmeval_import.services import import_xqmeval
+from annotation.review.xqmeval_import import services as xqmeval_services
 from core import access
 from core import selectors as core_selectors
 from core.corpus import selectors as corpus_selectors
@@ -277,8 +277,8 @@ def xqmeval_import(request, slug: str):
         files = [(f.name, f.read()) for f in xq_form.cleaned_data["candidate_files"]]
         decisions = xq_form.cleaned_data.get("decisions")
         try:
-            result = import_xqmeval(
-                project.name,
+            result = xqmeval_services.xqmeval_import(
+                project_name=project.name,
                 files=files,
                 decisions=(decisions.name, decisions.read()) if decisions else None,
                 strict=xq_form.cleaned_data["strict"],

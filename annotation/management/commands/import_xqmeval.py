@@ -5,7 +5,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.review.xqmeval_import.services import import_xqmeval
+from annotation.review.xqmeval_import.services import xqmeval_import
 from core.services import ImportRejected
 
 
@@ -60,10 +60,10 @@ class Command(BaseCommand):
                     self.stdout.write(f"{language}: {candidates} candidates read and checked, {state}")
 
         try:
-            result = import_xqmeval(
-                opts["project"],
-                opts["directory"],
-                opts["decisions"],
+            result = xqmeval_import(
+                project_name=opts["project"],
+                directory=opts["directory"],
+                decisions_path=opts["decisions"],
                 strict=opts["strict"],
                 progress=bar.update,
                 on_total=total,

@@ -75,7 +75,7 @@ class XQImportResult(ImportCounts):
         return bool(self.project_created or self.segments_created or self.candidates_created or self.decisions_created)
 
 
-def read_directory(directory: str | Path) -> list[tuple[str, Path]]:
+def xqmeval_directory_read(*, directory: str | Path) -> list[tuple[str, Path]]:
     """The candidate files of a directory as (name, path): each is read when its language's turn comes."""
     directory = Path(directory)
     base = directory / "candidates" if (directory / "candidates").is_dir() else directory
@@ -87,11 +87,11 @@ def read_directory(directory: str | Path) -> list[tuple[str, Path]]:
     return files
 
 
-def import_xqmeval(
+def xqmeval_import(
+    *,
     project_name: str,
     directory: str | Path | None = None,
     decisions_path: str | Path | None = None,
-    *,
     files: list[tuple[str, bytes | Path]] | None = None,
     decisions: tuple[str, bytes | Path] | None = None,
     strict: bool = False,
@@ -171,7 +171,7 @@ def import_xqmeval(
 def _inputs(project_name, directory, files, decisions, decisions_path) -> tuple[list, tuple | None, str]:
     """The candidate files, the decisions (name, content or path) and the source's name, checked."""
     if files is None:
-        files = read_directory(directory)
+        files = xqmeval_directory_read(directory=directory)
     if decisions is None and decisions_path is not None:
         path = Path(decisions_path)
         if not path.is_file():
@@ -351,8 +351,8 @@ class _Conflict(Conflict):
     code = "stored_row_conflict"
 
 
-def write_language_task(
-    project_id: int, run_id: int, group: FileGroup, strict: bool, decisions_path: str | None, name: str
+def language_task_write(
+    *, project_id: int, run_id: int, group: FileGroup, strict: bool, decisions_path: str | None, name: str
 ) -> tuple[str, LanguageWritten]:
     """A writer's unit of work (``writers.write_language``): read, check and write one language in
     one transaction; a conflict with stored rows rolls that language back and is reported."""

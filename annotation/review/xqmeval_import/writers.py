@@ -18,9 +18,16 @@ def setup(database: dict) -> None:
 
 
 def write_language(project_id: int, run_id: int, group, strict: bool, decisions_path: str | None, decisions_name: str):
-    from annotation.review.xqmeval_import.services import write_language_task
+    from annotation.review.xqmeval_import.services import language_task_write
 
-    return write_language_task(project_id, run_id, group, strict, decisions_path, decisions_name)
+    return language_task_write(
+        project_id=project_id,
+        run_id=run_id,
+        group=group,
+        strict=strict,
+        decisions_path=decisions_path,
+        name=decisions_name,
+    )
 
 
 def analyze(model_label: str) -> None:
