@@ -79,7 +79,7 @@ def _for_update(qs, *, skip_locked: bool = False):
 
 
 def candidate_get_visible(*, user, candidate_id, lock: bool = False) -> Candidate:
-    qs = selectors.visible_candidates(user).select_related("segment__direction__target", "segment__project")
+    qs = selectors.visible_candidates(user).select_related("segment__direction__target", "segment__direction__source", "segment__project")
     if lock:
         qs = _for_update(qs)
     try:
@@ -260,7 +260,7 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
                 candidate__segment__direction__target__code__in=codes,
             )
             .filter(~Exists(decided))  # the resume check in the same query
-            .select_related("candidate__segment__direction__target", "round")
+            .select_related("candidate__segment__direction__target", "candidate__segment__direction__source", "round")
             .order_by("created_at")
             .first()
         )
@@ -269,7 +269,7 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
             return Assignment(mine.candidate, mine.round, expires, resumed=True)
         for rnd in selectors.open_rounds(project):
             base = selectors.queue(user, project, rnd, codes, now=now).order_by("segment_id", "id")
-            base = base.select_related("segment__direction__target")
+            base = base.select_related("segment__direction__target", "segment__direction__source")
             # SKIP LOCKED lets concurrent reviewers pass each other; when everything left is locked for a
             # moment by someone else's short transaction, wait for it rather than report an empty queue.
             for skip_locked in (True, False):
