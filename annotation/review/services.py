@@ -79,7 +79,9 @@ def _for_update(qs, *, skip_locked: bool = False):
 
 
 def candidate_get_visible(*, user, candidate_id, lock: bool = False) -> Candidate:
-    qs = selectors.visible_candidates(user).select_related("segment__direction__target", "segment__direction__source", "segment__project")
+    qs = selectors.visible_candidates(user).select_related(
+        "segment__direction__target", "segment__direction__source", "segment__project"
+    )
     if lock:
         qs = _for_update(qs)
     try:

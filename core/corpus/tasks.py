@@ -28,7 +28,7 @@ def import_hub_corpus_task(self, job_id: int) -> dict:
         if self.request.is_eager and isinstance(exc, HubUnreachable):
             # in-process (no broker): the failure and its reason are recorded; the corpus page offers Retry
             return summary(CorpusImport.objects.get(pk=job_id))
-        retry_after_fault(self, exc, partial(services.corpus_import_retry_record, job_id, exc), maximum=300)
+        retry_after_fault(self, exc, partial(services.corpus_import_retry_record, job_id=job_id, exc=exc), maximum=300)
     return summary(outcome.job)
 
 

@@ -156,7 +156,7 @@ def test_the_api_and_the_no_javascript_form_withdraw(client, project, de_candida
     services.decision_submit(
         user=annotator_de, candidate_id=cand.pk, decision="reject", idempotency_key="decided-again"
     )
-    page = reverse("review:candidate", args=[project.name, cand.pk]) + f"?round={rnd.pk}"
+    page = reverse("review:candidate", args=[project.name, cand.pk]) + f"?round={rnd.number}"
     shown = client.get(page).content.decode()
     assert 'id="withdraw-button"' in shown and "Withdraw my decision" in shown and "You rejected" in shown
     response = client.post(page, {"action": "withdraw", "round": rnd.number, "client_user": annotator_de.pk})
