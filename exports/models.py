@@ -366,3 +366,6 @@ class PartUpload(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "sha256"], name="part_upload_unique_content")]
+
+    def __str__(self) -> str:
+        return f"part {self.sha256[:12]}… of scoring job {self.job_id} from worker {self.worker_id}"
