@@ -25,7 +25,7 @@ def triplet_directions(project: Project) -> list[str]:
     )
 
 
-def iter_triplet_rows(project: Project, direction: str, *, block: int = TRIPLET_BLOCK_SEGMENTS):
+def iter_triplet_rows(project: Project, direction: str, *, block: int | None = None):
     """The triplets of one direction of the project's current pseudo translations, streamed in release
     order (segment id in natural order, level, span positions). Nothing here depends on database ids except
     the rare label of a candidate that shares its (type, position) with another one.
@@ -38,6 +38,7 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int = TRIPLET_
 
     from django.db import connection
 
+    block = block or TRIPLET_BLOCK_SEGMENTS  # read when called, so a setting changed at run time counts
     segments = sorted(
         GoldSegment.objects.filter(project=project, direction__code=direction).values_list(
             "id", "external_id", "direction__target__code"
