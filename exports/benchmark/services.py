@@ -127,7 +127,10 @@ def _final_counts(project: Project) -> dict:
 
 def build_directions_list(*, project: Project) -> list[str]:
     """The directions a build merges, in order (one unit of work each: a Celery task, a committed step)."""
-    return sorted(set(_built_segments(project).values_list("direction__code", flat=True).distinct()))
+    # ordered by the code alone: under GoldSegment's default ordering (project, direction, id) the DISTINCT
+    # would run over those columns too, one row per gold pair instead of one per direction
+    codes = _built_segments(project).order_by("direction__code").values_list("direction__code", flat=True)
+    return list(codes.distinct())
 
 
 def _built_segments(project: Project):
