@@ -219,7 +219,7 @@ class UsedIdempotencyKey(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     object_id = models.PositiveBigIntegerField()
     response = models.JSONField(encoder=DjangoJSONEncoder, help_text="the row's fields as stored by this submission")
-    # sha256 of what the submission asked for (services.request_hash); empty for keys stored before it existed
+    # sha256 of what the submission asked for (``annotation.common.submissions.request_hash``); empty for keys stored before it existed
     request_hash = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -233,7 +233,7 @@ class UsedIdempotencyKey(models.Model):
 class AuditEvent(models.Model):
     """Who changed what, when, from which value to which."""
 
-    # Every action written (``annotation.review.services.audit_record`` refuses another): the admin's filter lists
+    # Every action written (``annotation.common.audit.audit_record`` refuses another): the admin's filter lists
     # these instead of reading the distinct values of a table that grows by one row per decision.
     ACTIONS = (
         "adjudication.change",

@@ -387,9 +387,10 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
     pages["injection run page"] = (page(boss, reverse("injection:run", args=[run.pk])), admin_calls)
     pages["candidate list (injection)"] = (page(boss, reverse("injection:candidates")), admin_calls)
     pages["agreement annotators page"] = (page(boss, reverse("agreement:annotators", args=[project.name])), admin_calls)
+    from annotation.common.selectors import language_codes
     from annotation.review import selectors
 
-    codes = selectors.language_codes(annotator)
+    codes = language_codes(annotator)
     first = selectors.first_round(project)
 
     def scope_count():
@@ -410,10 +411,11 @@ def measure(project, annotator, admin, calls: int, page_calls: int, admin_calls:
 def check_counters(project, annotator) -> float:
     """The figures the pages read from the counters equal the exact count of the rows (the old queries):
     the counters of the generated rows are the triggers' work, not a recount's."""
+    from annotation.common.selectors import language_codes
     from annotation.review import selectors
 
     t0 = time.perf_counter()
-    codes = selectors.language_codes(annotator)
+    codes = language_codes(annotator)
     for rnd in selectors.open_rounds(project):
         fast, exact = (
             selectors.progress(annotator, project, rnd, codes),

@@ -1,7 +1,7 @@
 """Write operations on the people who annotate: inviting an annotator (an account without a usable password and
 a set-password link), assigned to review directions of projects (``core.ReviewerAssignment``, which decides
 what they may see: ``core.access``; a project's settings page changes them later). Admins only; every change
-is audited, with the review stage's errors and audit trail (``annotation.review.services``).
+is audited (``annotation.common.audit``); refusals are ``core.domain.errors``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import secrets
 
 from django.db import transaction
 
-from annotation.review.services import Conflict, Forbidden, Invalid, audit_record
+from annotation.common.audit import audit_record
 from core import access
+from core.domain.errors import Conflict, Forbidden, Invalid
 from core.models import Project, ReviewerAssignment
 from core.selectors import active_directions
 from core.services import user_create, username_clean
@@ -21,7 +22,7 @@ def annotator_invite(*, admin, username: str, email: str = "", reviews: list[tup
     """Create an annotator without a usable password, assigned to review ``reviews`` ((project, direction)
     pairs); returns (user, uidb64, token) for a set-password link the admin sends them (Django's
     password-reset token: single use, expires). The site's form checks every field first
-    (``annotation.review.forms.InviteForm``); here each is checked again, for other callers."""
+    (``annotation.people.forms.InviteForm``); here each is checked again, for other callers."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.tokens import default_token_generator
     from django.core.exceptions import ValidationError

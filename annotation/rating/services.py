@@ -1,8 +1,8 @@
 """Write operations of rating: the Likert ratings of annotators, the system outputs imported to rate, and the
-rating items made from candidates and pseudo translations. Every rating is audited.
+rating items made from candidates and pseudo translations. Every rating is audited (``annotation.common.audit``).
 
-Rating shares the review stage's write conventions (``annotation.review.services``): its errors, the audit
-trail, the idempotency keys and the owner check, and the same row locks (see that module on concurrency).
+A rating is written as review writes a decision (``annotation.common.submissions``): its idempotency key, the
+owner check and the same row locks; refusals are ``core.domain.errors``.
 """
 
 from __future__ import annotations
@@ -11,34 +11,24 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from annotation.common import submissions
+from annotation.common.audit import audit_record
+from annotation.common.selectors import language_codes
 from annotation.models import LikertRating, RatingItem, UsedIdempotencyKey
-from annotation.review import domain as rules
-from annotation.review import selectors
-from annotation.review.services import (
-    Conflict,
-    Invalid,
-    NotFound,
-    _check_owner,
-    _clean_key,
-    _clean_time,
-    _for_update,
-    _remember_key,
-    _replay_key,
-    _serialize_writers,
-    audit_record,
-    request_hash,
-)
+from annotation.rating import domain as rules
+from annotation.rating import selectors
 from annotation.signals import annotations_written
 from core import bulk
 from core.corpus.domain import text_cell
 from core.domain import bidi
+from core.domain.errors import Conflict, Invalid, NotFound
 from core.domain.params import id_param
 from core.models import Direction, Project
 from core.services import ImportRejected
 
 
 def rating_item_take_next(*, user, project: Project, language: str | None = None) -> RatingItem | None:
-    codes = selectors.language_codes(user, language, project)
+    codes = language_codes(user, language, project)
     if not codes:
         return None
     return selectors.rating_queue(user, project, codes).select_related("direction__target").first()
@@ -55,23 +45,23 @@ def rating_submit(
     *, user, item_id, scores: dict, idempotency_key: str, time_spent_ms=None, client_user=None
 ) -> tuple[LikertRating, bool]:
     """Store (or change) this rater's rating; a key used before answers with what it stored then."""
-    _check_owner(user, client_user)
-    key = _clean_key(idempotency_key)
+    submissions.check_owner(user, client_user)
+    key = submissions.clean_key(idempotency_key)
     missing = rules.missing_dimensions(scores)
     if missing:
         raise Invalid(f"rate every dimension from 1 to 5; missing: {', '.join(missing)}", missing[0])
     values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
-    time_spent_ms = _clean_time(time_spent_ms)
-    fingerprint = request_hash(request={"item": id_param(item_id), **values})
+    time_spent_ms = submissions.clean_time(time_spent_ms)
+    fingerprint = submissions.request_hash(request={"item": id_param(item_id), **values})
     try:
         with transaction.atomic():
-            _serialize_writers()
-            replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
+            submissions.serialize_writers()
+            replay = submissions.replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
             if replay is not None:
                 return replay, False
             item = rating_item_get_visible(user=user, item_id=item_id)
             # Lock the item so concurrent raters cannot both take its last slot.
-            _for_update(RatingItem.objects.filter(pk=item.pk)).get()
+            submissions.for_update(RatingItem.objects.filter(pk=item.pk)).get()
             own = LikertRating.objects.filter(item=item, rater=user).first()
             if own:
                 old = {n: getattr(own, n) for n in rules.DIMENSION_NAMES}
@@ -79,7 +69,7 @@ def rating_submit(
                     setattr(own, n, v)
                 own.idempotency_key = key
                 own.save()
-                _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
+                submissions.remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
                 audit_record(actor=user, action="rating.change", obj=own, old=old, new=values)
                 annotations_written.send(sender=__name__, project_id=item.project_id)
                 return own, False
@@ -89,12 +79,12 @@ def rating_submit(
             rating = LikertRating.objects.create(
                 item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
             )
-            _remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
+            submissions.remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
             audit_record(actor=user, action="rating.create", obj=rating, old=None, new=values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
             return rating, True
     except IntegrityError:
-        replay = _replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
+        replay = submissions.replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
         if replay is not None:
             return replay, False
         raise Conflict("this item was rated concurrently; reload") from None

@@ -1,4 +1,5 @@
-"""REST API for review queues, decisions, skips, ratings and adjudication (same rules as the screens).
+"""REST API for review queues, decisions, skips and adjudication (same rules as the screens; rating's is
+``annotation.rating.api``, mounted in the same ``review_api:`` namespace).
 
 Thin over services/selectors. A refused request is answered by the one exception handler
 (``core.errors``): ``{"detail", "field", "code"}`` with the error's status (400 invalid, 403 admins only or
@@ -8,18 +9,19 @@ recorded for another user (``client_user``), 409 conflict: closed round, full ca
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import LikertRating, ReviewDecision
-from annotation.rating import services as rating_services
+from annotation.common.api import LANG, id_field
+from annotation.common.selectors import language_codes
+from annotation.models import ReviewDecision
 from annotation.review import domain as rules
 from annotation.review import selectors, services
 from core import access
-from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
+from core.domain.params import MAX_POSITIVE_INT, id_param
 
 # ---- serializers ------------------------------------------------------------------------------------
 
@@ -51,11 +53,6 @@ class CandidateSerializer(serializers.Serializer):
     def get_guideline(self, obj) -> dict:
         g = obj["guideline"]
         return {"type": g.name, "summary": g.summary, "accept": list(g.accept), "reject": list(g.reject)}
-
-
-def id_field(**kwargs) -> serializers.IntegerField:
-    """An id in a request body: a 400 for values no row can have (never a database overflow)."""
-    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -138,55 +135,16 @@ class WithdrawalOutSerializer(serializers.Serializer):
     held = serializers.BooleanField(help_text="the item is held for you again, to decide anew")
 
 
-class RatingItemSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    kind = serializers.CharField()
-    direction = serializers.CharField(source="direction.code")
-    rtl = serializers.BooleanField(source="direction.target.rtl")
-    source = serializers.CharField()
-    reference = serializers.CharField()
-    text = serializers.CharField()
-    system = serializers.CharField()
-
-
-class NextRatingItemSerializer(serializers.Serializer):
-    item = RatingItemSerializer(allow_null=True, help_text="null when nothing is left to rate")
-
-
 class SkipOutSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     candidate = serializers.IntegerField()
     reason = serializers.CharField()
 
 
-class RatingInSerializer(serializers.Serializer):
-    item = id_field()
-    informativeness = serializers.IntegerField(required=False, allow_null=True)
-    clarity = serializers.IntegerField(required=False, allow_null=True)
-    plausibility = serializers.IntegerField(required=False, allow_null=True)
-    faithfulness = serializers.IntegerField(required=False, allow_null=True)
-    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
-    idempotency_key = serializers.CharField(max_length=64)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
-
-
-class RatingSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = LikertRating
-        fields = ["id", "item", *rules.DIMENSION_NAMES, "time_spent_ms", "idempotency_key", "created_at", "updated_at"]
-
-
 class AdjudicationInSerializer(serializers.Serializer):
     candidate = id_field()
     decision = serializers.ChoiceField(choices=ReviewDecision.Decision.choices)
     comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
-
-
-LANG = OpenApiParameter("lang", str, description="one of your target languages (default: all of them)")
 
 
 # ---- views ------------------------------------------------------------------------------------------
@@ -211,7 +169,7 @@ class ProgressView(APIView):
     @extend_schema(parameters=[LANG], responses=ProgressSerializer(many=True))
     def get(self, request, project):
         project = access.work_project(request.user, project)
-        codes = selectors.language_codes(request.user, request.query_params.get("lang"))
+        codes = language_codes(request.user, request.query_params.get("lang"))
         return Response(
             [selectors.progress(request.user, project, rnd, codes) for rnd in selectors.open_rounds(project)]
         )
@@ -292,49 +250,6 @@ class WithdrawalsView(APIView):
         )
         return Response(
             {"candidate": got.candidate.pk, "round": got.round.pk, "withdrawn": got.withdrawn, "held": got.held}
-        )
-
-
-class NextRatingItemView(APIView):
-    @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
-    def post(self, request, project):
-        project = access.work_project(request.user, project)
-        item = rating_services.rating_item_take_next(
-            user=request.user, project=project, language=request.query_params.get("lang")
-        )
-        return Response({"item": RatingItemSerializer(item).data if item else None})
-
-
-class RatingItemView(APIView):
-    @extend_schema(responses=RatingItemSerializer)
-    def get(self, request, pk):
-        item = rating_services.rating_item_get_visible(user=request.user, item_id=pk)
-        return Response(RatingItemSerializer(item).data)
-
-
-class RatingsView(ListAPIView):
-    """Your Likert ratings (admins: everyone's); POST stores one; all four dimensions are required."""
-
-    serializer_class = RatingSerializer
-
-    def get_queryset(self):
-        return selectors.ratings_of(self.request.user).order_by("-updated_at")
-
-    @extend_schema(request=RatingInSerializer, responses={201: RatingSerializer, 200: RatingSerializer})
-    def post(self, request):
-        data = RatingInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        rating, created = rating_services.rating_submit(
-            user=request.user,
-            item_id=v["item"],
-            scores={n: v.get(n) for n in rules.DIMENSION_NAMES},
-            idempotency_key=v["idempotency_key"],
-            time_spent_ms=v.get("time_spent_ms"),
-            client_user=v.get("client_user"),
-        )
-        return Response(
-            RatingSerializer(rating).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
 

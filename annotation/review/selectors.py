@@ -1,4 +1,5 @@
-"""Read-only queries for the review and rating screens, the admin pages and the API."""
+"""Read-only queries of review: the review screen, the queue and progress, the admin pages and the API.
+(Rating's reads are ``annotation.rating.selectors``; the work languages ``annotation.common.selectors``.)"""
 
 from __future__ import annotations
 
@@ -23,10 +24,9 @@ from django.db.models import (
     Sum,
     Value,
 )
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import LikertRating, RatingItem, ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
+from annotation.models import ReviewDecision, ReviewLock, ReviewRound, ReviewSkip
 from annotation.review import changes, tally
 from annotation.review import domain as rules
 from core import access
@@ -37,32 +37,12 @@ from injection.models import Candidate
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
 
 
-def work_languages(user, project: Project | None = None):
-    """Languages whose items this user may review or rate: admins all, annotators theirs (in ``project``:
-    their assignments there), viewers none (viewers read aggregate pages only)."""
-    return access.item_languages(user, project)
-
-
-def language_codes(user, language: str | None = None, project: Project | None = None) -> list[str]:
-    """The target languages this user works on (in ``project``, when given; one, when asked and allowed)."""
-    codes = list(work_languages(user, project).values_list("code", flat=True))
-    if language:
-        return [language] if language in codes else []
-    return codes
-
-
 def visible_candidates(user) -> QuerySet[Candidate]:
     if not (access.is_admin(user) or access.is_annotator(user)):
         return Candidate.objects.none()
     return Candidate.objects.filter(
         access.work_filter(user, project="segment__project", direction="segment__direction")
     )
-
-
-def visible_rating_items(user) -> QuerySet[RatingItem]:
-    if not (access.is_admin(user) or access.is_annotator(user)):
-        return RatingItem.objects.none()
-    return RatingItem.objects.filter(access.work_filter(user, project="project", direction="direction"))
 
 
 def first_round(project: Project) -> ReviewRound:
@@ -255,33 +235,6 @@ def own_decision(user, candidate: Candidate, rnd: ReviewRound | None) -> ReviewD
 
 def own_skip(user, candidate: Candidate, rnd: ReviewRound | None) -> ReviewSkip | None:
     return ReviewSkip.objects.filter(candidate=candidate, reviewer=user, round=rnd).first()
-
-
-# ---- ratings ----------------------------------------------------------------------------------------
-
-
-def raters_per_item(project: Project) -> int:
-    return int((project.options or {}).get("raters_per_item", 2))
-
-
-def rating_queue(user, project: Project, codes: list[str]) -> QuerySet[RatingItem]:
-    rated = LikertRating.objects.filter(item=OuterRef("pk"))
-    return (
-        RatingItem.objects.filter(project=project, direction__target__code__in=codes)
-        .filter(~Exists(rated.filter(rater=user)))
-        .annotate(
-            n=Coalesce(Subquery(rated.order_by().values("item").annotate(c=Count("*")).values("c")[:1]), Value(0))
-        )
-        .filter(n__lt=raters_per_item(project))
-        .order_by("id")
-    )
-
-
-def rating_progress(user, project: Project, codes: list[str]) -> dict:
-    done = LikertRating.objects.filter(
-        rater=user, item__project=project, item__direction__target__code__in=codes
-    ).count()
-    return {"done": done, "remaining": rating_queue(user, project, codes).count()}
 
 
 # ---- admin pages ------------------------------------------------------------------------------------
@@ -626,13 +579,6 @@ def decisions_of(user) -> QuerySet[ReviewDecision]:
     return qs.filter(reviewer=user).filter(~Exists(later))
 
 
-def ratings_of(user) -> QuerySet[LikertRating]:
-    qs = LikertRating.objects.select_related("item")
-    if access.is_admin(user):
-        return qs
-    return qs.filter(rater=user)
-
-
 def skips_of(user, *, project: Project | None = None):
     """Skips and "broken item" reports: an annotator's own; an admin's view of one project: everyone's."""
     qs = ReviewSkip.objects.select_related(
@@ -688,25 +634,3 @@ def previous_item(user, project: Project, codes: list[str], *, current: Candidat
         if row is not None
     ]
     return max(last)[1:] if last else None
-
-
-def reviewers_by_project() -> list[dict]:
-    """Every account with its role and, per project, the directions it reviews there (the assignments):
-    the annotators page's table."""
-    from django.contrib.auth import get_user_model
-
-    from core.models import ReviewerAssignment
-
-    reviews: dict[int, dict[str, list[str]]] = {}
-    pairs = ReviewerAssignment.objects.order_by("project__name", "direction__code")
-    for user_id, project, code in pairs.values_list("user_id", "project__name", "direction__code"):
-        reviews.setdefault(user_id, {}).setdefault(project, []).append(code)
-    users = get_user_model().objects.select_related("profile").order_by("username")
-    return [
-        {
-            "user": u,
-            "role": getattr(getattr(u, "profile", None), "role", ""),
-            "projects": [{"name": name, "directions": codes} for name, codes in reviews.get(u.pk, {}).items()],
-        }
-        for u in users
-    ]

@@ -1,6 +1,7 @@
 """Write operations of review: assignment with locks, decisions, skips, adjudication, rounds. Every change is
-audited. (Rating's writes are ``annotation.rating.services``, annotator accounts ``annotation.people.services``;
-they share this module's errors and audit trail, rating also its idempotency keys and locks.)
+audited (``annotation.common.audit``). Rating's writes are ``annotation.rating.services``, annotator accounts
+``annotation.people.services``; review and rating write a submission the same way (``annotation.common.submissions``:
+idempotency keys, the owner check, the locks below).
 
 Concurrency. "Never more than N reviews of a candidate" is enforced where the slot is taken: inside a
 transaction holding the candidate's row lock (``SELECT … FOR UPDATE``; when looking for work, ``SKIP
@@ -10,8 +11,6 @@ the transaction first takes SQLite's database write lock, which serialises the s
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -20,8 +19,10 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
+from annotation.common import submissions
+from annotation.common.audit import audit_record
+from annotation.common.selectors import language_codes
 from annotation.models import (
-    AuditEvent,
     ReviewDecision,
     ReviewLock,
     ReviewRound,
@@ -45,60 +46,16 @@ def _lock_seconds() -> int:
     return int(getattr(settings, "REVIEW_LOCK_SECONDS", 900))
 
 
-class KeyMismatch(Invalid):
-    # A key reused for another request: Stripe and the IETF idempotency-key draft answer 422, never the first
-    # request's answer (which would silently drop the second request).
-    code = "key_mismatch"
-    status = 422
-
-
-def audit_record(*, actor, action: str, obj, old=None, new=None) -> AuditEvent:
-    if action not in AuditEvent.ACTIONS:
-        raise ValueError(f"audit action {action!r} is not in AuditEvent.ACTIONS")
-    return AuditEvent.objects.create(
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
-        action=action,
-        object_type=obj._meta.label_lower,
-        object_id=str(obj.pk),
-        old=old,
-        new=new,
-    )
-
-
-def _serialize_writers() -> None:
-    """On SQLite take the database write lock now, so the reads below cannot go stale before our write."""
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE annotation_reviewround SET is_open = is_open WHERE 0")
-
-
-def _for_update(qs, *, skip_locked: bool = False):
-    if connection.vendor == "sqlite":
-        return qs
-    return qs.select_for_update(skip_locked=skip_locked, of=("self",))
-
-
 def candidate_get_visible(*, user, candidate_id, lock: bool = False) -> Candidate:
     qs = selectors.visible_candidates(user).select_related(
         "segment__direction__target", "segment__direction__source", "segment__project"
     )
     if lock:
-        qs = _for_update(qs)
+        qs = submissions.for_update(qs)
     try:
         return qs.get(pk=candidate_id)
     except (Candidate.DoesNotExist, ValueError, TypeError):
         raise NotFound(f"candidate {candidate_id} not found") from None
-
-
-def _clean_time(ms) -> int | None:
-    if ms in (None, ""):
-        return None
-    try:
-        ms = int(ms)
-    except (TypeError, ValueError):
-        raise Invalid("time_spent_ms must be an integer", "time_spent_ms") from None
-    # Cap at a day: a tab left open overnight must not distort the medians.
-    return max(0, min(ms, 86_400_000))
 
 
 def _clean_comment(comment) -> str:
@@ -107,78 +64,6 @@ def _clean_comment(comment) -> str:
     if len(comment) > MAX_COMMENT:
         raise Invalid(f"comment must be at most {MAX_COMMENT} characters (got {len(comment)})", "comment")
     return comment
-
-
-def _clean_key(key) -> str:
-    key = (key or "").strip()
-    if not key or len(key) > 64:
-        raise Invalid("idempotency_key is required (1–64 characters, one per submission)", "idempotency_key")
-    return key
-
-
-def _check_owner(user, client_user) -> None:
-    """Refuse a submission that the client recorded for another user: a shared browser keeps unsent work per
-    user, and a page (or an outbox entry) made while someone else was logged in must never be stored as the
-    person logged in now. ``client_user`` is the user id the page was rendered for; None: not sent."""
-    if client_user in (None, ""):
-        return
-    if str(client_user).strip() != str(user.pk):
-        raise Forbidden(
-            f"this was recorded on this device for another user (id {client_user}), not for {user.get_username()}; "
-            "it is not stored. That user sees it again when they log in on this device.",
-            "client_user",
-        )
-
-
-def _snapshot(obj) -> dict:
-    """The row's fields as JSON; datetimes in full ISO form (DjangoJSONEncoder would cut microseconds)."""
-    return {f.attname: _json_value(f.value_from_object(obj)) for f in obj._meta.concrete_fields}
-
-
-def _json_value(value):
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _restore(model, snapshot: dict):
-    """The row as a key's first submission stored it (an unsaved copy: never written back)."""
-    fields = {f.attname: f.to_python(snapshot[f.attname]) for f in model._meta.concrete_fields if f.attname in snapshot}
-    return model(**fields)
-
-
-def request_hash(*, request: dict) -> str:
-    """The fingerprint a key is bound to: what the submission asks for (its target, its values, its comment and
-    round), not when or how long it took, so a client's retry of the same submission matches."""
-    return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
-
-
-def _remember_key(kind: str, key: str, user, obj, fingerprint: str) -> None:
-    UsedIdempotencyKey.objects.create(
-        kind=kind,
-        key=key,
-        user=user,
-        object_id=obj.pk,
-        response=_snapshot(obj),
-        request_hash=fingerprint,
-    )
-
-
-def _replay_key(kind: str, model, user, key: str, fingerprint: str):
-    """What this key did the first time, or None for a key never used. Another user's key is a conflict; the
-    same user's key with another request is refused (422), so the second request is never silently dropped.
-    (Keys stored before this table existed were copied into it by migration 0004; keys stored before the
-    request hash have none and replay as before.)"""
-    used = UsedIdempotencyKey.objects.filter(kind=kind, key=key).first()
-    if used is not None:
-        if used.user_id != user.id:
-            raise Conflict("idempotency key already used by another submission", "idempotency_key")
-        if used.request_hash and used.request_hash != fingerprint:
-            raise KeyMismatch(
-                f"idempotency key {key!r} was already used for a different {kind}; nothing was stored. "
-                "Send a new key with each new submission.",
-                "idempotency_key",
-            )
-        return _restore(model, used.response)
-    return None
 
 
 # ---- assignment -------------------------------------------------------------------------------------
@@ -194,7 +79,7 @@ class Assignment:
 
 def candidate_take_next(*, user, project: Project, language: str | None = None) -> Assignment | None:
     """The reviewer's current item (resume) or a new one, held by a lock with expiry; None when done."""
-    codes = selectors.language_codes(user, language, project)
+    codes = language_codes(user, language, project)
     if not codes:
         return None
     for attempt in range(DEADLOCK_RETRIES):
@@ -210,7 +95,7 @@ def candidate_take_next(*, user, project: Project, language: str | None = None) 
 def candidate_get_held(*, user, project: Project, language: str | None = None) -> Assignment | None:
     """The item this reviewer already holds (an unexpired lock, undecided), read only: what ``GET …/next/``
     resumes. A GET takes no lock (prefetchers follow links); ``candidate_take_next`` does, on POST (#36.10)."""
-    codes = selectors.language_codes(user, language)
+    codes = language_codes(user, language)
     if not codes:
         return None
     now = timezone.now()
@@ -233,7 +118,7 @@ def candidate_get_held(*, user, project: Project, language: str | None = None) -
 
 def work_exists(*, user, project: Project, language: str | None = None) -> bool:
     """Whether ``candidate_take_next`` would find something for this reviewer now (read only)."""
-    codes = selectors.language_codes(user, language)
+    codes = language_codes(user, language)
     now = timezone.now()
     return bool(codes) and any(
         selectors.queue(user, project, rnd, codes, now=now).exists() for rnd in selectors.open_rounds(project)
@@ -251,7 +136,7 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
     now = timezone.now()
     expires = now + timedelta(seconds=_lock_seconds())
     with transaction.atomic():
-        _serialize_writers()
+        submissions.serialize_writers()
         decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
         mine = (
             ReviewLock.objects.filter(
@@ -280,7 +165,7 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
                 # never waits while holding rows another reviewer's second pass waits for (a deadlock).
                 with transaction.atomic():
                     # Try a few: a row we lock may have filled up between the query's snapshot and our lock.
-                    for candidate in _for_update(base, skip_locked=skip_locked)[:5]:
+                    for candidate in submissions.for_update(base, skip_locked=skip_locked)[:5]:
                         if _take_slot(candidate.pk, user, rnd, project.reviewers_per_candidate, now, expires):
                             return Assignment(candidate, rnd, expires, resumed=False)
                     transaction.set_rollback(True)
@@ -381,16 +266,16 @@ def decision_submit(
     used before answers with what that key stored then and changes nothing, so clients may retry freely and
     a late duplicate never undoes a newer change. Changing a decision needs the round to be open, as a new
     one does; a decision on a candidate not taken from the queue is allowed while it has a free slot."""
-    _check_owner(user, client_user)
-    key = _clean_key(idempotency_key)
+    submissions.check_owner(user, client_user)
+    key = submissions.clean_key(idempotency_key)
     if decision not in ReviewDecision.Decision.values:
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
     reason = (reason or "").strip()
     if reason and (decision != "reject" or reason not in rules.reason_codes(rules.REJECT_REASONS)):
         raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
-    time_spent_ms = _clean_time(time_spent_ms)
+    time_spent_ms = submissions.clean_time(time_spent_ms)
     comment = _clean_comment(comment)
-    fingerprint = request_hash(
+    fingerprint = submissions.request_hash(
         request={
             "candidate": id_param(candidate_id),
             "decision": decision,
@@ -401,7 +286,7 @@ def decision_submit(
     )
     try:
         with transaction.atomic():
-            _serialize_writers()
+            submissions.serialize_writers()
             replay = _replay(user, key, fingerprint)
             if replay:
                 return replay, False
@@ -443,7 +328,7 @@ def decision_submit(
                 if state["skip"]:  # deciding an item set aside replaces the skip
                     _drop_skip(user, candidate, rnd, replaced_by="decision")
                 created = True
-            _remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
+            submissions.remember_key(UsedIdempotencyKey.Kind.DECISION, key, user, result, fingerprint)
             ReviewLock.objects.filter(candidate=candidate, reviewer=user, round=rnd).delete()
             if rnd.number == 1:
                 _refresh_status(candidate, actor=user, first_round=rnd)
@@ -492,9 +377,9 @@ def decision_withdraw(*, user, candidate_id, round_id=None, client_user=None) ->
     it (``round_check_revisable``): the candidate is theirs to decide again, held for them if it still needs a
     review in that round. Nothing to withdraw is no error: an undo retried by the review screen's outbox,
     or sent for a decision that never reached the server, answers the same."""
-    _check_owner(user, client_user)
+    submissions.check_owner(user, client_user)
     with transaction.atomic():
-        _serialize_writers()
+        submissions.serialize_writers()
         candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
         rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
         round_check_revisable(rnd=rnd, what="decisions and skips in it")
@@ -526,7 +411,7 @@ def decision_withdraw(*, user, candidate_id, round_id=None, client_user=None) ->
 
 
 def _replay(user, key: str, fingerprint: str) -> ReviewDecision | None:
-    return _replay_key(UsedIdempotencyKey.Kind.DECISION, ReviewDecision, user, key, fingerprint)
+    return submissions.replay_key(UsedIdempotencyKey.Kind.DECISION, ReviewDecision, user, key, fingerprint)
 
 
 def _slot_state(user, candidate: Candidate, rnd: ReviewRound) -> dict:
@@ -597,14 +482,14 @@ def candidate_skip(
     *, user, candidate_id, reason: str, comment: str = "", round_id=None, client_user=None
 ) -> ReviewSkip:
     """Set a candidate aside (idempotent per reviewer and round); refused once the round is closed."""
-    _check_owner(user, client_user)
+    submissions.check_owner(user, client_user)
     if reason not in rules.reason_codes(rules.SKIP_REASONS):
         raise Invalid(
             f"skip reason must be one of {', '.join(sorted(rules.reason_codes(rules.SKIP_REASONS)))}", "reason"
         )
     comment = _clean_comment(comment)
     with transaction.atomic():
-        _serialize_writers()
+        submissions.serialize_writers()
         candidate = candidate_get_visible(user=user, candidate_id=candidate_id, lock=True)
         rnd = round_resolve(user=user, candidate=candidate, round_id=round_id)
         round_check_revisable(rnd=rnd, what="skips in it")
@@ -630,7 +515,7 @@ def candidate_adjudicate(*, admin, candidate_id, decision: str, comment: str = "
         raise Invalid("decision must be 'accept' or 'reject'", "decision")
     comment = _clean_comment(comment)
     with transaction.atomic():
-        _serialize_writers()
+        submissions.serialize_writers()
         candidate = candidate_get_visible(user=admin, candidate_id=candidate_id, lock=True)
         existing = ReviewDecision.objects.filter(candidate=candidate, source=ReviewDecision.Source.ADJUDICATION).first()
         if existing and (existing.decision, existing.comment) == (decision, comment):

@@ -1,4 +1,6 @@
-"""Review, rating and review-admin screens. Thin: reads through selectors, writes through services.
+"""Review and review-admin screens, and the annotator's start page (their review and rating work per project and
+language). Thin: reads through selectors, writes through services. (The rating screens are
+``annotation.rating.views``, the annotators page ``annotation.people.views``; ``urls.py`` mounts both.)
 
 Every view requires login; items of other languages answer 404 (selectors.visible_*). The screens post
 with a CSRF token; the keyboard-driven pages send the same forms through the JSON API with retries.
@@ -9,34 +11,24 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import SetPasswordForm
-from django.contrib.auth.tokens import default_token_generator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.encoding import force_str
-from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_http_methods
 
+from annotation.common.selectors import language_codes
+from annotation.common.views import lang_param
 from annotation.models import ReviewRound
-from annotation.people import services as people_services
-from annotation.rating import services as rating_services
+from annotation.rating import selectors as rating_selectors
 from annotation.review import domain as rules
 from annotation.review import selectors, services
-from annotation.review.forms import InviteForm
 from core import access
 from core import selectors as core_selectors
-from core.domain.errors import AppError, Invalid, NotFound
+from core.domain.errors import Invalid, NotFound
 from core.domain.params import id_param
 from core.errors import RefusalAsMessage, answers_refusals
 from core.models import Language, Project
-
-
-def _lang_param(request) -> str | None:
-    return request.GET.get("lang") or request.POST.get("lang") or None
-
 
 # ---- annotator screens ------------------------------------------------------------------------------
 
@@ -45,10 +37,10 @@ def _lang_param(request) -> str | None:
 def index(request):
     """Per project and language: the reviewer's progress and a start/resume link; the rating queue."""
     rows = []
-    codes = selectors.language_codes(request.user)
+    codes = language_codes(request.user)
     names = {lang.code: lang for lang in Language.objects.filter(code__in=codes)}
     for project in core_selectors.visible_projects(request.user).order_by("name"):
-        in_project = set(selectors.language_codes(request.user, project=project))  # the project's assignments
+        in_project = set(language_codes(request.user, project=project))  # the project's assignments
         here = set(project.directions.filter(target__code__in=codes).values_list("target__code", flat=True))
         mine = [c for c in codes if c in here and c in in_project]
         if not mine:
@@ -60,7 +52,7 @@ def index(request):
         ]
         for code in mine:
             review = [per[code] for _rnd, per in per_round]
-            rating = selectors.rating_progress(request.user, project, [code])
+            rating = rating_selectors.rating_progress(request.user, project, [code])
             rows.append({"project": project, "language": names[code], "review": review, "rating": rating})
     return render(request, "review/index.html", {"rows": rows, "is_admin": access.is_admin(request.user)})
 
@@ -71,7 +63,7 @@ def next_item(request, project):
     """POST takes the next item's lock; GET only resumes a held item or offers a Start button (which
     static/js/review.js presses once the page is really shown): no state changes on GET (#36.10)."""
     project = access.work_project(request.user, project)
-    lang = _lang_param(request)
+    lang = lang_param(request)
     if request.method == "POST":
         got = services.candidate_take_next(user=request.user, project=project, language=lang)
     else:
@@ -96,7 +88,7 @@ def candidate(request, project, pk):
     rnd = services.round_resolve(
         user=request.user, candidate=cand, number=request.GET.get("round") or request.POST.get("round")
     )
-    lang = _lang_param(request)
+    lang = lang_param(request)
     next_url = reverse("review:next", args=[project.name]) + (f"?lang={lang}" if lang else "")
     if request.method == "POST":  # the no-JavaScript path; the keyboard path posts the same fields to the API
         with RefusalAsMessage(request) as refusal:
@@ -136,7 +128,7 @@ def candidate(request, project, pk):
     own = selectors.own_decision(request.user, cand, rnd)
     own_skip = selectors.own_skip(request.user, cand, rnd)
     previous = selectors.previous_item(
-        request.user, project, selectors.language_codes(request.user, lang, project), current=cand, rnd=rnd
+        request.user, project, language_codes(request.user, lang, project), current=cand, rnd=rnd
     )
     previous_url = (
         reverse("review:candidate", args=[project.name, previous[0]])
@@ -225,67 +217,6 @@ def _skip_row(skip) -> dict:
     }
 
 
-@login_required
-def next_rating(request, project):
-    project = access.work_project(request.user, project)
-    lang = _lang_param(request)
-    item = rating_services.rating_item_take_next(user=request.user, project=project, language=lang)
-    if item is None:
-        return render(request, "review/empty.html", {"project": project, "lang": lang, "what": "rating"})
-    return redirect(reverse("review:rate", args=[item.pk]) + (f"?lang={lang}" if lang else ""))
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-@answers_refusals
-def rate(request, pk):
-    item = rating_services.rating_item_get_visible(user=request.user, item_id=pk)
-    lang = _lang_param(request)
-    next_url = reverse("review:rate_next", args=[item.project.name]) + (f"?lang={lang}" if lang else "")
-    own = selectors.ratings_of(request.user).filter(item=item, rater=request.user).first()
-    if request.method == "POST":
-        scores = {name: request.POST.get(name) for name in rules.DIMENSION_NAMES}
-        with RefusalAsMessage(request) as refusal:
-            repeated = [name for name in rules.DIMENSION_NAMES if len(request.POST.getlist(name)) > 1]
-            if repeated:  # two scores for one dimension: which one the rater meant is unknown
-                raise Invalid(f"{repeated[0]}: one score, not {len(request.POST.getlist(repeated[0]))}", repeated[0])
-            rating_services.rating_submit(
-                user=request.user,
-                item_id=item.pk,
-                scores=scores,
-                idempotency_key=request.POST.get("idempotency_key", ""),
-                time_spent_ms=request.POST.get("time_spent_ms"),
-                client_user=request.POST.get("client_user"),
-            )
-        return redirect(request.get_full_path() if refusal.error else next_url)
-    dims = [
-        {"dimension": d, "anchors": list(enumerate(d.anchors, start=1)), "value": getattr(own, d.name) if own else None}
-        for d in rules.DIMENSIONS
-    ]
-    return render(
-        request,
-        "review/rate.html",
-        {
-            "item": item,
-            "language": item.direction.target,
-            "source_language": item.direction.source,
-            "dimensions": dims,
-            "own": own,
-            "progress": selectors.rating_progress(request.user, item.project, [item.direction.target.code]),
-            "idempotency_key": uuid.uuid4().hex,
-            "next_url": next_url,
-            "config": {
-                "user": request.user.pk,
-                "project": item.project.name,
-                "item": item.pk,
-                "nextUrl": next_url,
-                "ratingsUrl": reverse("review_api:ratings"),
-                "dimensions": list(rules.DIMENSION_NAMES),
-            },
-        },
-    )
-
-
 # ---- admin screens ----------------------------------------------------------------------------------
 
 
@@ -359,61 +290,3 @@ def adjudication(request, project):
         for c in selectors.disagreements(project)[:200]
     ]
     return render(request, "review/adjudication.html", {"project": project, "items": items})
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def annotators(request):
-    """Invite annotators and see who reviews what, per project (each project's settings change it)."""
-    access.require_admin(request.user)
-    form = InviteForm(request.POST if request.method == "POST" else None)
-    invite_link = None
-    if request.method == "POST":
-        if request.POST.get("action") != "invite":
-            messages.error(request, f"action: unknown action {request.POST.get('action', '')!r}")
-            return redirect("review:annotators")
-        if form.is_valid():
-            try:
-                user, uid, token = people_services.annotator_invite(
-                    admin=request.user,
-                    username=form.cleaned_data["username"],
-                    email=form.cleaned_data["email"],
-                    reviews=form.cleaned_data["reviews"],
-                )
-            except AppError as exc:  # a direction retired or a name taken meanwhile
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                invite_link = request.build_absolute_uri(reverse("review:invite", args=[uid, token]))
-                messages.success(
-                    request, f"Annotator {user.username} created. Send them the link below to set a password."
-                )
-                form = InviteForm()
-    return render(
-        request,
-        "review/annotators.html",
-        {"form": form, "rows": selectors.reviewers_by_project(), "invite_link": invite_link},
-    )
-
-
-@require_http_methods(["GET", "POST"])
-def invite(request, uidb64, token):
-    """Set the first password from an invitation link (the only page reachable without login)."""
-    User = get_user_model()
-    try:
-        user = User.objects.get(pk=force_str(urlsafe_base64_decode(uidb64)))
-    except (User.DoesNotExist, ValueError, TypeError, OverflowError):
-        user = None
-    if user is None or not default_token_generator.check_token(user, token):
-        return render(
-            request,
-            "review/error.html",
-            {"message": "This invitation link is invalid or was already used."},
-            status=400,
-        )
-    form = SetPasswordForm(user, request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        services.audit_record(actor=user, action="annotator.password_set", obj=user)
-        messages.success(request, "Password set. Log in to start reviewing.")
-        return redirect("login")
-    return render(request, "review/invite.html", {"form": form, "invited": user})

@@ -10,9 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
+from annotation.common.audit import audit_record
 from annotation.models import AuditEvent, ReviewDecision, ReviewRound, ReviewSkip
 from annotation.review import domain as rules
-from annotation.review import services
 from core.admin_lists import LargeTableAdmin
 from core.models import GoldSegment
 from core.paging import EstimatedCountPaginator
@@ -85,7 +85,7 @@ LISTS = [
 
 def audit_events(admin_user, candidates) -> None:
     for c in candidates:
-        services.audit_record(
+        audit_record(
             actor=admin_user, action="candidate.status", obj=c, old={"status": "pending"}, new={"status": "accepted"}
         )
 
@@ -207,7 +207,7 @@ def test_large_admins_are_the_growing_tables():
 @pytest.mark.django_db
 def test_audit_refuses_an_unlisted_action(admin_user, project):
     with pytest.raises(ValueError, match="not in AuditEvent.ACTIONS"):
-        services.audit_record(actor=admin_user, action="candidate.teleport", obj=project)
+        audit_record(actor=admin_user, action="candidate.teleport", obj=project)
     assert not AuditEvent.objects.exists()
 
 

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
+from annotation.common.selectors import language_codes
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
 from core.models import Direction, ReviewerAssignment
@@ -101,7 +102,7 @@ def test_assignments_decide_what_an_annotator_reviews_in_the_project(flores, peo
     assert visible("anna") == {chinese, elsewhere}
     assert visible("ben") == {german, elsewhere}
     assert visible("li") == set()
-    assert review_selectors.language_codes(people["anna"], project=flores) == ["zh"]
+    assert language_codes(people["anna"], project=flores) == ["zh"]
     assert review_services.candidate_take_next(user=people["li"], project=flores) is None
     held = review_services.candidate_take_next(user=people["anna"], project=flores)
     assert held is not None and held.candidate == chinese

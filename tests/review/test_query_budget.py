@@ -19,7 +19,7 @@ from tests.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
 
-SQLITE_EXTRA = 1  # services._serialize_writers
+SQLITE_EXTRA = 1  # annotation.common.submissions.serialize_writers
 GET_NEXT = 13  # session, user, profile, project, languages, BEGIN, resume, rounds, SAVEPOINT, queue, take slot, RELEASE, COMMIT
 GET_NEXT_RESUMED = 9  # session, user, profile, project, languages, BEGIN, resume, renew, COMMIT
 SUBMIT = 16  # session, user, BEGIN, replay, profile, lock, round, own+scope+taken, insert, audit, unlock, status (read, write, audit), COMMIT

@@ -1,4 +1,4 @@
-"""The pure rules of review: highlighting from offsets, pool rules, Likert validation, sampling."""
+"""The pure rules of review: highlighting from offsets, pool rules, sampling."""
 
 import pytest
 
@@ -60,27 +60,11 @@ def test_unknown_pool_rule_is_named():
         rules.pool_outcome("majority", [], None, 2)
 
 
-def test_missing_dimensions():
-    full = {"informativeness": 5, "clarity": "4", "plausibility": 3, "faithfulness": 1}
-    assert rules.missing_dimensions(full) == []
-    assert rules.missing_dimensions({**full, "clarity": 0}) == ["clarity"]
-    assert rules.missing_dimensions({**full, "faithfulness": 6, "plausibility": None}) == [
-        "plausibility",
-        "faithfulness",
-    ]
-    assert rules.missing_dimensions({**full, "informativeness": True}) == ["informativeness"]
-
-
 def test_guidelines_cover_the_four_types_case_insensitively():
     for name in ("Addition", "omission", "MISTRANSLATION", "Untranslated"):
         assert rules.guideline_for(name) is not rules.FALLBACK_GUIDELINE
     assert rules.guideline_for("Spelling") is rules.FALLBACK_GUIDELINE
     assert any("name" in r for r in rules.guideline_for("Untranslated").reject)
-
-
-def test_every_dimension_has_five_anchors():
-    assert rules.DIMENSION_NAMES == ("informativeness", "clarity", "plausibility", "faithfulness")
-    assert all(len(d.anchors) == 5 for d in rules.DIMENSIONS)
 
 
 def test_sample_is_seeded_and_bounded():

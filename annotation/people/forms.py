@@ -1,4 +1,4 @@
-"""Forms of the review pages that an admin fills in."""
+"""Forms of the annotator accounts' page (the annotators page an admin fills in)."""
 
 from __future__ import annotations
 

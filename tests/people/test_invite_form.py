@@ -1,6 +1,7 @@
 """The annotators page (#37 item 2, 7): an invitation keeps what was typed and lists every problem at once,
 each once, on its field; reviewers are assigned per project and direction, and the page edits no global
-languages (they no longer decide what an annotator reviews in a project that assigns reviewers)."""
+languages (they no longer decide what an annotator reviews in a project that assigns reviewers); the
+invitation link sets the first password, once."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.urls import reverse
 
 from core.models import ReviewerAssignment
@@ -66,3 +68,15 @@ def test_the_page_shows_assignments_per_project_and_edits_no_global_languages(ad
     )
     assert "action: unknown action 'assign'" in [str(m) for m in response.context["messages"]]
     assert list(annotator_de.profile.languages.values_list("code", flat=True)) == ["de"]
+
+
+def test_invite_link_sets_password_once(admin_client):
+    r = admin_client.post(reverse("review:annotators"), {"action": "invite", "username": "new_de"})
+    link = r.context["invite_link"]
+    path = link.split("testserver", 1)[1]
+    client = Client()
+    assert client.get(path).status_code == 200
+    r = client.post(path, {"new_password1": "a-Strong-pass-987", "new_password2": "a-Strong-pass-987"})
+    assert r.status_code == 302
+    assert client.login(username="new_de", password="a-Strong-pass-987")
+    assert Client().get(path).status_code == 400  # used
