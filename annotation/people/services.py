@@ -64,3 +64,12 @@ def annotator_invite(*, admin, username: str, email: str = "", reviews: list[tup
             actor=admin, action="annotator.invite", obj=user, old=None, new={"username": username, "reviews": reviewed}
         )
     return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
+
+
+def annotator_password_set(*, user, password: str) -> None:
+    """The first password an invited annotator sets through their link (the form checked it against the
+    password validators), recorded in the audit trail."""
+    with transaction.atomic():
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        audit_record(actor=user, action="annotator.password_set", obj=user)

@@ -17,7 +17,6 @@ from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_http_methods
 
-from annotation.common.audit import audit_record
 from annotation.people import selectors, services
 from annotation.people.forms import InviteForm
 from core import access
@@ -75,8 +74,7 @@ def invite(request, uidb64, token):
         )
     form = SetPasswordForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
-        form.save()
-        audit_record(actor=user, action="annotator.password_set", obj=user)
+        services.annotator_password_set(user=user, password=form.cleaned_data["new_password1"])
         messages.success(request, "Password set. Log in to start reviewing.")
         return redirect("login")
     return render(request, "review/invite.html", {"form": form, "invited": user})

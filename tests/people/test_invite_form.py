@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from annotation.models import AuditEvent
 from core.models import ReviewerAssignment
 
 pytestmark = pytest.mark.django_db
@@ -79,4 +80,5 @@ def test_invite_link_sets_password_once(admin_client):
     r = client.post(path, {"new_password1": "a-Strong-pass-987", "new_password2": "a-Strong-pass-987"})
     assert r.status_code == 302
     assert client.login(username="new_de", password="a-Strong-pass-987")
+    assert AuditEvent.objects.filter(action="annotator.password_set", actor__username="new_de").count() == 1
     assert Client().get(path).status_code == 400  # used
