@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.db import transaction
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
@@ -101,15 +101,14 @@ def release_file(request, release_id: int, direction: str):
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return response
-    fh = open(info["path"], "rb")
+    files, rel = info["files"], info["name"]  # read through the releases storage (core.storage)
     if span is None:
-        response = FileResponse(fh, content_type="application/vnd.apache.parquet")
+        response = StreamingHttpResponse(files.stream(rel), content_type="application/vnd.apache.parquet")
         response["Content-Length"] = str(size)
     else:
-        start, end = span
-        fh.seek(start)
-        response = FileResponse(
-            _limited(fh, end - start + 1), content_type="application/vnd.apache.parquet", status=206
+        start, end = span  # from object storage a ranged read: only these bytes leave the bucket
+        response = StreamingHttpResponse(
+            files.stream(rel, start, end), content_type="application/vnd.apache.parquet", status=206
         )
         response["Content-Length"] = str(end - start + 1)
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
@@ -117,18 +116,6 @@ def release_file(request, release_id: int, direction: str):
     response["ETag"] = etag
     response["X-Content-SHA256"] = info["sha256"]
     return response
-
-
-def _limited(fh, n: int, chunk: int = 256 * 1024):
-    try:
-        while n > 0:
-            data = fh.read(min(chunk, n))
-            if not data:
-                break
-            n -= len(data)
-            yield data
-    finally:
-        fh.close()
 
 
 @worker_only
