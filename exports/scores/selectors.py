@@ -53,6 +53,15 @@ def scores_dir(release: Release) -> Path:
     return Path(release.path) / "scores"
 
 
+def hub_copy(release: Release) -> dict[str, str]:
+    """The release's pushed copy on the Hub (``hub_repo``, ``hub_revision``: the tagged commit), which a
+    worker without the shared file system downloads instead of the platform's file; empty when it was not
+    pushed (or its push has not finished)."""
+    if release.push_status == Release.PushStatus.DONE and release.hub_repo and release.hub_revision:
+        return {"hub_repo": release.hub_repo, "hub_revision": release.hub_revision}
+    return {}
+
+
 def task_id_for(job: ScoringJob) -> str:
     return f"xqmeval-score-{job.pk}"
 
