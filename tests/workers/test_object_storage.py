@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from django.core.files.storage import storages
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from core import storage as core_storage
@@ -216,8 +217,12 @@ def test_publishing_again_resumes_and_a_release_never_published_is_read_from_its
     assert set(objects(s3, name, f"releases/{project.name}/t1")) == set(local_files(root)) - {"scores/summary.json"}
     files = core_storage.ReleaseFiles.for_release(release)
     assert not files.local and files.directions() == ["en-de", "en-zh"]
-    # run again (a publish cut short): only the manifest, which marks a whole release, is written again
-    assert core_storage.release_publish(release=release) == 1
+    # run again (a publish cut short), by the command: only the manifest, which marks a whole release, again
+    out = io.StringIO()
+    call_command("publish_release", f"{project.name}@t1", stdout=out)
+    assert "1 file(s) written" in out.getvalue()
+    with pytest.raises(CommandError, match="not found"):
+        call_command("publish_release", f"{project.name}@t9")
 
 
 def test_the_local_default_publishes_nothing_and_reads_the_release_directory(project, tmp_path, settings):
