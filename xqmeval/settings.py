@@ -141,9 +141,20 @@ STORAGES = {
 RELEASES_DIR = Path(os.environ.get("RELEASES_DIR", DATA_DIR / "releases"))
 
 
-def _object_storage(bucket: str, prefix: str, *, overwrite: bool) -> dict:
+def _storage_kind(variable: str) -> str:
+    kind = os.environ.get(variable, "").strip().lower()
+    if kind not in ("", "local", "s3"):
+        raise ImproperlyConfigured(f"{variable}={kind!r}: expected s3, or local (the default)")
+    return kind
+
+
+def _object_storage(bucket: str, prefix: str, *, overwrite: bool, variable: str) -> dict:
     """S3-compatible object storage through django-storages (requirements.txt); the keys come from its
     AWS_* settings in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), docs/operations.md."""
+    if not bucket:
+        raise ImproperlyConfigured(
+            f"{variable}=s3 needs a bucket: set OBJECT_STORAGE_BUCKET (or {variable[:-8]}_BUCKET)"
+        )
     return {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -163,22 +174,24 @@ def _object_storage(bucket: str, prefix: str, *, overwrite: bool) -> dict:
 # (ingest, the worker file endpoint, meta-evaluation, the scores page) streams it from there;
 # WORKER_PARTS_STORAGE=s3 keeps uploaded parts there.
 OBJECT_STORAGE_BUCKET = os.environ.get("OBJECT_STORAGE_BUCKET", "")
-if os.environ.get("RELEASES_STORAGE", "") == "s3":
+if _storage_kind("RELEASES_STORAGE") == "s3":
     STORAGES["releases"] = _object_storage(
         os.environ.get("RELEASES_BUCKET") or OBJECT_STORAGE_BUCKET,
         os.environ.get("RELEASES_PREFIX", "releases"),
         overwrite=True,  # a file published again replaces its copy
+        variable="RELEASES_STORAGE",
     )
 else:
     STORAGES["releases"] = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(RELEASES_DIR)},
     }
-if os.environ.get("WORKER_PARTS_STORAGE", "") == "s3":
+if _storage_kind("WORKER_PARTS_STORAGE") == "s3":
     STORAGES["worker_parts"] = _object_storage(
         os.environ.get("WORKER_PARTS_BUCKET") or OBJECT_STORAGE_BUCKET,
         os.environ.get("WORKER_PARTS_PREFIX", "worker-parts"),
         overwrite=False,
+        variable="WORKER_PARTS_STORAGE",
     )
 else:
     STORAGES["worker_parts"] = {

@@ -242,3 +242,40 @@ def test_the_local_default_publishes_nothing_and_reads_the_release_directory(pro
     assert local_files(tmp_path) == before
     assert services.release_directions_list(release=release) == ["en-de", "en-zh"]
     _reset_storages()
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RELEASES_STORAGE": "s3"}, "RELEASES_STORAGE=s3 needs a bucket: set OBJECT_STORAGE_BUCKET"),
+        ({"WORKER_PARTS_STORAGE": "s3"}, "WORKER_PARTS_STORAGE=s3 needs a bucket"),
+        ({"WORKER_PARTS_STORAGE": "minio"}, "WORKER_PARTS_STORAGE='minio': expected s3"),
+    ],
+)
+def test_object_storage_without_a_bucket_or_of_an_unknown_kind_stops_the_start_naming_the_variable(env, message):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    base = {k: v for k, v in os.environ.items() if not k.endswith(("_STORAGE", "_BUCKET"))}
+    started = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=REPO,
+        env={**base, "DJANGO_SETTINGS_MODULE": "xqmeval.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode != 0 and message in started.stderr, started.stderr[-2000:]
+    ok = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=REPO,
+        env={**base, "DJANGO_SETTINGS_MODULE": "xqmeval.settings", **env, "OBJECT_STORAGE_BUCKET": "xq"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (ok.returncode == 0) == ("needs a bucket" in message), ok.stderr[-2000:]
