@@ -12,17 +12,26 @@ Configured on the worker (``celery -A scoring.worker worker --platform-url URL``
 Downloads resume (``Range`` with ``If-Range`` on the file's sha256) and are verified against the sha256
 the platform lists; an upload declares the part's sha256 and is idempotent, so a retried task sends it
 again safely.
+
+A release pushed to the Hugging Face Hub comes from the Hub: the task names its repo and revision, and the
+worker downloads the direction file from ``HF_ENDPOINT`` (default https://huggingface.co; ``HF_TOKEN`` for
+a private repo, never the worker token) at that revision, checked against the sha256 the platform lists.
+A Hub that refuses, is down or sends other bytes is reported in the log and the platform serves the file;
+a worker with ``HF_HUB_OFFLINE=1`` asks the platform only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from scoring.model_files import offline
 from scoring.registry import MetricError
 
 URL_ENV = "XQMEVAL_PLATFORM_URL"
@@ -30,6 +39,11 @@ TOKEN_ENV = "XQMEVAL_WORKER_TOKEN"
 TOKEN_FILE_ENV = "XQMEVAL_WORKER_TOKEN_FILE"
 DATA_ENV = "XQMEVAL_WORKER_DATA"
 CHUNK = 1024 * 1024
+HUB_ENDPOINT_ENV = "HF_ENDPOINT"
+HUB_TOKEN_ENV = "HF_TOKEN"
+HUB_DEFAULT = "https://huggingface.co"
+
+log = logging.getLogger(__name__)
 
 
 _PLATFORMS: dict[tuple, Platform | None] = {}
@@ -61,6 +75,9 @@ class Platform:
     _http: object = field(default=None, repr=False, compare=False)  # one connection pool per worker process
     # a ready release never changes: its listing is asked once per worker process
     _listings: dict = field(default_factory=dict, repr=False, compare=False)
+    _hub_http: object = field(default=None, repr=False, compare=False)
+    # where each file of the last fetch came from: direction -> "hub", "platform" or "kept" (already here)
+    sources: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Platform | None:
@@ -104,6 +121,8 @@ class Platform:
 
     @staticmethod
     def _refused(response) -> TransferError:
+        with contextlib.suppress(Exception):
+            response.read()  # a streamed answer (a download) has not read its body yet
         try:
             body = response.json()
             reason = f"{body.get('error')} (field {body.get('field')})"
@@ -123,9 +142,28 @@ class Platform:
     def scores_dir(self, release_id: int) -> Path:
         return self.data_dir / "scores" / str(int(release_id))
 
-    def fetch_release(self, release_id: int, directions: list[str]) -> Path:
+    @property
+    def hub_http(self):
+        """A client of its own for the Hub: the worker token goes to the platform only."""
+        if self._hub_http is None:
+            import httpx
+
+            token = os.environ.get(HUB_TOKEN_ENV, "").strip()
+            self._hub_http = httpx.Client(
+                headers={"Authorization": f"Bearer {token}"} if token else {},
+                timeout=self.timeout,
+                follow_redirects=True,  # the Hub answers a file with a redirect to its CDN
+            )
+        return self._hub_http
+
+    def fetch_release(
+        self, release_id: int, directions: list[str], hub_repo: str | None = None, hub_revision: str | None = None
+    ) -> Path:
         """The release's ``manifest.json`` and the ``test.parquet`` of ``directions``, in this worker's data
-        directory (files already there with the listed sha256 are kept); returns the release directory."""
+        directory (files already there with the listed sha256 are kept); returns the release directory.
+
+        With ``hub_repo`` and ``hub_revision`` (the release was pushed there) each file comes from the Hub at
+        that revision, checked against the sha256 the platform lists; from the platform when the Hub fails."""
         root = self.release_root(release_id)
         listing = self._listings.get(int(release_id))
         if listing is None:
@@ -134,16 +172,39 @@ class Platform:
             listing = self._listings[int(release_id)] = response.json()
         root.mkdir(parents=True, exist_ok=True)
         _write_atomic(root / "manifest.json", json.dumps(listing.get("manifest") or {}, sort_keys=True).encode())
+        self.sources = {}
         for code in directions:
             entry = listing["directions"].get(code)
             if entry is None:
                 raise TransferError(f"release {release_id} has no direction {code} on the platform")
-            self._download(self.http, entry, root / code / "test.parquet")
+            target = root / code / "test.parquet"
+            if _have(target, entry):
+                self.sources[code] = "kept"
+                continue
+            if hub_repo and hub_revision and not offline():  # HF_HUB_OFFLINE: this worker keeps off the Hub
+                try:
+                    self._download(
+                        self.hub_http, {**entry, "url": hub_url(hub_repo, hub_revision, f"{code}/test.parquet")}, target
+                    )
+                    self.sources[code] = "hub"
+                    continue
+                except Exception as exc:  # the platform holds the same file: one source down is no failure
+                    log.warning(
+                        "release %s %s from the Hub (%s@%s) failed, fetching it from the platform: %s: %s",
+                        release_id,
+                        code,
+                        hub_repo,
+                        hub_revision[:12],
+                        type(exc).__name__,
+                        exc,
+                    )
+            self._download(self.http, entry, target)
+            self.sources[code] = "platform"
         return root
 
     def _download(self, http, entry: dict, target: Path) -> None:
         sha, size = entry["sha256"], int(entry["bytes"])
-        if target.is_file() and target.stat().st_size == size and sha256_file(target) == sha:
+        if _have(target, entry):
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
@@ -182,6 +243,16 @@ class Platform:
             )
             self._check(response)
             return {**response.json(), "status": response.status_code}
+
+
+def hub_url(repo_id: str, revision: str, rel: str) -> str:
+    """The Hub's download URL of a file of a dataset repo at a revision (what huggingface_hub resolves)."""
+    endpoint = (os.environ.get(HUB_ENDPOINT_ENV) or HUB_DEFAULT).rstrip("/")
+    return f"{endpoint}/datasets/{quote(repo_id, safe='/')}/resolve/{quote(revision, safe='')}/{quote(rel, safe='/')}"
+
+
+def _have(target: Path, entry: dict) -> bool:
+    return target.is_file() and target.stat().st_size == int(entry["bytes"]) and sha256_file(target) == entry["sha256"]
 
 
 def _read_chunks(fh):

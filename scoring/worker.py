@@ -109,9 +109,13 @@ def score_direction_task(
     out_dir: str | None = None,
     options: dict | None = None,
     release_id: int | None = None,
+    hub_repo: str | None = None,
+    hub_revision: str | None = None,
 ) -> dict:
     try:
-        return _score_direction(self, release_dir, metric, direction, out_dir, options, release_id)
+        return _score_direction(
+            self, release_dir, metric, direction, out_dir, options, release_id, hub_repo, hub_revision
+        )
     except Exception as exc:
         if not is_transient(exc):  # a missing model offline, a bad option: a retry cannot help
             raise
@@ -127,17 +131,22 @@ def _score_direction(
     out_dir: str | None,
     options: dict | None,
     release_id: int | None = None,
+    hub_repo: str | None = None,
+    hub_revision: str | None = None,
 ) -> dict:
     from scoring.release import open_release
     from scoring.runner import ScoreOptions, part_path, score_direction
     from scoring.transfer import Platform
 
-    # No shared file system: the release comes from the platform into this worker's own directory, and
-    # the part goes back to it (with a shared one, nothing is copied).
+    # No shared file system: the release comes from the Hub when it was pushed there (else the platform)
+    # into this worker's own directory, and the part goes back to the platform (with a shared one,
+    # nothing is copied).
     platform = Platform.from_env() if release_id is not None else None
+    fetched = {}
     if platform is not None:
-        release_dir = str(platform.fetch_release(release_id, [direction]))
+        release_dir = str(platform.fetch_release(release_id, [direction], hub_repo, hub_revision))
         out_dir = str(platform.scores_dir(release_id))
+        fetched = dict(platform.sources)
 
     spec = get_metric(metric)
     if spec.device == "gpu" and not _has_gpu() and os.environ.get(ALLOW_CPU_ENV) != "1":
@@ -182,4 +191,10 @@ def _score_direction(
     if platform is None:
         return {"output_path": str(part), "summary": summary}
     sent = platform.upload_part(release_id, spec.name, direction, part)
-    return {"output_path": str(part), "summary": summary, "part_sha256": sent["sha256"], "uploaded": sent["status"]}
+    return {
+        "output_path": str(part),
+        "summary": summary,
+        "part_sha256": sent["sha256"],
+        "uploaded": sent["status"],
+        "fetched_from": fetched.get(direction, ""),
+    }

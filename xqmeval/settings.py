@@ -138,19 +138,61 @@ STORAGES = {
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-# Part files that scoring workers without a shared file system upload (exports.scores.api): the local
-# file system by default; WORKER_PARTS_STORAGE=s3 keeps them in S3-compatible object storage through
-# django-storages (pip install django-storages[s3]; its AWS_* settings from the environment, docs/operations.md).
-if os.environ.get("WORKER_PARTS_STORAGE", "") == "s3":
-    STORAGES["worker_parts"] = {
+RELEASES_DIR = Path(os.environ.get("RELEASES_DIR", DATA_DIR / "releases"))
+
+
+def _storage_kind(variable: str) -> str:
+    kind = os.environ.get(variable, "").strip().lower()
+    if kind not in ("", "local", "s3"):
+        raise ImproperlyConfigured(f"{variable}={kind!r}: expected s3, or local (the default)")
+    return kind
+
+
+def _object_storage(bucket: str, prefix: str, *, overwrite: bool, variable: str) -> dict:
+    """S3-compatible object storage through django-storages (requirements.txt); the keys come from its
+    AWS_* settings in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), docs/operations.md."""
+    if not bucket:
+        raise ImproperlyConfigured(
+            f"{variable}=s3 needs a bucket: set OBJECT_STORAGE_BUCKET (or {variable[:-8]}_BUCKET)"
+        )
+    return {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
-            "bucket_name": os.environ.get("WORKER_PARTS_BUCKET", ""),
-            "location": os.environ.get("WORKER_PARTS_PREFIX", "worker-parts"),
+            "bucket_name": bucket,
+            "location": prefix,
             "endpoint_url": os.environ.get("AWS_S3_ENDPOINT_URL") or None,
-            "file_overwrite": False,
+            "region_name": os.environ.get("AWS_S3_REGION_NAME") or None,
+            "file_overwrite": overwrite,
+            "querystring_auth": True,  # nothing is public: a URL from the storage is signed
         },
     }
+
+
+# Where the platform reads finished releases and the parts workers upload (core.storage): the local file
+# system by default (a release is its directory under RELEASES_DIR, nothing is copied), or S3-compatible
+# object storage: RELEASES_STORAGE=s3 publishes each finished release into the bucket and every reader
+# (ingest, the worker file endpoint, meta-evaluation, the scores page) streams it from there;
+# WORKER_PARTS_STORAGE=s3 keeps uploaded parts there.
+OBJECT_STORAGE_BUCKET = os.environ.get("OBJECT_STORAGE_BUCKET", "")
+if _storage_kind("RELEASES_STORAGE") == "s3":
+    STORAGES["releases"] = _object_storage(
+        os.environ.get("RELEASES_BUCKET") or OBJECT_STORAGE_BUCKET,
+        os.environ.get("RELEASES_PREFIX", "releases"),
+        overwrite=True,  # a file published again replaces its copy
+        variable="RELEASES_STORAGE",
+    )
+else:
+    STORAGES["releases"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(RELEASES_DIR)},
+    }
+if _storage_kind("WORKER_PARTS_STORAGE") == "s3":
+    STORAGES["worker_parts"] = _object_storage(
+        os.environ.get("WORKER_PARTS_BUCKET") or OBJECT_STORAGE_BUCKET,
+        os.environ.get("WORKER_PARTS_PREFIX", "worker-parts"),
+        overwrite=False,
+        variable="WORKER_PARTS_STORAGE",
+    )
 else:
     STORAGES["worker_parts"] = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -159,7 +201,6 @@ else:
 # The largest part file a worker may upload (bytes); a worker token's requests share REQUEST_BODY_MAX_BYTES.
 WORKER_PART_MAX_BYTES = int(os.environ.get("WORKER_PART_MAX_BYTES", str(64 * 1024 * 1024)))
 MEDIA_ROOT = DATA_DIR / "media"
-RELEASES_DIR = Path(os.environ.get("RELEASES_DIR", DATA_DIR / "releases"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---- Bounded input (#36.5; defaults in docs/security.md) ----------------------------------------------
 # A request body past these answers 413 before it is read (core.http.BodySizeLimitMiddleware, and the

@@ -9,10 +9,12 @@ import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
 from core.domain.errors import Invalid
+from core.storage import ReleaseFiles
 from exports.metaeval import domain as metaeval
 from exports.models import MetricScore, PseudoSystem, Release, ScoreSummary
 from exports.scores.selectors import scored_directions, scores_digest
@@ -594,28 +596,38 @@ def _leaderboard_direction(release, code, direction_id, metrics, signs, level, s
 _RECORD_COLUMNS = ("triplet_id", "segment_id", "num_errors", "error_types", "spans")
 
 
+@contextmanager
+def _triplet_file(release: Release, code: str):
+    """(a local path to, where to name in messages) the release's file of ``code``, read through the
+    ``releases`` storage (``core.storage``: the file itself on the file system, a streamed copy from object
+    storage)."""
+    files = ReleaseFiles.for_release(release)
+    rel = f"{code}/test.parquet"
+    if files is None or not files.exists(rel):
+        raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
+    with files.local_copy(rel) as path:
+        yield path, files.describe(rel)
+
+
 def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, list[str], list[str]]]:
     """triplet id → (segment, k, error types, candidates) from the release's own file of ``code``."""
     import json
-    from pathlib import Path
 
     import pyarrow.parquet as pq
 
-    path = Path(release.path or "") / code / "test.parquet"
-    if not release.path or not path.is_file():
-        raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
-    try:
-        present = set(pq.read_schema(path).names)
-        missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
-        if missing:
-            raise MetaEvaluationError(
-                f"{path}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records"
-            )
-        table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError; a MetaEvaluationError too
-        if isinstance(exc, MetaEvaluationError):
-            raise
-        raise MetaEvaluationError(f"{path}: not a readable triplet file ({exc})") from None
+    with _triplet_file(release, code) as (path, where):
+        try:
+            present = set(pq.read_schema(path).names)
+            missing = {"triplet_id", "segment_id", "num_errors", "error_types"} - present
+            if missing:
+                raise MetaEvaluationError(
+                    f"{where}: no column {', '.join(sorted(missing))}: the diagnostics need the build's records"
+                )
+            table = pq.read_table(path, columns=[c for c in _RECORD_COLUMNS if c in present])
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError; a MetaEvaluationError too
+            if isinstance(exc, MetaEvaluationError):
+                raise
+            raise MetaEvaluationError(f"{where}: not a readable triplet file ({exc})") from None
     spans = table.column("spans").to_pylist() if "spans" in present else [None] * table.num_rows
     records = {}
     for triplet, segment, k, types, span in zip(*(table.column(c).to_pylist() for c in _RECORD_COLUMNS[:4]), spans):
@@ -699,22 +711,21 @@ def _injected_spans(release: Release, code: str) -> dict[str, tuple[int, list[st
     """triplet id → (k, error types, injected spans as character offsets in its pseudo translation, its length),
     from the build's records in the release file of ``code`` (spans in the translation's own units)."""
     import json
-    from pathlib import Path
 
     import pyarrow.parquet as pq
 
     from core.domain.languages import unit_of
     from exports.metaeval import diagnostics
 
-    path = Path(release.path or "") / code / "test.parquet"
-    try:
-        present = set(pq.read_schema(path).names)
-        columns = [c for c in ("triplet_id", "num_errors", "error_types", "mt", "spans", "unit") if c in present]
-        table = pq.read_table(path, columns=columns)
-    except (OSError, ValueError) as exc:
-        raise MetaEvaluationError(f"{path}: not a readable triplet file ({exc})") from None
+    with _triplet_file(release, code) as (path, where):
+        try:
+            present = set(pq.read_schema(path).names)
+            columns = [c for c in ("triplet_id", "num_errors", "error_types", "mt", "spans", "unit") if c in present]
+            table = pq.read_table(path, columns=columns)
+        except (OSError, ValueError) as exc:
+            raise MetaEvaluationError(f"{where}: not a readable triplet file ({exc})") from None
     if not {"mt", "spans"} <= present:
-        raise MetaEvaluationError(f"{path}: no column mt or spans: the span diagnostics need the build's spans")
+        raise MetaEvaluationError(f"{where}: no column mt or spans: the span diagnostics need the build's spans")
     n = table.num_rows
     cols = {c: table.column(c).to_pylist() if c in present else [None] * n for c in columns + ["unit"]}
     default_unit = unit_of(code.rsplit("-", 1)[-1])
@@ -758,14 +769,12 @@ def export_evalsets(
     name = f"{release.project.name}-{release.version}"
     written = []
     for code in shared:
-        path = Path(release.path or "") / code / "test.parquet"
-        if not release.path or not path.is_file():
-            raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
-        try:
-            table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
-        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-            columns = ", ".join(EVALSET_COLUMNS)
-            raise MetaEvaluationError(f"{path}: not a readable triplet file with {columns} ({exc})") from None
+        with _triplet_file(release, code) as (path, where):
+            try:
+                table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
+            except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                columns = ", ".join(EVALSET_COLUMNS)
+                raise MetaEvaluationError(f"{where}: not a readable triplet file with {columns} ({exc})") from None
         triplets = [evalset.Triplet(*values) for values in zip(*(table[c] for c in EVALSET_COLUMNS))]
         del table
         scores = {

@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from core import bulk
+from core import bulk, storage
 from core.domain.directions import first_failure, with_entry
 from core.domain.errors import Conflict, Invalid
 from core.models import Direction, Project
@@ -400,6 +400,7 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
     shutil.rmtree(
         job.staging, ignore_errors=True
     )  # renamed into place, or what is left after writing into an existing directory
+    storage.release_publish(release=release)  # into object storage when configured; nothing on the file system
     return release
 
 

@@ -10,6 +10,9 @@ HTTP with a worker token (``Authorization: Bearer xqw_…``) and nothing else.
   ``X-Part-SHA256``; verified, stored (``exports.scores.services.part_receive``), and ``collect_scores``
   queued. 201 stored, 200 already had it, 4xx JSON ``{"error", "field"}`` when refused.
 
+Release files are read through the ``releases`` storage (``core.storage``): the release's directory on
+the local file system, or the bucket it was published to (a byte range is a ranged read there).
+
 A worker token opens these and nothing else (the rest of the site knows only sessions and Basic auth),
 and a session opens none of these. Anything a token may not see answers 404, as a missing thing.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.db import transaction
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
@@ -101,15 +104,17 @@ def release_file(request, release_id: int, direction: str):
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return response
-    fh = open(info["path"], "rb")
-    if span is None:
-        response = FileResponse(fh, content_type="application/vnd.apache.parquet")
+    files, rel = info["files"], info["name"]  # read through the releases storage (core.storage)
+    if span is None and files.local:  # a file on this disk: the server may hand it to sendfile
+        response = FileResponse(files.open(rel), content_type="application/vnd.apache.parquet")
+        response["Content-Length"] = str(size)
+    elif span is None:
+        response = StreamingHttpResponse(files.stream(rel), content_type="application/vnd.apache.parquet")
         response["Content-Length"] = str(size)
     else:
-        start, end = span
-        fh.seek(start)
-        response = FileResponse(
-            _limited(fh, end - start + 1), content_type="application/vnd.apache.parquet", status=206
+        start, end = span  # from object storage a ranged read: only these bytes leave the bucket
+        response = StreamingHttpResponse(
+            files.stream(rel, start, end), content_type="application/vnd.apache.parquet", status=206
         )
         response["Content-Length"] = str(end - start + 1)
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
@@ -117,18 +122,6 @@ def release_file(request, release_id: int, direction: str):
     response["ETag"] = etag
     response["X-Content-SHA256"] = info["sha256"]
     return response
-
-
-def _limited(fh, n: int, chunk: int = 256 * 1024):
-    try:
-        while n > 0:
-            data = fh.read(min(chunk, n))
-            if not data:
-                break
-            n -= len(data)
-            yield data
-    finally:
-        fh.close()
 
 
 @worker_only

@@ -6,17 +6,14 @@ run by the ``collect_scores`` task (queued by each scoring task when it ends) or
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.core.files.storage import storages
 from django.db.models import Max, Sum
 
+from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
 from exports.models import Release, ScoreSummary, ScoringJob
 from exports.scores.domain import ScoringError
 from scoring.api import MetricError, get_metric
@@ -54,6 +51,15 @@ def scores_dir(release: Release) -> Path:
     if not release.path:
         raise ScoringError(f"release {release}: has no files on disk (build it with `manage.py release` first)")
     return Path(release.path) / "scores"
+
+
+def hub_copy(release: Release) -> dict[str, str]:
+    """The release's pushed copy on the Hub (``hub_repo``, ``hub_revision``: the tagged commit), which a
+    worker without the shared file system downloads instead of the platform's file; empty when it was not
+    pushed (or its push has not finished)."""
+    if release.push_status == Release.PushStatus.DONE and release.hub_repo and release.hub_revision:
+        return {"hub_repo": release.hub_repo, "hub_revision": release.hub_revision}
+    return {}
 
 
 def task_id_for(job: ScoringJob) -> str:
@@ -163,30 +169,6 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
     return out
 
 
-PARTS_STORAGE = "worker_parts"  # settings.STORAGES alias of the parts workers upload (exports.scores.api)
-_CHUNK = 1024 * 1024
-
-
-@contextmanager
-def stored_part(name: str) -> Iterator[Path]:
-    """A local path to an uploaded part: the file itself on the file system, a temporary copy (streamed)
-    from object storage."""
-    storage = storages[PARTS_STORAGE]
-    try:
-        local = Path(storage.path(name))
-    except NotImplementedError:  # object storage has no local path
-        local = None
-    if local is not None:
-        yield local
-        return
-    with tempfile.TemporaryDirectory(prefix="xqmeval-part-") as tmp:
-        copy = Path(tmp) / "part.parquet"
-        with storage.open(name, "rb") as src, open(copy, "wb") as dst:
-            while chunk := src.read(_CHUNK):
-                dst.write(chunk)
-        yield copy
-
-
 def _uploaded_reports(release: Release) -> tuple[dict, list[dict]]:
     """What ``summary.json`` and the side tables hold, for the jobs whose part a worker uploaded (a worker
     with no shared file system writes those files on its own disk): read from the parts' metadata."""
@@ -196,12 +178,12 @@ def _uploaded_reports(release: Release) -> tuple[dict, list[dict]]:
 
     summary: dict = {"metrics": {}}
     reliability: list[dict] = []
-    prefix = f"{PARTS_STORAGE}:"
+    prefix = f"{WORKER_PARTS}:"
     for job in ScoringJob.objects.filter(
         release=release, status=ScoringJob.Status.DONE, output_path__startswith=prefix
     ).select_related("direction"):
         try:
-            with stored_part(job.output_path.removeprefix(prefix)) as path:
+            with local_copy(storage_get(WORKER_PARTS), job.output_path.removeprefix(prefix)) as path:
                 meta = json.loads((pq.read_schema(path).metadata or {}).get(META_KEY, b"{}"))
         except Exception:  # a part removed from storage, or unreadable: nothing to show for it
             continue
@@ -217,12 +199,15 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
     reliability (cef.reliability.parquet). Read from the worker files (or, for parts a worker uploaded,
     their metadata); nothing is stored."""
     out: dict[str, list[dict]] = {"costs": [], "decisions": [], "reliability": []}
-    if not release.path:  # no files on disk: nothing was scored
+    if not release.path:  # no files: nothing was scored
         return out
-    root = scores_dir(release)
-    summary_path = root / "summary.json"
+    # what workers on a shared file system wrote beside the release (in its directory, not the releases
+    # storage: workers there write to the file system)
+    files = ReleaseFiles.beside(release)
     try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+        summary = (
+            json.loads(files.read_bytes("scores/summary.json")) if files and files.exists("scores/summary.json") else {}
+        )
     except (OSError, ValueError):
         summary = {}
     uploaded, uploaded_reliability = _uploaded_reports(release)
@@ -265,12 +250,12 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
                     }
                 )
     out["reliability"] = [r for r in uploaded_reliability if wanted is None or r.get("direction") in wanted]
-    reliability = root / "cef.reliability.parquet"
-    if reliability.is_file() and not uploaded_reliability:
+    if not uploaded_reliability and files and files.exists("scores/cef.reliability.parquet"):
         import pyarrow.parquet as pq
 
         try:
-            rows = pq.read_table(reliability).to_pylist()
+            with files.local_copy("scores/cef.reliability.parquet") as path:
+                rows = pq.read_table(path).to_pylist()
         except Exception:
             rows = []
         out["reliability"] = [r for r in rows if wanted is None or r.get("direction") in wanted]

@@ -20,16 +20,15 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files import File
-from django.core.files.storage import storages
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Sum
 
 from core import bulk
 from core.models import Direction
+from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
 from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob, WorkerToken
-from exports.release.domain.release_files import sha256_file
 from exports.scores.domain import PartRefused, ScoringError, check_part_identity, open_part
-from exports.scores.selectors import PARTS_STORAGE, JobState, backend_state, scores_dir, stored_part
+from exports.scores.selectors import JobState, backend_state, scores_dir
 from scoring.api import (
     DIRECTION_RE,
     Family,
@@ -38,17 +37,21 @@ from scoring.api import (
     MetricSpec,
     get_metric,
     metric_slug,
-    open_release,
     part_path,
     route_options,
 )
 
 
 def release_directions_list(*, release: Release) -> list[str]:
-    try:
-        return open_release(release.path).directions()
-    except MetricError as exc:
-        raise ScoringError(str(exc)) from None
+    """The directions of the release's files (a ``test.parquet`` per direction folder), read through the
+    ``releases`` storage (``core.storage``)."""
+    files = ReleaseFiles.for_release(release)
+    if files is None:
+        raise ScoringError(f"release {release}: no files at {release.path or '(no path)'} nor in the releases storage")
+    found = files.directions()
+    if not found:
+        raise ScoringError(f"{files.describe('')}: no direction config found (expected e.g. en-de/test.parquet)")
+    return found
 
 
 def task_options_make(
@@ -160,9 +163,9 @@ def job_ingest(*, job: ScoringJob, result: Any = None) -> int:
             raise ScoringError(
                 f"the worker reported part {sha[:12]}… of {job.metric} {job.direction.code}, but no upload of it reached the platform"
             )
-        with stored_part(upload.storage_name) as path:
+        with local_copy(storage_get(WORKER_PARTS), upload.storage_name) as path:
             n = part_ingest(release=release, metric=job.metric, direction=job.direction, path=path)
-        where = f"{PARTS_STORAGE}:{upload.storage_name}"
+        where = f"{WORKER_PARTS}:{upload.storage_name}"
     else:
         path = part_path(scores_dir(release), job.metric, job.direction.code)
         n = part_ingest(release=release, metric=job.metric, direction=job.direction, path=path)
@@ -273,29 +276,32 @@ def token_authenticate(*, secret: str) -> WorkerToken | None:
 
 
 def release_files_list(*, release: Release, only: str | None = None) -> dict[str, dict[str, Any]]:
-    """Per direction of a ready release (or just ``only``): its ``test.parquet`` (path, bytes, sha256: the
-    manifest's record, else hashed once and cached by path, size and modification time)."""
+    """Per direction of a ready release (or just ``only``): its ``test.parquet`` (``name`` in the release's
+    files, bytes, sha256: the manifest's record, else hashed once, streamed from the storage, and cached by
+    name, size and modification time). Read through the ``releases`` storage (``core.storage``)."""
     from django.core.cache import cache
 
-    if release.status != Release.Status.READY or not release.path:
+    if release.status != Release.Status.READY:
+        return {}
+    files = ReleaseFiles.for_release(release)
+    if files is None:
         return {}
     recorded = (release.manifest or {}).get("files") or {}
     out = {}
-    for code in [only] if only else release_directions_list(release=release):
+    for code in [only] if only else files.directions():
         rel = f"{code}/test.parquet"
-        path = Path(release.path) / rel
-        if not DIRECTION_RE.match(code) or not path.is_file():
+        if not DIRECTION_RE.match(code) or not files.exists(rel):
             continue
-        stat = path.stat()
+        size = files.size(rel)
         info = recorded.get(rel) if isinstance(recorded.get(rel), dict) else {}
-        sha = info.get("sha256") if info.get("bytes") == stat.st_size else None
+        sha = info.get("sha256") if info.get("bytes") == size else None
         if sha is None:
-            key = "workers:sha256:" + hashlib.sha256(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
+            key = "workers:sha256:" + hashlib.sha256(files.version_key(rel).encode()).hexdigest()
             sha = cache.get(key)
             if sha is None:
-                sha = sha256_file(path)
+                sha = files.sha256(rel)
                 cache.set(key, sha, timeout=None)
-        out[code] = {"path": path, "bytes": stat.st_size, "sha256": sha}
+        out[code] = {"name": rel, "bytes": size, "sha256": sha, "files": files}
     return out
 
 
@@ -350,7 +356,7 @@ def part_receive(
             open_part(tmp, metric=metric, direction=direction)
         except ScoringError as exc:
             raise PartRefused("body", str(exc).replace(str(tmp), "part")) from None
-        storage = storages[PARTS_STORAGE]
+        storage = storage_get(WORKER_PARTS)
         name = f"release-{release.pk}/{job.pk}-{_metric_file(metric)}-{direction}/{declared}.parquet"
         if not storage.exists(name):
             with open(tmp, "rb") as fh:

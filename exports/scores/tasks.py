@@ -84,6 +84,7 @@ def start_scoring(
         raise ScoringError(NO_WORKER)
     out = str(selectors.scores_dir(release)) if release.path else ""
     per_metric = services.task_options_make(metrics=metrics, options=options, metric_options=metric_options)
+    hub = selectors.hub_copy(release)
     with transaction.atomic():
         jobs, to_send = services.scoring_prepare(release=release, metrics=metrics, directions=directions, force=force)
 
@@ -97,6 +98,7 @@ def start_scoring(
                     kwargs={
                         "release_dir": release.path,  # a worker on the shared file system reads it here
                         "release_id": release.pk,  # one with only HTTP fetches it (scoring.transfer)
+                        **hub,  # from the Hub when the release was pushed there
                         "metric": spec.name,
                         "direction": code,
                         "out_dir": out,

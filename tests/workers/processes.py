@@ -127,8 +127,8 @@ class Processes:
             PYTHONPATH=str(REPO),
             HF_HUB_OFFLINE="1",
             OPENAI_API_KEY="test-key",
-            **(env or {}),
         )
+        wenv.update(env or {})  # a test's own settings win (HF_HUB_OFFLINE=0 for a worker that reads the Hub)
         argv = [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", queues, "--pool", "solo"]
         argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"]
         if platform_url:
