@@ -273,7 +273,7 @@ def redis_cache(redis_url, settings):
 @pytest.mark.django_db(transaction=True)
 def test_32_concurrent_submissions_queue_one_refresh(project, languages, broker, redis_cache):
     need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://…)")
-    from tests.review.test_concurrency import race
+    from tests.support.race import race
 
     candidates = [
         make_candidate(project, languages["en-de"], f"s{i}", f"a b c d {i}", f"a X c d {i}", external_id=str(i))

@@ -10,7 +10,7 @@ from annotation.rating import services as rating_services
 from core.domain.errors import Conflict
 from core.services import user_create
 from tests.conftest import need
-from tests.review.test_concurrency import race
+from tests.support.race import race
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -1,11 +1,10 @@
 """Concurrent reviewers on PostgreSQL: no candidate gets more than N reviews, none is lost."""
 
-import threading
 import uuid
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from annotation.models import ReviewDecision
 from annotation.review import services
@@ -13,31 +12,9 @@ from core.services import user_create
 from injection.models import Candidate
 from tests.conftest import need
 from tests.review.factories import make_candidate
+from tests.support.race import race
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def race(users, work) -> None:
-    """Start ``work(user)`` for every user at the same moment, each in its own thread and database
-    connection; fail with whatever any of them raised."""
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(len(users))
-
-    def run(user):
-        try:
-            barrier.wait()
-            work(user)
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(u,)) for u in users]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
 
 
 @pytest.mark.postgres
