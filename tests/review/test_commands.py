@@ -1,9 +1,8 @@
-"""The lock housekeeping task, and the agreement command's language option."""
+"""The lock housekeeping task."""
 
 from datetime import timedelta
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.models import ReviewLock
@@ -21,11 +20,3 @@ def test_release_expired_locks(project, languages, annotator_de):
     assert release_expired_locks.delay().get() == 1
     assert release_expired_locks.delay().get() == 0
     assert ReviewLock.objects.count() == 1
-
-
-def test_agreement_command_refuses_a_language_the_project_does_not_have(project):
-    """--language xx printed empty tables, as if nobody had disagreed."""
-    with pytest.raises(
-        CommandError, match=r"--language fr, xx: not a target language of project demo \(ar, de, ja, zh\)"
-    ):
-        call_command("agreement", "demo", "--language", "de", "--language", "xx", "--language", "fr")
