@@ -91,7 +91,9 @@ class Release(models.Model):
     # Set when release workers with no shared file system stage its directions (RELEASE_WORKERS=http):
     # where the platform stages them and the formats, what an uploaded direction is checked against.
     job = models.JSONField(
-        default=dict, blank=True, help_text="the staged build handed to release workers: its output directory and formats"
+        default=dict,
+        blank=True,
+        help_text="the staged build handed to release workers: its output directory and formats",
     )
 
     class Meta:
