@@ -300,7 +300,8 @@ def release_begin(
         row.directions = {code: kept.get(code) or {"status": "pending"} for code in directions}
         row.status, row.error, row.stage = Release.Status.BUILDING, "", "staging directions"
         row.progress = int(60 * len(kept) / len(directions))
-        row.save(update_fields=["directions", "status", "error", "stage", "progress"])
+        row.job = {}  # no release worker's upload is taken until this attempt hands its directions to them
+        row.save(update_fields=["directions", "status", "error", "stage", "progress", "job"])
     # a direction no longer in the build leaves nothing behind to be moved into the release
     for stale in {
         p.name for p in staging.iterdir() if p.is_dir() and p.name != release_files.SPOOL_DIR and p.name != "systems"

@@ -14,6 +14,7 @@ Configured in the worker's environment (the names the scoring workers use):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -110,7 +111,6 @@ class ReleasePlatform:
 
     def direction_rows(self, release_id: int, direction: str):
         """A context manager giving (header, rows) of the direction's row stream (``staged_upload``)."""
-        import contextlib
 
         @contextlib.contextmanager
         def stream():
@@ -192,6 +192,9 @@ def direction_stage(platform: ReleasePlatform, *, release_id: int, direction: st
     for name in (f"{direction}.bin", f"{direction}.json"):
         (staging / release_files.SPOOL_DIR / name).unlink(missing_ok=True)
     archive.unlink(missing_ok=True)
+    for empty in (staging / ".upload", staging / release_files.SPOOL_DIR, staging):
+        with contextlib.suppress(OSError):  # left while another direction of the release is staged here
+            empty.rmdir()
     return {
         "triplets": summary["triplets"],
         "transplanted": summary["transplanted"],

@@ -282,7 +282,7 @@ def test_a_release_staged_by_the_worker_client_is_byte_for_byte_the_shared_file_
     for direction in job.todo:
         entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction)
         assert entry["stored"] is True
-    assert not list((tmp_path / "worker-data").rglob("*.parquet"))  # the worker keeps nothing once sent
+    assert not list((tmp_path / "worker-data" / "release-staging").iterdir())  # nothing kept once sent
     release = services.release_finish(job=job)
     out = Path(release.path)
     reference = tmp_path / "shared"
@@ -336,3 +336,20 @@ def test_a_worker_cut_off_mid_upload_sends_the_direction_again_without_reading_t
     release = Release.objects.get(pk=job.release_id)
     assert release.directions["en-de"]["status"] == "done" and StagedUpload.objects.count() == 1
     assert release_files.staged_direction(job.staging, "en-de")["digest"] == kept["digest"]
+
+
+def test_without_a_platform_url_the_release_workers_task_stages_on_the_shared_file_system(built, settings, tmp_path):
+    """RELEASE_WORKERS=http with no broker (tasks in-process) or a worker without XQMEVAL_PLATFORM_URL: the
+    direction task stages through the database and the shared file system, and the release is the same."""
+    from exports.release.tasks import create_release_task
+
+    settings.RELEASE_WORKERS = "http"
+    result = create_release_task.delay(built.pk, "1.0.0", ["jsonl"]).get()
+    release = Release.objects.get(pk=result["release"])
+    assert release.status == "ready" and release.job["formats"] == ["jsonl"]
+    assert not StagedUpload.objects.exists() and all("worker" not in e for e in release.directions.values())
+    content = services.release_content_make(
+        project=built, version="1.0.0", plan=services.sampling_plan_make(project=built)
+    )
+    reference = release_files.write_release(content, tmp_path / "shared", ("jsonl",))
+    assert release.content_hash == reference["content_hash"] and release.manifest["files"] == reference["files"]
