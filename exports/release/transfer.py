@@ -187,6 +187,7 @@ def direction_stage(platform: ReleasePlatform, *, release_id: int, direction: st
             summary = release_files.write_staged_direction(rows, direction, staging, formats, header["stamp"])
     archive = staging / ".upload" / f"{direction}.tar.gz"
     sha = staged_upload.archive_write(staging, direction, formats, archive)
+    size = archive.stat().st_size
     answer = platform.direction_upload(release_id, direction, archive, sha)
     shutil.rmtree(staging / direction, ignore_errors=True)
     for name in (f"{direction}.bin", f"{direction}.json"):
@@ -200,6 +201,7 @@ def direction_stage(platform: ReleasePlatform, *, release_id: int, direction: st
         "transplanted": summary["transplanted"],
         "digest": summary["digest"],
         "archive_sha256": sha,
+        "archive_bytes": size,
         "stored": answer.get("stored"),
         "reused": reused,
     }
