@@ -144,7 +144,9 @@ def test_the_row_stream_is_the_selectors_rows_with_a_header_and_a_checksummed_tr
     assert r.status_code == 409 and r.json()["field"] == "release"
 
 
-def test_a_staged_direction_is_verified_stored_once_and_recorded_with_its_worker(client, building, worker, tmp_path):
+def test_a_staged_direction_is_verified_stored_once_and_recorded_with_its_worker(
+    client, building, worker, tmp_path, admin_user
+):
     token, secret = worker
     archive, sha = stage_locally(client, building, "en-de", secret, tmp_path / "worker")
     body = archive.read_bytes()
@@ -167,6 +169,12 @@ def test_a_staged_direction_is_verified_stored_once_and_recorded_with_its_worker
     assert again.status_code == 200 and again.json()["stored"] is False
     assert StagedUpload.objects.count() == 1 and (staging / "en-de" / "test.parquet").stat().st_mtime_ns == written
     assert not any(p.name.endswith(".incoming") for p in staging.parent.iterdir())
+    # an admin sees every staged direction with its worker, and how many each token sent
+    client.force_login(admin_user)
+    listing = client.get(reverse("admin:exports_stagedupload_changelist")).content.decode()
+    assert sha in listing and "far-cpu-3" in listing
+    tokens = client.get(reverse("admin:exports_workertoken_changelist")).content.decode()
+    assert "staged directions" in tokens.lower() and '<td class="field-staged_count">1</td>' in tokens
 
 
 def repack(src: Path, dst: Path, direction: str, change) -> bytes:
