@@ -771,8 +771,14 @@ def direction_staged_receive(
     out_dir = Path(release.job["out_dir"])
     staging = staging_dir_get(out_dir=out_dir)
     incoming = out_dir.parent / f".{out_dir.name}.incoming"  # beside the staging directory: same file system
-    incoming.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
+    for attempt in range(3):
+        incoming.mkdir(parents=True, exist_ok=True)
+        try:
+            work = Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
+            break
+        except FileNotFoundError:  # another upload removed the folder once it was empty: make it again
+            if attempt == 2:
+                raise
     try:
         archive = work / "staged.tar.gz"
         h, received = hashlib.sha256(), 0
