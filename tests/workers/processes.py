@@ -159,7 +159,20 @@ class Processes:
             XQMEVAL_WORKER_DATA=str(data),
             **(env or {}),
         )
-        argv = [sys.executable, "-m", "celery", "-A", "xqmeval", "worker", "-Q", "release", "--pool", "solo"]
+        argv = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "xqmeval",
+            "worker",
+            "-Q",
+            "release",
+            "--pool",
+            "solo",
+            "-l",
+            "INFO",
+        ]
         argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"]
         return self._start(name, argv, wenv)
 

@@ -99,7 +99,9 @@ def test_a_release_built_and_scored_through_workers_sharing_only_redis_and_http_
         "en-zh": ("done", "far-cpu"),
     }
     assert not list(releaser.rglob("*.parquet")) and not (releaser / "settings-data" / "releases").exists()
-    assert "OperationalError" not in procs.logs["releaser"].read_text()  # it never tried the database
+    log = procs.logs["releaser"].read_text()
+    assert log.count("exports.release_direction_remote[") >= 4 and log.count("succeeded in") == 2, log[-3000:]
+    assert "OperationalError" not in log and "Traceback" not in log  # it never tried the database
     assert not list(out.parent.glob(".*staging")) and not list(out.parent.glob(".*incoming"))
     # byte for byte the release written on the shared file system (tests/exports/release/test_release_staged.py:
     # the chord on the shared file system writes these bytes too)
