@@ -25,6 +25,7 @@ from exports.models import (
     Release,
     ScoreSummary,
     ScoringJob,
+    StagedUpload,
     WorkerToken,
 )
 from exports.release import tasks as release_tasks
@@ -280,7 +281,16 @@ class WorkerTokenAdmin(admin.ModelAdmin):
     """Worker tokens: an admin creates one per worker (the secret is shown once, on the page that answers
     the form, and only its sha256 is kept) and revokes it; uploads keep their worker, so none is deleted."""
 
-    list_display = ["name", "prefix", "created_at", "created_by", "last_used_at", "revoked_at", "uploads_count"]
+    list_display = [
+        "name",
+        "prefix",
+        "created_at",
+        "created_by",
+        "last_used_at",
+        "revoked_at",
+        "uploads_count",
+        "staged_count",
+    ]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "prefix"]
     fields = ["name", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
@@ -290,6 +300,10 @@ class WorkerTokenAdmin(admin.ModelAdmin):
     @admin.display(description="uploads")
     def uploads_count(self, obj: WorkerToken) -> int:
         return obj.uploads.count()
+
+    @admin.display(description="staged directions")
+    def staged_count(self, obj: WorkerToken) -> int:
+        return obj.staged_uploads.count()
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # revoke instead: every upload stays recorded with its worker
@@ -331,3 +345,14 @@ class PartUploadAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ("worker", "job__release__project", "job__metric")
     search_fields = ("sha256", "storage_name")
     readonly_fields = ("job", "worker", "sha256", "size", "storage_name", "created_at")
+
+
+@admin.register(StagedUpload)
+class StagedUploadAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Every release direction a release worker staged and uploaded, with the worker that sent it: written by
+    the release workers' endpoint only (``exports.release.api``)."""
+
+    list_display = ("release", "direction", "worker", "sha256", "size", "created_at")
+    list_filter = ("worker", "release__project")
+    search_fields = ("sha256", "digest", "direction")
+    readonly_fields = ("release", "direction", "worker", "sha256", "size", "digest", "created_at")

@@ -88,6 +88,13 @@ class Release(models.Model):
     # The Celery task that holds the lease: a retry of that task (same id) takes its own live lease over,
     # where any other start is refused until the lease passes.
     lease_owner = models.CharField(max_length=200, blank=True)
+    # Set when release workers with no shared file system stage its directions (RELEASE_WORKERS=http):
+    # where the platform stages them and the formats, what an uploaded direction is checked against.
+    job = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the staged build handed to release workers: its output directory and formats",
+    )
 
     class Meta:
         ordering = ["project", "-created_at"]
@@ -369,3 +376,24 @@ class PartUpload(models.Model):
 
     def __str__(self) -> str:
         return f"part {self.sha256[:12]}… of scoring job {self.job_id} from worker {self.worker_id}"
+
+
+class StagedUpload(models.Model):
+    """A release direction a release worker staged on its own disk and uploaded (``exports.release.api``):
+    content-addressed (the archive's sha256), recorded with the worker that sent it."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="staged_uploads")
+    direction = models.CharField(max_length=40)
+    worker = models.ForeignKey(WorkerToken, on_delete=models.PROTECT, related_name="staged_uploads")
+    sha256 = models.CharField(max_length=64, help_text="of the uploaded archive")
+    size = models.BigIntegerField()
+    digest = models.CharField(max_length=64, help_text="sha256 of the direction's share of the content hash")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["release", "direction", "sha256"], name="staged_upload_unique_content")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.direction} of release {self.release_id} ({self.sha256[:12]}…) from worker {self.worker_id}"

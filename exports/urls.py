@@ -36,6 +36,22 @@ workers = (
             worker_api.upload_part,
             name="upload_part",
         ),
+        # release-direction workers (RELEASE_WORKERS=http): exports.release.api behind the token check
+        path(
+            "release-builds/<int:release_id>/directions/<str:direction>/rows",
+            worker_api.release_direction_rows,
+            name="release_direction_rows",
+        ),
+        path(
+            "release-builds/<int:release_id>/directions/<str:direction>/staged",
+            worker_api.release_direction_staged,
+            name="release_direction_staged",
+        ),
+        path(
+            "release-builds/<int:release_id>/directions/<str:direction>/report",
+            worker_api.release_direction_report,
+            name="release_direction_report",
+        ),
     ],
     "workers",
 )

@@ -200,6 +200,16 @@ else:
     }
 # The largest part file a worker may upload (bytes); a worker token's requests share REQUEST_BODY_MAX_BYTES.
 WORKER_PART_MAX_BYTES = int(os.environ.get("WORKER_PART_MAX_BYTES", str(64 * 1024 * 1024)))
+# Release directions staged by release workers that share nothing with the web app but the broker and HTTP
+# (exports.release.api): RELEASE_WORKERS=http sends a release's direction tasks to queue ``release``, whose
+# workers read the rows over HTTP and upload each staged direction as an archive of at most
+# RELEASE_UPLOAD_MAX_BYTES (unpacked: RELEASE_UPLOAD_MAX_UNPACKED_BYTES). Default: the platform's own workers
+# stage them on its (shared) file system.
+RELEASE_WORKERS = os.environ.get("RELEASE_WORKERS", "").strip().lower()
+if RELEASE_WORKERS not in ("", "shared", "http"):
+    raise ImproperlyConfigured(f"RELEASE_WORKERS={RELEASE_WORKERS!r}: use 'http' or leave it unset (shared)")
+RELEASE_UPLOAD_MAX_BYTES = int(os.environ.get("RELEASE_UPLOAD_MAX_BYTES", str(64 * 1024 * 1024)))
+RELEASE_UPLOAD_MAX_UNPACKED_BYTES = int(os.environ.get("RELEASE_UPLOAD_MAX_UNPACKED_BYTES", str(1024 * 1024 * 1024)))
 MEDIA_ROOT = DATA_DIR / "media"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---- Bounded input (#36.5; defaults in docs/security.md) ----------------------------------------------
@@ -272,6 +282,7 @@ CELERY_IMPORTS = [
 CELERY_TASK_ROUTES = {
     "injection.*": {"queue": "llm"},
     "scoring.*": {"queue": "gpu"},
+    "exports.release_direction_remote": {"queue": "release"},  # RELEASE_WORKERS=http: the release workers
 }
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

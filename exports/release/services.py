@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -26,14 +28,15 @@ from django.utils import timezone
 
 from core import bulk, storage
 from core.domain.directions import first_failure, with_entry
-from core.domain.errors import Conflict, Invalid
+from core.domain.errors import Conflict, Invalid, NotFound
 from core.models import Direction, Project
 from exports.benchmark import selectors
-from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
+from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release, StagedUpload
 from exports.release import selectors as release_selectors
-from exports.release.domain import release_files, sampling
+from exports.release.domain import release_files, sampling, staged_upload
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
+from exports.release.domain.staged_upload import StagedConflict, StagedRefused
 from scoring.api import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
@@ -297,7 +300,8 @@ def release_begin(
         row.directions = {code: kept.get(code) or {"status": "pending"} for code in directions}
         row.status, row.error, row.stage = Release.Status.BUILDING, "", "staging directions"
         row.progress = int(60 * len(kept) / len(directions))
-        row.save(update_fields=["directions", "status", "error", "stage", "progress"])
+        row.job = {}  # no release worker's upload is taken until this attempt hands its directions to them
+        row.save(update_fields=["directions", "status", "error", "stage", "progress", "job"])
     # a direction no longer in the build leaves nothing behind to be moved into the release
     for stale in {
         p.name for p in staging.iterdir() if p.is_dir() and p.name != release_files.SPOOL_DIR and p.name != "systems"
@@ -691,3 +695,187 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
     )
     step("pushed", 100)
     return release
+
+
+# ---- directions staged by release workers over HTTP (RELEASE_WORKERS=http; exports.release.api) ---------
+# A release worker shares nothing with the platform but the broker and HTTP: it reads a direction's rows
+# here, stages the direction on its own disk with the same writer, and uploads it; the platform checks the
+# upload, moves it into the release's staging directory and records the direction done, as
+# ``release_direction_run`` does on the shared file system. ``release_finish`` then closes the release.
+
+STAGED_ERROR_MAX_CHARS = 2000
+
+
+def release_job_record(*, job: ReleaseJob) -> None:
+    """Record the staged build handed to release workers: where the platform stages it and its formats,
+    what their uploads are checked against."""
+    Release.objects.filter(pk=job.release_id).update(job={"out_dir": job.out_dir, "formats": list(job.formats)})
+
+
+def _release_for_workers(release_id: int, direction: str) -> Release:
+    release = Release.objects.select_related("project").filter(pk=release_id).first()
+    if release is None:
+        raise NotFound("no such release", "release")
+    if release.status != Release.Status.BUILDING or not release.job:
+        raise StagedConflict(
+            "release", f"release {release.pk} is not being built by release workers (status {release.status})"
+        )
+    if direction not in (release.directions or {}):
+        raise StagedRefused("direction", f"release {release.pk} stages no direction {direction!r}")
+    return release
+
+
+def direction_rows_read(*, release_id: int, direction: str, worker) -> tuple[dict, object]:
+    """(header, rows) for a release worker staging ``direction``: the header says what it is staged from
+    (release, version, formats, the build stamp), the rows are ``iter_triplet_rows``'s, streamed. The
+    direction is recorded as running on that worker (one already staged from the current build is left
+    done: a task delivered again only sends the same files)."""
+    release = _release_for_workers(release_id, direction)
+    project = release.project
+    stamp = _direction_stamp(project, direction)
+    entry = release.directions[direction]
+    if not (entry.get("status") == "done" and entry.get("stamp") == stamp):
+        _record_direction(
+            release, direction, {"status": "running", "error": "", "worker": worker.name}, total=len(release.directions)
+        )
+    header = {
+        "release": release.pk,
+        "version": release.version,
+        "project": project.name,
+        "direction": direction,
+        "formats": list(release.job["formats"]),
+        "stamp": stamp,
+    }
+    return header, release_selectors.iter_triplet_rows(project, direction)
+
+
+def direction_staged_receive(
+    *, release_id: int, direction: str, declared_sha256: str, body, length: int, worker
+) -> tuple[object, bool]:
+    """Take a staged direction a release worker uploads (``body``: a stream of ``length`` bytes, the archive
+    of ``staged_upload.archive_write``), check it and move it into the release's staging directory.
+
+    Refuses (naming the field) a body that is not ``length`` bytes or past ``RELEASE_UPLOAD_MAX_BYTES``, whose
+    sha256 is not the declared one, an archive that does not hold the direction's files or whose files do
+    not match its summary (``staged_upload.archive_unpack``); a release not being built by release workers
+    or without this direction; rows read from a build that has changed since (``stamp``). Idempotent by
+    content: an archive already taken answers (its upload, False) and writes nothing. Returns (the
+    ``StagedUpload`` recorded with the worker, whether the files were stored now)."""
+    declared = (declared_sha256 or "").strip().lower()
+    if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
+        raise StagedRefused("sha256", "declare the archive's sha256 (64 hex digits) in the X-Staged-SHA256 header")
+    release = _release_for_workers(release_id, direction)
+    limit = settings.RELEASE_UPLOAD_MAX_BYTES
+    if length > limit:
+        raise StagedRefused("size", f"a staged direction may have at most {limit} bytes, this one declares {length}")
+    formats = list(release.job["formats"])
+    out_dir = Path(release.job["out_dir"])
+    staging = staging_dir_get(out_dir=out_dir)
+    incoming = out_dir.parent / f".{out_dir.name}.incoming"  # beside the staging directory: same file system
+    for attempt in range(3):
+        incoming.mkdir(parents=True, exist_ok=True)
+        try:
+            work = Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
+            break
+        except FileNotFoundError:  # another upload removed the folder once it was empty: make it again
+            if attempt == 2:
+                raise
+    try:
+        archive = work / "staged.tar.gz"
+        h, received = hashlib.sha256(), 0
+        with open(archive, "wb") as out:
+            while received < length:
+                chunk = body.read(min(1 << 20, length - received))
+                if not chunk:
+                    break
+                received += len(chunk)
+                h.update(chunk)
+                out.write(chunk)
+        if received != length:  # the worker was cut off mid-upload: keep nothing of it
+            raise StagedRefused("body", f"received {received} of the {length} bytes declared")
+        if h.hexdigest() != declared:
+            raise StagedRefused("sha256", f"the body's sha256 is {h.hexdigest()}, the upload declares {declared}")
+        existing = StagedUpload.objects.filter(release=release, direction=direction, sha256=declared).first()
+        entry = release.directions.get(direction) or {}
+        if (
+            existing is not None
+            and entry.get("status") == "done"
+            and entry.get("digest") == existing.digest
+            and release_files.staged_direction(staging, direction) is not None
+        ):
+            return existing, False
+        summary = staged_upload.archive_unpack(
+            archive,
+            work / "files",
+            direction=direction,
+            formats=formats,
+            max_unpacked=settings.RELEASE_UPLOAD_MAX_UNPACKED_BYTES,
+        )
+        if summary.get("stamp") != _direction_stamp(release.project, direction):
+            raise StagedConflict(
+                "stamp",
+                f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
+            )
+        with transaction.atomic():
+            row = Release.objects.select_for_update().get(pk=release.pk)
+            if row.status != Release.Status.BUILDING:
+                raise StagedConflict("release", f"release {row.pk} is no longer being built (status {row.status})")
+            now = (row.directions or {}).get(direction) or {}
+            stored = not (
+                now.get("status") == "done"
+                and now.get("digest") == summary["digest"]
+                and now.get("stamp") == summary["stamp"]
+                and release_files.staged_direction(staging, direction) is not None
+            )
+            if stored:
+                shutil.rmtree(staging / direction, ignore_errors=True)  # nothing of an earlier attempt stays
+                for name in staged_upload.archive_members(direction, formats):  # the summary last
+                    target = staging / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(work / "files" / name, target)
+                entry = {
+                    "status": "done",
+                    "triplets": summary["triplets"],
+                    "transplanted": summary["transplanted"],
+                    "digest": summary["digest"],
+                    "stamp": summary["stamp"],
+                    "error": "",
+                    "worker": worker.name,
+                }
+                _record_direction(release, direction, entry, total=len(row.directions))
+            upload, _ = StagedUpload.objects.get_or_create(
+                release=row,
+                direction=direction,
+                sha256=declared,
+                defaults={"worker": worker, "size": received, "digest": summary["digest"]},
+            )
+        return upload, stored
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            incoming.rmdir()  # when no other upload is under way
+
+
+def direction_failure_record(*, release_id: int, direction: str, status: str, error: str, worker) -> None:
+    """A release worker says its direction failed for good (the release fails, naming it, as on the shared
+    file system) or is tried again after a transient fault. A direction already staged keeps its files."""
+    if status not in ("failed", "retrying"):
+        raise StagedRefused("status", f"status {status!r}: say 'failed' or 'retrying'")
+    release = _release_for_workers(release_id, direction)
+    if (release.directions[direction] or {}).get("status") == "done":
+        raise StagedConflict("direction", f"{direction} is staged; a report of another attempt changes nothing")
+    reason = f"{(error or '').strip()[:STAGED_ERROR_MAX_CHARS] or 'no reason given'} (worker {worker.name})"
+    if status == "retrying":
+        with transaction.atomic():
+            row = Release.objects.select_for_update().get(pk=release.pk)
+            row.directions = with_entry(row.directions, direction, {"status": "retrying", "error": reason})
+            row.lease_expires_at = _release_lease_end()
+            row.save(update_fields=["directions", "lease_expires_at"])
+        return
+    _record_direction(
+        release,
+        direction,
+        {"status": "failed", "error": reason},
+        total=len(release.directions),
+        failure=f"{direction}: {reason}",
+    )

@@ -3,11 +3,14 @@
 Idempotent: a release regenerates the same bytes or is refused; a push skips files already on the Hub and
 a commit already tagged. Transient database faults are retried with backoff; failures are recorded on the
 release with their reason. Tasks are entry points like views: this module imports the services, never the
-reverse."""
+reverse. With RELEASE_WORKERS=http the direction tasks go to queue ``release``, to release workers that share
+only the broker and HTTP with the platform (``release_direction_remote_task``, ``exports.release.transfer``)."""
 
 from __future__ import annotations
 
 from celery import chord, group, shared_task
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import OperationalError, transaction
 
@@ -15,7 +18,7 @@ from core.models import Project
 from core.task_retry import retry_after_fault, retry_note
 from exports.benchmark.tasks import DIRECTION_RETRIES, RETRY
 from exports.models import Release
-from exports.release import services
+from exports.release import services, transfer
 
 
 @shared_task(name="exports.create_release", bind=True, **RETRY)
@@ -45,9 +48,11 @@ def create_release_task(
     job = services.release_begin(
         project=project, version=version, formats=tuple(formats or ()), user=user, owner=self.request.id or ""
     ).to_dict()
+    if settings.RELEASE_WORKERS == "http" and job["todo"]:
+        services.release_job_record(job=services.ReleaseJob.from_dict(job))  # what the workers' uploads must match
     finish = finish_release_task.si(job, push_repo, private)
     result = (
-        chord(group(release_direction_task.si(job, code) for code in job["todo"]), finish) if job["todo"] else finish
+        chord(group(_direction_signature(job, code) for code in job["todo"]), finish) if job["todo"] else finish
     ).apply_async()
     if result.ready():  # ran in this process (no broker): the release is written
         result.get(propagate=True, disable_sync_subtasks=False)
@@ -62,6 +67,10 @@ def create_release_task(
 
 @shared_task(name="exports.release_direction", bind=True, max_retries=DIRECTION_RETRIES)
 def release_direction_task(self, job: dict, direction: str) -> dict:
+    return _stage_shared(self, job, direction)
+
+
+def _stage_shared(self, job: dict, direction: str) -> dict:
     release_job = services.ReleaseJob.from_dict(job)
     try:
         return {"direction": direction, **services.release_direction_run(job=release_job, direction=direction)}
@@ -75,6 +84,45 @@ def release_direction_task(self, job: dict, direction: str) -> dict:
             ),
             maximum=60,
         )
+
+
+def _direction_signature(job: dict, direction: str):
+    """The task that stages ``direction``: on the platform's workers (the shared file system, the default), or
+    with RELEASE_WORKERS=http on queue ``release``, whose workers need only the broker and HTTP."""
+    if settings.RELEASE_WORKERS == "http":
+        return release_direction_remote_task.si(job, direction)
+    return release_direction_task.si(job, direction)
+
+
+@shared_task(name="exports.release_direction_remote", bind=True, max_retries=DIRECTION_RETRIES)
+def release_direction_remote_task(self, job: dict, direction: str) -> dict:
+    """Stage one direction on a release worker (queue ``release``). With ``XQMEVAL_PLATFORM_URL`` and a worker
+    token in its environment it touches neither the database nor the platform's files: it reads the rows
+    over HTTP, writes the direction on its own disk (``XQMEVAL_WORKER_DATA``) and uploads it
+    (``exports.release.transfer``); the platform records it. Without them it is ``release_direction_task``:
+    a worker on the shared file system, with the database. A network fault or a platform 5xx is retried
+    with backoff (said on the release page); any other failure is reported to the platform, which fails
+    the release naming the direction, as on the shared file system."""
+    platform = transfer.ReleasePlatform.from_env()
+    if platform is None:
+        return _stage_shared(self, job, direction)
+    release_id = int(job["release_id"])
+    try:
+        return {
+            "direction": direction,
+            **transfer.direction_stage(platform, release_id=release_id, direction=direction),
+        }
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        if transfer.is_transient(exc) and not self.request.is_eager and self.request.retries < self.max_retries:
+            countdown = get_exponential_backoff_interval(
+                factor=2, retries=self.request.retries, maximum=60, full_jitter=True
+            )
+            note = retry_note(reason, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
+            platform.direction_report(release_id, direction, status="retrying", error=note)
+            raise self.retry(exc=exc, countdown=countdown) from None
+        platform.direction_report(release_id, direction, status="failed", error=reason)
+        raise
 
 
 @shared_task(name="exports.finish_release", **RETRY)

@@ -12,6 +12,7 @@ HTTP with a worker token (``Authorization: Bearer xqw_…``) and nothing else.
 
 Release files are read through the ``releases`` storage (``core.storage``): the release's directory on
 the local file system, or the bucket it was published to (a byte range is a ranged read there).
+``release_direction_*``: the release workers' endpoints (``exports.release.api``) behind the same check.
 
 A worker token opens these and nothing else (the rest of the site knows only sessions and Basic auth),
 and a session opens none of these. Anything a token may not see answers 404, as a missing thing.
@@ -28,6 +29,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exports.models import Release
+from exports.release import api as release_api
 from exports.scores import services, tasks
 from exports.scores.domain import PartRefused, byte_range
 
@@ -151,3 +153,10 @@ def upload_part(request, release_id: int, metric: str, direction: str):
         {"sha256": upload.sha256, "bytes": upload.size, "job": upload.job_id, "stored": created},
         status=201 if created else 200,
     )
+
+
+# The release workers' endpoints (exports.release.api) behind the same worker tokens: the tokens are this
+# stage's, and a release view may not import a later stage, so the check is put in front of them here.
+release_direction_rows = worker_only(release_api.direction_rows)
+release_direction_staged = worker_only(release_api.direction_staged)
+release_direction_report = worker_only(release_api.direction_report)

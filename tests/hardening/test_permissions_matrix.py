@@ -54,7 +54,7 @@ BENS_OWN = ("ben-private-note",)
 # O: allowed (2xx, or a redirect that is not to the login page); D: refused (403 or 404).
 # Anonymous users get, by the row's kind: "page" a redirect to the login page, "api" 401/403,
 # "public" the same as everyone (pages that hold no data: health, login, the invitation link).
-# "worker": the scoring workers' endpoints, opened by a worker token only (tests/workers): every session, the
+# "worker": the scoring and release workers' endpoints, opened by a worker token only (tests/workers): every session, the
 # admin's included, and anonymous get 401 and change nothing.
 PAGE, API, PUBLIC, WORKER = "page", "api", "public", "worker"
 
@@ -433,6 +433,31 @@ ROWS = [
         "DDDD",
         kind=WORKER,
         note="a worker token opens it; tests/workers sends parts",
+    ),
+    Row(
+        "workers:release_direction_rows",
+        "get",
+        _u("workers:release_direction_rows", REL, "en-de"),
+        "DDDD",
+        kind=WORKER,
+        note="a worker token opens it; tests/workers/test_release_worker_api.py reads rows",
+    ),
+    Row(
+        "workers:release_direction_staged",
+        "put",
+        _u("workers:release_direction_staged", REL, "en-de"),
+        "DDDD",
+        kind=WORKER,
+        note="a worker token opens it; tests/workers sends staged directions",
+    ),
+    Row(
+        "workers:release_direction_report",
+        "json",
+        _u("workers:release_direction_report", REL, "en-de"),
+        "DDDD",
+        kind=WORKER,
+        body=lambda w: {"status": "failed", "error": "x"},
+        note="a worker token opens it; tests/workers reports a failure",
     ),
     # ---- scores and meta-evaluation ----
     Row("scores:index", "get", _u("scores:index"), "OOOO"),

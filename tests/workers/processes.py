@@ -1,7 +1,8 @@
-"""The separate processes of a deployment whose scoring workers share nothing with the web app but Redis
-and HTTP: gunicorn and a platform worker (queue ``default``: ``collect_scores``) on the web side, with one
-data directory, and scoring workers (.venv-scoring) with their own, knowing the platform only by its URL
-and a worker token."""
+"""The separate processes of a deployment whose workers share nothing with the web app but Redis and HTTP:
+gunicorn and a platform worker (queue ``default``: ``collect_scores``, a release's start and finish) on the
+web side, with one data directory, and scoring workers (.venv-scoring) and release workers (the web app's
+code, queue ``release``, with no usable database) with their own, knowing the platform only by its URL and
+a worker token."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ class Processes:
         self.logs[name] = self.tmp / f"{name}.log"
         return proc
 
+    web_extra: dict = field(default_factory=dict)  # settings of the web side (gunicorn and its worker)
+
     def web_env(self, data: Path) -> dict:
         env = {
             k: v
@@ -61,6 +64,7 @@ class Processes:
             ALLOWED_HOSTS="127.0.0.1",
             PYTHONPATH=str(REPO),
             TMPDIR=str(data / "tmp"),  # where an upload is spooled while it is checked
+            **self.web_extra,
         )
         (data / "tmp").mkdir(parents=True, exist_ok=True)
         return env
@@ -134,6 +138,42 @@ class Processes:
         if platform_url:
             wenv["XQMEVAL_WORKER_TOKEN"] = token
             argv += ["--platform-url", platform_url, "--worker-data", str(data)]
+        return self._start(name, argv, wenv)
+
+    def release_worker(
+        self, name: str, *, platform_url: str, data: Path, token: str, env: dict | None = None
+    ) -> subprocess.Popen:
+        """A release-direction worker (queue ``release``): the web app's code with a database it cannot reach
+        (any query fails) and its own data directory; the platform only by its URL and a worker token."""
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+        wenv = {k: v for k, v in os.environ.items() if k in keep}  # nothing of the web app's configuration
+        wenv.update(
+            DJANGO_SETTINGS_MODULE="xqmeval.settings",
+            DATABASE_URL="postgres://no-database@127.0.0.1:9/unreachable",  # port 9: nothing listens
+            XQMEVAL_DATA_DIR=str(data / "settings-data"),
+            CELERY_BROKER_URL=self.redis,
+            CELERY_RESULT_BACKEND=self.redis,
+            PYTHONPATH=str(REPO),
+            XQMEVAL_PLATFORM_URL=platform_url,
+            XQMEVAL_WORKER_TOKEN=token,
+            XQMEVAL_WORKER_DATA=str(data),
+            **(env or {}),
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "xqmeval",
+            "worker",
+            "-Q",
+            "release",
+            "--pool",
+            "solo",
+            "-l",
+            "INFO",
+        ]
+        argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"]
         return self._start(name, argv, wenv)
 
     def stop(self, proc) -> None:

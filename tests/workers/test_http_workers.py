@@ -42,7 +42,7 @@ def drop_queued(url: str) -> None:
     import redis
 
     r = redis.Redis.from_url(url)
-    for queue in ("default", "scoring", "judge"):
+    for queue in ("default", "scoring", "judge", "release"):
         r.delete(queue)
 
 
