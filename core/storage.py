@@ -9,6 +9,11 @@ storage sets ``RELEASES_STORAGE=s3`` / ``WORKER_PARTS_STORAGE=s3`` (django-stora
   finished (``release_publish``), ``manifest.json`` last, so a release whose manifest is in the bucket is
   whole there.
 - ``worker_parts``: part files scoring workers upload (``exports.scores.services.part_receive``).
+- ``release_staging``: the directions of a release being built (``StagedFiles``): each direction's files
+  and its spool, as ``exports.release.domain.release_files.write_staged_direction`` writes them. On the
+  local file system a release is staged beside its output directory (``.VERSION.staging``), so storing a
+  direction and finishing the release are renames; in object storage under ``PROJECT/VERSION/``, so the
+  processes that stage directions and the one that finishes the release share no disk.
 
 Readers take a release-relative name (``en-de/test.parquet``, ``manifest.json``, ``scores/summary.json``):
 ``ReleaseFiles.for_release(release)`` opens, sizes, lists and streams them (byte ranges read only those
@@ -19,8 +24,11 @@ system, a temporary copy streamed from object storage.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -30,6 +38,7 @@ from django.core.files.storage import FileSystemStorage, Storage, storages
 
 RELEASES = "releases"  # settings.STORAGES aliases
 WORKER_PARTS = "worker_parts"
+RELEASE_STAGING = "release_staging"
 CHUNK = 1024 * 1024
 # en-de, eng_Latn-deu_Latn: a release's direction folders (scoring.release.DIRECTION_RE)
 _DIRECTION = re.compile(r"^[A-Za-z]{2,3}(?:[_-][A-Za-z]{4})?-[A-Za-z]{2,3}(?:[_-][A-Za-z]{4})?$")
@@ -218,3 +227,104 @@ def release_publish(*, release) -> int:
             shared.save(name, File(fh, name=name))
         written += 1
     return written
+
+
+class StagedFiles:
+    """The staged directions of one release in the ``release_staging`` storage, by staging-relative name
+    (``en-de/test.parquet``, ``.spool/en-de.bin``): a ``release_files.StagedStore`` for the Django-free
+    writer's checks and finish step. On the file system it is the staging directory ``local_dir`` itself
+    (``root``; the writer's own directory reads serve it); in object storage ``PROJECT/VERSION/`` of the
+    bucket, whatever this machine's data directory."""
+
+    def __init__(self, storage: Storage, prefix: str = "", root: Path | None = None):
+        self.storage, self.prefix, self.root = storage, prefix.strip("/"), root
+
+    @classmethod
+    def for_release(cls, *, project: str, version: str, local_dir: str | Path) -> StagedFiles:
+        """Where release ``version`` of ``project`` is staged: ``local_dir`` (beside its output directory,
+        so a finished release is the staging directory renamed) unless ``release_staging`` is object
+        storage."""
+        shared = storage_get(RELEASE_STAGING)
+        if is_local(shared):
+            root = Path(local_dir)
+            return cls(FileSystemStorage(location=str(root)), "", root)
+        return cls(shared, release_prefix(project=project, version=version))
+
+    @property
+    def local(self) -> bool:
+        return self.root is not None
+
+    def describe(self) -> str:
+        return str(self.root) if self.local else f"{RELEASE_STAGING}:{self.prefix}/"
+
+    def name(self, rel: str) -> str:
+        rel = str(PurePosixPath(rel))
+        if rel.startswith("/") or ".." in PurePosixPath(rel).parts:
+            raise ValueError(f"{rel!r}: not a name inside the staging area")
+        return f"{self.prefix}/{rel}" if self.prefix else rel
+
+    def chunks(self, rel: str) -> Iterator[bytes]:
+        name = self.name(rel)
+        if not self.storage.exists(name):
+            raise FileNotFoundError(f"{self.describe()}: no {rel}")
+        yield from stream(self.storage, name)
+
+    def scratch(self, label: str) -> Path:
+        """A new empty local folder to write a direction into (or assemble the release in) before it is
+        stored: beside the staging directory on the file system (same file system: storing is a rename),
+        a temporary folder otherwise. The caller removes it."""
+        parent = self.root.parent if self.local else Path(tempfile.gettempdir())
+        parent.mkdir(parents=True, exist_ok=True)
+        folder = parent / f".{label}-{uuid.uuid4().hex[:12]}"
+        folder.mkdir()  # not mkdtemp: its 0700 mode would stay on a folder renamed into the release
+        return folder
+
+    def direction_save(self, scratch: Path, direction: str, names: list[str]) -> None:
+        """Store a direction written into ``scratch`` (``names``: ``release_files.staged_names``, the summary
+        last), replacing what an earlier attempt staged. On the file system each file is renamed into the
+        staging directory (no copy); in object storage uploaded, the summary last, so a summary present
+        still means the direction's files are complete."""
+        summary = names[-1]
+        if self.local:
+            (self.root / summary).unlink(missing_ok=True)
+            old = self.root / direction
+            if old.is_dir():
+                shutil.rmtree(old)
+            for rel in names:
+                target = self.root / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(scratch / rel, target)
+            return
+        self.delete(summary)
+        self.delete_tree(direction)
+        for rel in names:
+            with open(scratch / rel, "rb") as fh:
+                self.storage.save(self.name(rel), File(fh, name=rel))
+
+    def delete(self, rel: str) -> None:
+        name = self.name(rel)
+        if self.storage.exists(name):
+            self.storage.delete(name)
+
+    def delete_tree(self, rel: str = "") -> None:
+        """Remove a folder of the staging area (all of it when ``rel`` is empty)."""
+        if self.local:
+            shutil.rmtree(self.root / rel if rel else self.root, ignore_errors=True)
+            return
+        top = self.name(rel) if rel else self.prefix
+        obj = _s3_object(self.storage, top + "/x")
+        if obj is not None:  # one listing, deletes in batches
+            self.storage.bucket.objects.filter(Prefix=obj.key[:-1]).delete()
+            return
+        folders, files = self.storage.listdir(top)
+        for f in files:
+            self.storage.delete(f"{top}/{f}")
+        for d in folders:
+            self.delete_tree(f"{rel}/{d}" if rel else d)
+
+    def folders(self) -> list[str]:
+        """The folders at the top of the staging area (directions, and ``.spool``)."""
+        if self.local:
+            return sorted(p.name for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+        folders, _ = self.storage.listdir(self.prefix)
+        return sorted(folders)

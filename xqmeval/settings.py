@@ -186,6 +186,23 @@ else:
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(RELEASES_DIR)},
     }
+# Where a release's directions are staged until the release is finished (core.storage.StagedFiles): on the
+# local file system beside the release's directory (RELEASES_DIR/PROJECT/.VERSION.staging; finishing is a
+# rename, and every process that stages or finishes must share that disk), or RELEASE_STAGING_STORAGE=s3:
+# under a prefix of the bucket, so the processes that stage directions and the one that finishes the
+# release share no disk.
+if _storage_kind("RELEASE_STAGING_STORAGE") == "s3":
+    STORAGES["release_staging"] = _object_storage(
+        os.environ.get("RELEASE_STAGING_BUCKET") or OBJECT_STORAGE_BUCKET,
+        os.environ.get("RELEASE_STAGING_PREFIX", "release-staging"),
+        overwrite=True,  # a direction staged again replaces its files
+        variable="RELEASE_STAGING_STORAGE",
+    )
+else:
+    STORAGES["release_staging"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(RELEASES_DIR)},
+    }
 if _storage_kind("WORKER_PARTS_STORAGE") == "s3":
     STORAGES["worker_parts"] = _object_storage(
         os.environ.get("WORKER_PARTS_BUCKET") or OBJECT_STORAGE_BUCKET,

@@ -190,12 +190,26 @@ def out_dir_get(*, project: Project, version: str) -> Path:
 
 
 def staging_dir_get(*, out_dir: str | Path) -> Path:
-    """Where a release's directions are staged: next to its output directory (under ``RELEASES_DIR`` by
-    default), so that finishing is one rename on the same file system. Every worker writes there: with
-    workers on several machines it must be a shared file system (as the release directories already are
-    for the scoring workers)."""
+    """Where a release's directions are staged on the file system (``RELEASE_STAGING_STORAGE=local``, the
+    default): next to its output directory (under ``RELEASES_DIR`` by default), so that finishing is one
+    rename on the same file system. Every process that stages writes there: with several machines it must
+    be a shared file system, or the staging storage object storage (``staged_files_get``)."""
     out_dir = Path(out_dir)
     return out_dir.parent / f".{out_dir.name}.staging"
+
+
+def staged_files_get(*, project_name: str, version: str, out_dir: str | Path) -> storage.StagedFiles:
+    """The staged directions of a release, in the ``release_staging`` storage: the staging directory beside
+    ``out_dir`` on the file system, ``PROJECT/VERSION/`` in object storage."""
+    return storage.StagedFiles.for_release(
+        project=project_name, version=version, local_dir=staging_dir_get(out_dir=out_dir)
+    )
+
+
+def _staged_source(staged: storage.StagedFiles):
+    """What the release writer reads staged directions from: the directory itself on the file system (its
+    reads as before), the storage otherwise."""
+    return staged.root if staged.local else staged
 
 
 @dataclass(frozen=True)
@@ -209,9 +223,13 @@ class ReleaseJob:
     plan: dict
     directions: tuple[str, ...]
     todo: tuple[str, ...] = ()
+    # no output directory was asked for: the finishing process puts the release under its own RELEASES_DIR
+    # (with staging in object storage it need not share the data directory of the process that began it)
+    default_out: bool = False
 
     @property
     def staging(self) -> Path:
+        """The staging directory on the file system (``RELEASE_STAGING_STORAGE=local``)."""
         return staging_dir_get(out_dir=self.out_dir)
 
     def to_dict(self) -> dict:
@@ -222,6 +240,7 @@ class ReleaseJob:
             "plan": self.plan,
             "directions": list(self.directions),
             "todo": list(self.todo),
+            "default_out": self.default_out,
         }
 
     @classmethod
@@ -233,7 +252,12 @@ class ReleaseJob:
             data["plan"],
             tuple(data["directions"]),
             tuple(data.get("todo", ())),
+            bool(data.get("default_out", False)),
         )
+
+
+def _job_staged(release: Release, job: ReleaseJob) -> storage.StagedFiles:
+    return staged_files_get(project_name=release.project.name, version=release.version, out_dir=job.out_dir)
 
 
 def _direction_stamp(project: Project, direction: str) -> dict:
@@ -272,20 +296,25 @@ def release_begin(
     ``owner``: the task that writes it (its Celery id); that task's retry takes its own live lease over."""
     _validate_release_request(version, formats)
     sampling_plan_make(project=project, overrides=plan_overrides)  # a bad plan is refused before anything is recorded
+    default_out = not out_dir
     out_dir = Path(out_dir) if out_dir else out_dir_get(project=project, version=version)
     release_files.check_out_dir(out_dir, name=project.name, version=version)  # so is a place it cannot be written to
-    staging = staging_dir_get(out_dir=out_dir)
-    try:
-        staging.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ReleaseError(f"{out_dir}: cannot create the staging directory {staging} ({exc.strerror})") from None
+    staged = staged_files_get(project_name=project.name, version=version, out_dir=out_dir)
+    if staged.local:
+        try:
+            staged.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReleaseError(
+                f"{out_dir}: cannot create the staging directory {staged.root} ({exc.strerror})"
+            ) from None
     release = _take_release(project, version, user, owner=owner)
     directions = release_selectors.triplet_directions(project)
     if not directions:
         reason = f"project {project.name} has no pseudo translations: run build_benchmark first"
         _release_progress(release, status=Release.Status.FAILED, error=reason)
-        with contextlib.suppress(OSError):
-            staging.rmdir()  # made just now (nothing staged in it): leave no empty directory behind
+        if staged.local:
+            with contextlib.suppress(OSError):
+                staged.root.rmdir()  # made just now (nothing staged in it): leave no empty directory behind
         raise ReleaseError(reason)
     formats = tuple(sorted(formats))
     stamps = {code: _direction_stamp(project, code) for code in directions}
@@ -294,8 +323,8 @@ def release_begin(
         kept = {}
         for code, entry in (row.directions or {}).items():
             if code in stamps and entry.get("status") == "done" and entry.get("stamp") == stamps[code]:
-                staged = release_files.staged_direction(staging, code)
-                if staged and staged["digest"] == entry.get("digest") and tuple(staged["formats"]) == formats:
+                summary = release_files.staged_direction(_staged_source(staged), code)
+                if summary and summary["digest"] == entry.get("digest") and tuple(summary["formats"]) == formats:
                     kept[code] = entry
         row.directions = {code: kept.get(code) or {"status": "pending"} for code in directions}
         row.status, row.error, row.stage = Release.Status.BUILDING, "", "staging directions"
@@ -303,12 +332,18 @@ def release_begin(
         row.job = {}  # no release worker's upload is taken until this attempt hands its directions to them
         row.save(update_fields=["directions", "status", "error", "stage", "progress", "job"])
     # a direction no longer in the build leaves nothing behind to be moved into the release
-    for stale in {
-        p.name for p in staging.iterdir() if p.is_dir() and p.name != release_files.SPOOL_DIR and p.name != "systems"
-    } - set(directions):
-        shutil.rmtree(staging / stale, ignore_errors=True)
+    for stale in set(staged.folders()) - {release_files.SPOOL_DIR, "systems"} - set(directions):
+        staged.delete_tree(stale)
     todo = tuple(code for code in directions if code not in kept)
-    return ReleaseJob(release.pk, str(out_dir), formats, _plan_data(project, plan_overrides), tuple(directions), todo)
+    return ReleaseJob(
+        release.pk,
+        str(out_dir),
+        formats,
+        _plan_data(project, plan_overrides),
+        tuple(directions),
+        todo,
+        default_out,
+    )
 
 
 def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
@@ -320,7 +355,15 @@ def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
     try:
         stamp = _direction_stamp(release.project, direction)
         rows = release_selectors.iter_triplet_rows(release.project, direction)
-        summary = release_files.write_staged_direction(rows, direction, job.staging, job.formats, stamp)
+        staged = _job_staged(release, job)
+        # written by the release writer into a folder of its own, then stored: renamed into the staging
+        # directory on the file system, uploaded to object storage
+        scratch = staged.scratch(f"{Path(job.out_dir).name}.{direction}")
+        try:
+            summary = release_files.write_staged_direction(rows, direction, scratch, job.formats, stamp)
+            staged.direction_save(scratch, direction, release_files.staged_names(direction, job.formats))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         entry = {
             "status": "done",
             "triplets": summary["triplets"],
@@ -370,20 +413,34 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
         if progress:
             progress(stage, pct)
 
+    staged = _job_staged(release, job)
+    out_dir = Path(job.out_dir)
+    if job.default_out and not staged.local:  # under this process's RELEASES_DIR, wherever the release began
+        out_dir = out_dir_get(project=project, version=release.version)
     store = _SystemStore(release)
+    assembly = None
     try:
         plan = SamplingPlan.from_dict(job.plan)
         content = release_content_make(project=project, version=release.version, plan=plan, on_system=store.add)
-        manifest = release_files.finish_staged_release(content, job.staging, job.out_dir, job.formats, step)
+        if staged.local:  # the staging directory becomes the release
+            manifest = release_files.finish_staged_release(content, staged.root, out_dir, job.formats, step)
+        else:  # the staged files pulled from object storage into a folder beside out_dir, which becomes it
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            assembly = out_dir.parent / f".{out_dir.name}.finishing-{os.getpid()}"
+            shutil.rmtree(assembly, ignore_errors=True)
+            assembly.mkdir()
+            manifest = release_files.finish_staged_release(content, assembly, out_dir, job.formats, step, store=staged)
         store.flush()
     except Exception as exc:
         store.discard()
+        if assembly is not None:
+            shutil.rmtree(assembly, ignore_errors=True)
         _release_progress(release, status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
         if isinstance(exc, sampling.SamplingError):
             raise ReleaseError(f"project {project.name}: {exc}") from None
         raise
     with transaction.atomic():
-        release.path = job.out_dir
+        release.path = str(out_dir)
         release.content_hash = manifest["content_hash"]
         release.manifest = {
             k: manifest[k]
@@ -401,9 +458,10 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
         }
         release.status, release.stage, release.progress, release.error = Release.Status.READY, "ready", 100, ""
         release.save()
-    shutil.rmtree(
-        job.staging, ignore_errors=True
-    )  # renamed into place, or what is left after writing into an existing directory
+    # renamed into place, or what is left after writing into an existing directory or pulling from the bucket
+    staged.delete_tree()
+    if assembly is not None:
+        shutil.rmtree(assembly, ignore_errors=True)
     storage.release_publish(release=release)  # into object storage when configured; nothing on the file system
     return release
 
@@ -770,8 +828,14 @@ def direction_staged_receive(
         raise StagedRefused("size", f"a staged direction may have at most {limit} bytes, this one declares {length}")
     formats = list(release.job["formats"])
     out_dir = Path(release.job["out_dir"])
-    staging = staging_dir_get(out_dir=out_dir)
-    incoming = out_dir.parent / f".{out_dir.name}.incoming"  # beside the staging directory: same file system
+    staged = staged_files_get(project_name=release.project.name, version=release.version, out_dir=out_dir)
+    staging = _staged_source(staged)
+    # on the file system beside the staging directory (same file system: storing is a rename)
+    incoming = (
+        out_dir.parent / f".{out_dir.name}.incoming"
+        if staged.local
+        else Path(tempfile.gettempdir()) / "xqmeval-release-incoming"
+    )
     for attempt in range(3):
         incoming.mkdir(parents=True, exist_ok=True)
         try:
@@ -827,12 +891,8 @@ def direction_staged_receive(
                 and now.get("stamp") == summary["stamp"]
                 and release_files.staged_direction(staging, direction) is not None
             )
-            if stored:
-                shutil.rmtree(staging / direction, ignore_errors=True)  # nothing of an earlier attempt stays
-                for name in staged_upload.archive_members(direction, formats):  # the summary last
-                    target = staging / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(work / "files" / name, target)
+            if stored:  # nothing of an earlier attempt stays; the summary last
+                staged.direction_save(work / "files", direction, staged_upload.archive_members(direction, formats))
                 entry = {
                     "status": "done",
                     "triplets": summary["triplets"],

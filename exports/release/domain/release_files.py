@@ -29,9 +29,10 @@ import os
 import shutil
 import string
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -435,11 +436,11 @@ def _write_levels(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _staged_levels(staging: Path) -> Callable[[str], dict[int, list[str]]]:
-    """Reads one direction's triplet ids per level back from ``staging/.spool/<direction>.json``."""
+def _staged_levels(store: StagedStore) -> Callable[[str], dict[int, list[str]]]:
+    """Reads one direction's triplet ids per level back from ``.spool/<direction>.json`` in ``store``."""
 
     def load(direction: str) -> dict[int, list[str]]:
-        summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+        summary = _stored_json(store, f"{SPOOL_DIR}/{direction}.json")
         return {int(k): v for k, v in summary["levels"].items()}
 
     return load
@@ -455,15 +456,16 @@ def _finish(
     existing,
     expected_hash,
     rename: bool = False,
+    levels: StagedStore | None = None,
 ) -> dict:
     """What follows the directions, on either path: pseudo systems drawn from the triplet ids staged in
-    ``staging/.spool`` (read one direction at a time), exclusions, the
+    ``.spool`` of ``levels`` (default ``staging``; read one direction at a time), exclusions, the
     content hash checked, card and manifest written, files moved from ``staging`` into ``out_dir`` (with
     ``rename``, a new ``out_dir`` is ``staging`` renamed)."""
     directions = sorted(content.directions)
     canonical = [f"{direction}/test.parquet" for direction in directions]
     derived = [f"{direction}/test.{fmt}" for direction in directions for fmt in EXTRA_FORMATS if fmt in formats]
-    monolingual, multilingual = content.systems(directions, _staged_levels(staging))
+    monolingual, multilingual = content.systems(directions, _staged_levels(levels or LocalStaged(staging)))
     digest.begin("systems")
     shortfalls: set[str] = set()
     for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
@@ -583,6 +585,46 @@ def direction_files(direction: str, formats) -> list[str]:
     return [f"{direction}/test.parquet"] + [f"{direction}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats]
 
 
+def staged_names(direction: str, formats) -> list[str]:
+    """What a staged direction is, staging-relative, in the order it is stored: its files, its spool, and
+    its summary last (a summary present means the rest is complete)."""
+    return [*direction_files(direction, formats), f"{SPOOL_DIR}/{direction}.bin", f"{SPOOL_DIR}/{direction}.json"]
+
+
+class StagedStore(Protocol):
+    """Where a release's staged directions are kept, read by staging-relative name (``en-de/test.parquet``,
+    ``.spool/en-de.bin``): a directory (``LocalStaged``) or object storage behind ``core.storage``.
+    ``chunks`` raises ``FileNotFoundError`` for a name it does not hold."""
+
+    def chunks(self, name: str) -> Iterator[bytes]: ...
+
+
+class LocalStaged:
+    """A staging directory on this machine's file system as a ``StagedStore``."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def chunks(self, name: str) -> Iterator[bytes]:
+        with open(self.root / name, "rb") as fh:
+            yield from iter(lambda: fh.read(1 << 20), b"")
+
+
+def _store(staging: str | Path | StagedStore) -> StagedStore:
+    return LocalStaged(staging) if isinstance(staging, (str, Path)) else staging
+
+
+def _stored_json(store: StagedStore, name: str):
+    return json.loads(b"".join(store.chunks(name)).decode("utf-8"))
+
+
+def _stored_sha256(store: StagedStore, name: str) -> str:
+    h = hashlib.sha256()
+    for chunk in store.chunks(name):
+        h.update(chunk)
+    return h.hexdigest()
+
+
 def write_staged_direction(
     rows: Iterable[dict], direction: str, staging: str | Path, formats: tuple[str, ...] = (), stamp: dict | None = None
 ) -> dict:
@@ -613,21 +655,20 @@ def write_staged_direction(
     return summary
 
 
-def staged_direction(staging: str | Path, direction: str) -> dict | None:
+def staged_direction(staging: str | Path | StagedStore, direction: str) -> dict | None:
     """The summary of a staged direction when its files and spool are intact (their sha256 match what was
-    recorded), else None: a direction that needs writing (again)."""
-    staging = Path(staging)
-    path = staging / SPOOL_DIR / f"{direction}.json"
+    recorded), else None: a direction that needs writing (again). ``staging``: the staging directory, or
+    the ``StagedStore`` that keeps it (read streamed, one file at a time)."""
+    store = _store(staging)
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    spool = staging / SPOOL_DIR / f"{direction}.bin"
-    if not spool.is_file() or sha256_file(spool) != summary.get("digest"):
-        return None
-    for rel, sha in summary.get("files", {}).items():
-        if not (staging / rel).is_file() or sha256_file(staging / rel) != sha:
+        summary = _stored_json(store, f"{SPOOL_DIR}/{direction}.json")
+        if _stored_sha256(store, f"{SPOOL_DIR}/{direction}.bin") != summary.get("digest"):
             return None
+        for rel, sha in summary.get("files", {}).items():
+            if _stored_sha256(store, rel) != sha:
+                return None
+    except (OSError, ValueError, AttributeError):  # absent, unreadable, or not a summary
+        return None
     summary.pop("levels", None)
     return summary
 
@@ -639,13 +680,19 @@ def finish_staged_release(
     formats: tuple[str, ...] = (),
     progress=None,
     expected_hash: str | None = None,
+    store: StagedStore | None = None,
 ) -> dict:
     """Close a release whose directions ``write_staged_direction`` wrote into ``staging``: the content hash
     fed with the header, then every direction's spool in release order (the same byte stream as
     ``write_release``, so the same sha256), the pseudo systems drawn from the staged triplet ids, card and
     manifest; the staging directory then becomes ``out_dir`` (one rename; same file system). Refuses like
-    ``write_release``; on refusal ``out_dir`` is untouched."""
+    ``write_release``; on refusal ``out_dir`` is untouched.
+
+    ``store``: where the directions were staged when that is not ``staging`` (object storage): spools and
+    summaries are read from it, and each direction's files are pulled into ``staging`` (an empty local
+    folder beside ``out_dir``), checked against their summary's sha256, one direction at a time."""
     staging, out_dir = Path(staging), Path(out_dir)
+    source = store if store is not None else LocalStaged(staging)
     step = progress or (lambda stage, pct: None)
     existing = _existing_hash(out_dir)
     digest = _Digest()
@@ -656,22 +703,40 @@ def finish_staged_release(
     )
     content.total_triplets = content.transplanted_triplets = 0
     for direction in sorted(content.directions):
-        summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+        summary = _stored_json(source, f"{SPOOL_DIR}/{direction}.json")
         if summary["formats"] != sorted(formats):
             raise ReleaseConflict(f"{direction} was staged with formats {summary['formats']}, not {sorted(formats)}")
         spool = hashlib.sha256()
-        with open(staging / SPOOL_DIR / f"{direction}.bin", "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.h.update(chunk)
-                spool.update(chunk)
+        for chunk in source.chunks(f"{SPOOL_DIR}/{direction}.bin"):
+            digest.h.update(chunk)
+            spool.update(chunk)
         if spool.hexdigest() != summary["digest"]:
             raise ReleaseConflict(
                 f"{direction}: its staged spool changed since it was written; write the direction again"
             )
+        if store is not None:
+            for rel, sha in sorted(summary["files"].items()):
+                if _pull(store, rel, staging / rel) != sha:
+                    raise ReleaseConflict(
+                        f"{direction}: its staged {rel} changed since it was written; write the direction again"
+                    )
         content.total_triplets += summary["triplets"]
         content.transplanted_triplets += summary["transplanted"]
     step("directions hashed", 62)
-    return _finish(content, digest, staging, out_dir, formats, step, existing, expected_hash, rename=True)
+    return _finish(
+        content, digest, staging, out_dir, formats, step, existing, expected_hash, rename=True, levels=source
+    )
+
+
+def _pull(store: StagedStore, name: str, target: Path) -> str:
+    """Copy a stored file to ``target``, streamed; returns its sha256."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    with open(target, "wb") as out:
+        for chunk in store.chunks(name):
+            h.update(chunk)
+            out.write(chunk)
+    return h.hexdigest()
 
 
 def _write_systems(draws: Iterable[SystemDraw], path: Path, digest: _Digest, on_system, shortfalls: set[str]) -> int:

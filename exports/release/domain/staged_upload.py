@@ -26,7 +26,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from core.domain.errors import Conflict, Invalid
-from exports.release.domain.release_files import SPOOL_DIR, TRIPLET_SCHEMA, direction_files, sha256_file
+from exports.release.domain.release_files import (
+    SPOOL_DIR,
+    TRIPLET_SCHEMA,
+    direction_files,
+    sha256_file,
+    staged_names,
+)
 
 ROWS_MEDIA_TYPE = "application/x-ndjson"
 ARCHIVE_MEDIA_TYPE = "application/gzip"
@@ -121,11 +127,7 @@ def rows_decode(lines: Iterable[bytes]) -> tuple[dict, Iterator[dict]]:
 def archive_members(direction: str, formats: Iterable[str]) -> list[str]:
     """What an archive of a staged direction holds, in its order (the summary last: when a platform moves
     the files in, the summary's presence still means the files are complete)."""
-    return [
-        *direction_files(direction, tuple(formats)),
-        f"{SPOOL_DIR}/{direction}.bin",
-        f"{SPOOL_DIR}/{direction}.json",
-    ]
+    return staged_names(direction, tuple(formats))
 
 
 def archive_write(staging: str | Path, direction: str, formats: Iterable[str], target: str | Path) -> str:
