@@ -250,6 +250,7 @@ def test_the_local_default_publishes_nothing_and_reads_the_release_directory(pro
     [
         ({"RELEASES_STORAGE": "s3"}, "RELEASES_STORAGE=s3 needs a bucket: set OBJECT_STORAGE_BUCKET"),
         ({"WORKER_PARTS_STORAGE": "s3"}, "WORKER_PARTS_STORAGE=s3 needs a bucket"),
+        ({"RELEASE_STAGING_STORAGE": "s3"}, "RELEASE_STAGING_STORAGE=s3 needs a bucket: set OBJECT_STORAGE_BUCKET"),
         ({"WORKER_PARTS_STORAGE": "minio"}, "WORKER_PARTS_STORAGE='minio': expected s3"),
     ],
 )
