@@ -193,12 +193,12 @@ def staging_dir_get(*, out_dir: str | Path) -> Path:
     """Where a release's directions are staged on the file system (``RELEASE_STAGING_STORAGE=local``, the
     default): next to its output directory (under ``RELEASES_DIR`` by default), so that finishing is one
     rename on the same file system. Every process that stages writes there: with several machines it must
-    be a shared file system, or the staging storage object storage (``staged_files_get``)."""
+    be a shared file system, or the staging storage object storage (``staging_files_get``)."""
     out_dir = Path(out_dir)
     return out_dir.parent / f".{out_dir.name}.staging"
 
 
-def staged_files_get(*, project_name: str, version: str, out_dir: str | Path) -> storage.StagedFiles:
+def staging_files_get(*, project_name: str, version: str, out_dir: str | Path) -> storage.StagedFiles:
     """The staged directions of a release, in the ``release_staging`` storage: the staging directory beside
     ``out_dir`` on the file system, ``PROJECT/VERSION/`` in object storage."""
     return storage.StagedFiles.for_release(
@@ -257,7 +257,7 @@ class ReleaseJob:
 
 
 def _job_staged(release: Release, job: ReleaseJob) -> storage.StagedFiles:
-    return staged_files_get(project_name=release.project.name, version=release.version, out_dir=job.out_dir)
+    return staging_files_get(project_name=release.project.name, version=release.version, out_dir=job.out_dir)
 
 
 def _direction_stamp(project: Project, direction: str) -> dict:
@@ -299,7 +299,7 @@ def release_begin(
     default_out = not out_dir
     out_dir = Path(out_dir) if out_dir else out_dir_get(project=project, version=version)
     release_files.check_out_dir(out_dir, name=project.name, version=version)  # so is a place it cannot be written to
-    staged = staged_files_get(project_name=project.name, version=version, out_dir=out_dir)
+    staged = staging_files_get(project_name=project.name, version=version, out_dir=out_dir)
     if staged.local:
         try:
             staged.root.mkdir(parents=True, exist_ok=True)
@@ -828,7 +828,7 @@ def direction_staged_receive(
         raise StagedRefused("size", f"a staged direction may have at most {limit} bytes, this one declares {length}")
     formats = list(release.job["formats"])
     out_dir = Path(release.job["out_dir"])
-    staged = staged_files_get(project_name=release.project.name, version=release.version, out_dir=out_dir)
+    staged = staging_files_get(project_name=release.project.name, version=release.version, out_dir=out_dir)
     staging = _staged_source(staged)
     # on the file system beside the staging directory (same file system: storing is a rename)
     incoming = (
