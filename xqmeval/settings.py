@@ -164,6 +164,9 @@ def _object_storage(bucket: str, prefix: str, *, overwrite: bool, variable: str)
             "region_name": os.environ.get("AWS_S3_REGION_NAME") or None,
             "file_overwrite": overwrite,
             "querystring_auth": True,  # nothing is public: a URL from the storage is signed
+            # uploads one part at a time: boto3's 10 upload threads each keep their own malloc arena, and a
+            # release's peak memory grew with its number of files (docs/performance.md, release staging)
+            "use_threads": False,
         },
     }
 
