@@ -389,7 +389,9 @@ def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
 def release_finish(*, job: ReleaseJob, progress=None) -> Release:
     """Close a release whose directions are staged (the chord's last task): check that every one is done and
     still written from the current build, hash the spools in order, draw and store the pseudo systems, write
-    card and manifest, and move the staging directory into place."""
+    card and manifest, and move the staging directory into place. With the staging in object storage the
+    spools are read from the bucket and the staged files pulled into a folder beside the release, which
+    becomes it; the staged directions are then deleted from the bucket."""
     release = Release.objects.select_related("project").get(pk=job.release_id)
     project = release.project
     row = release.directions or {}
