@@ -334,6 +334,10 @@ def release_begin(
     # a direction no longer in the build leaves nothing behind to be moved into the release
     for stale in set(staged.folders()) - {release_files.SPOOL_DIR, "systems"} - set(directions):
         staged.delete_tree(stale)
+    # scratch folders a killed attempt left beside the release (this attempt holds its lease and has made
+    # none yet; release workers' uploads for the old attempt are refused since ``job`` was emptied above)
+    for folder in release_files.scratch_folders(out_dir.parent, out_dir.name):
+        shutil.rmtree(folder, ignore_errors=True)
     todo = tuple(code for code in directions if code not in kept)
     return ReleaseJob(
         release.pk,
@@ -674,6 +678,27 @@ def token_remove(*, text: str) -> str:
     return text.replace(token, "[redacted]") if token else text
 
 
+def _hub_additions(api, repo_id: str, files: storage.ReleaseFiles, manifest: dict, names) -> list:
+    """The Hub commit operations adding ``names`` of a release, one file at a time: each is checked against
+    the manifest's sha256 on the very bytes sent (a local copy when the release is in object storage), and
+    preuploaded while its copy exists; LFS files go to the Hub then (the client sends none it already holds
+    and frees them), small "regular" files are kept in memory for the commit, which carries them inline."""
+    from huggingface_hub import CommitOperationAdd
+
+    additions = []
+    for rel in names:
+        with files.local_copy(rel) as path:
+            expected = manifest["files"].get(rel, {}).get("sha256")  # manifest.json lists itself nowhere
+            if expected is not None and release_files.sha256_file(path) != expected:
+                raise ReleaseError(f"{files.describe(rel)}: sha256 differs from the manifest; export it again")
+            addition = CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(path))
+            api.preupload_lfs_files(repo_id, additions=[addition], repo_type="dataset")
+            if not files.local and addition.path_or_fileobj != b"":  # not uploaded yet and its copy goes now
+                addition.path_or_fileobj = path.read_bytes()
+        additions.append(addition)
+    return additions
+
+
 def release_push(*, release: Release, repo_id: str, private: bool = True, progress=None) -> Release:
     """Push a written release to a Hub dataset repo and record the revision.
 
@@ -684,7 +709,7 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
     with the version."""
     import os
 
-    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub import HfApi
 
     if not HUB_REPO_RE.match(repo_id or ""):
         raise ReleaseError(f"Hub repo {repo_id!r}: expected 'namespace/name'")
@@ -693,12 +718,20 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
     token = os.environ.get("HF_TOKEN")
     if not token:
         raise ReleaseError("HF_TOKEN is not set in the environment")
-    root = Path(release.path)
-    if not (root / "manifest.json").is_file():
-        raise ReleaseError(f"{release}: no files at {root}; export it again with the release command")
-    problems = release_files.verify_release(root)
+    # read through the storage: the bucket when the release was published there (a worker on another host
+    # has no copy of the builder's directory), else the release's own directory
+    files = storage.ReleaseFiles.for_release(release)
+    if files is None or not files.exists("manifest.json"):
+        raise ReleaseError(f"{release}: no files at {release.path}; export it again with the release command")
+    manifest = json.loads(files.read_bytes("manifest.json"))
+    problems = [
+        f"{p}: missing" if not files.exists(p) else f"{p}: size differs from the manifest"
+        for p, info in sorted(manifest["files"].items())
+        if not files.exists(p) or ("bytes" in info and files.size(p) != info["bytes"])
+    ]
     if problems:
-        raise ReleaseError(f"{release}: files at {root} differ from the manifest: {'; '.join(problems[:5])}")
+        where = files.describe("manifest.json").rsplit("/", 1)[0]
+        raise ReleaseError(f"{release}: files at {where} differ from the manifest: {'; '.join(problems[:5])}")
     step = progress or (lambda stage, pct: None)
     _release_progress(
         release, hub_repo=repo_id, push_status="pushing", stage="pushing: creating repo", progress=0, error=""
@@ -713,13 +746,12 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
         if tag is not None:
             revision = tag.target_commit
         else:
-            manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
             data_files = sorted(p for p in manifest["files"] if p not in CARD_FILES)
             _release_progress(release, stage="pushing: data files", progress=10)
             step("data files", 10)
             api.create_commit(
                 repo_id,
-                [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(root / p)) for p in data_files],
+                _hub_additions(api, repo_id, files, manifest, data_files),
                 commit_message=f"{release.project.name} {release.version}: data files",
                 repo_type="dataset",
             )
@@ -727,7 +759,7 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
             step("dataset card", 80)
             commit = api.create_commit(
                 repo_id,
-                [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(root / p)) for p in CARD_FILES],
+                _hub_additions(api, repo_id, files, manifest, CARD_FILES),
                 commit_message=f"{release.project.name} {release.version}: dataset card and manifest",
                 commit_description=f"content hash {release.content_hash}",
                 repo_type="dataset",
@@ -740,6 +772,9 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
                 tag_message=f"content hash {release.content_hash}",
                 repo_type="dataset",
             )
+    except ReleaseError as exc:  # a file that differs from the manifest: refused, not a Hub fault
+        _release_progress(release, push_status="failed", stage="push failed", error=str(exc))
+        raise
     except Exception as exc:
         message = token_remove(text=f"push to {repo_id}: {type(exc).__name__}: {exc}")
         _release_progress(release, push_status="failed", stage="push failed", error=message)

@@ -32,6 +32,7 @@ from exports.scores import services
 from scoring.runner import META_KEY
 from scoring.tests.releases import write_release
 from tests.exports.conftest import import_languages
+from tests.exports.hub_server import HubServer
 
 KEY, SECRET, REGION = "testing-key", "testing-secret", "us-east-1"
 
@@ -196,6 +197,45 @@ def test_a_release_built_with_object_storage_is_published_whole_and_read_back_fr
     [written_dir] = export_evalsets(release, ["chrF++"], str(out))
     assert Path(written_dir).is_dir()
     assert sum(1 for _ in (out / "xqm-1.0.0" / "sources" / "en-de.txt").open(encoding="utf-8")) == len(expected)
+
+
+def test_a_release_only_in_the_bucket_is_pushed_to_the_hub_byte_for_byte_and_an_interrupted_push_resumes(
+    db, bucket, shared_data, settings, tmp_path, monkeypatch
+):
+    """A platform worker on another host has no copy of the builder's directory: the push reads the bucket.
+    The Hub look-alike gets the bytes the builder wrote and the tag; cut short after the data files, the
+    push resumes without sending them again."""
+    s3, name = bucket
+    settings.RELEASES_DIR = tmp_path / "releases"
+    import_languages("xqm", shared_data, ["de"])
+    project = Project.objects.get(name="xqm")
+    project.options = {"sampling": {"monolingual_repetitions": 2, "multilingual_repetitions": 2}}
+    project.save()
+    build_run(project=project)
+    release = release_services.release_create(project=project, version="1.0.0")
+    root = Path(release.path)
+    written = local_files(root)
+    assert objects(s3, name, "releases/xqm/1.0.0") == written
+    shutil.rmtree(root)
+
+    with HubServer(token="hf_test_token_123") as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", "hf_test_token_123")
+        monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+        hub.state.fail_commits.append("dataset card")
+        with pytest.raises(release_services.HubPushError, match="injected failure"):
+            release_services.release_push(release=release, repo_id="lab/xq-meval")
+        data_uploads = list(hub.state.uploads)
+        assert "en-de/test.parquet" in data_uploads and "README.md" not in data_uploads
+
+        release_services.release_push(release=release, repo_id="lab/xq-meval")
+        repo = hub.state.repos["lab/xq-meval"]
+        assert sorted(hub.state.uploads[len(data_uploads) :]) == ["README.md", "manifest.json"]
+
+    release.refresh_from_db()
+    assert repo.files == written  # every file, the builder's bytes, read from the bucket alone
+    assert release.push_status == "pushed" and release.hub_revision == repo.tags["1.0.0"] == repo.head
+    assert not root.exists()  # nothing was put back on this host's disk
 
 
 def test_publishing_again_resumes_and_a_release_never_published_is_read_from_its_directory(bucket, project, tmp_path):

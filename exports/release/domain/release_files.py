@@ -26,6 +26,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import string
 import tempfile
@@ -653,6 +654,22 @@ def write_staged_direction(
     }
     _write_levels(spool_dir / f"{direction}.json", {**summary, "levels": _levels_json(part["levels"])})
     return summary
+
+
+# what a killed process leaves beside a release's output directory ``NAME``: a direction being written
+# (``.NAME.<direction>-<hex>``, StagedFiles.scratch), a release being assembled from object storage
+# (``.NAME.finishing-<pid>``), uploads from release workers being unpacked (``.NAME.incoming``)
+_SCRATCH_DIRECTION = r"[A-Za-z]{2,3}(?:[_-][A-Za-z]{4})?-[A-Za-z]{2,3}(?:[_-][A-Za-z]{4})?"
+
+
+def scratch_folders(parent: str | Path, name: str) -> list[Path]:
+    """The scratch folders of the release whose output directory is ``parent/name``, sorted: only names
+    of those three patterns for that ``name`` (never another version's, nor its staging directory)."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.(?:{_SCRATCH_DIRECTION}-[0-9a-f]{{12}}|finishing-[0-9]+|incoming)")
+    parent = Path(parent)
+    if not parent.is_dir():
+        return []
+    return sorted(p for p in parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
 
 
 def staged_direction(staging: str | Path | StagedStore, direction: str) -> dict | None:

@@ -272,3 +272,34 @@ def test_the_release_tasks_own_retry_takes_its_live_lease_over(seeded):
         services.release_begin(project=seeded, version="0.1.0")
     with pytest.raises(services.ReleaseRunning):  # nor does the owner's id let it write another version
         services.release_begin(project=seeded, version="0.2.0", owner="release-task-1")
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_a_new_attempt_removes_the_scratch_folders_a_killed_one_left_and_no_other_versions(built, tmp_path):
+    parent = tmp_path / "rels"
+    out = parent / "1.0.0"
+    job = services.release_begin(project=built, version="1.0.0", out_dir=out)
+    services.release_direction_run(job=job, direction="en-de")
+    # killed while writing en-zh, assembling the release from the bucket, and unpacking a worker's upload
+    mine = [".1.0.0.en-zh-0123456789ab", ".1.0.0.finishing-4242", ".1.0.0.incoming"]
+    others = [
+        ".1.0.en-zh-0123456789ab",  # version 1.0's, whose name 1.0.0's begins with
+        ".0.9.0.en-de-abcdef012345",
+        ".0.9.0.finishing-77",
+        ".0.9.0.incoming",
+        ".0.9.0.staging",
+        "0.9.0",
+        ".1.0.0.notes",  # not a scratch folder's name
+    ]
+    for name in mine + others:
+        (parent / name / "sub").mkdir(parents=True)
+        (parent / name / "sub" / "part.bin").write_bytes(b"left behind")
+    Release.objects.filter(pk=job.release_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+    again = services.release_begin(project=built, version="1.0.0", out_dir=out)
+
+    assert again.todo == ("en-zh",)  # the staged direction is kept: only scratch goes
+    assert sorted(p.name for p in parent.iterdir()) == sorted([".1.0.0.staging", *others])
+    for name in others:
+        assert (parent / name / "sub" / "part.bin").read_bytes() == b"left behind"
