@@ -380,6 +380,25 @@ def test_a_hub_error_quoting_the_token_is_recorded_without_it(built, tmp_path, h
     assert "injected failure" in str(failed.value) and "hf_test_token_123" not in str(failed.value)
 
 
+def test_a_release_file_that_differs_from_the_manifest_is_not_pushed(built, tmp_path, hub):
+    """A file of another size is refused before the Hub is contacted; one of the same size but other bytes
+    when its bytes are read for the upload, before any commit."""
+    release = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
+    parquet = tmp_path / "a" / "en-de" / "test.parquet"
+    data = parquet.read_bytes()
+    parquet.write_bytes(data + b"x")
+    with pytest.raises(services.ReleaseError, match="en-de/test.parquet: size differs from the manifest"):
+        services.release_push(release=release, repo_id="lab/xq-meval")
+    assert hub.state.calls == []
+
+    parquet.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(services.ReleaseError, match="test.parquet: sha256 differs from the manifest"):
+        services.release_push(release=release, repo_id="lab/xq-meval")
+    release.refresh_from_db()
+    assert release.push_status == "failed" and "sha256 differs" in release.error
+    assert hub.state.repos["lab/xq-meval"].commits == [] and "1.0.0" not in hub.state.repos["lab/xq-meval"].tags
+
+
 def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, monkeypatch):
     from exports.release.domain import release_files
 
