@@ -40,3 +40,8 @@ PASSWORD_HASHERS = [
 # another run (or another xdist worker) also uses. Tests of the Redis cache set settings.CACHES themselves
 # and carry the ``redis`` marker.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# The PostgreSQL backend with a flush that deletes the few rows a transactional test leaves instead of
+# truncating every table (tests/support/postgresql/base.py: 0.7 s saved after each such test).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.support.postgresql"  # noqa: F405
