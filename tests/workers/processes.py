@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import REPO, need, stop_process_group
+from tests.support.celery_worker import celery_worker_argv
 
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
 
@@ -101,8 +102,7 @@ class Processes:
     def platform_worker(self, data: Path) -> subprocess.Popen:
         return self._start(
             "platform-worker",
-            [sys.executable, "-m", "celery", "-A", "xqmeval", "worker", "-Q", "default", "--pool", "solo"]
-            + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"platform-{os.getpid()}@%h"],
+            celery_worker_argv(app="xqmeval", queues="default", name="platform"),
             self.web_env(data),
         )
 
@@ -115,6 +115,7 @@ class Processes:
         data: Path | None,
         token: str = "",
         env: dict | None = None,
+        app: str = "scoring.worker",
     ) -> subprocess.Popen:
         need(
             SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)"
@@ -129,8 +130,7 @@ class Processes:
             OPENAI_API_KEY="test-key",
             **(env or {}),
         )
-        argv = [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", queues, "--pool", "solo"]
-        argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"]
+        argv = celery_worker_argv(app=app, queues=queues, name=name, python=SCORING_PYTHON)
         if platform_url:
             wenv["XQMEVAL_WORKER_TOKEN"] = token
             argv += ["--platform-url", platform_url, "--worker-data", str(data)]
