@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -88,6 +89,7 @@ class World:
     round: object = None
     invite: tuple = ()
     corpus_import: CorpusImport | None = None
+    sessions: dict = field(default_factory=dict)  # who -> the key of a session signed in as them (``signed_in``)
 
 
 def _u(name, *args, query=""):
@@ -605,6 +607,13 @@ def build_world(folder: Path) -> World:
             )
     scores_summarize(release=release)
     _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de")
+    # a session of each user, signed in as force_login signs in (written with the world, so a test's requests
+    # use it without signing in again: most of a row's time went to the four sign-ins)
+    sessions = {}
+    for who, user in users.items():
+        client = Client()
+        client.force_login(user)
+        sessions[who] = client.cookies[django_settings.SESSION_COOKIE_NAME].value
     return World(
         project=project,
         users=users,
@@ -617,7 +626,14 @@ def build_world(folder: Path) -> World:
         corpus_import=CorpusImport.objects.create(
             project=project, direction=de, dataset="org/geheimwort-set", status="failed", error="the Hub did not answer"
         ),
+        sessions=sessions,
     )
+
+
+def signed_in(client: Client, world: World, who: str) -> Client:
+    """``client`` with the world's session of ``who`` (a test's changes to it are rolled back with the rest)."""
+    client.cookies[django_settings.SESSION_COOKIE_NAME] = world.sessions[who]
+    return client
 
 
 def database_state() -> dict:
@@ -679,7 +695,7 @@ def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
     for who, user in users.items():
         client = Client()
         if user is not None:
-            client.force_login(user)
+            signed_in(client, world, who)
         before = database_state()
         with django_capture_on_commit_callbacks() as enqueued:
             response = request(client, row, world, who)
@@ -738,8 +754,7 @@ def test_what_a_user_may_not_see_answers_as_a_missing_thing(row, world):
     clients = {}
     for who in ("other", "own", "viewer"):
         if dict(zip(("other", "own", "viewer"), row.expect))[who] == "D":
-            clients[who] = Client()
-            clients[who].force_login(world.users[who])
+            clients[who] = signed_in(Client(), world, who)
     hidden = {who: _answer(request(client, row, world, who)) for who, client in clients.items()}
     url, pk = row.url(world), world.project.pk
     world.project.delete()
