@@ -1,14 +1,15 @@
 """Django's PostgreSQL backend, for the test process only (``tests/settings.py``), with a cheaper flush.
 
-A transactional test is cleaned up by ``flush``, which on PostgreSQL is one ``TRUNCATE`` of every table: a
-new file for each table and index, about 0.7 s here whatever the tables hold, and it ran after every
-transactional test (and around every module that shares rows, ``module_data``). Most of those tests leave a
-few rows, which ``DELETE`` removes in milliseconds. So the flush counts each table's rows (up to a bound,
-in one query), truncates the tables that hold many (``CASCADE``: with the tables that point at them) and
-deletes the rest, again until a pass deletes nothing (a deletion fires the triggers that log changes into
-other tables; a statement trigger fires even when no row goes, so only a table with rows is deleted from). Foreign keys are deferred to the commit (Django creates them ``DEFERRABLE INITIALLY
-DEFERRED``), so the order of the deletions does not matter. What is left is the same: every table empty.
-A flush that resets sequences (``reset_sequences=True``) is Django's own.
+A transactional test is cleaned up by ``flush``, which on PostgreSQL is one ``TRUNCATE`` of every table: a new
+file for each table and index, 0.1 to 1 s here whatever the tables hold (more while the disk is busy), after
+every transactional test (and around every module that shares rows, ``module_data``). Most of those tests
+leave a few rows, which ``DELETE`` removes in milliseconds. So the flush counts each table's rows (up to a
+bound, in one query), truncates the tables that hold many (``CASCADE``: with the tables that point at them)
+and deletes the rest, again until a pass deletes nothing (a deletion fires the triggers that log changes into
+other tables; a statement trigger fires even when no row goes, so only a table with rows is deleted from).
+Foreign keys are deferred to the commit (Django creates them ``DEFERRABLE INITIALLY DEFERRED``), so the order
+of the deletions does not matter. What is left is the same: every table empty. A flush that resets sequences
+(``reset_sequences=True``) is Django's own.
 """
 
 from __future__ import annotations
