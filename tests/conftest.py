@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 # fixtures shared by several folders' tests
-pytest_plugins = ["tests.support.db_faults"]
+pytest_plugins = ["tests.support.db_faults", "tests.support.module_data"]
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("XQMEVAL_SHARED_DATA", REPO.parent / "shared" / "data" / "xqmeval"))
@@ -139,7 +139,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """The test database, empty: one kept by ``--reuse-db`` may hold the rows of a run stopped midway (a
-    transactional test's, or a module's shared rows: ``tests/exports/conftest.py``, ``module_data``)."""
+    transactional test's, or a module's shared rows: ``module_data`` in ``tests/support/module_data.py``)."""
     from django.core.management import call_command
 
     with django_db_blocker.unblock():

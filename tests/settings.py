@@ -40,3 +40,10 @@ PASSWORD_HASHERS = [
 # another run (or another xdist worker) also uses. Tests of the Redis cache set settings.CACHES themselves
 # and carry the ``redis`` marker.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# The PostgreSQL backend with a flush that deletes the few rows a transactional test leaves instead of
+# truncating every table (tests/support/postgresql/base.py): the teardowns of the transactional tests of
+# tests/injection/test_one_run_at_a_time.py, tests/exports/test_direction_retry.py and tests/core/test_bulk.py
+# took 0.5 s together instead of 1.8 to 3 s.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.support.postgresql"  # noqa: F405

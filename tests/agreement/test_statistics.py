@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from annotation.agreement.domain import statistics as ag
@@ -105,6 +104,14 @@ def test_krippendorff_value_domain_and_errors():
 
 
 # ---- Cohen's kappa vs scikit-learn ---------------------------------------------------------------
+
+
+def cohen_kappa_score(*args, **kwargs):
+    """scikit-learn's, imported on first use: its import (about 1 s) is then paid by the xdist worker that runs
+    these tests, not by every worker's collection."""
+    from sklearn.metrics import cohen_kappa_score as sklearn_cohen_kappa_score
+
+    return sklearn_cohen_kappa_score(*args, **kwargs)
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])

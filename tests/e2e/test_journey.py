@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -19,9 +18,10 @@ from annotation.models import ReviewDecision
 from core.services import user_create
 from exports.models import MetricScore, Release, ScoringJob
 from injection.models import Candidate, InjectionRun
-from tests.conftest import REPO, need, stop_process_group
+from tests.conftest import REPO, need
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
+from tests.support.celery_worker import celery_worker
 
 pytestmark = [
     pytest.mark.browser,
@@ -72,38 +72,10 @@ def scoring_worker(scoring_broker, tmp_path):
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    log = open(tmp_path / "worker.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(SCORING_PYTHON),
-            "-m",
-            "celery",
-            "-A",
-            "scoring.worker",
-            "worker",
-            "-Q",
-            "scoring",
-            "--pool",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-n",
-            f"journey-{os.getpid()}@%h",
-            "--loglevel",
-            "INFO",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
+    with celery_worker(
+        env, tmp_path / "worker.log", app="scoring.worker", queues="scoring", name="journey", python=SCORING_PYTHON
+    ):
         yield tmp_path / "worker.log"
-    finally:
-        stop_process_group(proc)
-        log.close()
 
 
 def click_and_wait(page, locator) -> None:

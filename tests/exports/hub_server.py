@@ -300,7 +300,8 @@ class HubServer:
         handler = type("BoundHubHandler", (HubHandler,), {"state": self.state})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # polled every 50 ms, not serve_forever's 0.5 s: shutdown() waits for the next poll, at every test's end
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def add_dataset(self, repo_id: str, files: dict[str, bytes], *, private: bool = False) -> Repo:
         """A dataset repo with ``files`` in one commit, as a dataset on the Hub is read."""

@@ -26,7 +26,8 @@ from tests.hardening.test_permissions_matrix import SCORES, World, database_stat
 from tests.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
-world = matrix.world  # the permission matrix's world (fixture): its users, project, candidates, run, release
+# the permission matrix's world (fixtures): its users, project, candidates, run, release, written once a module
+world, shared_world = matrix.world, matrix.shared_world
 
 MISSING = object()  # the field left out of the body
 EMPTY, BLANK, LONG = "", "   ", "x" * 10_000

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from llm_client.endpoints import Endpoint
-from tests.hardening.test_permissions_matrix import PAGE, ROWS, world  # noqa: F401 (world: the fixture)
+from tests.hardening.test_permissions_matrix import PAGE, ROWS, shared_world, world  # noqa: F401 (the fixtures)
 
 pytestmark = pytest.mark.django_db
 

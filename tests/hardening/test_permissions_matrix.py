@@ -13,6 +13,7 @@ row here when you add an endpoint.
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -20,12 +21,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
+from django.db import connection, transaction
+from django.test import Client, override_settings
 from django.urls import URLResolver, get_resolver, reverse
 from django.utils import timezone
 
@@ -84,6 +89,7 @@ class World:
     round: object = None
     invite: tuple = ()
     corpus_import: CorpusImport | None = None
+    sessions: dict = field(default_factory=dict)  # who -> the key of a session signed in as them (``signed_in``)
 
 
 def _u(name, *args, query=""):
@@ -494,14 +500,43 @@ def test_every_url_has_a_permission_row():
 # ---- the world every row is requested in ----------------------------------------------------------------
 
 
+# Scoring is refused without a broker; with one, its tasks are sent on commit, which these tests capture
+# without running: nothing is sent.
+WORLD_SETTINGS = {
+    "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"],
+    "AGREEMENT_BOOTSTRAP_RESAMPLES": 20,
+    "CELERY_BROKER_URL": "redis://127.0.0.1:6379/11",
+}
+
+
+@pytest.fixture(scope="module")
+def shared_world(module_data, tmp_path_factory) -> World:
+    """The world, written once for the module (``module_data``): each test changes it only inside its own
+    transaction, which is rolled back after it. Building it must enqueue nothing: a callback waiting for the
+    commit would run here, where in a test's transaction it never runs."""
+    folder = tmp_path_factory.mktemp("world")
+
+    def build() -> World:
+        with override_settings(RELEASES_DIR=folder / "releases", **WORLD_SETTINGS), transaction.atomic():
+            made = build_world(folder)
+            assert not connection.run_on_commit, "building the world enqueued work: build it inside each test"
+        return made
+
+    return module_data(build)
+
+
 @pytest.fixture
-def world(db, settings, tmp_path) -> World:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def world(db, settings, tmp_path, shared_world) -> World:
+    """The module's world as its rows are (a copy: a test may change the objects it holds), with the settings
+    the requests run under and an empty cache, so no figure cached by an earlier test's requests is read."""
+    for name, value in WORLD_SETTINGS.items():
+        setattr(settings, name, value)
     settings.RELEASES_DIR = tmp_path / "releases"
-    settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 20
-    # Scoring is refused without a broker; with one, its tasks are sent on commit, which these tests capture
-    # without running: nothing is sent.
-    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/11"
+    cache.clear()
+    return copy.deepcopy(shared_world)
+
+
+def build_world(folder: Path) -> World:
     de, zh = direction_ensure(code="en-de"), direction_ensure(code="en-zh")
     project, _ = project_ensure(name="de-only", title="Geheimprojekt")
     project_directions_add(project=project, codes=["en-de"])
@@ -567,7 +602,7 @@ def world(db, settings, tmp_path) -> World:
         idempotency_key="ben-1",
     )
     rating_services.rating_submit(user=ben, item_id=item.pk, scores=SCORES, idempotency_key="ben-r1")
-    release_dir = tmp_path / "release-1.0.0"
+    release_dir = folder / "release-1.0.0"
     (release_dir / "en-de").mkdir(parents=True)
     (release_dir / "en-de" / "test.parquet").touch()  # the scoring start reads only which directions there are
     release = Release.objects.create(
@@ -597,6 +632,13 @@ def world(db, settings, tmp_path) -> World:
             )
     scores_summarize(release=release)
     _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de")
+    # a session of each user, signed in as force_login signs in (written with the world, so a test's requests
+    # use it without signing in again: most of a row's time went to the four sign-ins)
+    sessions = {}
+    for who, user in users.items():
+        client = Client()
+        client.force_login(user)
+        sessions[who] = client.cookies[django_settings.SESSION_COOKIE_NAME].value
     return World(
         project=project,
         users=users,
@@ -609,16 +651,36 @@ def world(db, settings, tmp_path) -> World:
         corpus_import=CorpusImport.objects.create(
             project=project, direction=de, dataset="org/geheimwort-set", status="failed", error="the Hub did not answer"
         ),
+        sessions=sessions,
     )
 
 
+def signed_in(client: Client, world: World, who: str) -> Client:
+    """``client`` with the world's session of ``who`` (a test's changes to it are rolled back with the rest)."""
+    client.cookies[django_settings.SESSION_COOKIE_NAME] = world.sessions[who]
+    return client
+
+
 def database_state() -> dict:
-    """Every row of the project's tables and of the users', auth's and their many-to-many tables."""
-    state = {}
-    for label in ("auth", "core", "injection", "annotation", "exports"):
-        for model in apps.get_app_config(label).get_models(include_auto_created=True):
-            state[model._meta.db_table] = list(model.objects.order_by("pk").values_list())
-    return state
+    """Every row of the project's tables and of the users', auth's and their many-to-many tables, by table.
+    On PostgreSQL in one query (each table's rows as JSON, every column, in primary-key order): the matrix
+    takes this snapshot ten times a row, and a query per table made it most of the module's time."""
+    models = [
+        model
+        for label in ("auth", "core", "injection", "annotation", "exports")
+        for model in apps.get_app_config(label).get_models(include_auto_created=True)
+    ]
+    if connection.vendor != "postgresql":
+        return {model._meta.db_table: list(model._base_manager.order_by("pk").values_list()) for model in models}
+    qn = connection.ops.quote_name
+    tables = [
+        f"(SELECT coalesce(json_agg(snapshot_row ORDER BY snapshot_row.{qn(m._meta.pk.column)}), '[]')::text "
+        f"FROM {qn(m._meta.db_table)} snapshot_row)"
+        for m in models
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(tables))
+        return dict(zip([m._meta.db_table for m in models], cursor.fetchone()))
 
 
 def request(client: Client, row: Row, world: World, who: str):
@@ -658,7 +720,7 @@ def test_permission_matrix(row, world, django_capture_on_commit_callbacks):
     for who, user in users.items():
         client = Client()
         if user is not None:
-            client.force_login(user)
+            signed_in(client, world, who)
         before = database_state()
         with django_capture_on_commit_callbacks() as enqueued:
             response = request(client, row, world, who)
@@ -717,8 +779,7 @@ def test_what_a_user_may_not_see_answers_as_a_missing_thing(row, world):
     clients = {}
     for who in ("other", "own", "viewer"):
         if dict(zip(("other", "own", "viewer"), row.expect))[who] == "D":
-            clients[who] = Client()
-            clients[who].force_login(world.users[who])
+            clients[who] = signed_in(Client(), world, who)
     hidden = {who: _answer(request(client, row, world, who)) for who, client in clients.items()}
     url, pk = row.url(world), world.project.pk
     world.project.delete()

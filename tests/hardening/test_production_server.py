@@ -24,7 +24,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from tests.conftest import REPO, stop_process_group
-from tests.injection.test_kill_resume import WorkerDatabase
+from tests.support.worker_database import WorkerDatabase
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 

@@ -1,8 +1,8 @@
 """A worker killed mid-run (SIGKILL, no clean-up) and the run resumed: no duplicate, no loss.
 
 The worker is `manage.py inject` in a subprocess on its own database (a fresh PostgreSQL database when
-the tests run on PostgreSQL, else a SQLite file), talking to the stub server of this process over HTTP;
-the database is inspected directly with the driver.
+the tests run on PostgreSQL, else a SQLite file: ``tests/support/worker_database.py``), talking to the stub
+server of this process over HTTP; the database is inspected directly with the driver.
 """
 
 from __future__ import annotations
@@ -11,95 +11,19 @@ import collections
 import os
 import re
 import signal
-import sqlite3
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from core.domain.units import halves_markup
 from tests.conftest import REPO
+from tests.support.worker_database import WorkerDatabase, manage
 
 pytestmark = pytest.mark.slow
 
-SETUP = """
-from core.corpus.services import corpus_rows_import
-from core.services import project_ensure
-from core.corpus.domain import CorpusRow
-from tests.injection.conftest import PAIRS
-project, _ = project_ensure(name="demo")
-for direction, pairs in PAIRS.items():
-    rows = [CorpusRow(str(i), s, r, f"line {i}") for i, (s, r) in enumerate(pairs)]
-    corpus_rows_import(project=project, direction_code=direction, rows=rows, source_name="inline")
-"""
-
-
-def _manage(env: dict, *args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        **kwargs,
-    )
-
-
-def prepare(env: dict) -> None:
-    """Migrate the worker's database and load the small gold pairs (project demo), as the worker will see them."""
-    for args in (("migrate", "-v0"), ("shell", "-c", SETUP)):
-        proc = _manage(env, *args)
-        out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, out
-
-
-class WorkerDatabase:
-    """The worker's own database, inspected with plain SQL (the test's Django connection is elsewhere)."""
-
-    def __init__(self, tmp_path: Path, suffix: str = "kill"):
-        main = os.environ.get("DATABASE_URL", "")
-        if main.startswith("postgres"):
-            import psycopg
-
-            self.admin_url = main.rsplit("/", 1)[0] + "/postgres"  # the maintenance database always exists
-            self.name = f"{os.environ.get('TEST_DATABASE_NAME', 'test_xqmeval')}_{suffix}"
-            with psycopg.connect(self.admin_url, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{self.name}"')
-                conn.execute(f'CREATE DATABASE "{self.name}"')
-            self.url = main.rsplit("/", 1)[0] + "/" + self.name
-            self.connect = lambda: psycopg.connect(self.url)
-        else:
-            self.admin_url = ""
-            path = tmp_path / f"worker-{suffix}.sqlite3"
-            self.url = f"sqlite:///{path}"
-            self.connect = lambda: sqlite3.connect(path, timeout=30)
-
-    def rows(self, sql: str) -> list[tuple]:
-        conn = self.connect()
-        try:
-            return conn.execute(sql).fetchall()
-        except Exception:
-            return []  # tables not there yet
-        finally:
-            conn.close()
-
-    def count(self, sql: str) -> int:
-        rows = self.rows(sql)
-        return int(rows[0][0]) if rows else 0
-
-    def drop(self) -> None:
-        if self.admin_url:
-            import psycopg
-
-            with psycopg.connect(self.admin_url, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
 
 def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, stub):
-    db = WorkerDatabase(tmp_path)
+    db = WorkerDatabase(tmp_path, demo=True)  # migrated, the demo gold pairs loaded
     try:
         _kill_and_resume(db, stub)
     finally:
@@ -109,9 +33,8 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, stub):
 def _kill_and_resume(db: WorkerDatabase, stub) -> None:
     env = {**os.environ, "DATABASE_URL": db.url, "OPENAI_API_KEY": "sk-local", "PYTHONPATH": str(REPO)}
     env.pop("CELERY_BROKER_URL", None)
-    prepare(env)
     stub.state.latency = 0.25
-    worker = _manage(
+    worker = manage(
         env,
         "inject",
         "demo",
@@ -149,7 +72,7 @@ def _kill_and_resume(db: WorkerDatabase, stub) -> None:
     assert db.rows(f"select status from injection_injectionrun where id={run_id}") == [("running",)]
 
     stub.state.latency = 0.0
-    resumed = _manage(env, "inject", "--resume", str(run_id))
+    resumed = manage(env, "inject", "--resume", str(run_id))
     out, _ = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, out
     assert re.search(rf"run {run_id} done: {total} done, 0 failed of {total}", out), out
@@ -181,13 +104,12 @@ def _kill_and_resume(db: WorkerDatabase, stub) -> None:
 
 
 def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
-    db = WorkerDatabase(tmp_path)
+    db = WorkerDatabase(tmp_path, suffix="cancel", demo=True)  # migrated, the demo gold pairs loaded
     try:
         env = {**os.environ, "DATABASE_URL": db.url, "OPENAI_API_KEY": "sk-local", "PYTHONPATH": str(REPO)}
         env.pop("CELERY_BROKER_URL", None)
-        prepare(env)
         stub.state.latency = 0.25
-        worker = _manage(
+        worker = manage(
             env,
             "inject",
             "demo",
@@ -223,7 +145,7 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
         assert db.count("select count(*) from injection_injectionitem where status = 'pending'") == total - done
         run_id = db.count("select id from injection_injectionrun where name = 'cancelled'")
         stub.state.latency = 0.0
-        resumed = _manage(env, "inject", "--resume", str(run_id))
+        resumed = manage(env, "inject", "--resume", str(run_id))
         out, _ = resumed.communicate(timeout=300)
         assert resumed.returncode == 0 and f"run {run_id} done: {total} done, 0 failed of {total}" in out, out
         assert db.count("select count(*) from injection_candidate") == total

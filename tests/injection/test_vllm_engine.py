@@ -20,8 +20,8 @@ import pytest
 
 from core.domain.units import Edit, apply_edit, split_units
 from tests.conftest import REPO, need, stop_process_group
-from tests.injection.test_kill_resume import WorkerDatabase
 from tests.injection.test_rules import LANGUAGES, gold_pairs
+from tests.support.worker_database import WorkerDatabase
 
 pytestmark = [pytest.mark.slow, pytest.mark.gpu, pytest.mark.redis, pytest.mark.shared_data]
 

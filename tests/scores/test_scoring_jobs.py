@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,7 +21,8 @@ from exports.scores import selectors, services, tasks
 from exports.scores.domain import ScoringError
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release
-from tests.conftest import REPO, need, stop_process_group
+from tests.conftest import REPO, need
+from tests.support.celery_worker import celery_worker
 
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
 
@@ -346,38 +346,12 @@ def cpu_worker(broker, tmp_path):
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the worker has no Django
-    log = open(tmp_path / "worker.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(SCORING_PYTHON),
-            "-m",
-            "celery",
-            "-A",
-            "scoring.worker",
-            "worker",
-            "-Q",
-            "scoring",
-            "--pool",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-n",
-            f"cpu-{os.getpid()}@%h",
-            "--loglevel",
-            "INFO",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     try:
-        yield proc
+        with celery_worker(
+            env, tmp_path / "worker.log", app="scoring.worker", queues="scoring", name="cpu", python=SCORING_PYTHON
+        ) as proc:
+            yield proc
     finally:
-        stop_process_group(proc)
-        log.close()
         drop_collect_callbacks(broker)
 
 
@@ -576,38 +550,10 @@ def judge_worker(broker, tmp_path):
         "OPENAI_API_KEY": "test-key",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    log = open(tmp_path / "judge-worker.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(SCORING_PYTHON),
-            "-m",
-            "celery",
-            "-A",
-            "scoring.worker",
-            "worker",
-            "-Q",
-            "judge",
-            "--pool",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-n",
-            f"judge-{os.getpid()}@%h",
-            "--loglevel",
-            "INFO",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
+    with celery_worker(
+        env, tmp_path / "judge-worker.log", app="scoring.worker", queues="judge", name="judge", python=SCORING_PYTHON
+    ) as proc:
         yield proc
-    finally:
-        stop_process_group(proc)
-        log.close()
 
 
 @pytest.mark.redis

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import REPO, need, stop_process_group
+from tests.support.celery_worker import celery_worker_argv
 
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
 
@@ -105,8 +106,7 @@ class Processes:
     def platform_worker(self, data: Path) -> subprocess.Popen:
         return self._start(
             "platform-worker",
-            [sys.executable, "-m", "celery", "-A", "xqmeval", "worker", "-Q", "default", "--pool", "solo"]
-            + ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"platform-{os.getpid()}@%h"],
+            celery_worker_argv(app="xqmeval", queues="default", name="platform"),
             self.web_env(data),
         )
 
@@ -119,6 +119,7 @@ class Processes:
         data: Path | None,
         token: str = "",
         env: dict | None = None,
+        app: str = "scoring.worker",
     ) -> subprocess.Popen:
         need(
             SCORING_PYTHON.exists(), f"the scoring virtualenv at {SCORING_PYTHON.parent.parent} (bin/setup-env scoring)"
@@ -133,8 +134,7 @@ class Processes:
             OPENAI_API_KEY="test-key",
         )
         wenv.update(env or {})  # a test's own settings win (HF_HUB_OFFLINE=0 for a worker that reads the Hub)
-        argv = [str(SCORING_PYTHON), "-m", "celery", "-A", "scoring.worker", "worker", "-Q", queues, "--pool", "solo"]
-        argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"]
+        argv = celery_worker_argv(app=app, queues=queues, name=name, python=SCORING_PYTHON)
         if platform_url:
             wenv["XQMEVAL_WORKER_TOKEN"] = token
             argv += ["--platform-url", platform_url, "--worker-data", str(data)]
@@ -159,21 +159,7 @@ class Processes:
             XQMEVAL_WORKER_DATA=str(data),
             **(env or {}),
         )
-        argv = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "xqmeval",
-            "worker",
-            "-Q",
-            "release",
-            "--pool",
-            "solo",
-            "-l",
-            "INFO",
-        ]
-        argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"]
+        argv = celery_worker_argv(app="xqmeval", queues="release", name=name)
         return self._start(name, argv, wenv)
 
     def stop(self, proc) -> None:

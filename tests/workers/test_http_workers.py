@@ -202,10 +202,12 @@ def test_a_worker_killed_mid_upload_loses_nothing_and_the_redelivered_task_compl
     base = procs.web(web)
     procs.platform_worker(web)
     proxy = StallingProxy(int(base.rsplit(":", 1)[1]))
-    fast = {"CELERY_VISIBILITY_TIMEOUT": "5"}  # the killed worker's task comes back after 5 s (not 6 h)
+    # the killed worker's task comes back after 5 s (not 6 h), at Redis' next sweep of unacknowledged tasks:
+    # every second with this app (its default period is 100 s)
+    fast = {"env": {"CELERY_VISIBILITY_TIMEOUT": "5"}, "app": "tests.support.scoring_worker_app"}
     try:
         first = procs.scoring_worker(
-            "killed", queues="scoring", platform_url=f"http://127.0.0.1:{proxy.port}", data=far, token=secret, env=fast
+            "killed", queues="scoring", platform_url=f"http://127.0.0.1:{proxy.port}", data=far, token=secret, **fast
         )
         [job] = tasks.start_scoring(release=release, metrics=["chrF++"], directions=["en-de"])
         assert proxy.stalled.wait(120), procs.tail()
@@ -222,7 +224,7 @@ def test_a_worker_killed_mid_upload_loses_nothing_and_the_redelivered_task_compl
         # the message goes back on the queue; a new worker with the same data directory finishes the task
         # without scoring again (its part is there) and uploads it in full
         before = part.stat().st_mtime_ns
-        procs.scoring_worker("retry", queues="scoring", platform_url=base, data=far, token=secret, env=fast)
+        procs.scoring_worker("retry", queues="scoring", platform_url=base, data=far, token=secret, **fast)
         [job] = wait_done(release, 1, procs, timeout=180)
         assert job.status == "done", job.error
         assert part.stat().st_mtime_ns == before

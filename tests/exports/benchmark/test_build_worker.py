@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import REPO, stop_process_group
-from tests.injection.test_kill_resume import WorkerDatabase, _manage, prepare
+from tests.conftest import REPO
+from tests.support.celery_worker import celery_worker
+from tests.support.worker_database import WorkerDatabase, manage
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -26,7 +25,7 @@ print("build", start_build(project=Project.objects.get(name="demo")).pk)
 def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
     import redis
 
-    db = WorkerDatabase(tmp_path, suffix="chord")
+    db = WorkerDatabase(tmp_path, suffix="chord", demo=True)  # project demo: gold pairs in two directions
     env = {
         **os.environ,
         "DATABASE_URL": db.url,
@@ -36,10 +35,7 @@ def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
         "DJANGO_SETTINGS_MODULE": "xqmeval.settings",
     }
     redis.Redis.from_url(redis_url).delete("default")  # no task left over from another test's worker
-    log = open(tmp_path / "worker.log", "w")
-    worker = None
     try:
-        prepare(env)  # project demo: gold pairs in two directions
         directions = [
             code
             for (code,) in db.rows(
@@ -47,39 +43,13 @@ def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
             )
         ]
         assert len(directions) >= 2, directions
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "xqmeval",
-                "worker",
-                "-Q",
-                "default",
-                "--pool",
-                "solo",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"build-{os.getpid()}@%h",
-                "--loglevel",
-                "INFO",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        queued = _manage(env, "shell", "-c", QUEUE)
-        out, _ = queued.communicate(timeout=120)
-        assert queued.returncode == 0 and "build " in out, out
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and db.rows("select status from exports_benchmarkbuild") != [("done",)]:
-            time.sleep(0.3)
-        log.flush()
+        with celery_worker(env, tmp_path / "worker.log", queues="default", name="build"):
+            queued = manage(env, "shell", "-c", QUEUE)
+            out, _ = queued.communicate(timeout=120)
+            assert queued.returncode == 0 and "build " in out, out
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and db.rows("select status from exports_benchmarkbuild") != [("done",)]:
+                time.sleep(0.3)
         text = (tmp_path / "worker.log").read_text()
         [(status, done, total, pseudo, per_direction, counts)] = db.rows(
             "select status, done_segments, total_segments, pseudo_created, directions, counts from exports_benchmarkbuild"
@@ -106,7 +76,4 @@ def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
         )  # received and succeeded, one per direction
         assert "Task exports.finish_build[" in text
     finally:
-        if worker is not None:
-            stop_process_group(worker)
-        log.close()
         db.drop()

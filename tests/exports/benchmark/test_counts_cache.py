@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -27,12 +28,30 @@ def postgresql_only(db):
         pytest.skip("the benchmark change log is kept by PostgreSQL triggers")
 
 
-@pytest.fixture
-def built(shared_data):
+def import_and_build(shared_data) -> int:
     import_languages("xqm", shared_data, ["zh"])
     project = Project.objects.get(name="xqm")
     services.build_run(project=project)
-    return project
+    return project.pk
+
+
+@pytest.fixture(scope="module")
+def built_once(module_data, shared_data):
+    """Imported and built once for the module (each test's changes are rolled back after it), with the
+    (local-memory) cache as the build left it: the counts it kept."""
+    pk = module_data(lambda: import_and_build(shared_data))
+    return pk, dict(cache._cache), dict(cache._expire_info)
+
+
+@pytest.fixture
+def built(db, built_once):
+    """The built project, and the cache as the build left it (an earlier test's kept counts are of rows
+    rolled back since)."""
+    pk, kept, expiry = built_once
+    cache.clear()
+    cache._cache.update(kept)
+    cache._expire_info.update(expiry)
+    return Project.objects.get(pk=pk)
 
 
 def counted(fn):

@@ -11,12 +11,22 @@ from tests.exports.conftest import import_languages
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 
 
-@pytest.fixture
-def built(shared_data):
+def import_and_build(shared_data) -> int:
     import_languages("xq", shared_data, ["de", "zh"])
     project = Project.objects.get(name="xq")
     build_run(project=project)
-    return project
+    return project.pk
+
+
+@pytest.fixture(scope="module")
+def built_once(module_data, shared_data):
+    """Imported and built once for the module's tests of the counts plot (each rolls its changes back)."""
+    return module_data(lambda: import_and_build(shared_data))
+
+
+@pytest.fixture
+def built(db, built_once):
+    return Project.objects.get(pk=built_once)
 
 
 def test_counts_plot_shows_the_visible_directions_only(client, built, admin_user, annotator_de):

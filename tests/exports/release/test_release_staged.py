@@ -27,15 +27,25 @@ from tests.exports.conftest import import_languages
 SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
 
 
-@pytest.fixture
-def built(db, shared_data, settings, tmp_path):
-    settings.RELEASES_DIR = tmp_path / "releases"
+def import_and_build(shared_data) -> int:
     import_languages("xqm", shared_data, ["de", "zh"])
     project = Project.objects.get(name="xqm")
     project.options = {"sampling": SMALL_PLAN}
     project.save()
     build_run(project=project)
-    return project
+    return project.pk
+
+
+@pytest.fixture(scope="module")
+def built_once(module_data, shared_data):
+    """Imported and built once for the module (each test's changes are rolled back after it)."""
+    return module_data(lambda: import_and_build(shared_data))
+
+
+@pytest.fixture
+def built(db, built_once, settings, tmp_path):
+    settings.RELEASES_DIR = tmp_path / "releases"
+    return Project.objects.get(pk=built_once)
 
 
 def sha256s(root: Path) -> dict[str, str]:

@@ -25,10 +25,17 @@ def run(*args):
     return out.getvalue()
 
 
-@pytest.fixture
-def imported(db, shared_data):
-    run("xqm", str(shared_data / "candidates"), "--decisions", str(shared_data / "decisions.csv"))
+@pytest.fixture(scope="module")
+def imported_once(module_data, shared_data):
+    """The whole release imported once for the module's first tests (``module_data``: each test's changes are
+    rolled back after it; the database is emptied after the last of them, before the malformed copies)."""
+    module_data(lambda: run("xqm", str(shared_data / "candidates"), "--decisions", str(shared_data / "decisions.csv")))
     return shared_data
+
+
+@pytest.fixture
+def imported(db, imported_once):
+    return imported_once
 
 
 @pytest.mark.django_db(transaction=False)
