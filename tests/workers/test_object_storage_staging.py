@@ -237,9 +237,9 @@ def test_a_release_workers_upload_is_stored_in_the_staging_bucket_and_not_on_the
     client,
     db,
     admin_user,
-    seeded,
+    seeded,  # noqa: F811
     tmp_path,
-    settings,  # noqa: F811
+    settings,
 ):
     from tests.workers.test_release_worker_api import put, stage_locally
 
