@@ -573,7 +573,12 @@ def pool_rule_set(*, admin, project: Project, rule: str) -> int:
 def round_open(
     *, admin, project: Project, sample_size: int, seed: int, languages: list[str] | None = None
 ) -> ReviewRound:
-    """A new, independent round on a seeded random sample of reviewed candidates (stability check)."""
+    """A new, independent round on a seeded random sample of reviewed candidates (stability check).
+
+    Opening it again while the same round is still open and nobody has reviewed in it (a double click on
+    *Open round*, a resent form) answers with that round and opens none: the same seed draws the same sample,
+    so a second one could only split its reviews. Another round opens once that one has reviews, is closed,
+    or with another sample size, seed or languages."""
     access.require_admin(admin, error=Forbidden)
     if sample_size < 1:
         raise Invalid("sample size must be at least 1", "sample_size")
@@ -596,13 +601,19 @@ def round_open(
     if not ids:
         raise Invalid("no reviewed candidates to sample from", "sample_size")
     with transaction.atomic():
+        submissions.serialize_writers()
+        # the project's row is the lock two concurrent submits of the form queue on, so the second sees the first's round
+        submissions.for_update(Project.objects.filter(pk=project.pk)).get()
         selectors.first_round(project)
+        chosen = rules.sample_ids(ids, sample_size, seed)
+        twin = _same_round_still_unreviewed(project, sample_size=sample_size, seed=seed, chosen=chosen)
+        if twin is not None:
+            return twin
         number = (
             ReviewRound.objects.filter(project=project).order_by("-number").values_list("number", flat=True).first()
             or 0
         ) + 1
         rnd = ReviewRound.objects.create(project=project, number=number, sample_size=sample_size, seed=seed)
-        chosen = rules.sample_ids(ids, sample_size, seed)
         rnd.candidates.set(chosen)
         audit_record(
             actor=admin,
@@ -612,6 +623,18 @@ def round_open(
             new={"number": number, "sample_size": len(chosen), "seed": seed, "languages": languages or []},
         )
     return rnd
+
+
+def _same_round_still_unreviewed(project: Project, *, sample_size: int, seed: int, chosen) -> ReviewRound | None:
+    """The project's newest round if it is this very round (open, same size, seed and sample) with no review in it."""
+    newest = ReviewRound.objects.filter(project=project, number__gt=1).order_by("-number").first()
+    if newest is None or not newest.is_open or (newest.sample_size, newest.seed) != (sample_size, seed):
+        return None
+    if set(newest.candidates.values_list("id", flat=True)) != set(chosen):
+        return None
+    if newest.decisions.exists() or newest.skips.exists():
+        return None
+    return newest
 
 
 def round_close(*, admin, rnd: ReviewRound) -> ReviewRound:

@@ -236,7 +236,8 @@ def manage(request, project):
                     seed=_integer(request.POST, "seed"),
                     languages=langs or None,
                 )
-                messages.success(request, f"Round {rnd.number} opened on {rnd.candidates.count()} candidates.")
+                # a resent form answers with the round it opened (``round_open``): the message is the same
+                messages.success(request, f"Round {rnd.number} is open on {rnd.candidates.count()} candidates.")
             elif request.POST.get("action") == "close_round":
                 rnd = ReviewRound.objects.filter(pk=id_param(request.POST.get("round")) or 0, project=project).first()
                 if rnd is None:  # deleted meanwhile, or never of this project: say so on the page

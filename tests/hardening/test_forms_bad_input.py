@@ -9,6 +9,7 @@ and a row that writes fails. A second submit of a valid form (a double click) wr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import ReviewRound
+from annotation.review import services as review_services
 from core.services import project_ensure
 from tests.hardening import test_permissions_matrix as matrix
 from tests.hardening.test_permissions_matrix import SCORES, World, database_state
@@ -43,6 +45,8 @@ class Form:
     valid: Callable[[World], dict]  # a body the form accepts (it writes or enqueues)
     who: str = "admin"
     login: bool = True
+    prepare: Callable[[World], None] | None = None  # makes the world one the valid body is accepted in
+    writes: str = ""  # the table the valid body must write a row into ("": any change, or a task enqueued)
 
 
 def _upload(name="gold.tsv", text="id\tsource\treference\nnew-1\tA dog.\tEin Hund.\n"):
@@ -54,6 +58,11 @@ FRENCH_INTO_DE = (
     "id\tsource\treference\nfr-1\tThe cat sat on the mat and slept all afternoon.\t"
     "Le chat était assis sur le tapis et a dormi tout l'après-midi.\n"
 )
+
+
+def _one_accepted_candidate(w: World) -> None:
+    """A reviewed candidate (the admin's final accept) for a later round to sample: the world has none."""
+    review_services.candidate_adjudicate(admin=w.users["admin"], candidate_id=w.candidates[1].pk, decision="accept")
 
 
 def _stale_round(w: World) -> int:
@@ -134,6 +143,8 @@ FORMS = {
     "review:open_round": Form(
         lambda w: reverse("review:manage", args=[w.project.name]),
         lambda w: {"action": "open_round", "sample_size": "1", "seed": "1", "languages": "de"},
+        prepare=_one_accepted_candidate,
+        writes="annotation_reviewround",
     ),
     "review:close_round": Form(
         lambda w: reverse("review:manage", args=[w.project.name]),
@@ -355,10 +366,22 @@ def _errors_shown(response, client: Client) -> tuple[str, str]:
     return text, "\n".join(errors)
 
 
-def check_refused(world: World, row: Bad, capture) -> str:
+def _row_count(state: dict, table: str) -> int:
+    rows = state[table]  # JSON text on PostgreSQL, a list of tuples elsewhere
+    return len(json.loads(rows) if isinstance(rows, str) else rows)
+
+
+def _prepared_client(world: World, spec: Form) -> Client:
+    """The form's world made ready and its user signed in: both before any snapshot, since a sign-in writes
+    (``last_login``) and would read as the body's write."""
+    if spec.prepare:
+        spec.prepare(world)
+    return _client(world, spec.who)
+
+
+def check_refused(world: World, row: Bad, capture, client: Client) -> str:
     """'' when the row is refused as it must be, else what went wrong."""
     spec = FORMS[row.form]
-    client = _client(world, spec.who)
     body = _body(world, row)
     before = database_state()
     with capture() as enqueued:
@@ -385,8 +408,9 @@ def check_refused(world: World, row: Bad, capture) -> str:
 def test_bad_submissions_are_refused_naming_the_field(form, world, settings, django_capture_on_commit_callbacks):
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/10"
     wrong = {}
+    client = _prepared_client(world, FORMS[form])
     for row in (r for r in ROWS if r.form == form):
-        problem = check_refused(world, row, django_capture_on_commit_callbacks)
+        problem = check_refused(world, row, django_capture_on_commit_callbacks, client)
         if problem:
             wrong[row.label] = problem
     assert not wrong, f"{form}: " + "\n".join(f"{label}: {problem}" for label, problem in wrong.items())
@@ -399,11 +423,15 @@ def test_the_valid_body_is_accepted(form, world, settings, django_capture_on_com
     """The rows above change one field of this body each: it must be a body the form takes, or they prove nothing."""
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/10"
     spec = FORMS[form]
+    client = _prepared_client(world, spec)
     before = database_state()
     with django_capture_on_commit_callbacks() as enqueued:
-        response = _client(world, spec.who).post(spec.url(world), spec.valid(world))
+        response = client.post(spec.url(world), spec.valid(world))
     assert response.status_code in (200, 302), (form, response.status_code)
-    assert database_state() != before or enqueued, f"{form}: the valid body wrote nothing"
+    after = database_state()
+    if spec.writes:
+        assert _row_count(after, spec.writes) == _row_count(before, spec.writes) + 1, f"{form}: no {spec.writes} row"
+    assert after != before or enqueued, f"{form}: the valid body wrote nothing"
 
 
 # A release of an existing version is written again (versions regenerate, byte-identical), so a second one is queued.
@@ -418,7 +446,7 @@ def test_a_second_submit_writes_nothing_more(form, world, settings, django_captu
     """A double click: the same body again is no 5xx, writes nothing and enqueues nothing."""
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/10"
     spec = FORMS[form]
-    client = _client(world, spec.who)
+    client = _prepared_client(world, spec)
     url = spec.url(world)
     with django_capture_on_commit_callbacks():
         client.post(url, spec.valid(world))

@@ -182,11 +182,13 @@ def test_second_round_is_a_blind_sample(project, de_candidates, annotator_de, se
     for c in de_candidates:
         decide(annotator_de, c)
         decide(second_de, c)
+    earlier = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
+    assert earlier.number == 2 and earlier.candidates.count() == 3
+    # the same seed draws the same sample again (once the earlier round is closed: an open twin is not reopened)
+    services.round_close(admin=admin_user, rnd=earlier)
     rnd = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
-    assert rnd.number == 2 and rnd.candidates.count() == 3
-    again = services.round_open(admin=admin_user, project=project, sample_size=3, seed=11)
-    assert set(again.candidates.values_list("id", flat=True)) == set(rnd.candidates.values_list("id", flat=True))
-    services.round_close(admin=admin_user, rnd=again)
+    assert rnd.number == 3
+    assert set(rnd.candidates.values_list("id", flat=True)) == set(earlier.candidates.values_list("id", flat=True))
     got = services.candidate_take_next(user=annotator_de, project=project)
     assert got.round == rnd and got.candidate in rnd.candidates.all()
     assert selectors.own_decision(annotator_de, got.candidate, rnd) is None  # round 1 is not shown as theirs
