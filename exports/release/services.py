@@ -29,6 +29,7 @@ from django.utils import timezone
 from core import bulk, storage
 from core.domain.directions import first_failure, with_entry
 from core.domain.errors import Conflict, Invalid, NotFound
+from core.http import body_copy
 from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release, StagedUpload
@@ -883,19 +884,12 @@ def direction_staged_receive(
                 raise
     try:
         archive = work / "staged.tar.gz"
-        h, received = hashlib.sha256(), 0
         with open(archive, "wb") as out:
-            while received < length:
-                chunk = body.read(min(1 << 20, length - received))
-                if not chunk:
-                    break
-                received += len(chunk)
-                h.update(chunk)
-                out.write(chunk)
+            sha256, received = body_copy(body, out, length=length)
         if received != length:  # the worker was cut off mid-upload: keep nothing of it
             raise StagedRefused("body", f"received {received} of the {length} bytes declared")
-        if h.hexdigest() != declared:
-            raise StagedRefused("sha256", f"the body's sha256 is {h.hexdigest()}, the upload declares {declared}")
+        if sha256 != declared:
+            raise StagedRefused("sha256", f"the body's sha256 is {sha256}, the upload declares {declared}")
         existing = StagedUpload.objects.filter(release=release, direction=direction, sha256=declared).first()
         entry = release.directions.get(direction) or {}
         if (

@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Sum
 
 from core import bulk
+from core.http import body_copy
 from core.models import Direction
 from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
 from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob, WorkerToken
@@ -332,19 +333,12 @@ def part_receive(
     fd, tmp_name = tempfile.mkstemp(prefix="xqmeval-upload-", suffix=".parquet")
     tmp = Path(tmp_name)
     try:
-        h, received = hashlib.sha256(), 0
         with os.fdopen(fd, "wb") as out:
-            while received < length:
-                chunk = body.read(min(_CHUNK, length - received))
-                if not chunk:
-                    break
-                received += len(chunk)
-                h.update(chunk)
-                out.write(chunk)
+            sha256, received = body_copy(body, out, length=length, chunk=_CHUNK)
         if received != length:  # the worker was cut off mid-upload: keep nothing of it
             raise PartRefused("body", f"received {received} of the {length} bytes declared")
-        if h.hexdigest() != declared:
-            raise PartRefused("sha256", f"the body's sha256 is {h.hexdigest()}, the upload declares {declared}")
+        if sha256 != declared:
+            raise PartRefused("sha256", f"the body's sha256 is {sha256}, the upload declares {declared}")
         if existing is not None:
             return existing, False
         versions = {
