@@ -27,12 +27,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from serving import gunicorn_serve  # perf/serving.py, beside this script
 
 REPO = Path(__file__).resolve().parent.parent
 DB_NAME = "xqmeval_bench_http_release"
@@ -52,12 +53,6 @@ for direction in args["directions"]:
     sent += transfer.direction_stage(platform, release_id=args["release"], direction=direction)["archive_bytes"]
 print(json.dumps({"seconds": time.perf_counter() - t, "bytes": sent, "django": "django" in sys.modules}))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> int:
@@ -103,24 +98,7 @@ def main() -> int:
             project = Project.objects.get(name="bench")
             build_run(project=project)
             _, secret = token_create(name="bench")
-            port = free_port()
-            server = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "xqmeval.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2"],
-                cwd=REPO,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            url = f"http://127.0.0.1:{port}"
-            import httpx
-
-            for _ in range(200):
-                try:
-                    httpx.get(f"{url}/healthz", timeout=2)
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.3)
+            server, url = gunicorn_serve(env)
             worker_env = {
                 "PATH": os.environ.get("PATH", ""),
                 "HOME": os.environ.get("HOME", ""),

@@ -27,12 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from serving import gunicorn_serve  # perf/serving.py, beside this script
 
 REPO = Path(__file__).resolve().parent.parent
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
@@ -108,12 +108,6 @@ print(json.dumps(totals))
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -158,24 +152,9 @@ def main() -> int:
                 text=True,
             )
             setup = json.loads(made.stdout.strip().splitlines()[-1])
-            port = free_port()
-            server = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "xqmeval.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2"],
-                cwd=REPO,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            url = f"http://127.0.0.1:{port}"
+            server, url = gunicorn_serve(env)
             import httpx
 
-            for _ in range(200):
-                try:
-                    httpx.get(f"{url}/healthz", timeout=2)
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.3)
             # a serving platform is warm: each gunicorn worker has loaded its URL configuration and views
             headers = {"Authorization": f"Bearer {setup['token']}"}
             for _ in range(8):
