@@ -176,3 +176,11 @@ class Processes:
 
     def tail(self) -> str:
         return "\n".join(f"--- {name}\n{path.read_text()[-2500:]}" for name, path in self.logs.items() if path.exists())
+
+
+def drop_queued(url: str) -> None:
+    import redis
+
+    r = redis.Redis.from_url(url)
+    for queue in ("default", "scoring", "judge", "release"):
+        r.delete(queue)

@@ -27,7 +27,7 @@ from exports.scores import services, tasks
 from tests.exports.conftest import import_languages, seeded  # noqa: F401  (fixture: a small two-direction project)
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.workers.processes import Processes
-from tests.workers.test_http_workers import LIMIT, StallingProxy, procs, scores, wait_done  # noqa: F401
+from tests.workers.test_http_workers import LIMIT, StallingProxy, scores, wait_done
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.django_db(transaction=True)]
 
@@ -63,7 +63,7 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 
 def test_a_release_built_and_scored_through_workers_sharing_only_redis_and_http_is_the_shared_file_systems(
-    procs,  # noqa: F811
+    procs,
     shared_data,
     admin_user,
     tmp_path,
@@ -129,7 +129,7 @@ def test_a_release_built_and_scored_through_workers_sharing_only_redis_and_http_
 
 
 def test_a_release_worker_killed_mid_upload_loses_nothing_and_the_redelivered_task_completes(
-    procs,  # noqa: F811
+    procs,
     seeded,  # noqa: F811
     admin_user,
     tmp_path,

@@ -27,25 +27,6 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.subprocess, pytes
 LIMIT = 12  # judge calls per direction
 
 
-@pytest.fixture
-def procs(tmp_path, broker):  # noqa: F811
-    p = Processes(tmp_path, broker)
-    drop_queued(broker)
-    try:
-        yield p
-    finally:
-        p.stop_all()
-        drop_queued(broker)
-
-
-def drop_queued(url: str) -> None:
-    import redis
-
-    r = redis.Redis.from_url(url)
-    for queue in ("default", "scoring", "judge", "release"):
-        r.delete(queue)
-
-
 def make_release(project, root: Path) -> Release:
     write_release(root)
     manifest = json.loads((root / "manifest.json").read_text())

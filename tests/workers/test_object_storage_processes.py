@@ -18,25 +18,11 @@ from exports.scores import services, tasks
 from scoring.tests.releases import release_rows, write_release
 from tests.exports.hub_server import HubServer
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
-from tests.workers.processes import Processes
 from tests.workers.test_object_storage import KEY, REGION, SECRET, bucket, objects, s3_server  # noqa: F401
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 10
-
-
-@pytest.fixture
-def procs(tmp_path, broker):  # noqa: F811
-    from tests.workers.test_http_workers import drop_queued
-
-    p = Processes(tmp_path, broker)
-    drop_queued(broker)
-    try:
-        yield p
-    finally:
-        p.stop_all()
-        drop_queued(broker)
 
 
 def test_a_far_worker_scores_a_release_kept_in_object_storage_from_its_hub_copy(
