@@ -99,7 +99,9 @@ class MetricSpec:
     # A step over every direction of a run, once all are scored (AskQE's pooled GMM decision): called by the
     # runner with a signature's options and direction -> the scores of its part (the parts scored with that
     # signature); returns direction -> (columns to set, summary entries to set). None: per direction only.
-    finalize_run: Callable[[dict[str, Any], dict[str, list]], dict[str, tuple[dict, dict]]] | None = None
+    finalize_run: Callable[..., dict[str, tuple[dict, dict]]] | None = None
+    # part columns besides the score that ``finalize_run`` reads (direction -> column -> values), where present
+    finalize_reads: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not set(self.options) <= set(self.takes):

@@ -369,7 +369,13 @@ def _finalize_run(metric: str, parts: list[Path]) -> bool:
             m["summary"]["direction"]: pq.read_table(p, columns=["score"]).column("score").to_pylist()
             for p, m in members
         }
-        updates = spec.finalize_run(options, scores)
+        columns = {}  # the other columns the step reads (``finalize_reads``), where a part has them
+        for p, m in members:
+            names = [c for c in spec.finalize_reads if c in pq.read_schema(p).names]
+            if names:
+                table = pq.read_table(p, columns=names)
+                columns[m["summary"]["direction"]] = {c: table.column(c).to_pylist() for c in names}
+        updates = spec.finalize_run(options, scores, columns)
         for path, meta in members:
             update = updates.get(meta["summary"]["direction"])
             if not update:

@@ -7,12 +7,18 @@ lines and lines before the first header are skipped; a line naming "non-translat
 whatever its header. Score: weights 25 / 5 / 1, only the first five errors count (critical first, then
 major, then minor), total capped at 25, score = -total (-25 … 0).
 
+JSON answer in the authors' form (an answer that begins ``{"improved translation"``): its ``errors`` object
+lists the errors under "critical", "major", "minor", each element one error whatever it holds; an answer
+that is not valid JSON is read as the authors' fallback does (the errors object after ``", "errors": ``, or
+else one error per word "class" after a severity word). No "non-translation" promotion in this form, as theirs.
+
 Structured answer (JSON schema): lists "critical", "major", "minor" of {"category", "span"}; it is written
 out as the free-text answer and scored by the same rules, so both forms agree by construction.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -138,7 +144,64 @@ def structured_to_text(value) -> str | None:
     return "\n".join(lines)
 
 
+JSON_FORM = '{"improved translation"'  # how an answer in the authors' JSON form begins (no space allowed)
+_WORD = re.compile(r"\b\w+\b")
+
+
+def _errors_of_broken_json(answer: str) -> dict:
+    """The errors object of a JSON-form answer that ``json.loads`` refuses, as the authors' fallback reads it:
+    the text after the one ``", "errors": `` (less its last character) as JSON; failing that, one error per
+    word "class" after a severity word. Anything else: no errors."""
+    if '"errors": ' not in answer or "improved translation" not in answer:
+        return {}
+    halves = answer.split('", "errors": ')
+    if len(halves) != 2:
+        return {}
+    tail = halves[1][:-1]
+    try:
+        return json.loads(tail)
+    except json.JSONDecodeError:
+        pass
+    errors: dict[str, list] = {}
+    severity = None
+    for word in _WORD.findall(tail.lower()):
+        if word in WEIGHTS:
+            severity = word
+        elif severity is not None and word == "class":
+            errors.setdefault(severity, []).append({"class": "other"})
+    return errors
+
+
+def parse_json_form(answer: str) -> Parsed:
+    """An answer in the authors' JSON form (``{"improved translation": …, "errors": {severity: [error, …]}}``).
+    Where their parser fails (valid JSON without an ``errors`` object, or a severity not holding a list) it
+    is unreadable here (score 0, noted)."""
+    try:
+        value = json.loads(answer)
+    except json.JSONDecodeError:
+        value = {"errors": _errors_of_broken_json(answer)}
+    errors = value.get("errors") if isinstance(value, dict) else None
+    if not isinstance(errors, dict):
+        return Parsed(parsable=False)
+    parsed = Parsed()
+    for severity in SEVERITIES:
+        items = errors.get(severity, [])
+        if not isinstance(items, list):
+            return Parsed(parsable=False)
+        for item in items:
+            line = json.dumps(item, ensure_ascii=False)
+            if isinstance(item, dict):
+                category = " ".join(str(item.get("class", item.get("category", "other"))).split())
+                span = " ".join(str(item.get("span", "")).split())
+            else:
+                category, span = "other", " ".join(str(item).split())
+            parsed.errors.append(MQMError(severity, line, category, span))
+    return parsed
+
+
 def parse_answer(answer: str, structured: bool = False) -> Parsed:
+    if not structured and str(answer).startswith(JSON_FORM):
+        return parse_json_form(str(answer))
     if structured:
         text = structured_to_text(extract_json(answer))
         if text is None:

@@ -37,8 +37,9 @@ def string_list(text: str | None, n: int | None = None) -> list[str] | None:
     """A JSON array of strings (an object holding one such array is accepted too), or None.
 
     Every element keeps its place: an empty string stays an empty answer, so answer k always belongs to
-    question k. With ``n`` a list of any other length (or one holding a non-text element) is unreadable
-    (None): the caller asks again, then records it unreadable; it is never padded or cut to fit.
+    question k. A list holding a non-text element (a number, null, a list) is unreadable (None), and so,
+    with ``n``, is a list of any other length: the caller asks again, then records it unreadable; it is never
+    padded or cut to fit.
     """
     value = extract_json(text)
     if isinstance(value, dict):
@@ -46,11 +47,11 @@ def string_list(text: str | None, n: int | None = None) -> list[str] | None:
         value = lists[0] if len(lists) == 1 else None
     if not isinstance(value, list):
         return None
-    if any(isinstance(v, bool) or not isinstance(v, (str, int, float)) for v in value):
+    if any(not isinstance(v, str) for v in value):  # a number or null is not an answer: asked again
         return None
     if n is not None and len(value) != n:
         return None
-    return [str(v).strip() for v in value]
+    return [v.strip() for v in value]
 
 
 def array_schema(name: str, items: dict, key: str = "items") -> dict:

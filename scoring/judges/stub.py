@@ -70,8 +70,8 @@ def _content(text: str) -> list[str]:
     return [w for w in _words(text) if len(w) >= 4 or not w.isascii()]
 
 
-def _arr(items, structured: bool) -> str:
-    return json.dumps({"items": items} if structured else items, ensure_ascii=False)
+def _arr(items, structured: bool, key: str = "items") -> str:
+    return json.dumps({key: items} if structured else items, ensure_ascii=False)
 
 
 def _gemba(prompt: str, structured: bool) -> str:
@@ -171,7 +171,8 @@ def _dce(prompt: str, mt_variant: bool, structured: bool) -> str:
 
 def _amc(prompt: str, structured: bool) -> str:
     reasons = re.findall(r"^\d+\. (.*)$", prompt, re.M)
-    return _arr([-1 if "inconsistent" in r.lower() or "missing" in r.lower() else 1 for r in reasons], structured)
+    marks = [-1 if "inconsistent" in r.lower() or "missing" in r.lower() else 1 for r in reasons]
+    return _arr(marks, structured, key="answer")
 
 
 def answer_for_messages(messages: list[dict], structured: bool = False) -> str:

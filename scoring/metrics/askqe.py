@@ -44,17 +44,29 @@ def items(text: str | None) -> list[str] | None:
 
 
 DECISION_RULES = ("midpoint", "posterior")
+FITTED = "fitted"  # decision_score: the fitted score (the paper); a release column's name: the authors' gmm.py
+DECISION_INPUT = "decision_input"  # the part's column holding that release column's value per segment
 GMM_SCOPES = ("pooled", "direction")  # pooled: one mixture over the run, as the authors fit their whole file
 
 
 def gmm_decision(
-    scores: list, seed: int = 42, threshold: float = 0.5, rule: str = "midpoint", missing_as_zero: bool = True
+    scores: list,
+    seed: int = 42,
+    threshold: float = 0.5,
+    rule: str = "midpoint",
+    missing_as_zero: bool = True,
+    decide_on: list | None = None,
 ) -> tuple[list, list, dict]:
     """(decision, p_reject, fit) for one direction's scores, as the authors' ``gmm.py``: a two-component
     Gaussian mixture (``random_state`` 42) over the scores, where a segment without a score counts as 0
     (``missing_as_zero``; its decision stays None); ``p_reject`` is the posterior of the lower-mean
     component; reject when the score is below the midpoint of the two means (``rule`` = ``posterior``:
-    when ``p_reject`` reaches ``threshold``, our earlier rule)."""
+    when ``p_reject`` reaches ``threshold``, our earlier rule).
+
+    ``decide_on``: the authors' literal ``gmm.py``, which fits on one score (``avg_cos_sim``) and then compares
+    another (``avg_xcomet``) with the midpoint, accepting every row without it (an unscored one too). Given,
+    it holds that other score per segment (None: no value, accepted); the paper decides on the fitted score,
+    the default."""
     present = [s is not None for s in scores]
     values = [float(s) if s is not None else 0.0 for s in scores if s is not None or missing_as_zero]
     fit: dict[str, Any] = {
@@ -67,6 +79,10 @@ def gmm_decision(
     }
     if rule == "posterior":
         fit["threshold"] = threshold
+    if decide_on is not None:
+        if len(decide_on) != len(scores):
+            raise ValueError(f"decide_on has {len(decide_on)} values for {len(scores)} scores")
+        fit["decided_on"] = "another score (the authors' literal gmm.py)"
     if len(set(values)) < 2:
         fit["fitted"] = False
         fit["reason"] = "fewer than two distinct scores"
@@ -98,7 +114,10 @@ def gmm_decision(
             continue
         value, p = next(it)
         p_reject.append(round(float(p), 6))
-        if not has:
+        if decide_on is not None:
+            other = decide_on[len(decision)]
+            decision.append("reject" if other is not None and float(other) < midpoint else "accept")
+        elif not has:
             decision.append(None)  # in the fit as 0, as the authors count it, but no score to decide on
         elif rule == "midpoint":
             decision.append("reject" if value < midpoint else "accept")
@@ -118,6 +137,9 @@ def pooled_decision(
     that direction's own count and rejects; ``kw``: ``gmm_decision``'s options)."""
     order = sorted(by_direction)
     flat = [s for d in order for s in by_direction[d]]
+    decide_on = kw.pop("decide_on", None)
+    if decide_on is not None:  # direction -> the other score per segment, flattened in the same order
+        kw["decide_on"] = [v for d in order for v in decide_on[d]]
     decision, p_reject, fit = gmm_decision(flat, **kw)
     fit = {**fit, "scope": "pooled", "directions": order, "n_pooled": fit["n"]}
     if "n_reject" in fit:
@@ -147,14 +169,19 @@ def decision_options(opts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def finalize_run(options: dict[str, Any], scores: dict[str, list]) -> dict[str, tuple[dict, dict]]:
+def finalize_run(
+    options: dict[str, Any], scores: dict[str, list], columns: dict[str, dict[str, list]] | None = None
+) -> dict[str, tuple[dict, dict]]:
     """The runner's step over every direction of a run scored with one signature (``MetricSpec.finalize_run``):
     with ``gmm_scope`` = pooled, one mixture over all their scores (direction -> its scores). Returns
     direction -> (columns to set, summary entries); nothing with the per-direction scope (``finalize``
     decided each direction already)."""
     if options.get("gmm_scope") != "pooled":  # parts from before the option fitted per direction
         return {}
-    decisions, posteriors, fits = pooled_decision(scores, **decision_options(options))
+    kw = decision_options(options)
+    if options.get("decision_score", FITTED) != FITTED:
+        kw["decide_on"] = {d: (columns or {}).get(d, {}).get(DECISION_INPUT) or [None] * len(scores[d]) for d in scores}
+    decisions, posteriors, fits = pooled_decision(scores, **kw)
     return {d: ({"decision": decisions[d], "p_reject": posteriors[d]}, {"gmm": fits[d]}) for d in scores}
 
 
@@ -175,8 +202,12 @@ def contradiction_index(config) -> int:
 
 
 def nli_pairs(source: str, facts: list[str]) -> list[tuple[str, str]]:
-    """(premise, hypothesis) pairs: the source is the premise, each fact a hypothesis (the paper's §3.1)."""
-    return [(source, f) for f in facts]
+    """The classifier's (textA, textB) inputs: each fact (the hypothesis) first, the source (the premise)
+    second. potsawee/deberta-v3-large-mnli's card reads the pair so (textA is entailed by, or contradicts,
+    textB: its example puts the short claim first and the news sentence second), as SelfCheckGPT, which
+    trained it, feeds ``(sentence, sampled passage)``. So the filter asks whether the source contradicts the
+    fact (the paper's §3.1), not whether the fact contradicts the source."""
+    return [(f, source) for f in facts]
 
 
 class NliFilter:
@@ -207,7 +238,7 @@ class NliFilter:
             self._load()
         pairs = nli_pairs(premise, facts)
         enc = self._tokenizer(
-            [p for p, _ in pairs], [h for _, h in pairs], padding=True, truncation=True, return_tensors="pt"
+            [a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation=True, return_tensors="pt"
         )
         with self._torch.no_grad():
             labels = self._model(**enc).logits.argmax(dim=-1).tolist()
@@ -228,6 +259,7 @@ class AskQEScorer(JudgeScorer):
         "gmm_scope": "pooled",
         "reject_threshold": 0.5,
         "missing_as_zero": True,
+        "decision_score": FITTED,
     }
 
     def __init__(self, **kw):
@@ -259,7 +291,25 @@ class AskQEScorer(JudgeScorer):
         self.nli = None if off else NliFilter(self.opts["nli_model"])
 
     def wanted_columns(self) -> list[str]:
-        return [self.opts["bt_column"]] if self.opts["bt_column"] else []
+        wanted = [self.opts["bt_column"]] if self.opts["bt_column"] else []
+        if self.opts["decision_score"] != FITTED:
+            wanted.append(self.opts["decision_score"])
+        return wanted
+
+    def _decision_input(self, segment: Segment, row: int) -> float | None:
+        value = (segment.extra or {}).get(self.opts["decision_score"])
+        if value is None:
+            return None  # the authors accept a row without the score they decide on
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if number != number or number in (float("inf"), float("-inf")):
+            raise MetricError(
+                f"askqe: release column {self.opts['decision_score']!r} has no finite number for a triplet "
+                f"(row {row} of the chunk): {str(value)[:40]!r}"
+            )
+        return number
 
     def _call(self, name: str, owners, **fields) -> Call:
         t = self.prompt_set[name]
@@ -414,6 +464,8 @@ class AskQEScorer(JudgeScorer):
             extras["similarities"].append([round(x, 6) for x in sims])
             extras["backtranslation"].append(bt[i])
             extras["note"].append(note)
+            if self.opts["decision_score"] != FITTED:
+                extras.setdefault(DECISION_INPUT, []).append(self._decision_input(s, i))
         return self.result(scores, ledger, extras)
 
     def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
@@ -431,7 +483,10 @@ class AskQEScorer(JudgeScorer):
                     "reason": "pooled over the run's directions: decided once every direction is scored",
                 }
             }
-        decision, p_reject, fit = gmm_decision(columns["score"], **decision_options(self.opts))
+        kw = decision_options(self.opts)
+        if self.opts["decision_score"] != FITTED:
+            kw["decide_on"] = columns.get(DECISION_INPUT) or [None] * n
+        decision, p_reject, fit = gmm_decision(columns["score"], **kw)
         columns["decision"] = decision
         columns["p_reject"] = p_reject
         return {"gmm": {**fit, "scope": "direction"}}
@@ -450,6 +505,7 @@ register(
         build=lambda **kw: AskQEScorer(**kw),
         takes=tuple(AskQEScorer.options),
         finalize_run=finalize_run,
+        finalize_reads=(DECISION_INPUT,),
         description="AskQE: questions from the source answered on source and back-translated MT (F1); "
         "GMM accept/reject over the run's directions",
     )

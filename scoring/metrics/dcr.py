@@ -39,7 +39,8 @@ DCE_SCHEMA = array_schema(
         "additionalProperties": False,
     },
 )
-AMC_SCHEMA = array_schema("amc", {"type": "integer", "enum": [-1, 1]})
+# under "answer", the key the authors' reader takes from their prompt's {"reason": …, "answer": […]}
+AMC_SCHEMA = array_schema("amc", {"type": "integer", "enum": [-1, 1]}, key="answer")
 
 
 def amc_score(marks: list[int], alpha: float = 0.0, beta: float = 0.0) -> float:
@@ -71,7 +72,17 @@ def read_dce(text: str | None) -> list[dict] | None:
     return out or None
 
 
-def read_marks(text: str | None, k: int) -> list[int] | None:
+AMC_READINGS = ("authors", "strict")
+
+
+def read_marks(text: str | None, k: int, reading: str = "authors") -> list[int | float] | None:
+    """The AMC answer's marks. ``authors`` (default), as their ``auto_metric_converter``: "+1" read as 1, the
+    object's ``answer`` list (beside their prompt's ``reason``), its values as given, whatever its length (a
+    list of non-numbers or an empty one is their error score: None here). A bare array, the form this
+    project's prompt asks for, is read as that list. ``strict`` (our earlier reading): one mark per reason
+    (``k``), any single list of an object, each value's sign mapped to +1 / -1 (0 to -1)."""
+    if reading == "authors":
+        return _authors_marks(text)
     value = extract_json(text)
     if isinstance(value, dict):
         lists = [v for v in value.values() if isinstance(v, list)]
@@ -87,6 +98,17 @@ def read_marks(text: str | None, k: int) -> list[int] | None:
     return marks if len(marks) == k else None
 
 
+def _authors_marks(text: str | None) -> list[int | float] | None:
+    value = extract_json(None if text is None else text.replace("+1", "1"))
+    if isinstance(value, dict):
+        value = value.get("answer")
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(v, (int, float)) for v in value):  # a bool is a number to their sum(), as here
+        return None
+    return [int(v) if isinstance(v, bool) else v for v in value]
+
+
 def numbered(entries: list[dict]) -> str:
     return "\n".join(f"{n}. {e['reason']}" for n, e in enumerate(entries, 1))
 
@@ -95,12 +117,19 @@ class DCRScorer(JudgeScorer):
     name = "dcr"
     prompts = ("dcr-dce-paper", "dcr-dce-mt", "dcr-amc")
     default_max_tokens = 1024
-    options = {"variant": "mt", "alpha": 0.0, "beta": 0.0}
+    options = {"variant": "mt", "alpha": 0.0, "beta": 0.0, "amc_reading": "authors"}
 
     def __init__(self, **kw):
         super().__init__(**kw)
         if self.opts["variant"] not in VARIANTS:
             raise MetricError(f"dcr: variant {self.opts['variant']!r} unknown; choose from {', '.join(VARIANTS)}")
+        if self.opts["amc_reading"] not in AMC_READINGS:
+            raise MetricError(
+                f"dcr: amc_reading {self.opts['amc_reading']!r} unknown; choose from {', '.join(AMC_READINGS)}"
+            )
+
+    def marks(self, text: str | None, k: int) -> list[int | float] | None:
+        return read_marks(text, k, self.opts["amc_reading"])
 
     def signature(self, target_lang: str = "") -> dict[str, Any]:
         sig = super().signature(target_lang)
@@ -135,7 +164,7 @@ class DCRScorer(JudgeScorer):
         calls = [
             Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx
         ]
-        _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
+        _, parsed = self.ask(calls, lambda j, text: self.marks(text, len(entries[idx[j]])), "amc", ledger)
         marks: dict[int, list[int] | None] = dict(zip(idx, parsed))
         scores, extras = [], {"dce": [], "marks": [], "k": [], "n_inconsistent": [], "note": []}
         for i in range(n):
@@ -144,7 +173,7 @@ class DCRScorer(JudgeScorer):
             if entries[i] is None:
                 note = "" if ledger.errors[i] else "DCE answer unreadable"
             elif m is None:
-                note = "" if ledger.errors[i] else "AMC marks unreadable or not one per reason"
+                note = "" if ledger.errors[i] else "AMC marks unreadable"
             scores.append(amc_score(m, float(self.opts["alpha"]), float(self.opts["beta"])) if m else None)
             extras["dce"].append(entries[i] or [])
             extras["marks"].append(m or [])
@@ -183,7 +212,7 @@ class RAI(DCRScorer):
         calls = [
             Call(t, t.messages(d.structured, reasons=numbered(entries[i])), d, AMC_SCHEMA, owners=(i,)) for i in idx
         ]
-        _, parsed = self.ask(calls, lambda j, text: read_marks(text, len(entries[idx[j]])), "amc", ledger)
+        _, parsed = self.ask(calls, lambda j, text: self.marks(text, len(entries[idx[j]])), "amc", ledger)
         below = [False] * len(segments)
         for i, m in zip(idx, parsed):
             below[i] = bool(m) and amc_score(m, float(self.opts["alpha"]), float(self.opts["beta"])) < 1

@@ -205,9 +205,8 @@ def test_nli_labels_are_read_by_index_when_the_config_names_none_and_by_name_oth
         "deberta-v2", num_labels=3, id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
     )
     assert contradiction_index(named) == 0
-    assert nli_pairs("The source.", ["a fact"]) == [
-        ("The source.", "a fact")
-    ]  # premise: the source; hypothesis: the fact
+    # textA: the fact (the hypothesis); textB: the source (the premise), as the model card orders its pair
+    assert nli_pairs("The source.", ["a fact"]) == [("a fact", "The source.")]
 
 
 def test_nli_filter_keeps_or_drops_facts_and_falls_back_to_the_vanilla_questions(tmp_path, monkeypatch):

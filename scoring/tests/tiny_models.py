@@ -268,3 +268,71 @@ def omniscore_legacy(d: Path) -> Path:
         sys.path.remove(str(d))
         sys.modules.pop("configuration_score_predictor", None)
     return d
+
+
+def order_sensitive_nli(d: Path) -> Path:
+    """A two-label [entailment, contradiction] sequence classifier, in a local directory with a DeBERTa-v3
+    tokenizer, whose answer depends on the order of its pair: it says entailment when the tokens of the
+    first text (textA, the hypothesis on potsawee/deberta-v3-large-mnli's card) occur as one run in the
+    second (textB, the premise), and contradiction otherwise. Fed (short fact, long source) it entails a
+    fact the source states; fed the other way round it contradicts every such fact. Its model type is
+    registered with transformers' Auto classes in this process (``register_order_sensitive_nli``)."""
+    from transformers import DebertaV2Tokenizer
+
+    register_order_sensitive_nli()
+    config_cls, model_cls = _ORDER_NLI
+    sp = train_spm(d / "spm", pad_id=0, unk_id=3, bos_id=1, eos_id=2, control_symbols=["[CLS]", "[SEP]", "[MASK]"])
+    tok = DebertaV2Tokenizer(
+        vocab_file=str(sp),
+        bos_token="[CLS]",
+        eos_token="[SEP]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="[MASK]",
+    )
+    tok.save_pretrained(d)
+    model_cls(config_cls(sep_id=tok.sep_token_id, cls_id=tok.cls_token_id, num_labels=2)).save_pretrained(d)
+    return d
+
+
+_ORDER_NLI: list = []
+
+
+def register_order_sensitive_nli() -> None:
+    if _ORDER_NLI:
+        return
+    from transformers import AutoConfig, AutoModelForSequenceClassification, PretrainedConfig, PreTrainedModel
+    from transformers.modeling_outputs import SequenceClassifierOutput
+
+    class OrderNliConfig(PretrainedConfig):
+        model_type = "order-sensitive-nli"
+
+        def __init__(self, sep_id: int = 2, cls_id: int = 1, **kw):
+            super().__init__(**kw)
+            self.sep_id, self.cls_id = sep_id, cls_id
+
+    class OrderNli(PreTrainedModel):
+        config_class = OrderNliConfig
+
+        def __init__(self, config):
+            super().__init__(config)
+            self.unused = torch.nn.Linear(1, 1)  # a checkpoint needs a weight; the rule below needs none
+
+        def _init_weights(self, module):
+            pass
+
+        def forward(self, input_ids=None, attention_mask=None, **_):
+            logits = []
+            for ids, mask in zip(input_ids.tolist(), attention_mask.tolist()):
+                ids = [t for t, m in zip(ids, mask) if m and t != self.config.cls_id]
+                cut = ids.index(self.config.sep_id)
+                a, b = ids[:cut], [t for t in ids[cut + 1 :] if t != self.config.sep_id]
+                inside = any(b[i : i + len(a)] == a for i in range(len(b) - len(a) + 1)) if a else False
+                logits.append([5.0, 0.0] if inside else [0.0, 5.0])
+            return SequenceClassifierOutput(logits=torch.tensor(logits))
+
+    AutoConfig.register(OrderNliConfig.model_type, OrderNliConfig)
+    AutoModelForSequenceClassification.register(OrderNliConfig, OrderNli)
+    _ORDER_NLI.extend([OrderNliConfig, OrderNli])
