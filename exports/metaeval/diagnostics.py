@@ -188,6 +188,7 @@ class SpanTranslation:
     error_types: Sequence[str]
     predicted: Sequence[tuple[int, int]]
     injected: Sequence[tuple[int, int]]
+    length: int | None = None  # the pseudo translation's characters (None: up to the last span's end)
 
 
 def _characters(spans: Iterable[tuple[int, int]]) -> set[int]:
@@ -230,19 +231,39 @@ def _prf(both: int, predicted: int, injected: int) -> dict:
     }
 
 
+def _marked(t: SpanTranslation):
+    from exports.metaeval.span_measures import Marked, Span
+
+    length = t.length if t.length is not None else max((b for _, b in (*t.predicted, *t.injected)), default=0)
+    # the release's spans carry no severity: every one counts as major (span_measures' docstring)
+    return Marked(length, [Span(a, b) for a, b in t.predicted], [Span(a, b) for a, b in t.injected])
+
+
 def span_agreement(translations: Iterable[SpanTranslation]) -> list[dict]:
     """Character-level precision, recall and F1 per error type over the single-error translations (k = 1),
     then one row over every translation (references and k ≥ 2 too: a span marked on a reference is all false
-    positive)."""
+    positive). Each row also holds ``variants``: ``span_measures.variants`` over the same translations (exact
+    and partial match, the WMT23 and WMT25 character F-scores)."""
+    from exports.metaeval.span_measures import variants
+
     per_type: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     total = [0, 0, 0, 0]
+    marked: dict[str | None, list] = defaultdict(list)
     for t in translations:
         counts = span_counts(t.predicted, t.injected)
-        groups = [total] + ([per_type[t.error_types[0]]] if t.level == 1 and len(t.error_types) == 1 else [])
-        for group in groups:
+        kinds = [None] + ([t.error_types[0]] if t.level == 1 and len(t.error_types) == 1 else [])
+        m = _marked(t)
+        for kind in kinds:
+            group = total if kind is None else per_type[kind]
             for i, c in enumerate((*counts, 1)):
                 group[i] += c
-    rows = [{"error_type": kind, "n": c[3], **_prf(*c[:3])} for kind, c in sorted(per_type.items())]
+            marked[kind].append(m)
+    rows = [
+        {"error_type": kind, "n": c[3], **_prf(*c[:3]), "variants": variants(marked[kind])}
+        for kind, c in sorted(per_type.items())
+    ]
     if total[3]:
-        rows.append({"error_type": ALL_TRANSLATIONS, "n": total[3], **_prf(*total[:3])})
+        rows.append(
+            {"error_type": ALL_TRANSLATIONS, "n": total[3], **_prf(*total[:3]), "variants": variants(marked[None])}
+        )
     return rows

@@ -292,3 +292,137 @@ def meta_evaluate(
         "n": len(keep),
         **result.as_dict(),
     }
+
+
+# ---- stored ratings: character-level error spans (mt-metrics-eval ``ratings.py``) ---------------------------
+
+MAX_ERRORS_PER_RATING = 1_000
+
+
+@dataclass(frozen=True)
+class Ratings:
+    """One EvalSet's stored ratings for ``lp``: rating name -> system -> per segment, the target-side error
+    spans (None: not rated), and each system's outputs (the spans' character offsets are in them)."""
+
+    name: str
+    lp: str
+    outputs: dict[str, list[str]]
+    ratings: dict[str, dict[str, list[list | None]]]
+
+
+def _rating_errors(text: str, where: str) -> list:
+    """The target-side spans of one rating in ``ratings.Rating``'s JSON (``{"errors": [Error, …]}``; an
+    ``Error`` has ``start`` and ``end`` and optionally ``category``, ``severity``, ``score``,
+    ``is_source_error``), as ``Rating.FromDict`` reads it. Source-side errors are left out."""
+    import json
+
+    from exports.metaeval.span_measures import Span
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvalSetError(f"{where}: the rating is not JSON ({exc.msg})") from None
+    errors = value.get("errors") if isinstance(value, dict) else None
+    if not isinstance(errors, list):
+        raise EvalSetError(f"{where}: a rating is an object with a list 'errors'")
+    if len(errors) > MAX_ERRORS_PER_RATING:
+        raise EvalSetError(f"{where}: more than {MAX_ERRORS_PER_RATING} errors in one rating")
+    spans = []
+    for n, e in enumerate(errors, 1):
+        if not isinstance(e, dict):
+            raise EvalSetError(f"{where}: error {n} is not an object")
+        start, end = e.get("start"), e.get("end")
+        if type(start) is not int or type(end) is not int:
+            raise EvalSetError(f"{where}: error {n} needs integer 'start' and 'end'")
+        severity = e.get("severity")
+        if severity is not None and not isinstance(severity, str):
+            raise EvalSetError(f"{where}: error {n}: 'severity' is not text")
+        if e.get("is_source_error") is True:
+            continue
+        spans.append(Span(start, end, severity))
+    return spans
+
+
+def read_ratings(root: str, name: str, lp: str) -> Ratings:
+    """``ROOT/NAME/human-scores/LP.RATING.seg.rating`` files, read as mt-metrics-eval's ``read_stored_ratings``
+    (``ratings.ReadRatingFile``) reads them: ``SYSTEM<TAB>RATING`` or ``SYSTEM<TAB>RATING<TAB>RATER`` per line,
+    a system's lines in segment order, ``None`` for an unrated segment. Each system must be one of the
+    EvalSet's outputs and rate every segment; an error names the file and line."""
+    d = os.path.join(root, name)
+    src_path = os.path.join(d, "sources", f"{lp}.txt")
+    if not os.path.exists(src_path):
+        raise EvalSetError(f"{src_path}: missing")
+    n = len(_read_lines(src_path))
+    out_dir = os.path.join(d, "system-outputs", lp)
+    if not os.path.isdir(out_dir):
+        raise EvalSetError(f"{out_dir}: no system outputs")
+    outputs = {}
+    for f in sorted(os.listdir(out_dir)):
+        if f.endswith(".txt") and len(f) > 4:
+            outputs[f[:-4]] = _read_lines(os.path.join(out_dir, f))
+            if len(outputs[f[:-4]]) != n:
+                raise EvalSetError(f"{os.path.join(out_dir, f)}: {len(outputs[f[:-4]])} lines for {n} source segments")
+    folder = os.path.join(d, "human-scores")
+    prefix, suffix = f"{lp}.", ".seg.rating"
+    files = (
+        sorted(f for f in os.listdir(folder) if f.startswith(prefix) and f.endswith(suffix))
+        if os.path.isdir(folder)
+        else []
+    )
+    if not files:
+        raise EvalSetError(f"{folder}: no {lp}.*.seg.rating files")
+    ratings = {}
+    for f in files:
+        path, rating_name = os.path.join(folder, f), f[len(prefix) : -len(suffix)]
+        per_system: dict[str, list] = {}
+        for number, line in enumerate(_read_lines(path), 1):
+            cols = line.strip().split("\t")
+            where = f"{path}, line {number}"
+            if len(cols) not in (2, 3):
+                raise EvalSetError(f"{where}: expected 2 or 3 tab-separated columns, found {len(cols)}")
+            if cols[0] not in outputs:
+                raise EvalSetError(f"{where}: unknown system {cols[0]!r}")
+            per_system.setdefault(cols[0], []).append(None if cols[1] == "None" else _rating_errors(cols[1], where))
+        for system, values in per_system.items():
+            if len(values) != n:
+                raise EvalSetError(f"{path}: system {system} has {len(values)} ratings for {n} segments")
+        ratings[rating_name] = per_system
+    return Ratings(name, lp, outputs, ratings)
+
+
+def span_meta_evaluate(ratings: Ratings, gold: str) -> dict:
+    """Every other rating's spans against ``gold``'s (``span_measures.variants`` plus the character F1 of
+    ``diagnostics.span_counts``), over the (system, segment) pairs both rated."""
+    from exports.metaeval.diagnostics import span_counts
+    from exports.metaeval.span_measures import Marked, variants
+
+    if gold not in ratings.ratings:
+        raise EvalSetError(
+            f"{ratings.name}/{ratings.lp}: no {gold!r} ratings (there are: {', '.join(sorted(ratings.ratings))})"
+        )
+    rows = []
+    for rating, per_system in sorted(ratings.ratings.items()):
+        if rating == gold:
+            continue
+        pairs = []
+        for system, golds in sorted(ratings.ratings[gold].items()):
+            for seg, (g, p) in enumerate(zip(golds, per_system.get(system) or [None] * len(golds))):
+                if g is not None and p is not None:
+                    pairs.append(Marked(len(ratings.outputs[system][seg]), p, g))
+        both, predicted, injected = (
+            (sum(c) for c in zip(*(_chars(m, span_counts) for m in pairs))) if pairs else (0, 0, 0)
+        )
+        rows.append(
+            {
+                "rating": rating,
+                "n": len(pairs),
+                "f1": 2 * both / (predicted + injected) if predicted + injected else None,
+                "variants": variants(pairs),
+            }
+        )
+    return {"evalset": ratings.name, "lp": ratings.lp, "gold": gold, "ratings": rows}
+
+
+def _chars(m, span_counts) -> tuple[int, int, int]:
+    clip = lambda spans: [(max(0, s.start), min(m.length, s.end)) for s in spans]  # noqa: E731
+    return span_counts(clip(m.predicted), clip(m.gold))

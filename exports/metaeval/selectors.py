@@ -683,7 +683,9 @@ def release_diagnostics(
             if marked.exists():  # a metric that marks error spans (GEMBA-MQM, xCOMET)
                 injected = _injected_spans(release, code) if injected is None else injected
                 result[metric][code]["spans"] = diagnostics.span_agreement(
-                    diagnostics.SpanTranslation(*injected[t][:2], _clip(spans, injected[t][3]), injected[t][2])
+                    diagnostics.SpanTranslation(
+                        *injected[t][:2], _clip(spans, injected[t][3]), injected[t][2], injected[t][3]
+                    )
                     for t, spans in marked.values_list("triplet_id", "spans").iterator(chunk_size=20_000)
                     if t in injected
                 )

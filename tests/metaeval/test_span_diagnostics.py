@@ -232,11 +232,21 @@ def test_gemba_mqm_spans_from_the_stub_judge_reach_the_diagnostics(
     page = client.get(reverse("scores:diagnostics", args=[release.pk]), {"metrics": "gemba-mqm"}).content.decode()
     assert "Error spans: predicted against injected" in page
     assert f"<td>{20 / len(ADDED):.3f}</td>" in page  # the addition's recall
+    # the variants beside it: the untranslated word is marked exactly where it was injected, so every one is 1
+    assert {name: v["f1"] for name, v in rows["Untranslated"]["variants"].items()} == {
+        "exact": 1.0,
+        "partial": 1.0,
+        "wmt23": 1.0,
+        "wmt25": 1.0,
+    }
+    assert "<th>Exact match F1</th>" in page and '<td data-variant="wmt25">1.000</td>' in page
     out = io.StringIO()
     call_command(
         "metaeval", str(release.pk), "--metrics", "gemba-mqm", "--diagnostics", "--resamples", "20", stdout=out
     )
     assert f"Addition{' ' * 20} n=1     spans: precision 1.000 recall {20 / len(ADDED):.3f}" in out.getvalue()
+    variants = "span F1 variants: exact 1.000 partial 1.000 wmt23 1.000 wmt25 1.000"
+    assert f"Untranslated{' ' * 16} n=1     {variants}" in out.getvalue()
 
 
 # ---- xCOMET on the tiny checkpoint scoring/tests builds, in the scoring environment --------------------------

@@ -4,6 +4,7 @@ python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboar
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --diagnostics [--tie-threshold 0] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --export-evalset DIR
 python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de [--gold mqm] [--level sys|seg]
+python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de --span-gold mqm [--format json|text]
 
 Meta-evaluates scored metrics against the release's predetermined human scores (SPEC §9). ``acc23-tc`` is acc23
 with tie calibration (the WMT23 segment-level statistic; ``23-tc`` the same for τ_23): the metric-difference
@@ -71,10 +72,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--level", help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg"
         )
+        parser.add_argument(
+            "--span-gold",
+            metavar="RATING",
+            help="--import-evalset: compare every other stored rating's error spans (human-scores/LP.*.seg.rating) "
+            "with this one's: character F1, exact and partial match, WMT23 and WMT25 character F-scores",
+        )
 
     def _imported(self, opts) -> None:
         if not opts["evalset"] or not opts["lp"]:
             raise CommandError("--import-evalset needs --evalset NAME and --lp LP")
+        if opts["span_gold"]:
+            return self._imported_spans(opts)
         try:
             evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"])
             result = evalset.meta_evaluate(
@@ -97,6 +106,21 @@ class Command(BaseCommand):
         )
         for row in result["ranking"]:
             self.stdout.write(f"  {row['cluster']:>3}  {row['metric']:<30} {row['value']:.4f}")
+
+    def _imported_spans(self, opts) -> None:
+        try:
+            ratings = evalset.read_ratings(opts["import_evalset"], opts["evalset"], opts["lp"])
+            result = evalset.span_meta_evaluate(ratings, opts["span_gold"])
+        except (evalset.EvalSetError, ValueError, OSError) as exc:
+            raise CommandError(str(exc)) from None
+        if opts["format"] == "json":
+            self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
+            return
+        self.stdout.write(f"{result['evalset']} {result['lp']}: error spans against the {result['gold']} ratings")
+        for row in result["ratings"]:
+            figures = [("char F1", row["f1"])] + [(name, v["f1"]) for name, v in row["variants"].items()]
+            text = " ".join(f"{name} {'–' if v is None else format(v, '.3f')}" for name, v in figures)
+            self.stdout.write(f"  {row['rating']:<30} n={row['n']:<6} {text}")
 
     def _diagnostics(self, release, metrics, opts) -> None:
         try:
@@ -134,7 +158,15 @@ class Command(BaseCommand):
                     prf = " ".join(
                         f"{k} {'–' if row[k] is None else format(row[k], '.3f')}" for k in ("precision", "recall", "f1")
                     )
+                    variants = " ".join(
+                        f"{name} {'–' if v['f1'] is None else format(v['f1'], '.3f')}"
+                        for name, v in row.get("variants", {}).items()
+                    )
                     self.stdout.write(f"  {code} {row['error_type']:<28} n={row['n']:<5} spans: {prf}")
+                    if variants:
+                        self.stdout.write(
+                            f"  {code} {row['error_type']:<28} n={row['n']:<5} span F1 variants: {variants}"
+                        )
 
     def _export(self, release, metrics, opts) -> None:
         try:
