@@ -483,6 +483,29 @@ def _askqe_release(root: Path, losses: dict[str, list[int]]) -> Path:
     return root
 
 
+def test_askqe_decides_on_a_release_column_as_the_authors_gmm_script_with_decision_score(stub, tmp_path):
+    # the authors' gmm.py, read literally: fit on the score, compare another score (here the release column
+    # "xcomet") with the midpoint, accept a row without it; run through the runner's run-wide step
+    release = _askqe_release(tmp_path / "rel", {"en-de": [0, 1, 2, 0, 1, 3], "en-zh": [0, 5, 4, 5, 1, 4]})
+    other = {}
+    for d in ("en-de", "en-zh"):
+        table = pq.read_table(release / d / "test.parquet")
+        values = [None if i % 5 == 0 else round(0.1 + 0.07 * i, 2) for i in range(table.num_rows)]
+        other[d] = values
+        pq.write_table(table.append_column("xcomet", pa.array(values, pa.float64())), release / d / "test.parquet")
+    extra = {"bt_column": "bt", "nli_model": "none", "decision_score": "xcomet"}
+    out = tmp_path / "out"
+    score_release(release, ["askqe"], out=out, options=ScoreOptions(judge=_judge(stub, tmp_path), extra=extra))
+    parts = {d: pq.read_table(part_path(out, "askqe", d)).to_pydict() for d in ("en-de", "en-zh")}
+    assert {d: p["decision_input"] for d, p in parts.items()} == other
+    scores = parts["en-de"]["score"] + parts["en-zh"]["score"]
+    literal, _, fit = gmm_decision(scores, decide_on=other["en-de"] + other["en-zh"])
+    assert parts["en-de"]["decision"] + parts["en-zh"]["decision"] == literal
+    assert literal != gmm_decision(scores)[0]  # the paper's default decides otherwise on this release
+    assert all(d == "accept" for d, v in zip(literal, other["en-de"] + other["en-zh"]) if v is None)
+    assert fit["decided_on"]
+
+
 def test_askqe_decides_over_every_direction_of_the_run_and_a_rerun_keeps_the_decisions(stub, tmp_path):
     from scoring.worker import score_direction_task
 
