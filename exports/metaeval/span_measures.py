@@ -8,8 +8,9 @@ group of translations, as its authors' code does (checked against it in
   ``measure="EM"`` / ``"MP"`` and its defaults: one-to-one optimal matching, micro-averaged, no severity
   penalty). A predicted span is matched to at most one gold span and back; EM credits a pair with the same
   offsets, MP a pair that shares a character. TP = the matched pairs, FP = predicted − TP, FN = gold − TP.
-  With both credits 0 or 1, the optimum is a maximum bipartite matching (Kuhn's augmenting paths here, the
-  Hungarian solver there: the same count). Empty spans (an omission) are no span to them and are left out.
+  With both credits 0 or 1, the optimum is a maximum bipartite matching (the Hungarian solver there; here
+  a count of equal offset pairs for EM and a greedy sweep over the spans' ends for MP: the same size,
+  without an assignment solver). Empty spans (an omission) are no span to them and are left out.
   Precision or recall with nothing to divide by is 1.0, as theirs.
 - ``wmt23``: the WMT23 QE shared task's character F-score (``WMT-QE-Task/qe-eval-scripts``
   ``wmt23/task2_evaluate.py`` ``score_new``): per character, gold and predicted major and minor marks; a gold
@@ -32,6 +33,8 @@ alike.
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -67,28 +70,37 @@ def severity_of(span: Span) -> str:
 # ---- EM / MP: one-to-one matching ---------------------------------------------------------------------------
 
 
-def _max_matching(edges: list[list[int]], n_gold: int) -> int:
-    """Size of a maximum matching of predicted spans (rows of ``edges``) to gold spans (Kuhn's algorithm)."""
-    owner = [-1] * n_gold
-
-    def augment(p: int, seen: list[bool]) -> bool:
-        for g in edges[p]:
-            if not seen[g]:
-                seen[g] = True
-                if owner[g] < 0 or augment(owner[g], seen):
-                    owner[g] = p
-                    return True
-        return False
-
-    return sum(augment(p, [False] * n_gold) for p in range(len(edges)) if edges[p])
+def _exact_pairs(predicted: Sequence[Span], gold: Sequence[Span]) -> int:
+    """Size of a maximum one-to-one matching of equal spans: per offset pair, the fewer of its two counts."""
+    gold_counts = Counter((g.start, g.end) for g in gold)
+    return sum(min(n, gold_counts[key]) for key, n in Counter((p.start, p.end) for p in predicted).items())
 
 
-def _one_to_one(pairs: Iterable[Marked], credit: Callable[[Span, Span], bool]) -> dict:
+def _overlap_pairs(predicted: Sequence[Span], gold: Sequence[Span]) -> int:
+    """Size of a maximum one-to-one matching of spans that share a character. Greedy, in the order of the
+    predicted spans' ends: each takes, of the gold spans that start before it ends, the unused one that ends
+    first after it starts (an exchange argument: a later predicted span ends no earlier, so every gold span
+    this one could take starts early enough for it too, and the one ending first is the least useful to it)."""
+    by_start = sorted((g.start, g.end) for g in gold)
+    open_ends: list[int] = []  # ends of the unused gold spans that start before the current span ends, sorted
+    added = matched = 0
+    for p in sorted(predicted, key=lambda s: s.end):
+        while added < len(by_start) and by_start[added][0] < p.end:
+            insort(open_ends, by_start[added][1])
+            added += 1
+        i = bisect_right(open_ends, p.start)
+        if i < len(open_ends):
+            del open_ends[i]
+            matched += 1
+    return matched
+
+
+def _one_to_one(pairs: Iterable[Marked], matching: Callable[[Sequence[Span], Sequence[Span]], int]) -> dict:
     tp = fp = fn = 0
     for m in pairs:
         predicted = [s for s in m.predicted if s.start < s.end]
         gold = [s for s in m.gold if s.start < s.end]
-        matched = _max_matching([[j for j, g in enumerate(gold) if credit(p, g)] for p in predicted], len(gold))
+        matched = matching(predicted, gold)
         tp, fp, fn = tp + matched, fp + len(predicted) - matched, fn + len(gold) - matched
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
@@ -97,11 +109,11 @@ def _one_to_one(pairs: Iterable[Marked], credit: Callable[[Span, Span], bool]) -
 
 
 def exact_match(pairs: Iterable[Marked]) -> dict:
-    return _one_to_one(pairs, lambda p, g: (p.start, p.end) == (g.start, g.end))
+    return _one_to_one(pairs, _exact_pairs)
 
 
 def partial_match(pairs: Iterable[Marked]) -> dict:
-    return _one_to_one(pairs, lambda p, g: min(p.end, g.end) > max(p.start, g.start))
+    return _one_to_one(pairs, _overlap_pairs)
 
 
 # ---- character measures ---------------------------------------------------------------------------------------
