@@ -258,6 +258,36 @@ def direction_add(*, project: Project, target: str) -> Direction:
     return direction
 
 
+def project_pool_rule_set(*, project: Project, rule: str) -> str:
+    """Store the project's pool rule (review checks it and re-derives the statuses); returns the rule it replaced."""
+    old = project.pool_rule
+    if rule != old:
+        project.pool_rule = rule
+        project.save(update_fields=["pool_rule"])
+    return old
+
+
+def project_direction_remove(*, project: Project, direction: Direction) -> None:
+    """Take ``direction`` out of the project and of its retired list (the caller checked it holds nothing)."""
+    project.retired_directions.remove(direction)
+    project.directions.remove(direction)
+
+
+def project_direction_retire(*, project: Project, direction: Direction) -> None:
+    project.retired_directions.add(direction)
+
+
+def project_direction_reinstate(*, project: Project, direction: Direction) -> None:
+    project.retired_directions.remove(direction)
+
+
+def assignments_add(*, user, directions: Iterable[tuple[Project, Direction]]) -> None:
+    """Let ``user`` review each (project, direction); assignments already there stay."""
+    ReviewerAssignment.objects.bulk_create(
+        [ReviewerAssignment(project=p, direction=d, user=user) for p, d in directions], ignore_conflicts=True
+    )
+
+
 def assignments_set(*, project: Project, direction: str, usernames: Iterable[str]) -> list[str]:
     """Make exactly ``usernames`` (annotators) the reviewers of ``direction`` in ``project``; returns them
     sorted. ``ProjectRejected`` names every unknown user, non-annotator or wrong direction; nothing is

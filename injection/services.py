@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from core import bulk
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from core.domain.errors import Conflict, Invalid
 from core.domain.units import DiffTooLarge
@@ -94,6 +95,31 @@ class RunSpec:
     prompt_files: list[str] = field(default_factory=list)  # NAME=PATH: a user's perturbation prompt files
     created_by: object = None
     submission: str = ""  # the start form's one-time key: the same form sent twice (a double click) plans one run
+
+
+def run_ensure(*, project: Project, name: str, defaults: dict) -> InjectionRun:
+    """The run named ``name`` that holds candidates made outside an injection run (planted gold items, the
+    XQ-MEval import), made once with ``defaults``."""
+    run, _ = InjectionRun.objects.get_or_create(project=project, name=name, defaults=defaults)
+    return run
+
+
+def run_totals_set(*, run: InjectionRun) -> InjectionRun:
+    """Such a run's counters: every candidate it holds is done."""
+    run.total = run.done = run.candidates.count()
+    run.save(update_fields=["total", "done"])
+    return run
+
+
+def candidate_objects_create(*, candidates: list[Candidate]) -> None:
+    """Store whole candidate rows made outside an injection run (planted gold items)."""
+    Candidate.objects.bulk_create(candidates)
+
+
+def candidate_rows_create(*, rows: list[dict]) -> list[int] | None:
+    """Store candidate rows given as column dicts in bulk (``core.bulk``: COPY on PostgreSQL); their ids in
+    order, or None where the backend cannot reserve them (the caller reads them back)."""
+    return bulk.insert_dicts_with_ids(Candidate, rows)
 
 
 def run_find_submitted(*, project: Project, submission: str) -> InjectionRun | None:

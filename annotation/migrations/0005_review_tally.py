@@ -4,8 +4,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.review import tally_sql
-from core.trigger_ops import postgresql_only
 
 
 def count_existing(apps, schema_editor):
@@ -15,7 +13,258 @@ def count_existing(apps, schema_editor):
     Project = apps.get_model("core", "Project")
     with schema_editor.connection.cursor() as cursor:
         for pk in Project.objects.values_list("pk", flat=True):
-            cursor.execute(tally_sql.RECOUNT, {"project": pk})
+            cursor.execute(RECOUNT, {"project": pk})
+
+# The SQL as this migration ran it (frozen: annotation.review.tally_sql may change after; a change is a new migration).
+INSTALL = """
+        CREATE OR REPLACE FUNCTION xq_tally_candidate_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+        INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+        SELECT project_id, direction_id, round_number, status, reviews, 1 * COUNT(*) FROM (
+        SELECT s.project_id, s.direction_id, 1 AS round_number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d JOIN annotation_reviewround r ON r.id = d.round_id
+                 WHERE d.candidate_id = c.id AND d.source = 'annotator' AND r.number = 1)::int AS reviews
+          FROM new_rows c JOIN core_goldsegment s ON s.id = c.segment_id
+        UNION ALL
+        SELECT s.project_id, s.direction_id, r.number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int
+          FROM new_rows c JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround_candidates m ON m.candidate_id = c.id JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+    ) u GROUP BY project_id, direction_id, round_number, status, reviews;
+    
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_candidate_insert ON injection_candidate;
+CREATE TRIGGER xq_tally_candidate_insert AFTER INSERT ON injection_candidate REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_candidate_insert();
+
+        CREATE OR REPLACE FUNCTION xq_tally_candidate_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+        INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+        SELECT project_id, direction_id, round_number, status, reviews, -1 * COUNT(*) FROM (
+        SELECT s.project_id, s.direction_id, 1 AS round_number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d JOIN annotation_reviewround r ON r.id = d.round_id
+                 WHERE d.candidate_id = c.id AND d.source = 'annotator' AND r.number = 1)::int AS reviews
+          FROM old_rows c JOIN core_goldsegment s ON s.id = c.segment_id
+        UNION ALL
+        SELECT s.project_id, s.direction_id, r.number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int
+          FROM old_rows c JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround_candidates m ON m.candidate_id = c.id JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+    ) u GROUP BY project_id, direction_id, round_number, status, reviews;
+    
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_candidate_delete ON injection_candidate;
+CREATE TRIGGER xq_tally_candidate_delete AFTER DELETE ON injection_candidate REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_candidate_delete();
+
+        CREATE OR REPLACE FUNCTION xq_tally_candidate_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+        INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+        SELECT project_id, direction_id, round_number, status, reviews, -1 * COUNT(*) FROM (
+        SELECT s.project_id, s.direction_id, 1 AS round_number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d JOIN annotation_reviewround r ON r.id = d.round_id
+                 WHERE d.candidate_id = c.id AND d.source = 'annotator' AND r.number = 1)::int AS reviews
+          FROM (SELECT o.* FROM old_rows o JOIN new_rows n ON n.id = o.id
+              WHERE o.status IS DISTINCT FROM n.status OR o.segment_id IS DISTINCT FROM n.segment_id) c JOIN core_goldsegment s ON s.id = c.segment_id
+        UNION ALL
+        SELECT s.project_id, s.direction_id, r.number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int
+          FROM (SELECT o.* FROM old_rows o JOIN new_rows n ON n.id = o.id
+              WHERE o.status IS DISTINCT FROM n.status OR o.segment_id IS DISTINCT FROM n.segment_id) c JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround_candidates m ON m.candidate_id = c.id JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+    ) u GROUP BY project_id, direction_id, round_number, status, reviews;
+    
+        INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+        SELECT project_id, direction_id, round_number, status, reviews, 1 * COUNT(*) FROM (
+        SELECT s.project_id, s.direction_id, 1 AS round_number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d JOIN annotation_reviewround r ON r.id = d.round_id
+                 WHERE d.candidate_id = c.id AND d.source = 'annotator' AND r.number = 1)::int AS reviews
+          FROM (SELECT n.* FROM old_rows o JOIN new_rows n ON n.id = o.id
+              WHERE o.status IS DISTINCT FROM n.status OR o.segment_id IS DISTINCT FROM n.segment_id) c JOIN core_goldsegment s ON s.id = c.segment_id
+        UNION ALL
+        SELECT s.project_id, s.direction_id, r.number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int
+          FROM (SELECT n.* FROM old_rows o JOIN new_rows n ON n.id = o.id
+              WHERE o.status IS DISTINCT FROM n.status OR o.segment_id IS DISTINCT FROM n.segment_id) c JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround_candidates m ON m.candidate_id = c.id JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+    ) u GROUP BY project_id, direction_id, round_number, status, reviews;
+    
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_candidate_update ON injection_candidate;
+CREATE TRIGGER xq_tally_candidate_update AFTER UPDATE ON injection_candidate REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_candidate_update();
+
+        CREATE OR REPLACE FUNCTION xq_tally_decision_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+    WITH delta AS (
+        SELECT candidate_id, round_id, SUM(k)::int AS k FROM (
+            SELECT candidate_id, round_id, 1 AS k FROM new_rows WHERE source = 'annotator' AND round_id IS NOT NULL
+            UNION ALL
+            SELECT candidate_id, round_id, -1 FROM (SELECT * FROM new_rows WHERE false) o WHERE source = 'annotator' AND round_id IS NOT NULL
+        ) x GROUP BY candidate_id, round_id HAVING SUM(k) <> 0
+    ), unit AS (
+        SELECT s.project_id, s.direction_id, r.number AS round_number, c.status, delta.k,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int AS now
+          FROM delta JOIN injection_candidate c ON c.id = delta.candidate_id JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround r ON r.id = delta.round_id
+         WHERE r.number = 1 OR EXISTS (SELECT 1 FROM annotation_reviewround_candidates m WHERE m.reviewround_id = r.id AND m.candidate_id = c.id)
+    )
+    INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+    SELECT project_id, direction_id, round_number, status, reviews, SUM(delta) FROM (
+        SELECT project_id, direction_id, round_number, status, now - k AS reviews, -1 AS delta FROM unit
+        UNION ALL
+        SELECT project_id, direction_id, round_number, status, now, 1 FROM unit
+    ) m GROUP BY project_id, direction_id, round_number, status, reviews;
+
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_decision_insert ON annotation_reviewdecision;
+CREATE TRIGGER xq_tally_decision_insert AFTER INSERT ON annotation_reviewdecision REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_decision_insert();
+
+        CREATE OR REPLACE FUNCTION xq_tally_decision_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+    WITH delta AS (
+        SELECT candidate_id, round_id, SUM(k)::int AS k FROM (
+            SELECT candidate_id, round_id, 1 AS k FROM (SELECT * FROM old_rows WHERE false) n WHERE source = 'annotator' AND round_id IS NOT NULL
+            UNION ALL
+            SELECT candidate_id, round_id, -1 FROM old_rows WHERE source = 'annotator' AND round_id IS NOT NULL
+        ) x GROUP BY candidate_id, round_id HAVING SUM(k) <> 0
+    ), unit AS (
+        SELECT s.project_id, s.direction_id, r.number AS round_number, c.status, delta.k,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int AS now
+          FROM delta JOIN injection_candidate c ON c.id = delta.candidate_id JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround r ON r.id = delta.round_id
+         WHERE r.number = 1 OR EXISTS (SELECT 1 FROM annotation_reviewround_candidates m WHERE m.reviewround_id = r.id AND m.candidate_id = c.id)
+    )
+    INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+    SELECT project_id, direction_id, round_number, status, reviews, SUM(delta) FROM (
+        SELECT project_id, direction_id, round_number, status, now - k AS reviews, -1 AS delta FROM unit
+        UNION ALL
+        SELECT project_id, direction_id, round_number, status, now, 1 FROM unit
+    ) m GROUP BY project_id, direction_id, round_number, status, reviews;
+
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_decision_delete ON annotation_reviewdecision;
+CREATE TRIGGER xq_tally_decision_delete AFTER DELETE ON annotation_reviewdecision REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_decision_delete();
+
+        CREATE OR REPLACE FUNCTION xq_tally_decision_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+    WITH delta AS (
+        SELECT candidate_id, round_id, SUM(k)::int AS k FROM (
+            SELECT candidate_id, round_id, 1 AS k FROM new_rows WHERE source = 'annotator' AND round_id IS NOT NULL
+            UNION ALL
+            SELECT candidate_id, round_id, -1 FROM old_rows WHERE source = 'annotator' AND round_id IS NOT NULL
+        ) x GROUP BY candidate_id, round_id HAVING SUM(k) <> 0
+    ), unit AS (
+        SELECT s.project_id, s.direction_id, r.number AS round_number, c.status, delta.k,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int AS now
+          FROM delta JOIN injection_candidate c ON c.id = delta.candidate_id JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround r ON r.id = delta.round_id
+         WHERE r.number = 1 OR EXISTS (SELECT 1 FROM annotation_reviewround_candidates m WHERE m.reviewround_id = r.id AND m.candidate_id = c.id)
+    )
+    INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+    SELECT project_id, direction_id, round_number, status, reviews, SUM(delta) FROM (
+        SELECT project_id, direction_id, round_number, status, now - k AS reviews, -1 AS delta FROM unit
+        UNION ALL
+        SELECT project_id, direction_id, round_number, status, now, 1 FROM unit
+    ) m GROUP BY project_id, direction_id, round_number, status, reviews;
+
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_decision_update ON annotation_reviewdecision;
+CREATE TRIGGER xq_tally_decision_update AFTER UPDATE ON annotation_reviewdecision REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_decision_update();
+
+        CREATE OR REPLACE FUNCTION xq_tally_sample_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+        INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+        SELECT project_id, direction_id, round_number, status, reviews, 1 * COUNT(*) FROM (
+    SELECT s.project_id, s.direction_id, r.number AS round_number, c.status,
+           (SELECT COUNT(*) FROM annotation_reviewdecision d
+             WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int AS reviews
+      FROM new_rows m JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+      JOIN injection_candidate c ON c.id = m.candidate_id JOIN core_goldsegment s ON s.id = c.segment_id
+) u GROUP BY project_id, direction_id, round_number, status, reviews;
+    
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_sample_insert ON annotation_reviewround_candidates;
+CREATE TRIGGER xq_tally_sample_insert AFTER INSERT ON annotation_reviewround_candidates REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_sample_insert();
+
+        CREATE OR REPLACE FUNCTION xq_tally_sample_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            
+        INSERT INTO annotation_reviewtallychange (project_id, direction_id, round_number, status, reviews, delta)
+        SELECT project_id, direction_id, round_number, status, reviews, -1 * COUNT(*) FROM (
+    SELECT s.project_id, s.direction_id, r.number AS round_number, c.status,
+           (SELECT COUNT(*) FROM annotation_reviewdecision d
+             WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int AS reviews
+      FROM old_rows m JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+      JOIN injection_candidate c ON c.id = m.candidate_id JOIN core_goldsegment s ON s.id = c.segment_id
+) u GROUP BY project_id, direction_id, round_number, status, reviews;
+    
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_tally_sample_delete ON annotation_reviewround_candidates;
+CREATE TRIGGER xq_tally_sample_delete AFTER DELETE ON annotation_reviewround_candidates REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_tally_sample_delete();"""
+
+UNINSTALL = """DROP TRIGGER IF EXISTS xq_tally_candidate_insert ON injection_candidate; DROP FUNCTION IF EXISTS xq_tally_candidate_insert();
+DROP TRIGGER IF EXISTS xq_tally_candidate_delete ON injection_candidate; DROP FUNCTION IF EXISTS xq_tally_candidate_delete();
+DROP TRIGGER IF EXISTS xq_tally_candidate_update ON injection_candidate; DROP FUNCTION IF EXISTS xq_tally_candidate_update();
+DROP TRIGGER IF EXISTS xq_tally_decision_insert ON annotation_reviewdecision; DROP FUNCTION IF EXISTS xq_tally_decision_insert();
+DROP TRIGGER IF EXISTS xq_tally_decision_delete ON annotation_reviewdecision; DROP FUNCTION IF EXISTS xq_tally_decision_delete();
+DROP TRIGGER IF EXISTS xq_tally_decision_update ON annotation_reviewdecision; DROP FUNCTION IF EXISTS xq_tally_decision_update();
+DROP TRIGGER IF EXISTS xq_tally_sample_insert ON annotation_reviewround_candidates; DROP FUNCTION IF EXISTS xq_tally_sample_insert();
+DROP TRIGGER IF EXISTS xq_tally_sample_delete ON annotation_reviewround_candidates; DROP FUNCTION IF EXISTS xq_tally_sample_delete();"""
+
+RECOUNT = """
+    INSERT INTO annotation_reviewtally (project_id, direction_id, round_number, status, reviews, candidates)
+    SELECT project_id, direction_id, round_number, status, reviews, COUNT(*) FROM (
+        SELECT s.project_id, s.direction_id, 1 AS round_number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d JOIN annotation_reviewround r ON r.id = d.round_id
+                 WHERE d.candidate_id = c.id AND d.source = 'annotator' AND r.number = 1)::int AS reviews
+          FROM (SELECT c.* FROM injection_candidate c JOIN core_goldsegment s ON s.id = c.segment_id WHERE s.project_id = %(project)s) c JOIN core_goldsegment s ON s.id = c.segment_id
+        UNION ALL
+        SELECT s.project_id, s.direction_id, r.number, c.status,
+               (SELECT COUNT(*) FROM annotation_reviewdecision d
+                 WHERE d.candidate_id = c.id AND d.round_id = r.id AND d.source = 'annotator')::int
+          FROM (SELECT c.* FROM injection_candidate c JOIN core_goldsegment s ON s.id = c.segment_id WHERE s.project_id = %(project)s) c JOIN core_goldsegment s ON s.id = c.segment_id
+          JOIN annotation_reviewround_candidates m ON m.candidate_id = c.id JOIN annotation_reviewround r ON r.id = m.reviewround_id AND r.number > 1
+    ) u
+     GROUP BY project_id, direction_id, round_number, status, reviews
+"""
+
+
+def _postgresql(sql):
+    """Run ``sql`` on PostgreSQL only: SQLite has no statement triggers (the pages count the rows there)."""
+
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
 
 
 class Migration(migrations.Migration):
@@ -72,6 +321,6 @@ class Migration(migrations.Migration):
             model_name='reviewtally',
             constraint=models.UniqueConstraint(fields=('project', 'direction', 'round_number', 'status', 'reviews'), name='tally_unique_key'),
         ),
-        postgresql_only(tally_sql.install, tally_sql.uninstall),  # SQLite has no transition tables; there the selectors count the rows
+        migrations.RunPython(_postgresql(INSTALL), _postgresql(UNINSTALL)),  # SQLite has no transition tables; there the selectors count the rows
         migrations.RunPython(count_existing, migrations.RunPython.noop),
     ]

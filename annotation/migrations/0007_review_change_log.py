@@ -3,8 +3,170 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.review import changes_sql
-from core.trigger_ops import postgresql_only
+
+# The SQL as this migration ran it (frozen: annotation.review.changes_sql may change after; a change is a new migration).
+INSTALL = """
+        CREATE OR REPLACE FUNCTION xq_change_decision_insert() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT s.project_id FROM new_rows d LEFT JOIN injection_candidate c ON c.id = d.candidate_id
+               LEFT JOIN core_goldsegment s ON s.id = c.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_decision_insert ON annotation_reviewdecision;
+CREATE TRIGGER xq_change_decision_insert AFTER INSERT ON annotation_reviewdecision REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_decision_insert();
+
+        CREATE OR REPLACE FUNCTION xq_change_decision_update() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT s.project_id FROM old_rows d LEFT JOIN injection_candidate c ON c.id = d.candidate_id
+               LEFT JOIN core_goldsegment s ON s.id = c.segment_id UNION ALL SELECT s.project_id FROM new_rows d LEFT JOIN injection_candidate c ON c.id = d.candidate_id
+               LEFT JOIN core_goldsegment s ON s.id = c.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_decision_update ON annotation_reviewdecision;
+CREATE TRIGGER xq_change_decision_update AFTER UPDATE ON annotation_reviewdecision REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_decision_update();
+
+        CREATE OR REPLACE FUNCTION xq_change_decision_delete() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT s.project_id FROM old_rows d LEFT JOIN injection_candidate c ON c.id = d.candidate_id
+               LEFT JOIN core_goldsegment s ON s.id = c.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_decision_delete ON annotation_reviewdecision;
+CREATE TRIGGER xq_change_decision_delete AFTER DELETE ON annotation_reviewdecision REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_decision_delete();
+
+        CREATE OR REPLACE FUNCTION xq_change_rating_insert() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT i.project_id FROM new_rows r LEFT JOIN annotation_ratingitem i ON i.id = r.item_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_rating_insert ON annotation_likertrating;
+CREATE TRIGGER xq_change_rating_insert AFTER INSERT ON annotation_likertrating REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_rating_insert();
+
+        CREATE OR REPLACE FUNCTION xq_change_rating_update() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT i.project_id FROM old_rows r LEFT JOIN annotation_ratingitem i ON i.id = r.item_id UNION ALL SELECT i.project_id FROM new_rows r LEFT JOIN annotation_ratingitem i ON i.id = r.item_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_rating_update ON annotation_likertrating;
+CREATE TRIGGER xq_change_rating_update AFTER UPDATE ON annotation_likertrating REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_rating_update();
+
+        CREATE OR REPLACE FUNCTION xq_change_rating_delete() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT i.project_id FROM old_rows r LEFT JOIN annotation_ratingitem i ON i.id = r.item_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_rating_delete ON annotation_likertrating;
+CREATE TRIGGER xq_change_rating_delete AFTER DELETE ON annotation_likertrating REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_rating_delete();
+
+        CREATE OR REPLACE FUNCTION xq_change_project_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM annotation_reviewchange WHERE project_id IN (SELECT id FROM old_rows);
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_project_delete ON core_project;
+CREATE TRIGGER xq_change_project_delete AFTER DELETE ON core_project REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_project_delete();
+
+        CREATE OR REPLACE FUNCTION xq_change_candidate() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES ((SELECT project_id FROM core_goldsegment WHERE id = o.segment_id)), ((SELECT project_id FROM core_goldsegment WHERE id = n.segment_id))) v(project_id) WHERE o.error_type IS DISTINCT FROM n.error_type OR o.is_gold IS DISTINCT FROM n.is_gold OR o.gold_answer IS DISTINCT FROM n.gold_answer OR o.segment_id IS DISTINCT FROM n.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_candidate ON injection_candidate;
+CREATE TRIGGER xq_change_candidate AFTER UPDATE ON injection_candidate REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_candidate();
+
+        CREATE OR REPLACE FUNCTION xq_change_segment() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (o.project_id), (n.project_id)) v(project_id) WHERE o.project_id IS DISTINCT FROM n.project_id OR o.direction_id IS DISTINCT FROM n.direction_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_segment ON core_goldsegment;
+CREATE TRIGGER xq_change_segment AFTER UPDATE ON core_goldsegment REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_segment();
+
+        CREATE OR REPLACE FUNCTION xq_change_item() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (o.project_id), (n.project_id)) v(project_id) WHERE o.project_id IS DISTINCT FROM n.project_id OR o.kind IS DISTINCT FROM n.kind OR o.external_id IS DISTINCT FROM n.external_id OR o.direction_id IS DISTINCT FROM n.direction_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_item ON annotation_ratingitem;
+CREATE TRIGGER xq_change_item AFTER UPDATE ON annotation_ratingitem REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_item();
+
+        CREATE OR REPLACE FUNCTION xq_change_round() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (o.project_id), (n.project_id)) v(project_id) WHERE o.project_id IS DISTINCT FROM n.project_id OR o.number IS DISTINCT FROM n.number) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_round ON annotation_reviewround;
+CREATE TRIGGER xq_change_round AFTER UPDATE ON annotation_reviewround REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_round();
+
+        CREATE OR REPLACE FUNCTION xq_change_user() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (NULL::bigint)) v(project_id) WHERE o.username IS DISTINCT FROM n.username) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_user ON auth_user;
+CREATE TRIGGER xq_change_user AFTER UPDATE ON auth_user REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_user();
+
+        CREATE OR REPLACE FUNCTION xq_change_direction() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (NULL::bigint)) v(project_id) WHERE o.target_id IS DISTINCT FROM n.target_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_direction ON core_direction;
+CREATE TRIGGER xq_change_direction AFTER UPDATE ON core_direction REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_direction();
+
+        CREATE OR REPLACE FUNCTION xq_change_language() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO annotation_reviewchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (NULL::bigint)) v(project_id) WHERE o.code IS DISTINCT FROM n.code) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_change_language ON core_language;
+CREATE TRIGGER xq_change_language AFTER UPDATE ON core_language REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_change_language();"""
+
+UNINSTALL = """DROP TRIGGER IF EXISTS xq_change_decision_insert ON annotation_reviewdecision; DROP FUNCTION IF EXISTS xq_change_decision_insert();
+DROP TRIGGER IF EXISTS xq_change_decision_update ON annotation_reviewdecision; DROP FUNCTION IF EXISTS xq_change_decision_update();
+DROP TRIGGER IF EXISTS xq_change_decision_delete ON annotation_reviewdecision; DROP FUNCTION IF EXISTS xq_change_decision_delete();
+DROP TRIGGER IF EXISTS xq_change_rating_insert ON annotation_likertrating; DROP FUNCTION IF EXISTS xq_change_rating_insert();
+DROP TRIGGER IF EXISTS xq_change_rating_update ON annotation_likertrating; DROP FUNCTION IF EXISTS xq_change_rating_update();
+DROP TRIGGER IF EXISTS xq_change_rating_delete ON annotation_likertrating; DROP FUNCTION IF EXISTS xq_change_rating_delete();
+DROP TRIGGER IF EXISTS xq_change_project_delete ON core_project; DROP FUNCTION IF EXISTS xq_change_project_delete();
+DROP TRIGGER IF EXISTS xq_change_candidate ON injection_candidate; DROP FUNCTION IF EXISTS xq_change_candidate();
+DROP TRIGGER IF EXISTS xq_change_segment ON core_goldsegment; DROP FUNCTION IF EXISTS xq_change_segment();
+DROP TRIGGER IF EXISTS xq_change_item ON annotation_ratingitem; DROP FUNCTION IF EXISTS xq_change_item();
+DROP TRIGGER IF EXISTS xq_change_round ON annotation_reviewround; DROP FUNCTION IF EXISTS xq_change_round();
+DROP TRIGGER IF EXISTS xq_change_user ON auth_user; DROP FUNCTION IF EXISTS xq_change_user();
+DROP TRIGGER IF EXISTS xq_change_direction ON core_direction; DROP FUNCTION IF EXISTS xq_change_direction();
+DROP TRIGGER IF EXISTS xq_change_language ON core_language; DROP FUNCTION IF EXISTS xq_change_language();"""
+
+
+def _postgresql(sql):
+    """Run ``sql`` on PostgreSQL only: SQLite has no statement triggers (the pages count the rows there)."""
+
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
 
 
 class Migration(migrations.Migration):
@@ -27,5 +189,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['project_id', 'id'], name='review_change_by_project')],
             },
         ),
-        postgresql_only(changes_sql.install, changes_sql.uninstall),  # elsewhere the pages compare the rows themselves (``changes.token`` is None)
+        migrations.RunPython(_postgresql(INSTALL), _postgresql(UNINSTALL)),  # elsewhere the pages compare the rows themselves (``changes.token`` is None)
     ]

@@ -4,7 +4,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from core.index_ops import drop_field_index
 
 
 class Migration(migrations.Migration):
@@ -25,28 +24,49 @@ class Migration(migrations.Migration):
             ],
             reverse_sql=migrations.RunSQL.noop,
         ),
-        drop_field_index(
-            migrations.AlterField(
-                model_name='likertrating',
-                name='item',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='ratings', to='annotation.ratingitem'),
-            ),
-            table="annotation_likertrating", column="item_id", index="annotation_likertrating_item_id_81c73583",
+        migrations.SeparateDatabaseAndState(  # the index only: AlterField would re-check the foreign key
+            state_operations=[
+                migrations.AlterField(
+                    model_name='likertrating',
+                    name='item',
+                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='ratings', to='annotation.ratingitem'),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    sql=['DROP INDEX IF EXISTS "annotation_likertrating_item_id_81c73583"'],
+                    reverse_sql=['CREATE INDEX IF NOT EXISTS "annotation_likertrating_item_id_81c73583" ON "annotation_likertrating" ("item_id")'],
+                ),
+            ],
         ),
-        drop_field_index(
-            migrations.AlterField(
-                model_name='reviewdecision',
-                name='candidate',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='injection.candidate'),
-            ),
-            table="annotation_reviewdecision", column="candidate_id", index="annotation_reviewdecision_candidate_id_425304ad",
+        migrations.SeparateDatabaseAndState(  # the index only: AlterField would re-check the foreign key
+            state_operations=[
+                migrations.AlterField(
+                    model_name='reviewdecision',
+                    name='candidate',
+                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='injection.candidate'),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    sql=['DROP INDEX IF EXISTS "annotation_reviewdecision_candidate_id_425304ad"'],
+                    reverse_sql=['CREATE INDEX IF NOT EXISTS "annotation_reviewdecision_candidate_id_425304ad" ON "annotation_reviewdecision" ("candidate_id")'],
+                ),
+            ],
         ),
-        drop_field_index(
-            migrations.AlterField(
-                model_name='reviewdecision',
-                name='reviewer',
-                field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='review_decisions', to=settings.AUTH_USER_MODEL),
-            ),
-            table="annotation_reviewdecision", column="reviewer_id", index="annotation_reviewdecision_reviewer_id_a7325c5a",
+        migrations.SeparateDatabaseAndState(  # the index only: AlterField would re-check the foreign key
+            state_operations=[
+                migrations.AlterField(
+                    model_name='reviewdecision',
+                    name='reviewer',
+                    field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='review_decisions', to=settings.AUTH_USER_MODEL),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    sql=['DROP INDEX IF EXISTS "annotation_reviewdecision_reviewer_id_a7325c5a"'],
+                    reverse_sql=['CREATE INDEX IF NOT EXISTS "annotation_reviewdecision_reviewer_id_a7325c5a" ON "annotation_reviewdecision" ("reviewer_id")'],
+                ),
+            ],
         ),
     ]

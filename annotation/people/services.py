@@ -13,9 +13,9 @@ from django.db import transaction
 from annotation.common.audit import audit_record
 from core import access
 from core.domain.errors import Conflict, Forbidden, Invalid
-from core.models import Project, ReviewerAssignment
+from core.models import Project
 from core.selectors import active_directions
-from core.services import user_create, username_clean
+from core.services import assignments_add, user_create, username_clean
 
 
 def annotator_invite(*, admin, username: str, email: str = "", reviews: list[tuple[str, str]] = ()):
@@ -56,9 +56,7 @@ def annotator_invite(*, admin, username: str, email: str = "", reviews: list[tup
         user = user_create(username=username, password=secrets.token_urlsafe(24), email=email)
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        ReviewerAssignment.objects.bulk_create(
-            [ReviewerAssignment(project=p, direction=d, user=user) for p, d in assignments], ignore_conflicts=True
-        )
+        assignments_add(user=user, directions=assignments)
         reviewed = sorted(f"{p.name}/{d.code}" for p, d in assignments)
         audit_record(
             actor=admin, action="annotator.invite", obj=user, old=None, new={"username": username, "reviews": reviewed}

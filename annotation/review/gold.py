@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, F, Q
 
-from annotation.models import AuditEvent, ReviewDecision
+from annotation.common.audit import audit_record
+from annotation.models import ReviewDecision
 from core.domain.units import Edit, apply_edit, half_boundary, join_units, split_units
 from core.models import GoldSegment, Project
 from injection.models import Candidate, InjectionRun
+from injection.services import candidate_objects_create, run_ensure, run_totals_set
 
 GOLD_RUN_NAME = "gold"
 GOLD_BACKEND = "gold"
@@ -48,7 +50,7 @@ class PlantResult:
 
 
 def gold_run(project: Project, created_by=None) -> InjectionRun:
-    run, _ = InjectionRun.objects.get_or_create(
+    return run_ensure(
         project=project,
         name=GOLD_RUN_NAME,
         defaults={
@@ -58,7 +60,6 @@ def gold_run(project: Project, created_by=None) -> InjectionRun:
             "parameters": {"purpose": "quality-control items with known answers"},
         },
     )
-    return run
 
 
 def plant_gold(
@@ -74,14 +75,12 @@ def plant_gold(
         wanted = directions or list(project.directions.values_list("code", flat=True))
         for direction in project.directions.filter(code__in=wanted).select_related("target"):
             _plant_direction(project, run, direction, rate, seed, result)
-        run.total = run.done = run.candidates.count()
-        run.save(update_fields=["total", "done"])
+        run_totals_set(run=run)
         if result.total:
-            AuditEvent.objects.create(
+            audit_record(
                 actor=created_by,
                 action="plant_gold",
-                object_type="InjectionRun",
-                object_id=str(run.pk),
+                obj=run,
                 new={
                     "rate": rate,
                     "seed": seed,
@@ -128,7 +127,7 @@ def _plant_direction(project, run, direction, rate, seed, result: PlantResult) -
         answers[answer] += 1
         result.planted[(direction.code, answer)] += 1
         new.append(gold)
-    Candidate.objects.bulk_create(new)
+    candidate_objects_create(candidates=new)
 
 
 def _gold(

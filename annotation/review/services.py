@@ -36,6 +36,7 @@ from core import access
 from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import MAX_ID, MAX_POSITIVE_INT, id_param
 from core.models import Project
+from core.services import project_pool_rule_set
 from injection.models import Candidate
 
 ANNOTATOR = ReviewDecision.Source.ANNOTATOR
@@ -551,10 +552,8 @@ def pool_rule_set(*, admin, project: Project, rule: str) -> int:
     if rule not in rules.POOL_RULES:
         raise Invalid(f"unknown pool rule {rule!r}", "pool_rule")
     with transaction.atomic():
-        old = project.pool_rule
+        old = project_pool_rule_set(project=project, rule=rule)
         if rule != old:  # the same rule again re-derives the statuses below, and records nothing
-            project.pool_rule = rule
-            project.save(update_fields=["pool_rule"])
             audit_record(
                 actor=admin, action="project.pool_rule", obj=project, old={"pool_rule": old}, new={"pool_rule": rule}
             )

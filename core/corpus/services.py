@@ -143,6 +143,12 @@ def corpus_rows_import(
     return result
 
 
+def corpus_segments_create(*, rows: list[dict]) -> list[int] | None:
+    """Store gold pairs given as column dicts in bulk (``core.bulk``: COPY on PostgreSQL) for an import that
+    checked them itself (the XQ-MEval release); their ids in order, or None where the backend cannot reserve them."""
+    return bulk.insert_dicts_with_ids(GoldSegment, rows)
+
+
 def corpus_source_read(
     *,
     columns,

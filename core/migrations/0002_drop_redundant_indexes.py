@@ -3,7 +3,6 @@ redundant: each is written on every insert (COPY imports, merges, score ingest) 
 import django.db.models.deletion
 from django.db import migrations, models
 
-from core.index_ops import drop_field_index
 
 
 class Migration(migrations.Migration):
@@ -17,12 +16,19 @@ class Migration(migrations.Migration):
             model_name='goldsegment',
             name='core_goldse_project_3d70be_idx',
         ),
-        drop_field_index(
-            migrations.AlterField(
-                model_name='goldsegment',
-                name='project',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='segments', to='core.project'),
-            ),
-            table="core_goldsegment", column="project_id", index="core_goldsegment_project_id_f3474f0d",
+        migrations.SeparateDatabaseAndState(  # the index only: AlterField would re-check the foreign key
+            state_operations=[
+                migrations.AlterField(
+                    model_name='goldsegment',
+                    name='project',
+                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='segments', to='core.project'),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    sql=['DROP INDEX IF EXISTS "core_goldsegment_project_id_f3474f0d"'],
+                    reverse_sql=['CREATE INDEX IF NOT EXISTS "core_goldsegment_project_id_f3474f0d" ON "core_goldsegment" ("project_id")'],
+                ),
+            ],
         ),
     ]

@@ -2,8 +2,112 @@
 
 from django.db import migrations, models
 
-from core.trigger_ops import postgresql_only
-from exports.benchmark import changes_sql
+
+# The SQL as this migration ran it (frozen: exports.benchmark.changes_sql may change after; a change is a new migration).
+INSTALL = """
+        CREATE OR REPLACE FUNCTION xq_bench_pseudo_insert() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT s.project_id FROM new_rows p LEFT JOIN core_goldsegment s ON s.id = p.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_pseudo_insert ON exports_pseudotranslation;
+CREATE TRIGGER xq_bench_pseudo_insert AFTER INSERT ON exports_pseudotranslation REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_pseudo_insert();
+
+        CREATE OR REPLACE FUNCTION xq_bench_pseudo_update() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT s.project_id FROM old_rows p LEFT JOIN core_goldsegment s ON s.id = p.segment_id UNION ALL SELECT s.project_id FROM new_rows p LEFT JOIN core_goldsegment s ON s.id = p.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_pseudo_update ON exports_pseudotranslation;
+CREATE TRIGGER xq_bench_pseudo_update AFTER UPDATE ON exports_pseudotranslation REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_pseudo_update();
+
+        CREATE OR REPLACE FUNCTION xq_bench_pseudo_delete() RETURNS trigger LANGUAGE plpgsql SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT s.project_id FROM old_rows p LEFT JOIN core_goldsegment s ON s.id = p.segment_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_pseudo_delete ON exports_pseudotranslation;
+CREATE TRIGGER xq_bench_pseudo_delete AFTER DELETE ON exports_pseudotranslation REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_pseudo_delete();
+
+        CREATE OR REPLACE FUNCTION xq_bench_segment_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT project_id FROM new_rows) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_segment_insert ON core_goldsegment;
+CREATE TRIGGER xq_bench_segment_insert AFTER INSERT ON core_goldsegment REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_segment_insert();
+
+        CREATE OR REPLACE FUNCTION xq_bench_segment_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (o.project_id), (n.project_id)) v(project_id) WHERE o.project_id IS DISTINCT FROM n.project_id OR o.direction_id IS DISTINCT FROM n.direction_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_segment_update ON core_goldsegment;
+CREATE TRIGGER xq_bench_segment_update AFTER UPDATE ON core_goldsegment REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_segment_update();
+
+        CREATE OR REPLACE FUNCTION xq_bench_segment_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT project_id FROM old_rows) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_segment_delete ON core_goldsegment;
+CREATE TRIGGER xq_bench_segment_delete AFTER DELETE ON core_goldsegment REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_segment_delete();
+
+        CREATE OR REPLACE FUNCTION xq_bench_project_levels() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (n.id)) v(project_id) WHERE o.max_errors IS DISTINCT FROM n.max_errors) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_project_levels ON core_project;
+CREATE TRIGGER xq_bench_project_levels AFTER UPDATE ON core_project REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_project_levels();
+
+        CREATE OR REPLACE FUNCTION xq_bench_direction_code() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO exports_benchmarkchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (NULL::bigint)) v(project_id) WHERE o.code IS DISTINCT FROM n.code) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_direction_code ON core_direction;
+CREATE TRIGGER xq_bench_direction_code AFTER UPDATE ON core_direction REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_direction_code();
+
+        CREATE OR REPLACE FUNCTION xq_bench_project_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM exports_benchmarkchange WHERE project_id IN (SELECT id FROM old_rows);
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_project_delete ON core_project;
+CREATE TRIGGER xq_bench_project_delete AFTER DELETE ON core_project REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_project_delete();"""
+
+UNINSTALL = """DROP TRIGGER IF EXISTS xq_bench_pseudo_insert ON exports_pseudotranslation; DROP FUNCTION IF EXISTS xq_bench_pseudo_insert();
+DROP TRIGGER IF EXISTS xq_bench_pseudo_update ON exports_pseudotranslation; DROP FUNCTION IF EXISTS xq_bench_pseudo_update();
+DROP TRIGGER IF EXISTS xq_bench_pseudo_delete ON exports_pseudotranslation; DROP FUNCTION IF EXISTS xq_bench_pseudo_delete();
+DROP TRIGGER IF EXISTS xq_bench_segment_insert ON core_goldsegment; DROP FUNCTION IF EXISTS xq_bench_segment_insert();
+DROP TRIGGER IF EXISTS xq_bench_segment_update ON core_goldsegment; DROP FUNCTION IF EXISTS xq_bench_segment_update();
+DROP TRIGGER IF EXISTS xq_bench_segment_delete ON core_goldsegment; DROP FUNCTION IF EXISTS xq_bench_segment_delete();
+DROP TRIGGER IF EXISTS xq_bench_project_levels ON core_project; DROP FUNCTION IF EXISTS xq_bench_project_levels();
+DROP TRIGGER IF EXISTS xq_bench_direction_code ON core_direction; DROP FUNCTION IF EXISTS xq_bench_direction_code();
+DROP TRIGGER IF EXISTS xq_bench_project_delete ON core_project; DROP FUNCTION IF EXISTS xq_bench_project_delete();"""
+
+
+def _postgresql(sql):
+    """Run ``sql`` on PostgreSQL only: SQLite has no statement triggers (the pages count the rows there)."""
+
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
 
 
 class Migration(migrations.Migration):
@@ -23,5 +127,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['project_id', 'id'], name='benchmark_change_by_project')],
             },
         ),
-        postgresql_only(changes_sql.install, changes_sql.uninstall),  # elsewhere the pages count the pseudo translations on every view
+        migrations.RunPython(_postgresql(INSTALL), _postgresql(UNINSTALL)),  # elsewhere the pages count the pseudo translations on every view
     ]

@@ -2,8 +2,29 @@
 
 from django.db import migrations
 
-from core.trigger_ops import install_trigger
-from exports.benchmark import changes_sql
+
+# The SQL as this migration ran it (frozen: exports.benchmark.changes_sql may change after; a change is a new migration).
+INSTALL = """
+        CREATE OR REPLACE FUNCTION xq_bench_project_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM exports_benchmarkchange WHERE project_id IN (SELECT id FROM old_rows);
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_bench_project_delete ON core_project;
+CREATE TRIGGER xq_bench_project_delete AFTER DELETE ON core_project REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_bench_project_delete();"""
+
+UNINSTALL = """DROP TRIGGER IF EXISTS xq_bench_project_delete ON core_project; DROP FUNCTION IF EXISTS xq_bench_project_delete();"""
+
+
+def _postgresql(sql):
+    """Run ``sql`` on PostgreSQL only: SQLite has no statement triggers (the pages count the rows there)."""
+
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
 
 
 class Migration(migrations.Migration):
@@ -13,5 +34,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        install_trigger("xq_bench_project_delete", changes_sql.TRIGGERS["xq_bench_project_delete"]),
+        migrations.RunPython(_postgresql(INSTALL), _postgresql(UNINSTALL)),
     ]

@@ -3,7 +3,6 @@ redundant: each is written on every insert (COPY imports, merges, score ingest) 
 import django.db.models.deletion
 from django.db import migrations, models
 
-from core.index_ops import drop_field_index
 
 
 class Migration(migrations.Migration):
@@ -18,20 +17,34 @@ class Migration(migrations.Migration):
             model_name='metricscore',
             name='exports_met_release_5ce6dc_idx',
         ),
-        drop_field_index(
-            migrations.AlterField(
-                model_name='metricscore',
-                name='release',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='metric_scores', to='exports.release'),
-            ),
-            table="exports_metricscore", column="release_id", index="exports_metricscore_release_id_7c870ab9",
+        migrations.SeparateDatabaseAndState(  # the index only: AlterField would re-check the foreign key
+            state_operations=[
+                migrations.AlterField(
+                    model_name='metricscore',
+                    name='release',
+                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='metric_scores', to='exports.release'),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    sql=['DROP INDEX IF EXISTS "exports_metricscore_release_id_7c870ab9"'],
+                    reverse_sql=['CREATE INDEX IF NOT EXISTS "exports_metricscore_release_id_7c870ab9" ON "exports_metricscore" ("release_id")'],
+                ),
+            ],
         ),
-        drop_field_index(
-            migrations.AlterField(
-                model_name='pseudotranslation',
-                name='segment',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='pseudo_translations', to='core.goldsegment'),
-            ),
-            table="exports_pseudotranslation", column="segment_id", index="exports_pseudotranslation_segment_id_2ca4cc11",
+        migrations.SeparateDatabaseAndState(  # the index only: AlterField would re-check the foreign key
+            state_operations=[
+                migrations.AlterField(
+                    model_name='pseudotranslation',
+                    name='segment',
+                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='pseudo_translations', to='core.goldsegment'),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    sql=['DROP INDEX IF EXISTS "exports_pseudotranslation_segment_id_2ca4cc11"'],
+                    reverse_sql=['CREATE INDEX IF NOT EXISTS "exports_pseudotranslation_segment_id_2ca4cc11" ON "exports_pseudotranslation" ("segment_id")'],
+                ),
+            ],
         ),
     ]

@@ -2,8 +2,123 @@
 
 from django.db import migrations, models
 
-from core.trigger_ops import postgresql_only
-from injection import changes_sql
+
+# The SQL as this migration ran it (frozen: injection.changes_sql may change after; a change is a new migration).
+INSTALL = """
+        CREATE OR REPLACE FUNCTION xq_flags_candidate_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT r.project_id FROM (SELECT DISTINCT run_id FROM new_rows) c LEFT JOIN injection_injectionrun r ON r.id = c.run_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_candidate_insert ON injection_candidate;
+CREATE TRIGGER xq_flags_candidate_insert AFTER INSERT ON injection_candidate REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_candidate_insert();
+
+        CREATE OR REPLACE FUNCTION xq_flags_candidate_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT r.project_id FROM (SELECT DISTINCT run_id FROM old_rows) c LEFT JOIN injection_injectionrun r ON r.id = c.run_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_candidate_delete ON injection_candidate;
+CREATE TRIGGER xq_flags_candidate_delete AFTER DELETE ON injection_candidate REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_candidate_delete();
+
+        CREATE OR REPLACE FUNCTION xq_flags_candidate_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES ((SELECT project_id FROM injection_injectionrun WHERE id = o.run_id)), ((SELECT project_id FROM injection_injectionrun WHERE id = n.run_id))) v(project_id) WHERE o.flags IS DISTINCT FROM n.flags OR o.run_id IS DISTINCT FROM n.run_id OR o.segment_id IS DISTINCT FROM n.segment_id OR o.error_type IS DISTINCT FROM n.error_type) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_candidate_update ON injection_candidate;
+CREATE TRIGGER xq_flags_candidate_update AFTER UPDATE ON injection_candidate REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_candidate_update();
+
+        CREATE OR REPLACE FUNCTION xq_flags_run_project() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (o.project_id), (n.project_id)) v(project_id) WHERE o.project_id IS DISTINCT FROM n.project_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_run_project ON injection_injectionrun;
+CREATE TRIGGER xq_flags_run_project AFTER UPDATE ON injection_injectionrun REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_run_project();
+
+        CREATE OR REPLACE FUNCTION xq_flags_segment_move() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (o.project_id), (n.project_id)) v(project_id) WHERE o.project_id IS DISTINCT FROM n.project_id OR o.direction_id IS DISTINCT FROM n.direction_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_segment_move ON core_goldsegment;
+CREATE TRIGGER xq_flags_segment_move AFTER UPDATE ON core_goldsegment REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_segment_move();
+
+        CREATE OR REPLACE FUNCTION xq_flags_direction() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT v.project_id FROM old_rows o JOIN new_rows n ON n.id = o.id
+               CROSS JOIN LATERAL (VALUES (NULL::bigint)) v(project_id) WHERE o.code IS DISTINCT FROM n.code OR o.target_id IS DISTINCT FROM n.target_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_direction ON core_direction;
+CREATE TRIGGER xq_flags_direction AFTER UPDATE ON core_direction REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_direction();
+
+        CREATE OR REPLACE FUNCTION xq_flags_annotator_languages_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT NULL::bigint AS project_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_annotator_languages_insert ON core_profile_languages;
+CREATE TRIGGER xq_flags_annotator_languages_insert AFTER INSERT ON core_profile_languages  FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_annotator_languages_insert();
+
+        CREATE OR REPLACE FUNCTION xq_flags_annotator_languages_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT NULL::bigint AS project_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_annotator_languages_update ON core_profile_languages;
+CREATE TRIGGER xq_flags_annotator_languages_update AFTER UPDATE ON core_profile_languages  FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_annotator_languages_update();
+
+        CREATE OR REPLACE FUNCTION xq_flags_annotator_languages_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO injection_flagchange (project_id) SELECT DISTINCT project_id FROM (SELECT NULL::bigint AS project_id) p;
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_annotator_languages_delete ON core_profile_languages;
+CREATE TRIGGER xq_flags_annotator_languages_delete AFTER DELETE ON core_profile_languages  FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_annotator_languages_delete();
+
+        CREATE OR REPLACE FUNCTION xq_flags_project_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM injection_flagchange WHERE project_id IN (SELECT id FROM old_rows);
+            RETURN NULL;
+        END $$;
+    
+DROP TRIGGER IF EXISTS xq_flags_project_delete ON core_project;
+CREATE TRIGGER xq_flags_project_delete AFTER DELETE ON core_project REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION xq_flags_project_delete();"""
+
+UNINSTALL = """DROP TRIGGER IF EXISTS xq_flags_candidate_insert ON injection_candidate; DROP FUNCTION IF EXISTS xq_flags_candidate_insert();
+DROP TRIGGER IF EXISTS xq_flags_candidate_delete ON injection_candidate; DROP FUNCTION IF EXISTS xq_flags_candidate_delete();
+DROP TRIGGER IF EXISTS xq_flags_candidate_update ON injection_candidate; DROP FUNCTION IF EXISTS xq_flags_candidate_update();
+DROP TRIGGER IF EXISTS xq_flags_run_project ON injection_injectionrun; DROP FUNCTION IF EXISTS xq_flags_run_project();
+DROP TRIGGER IF EXISTS xq_flags_segment_move ON core_goldsegment; DROP FUNCTION IF EXISTS xq_flags_segment_move();
+DROP TRIGGER IF EXISTS xq_flags_direction ON core_direction; DROP FUNCTION IF EXISTS xq_flags_direction();
+DROP TRIGGER IF EXISTS xq_flags_annotator_languages_insert ON core_profile_languages; DROP FUNCTION IF EXISTS xq_flags_annotator_languages_insert();
+DROP TRIGGER IF EXISTS xq_flags_annotator_languages_update ON core_profile_languages; DROP FUNCTION IF EXISTS xq_flags_annotator_languages_update();
+DROP TRIGGER IF EXISTS xq_flags_annotator_languages_delete ON core_profile_languages; DROP FUNCTION IF EXISTS xq_flags_annotator_languages_delete();
+DROP TRIGGER IF EXISTS xq_flags_project_delete ON core_project; DROP FUNCTION IF EXISTS xq_flags_project_delete();"""
+
+
+def _postgresql(sql):
+    """Run ``sql`` on PostgreSQL only: SQLite has no statement triggers (the pages count the rows there)."""
+
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(sql)
+
+    return run
 
 
 class Migration(migrations.Migration):
@@ -23,5 +138,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['project_id', 'id'], name='flag_change_by_project')],
             },
         ),
-        postgresql_only(changes_sql.install, changes_sql.uninstall),  # elsewhere the pages count the flags on every view
+        migrations.RunPython(_postgresql(INSTALL), _postgresql(UNINSTALL)),  # elsewhere the pages count the flags on every view
     ]

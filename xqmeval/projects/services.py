@@ -10,7 +10,12 @@ from django.db import transaction
 
 from annotation.models import RatingItem
 from core.models import Direction, GoldSegment, Project
-from core.services import ProjectRejected
+from core.services import (
+    ProjectRejected,
+    project_direction_reinstate,
+    project_direction_remove,
+    project_direction_retire,
+)
 from exports.models import Release
 
 
@@ -66,14 +71,13 @@ def direction_remove(*, project: Project, code: str) -> None:
                     f"{data.releases} releases, so it cannot be removed; retire it instead"
                 ]
             )
-        project.retired_directions.remove(direction)
-        project.directions.remove(direction)
+        project_direction_remove(project=project, direction=direction)
 
 
 def direction_retire(*, project: Project, code: str) -> None:
     """Hide a direction from new imports, injection and builds; releases already made keep it."""
-    project.retired_directions.add(_direction_of(project, code))
+    project_direction_retire(project=project, direction=_direction_of(project, code))
 
 
 def direction_reinstate(*, project: Project, code: str) -> None:
-    project.retired_directions.remove(_direction_of(project, code))
+    project_direction_reinstate(project=project, direction=_direction_of(project, code))

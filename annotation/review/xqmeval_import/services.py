@@ -32,10 +32,12 @@ from annotation.review.xqmeval_import.domain import (
     validate_group,
 )
 from core import bulk
+from core.corpus.services import corpus_segments_create
 from core.domain.errors import Conflict
 from core.models import GoldSegment, Project
 from core.services import ImportRejected, direction_ensure, project_directions_add, project_ensure, project_name_check
 from injection.models import Candidate, InjectionRun
+from injection.services import candidate_rows_create, run_ensure, run_totals_set
 
 RUN_NAME = "xqmeval-release"
 STATUS_OF_DECISION = {"accept": Candidate.Status.ACCEPTED, "reject": Candidate.Status.REJECTED}
@@ -191,7 +193,7 @@ def _ensure_run(project: Project, groups: list[FileGroup], source: str) -> tuple
         project_directions_add(project=project, codes=directions)
     except ValueError as exc:
         raise ImportRejected(source, [str(exc)]) from None
-    run, _ = InjectionRun.objects.get_or_create(
+    run = run_ensure(
         project=project,
         name=RUN_NAME,
         defaults={
@@ -386,8 +388,7 @@ def language_task_write(
 
 
 def _finish(project: Project, run: InjectionRun, result: XQImportResult) -> None:
-    run.total = run.done = Candidate.objects.filter(run=run).count()
-    run.save(update_fields=["total", "done"])
+    run_totals_set(run=run)
     for status, n in (
         Candidate.objects.filter(run__project=project).values_list("status").annotate(n=Count("id")).order_by()
     ):
@@ -485,7 +486,7 @@ def _import_segments(
             errors.append(f"segment {direction}#{segment_id} already exists in {project.name} with different text")
     if errors:
         return {}, created, bool(existing)
-    reserved = bulk.insert_dicts_with_ids(GoldSegment, new)  # PostgreSQL: nothing is read back
+    reserved = corpus_segments_create(rows=new)  # PostgreSQL: nothing is read back
     segments = {key: value[0] for key, value in existing.items()}
     if reserved is not None:
         segments.update(zip(new_keys, reserved))
@@ -559,7 +560,7 @@ def _import_candidates(
             result.flagged[flag] += 1
     if errors:
         return {}
-    reserved = bulk.insert_dicts_with_ids(Candidate, new)  # PostgreSQL: nothing is read back
+    reserved = candidate_rows_create(rows=new)  # PostgreSQL: nothing is read back
     result.candidates_created += len(new)
     if reserved is None and new:  # a backend without sequences: read the ids back
         stored = {
