@@ -518,7 +518,9 @@ def grouped(
         return agree / pairs if pairs else np.zeros(m.shape[0])
     if statistic.calibrated:
         return np.array([tie_calibration(g[r], m[r], bounds, statistic.calibrated).value for r in range(m.shape[0])])
-    values = group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
+    values = np.ascontiguousarray(
+        group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
+    )
     sized = np.array([e - b >= 2 for b, e in bounds])[None, :]
     present = ~np.isnan(values) & sized
     if replace_nans_with_zeros:
@@ -675,8 +677,8 @@ def permutation_p_value(
         size = min(block_size, resamples - used)
         for start in range(0, size, rows_at_once):
             w = rng.random_sample((min(rows_at_once, size - start), len(a))) > 0.5  # = binomial(1, 0.5)
-            hybrid_worse = np.where(w, a, b)
-            hybrid_better = np.where(w, b, a)
+            hybrid_worse = np.where(w, b, a)  # the reference's m1 = w·worse + (1 − w)·better
+            hybrid_better = np.where(w, a, b)
             diff = grouped(statistic, gold, hybrid_better, bounds, replace_nans_with_zeros) - grouped(
                 statistic, gold, hybrid_worse, bounds, replace_nans_with_zeros
             )
@@ -687,6 +689,13 @@ def permutation_p_value(
             if p < early_min or p > early_max:
                 break
     return large / used, used
+
+
+def _row_means(values: np.ndarray) -> np.ndarray:
+    """Each row's mean summed as numpy sums one row on its own (pairwise): a fancy-indexed array can be laid out
+    column-first, and a mean across it then sums in another order, which moves a difference that ties the
+    observed one in exact arithmetic by an ulp."""
+    return np.mean(np.ascontiguousarray(values), axis=1)
 
 
 def pairs_p_value(
@@ -746,8 +755,8 @@ def pairs_p_value(
             # the hybrid that takes the better metric's judgement where the coin says 1, and the other
             hybrid_better = count_worse + gained[:, edges[1:]] - gained[:, edges[:-1]]
             hybrid_worse = count_better + count_worse - hybrid_better
-            diff = np.mean(_calibration_value(hybrid_better, pairs, variant), axis=1) - np.mean(
-                _calibration_value(hybrid_worse, pairs, variant), axis=1
+            diff = _row_means(_calibration_value(hybrid_better, pairs, variant)) - _row_means(
+                _calibration_value(hybrid_worse, pairs, variant)
             )
             hits = diff >= observed
             large += int(np.sum(hits))
