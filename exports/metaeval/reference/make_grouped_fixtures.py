@@ -128,6 +128,29 @@ def main() -> None:
     compare("acc23-tc", wto, "item", perm_test="pairs", block_size=50, variant="acc23", sample_rate=1.0)
     compare("tau23-tc", wto, "sys", perm_test="pairs", variant="23", sample_rate=1.0)
     compare("acc23-tc", wto, "none", perm_test="pairs", variant="acc23", sample_rate=1.0)
+
+    # PCE (system level from segment scores) over the segments every system has a human score for: the
+    # reference drops unrated entries and then reshapes by system, which pairs segments up only when none is
+    # missing.
+    complete = [k for k in range(len(gold[systems[0]])) if all(gold[s][k] is not None for s in systems)]
+    pce_corrs = {
+        m: stats.Correlation(
+            len(systems),
+            [gold[s][k] for s in systems for k in complete],
+            [evs.Scores("seg", m)[s][k] for s in systems for k in complete],
+        )
+        for m in metrics
+    }
+    out["pce_segments"] = complete
+    out["pce"] = {m: c.PairwiseConfidenceError()[0] for m, c in pce_corrs.items()}
+    np.random.seed(SEED)
+    ranks, sig, _, _ = data.CompareMetricsWithPairwiseConfidenceError(pce_corrs, k=RESAMPLES, pval=ALPHA)
+    out["pce_compare"] = {
+        "order": list(ranks),
+        "values": [r[0] for r in ranks.values()],
+        "ranks": [r[1] for r in ranks.values()],
+        "p_values": sig.tolist(),
+    }
     json.dump(out, sys.stdout, indent=1, default=float)
     print()
 
