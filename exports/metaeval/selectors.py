@@ -553,7 +553,7 @@ def release_leaderboard(
         "average_by": average_by,
         "parameters": {**params, **overall.as_dict()["parameters"]},
         "directions": rows,
-        "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()},
+        "overall": {"direction": "all", "n": len(gold_all), "groups": len(bounds), **overall.as_dict()},
     }
     if level == "system":
         board["multilingual"] = _multilingual_group(spool.systems, per_system, metrics, statistic, params, options)
