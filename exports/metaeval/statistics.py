@@ -748,6 +748,7 @@ def permutation_p_value(
                 statistic, gold, hybrid_worse, bounds, replace_nans_with_zeros, systems
             )
             large += int(np.sum(diff >= observed[0]))
+            del w, hybrid_worse, hybrid_better, diff  # one block's arrays alive at a time: memory flat in R
         used += size
         if used % block_size == 0:
             p = large / used
@@ -826,6 +827,7 @@ def pairs_p_value(
             hits = diff >= observed
             large += int(np.sum(hits))
             last_large = bool(hits[-1])
+            del coins, gained, hybrid_better, hybrid_worse, diff, hits
         used += size
         if used % block_size == 0 and last_large:
             p = large / used
