@@ -113,8 +113,11 @@ def kendall_counts(gold, metric) -> tuple[int, int, int, int, int]:
 _SMALL_GROUP = 64
 
 
-def _group_pair_counts(g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
-    """``(5, R, G)`` pair counts (as ``kendall_counts``) of every group of every row."""
+def _group_pair_counts(
+    g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int, int]], large: bool = True
+) -> np.ndarray:
+    """``(5, R, G)`` pair counts (as ``kendall_counts``) of every group of every row (``large`` False: of the
+    groups of up to ``_SMALL_GROUP`` items only, zeros elsewhere)."""
     rows, groups = m.shape[0], len(bounds)
     counts = np.zeros((5, rows, groups), dtype=np.int64)
     small = [k for k, (b, e) in enumerate(bounds) if 2 <= e - b <= _SMALL_GROUP]
@@ -132,7 +135,7 @@ def _group_pair_counts(g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int,
             for c, mask in enumerate((product > 0, product < 0, tg & ~tm, tm & ~tg, tg & tm)):
                 counts[c, rs][:, small] = np.add.reduceat(mask.astype(np.int64), starts, axis=1)
     for k, (b, e) in enumerate(bounds):
-        if e - b > _SMALL_GROUP:
+        if large and e - b > _SMALL_GROUP:
             for r in range(rows):
                 counts[:, r, k] = kendall_counts(g[r if g.shape[0] > 1 else 0, b:e], m[r, b:e])
     return counts
@@ -211,12 +214,21 @@ def _spearman_groups(g: np.ndarray, m: np.ndarray, bounds) -> np.ndarray:
 
 
 def _kendall_b_groups(g, m, bounds) -> np.ndarray:
-    con, dis, tg, tm, tb = _group_pair_counts(g, m, bounds)
+    """τ_b per group: small groups from their pair counts, larger ones by scipy's ``kendalltau`` itself (what
+    ``stats.Correlation.Kendall`` calls; O(n log n), and no sorting beyond its own)."""
+    from scipy.stats import kendalltau
+
+    con, dis, tg, tm, tb = _group_pair_counts(g, m, bounds, large=False)
     total = con + dis + tg + tm + tb
     xtie, ytie = tm + tb, tg + tb  # x: the metric, y: gold (scipy's and mt-metrics-eval's names)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (con - dis) / np.sqrt(total - xtie) / np.sqrt(total - ytie)
     tau[(xtie == total) | (ytie == total)] = np.nan
+    for k, (b, e) in enumerate(bounds):
+        if e - b > _SMALL_GROUP:
+            for r in range(m.shape[0]):
+                gold = g[r if g.shape[0] > 1 else 0, b:e]
+                tau[r, k] = kendalltau(gold, m[r, b:e], method="asymptotic").statistic
     return tau
 
 
