@@ -532,20 +532,21 @@ def grouped(
     (``AverageCorrelation`` / ``PermutationSigDiff``'s ``_Corr``): a group of fewer than two items is left out,
     a NaN value (a constant vector) is left out, or counted as 0 with ``replace_nans_with_zeros``; 0 when no
     group is left."""
-    g, m = np.broadcast_arrays(_as_2d(gold), _as_2d(metric))
+    gold_rows, m = _as_2d(gold), _as_2d(metric)
+    if gold_rows.shape[0] != 1 and gold_rows.shape[0] == m.shape[0] and np.all(gold_rows == gold_rows[:1]):
+        gold_rows = gold_rows[:1]  # one gold for every row: the pair counts take its signs once
+    g, m = np.broadcast_arrays(gold_rows, m)
     bounds = list(bounds)
     if statistic.by_system:
         return _pce_rows(g[0], m, systems)
     if statistic.pooled:
-        counts = _group_pair_counts(g[:1] if np.all(g == g[:1]) else g, np.ascontiguousarray(m), bounds)
+        counts = _group_pair_counts(gold_rows, np.ascontiguousarray(m), bounds)
         agree = (counts[0] + counts[4]).sum(axis=1)
         pairs = sum((e - b) * (e - b - 1) // 2 for b, e in bounds)
         return agree / pairs if pairs else np.zeros(m.shape[0])
     if statistic.calibrated:
         return np.array([tie_calibration(g[r], m[r], bounds, statistic.calibrated).value for r in range(m.shape[0])])
-    values = np.ascontiguousarray(
-        group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
-    )
+    values = np.ascontiguousarray(group_values(statistic, gold_rows, m, bounds))
     sized = np.array([e - b >= 2 for b, e in bounds])[None, :]
     present = ~np.isnan(values) & sized
     if replace_nans_with_zeros:
