@@ -68,6 +68,11 @@ def spearman(gold, metric) -> np.ndarray:
 # ---- pair counts in O(n log n) ------------------------------------------------------------------------------
 
 
+# Groups up to this size count their pairs from pair-sign arrays (vectorised over groups and resamples); larger
+# ones by sorting (``kendall_counts``), one resample at a time.
+_SMALL_GROUP = 64
+
+
 def _tied_pairs(sorted_values: np.ndarray) -> int:
     """Pairs of equal values in a sorted vector: the sum of c(c-1)/2 over its runs of equal values."""
     if len(sorted_values) < 2:
@@ -89,6 +94,17 @@ def kendall_counts(gold, metric) -> tuple[int, int, int, int, int]:
     total = n * (n - 1) // 2
     if n < 2:
         return 0, 0, 0, 0, 0
+    if n <= _SMALL_GROUP:  # a few pairs: count them (scipy's variance term divides by n - 2)
+        i, j = np.triu_indices(n, k=1)
+        sg, sm = np.sign(g[i] - g[j]), np.sign(m[i] - m[j])
+        tg, tm = sg == 0, sm == 0
+        return (
+            int(np.sum(sg * sm > 0)),
+            int(np.sum(sg * sm < 0)),
+            int(np.sum(tg & ~tm)),
+            int(np.sum(tm & ~tg)),
+            int(np.sum(tg & tm)),
+        )
     order = np.lexsort((m, g))
     gs, ms = g[order], m[order]
     tie_g = _tied_pairs(gs)
@@ -106,11 +122,6 @@ def kendall_counts(gold, metric) -> tuple[int, int, int, int, int]:
         raise ArithmeticError(f"Kendall counts: concordance {s} and {untied} untied pairs disagree (n={n})")
     concordant, discordant = (untied + s) // 2, (untied - s) // 2
     return concordant, discordant, tie_g - tie_both, tie_m - tie_both, tie_both
-
-
-# Groups up to this size count their pairs from pair-sign arrays (vectorised over groups and resamples); larger
-# ones by sorting (``kendall_counts``), one resample at a time.
-_SMALL_GROUP = 64
 
 
 def _group_pair_counts(
