@@ -58,6 +58,8 @@ def metaeval_page(request, release_id: int):
 
 
 MAX_METRICS = 20
+# the leaderboard page's average_by (mt-metrics-eval's): all triplets at once, or per gold segment
+GROUPINGS = {"none": "over all triplets", "item": "per segment (its pseudo translations)"}
 
 
 def _metrics_param(request) -> list[str]:
@@ -84,13 +86,19 @@ def leaderboard_page(request, release_id: int):
     """The metrics of ``?metrics=`` ranked with significance clusters, per visible direction and over them."""
     release, scope = _release_in_scope(request, release_id)
     metrics = _metrics_param(request)
-    # A page answers in linear time: the pairwise statistics (O(n²) per resample) are the command's
-    offered = {name: s for name, s in STATISTICS.items() if not s.pairwise}
+    # A page answers in about linear time: the pair-counting statistics (O(n log n) and a bootstrap besides) and
+    # PCE (segment scores by system: EvalSets and task sets) are the command's
+    offered = {name: s for name, s in STATISTICS.items() if not s.pairwise and not s.by_system}
     statistic = request.GET.get("statistic", "pearson")
     if statistic not in offered:
         statistic = "pearson"
+    average_by = request.GET.get("average_by", "none")
+    if average_by not in GROUPINGS:
+        average_by = "none"
     try:
-        board = selectors.release_leaderboard(release, metrics, statistic=statistic, directions=scope)
+        board = selectors.release_leaderboard(
+            release, metrics, statistic=statistic, directions=scope, average_by=average_by
+        )
     except selectors.MetaEvaluationError as exc:
         raise Http404(str(exc)) from None
     return render(
@@ -102,6 +110,8 @@ def leaderboard_page(request, release_id: int):
             "groups": [*board["directions"], board["overall"]],
             "statistics": [(name, s.label) for name, s in offered.items()],
             "statistic": statistic,
+            "groupings": list(GROUPINGS.items()),
+            "average_by": average_by,
             "metrics_param": ",".join(metrics),
         },
     )
