@@ -64,26 +64,186 @@ def spearman(gold, metric) -> np.ndarray:
     return pearson(rankdata(g, axis=1), rankdata(m, axis=1))
 
 
-def _pair_signs(g: np.ndarray, m: np.ndarray, rows: slice, i: np.ndarray, j: np.ndarray):
-    return np.sign(g[rows, i] - g[rows, j]), np.sign(m[rows, i] - m[rows, j])
+# ---- pair counts in O(n log n) ------------------------------------------------------------------------------
 
 
-def _pairwise(gold, metric, reduce: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    g, m = np.broadcast_arrays(_as_2d(gold), _as_2d(metric))
-    i, j = np.triu_indices(g.shape[1], k=1)
-    step = max(1, _PAIR_BLOCK // max(len(i), 1))
-    out = np.empty(g.shape[0])
-    for start in range(0, g.shape[0], step):
-        rows = slice(start, start + step)
-        out[rows] = reduce(*_pair_signs(g, m, rows, i, j))
-    return out
+def _tied_pairs(sorted_values: np.ndarray) -> int:
+    """Pairs of equal values in a sorted vector: the sum of c(c-1)/2 over its runs of equal values."""
+    if len(sorted_values) < 2:
+        return 0
+    edges = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1], True])
+    runs = np.diff(edges)
+    return int(np.sum(runs * (runs - 1) // 2))
+
+
+def kendall_counts(gold, metric) -> tuple[int, int, int, int, int]:
+    """(concordant, discordant, tied in gold only, tied in the metric only, tied in both) over the pairs of two
+    vectors, in O(n log n): the ties from sorting, concordant minus discordant from scipy's ``kendalltau``
+    (a merge-count, exact as an integer once multiplied back: its relative error is a few ulp, far under 1/2
+    for any n below 10^7). These are mt-metrics-eval's ``_FenwickTreeSufficientStatistics``."""
+    from scipy.stats import kendalltau
+
+    g, m = np.asarray(gold, dtype=float), np.asarray(metric, dtype=float)
+    n = len(g)
+    total = n * (n - 1) // 2
+    if n < 2:
+        return 0, 0, 0, 0, 0
+    order = np.lexsort((m, g))
+    gs, ms = g[order], m[order]
+    tie_g = _tied_pairs(gs)
+    tie_m = _tied_pairs(np.sort(m))
+    joint = np.flatnonzero(np.r_[True, (gs[1:] != gs[:-1]) | (ms[1:] != ms[:-1]), True])
+    runs = np.diff(joint)
+    tie_both = int(np.sum(runs * (runs - 1) // 2))
+    untied = total - tie_g - tie_m + tie_both
+    if tie_g == total or tie_m == total:
+        s = 0
+    else:
+        tau = kendalltau(g, m, method="asymptotic").statistic
+        s = int(round(float(tau) * np.sqrt(total - tie_g) * np.sqrt(total - tie_m)))
+    if (untied + s) % 2:
+        raise ArithmeticError(f"Kendall counts: concordance {s} and {untied} untied pairs disagree (n={n})")
+    concordant, discordant = (untied + s) // 2, (untied - s) // 2
+    return concordant, discordant, tie_g - tie_both, tie_m - tie_both, tie_both
+
+
+# Groups up to this size count their pairs from pair-sign arrays (vectorised over groups and resamples); larger
+# ones by sorting (``kendall_counts``), one resample at a time.
+_SMALL_GROUP = 64
+
+
+def _group_pair_counts(g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
+    """``(5, R, G)`` pair counts (as ``kendall_counts``) of every group of every row."""
+    rows, groups = m.shape[0], len(bounds)
+    counts = np.zeros((5, rows, groups), dtype=np.int64)
+    small = [k for k, (b, e) in enumerate(bounds) if 2 <= e - b <= _SMALL_GROUP]
+    if small:
+        i, j, label = _pair_index([bounds[k] for k in small])
+        step = max(1, _PAIR_BLOCK // max(len(i), 1))
+        starts = np.flatnonzero(np.r_[True, label[1:] != label[:-1]])
+        for r0 in range(0, rows, step):
+            rs = slice(r0, r0 + step)
+            gb = g[rs] if g.shape[0] > 1 else g
+            sg, sm = np.sign(gb[:, i] - gb[:, j]), np.sign(m[rs, i] - m[rs, j])
+            sg = np.broadcast_to(sg, sm.shape)
+            product = sg * sm
+            tg, tm = sg == 0, sm == 0
+            for c, mask in enumerate((product > 0, product < 0, tg & ~tm, tm & ~tg, tg & tm)):
+                counts[c, rs][:, small] = np.add.reduceat(mask.astype(np.int64), starts, axis=1)
+    for k, (b, e) in enumerate(bounds):
+        if e - b > _SMALL_GROUP:
+            for r in range(rows):
+                counts[:, r, k] = kendall_counts(g[r if g.shape[0] > 1 else 0, b:e], m[r, b:e])
+    return counts
+
+
+def _pair_index(bounds: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair i < j within each group, groups in order and pairs in ``triu_indices`` order (the order
+    mt-metrics-eval's nested loops enumerate them), with the index of its group."""
+    i_parts, j_parts, labels = [], [], []
+    for k, (b, e) in enumerate(bounds):
+        i, j = np.triu_indices(e - b, k=1)
+        i_parts.append(i + b)
+        j_parts.append(j + b)
+        labels.append(np.full(len(i), k))
+    if not i_parts:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty, empty
+    return np.concatenate(i_parts), np.concatenate(j_parts), np.concatenate(labels)
+
+
+def _group_sums(x: np.ndarray, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Row-wise sums of ``x`` (R, n) over each group; bounds are consecutive."""
+    return np.add.reduceat(x, [b for b, _ in bounds], axis=1)
+
+
+def _contiguous(bounds: Sequence[tuple[int, int]], n: int) -> bool:
+    return (
+        bool(bounds)
+        and bounds[0][0] == 0
+        and bounds[-1][1] == n
+        and all(e > b and e == nb for (b, e), (nb, _) in zip(bounds, list(bounds[1:]) + [(n, n)]))
+    )
+
+
+def _pearson_groups(g: np.ndarray, m: np.ndarray, bounds) -> np.ndarray:
+    """``(R, G)`` Pearson r per group: centred sums, NaN where a group's gold or metric is constant or it has
+    fewer than two items (scipy's ``pearsonr`` as ``AverageCorrelation`` calls it)."""
+    g, m = np.broadcast_arrays(g, m)
+    sizes = np.array([e - b for b, e in bounds], dtype=float)
+    label = np.repeat(np.arange(len(bounds)), sizes.astype(int))
+    gc = g - (_group_sums(g, bounds) / sizes)[:, label]
+    mc = m - (_group_sums(m, bounds) / sizes)[:, label]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = _group_sums(gc * mc, bounds) / np.sqrt(_group_sums(gc * gc, bounds) * _group_sums(mc * mc, bounds))
+    r = np.clip(r, -1.0, 1.0)
+    starts = [b for b, _ in bounds]
+    constant = (np.maximum.reduceat(g, starts, axis=1) == np.minimum.reduceat(g, starts, axis=1)) | (
+        np.maximum.reduceat(m, starts, axis=1) == np.minimum.reduceat(m, starts, axis=1)
+    )
+    r[constant] = np.nan
+    return r
+
+
+def _group_ranks(x: np.ndarray, bounds) -> np.ndarray:
+    """Average ranks (1-based, scipy's ``rankdata``) of each row's values within each group."""
+    rows, n = x.shape
+    label = np.repeat(np.arange(len(bounds)), [e - b for b, e in bounds])
+    order = np.lexsort((x, np.broadcast_to(label, x.shape)), axis=-1)
+    xs = np.take_along_axis(x, order, axis=1)
+    new = np.ones((rows, n), dtype=bool)
+    new[:, 1:] = (xs[:, 1:] != xs[:, :-1]) | (label[1:] != label[:-1])
+    position = np.broadcast_to(np.arange(n), (rows, n))
+    first = np.maximum.accumulate(np.where(new, position, 0), axis=1)
+    ends = np.ones((rows, n), dtype=bool)
+    ends[:, :-1] = new[:, 1:]
+    last = np.minimum.accumulate(np.where(ends, position, n)[:, ::-1], axis=1)[:, ::-1]
+    start = np.array([b for b, _ in bounds])[label]
+    ranks = np.empty((rows, n))
+    np.put_along_axis(ranks, order, (first + last) / 2.0 - start + 1.0, axis=1)
+    return ranks
+
+
+def _spearman_groups(g: np.ndarray, m: np.ndarray, bounds) -> np.ndarray:
+    g, m = np.broadcast_arrays(g, m)
+    return _pearson_groups(_group_ranks(np.ascontiguousarray(g), bounds), _group_ranks(m, bounds), bounds)
+
+
+def _kendall_b_groups(g, m, bounds) -> np.ndarray:
+    con, dis, tg, tm, tb = _group_pair_counts(g, m, bounds)
+    total = con + dis + tg + tm + tb
+    xtie, ytie = tm + tb, tg + tb  # x: the metric, y: gold (scipy's and mt-metrics-eval's names)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (con - dis) / np.sqrt(total - xtie) / np.sqrt(total - ytie)
+    tau[(xtie == total) | (ytie == total)] = np.nan
+    return tau
+
+
+def _acc23_groups(g, m, bounds) -> np.ndarray:
+    con, dis, tg, tm, tb = _group_pair_counts(g, m, bounds)
+    total = con + dis + tg + tm + tb
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (con + tb) / np.maximum(total, 1), np.nan)
+
+
+def _single(groups: Callable) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The statistic of one group (every item of a row), from its grouped form."""
+
+    def compute(gold, metric) -> np.ndarray:
+        g, m = _as_2d(gold), _as_2d(metric)
+        n = np.broadcast_shapes(g.shape, m.shape)[1]
+        return groups(g, np.broadcast_to(m, np.broadcast_shapes(g.shape, m.shape)), [(0, n)])[:, 0]
+
+    return compute
 
 
 def agreements(gold, metric) -> tuple[np.ndarray, int]:
     """Per row: pairs whose gold and metric differences have the same sign (ties agree only with ties), and the
-    number of pairs (``stats.Agreement``)."""
-    n = _as_2d(gold).shape[1]
-    return _pairwise(gold, metric, lambda sg, sm: np.sum(sg == sm, axis=1)), n * (n - 1) // 2
+    number of pairs (``stats.Agreement``), in O(n log n)."""
+    g, m = np.broadcast_arrays(_as_2d(gold), _as_2d(metric))
+    n = g.shape[1]
+    con, _, _, _, tb = _group_pair_counts(g[:1] if np.all(g == g[:1]) else g, m, [(0, n)])
+    return (con + tb)[:, 0], n * (n - 1) // 2
 
 
 def accuracy(gold, metric) -> np.ndarray:
@@ -92,15 +252,106 @@ def accuracy(gold, metric) -> np.ndarray:
     return agree / pairs if pairs else np.full(len(agree), np.nan)
 
 
-def kendall_b(gold, metric) -> np.ndarray:
-    """Row-wise Kendall τ_b from the pairs' signs (scipy's ``kendalltau(variant='b')``)."""
+kendall_b = _single(_kendall_b_groups)
+acc23 = _single(_acc23_groups)
 
-    def reduce(sg, sm):
-        concordance = np.sum(sg * sm, axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return concordance / np.sqrt(np.sum(sg != 0, axis=1) * np.sum(sm != 0, axis=1))
 
-    return _pairwise(gold, metric, reduce)
+# ---- tie calibration: KendallWithTiesOpt ------------------------------------------------------------------
+
+# The most within-group pairs tie calibration enumerates (it is O(P log P) in them): 60 M pairs, about 3 GB.
+MAX_CALIBRATION_PAIRS = 60_000_000
+
+
+@dataclass(frozen=True)
+class TieCalibration:
+    value: float
+    epsilon: float
+    variant: str
+
+
+def _calibration_value(correct: np.ndarray, pairs: np.ndarray, variant: str) -> np.ndarray:
+    return correct / pairs if variant == "acc23" else (2 * correct - pairs) / pairs
+
+
+def _correct_pairs(g, m, i, j, epsilon: float) -> np.ndarray:
+    """Per pair: the metric's sign, a tie when ``|Δm| <= epsilon``, equals the gold's sign."""
+    dm = m[j] - m[i]
+    sm = np.where(np.abs(dm) <= epsilon, 0.0, np.sign(dm))
+    return sm == np.sign(g[j] - g[i])
+
+
+def tie_calibration(gold, metric, bounds: Sequence[tuple[int, int]] | None = None, variant: str = "acc23"):
+    """mt-metrics-eval's ``KendallWithTiesOpt`` with ``sample_rate=1`` (``tau_optimization``): one threshold ε
+    for every group, the one that maximises the mean over groups (with at least one pair) of acc23 (or τ_23),
+    where a pair counts as a metric tie when ``|Δm| <= ε``. The candidate thresholds are 0 and every pair's
+    ``|Δm|``, visited in ascending order (pairs with equal differences in enumeration order, as its stable sort
+    leaves them); the running mean is accumulated as the reference accumulates it (one subtraction and one
+    addition per pair, in order, from Python's sum of the groups' starting values), so that among
+    thresholds that tie in exact arithmetic the same one wins (``nanargmax``: the first). O(P log P) in the
+    P within-group pairs: quadratic in the items of a group, so ungrouped it is bounded by
+    ``MAX_CALIBRATION_PAIRS``."""
+    if variant not in ("acc23", "23"):
+        raise ValueError("tie calibration applies to acc23 and 23 only")
+    g, m = np.asarray(gold, dtype=float), np.asarray(metric, dtype=float)
+    bounds = [(b, e) for b, e in (bounds or [(0, len(g))]) if e - b >= 2]
+    pairs_total = sum((e - b) * (e - b - 1) // 2 for b, e in bounds)
+    if pairs_total > MAX_CALIBRATION_PAIRS:
+        raise ValueError(
+            f"tie calibration over {pairs_total:,} pairs (more than {MAX_CALIBRATION_PAIRS:,}): "
+            "group the items (average_by item) or use a statistic without calibration"
+        )
+    if not bounds:
+        return TieCalibration(float("nan"), 0.0, variant)
+    i, j, label = _pair_index(bounds)
+    per_group = np.array([(e - b) * (e - b - 1) // 2 for b, e in bounds], dtype=np.int64)
+    dm = m[j] - m[i]
+    dg = g[j] - g[i]
+    diff = np.abs(dm)
+    gold_tie = dg == 0
+    correct0 = np.where(dm == 0, gold_tie, np.sign(dm) == np.sign(dg))
+    # Turning a pair into a metric tie: a gold-tied pair becomes right, a pair right and untied becomes wrong.
+    change = gold_tie.astype(np.int64) - correct0.astype(np.int64)
+    start = np.bincount(label, weights=correct0, minlength=len(bounds)).astype(np.int64)
+    order = np.argsort(diff, kind="stable")
+    sorted_label = label[order]
+    # each group's running count after each of its pairs, in threshold order
+    by_group = np.argsort(sorted_label, kind="stable")
+    running = np.empty(len(order), dtype=np.int64)
+    steps = change[order][by_group]
+    cum = np.cumsum(steps)
+    group_of = sorted_label[by_group]
+    first = np.r_[0, np.flatnonzero(group_of[1:] != group_of[:-1]) + 1]
+    offsets = np.zeros(len(bounds), dtype=np.int64)
+    offsets[group_of[first]] = np.r_[0, cum[first[1:] - 1]]
+    running[by_group] = start[group_of] + cum - offsets[group_of]
+    before = running - change[order]
+    pairs_of = per_group[sorted_label]
+    old = _calibration_value(before, pairs_of, variant)
+    new = _calibration_value(running, pairs_of, variant)
+    total0 = sum(float(v) for v in _calibration_value(start, per_group, variant))
+    steps_float = np.empty(2 * len(order) + 1)
+    steps_float[0] = total0
+    steps_float[1::2] = -old
+    steps_float[2::2] = new
+    totals = np.cumsum(steps_float)[2::2] / len(bounds)
+    sorted_diff = diff[order]
+    last_of_each = np.r_[sorted_diff[1:] != sorted_diff[:-1], True]
+    thresholds = sorted_diff[last_of_each]
+    taus = totals[last_of_each]
+    if len(thresholds) == 0 or thresholds[0] != 0.0:
+        thresholds = np.r_[0.0, thresholds]
+        taus = np.r_[total0 / len(bounds), taus]
+    best = int(np.nanargmax(taus))
+    return TieCalibration(float(taus[best]), float(thresholds[best]), variant)
+
+
+def _tie_calibrated_groups(variant: str) -> Callable:
+    def groups(g, m, bounds) -> np.ndarray:
+        g, m = np.broadcast_arrays(g, m)
+        values = np.array([tie_calibration(g[r], m[r], bounds, variant).value for r in range(m.shape[0])])
+        return values[:, None]  # one value over the groups: the calibration averages them itself
+
+    return groups
 
 
 @dataclass(frozen=True)
@@ -108,27 +359,80 @@ class Statistic:
     name: str
     label: str
     reference: str  # the mt-metrics-eval function it equals
-    compute: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    groups: Callable[[np.ndarray, np.ndarray, Sequence[tuple[int, int]]], np.ndarray]  # (R, n) x2 -> (R, G)
     pooled: bool = False  # over groups: pairs summed (global accuracy) rather than a mean of group values
-    pairwise: bool = False  # O(n²) in the items: for systems, or triplets offline (the pages offer the others)
+    pairwise: bool = False  # counts pairs: O(n log n) per resample, the command's (the pages offer the others)
+    calibrated: str | None = None  # the tie-calibrated Kendall variant (KendallWithTiesOpt does its own averaging)
+    cost: str = ""  # what it costs, per resample (docs/metaeval.md)
+
+    def compute(self, gold, metric) -> np.ndarray:
+        """The statistic of one group: gold and metric ``(R, n)`` (gold may be ``(1, n)``) -> R values."""
+        g, m = _as_2d(gold), _as_2d(metric)
+        m = np.broadcast_to(m, np.broadcast_shapes(g.shape, m.shape))
+        return self.groups(g, np.ascontiguousarray(m), [(0, m.shape[1])])[:, 0]
 
 
 STATISTICS: dict[str, Statistic] = {
     s.name: s
     for s in (
-        Statistic("pearson", "Pearson r", "stats.Correlation.Pearson (scipy.stats.pearsonr)", pearson),
-        Statistic("spearman", "Spearman ρ", "stats.Correlation.Spearman (scipy.stats.spearmanr)", spearman),
-        Statistic("kendall-b", "Kendall τ_b", "stats.Correlation.Kendall(variant='b')", kendall_b, pairwise=True),
+        Statistic(
+            "pearson", "Pearson r", "stats.Correlation.Pearson (scipy.stats.pearsonr)", _pearson_groups, cost="O(n)"
+        ),
+        Statistic(
+            "spearman",
+            "Spearman ρ",
+            "stats.Correlation.Spearman (scipy.stats.spearmanr)",
+            _spearman_groups,
+            cost="O(n log n)",
+        ),
+        Statistic(
+            "kendall-b",
+            "Kendall τ_b",
+            "stats.Correlation.Kendall(variant='b')",
+            _kendall_b_groups,
+            pairwise=True,
+            cost="O(n log n)",
+        ),
         Statistic(
             "accuracy",
             "pairwise accuracy",
             "stats.Agreement; data.CompareMetricsWithGlobalAccuracy",
-            accuracy,
+            _acc23_groups,
             pooled=True,
             pairwise=True,
+            cost="O(n log n)",
+        ),
+        Statistic(
+            "acc23",
+            "acc23 (pairwise accuracy with ties, ε = 0)",
+            "stats.KendallVariants(variant='acc23')",
+            _acc23_groups,
+            pairwise=True,
+            cost="O(n log n)",
+        ),
+        Statistic(
+            "acc23-tc",
+            "acc23, tie-calibrated",
+            "stats.KendallWithTiesOpt(variant='acc23', sample_rate=1)",
+            _tie_calibrated_groups("acc23"),
+            pairwise=True,
+            calibrated="acc23",
+            cost="O(P log P), P the pairs within groups: O(s² log s) per group of s items",
+        ),
+        Statistic(
+            "tau23-tc",
+            "τ_23, tie-calibrated",
+            "stats.KendallWithTiesOpt(variant='23', sample_rate=1)",
+            _tie_calibrated_groups("23"),
+            pairwise=True,
+            calibrated="23",
+            cost="O(P log P), P the pairs within groups: O(s² log s) per group of s items",
         ),
     )
 }
+
+AVERAGE_BY = ("none", "item", "sys")
+PERMUTATION_TESTS = ("scores", "pairs")
 
 
 def get_statistic(name: str) -> Statistic:
@@ -138,23 +442,111 @@ def get_statistic(name: str) -> Statistic:
         raise ValueError(f"unknown statistic {name!r}; choose one of {', '.join(STATISTICS)}") from None
 
 
-def grouped(statistic: Statistic, gold, metric, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The statistic over consecutive groups ``bounds`` of the items (language pairs): pooled accuracy sums
-    agreements and pairs over groups; every other statistic is the mean of the groups' non-NaN values, 0 when
-    none (``stats.PermutationSigDiff``'s ``_Corr``)."""
+# ---- grouping: mt-metrics-eval's average_by ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """Scores regrouped for ``average_by``: flat vectors whose consecutive ``bounds`` are the groups."""
+
+    gold: np.ndarray
+    metrics: dict[str, np.ndarray]
+    bounds: list[tuple[int, int]]
+    average_by: str
+
+
+def group_scores(gold, metrics: dict[str, Sequence], average_by: str = "none") -> Grouped:
+    """mt-metrics-eval's ``_Reshape`` + ``_ReshapeAndFilter``: gold ``(systems, items)`` with None or NaN where
+    there is no human score, metrics ``{name: (systems, items)}``. ``none``: one group, system by system;
+    ``sys``: a group per system (its items); ``item``: a group per item (its systems, in the order given).
+    Within a group, items without a human score are dropped, and a group left empty is dropped."""
+    if average_by not in AVERAGE_BY:
+        raise ValueError(f"average_by {average_by!r}: choose one of {', '.join(AVERAGE_BY)}")
+    g = np.array([[np.nan if v is None else v for v in row] for row in gold], dtype=float)
+    if g.ndim != 2:
+        raise ValueError("gold scores must be a (systems, items) matrix")
+    scores = {}
+    for name, values in metrics.items():
+        a = np.asarray(values, dtype=float)
+        if a.shape != g.shape:
+            raise ValueError(f"metric {name}: scores shaped {a.shape} for gold shaped {g.shape}")
+        if np.isnan(a).any():
+            raise ValueError(f"metric {name}: a missing metric score (only human scores may be missing)")
+        scores[name] = a
+
+    def rows(a: np.ndarray) -> np.ndarray:
+        return a.reshape(1, -1) if average_by == "none" else a if average_by == "sys" else a.T
+
+    keep = ~np.isnan(rows(g))
+    bounds, start = [], 0
+    for count in keep.sum(axis=1):
+        if count:
+            bounds.append((start, start + int(count)))
+            start += int(count)
+    return Grouped(rows(g)[keep], {n: rows(a)[keep] for n, a in scores.items()}, bounds, average_by)
+
+
+def group_values(statistic: Statistic, gold, metric, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
+    """``(R, G)``: the statistic of each group of each row (NaN where undefined)."""
+    g, m = _as_2d(gold), _as_2d(metric)
+    m = np.ascontiguousarray(np.broadcast_to(m, np.broadcast_shapes(g.shape, m.shape)))
+    bounds = list(bounds)
+    if _contiguous(bounds, m.shape[1]):
+        return statistic.groups(g, m, bounds)
+    return np.concatenate([statistic.groups(g[:, b:e], m[:, b:e], [(0, e - b)]) for b, e in bounds], axis=1)
+
+
+def grouped(
+    statistic: Statistic,
+    gold,
+    metric,
+    bounds: Sequence[tuple[int, int]],
+    replace_nans_with_zeros: bool = False,
+) -> np.ndarray:
+    """The statistic over consecutive groups ``bounds`` of the items, per row: pooled accuracy sums agreements
+    and pairs over groups (``CompareMetricsWithGlobalAccuracy``); a tie-calibrated statistic is
+    ``KendallWithTiesOpt`` over the groups; every other statistic is the mean of the groups' values
+    (``AverageCorrelation`` / ``PermutationSigDiff``'s ``_Corr``): a group of fewer than two items is left out,
+    a NaN value (a constant vector) is left out, or counted as 0 with ``replace_nans_with_zeros``; 0 when no
+    group is left."""
     g, m = np.broadcast_arrays(_as_2d(gold), _as_2d(metric))
+    bounds = list(bounds)
     if statistic.pooled:
-        agree, pairs = np.zeros(g.shape[0]), 0
-        for b, e in bounds:
-            a, p = agreements(g[:, b:e], m[:, b:e])
-            agree, pairs = agree + a, pairs + p
-        return agree / pairs if pairs else np.zeros(g.shape[0])
-    values = np.stack([statistic.compute(g[:, b:e], m[:, b:e]) for b, e in bounds], axis=1)
-    present = ~np.isnan(values)
-    total = np.where(present, values, 0.0).sum(axis=1)
-    count = present.sum(axis=1)
+        counts = _group_pair_counts(g[:1] if np.all(g == g[:1]) else g, np.ascontiguousarray(m), bounds)
+        agree = (counts[0] + counts[4]).sum(axis=1)
+        pairs = sum((e - b) * (e - b - 1) // 2 for b, e in bounds)
+        return agree / pairs if pairs else np.zeros(m.shape[0])
+    if statistic.calibrated:
+        return np.array([tie_calibration(g[r], m[r], bounds, statistic.calibrated).value for r in range(m.shape[0])])
+    values = group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
+    sized = np.array([e - b >= 2 for b, e in bounds])[None, :]
+    present = ~np.isnan(values) & sized
+    if replace_nans_with_zeros:
+        counted = np.broadcast_to(sized, values.shape)
+        values = np.where(present, values, 0.0)
+    else:
+        counted = present
+        values = np.where(present, values, 0.0)
+    count = counted.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), 0.0)
+        return np.where(count > 0, values.sum(axis=1) / np.maximum(count, 1), 0.0)
+
+
+def average_correlation(
+    statistic_name: str,
+    gold,
+    metric,
+    bounds: Sequence[tuple[int, int]] | None = None,
+    *,
+    replace_nans_with_zeros: bool = False,
+) -> float:
+    """The value ``data.CompareMetrics`` ranks a metric by (``AverageCorrelation``; ``KendallWithTiesOpt`` for a
+    tie-calibrated statistic), over the groups ``bounds`` (default: one)."""
+    statistic = get_statistic(statistic_name)
+    g = np.asarray(gold, dtype=float)
+    return float(
+        grouped(statistic, g, np.asarray(metric, dtype=float), bounds or [(0, len(g))], replace_nans_with_zeros)[0]
+    )
 
 
 # ---- soft pairwise accuracy (Thompson et al. 2024) ------------------------------------------------------
@@ -190,6 +582,13 @@ def soft_pairwise_accuracy(gold_seg, metric_seg, permutations: int = 1000, seed:
 # ---- permutation significance and WMT's ranked clusters ---------------------------------------------------
 
 
+_TESTS = {
+    "scores": "paired permutation (PERM-BOTH) of z-scored metric scores, mt-metrics-eval PermutationSigDiff",
+    "pairs": "paired permutation of pairwise comparisons under each metric's calibrated tie threshold, "
+    "mt-metrics-eval PairwisePermutationSigDiff",
+}
+
+
 @dataclass(frozen=True)
 class Significance:
     """Metrics in decreasing order of the statistic, the p-value matrix (``p[i, j]``, j > i: the null hypothesis
@@ -207,12 +606,16 @@ class Significance:
     early_min: float
     early_max: float
     alpha: float
+    test: str = "scores"
+    average_by: str | None = None  # what the caller grouped by (a label: the groups are the bounds)
+    replace_nans_with_zeros: bool = False
+    epsilons: dict[str, float] | None = None  # the pairs test: each metric's calibrated tie threshold
 
     def as_dict(self) -> dict:
         n = len(self.metrics)
-        return {
+        result = {
             "statistic": self.statistic,
-            "test": "paired permutation (PERM-BOTH) of z-scored metric scores, mt-metrics-eval PermutationSigDiff",
+            "test": _TESTS[self.test],
             "parameters": {
                 "resamples": self.resamples,
                 "seed": self.seed,
@@ -220,6 +623,9 @@ class Significance:
                 "early_min": self.early_min,
                 "early_max": self.early_max,
                 "alpha": self.alpha,
+                "perm_test": self.test,
+                "average_by": self.average_by,
+                "replace_nans_with_zeros": self.replace_nans_with_zeros,
             },
             "ranking": [
                 {"metric": m, "value": v, "cluster": r} for m, v, r in zip(self.metrics, self.values, self.ranks)
@@ -230,6 +636,10 @@ class Significance:
                 for j in range(i + 1, n)
             },
         }
+        if self.epsilons is not None:
+            for row in result["ranking"]:
+                row["epsilon"] = self.epsilons[row["metric"]]
+        return result
 
 
 def _zscore(x: np.ndarray) -> np.ndarray:
@@ -248,25 +658,102 @@ def permutation_p_value(
     block_size: int,
     early_min: float,
     early_max: float,
+    replace_nans_with_zeros: bool = False,
 ) -> tuple[float, int]:
     """p-value for "``better`` is not better than ``worse``": the share of draws, each swapping the two metrics'
     z-scored scores item by item with probability ½, whose difference is at least the observed one. Drawn a
     block at a time (the same stream as one draw per resample), stopping early at a block boundary when p is
-    below ``early_min`` or above ``early_max``."""
+    below ``early_min`` or above ``early_max``. Memory: at most ``_DRAW_BLOCK`` draws at a time, whatever the
+    number of resamples."""
     a, b = _zscore(better), _zscore(worse)
-    observed = grouped(statistic, gold, a, bounds) - grouped(statistic, gold, b, bounds)
+    observed = grouped(statistic, gold, a, bounds, replace_nans_with_zeros) - grouped(
+        statistic, gold, b, bounds, replace_nans_with_zeros
+    )
     rows_at_once = max(1, _DRAW_BLOCK // max(len(a), 1))  # bounds memory; row by row, the stream is the same
     large, used = 0, 0
     while used < resamples:
         size = min(block_size, resamples - used)
         for start in range(0, size, rows_at_once):
-            w = rng.binomial(1, 0.5, (min(rows_at_once, size - start), len(a)))
-            hybrid_worse = w * b + (1 - w) * a
-            hybrid_better = (1 - w) * b + w * a
-            diff = grouped(statistic, gold, hybrid_better, bounds) - grouped(statistic, gold, hybrid_worse, bounds)
+            w = rng.random_sample((min(rows_at_once, size - start), len(a))) > 0.5  # = binomial(1, 0.5)
+            hybrid_worse = np.where(w, a, b)
+            hybrid_better = np.where(w, b, a)
+            diff = grouped(statistic, gold, hybrid_better, bounds, replace_nans_with_zeros) - grouped(
+                statistic, gold, hybrid_worse, bounds, replace_nans_with_zeros
+            )
             large += int(np.sum(diff >= observed[0]))
         used += size
         if used % block_size == 0:
+            p = large / used
+            if p < early_min or p > early_max:
+                break
+    return large / used, used
+
+
+def pairs_p_value(
+    variant: str,
+    gold: np.ndarray,
+    better: np.ndarray,
+    worse: np.ndarray,
+    bounds: Sequence[tuple[int, int]],
+    rng: np.random.RandomState,
+    resamples: int,
+    block_size: int,
+    early_min: float,
+    early_max: float,
+    epsilons: tuple[float, float],
+) -> tuple[float, int]:
+    """mt-metrics-eval's ``PairwisePermutationSigDiff``: each metric's pairs are judged once, under its own
+    calibrated tie threshold (``epsilons`` = (better's, worse's), ``tie_calibration`` on the data); a draw
+    gives every within-group pair a coin that says which metric's judgement each hybrid takes, and the
+    p-value is the share of draws whose hybrid difference (mean over groups of acc23 or τ_23) is at least
+    the observed one. The coins are the reference's: per resample and group of n items, an n × n block of
+    ``binomial(1, ½)`` draws (of which the upper triangle is used), from the legacy stream. Only the pairs the
+    two metrics judge differently change a hybrid, so a draw costs its n² coins plus those pairs. Early
+    stopping as the reference's: at a block boundary, only on a draw whose difference was at least the
+    observed one."""
+    all_bounds = list(bounds)
+    paired = [(k, (b, e)) for k, (b, e) in enumerate(all_bounds) if e - b >= 2]
+    sizes = np.array([e - b for b, e in all_bounds], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes * sizes)]
+    per_draw = int(offsets[-1])
+    i, j, label = _pair_index([bw for _, bw in paired])
+    group_index = np.array([k for k, _ in paired], dtype=np.int64)[label] if len(label) else label
+    starts = np.array([b for _, (b, _) in paired], dtype=np.int64)[label] if len(label) else label
+    n_of = sizes[group_index] if len(label) else label
+    position = offsets[group_index] + (i - starts) * n_of + (j - starts) if len(label) else label
+    right_better = _correct_pairs(gold, better, i, j, epsilons[0])
+    right_worse = _correct_pairs(gold, worse, i, j, epsilons[1])
+    groups = len(paired)
+    pairs = np.bincount(label, minlength=groups).astype(np.int64)
+    count_better = np.bincount(label, weights=right_better, minlength=groups).astype(np.int64)
+    count_worse = np.bincount(label, weights=right_worse, minlength=groups).astype(np.int64)
+    observed = np.mean(_calibration_value(count_better, pairs, variant)) - np.mean(
+        _calibration_value(count_worse, pairs, variant)
+    )
+    differ = np.flatnonzero(right_better != right_worse)
+    d = right_better[differ].astype(np.int64) - right_worse[differ].astype(np.int64)
+    d_position, d_label = position[differ], label[differ]
+    edges = np.searchsorted(d_label, np.arange(groups + 1))  # the differing pairs of each group
+    rows_at_once = max(1, _DRAW_BLOCK // max(per_draw, 1))
+    large, used = 0, 0
+    while used < resamples:
+        size = min(block_size, resamples - used)
+        last_large = False
+        for start in range(0, size, rows_at_once):
+            coins = rng.random_sample((min(rows_at_once, size - start), per_draw))[:, d_position] > 0.5
+            gained = np.cumsum(np.where(coins, d, 0), axis=1)
+            gained = np.concatenate([np.zeros((len(coins), 1), dtype=np.int64), gained], axis=1)
+            # the hybrid that takes the better metric's judgement where the coin says 1, and the other
+            hybrid_better = count_worse + gained[:, edges[1:]] - gained[:, edges[:-1]]
+            hybrid_worse = count_better + count_worse - hybrid_better
+            diff = np.mean(_calibration_value(hybrid_better, pairs, variant), axis=1) - np.mean(
+                _calibration_value(hybrid_worse, pairs, variant), axis=1
+            )
+            hits = diff >= observed
+            large += int(np.sum(hits))
+            last_large = bool(hits[-1])
+        used += size
+        if used % block_size == 0 and last_large:
             p = large / used
             if p < early_min or p > early_max:
                 break
@@ -296,11 +783,22 @@ def permutation_significance(
     early_min: float = 0.02,
     early_max: float = 0.5,
     alpha: float = 0.05,
+    replace_nans_with_zeros: bool = False,
+    test: str | None = None,
+    average_by: str | None = None,
 ) -> Significance:
-    """Every pair of metrics compared by ``permutation_p_value`` (one shared draw stream, pairs in the order
-    ``data.ComputeSigMatrix`` takes them) and ranked into clusters. Metrics are sorted by decreasing value,
-    name breaking ties. ``bounds``: consecutive item groups (language pairs); default one group."""
+    """``data.CompareMetrics``: every pair of metrics compared by a permutation test (one shared draw stream,
+    pairs in the order ``data.ComputeSigMatrix`` takes them) and ranked into clusters. Metrics are sorted by
+    decreasing value, name breaking ties. ``bounds``: consecutive item groups (language pairs, or the groups
+    of ``group_scores``); default one group. ``test``: ``scores`` (``PermutationSigDiff``) or ``pairs``
+    (``PairwisePermutationSigDiff``, tie-calibrated statistics only); default ``pairs`` for those, else
+    ``scores``. ``average_by`` only labels the result."""
     statistic = get_statistic(statistic_name)
+    test = test or ("pairs" if statistic.calibrated else "scores")
+    if test not in PERMUTATION_TESTS:
+        raise ValueError(f"permutation test {test!r}: choose one of {', '.join(PERMUTATION_TESTS)}")
+    if test == "pairs" and not statistic.calibrated:
+        raise ValueError("the pairs test compares tie-calibrated statistics (acc23-tc, tau23-tc)")
     g = np.asarray(gold, dtype=float)
     bounds = list(bounds) if bounds else [(0, len(g))]
     if not metrics:
@@ -311,25 +809,49 @@ def permutation_significance(
             raise ValueError(f"metric {name}: {v.shape[0]} scores for {g.shape[0]} human scores")
     if resamples < 1 or block_size < 1 or not 0 < alpha < 1:
         raise ValueError("resamples and block size must be positive and alpha in (0, 1)")
-    values = {name: float(grouped(statistic, g, v, bounds)[0]) for name, v in scores.items()}
+    epsilons = None
+    if statistic.calibrated:
+        calibrations = {name: tie_calibration(g, v, bounds, statistic.calibrated) for name, v in scores.items()}
+        values = {name: c.value for name, c in calibrations.items()}
+        epsilons = {name: c.epsilon for name, c in calibrations.items()}
+    else:
+        values = {
+            name: float(grouped(statistic, g, v, bounds, replace_nans_with_zeros)[0]) for name, v in scores.items()
+        }
     order = sorted(values, key=lambda name: (-values[name], name))
     n = len(order)
     p, used = np.zeros((n, n)), np.zeros((n, n), dtype=int)
     rng = np.random.RandomState(seed)
     for i in range(n):
         for j in range(i + 1, n):
-            p[i, j], used[i, j] = permutation_p_value(
-                statistic,
-                g,
-                scores[order[i]],
-                scores[order[j]],
-                bounds,
-                rng,
-                resamples,
-                block_size,
-                early_min,
-                early_max,
-            )
+            if test == "pairs":
+                p[i, j], used[i, j] = pairs_p_value(
+                    statistic.calibrated,
+                    g,
+                    scores[order[i]],
+                    scores[order[j]],
+                    bounds,
+                    rng,
+                    resamples,
+                    block_size,
+                    early_min,
+                    early_max,
+                    (epsilons[order[i]], epsilons[order[j]]),
+                )
+            else:
+                p[i, j], used[i, j] = permutation_p_value(
+                    statistic,
+                    g,
+                    scores[order[i]],
+                    scores[order[j]],
+                    bounds,
+                    rng,
+                    resamples,
+                    block_size,
+                    early_min,
+                    early_max,
+                    replace_nans_with_zeros,
+                )
     return Significance(
         statistic.name,
         order,
@@ -343,6 +865,10 @@ def permutation_significance(
         early_min,
         early_max,
         alpha,
+        test,
+        average_by,
+        replace_nans_with_zeros,
+        epsilons,
     )
 
 
