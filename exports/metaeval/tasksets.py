@@ -356,17 +356,13 @@ def run_task(task: Task, scores: Scores, rng: np.random.RandomState) -> TaskResu
     from exports.metaeval import statistics
 
     gold, metrics, bounds, systems = _flat(scores, task)
+    extra = {"systems": systems} if task.corr_fcn == "pce" else {}  # PCE reshapes its vectors by system
     items = len(scores.gold[0]) if scores.gold else 0
     if task.k == 0:
         values = {
             m: float(
                 statistics.average_correlation(
-                    task.statistic,
-                    gold,
-                    v,
-                    bounds,
-                    replace_nans_with_zeros=task.replace_nans_with_zeros,
-                    systems=systems,
+                    task.statistic, gold, v, bounds, replace_nans_with_zeros=task.replace_nans_with_zeros, **extra
                 )
             )
             for m, v in metrics.items()
@@ -390,7 +386,8 @@ def run_task(task: Task, scores: Scores, rng: np.random.RandomState) -> TaskResu
         alpha=task.pval,
         replace_nans_with_zeros=task.replace_nans_with_zeros,
         test=task.perm_test,
-        systems=systems,
+        average_by=task.avg_by,
+        **extra,
     )
     corr_ranks = {m: (float(v), int(r)) for m, v, r in zip(result.metrics, result.values, result.ranks)}
     return TaskResult(task, corr_ranks, np.asarray(result.p_values).tolist(), systems, items)
