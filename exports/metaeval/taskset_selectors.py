@@ -19,6 +19,7 @@ from exports.metaeval.selectors import MetaEvaluationError, _orientation, _score
 from exports.models import MetricScore, Release, ScoreSummary
 from exports.scores.selectors import scores_digest
 
+INLINE_SCORES = 50_000  # without a worker, a page computes the table itself up to this many scores
 TASKSET_CACHE_SECONDS = 30 * 24 * 3600
 TASKSET_PENDING_SECONDS = 3600
 PAGE_TASK_SET, PAGE_K = "wmt24", 1000
@@ -114,6 +115,16 @@ def taskset_key(release: Release, metrics: list[str], task_set: str, k: int, dir
     scope = "all" if directions is None else ",".join(sorted(directions))
     h = hashlib.sha256(f"{digests}|{scope}".encode()).hexdigest()[:24]
     return f"metaeval:taskset:v1:{release.pk}:{task_set}:{k}:{h}"
+
+
+def scores_count(release: Release, metrics: list[str], directions: list[str] | None) -> int:
+    """How many scores the table reads (the ingest's summaries, not the scores)."""
+    from django.db.models import Sum
+
+    rows = ScoreSummary.objects.filter(release=release, metric__in=metrics)
+    if directions is not None:
+        rows = rows.filter(direction__code__in=directions)
+    return int(rows.aggregate(n=Sum("n"))["n"] or 0)
 
 
 def cached_task_set(release: Release, metrics: list[str], directions: list[str] | None) -> dict | None:

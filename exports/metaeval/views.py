@@ -156,6 +156,10 @@ def _task_set(release, metrics: list[str], scope: list[str] | None) -> tuple[dic
     if table is None and tasks.queued():
         tasks.request_task_set(release, metrics, scope)
         return None, True
+    if table is None and taskset_selectors.scores_count(release, metrics, scope) > taskset_selectors.INLINE_SCORES:
+        return {
+            "error": "too many scores to compute in a page view and no worker runs: see `manage.py metaeval --task-set`"
+        }, False
     if table is None:
         table = taskset_selectors.compute_task_set(release, metrics, scope)
     if "error" in table:
