@@ -23,6 +23,8 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from core.domain.errors import Invalid
 
 HUMAN_SCORER = "xqm"  # the predetermined quality; mt-metrics-eval's std_gold at seg and sys level
@@ -252,19 +254,35 @@ def meta_evaluate(
     level: str,
     statistic: str = "pearson",
     *,
+    average_by: str = "none",
+    replace_nans_with_zeros: bool = False,
+    test: str | None = None,
     resamples: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
 ) -> dict:
     """Every metric of an EvalSet ranked against the human scores ``gold`` at ``level`` with significance
     clusters (``statistics.permutation_significance``), as mt-metrics-eval's ``GetCorrelations`` +
-    ``CompareMetrics`` with ``average_by='none'``: seg level flattens systems x segments, items without a human
-    score dropped; sys level takes the systems with a human score. Human outputs (systems named after a
-    reference) are left out, as ``include_human=False`` does."""
+    ``CompareMetrics`` (``CompareMetricsWithPairwiseConfidenceError`` for ``pce``). At seg level the
+    (systems, segments) scores are grouped by ``average_by`` (``statistics.group_scores``: ``none`` flattens
+    them, ``item`` averages over segments, ``sys`` over systems), items without a human score dropped; sys level
+    takes the systems with a human score (``average_by`` none only). ``pce`` is a system-level statistic computed
+    from seg-level scores. Human outputs (systems named after a reference) are left out, as
+    ``include_human=False`` does; systems are taken in sorted order."""
     from exports.metaeval import statistics
 
     if level not in LEVELS:
         raise EvalSetError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
+    if average_by not in statistics.AVERAGE_BY:
+        raise EvalSetError(f"average_by {average_by!r}: choose one of {', '.join(statistics.AVERAGE_BY)}")
+    try:
+        by_system = statistics.get_statistic(statistic).by_system
+    except ValueError as exc:
+        raise EvalSetError(str(exc)) from None
+    if by_system:
+        level = "seg"  # PCE: system level, from the segment scores
+    if level == "sys" and average_by != "none":
+        raise EvalSetError("sys-level scores have one item per system: average_by must be none")
     human = evs.human.get((gold, level))
     if human is None:
         names = sorted({scorer for scorer, lv in evs.human if lv == level})
@@ -274,21 +292,46 @@ def meta_evaluate(
     metrics = {metric: scores for (metric, lv), scores in evs.metrics.items() if lv == level}
     if len(metrics) < 2:
         raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than two metrics with {level}-level scores")
-    systems = sorted(s for s in human if s not in evs.references and all(s in m for m in metrics.values()))
-    keep = [(s, i) for s in systems for i, v in enumerate(human[s]) if v is not None]
-    if len(keep) < 3:
-        raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than three {level}-level items with a human score")
-    gold_vector = [human[s][i] for s, i in keep]
-    vectors = {m: [scores[s][i] for s, i in keep] for m, scores in metrics.items()}
-    result = statistics.permutation_significance(
-        statistic, gold_vector, vectors, resamples=resamples, seed=seed, alpha=alpha
+    systems = sorted(
+        s
+        for s in human
+        if s not in evs.references and all(s in m for m in metrics.values()) and any(v is not None for v in human[s])
     )
+    gold_matrix = [human[s] for s in systems]
+    matrices = {m: [scores[s] for s in systems] for m, scores in metrics.items()}
+    if by_system:
+        flat_gold = [np.nan if v is None else v for row in gold_matrix for v in row]
+        vectors = {m: [v for row in rows for v in row] for m, rows in matrices.items()}
+        bounds, n = None, sum(v is not None for row in gold_matrix for v in row)
+    else:
+        grouped = statistics.group_scores(gold_matrix, matrices, average_by)
+        flat_gold, vectors, bounds, n = grouped.gold, grouped.metrics, grouped.bounds, len(grouped.gold)
+    if n < 3:
+        raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than three {level}-level items with a human score")
+    try:
+        result = statistics.permutation_significance(
+            statistic,
+            flat_gold,
+            vectors,
+            bounds,
+            resamples=resamples,
+            seed=seed,
+            alpha=alpha,
+            replace_nans_with_zeros=replace_nans_with_zeros,
+            test=test,
+            average_by=average_by,
+            systems=len(systems) if by_system else None,
+        )
+    except ValueError as exc:
+        raise EvalSetError(f"{evs.name}/{evs.lp}: {exc}") from None
     return {
         "evalset": evs.name,
         "lp": evs.lp,
         "gold": gold,
         "level": level,
+        "average_by": average_by,
         "systems": len(systems),
-        "n": len(keep),
+        "n": n,
+        "groups": len(bounds) if bounds else 1,
         **result.as_dict(),
     }

@@ -27,7 +27,12 @@ def _groups(board: dict) -> list[dict]:
 
 def _parameters(board: dict) -> str:
     p = board["parameters"]
-    return f"{p['resamples']} permutation resamples, seed {p['seed']}, block size {p['block_size']}, alpha {p['alpha']}"
+    grouping = f", average_by {p['average_by']}" if p.get("average_by") not in (None, "none") else ""
+    nans = ", NaN counted as 0" if p.get("replace_nans_with_zeros") else ""
+    return (
+        f"{p['resamples']} permutation resamples ({p.get('perm_test', 'scores')} test), seed {p['seed']}, "
+        f"block size {p['block_size']}, alpha {p['alpha']}{grouping}{nans}"
+    )
 
 
 def as_text(board: dict) -> str:

@@ -425,6 +425,9 @@ def _direction_scores(release: Release, metric: str, direction_id: int, sign: fl
 
 
 LEADERBOARD_LEVELS = ("triplet", "system")
+# average_by on a release: a triplet level group is a gold segment's pseudo translations; at system level the
+# groups are the repetitions already
+LEADERBOARD_GROUPINGS = {"triplet": ("none", "item"), "system": ("none",)}
 
 
 def _system_vectors(
@@ -460,6 +463,9 @@ def release_leaderboard(
     block_size: int = 1000,
     directions: list[str] | None = None,
     level: str = "triplet",
+    average_by: str = "none",
+    replace_nans_with_zeros: bool = False,
+    test: str | None = None,
 ) -> dict:
     """Leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined quality.
 
@@ -473,12 +479,28 @@ def release_leaderboard(
     item and metric). At triplet level each direction's value has a percentile bootstrap interval over its
     triplets (same resamples, seed and α). At system level the multilingual pseudo systems are ranked too, as a
     group ``multilingual`` of their own (``_multilingual_group``): their ids are spooled to disk per direction
-    and each direction's means taken while its scores are loaded, so memory stays flat in the directions."""
+    and each direction's means taken while its scores are loaded, so memory stays flat in the directions.
+
+    ``average_by`` (triplet level): ``none`` takes a direction's triplets as one group; ``item`` makes each gold
+    segment a group whose "systems" are its pseudo translations (k = 0..5 errors), averages the statistic over
+    segments (``stats.AverageCorrelation``), and tests by segment; ``sys`` is refused (a segment's pseudo
+    translations have no identity across segments). ``replace_nans_with_zeros`` and ``test`` (``scores`` or
+    ``pairs``) are ``data.CompareMetrics``'s. Bootstrap intervals are given for ``average_by`` none and the
+    statistics without tie calibration."""
     from exports.metaeval import statistics
 
-    statistics.get_statistic(statistic)
+    try:
+        chosen = statistics.get_statistic(statistic)
+    except ValueError as exc:
+        raise MetaEvaluationError(str(exc)) from None
+    if chosen.by_system:
+        raise MetaEvaluationError(f"{statistic}: a statistic of EvalSets and task sets (segment scores by system)")
     if level not in LEADERBOARD_LEVELS:
         raise MetaEvaluationError(f"level {level!r}: choose one of {', '.join(LEADERBOARD_LEVELS)}")
+    if average_by not in LEADERBOARD_GROUPINGS[level]:
+        raise MetaEvaluationError(
+            f"average_by {average_by!r} at {level} level: choose one of {', '.join(LEADERBOARD_GROUPINGS[level])}"
+        )
     if len(metrics) < 2 or len(set(metrics)) != len(metrics):
         raise MetaEvaluationError("a leaderboard ranks at least two distinct metrics")
     signs = {m: _orientation(m)[1] for m in metrics}
@@ -488,6 +510,7 @@ def release_leaderboard(
         raise MetaEvaluationError(f"release {release}: no direction where every one of {', '.join(metrics)} is scored")
     ids = {code: pk for pk, code in _scored_directions(release, metrics[0], directions)[0]}
     params = {"resamples": resamples, "seed": seed, "alpha": alpha, "block_size": block_size}
+    options = {"replace_nans_with_zeros": replace_nans_with_zeros, "test": test, "average_by": average_by}
     rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
     spool = _MultilingualSpool()
     try:
@@ -498,7 +521,7 @@ def release_leaderboard(
         per_system = {m: defaultdict(dict) for m in metrics}  # metric → system index → direction → mean
         for code in shared:
             row, gold, vectors, groups, means = _leaderboard_direction(
-                release, code, ids[code], metrics, signs, level, statistic, params, spool
+                release, code, ids[code], metrics, signs, level, statistic, params, spool, options
             )
             for m in metrics:
                 for index, mean in (means[m] or {}).items():
@@ -516,7 +539,10 @@ def release_leaderboard(
         raise MetaEvaluationError(
             f"release {release}: fewer than three {level} scores of every metric in any direction"
         )
-    overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params)
+    try:
+        overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params, **options)
+    except ValueError as exc:
+        raise MetaEvaluationError(str(exc)) from None
     label = statistics.STATISTICS[statistic]
     board = {
         "release": str(release),
@@ -524,16 +550,17 @@ def release_leaderboard(
         "label": label.label,
         "reference": label.reference,
         "level": level,
-        "parameters": params,
+        "average_by": average_by,
+        "parameters": {**params, **overall.as_dict()["parameters"]},
         "directions": rows,
-        "overall": {"direction": "all", "n": len(gold_all), **overall.as_dict()},
+        "overall": {"direction": "all", "n": len(gold_all), "groups": len(bounds), **overall.as_dict()},
     }
     if level == "system":
-        board["multilingual"] = _multilingual_group(spool.systems, per_system, metrics, statistic, params)
+        board["multilingual"] = _multilingual_group(spool.systems, per_system, metrics, statistic, params, options)
     return board
 
 
-def _multilingual_group(systems, per_system, metrics, statistic, params) -> dict | None:
+def _multilingual_group(systems, per_system, metrics, statistic, params, options) -> dict | None:
     """The multilingual pseudo systems ranked as the monolingual ones are: each system's score is the plain
     average of its per-direction means (``SystemMeans.score``), its human score the predetermined one, each
     repetition a group. Systems missing a direction's scores of some metric are left out; None when fewer than
@@ -557,11 +584,11 @@ def _multilingual_group(systems, per_system, metrics, statistic, params) -> dict
                 vectors[m].append(means.score())
     if len(gold) < 3:
         return None
-    result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
+    result = statistics.permutation_significance(statistic, gold, vectors, groups, **params, **options)
     return {"direction": "multilingual", "n": len(gold), **result.as_dict()}
 
 
-def _leaderboard_direction(release, code, direction_id, metrics, signs, level, statistic, params, spool):
+def _leaderboard_direction(release, code, direction_id, metrics, signs, level, statistic, params, spool, options):
     """One direction of the leaderboard: its row (ranking, clusters, intervals at triplet level), the items it
     adds to the overall test, and each multilingual system's mean score there per metric (system level)."""
     from exports.metaeval import statistics
@@ -574,16 +601,25 @@ def _leaderboard_direction(release, code, direction_id, metrics, signs, level, s
         gold, vectors, groups = _system_vectors(release, direction_id, loaded, metrics)
     else:
         triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
+        if options["average_by"] == "item":  # a gold segment's pseudo translations: "dir/segment/labels"
+            triplets.sort(key=lambda t: (t.split("/", 2)[1] if t.count("/") >= 2 else t, t))
+            segment = [t.split("/", 2)[1] if t.count("/") >= 2 else t for t in triplets]
+            edges = [0, *(k for k in range(1, len(segment)) if segment[k] != segment[k - 1]), len(segment)]
+            groups = [(b, e) for b, e in zip(edges[:-1], edges[1:]) if e > b]
+        else:
+            groups = [(0, len(triplets))]
         gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
         vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
-        groups = [(0, len(gold))]
     del loaded
     if len(gold) < 3:
         return {"direction": code, "n": len(gold)}, gold, vectors, groups, means
-    result = statistics.permutation_significance(statistic, gold, vectors, groups, **params)
-    row = {"direction": code, "n": len(gold), **result.as_dict()}
-    if level == "triplet":  # a bootstrap interval over the direction's triplets, per metric
-        for entry in row["ranking"]:
+    try:
+        result = statistics.permutation_significance(statistic, gold, vectors, groups, **params, **options)
+    except ValueError as exc:
+        raise MetaEvaluationError(f"{code}: {exc}") from None
+    row = {"direction": code, "n": len(gold), "groups": len(groups), **result.as_dict()}
+    if level == "triplet" and options["average_by"] == "none" and not statistics.STATISTICS[statistic].calibrated:
+        for entry in row["ranking"]:  # a bootstrap interval over the direction's triplets, per metric
             interval = statistics.bootstrap_interval(
                 statistic, gold, vectors[entry["metric"]], resamples=resamples, seed=seed, alpha=alpha
             )

@@ -24,6 +24,7 @@ What matches what in mt-metrics-eval (``stats.py``, ``pce.py``, ``data.py``):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -364,6 +365,7 @@ class Statistic:
     pairwise: bool = False  # counts pairs: O(n log n) per resample, the command's (the pages offer the others)
     calibrated: str | None = None  # the tie-calibrated Kendall variant (KendallWithTiesOpt does its own averaging)
     cost: str = ""  # what it costs, per resample (docs/metaeval.md)
+    by_system: bool = False  # PCE: system-major segment scores, reshaped by the number of systems
 
     def compute(self, gold, metric) -> np.ndarray:
         """The statistic of one group: gold and metric ``(R, n)`` (gold may be ``(1, n)``) -> R values."""
@@ -427,6 +429,14 @@ STATISTICS: dict[str, Statistic] = {
             pairwise=True,
             calibrated="23",
             cost="O(P log P), P the pairs within groups: O(s² log s) per group of s items",
+        ),
+        Statistic(
+            "pce",
+            "soft pairwise accuracy (1 − PCE)",
+            "stats.PairwiseConfidenceError; data.CompareMetricsWithPairwiseConfidenceError",
+            None,
+            by_system=True,
+            cost="O(p·n), p = 1,000 permutations of the n segments (a matrix product)",
         ),
     )
 }
@@ -502,6 +512,7 @@ def grouped(
     metric,
     bounds: Sequence[tuple[int, int]],
     replace_nans_with_zeros: bool = False,
+    systems: int | None = None,
 ) -> np.ndarray:
     """The statistic over consecutive groups ``bounds`` of the items, per row: pooled accuracy sums agreements
     and pairs over groups (``CompareMetricsWithGlobalAccuracy``); a tie-calibrated statistic is
@@ -511,6 +522,8 @@ def grouped(
     group is left."""
     g, m = np.broadcast_arrays(_as_2d(gold), _as_2d(metric))
     bounds = list(bounds)
+    if statistic.by_system:
+        return _pce_rows(g[0], m, systems)
     if statistic.pooled:
         counts = _group_pair_counts(g[:1] if np.all(g == g[:1]) else g, np.ascontiguousarray(m), bounds)
         agree = (counts[0] + counts[4]).sum(axis=1)
@@ -518,7 +531,9 @@ def grouped(
         return agree / pairs if pairs else np.zeros(m.shape[0])
     if statistic.calibrated:
         return np.array([tie_calibration(g[r], m[r], bounds, statistic.calibrated).value for r in range(m.shape[0])])
-    values = group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
+    values = np.ascontiguousarray(
+        group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
+    )
     sized = np.array([e - b >= 2 for b, e in bounds])[None, :]
     present = ~np.isnan(values) & sized
     if replace_nans_with_zeros:
@@ -539,14 +554,30 @@ def average_correlation(
     bounds: Sequence[tuple[int, int]] | None = None,
     *,
     replace_nans_with_zeros: bool = False,
+    systems: int | None = None,
 ) -> float:
     """The value ``data.CompareMetrics`` ranks a metric by (``AverageCorrelation``; ``KendallWithTiesOpt`` for a
-    tie-calibrated statistic), over the groups ``bounds`` (default: one)."""
+    tie-calibrated statistic), over the groups ``bounds`` (default: one). ``pce`` takes system-major segment
+    scores of ``systems`` systems (NaN gold: unrated, dropped before the reshape, as
+    ``PairwiseConfidenceError`` drops them)."""
     statistic = get_statistic(statistic_name)
-    g = np.asarray(gold, dtype=float)
-    return float(
-        grouped(statistic, g, np.asarray(metric, dtype=float), bounds or [(0, len(g))], replace_nans_with_zeros)[0]
-    )
+    g, m = np.asarray(gold, dtype=float), np.asarray(metric, dtype=float)
+    if statistic.by_system:
+        g, m, systems = _by_system(g, {"metric": m}, bounds, systems)
+        m = m["metric"]
+    return float(grouped(statistic, g, m, bounds or [(0, len(g))], replace_nans_with_zeros, systems)[0])
+
+
+def _by_system(gold: np.ndarray, metrics: dict[str, np.ndarray], bounds, systems: int | None):
+    """PCE's inputs: the rated entries of system-major vectors, which must still split evenly by system."""
+    if not systems or systems < 2:
+        raise ValueError("pce needs the number of systems (systems=), at least two")
+    if bounds and len(list(bounds)) > 1:
+        raise ValueError("pce takes one group (average_by none)")
+    rated = ~np.isnan(gold)
+    if rated.sum() % systems:
+        raise ValueError(f"pce: {int(rated.sum())} rated segment scores do not split evenly over {systems} systems")
+    return gold[rated], {name: v[rated] for name, v in metrics.items()}, systems
 
 
 # ---- soft pairwise accuracy (Thompson et al. 2024) ------------------------------------------------------
@@ -577,6 +608,41 @@ def soft_pairwise_accuracy(gold_seg, metric_seg, permutations: int = 1000, seed:
     metric = pairwise_p_values(metric_seg, permutations, seed)
     i, j = np.triu_indices(human.shape[0], k=1)
     return float(1.0 - np.mean(np.abs(human[i, j] - metric[i, j])))
+
+
+@functools.lru_cache(maxsize=4)
+def _pce_signs(permutations: int, segments: int, seed: int) -> np.ndarray:
+    signs = np.random.default_rng(seed).random(size=(permutations, segments), dtype=np.float32)
+    np.rint(signs, out=signs, casting="same_kind")
+    signs *= 2.0
+    signs -= 1.0
+    signs.flags.writeable = False
+    return signs
+
+
+def _p_value_rows(scores: np.ndarray, permutations: int = 1000, seed: int = 4) -> np.ndarray:
+    """``pce.compute_pairwise_p_values`` of each ``(systems, segments)`` matrix of ``scores`` ``(R, S, N)``: the
+    upper triangle, row-major, ``(R, S(S-1)/2)``. One batched float32 product, each matrix multiplied as the
+    reference multiplies it."""
+    x = np.ascontiguousarray(scores, dtype=np.float32)
+    signs = _pce_signs(permutations, x.shape[2], seed)
+    totals = np.sum(x, axis=2)  # (R, S)
+    partial = np.matmul(signs, x.transpose(0, 2, 1))  # (R, permutations, S)
+    i, j = np.triu_indices(x.shape[1], k=1)
+    out = np.empty((x.shape[0], len(i)))
+    for k, (a, b) in enumerate(zip(i, j)):
+        null = partial[:, :, a] - partial[:, :, b]
+        out[:, k] = np.sum(null >= (totals[:, a] - totals[:, b])[:, None], axis=1) / permutations
+    return out
+
+
+def _pce_rows(gold: np.ndarray, metric: np.ndarray, systems: int | None) -> np.ndarray:
+    """1 − PCE of each row of ``metric`` (rated entries, system-major) against ``gold`` (``pce.py``)."""
+    if not systems:
+        raise ValueError("pce needs the number of systems (systems=)")
+    human = _p_value_rows(gold.reshape(1, systems, -1))
+    p = _p_value_rows(metric.reshape(metric.shape[0], systems, -1))
+    return 1.0 - _row_means(np.abs(human - p))
 
 
 # ---- permutation significance and WMT's ranked clusters ---------------------------------------------------
@@ -659,6 +725,7 @@ def permutation_p_value(
     early_min: float,
     early_max: float,
     replace_nans_with_zeros: bool = False,
+    systems: int | None = None,
 ) -> tuple[float, int]:
     """p-value for "``better`` is not better than ``worse``": the share of draws, each swapping the two metrics'
     z-scored scores item by item with probability ½, whose difference is at least the observed one. Drawn a
@@ -666,8 +733,8 @@ def permutation_p_value(
     below ``early_min`` or above ``early_max``. Memory: at most ``_DRAW_BLOCK`` draws at a time, whatever the
     number of resamples."""
     a, b = _zscore(better), _zscore(worse)
-    observed = grouped(statistic, gold, a, bounds, replace_nans_with_zeros) - grouped(
-        statistic, gold, b, bounds, replace_nans_with_zeros
+    observed = grouped(statistic, gold, a, bounds, replace_nans_with_zeros, systems) - grouped(
+        statistic, gold, b, bounds, replace_nans_with_zeros, systems
     )
     rows_at_once = max(1, _DRAW_BLOCK // max(len(a), 1))  # bounds memory; row by row, the stream is the same
     large, used = 0, 0
@@ -675,10 +742,10 @@ def permutation_p_value(
         size = min(block_size, resamples - used)
         for start in range(0, size, rows_at_once):
             w = rng.random_sample((min(rows_at_once, size - start), len(a))) > 0.5  # = binomial(1, 0.5)
-            hybrid_worse = np.where(w, a, b)
-            hybrid_better = np.where(w, b, a)
-            diff = grouped(statistic, gold, hybrid_better, bounds, replace_nans_with_zeros) - grouped(
-                statistic, gold, hybrid_worse, bounds, replace_nans_with_zeros
+            hybrid_worse = np.where(w, b, a)  # the reference's m1 = w·worse + (1 − w)·better
+            hybrid_better = np.where(w, a, b)
+            diff = grouped(statistic, gold, hybrid_better, bounds, replace_nans_with_zeros, systems) - grouped(
+                statistic, gold, hybrid_worse, bounds, replace_nans_with_zeros, systems
             )
             large += int(np.sum(diff >= observed[0]))
         used += size
@@ -687,6 +754,13 @@ def permutation_p_value(
             if p < early_min or p > early_max:
                 break
     return large / used, used
+
+
+def _row_means(values: np.ndarray) -> np.ndarray:
+    """Each row's mean summed as numpy sums one row on its own (pairwise): a fancy-indexed array can be laid out
+    column-first, and a mean across it then sums in another order, which moves a difference that ties the
+    observed one in exact arithmetic by an ulp."""
+    return np.mean(np.ascontiguousarray(values), axis=1)
 
 
 def pairs_p_value(
@@ -746,8 +820,8 @@ def pairs_p_value(
             # the hybrid that takes the better metric's judgement where the coin says 1, and the other
             hybrid_better = count_worse + gained[:, edges[1:]] - gained[:, edges[:-1]]
             hybrid_worse = count_better + count_worse - hybrid_better
-            diff = np.mean(_calibration_value(hybrid_better, pairs, variant), axis=1) - np.mean(
-                _calibration_value(hybrid_worse, pairs, variant), axis=1
+            diff = _row_means(_calibration_value(hybrid_better, pairs, variant)) - _row_means(
+                _calibration_value(hybrid_worse, pairs, variant)
             )
             hits = diff >= observed
             large += int(np.sum(hits))
@@ -786,13 +860,15 @@ def permutation_significance(
     replace_nans_with_zeros: bool = False,
     test: str | None = None,
     average_by: str | None = None,
+    systems: int | None = None,
 ) -> Significance:
     """``data.CompareMetrics``: every pair of metrics compared by a permutation test (one shared draw stream,
     pairs in the order ``data.ComputeSigMatrix`` takes them) and ranked into clusters. Metrics are sorted by
     decreasing value, name breaking ties. ``bounds``: consecutive item groups (language pairs, or the groups
     of ``group_scores``); default one group. ``test``: ``scores`` (``PermutationSigDiff``) or ``pairs``
     (``PairwisePermutationSigDiff``, tie-calibrated statistics only); default ``pairs`` for those, else
-    ``scores``. ``average_by`` only labels the result."""
+    ``scores``. ``average_by`` only labels the result. ``pce`` (``CompareMetricsWithPairwiseConfidenceError``)
+    takes system-major segment scores of ``systems`` systems, NaN gold dropped first."""
     statistic = get_statistic(statistic_name)
     test = test or ("pairs" if statistic.calibrated else "scores")
     if test not in PERMUTATION_TESTS:
@@ -809,6 +885,9 @@ def permutation_significance(
             raise ValueError(f"metric {name}: {v.shape[0]} scores for {g.shape[0]} human scores")
     if resamples < 1 or block_size < 1 or not 0 < alpha < 1:
         raise ValueError("resamples and block size must be positive and alpha in (0, 1)")
+    if statistic.by_system:
+        g, scores, systems = _by_system(g, scores, bounds if bounds != [(0, len(g))] else None, systems)
+        bounds = [(0, len(g))]
     epsilons = None
     if statistic.calibrated:
         calibrations = {name: tie_calibration(g, v, bounds, statistic.calibrated) for name, v in scores.items()}
@@ -816,7 +895,8 @@ def permutation_significance(
         epsilons = {name: c.epsilon for name, c in calibrations.items()}
     else:
         values = {
-            name: float(grouped(statistic, g, v, bounds, replace_nans_with_zeros)[0]) for name, v in scores.items()
+            name: float(grouped(statistic, g, v, bounds, replace_nans_with_zeros, systems)[0])
+            for name, v in scores.items()
         }
     order = sorted(values, key=lambda name: (-values[name], name))
     n = len(order)
@@ -851,6 +931,7 @@ def permutation_significance(
                     early_min,
                     early_max,
                     replace_nans_with_zeros,
+                    systems,
                 )
     return Significance(
         statistic.name,

@@ -438,6 +438,8 @@ class TaskSetResult:
 
 def run(task_set: TaskSet, scores_of: Callable[[Task], Scores], *, seed: int = 0, source: str = "") -> TaskSetResult:
     """``TaskSet.Run``: the tasks in order, their tests drawing one stream seeded once."""
+    if len(task_set.weights) != len(task_set.tasks):
+        raise TaskSetError(f"{len(task_set.weights)} weights for {len(task_set.tasks)} tasks")
     rng = np.random.RandomState(seed)
     results = [run_task(task, scores_of(task), rng) for task in task_set.tasks]
     return TaskSetResult(task_set.name, results, list(task_set.weights), seed, source)

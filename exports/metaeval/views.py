@@ -58,6 +58,8 @@ def metaeval_page(request, release_id: int):
 
 
 MAX_METRICS = 20
+# the leaderboard page's average_by (mt-metrics-eval's): all triplets at once, or per gold segment
+GROUPINGS = {"none": "over all triplets", "item": "per segment (its pseudo translations)"}
 
 
 def _metrics_param(request) -> list[str]:
@@ -89,8 +91,13 @@ def leaderboard_page(request, release_id: int):
     statistic = request.GET.get("statistic", "pearson")
     if statistic not in offered:
         statistic = "pearson"
+    average_by = request.GET.get("average_by", "none")
+    if average_by not in GROUPINGS:
+        average_by = "none"
     try:
-        board = selectors.release_leaderboard(release, metrics, statistic=statistic, directions=scope)
+        board = selectors.release_leaderboard(
+            release, metrics, statistic=statistic, directions=scope, average_by=average_by
+        )
     except selectors.MetaEvaluationError as exc:
         raise Http404(str(exc)) from None
     return render(
@@ -102,6 +109,8 @@ def leaderboard_page(request, release_id: int):
             "groups": [*board["directions"], board["overall"]],
             "statistics": [(name, s.label) for name, s in offered.items()],
             "statistic": statistic,
+            "groupings": list(GROUPINGS.items()),
+            "average_by": average_by,
             "metrics_param": ",".join(metrics),
         },
     )

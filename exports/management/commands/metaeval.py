@@ -1,9 +1,11 @@
 """python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23|23-tc|acc23-tc] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboard [--level triplet|system]
-    [--statistic pearson] [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
+    [--statistic pearson] [--average-by none|item] [--replace-nans-with-zeros] [--perm-test scores|pairs]
+    [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --diagnostics [--tie-threshold 0] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --export-evalset DIR
 python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de [--gold mqm] [--level sys|seg]
+    [--statistic acc23-tc] [--average-by none|item|sys] [--replace-nans-with-zeros] [--perm-test scores|pairs]
 python manage.py metaeval --import-evalset ROOT --evalset NAME --task-set wmt24|wmt25 [--lps en-de,ja-zh] [--gold mqm]
     [--ref refA] [--primary BLEU,chrF] [--k 1000] [--seed 0] [--format text|csv|json] [--latex]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --task-set wmt24 [--k 1000] [--format …] [--latex]
@@ -33,7 +35,7 @@ from exports.metaeval.selectors import (
     release_leaderboard,
     release_meta_evaluation,
 )
-from exports.metaeval.statistics import STATISTICS
+from exports.metaeval.statistics import AVERAGE_BY, PERMUTATION_TESTS, STATISTICS
 
 
 class Command(BaseCommand):
@@ -53,7 +55,27 @@ class Command(BaseCommand):
             action="store_true",
             help="rank the metrics with WMT's significance clusters, per direction and over all",
         )
-        parser.add_argument("--statistic", default="pearson", choices=list(STATISTICS), help="leaderboard statistic")
+        parser.add_argument(
+            "--statistic", default="pearson", choices=list(STATISTICS), help="leaderboard / EvalSet statistic"
+        )
+        parser.add_argument(
+            "--average-by",
+            default="none",
+            choices=list(AVERAGE_BY),
+            help="mt-metrics-eval's average_by: none (one group), item (per segment: on a release a gold segment's "
+            "pseudo translations), sys (per system, EvalSets only)",
+        )
+        parser.add_argument(
+            "--replace-nans-with-zeros",
+            action="store_true",
+            help="a group whose statistic is NaN (a constant vector) counts as 0 instead of being left out",
+        )
+        parser.add_argument(
+            "--perm-test",
+            choices=list(PERMUTATION_TESTS),
+            help="scores (PermutationSigDiff) or pairs (PairwisePermutationSigDiff, tie-calibrated statistics); "
+            "default pairs for acc23-tc/tau23-tc, scores otherwise",
+        )
         parser.add_argument("--resamples", type=int, default=1000, help="permutation resamples (leaderboard)")
         parser.add_argument("--seed", type=int, default=0, help="permutation seed (leaderboard)")
         parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the clusters")
@@ -153,6 +175,9 @@ class Command(BaseCommand):
                 opts["gold"] or evalset.HUMAN_SCORER,
                 opts["level"] or "sys",
                 opts["statistic"],
+                average_by=opts["average_by"],
+                replace_nans_with_zeros=opts["replace_nans_with_zeros"],
+                test=opts["perm_test"],
                 resamples=opts["resamples"],
                 seed=opts["seed"],
                 alpha=opts["alpha"],
@@ -164,7 +189,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"{result['evalset']} {result['lp']}: {result['statistic']} against {result['gold']} at "
-            f"{result['level']} level, {result['n']} items, {result['systems']} systems"
+            f"{result['level']} level, average_by {result['average_by']}, {result['n']} items, "
+            f"{result['systems']} systems; {result['parameters']['perm_test']} permutation test"
         )
         for row in result["ranking"]:
             self.stdout.write(f"  {row['cluster']:>3}  {row['metric']:<30} {row['value']:.4f}")
@@ -229,6 +255,9 @@ class Command(BaseCommand):
                 seed=opts["seed"],
                 alpha=opts["alpha"],
                 level=opts["level"] or "triplet",
+                average_by=opts["average_by"],
+                replace_nans_with_zeros=opts["replace_nans_with_zeros"],
+                test=opts["perm_test"],
             )
         except (MetaEvaluationError, ValueError) as exc:
             raise CommandError(str(exc)) from None
