@@ -145,3 +145,19 @@ def test_unknown_task_set_pair_or_gold_is_a_clear_error(evalsets):
         tasksets.evalset_scores(evalsets["en-de"], task, ref="refB", gold="esa")
     with pytest.raises(tasksets.TaskSetError, match="standard reference 'refC'"):
         tasksets.evalset_scores(evalsets["en-de"], task, ref="refC", gold="mqm")
+
+
+def test_wmt25_has_the_same_two_tasks_per_pair_and_no_human_outputs():
+    task_set = tasksets.wmt25(k=1000)
+    assert len(task_set.tasks) == 2 * len(tasksets.WMT25_LPS) and task_set.weights == [1 / 32] * 32
+    assert [t.lang for t in task_set.tasks[::2]] == sorted(tasksets.WMT25_LPS)
+    assert not any(t.human for t in task_set.tasks)
+    assert {(t.level, t.corr_fcn, t.avg_by, t.perm_test, t.k) for t in task_set.tasks} == {
+        ("sys", "pce", "none", "scores", 1000),
+        ("seg", "KendallWithTiesOpt", "item", "pairs", 1000),
+    }
+    assert (
+        tasksets.standard("wmt25", "en-ko_KR").gold == "mqm"
+        and tasksets.standard("wmt25", "en-cs_CZ").gold == "esa-human1"
+    )
+    assert tasksets.standard("wmt24", "en-de").ref == "refB" and tasksets.standard("wmt24", "en-cs").gold == "esa"
