@@ -1,7 +1,8 @@
 """The WMT24 task set run by the platform (``exports.metaeval.tasksets``) and by Google's mt-metrics-eval
 (``tasks.WMT24(...).Run()``, in its throwaway virtualenv) side by side on the same synthetic EvalSet, in one run:
-checks that the tables agree and prints the seconds of each side and their ratio (a benchmark script, not a timed
-test).
+checks that the tables agree and prints the seconds of each side and their ratio, wall-clock and CPU (the CPU
+time is the fairer figure on a shared machine whose load changes between the two halves; a benchmark script, not a
+timed test).
 
     .venv/bin/python perf/bench_tasksets.py --mtme /tmp/mt-metrics-eval --mtme-python /tmp/mtme-venv/bin/python \
         [--systems 15] [--segments 1500] [--metrics 20] [--k 1000] [--seed 0] [--platform-only]
@@ -47,9 +48,9 @@ def platform(root: str, lps: list[str], primary: set[str], k: int, seed: int, or
             system_order=order[task.lang] if order else None,
         )
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = tasksets.run(tasksets.wmt24(lps, k=k), scores_of, seed=seed)
-    return result, time.perf_counter() - started
+    return result, time.perf_counter() - started, time.process_time() - cpu
 
 
 def compare(result: tasksets.TaskSetResult, reference: dict) -> list[str]:
@@ -119,18 +120,21 @@ def main() -> None:
                 command, check=True, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}
             )
             reference = json.loads(out.stdout)
-            print(f"mt-metrics-eval TaskSet.Run: {reference['seconds']:.2f} s")
-        result, seconds = platform(
+            print(f"mt-metrics-eval TaskSet.Run: {reference['seconds']:.2f} s, CPU {reference['cpu_seconds']:.2f} s")
+        result, seconds, cpu = platform(
             root, lps, set(primary), args.k, args.seed, reference["system_order"] if reference else None
         )
-        print(f"platform tasksets.run: {seconds:.2f} s")
+        print(f"platform tasksets.run: {seconds:.2f} s, CPU {cpu:.2f} s")
         print(tasksets.as_text(result.as_dict()))
         if reference is not None:
             problems = compare(result, reference)
             for line in problems[:20]:
                 print("DIFFERS:", line)
             print("tables agree" if not problems else f"{len(problems)} differences")
-            print(f"ratio (mt-metrics-eval / platform): {reference['seconds'] / seconds:.1f}x")
+            print(
+                f"ratio (mt-metrics-eval / platform): {reference['seconds'] / seconds:.1f}x wall, "
+                f"{reference['cpu_seconds'] / cpu:.1f}x CPU"
+            )
             if problems:
                 sys.exit(1)
 

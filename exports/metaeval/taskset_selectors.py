@@ -3,11 +3,12 @@ pseudo translations the systems (``exports.metaeval.tasksets`` computes); the ta
 by a worker (``exports.metaeval_taskset``).
 
 A release has no human translations as systems and no references among the metrics' names, so a task's ``human``
-and reference filter change nothing; every metric asked for is primary. A triplet id is ``direction/segment/labels``;
-the pseudo translations of a segment, ordered by their number of errors k (then id), are its systems: system ``#j``
-is every segment's j-th least erroneous version, its gold score −5·k. A segment with fewer versions than the most
-has no human score in the missing places (the seg-level task drops them); the sys-level task (PCE, which pairs
-the systems segment by segment) keeps the segments with every version."""
+and reference filter change nothing; every metric asked for is primary. A triplet id is ``direction/segment/labels``.
+The seg-level task groups by item: every pseudo translation of a segment is one of its systems (``#j``: the j-th by
+number of errors k, then id; a segment with fewer versions than the most has no human score in the missing places,
+which the grouping drops), gold score −5·k. The sys-level task (PCE, which pairs the systems segment by segment)
+has a system per level, ``k=0…k=K``: each segment's first version (by id) with k errors, over the segments that
+have a version at every level."""
 
 from __future__ import annotations
 
@@ -30,8 +31,12 @@ def scored_metrics(release: Release) -> list[str]:
     return sorted(set(ScoreSummary.objects.filter(release=release).values_list("metric", flat=True)))
 
 
-def direction_scores(release: Release, metrics: list[str], direction_ids: dict[str, int], code: str) -> tasksets.Scores:
-    """The direction's matrices (systems ``#1…#N`` × its gold segments) over the triplets every metric scored."""
+def direction_scores(
+    release: Release, metrics: list[str], direction_ids: dict[str, int], code: str
+) -> tuple[tasksets.Scores, tasksets.Scores]:
+    """The direction's matrices over the triplets every metric scored: for the seg-level task, systems ``#1…#N``
+    (a segment's versions by number of errors, then id) × its gold segments; for the sys-level task, systems
+    ``k=0…k=K`` (a segment's first version with k errors) × the segments that have a version at every level."""
     loaded = []
     for metric in metrics:
         sign = _orientation(metric)[1]
@@ -58,16 +63,21 @@ def direction_scores(release: Release, metrics: list[str], direction_ids: dict[s
         metric: [[0.0 if j >= len(v) else scores[v[j][1]][1] for v in versions] for j in range(width)]
         for metric, scores in zip(metrics, loaded)
     }
-    return tasksets.Scores([f"#{j + 1}" for j in range(width)], gold, matrices)
-
-
-def complete_segments(scores: tasksets.Scores) -> tasksets.Scores:
-    """Only the segments every system has a gold score for (PCE pairs the systems segment by segment)."""
-    keep = [i for i in range(len(scores.gold[0])) if all(row[i] is not None for row in scores.gold)]
-    if len(keep) < 2:
-        raise MetaEvaluationError("fewer than two gold segments with every pseudo translation: PCE needs them paired")
-    pick = lambda rows: [[row[i] for i in keep] for row in rows]  # noqa: E731
-    return tasksets.Scores(scores.systems, pick(scores.gold), {m: pick(v) for m, v in scores.metrics.items()})
+    seg = tasksets.Scores([f"#{j + 1}" for j in range(width)], gold, matrices)
+    levels = sorted({k for v in versions for k, _ in v})
+    first = [{k: t for k, t in reversed(v)} for v in versions]  # each level's first version by id
+    complete = [f for f in first if len(f) == len(levels)]
+    if len(complete) < 2 or len(levels) < 2:
+        raise MetaEvaluationError(
+            f"{code}: fewer than two gold segments with a pseudo translation at every level "
+            f"({', '.join(map(str, levels))}): PCE pairs the systems segment by segment"
+        )
+    by_level = tasksets.Scores(
+        [f"k={k}" for k in levels],
+        [[-5.0 * k] * len(complete) for k in levels],
+        {m: [[scores[f[k]][1] for f in complete] for k in levels] for m, scores in zip(metrics, loaded)},
+    )
+    return seg, by_level
 
 
 def release_task_set(
@@ -91,7 +101,7 @@ def release_task_set(
         definition = tasksets.get_task_set(task_set, codes, k=k, gold=None)
     except tasksets.TaskSetError as exc:
         raise MetaEvaluationError(str(exc)) from None
-    cache: dict[str, tasksets.Scores] = {}
+    cache: dict[str, tuple[tasksets.Scores, tasksets.Scores]] = {}
 
     def scores_of(task: tasksets.Task) -> tasksets.Scores:
         if task.lang not in cache:
@@ -99,8 +109,8 @@ def release_task_set(
             cache[task.lang] = direction_scores(
                 release, metrics, {m: f[task.lang] for m, f in zip(metrics, found)}, task.lang
             )
-        scores = cache[task.lang]
-        return complete_segments(scores) if task.corr_fcn == "pce" else scores
+        seg, by_level = cache[task.lang]
+        return by_level if task.level == "sys" else seg
 
     try:
         result = tasksets.run(definition, scores_of, seed=seed, source=str(release))

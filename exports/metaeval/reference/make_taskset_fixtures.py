@@ -68,15 +68,16 @@ def main() -> None:
         evalsets[("wmt24", lp)] = evs
     taskset, weights = tasks.WMT24(sorted(STD_REFS), k=args.k)
     np.random.seed(args.seed)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     results = taskset.Run(eval_set_dict=evalsets)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     out = {
         "evalset": NAME,
         "seed": args.seed,
         "k": args.k,
         "primary": sorted(primary),
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "system_order": order,
         "weights": weights,
         "tasks": [
