@@ -41,3 +41,22 @@ def request_result(release: Release, metric: str, variant: str, directions: list
 def queued() -> bool:
     """Whether tasks go to a worker (a broker is configured) rather than run in-process."""
     return not metaeval_result_task.app.conf.task_always_eager
+
+
+@shared_task(name="exports.metaeval_taskset", **RETRY)
+def metaeval_taskset_task(release_id: int, metrics: list[str], directions: list[str] | None) -> None:
+    """The diagnostics page's WMT24 task-set table of these metrics and directions, into the cache."""
+    from exports.metaeval import taskset_selectors
+
+    taskset_selectors.compute_task_set(Release.objects.get(pk=release_id), metrics, directions)
+
+
+def request_task_set(release: Release, metrics: list[str], directions: list[str] | None) -> None:
+    """Queue the table's computation once per key (page views while it runs find the pending key)."""
+    from exports.metaeval import taskset_selectors
+
+    key = taskset_selectors.taskset_key(
+        release, metrics, taskset_selectors.PAGE_TASK_SET, taskset_selectors.PAGE_K, directions
+    )
+    if cache.add(f"{key}:pending", True, timeout=taskset_selectors.TASKSET_PENDING_SECONDS):
+        metaeval_taskset_task.delay(release.pk, metrics, directions)

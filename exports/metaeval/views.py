@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 
-from exports.metaeval import selectors, tasks
+from exports.metaeval import selectors, tasks, taskset_selectors
 from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
 from exports.metaeval.statistics import STATISTICS
 from exports.scores.selectors import scores_digest
@@ -134,6 +134,7 @@ def diagnostics_page(request, release_id: int):
         result = selectors.release_diagnostics(release, metrics, directions=scope)
     except selectors.MetaEvaluationError as exc:
         raise Http404(str(exc)) from None
+    task_set, computing = _task_set(release, metrics, scope)
     heatmaps = []
     for metric, grid in result["heatmap"].items():
         rows = [
@@ -141,4 +142,49 @@ def diagnostics_page(request, release_id: int):
             for t, values in zip(grid["error_types"], grid["rows"])
         ]
         heatmaps.append({"metric": metric, "directions": grid["directions"], "rows": rows})
-    return render(request, "scores/diagnostics.html", {"release": release, "result": result, "heatmaps": heatmaps})
+    return render(
+        request,
+        "scores/diagnostics.html",
+        {
+            "release": release,
+            "result": result,
+            "heatmaps": heatmaps,
+            "task_set": task_set,
+            "task_set_computing": computing,
+            "poll_seconds": POLL_SECONDS,
+        },
+    )
+
+
+def _task_set(release, metrics: list[str], scope: list[str] | None) -> tuple[dict | None, bool]:
+    """The WMT24 task-set table beside the diagnostics: from the cache, else computed by a worker where one runs
+    (the page polls meanwhile; k = 1000 permutation tests per task take minutes at WMT size), else here. None
+    with one metric (a task set ranks several)."""
+    if len(metrics) < 2:
+        return None, False
+    table = taskset_selectors.cached_task_set(release, metrics, scope)
+    if table is None and tasks.queued():
+        tasks.request_task_set(release, metrics, scope)
+        return None, True
+    if table is None and taskset_selectors.scores_count(release, metrics, scope) > taskset_selectors.INLINE_SCORES:
+        return {
+            "error": "too many scores to compute in a page view and no worker runs: see `manage.py metaeval --task-set`"
+        }, False
+    if table is None:
+        table = taskset_selectors.compute_task_set(release, metrics, scope)
+    if "error" in table:
+        return table, False
+    averages = {row["metric"]: row for row in table["overall"]}
+    order = [row["metric"] for row in table["overall"]]
+    for task in table["tasks"]:
+        order += [row["metric"] for row in task["ranking"] if row["metric"] not in order]
+    cells = {(i, row["metric"]): row for i, task in enumerate(table["tasks"]) for row in task["ranking"]}
+    rows = [
+        {
+            "metric": m,
+            "average": averages.get(m),
+            "cells": [cells.get((i, m)) for i in range(len(table["tasks"]))],
+        }
+        for m in order
+    ]
+    return {**table, "rows": rows}, False

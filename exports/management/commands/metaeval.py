@@ -7,10 +7,18 @@ python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --export-evalset
 python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de [--gold mqm] [--level sys|seg]
     [--statistic acc23-tc] [--average-by none|item|sys] [--replace-nans-with-zeros] [--perm-test scores|pairs]
 python manage.py metaeval --import-evalset ROOT --evalset NAME --lp en-de --span-gold mqm [--format json|text]
+python manage.py metaeval --import-evalset ROOT --evalset NAME --task-set wmt24|wmt25 [--lps en-de,ja-zh] [--gold mqm]
+    [--ref refA] [--primary BLEU,chrF] [--k 1000] [--seed 0] [--format text|csv|json] [--latex]
+python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --task-set wmt24 [--k 1000] [--format …] [--latex]
 
 Meta-evaluates scored metrics against the release's predetermined human scores (SPEC §9). ``acc23-tc`` is acc23
 with tie calibration (the WMT23 segment-level statistic; ``23-tc`` the same for τ_23): the metric-difference
-threshold under which two scores count as tied is chosen exactly, per direction, to maximise the statistic."""
+threshold under which two scores count as tied is chosen exactly, per direction, to maximise the statistic.
+
+``--task-set`` runs mt-metrics-eval's WMT24 or WMT25 task set (``exports.metaeval.tasksets``): per language pair (on a
+release, per direction: its gold segments the items, a segment's pseudo translations the systems) soft pairwise
+accuracy at system level and item-grouped tie-calibrated accuracy at segment level, each task's table (value,
+cluster rank) and the overall one (weighted average rank and average value)."""
 
 import json
 
@@ -18,7 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from exports.management.commands.score import find_release, names
-from exports.metaeval import evalset, leaderboard
+from exports.metaeval import evalset, leaderboard, tasksets
 from exports.metaeval.domain import TAU_STATISTICS
 from exports.metaeval.selectors import (
     MetaEvaluationError,
@@ -90,7 +98,10 @@ class Command(BaseCommand):
         parser.add_argument("--import-evalset", metavar="ROOT", help="meta-evaluate an mt-metrics-eval EvalSet")
         parser.add_argument("--evalset", help="the EvalSet's name (a folder of ROOT), with --import-evalset")
         parser.add_argument("--lp", help="its language pair, e.g. en-de")
-        parser.add_argument("--gold", default=evalset.HUMAN_SCORER, help="its human scores' name (mqm, esa, ...)")
+        parser.add_argument(
+            "--gold",
+            help=f"its human scores' name (mqm, esa, ...); default {evalset.HUMAN_SCORER}, with --task-set the test set's",
+        )
         parser.add_argument(
             "--level", help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg"
         )
@@ -100,6 +111,66 @@ class Command(BaseCommand):
             help="--import-evalset: compare every other stored rating's error spans (human-scores/LP.*.seg.rating) "
             "with this one's: character F1, exact and partial match, WMT23 and WMT25 character F-scores",
         )
+        parser.add_argument("--task-set", choices=list(tasksets.TASK_SETS), help="run WMT's task set (mt-metrics-eval)")
+        parser.add_argument("--lps", help="--task-set: comma-separated language pairs (default: every one there)")
+        parser.add_argument("--k", type=int, default=1000, help="--task-set: permutation resamples per task (0: none)")
+        parser.add_argument(
+            "--ref", help="--task-set on an EvalSet: the standard reference (default: the test set's, else refA)"
+        )
+        parser.add_argument(
+            "--primary", help="--task-set on an EvalSet: the primary metrics' base names (default: every metric)"
+        )
+
+    def _emit_task_set(self, board: dict, opts) -> None:
+        fmt = "latex" if opts["latex"] else opts["format"]
+        self.stdout.write(tasksets.FORMATS[fmt](board), ending="" if fmt != "json" else "\n")
+
+    def _imported_task_set(self, opts) -> None:
+        import os
+
+        if not opts["evalset"]:
+            raise CommandError("--import-evalset needs --evalset NAME")
+        root, name = opts["import_evalset"], opts["evalset"]
+        sources = os.path.join(root, name, "sources")
+        available = (
+            sorted(f[: -len(".txt")] for f in os.listdir(sources) if f.endswith(".txt"))
+            if os.path.isdir(sources)
+            else []
+        )
+        if not available:
+            raise CommandError(f"{sources}: no language pairs (LP.txt files)")
+        primary = set(names(opts["primary"], "--primary")) if opts["primary"] else None
+        try:
+            lps = tasksets.check_lps(names(opts["lps"], "--lps") if opts["lps"] else None, available)
+            definition = tasksets.get_task_set(opts["task_set"], lps, k=opts["k"], gold=opts["gold"])
+            loaded = {lp: evalset.read(root, name, lp) for lp in lps}
+
+            def scores_of(task):
+                std = tasksets.standard(opts["task_set"], task.lang)
+                return tasksets.evalset_scores(
+                    loaded[task.lang],
+                    task,
+                    ref=opts["ref"] or std.ref,
+                    gold=task.gold or std.gold,
+                    outliers=std.outliers,
+                    primary=primary,
+                )
+
+            result = tasksets.run(definition, scores_of, seed=opts["seed"], source=f"{name} ({', '.join(lps)})")
+        except (evalset.EvalSetError, tasksets.TaskSetError, ValueError, OSError) as exc:
+            raise CommandError(str(exc)) from None
+        self._emit_task_set(result.as_dict(), opts)
+
+    def _release_task_set(self, release, metrics, opts) -> None:
+        from exports.metaeval.taskset_selectors import release_task_set
+
+        if not 0 <= opts["k"] <= tasksets.MAX_K:
+            raise CommandError(f"--k: between 0 and {tasksets.MAX_K}")
+        try:
+            board = release_task_set(release, metrics, opts["task_set"], k=opts["k"], seed=opts["seed"])
+        except (MetaEvaluationError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        self._emit_task_set(board, opts)
 
     def _imported(self, opts) -> None:
         if not opts["evalset"] or not opts["lp"]:
@@ -110,7 +181,7 @@ class Command(BaseCommand):
             evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"])
             result = evalset.meta_evaluate(
                 evs,
-                opts["gold"],
+                opts["gold"] or evalset.HUMAN_SCORER,
                 opts["level"] or "sys",
                 opts["statistic"],
                 average_by=opts["average_by"],
@@ -232,8 +303,17 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         if not 1 <= opts["resamples"] <= 100_000:
             raise CommandError("--resamples: between 1 and 100000")
+        if opts["import_evalset"] and opts["task_set"]:
+            return self._imported_task_set(opts)
         if opts["import_evalset"]:
             return self._imported(opts)
+        if opts["release"] and opts["task_set"]:
+            release = find_release(opts["release"])
+            if opts["metrics"]:
+                return self._release_task_set(release, names(opts["metrics"], "--metrics"), opts)
+            from exports.metaeval.taskset_selectors import scored_metrics
+
+            return self._release_task_set(release, scored_metrics(release), opts)
         if not opts["release"] or not opts["metrics"]:
             raise CommandError("give a release and --metrics (or --import-evalset ROOT)")
         release = find_release(opts["release"])
