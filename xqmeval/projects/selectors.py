@@ -78,7 +78,7 @@ def scoring_worker_configured() -> bool:
 
 SCORING_WORKER_COMMAND = (
     "CELERY_BROKER_URL=redis://127.0.0.1:6379/0 CELERY_RESULT_BACKEND=redis://127.0.0.1:6379/0 "
-    ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring"
+    ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring -c 1"
 )
 
 
