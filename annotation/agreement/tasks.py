@@ -83,11 +83,18 @@ def after_write(project_id: int) -> None:
     runs ``delay_seconds()`` later, so a burst of writes is one computation. Nothing when the transaction
     rolls back.
 
-    Without a broker nothing is queued: the run would happen inside the annotator's submission; the
-    dashboard asks for it on its next view instead."""
+    Without a broker a run would happen inside the annotator's submission, so only the submission that finishes
+    the project's review runs it (in-process, once it commits): the project page then shows the agreement of the
+    finished review without anyone opening the dashboard (#46.3). Other writes leave it to the dashboard's next
+    view."""
     if refresh_agreement.app.conf.task_always_eager:
+        transaction.on_commit(lambda: refresh.safely(_refresh_if_review_finished, project_id))
         return
     transaction.on_commit(lambda: refresh.safely(request_refresh, project_id, countdown=refresh.delay_seconds()))
+
+
+def _refresh_if_review_finished(project_id: int) -> bool:
+    return refresh.review_finished(project_id) and request_refresh(project_id)
 
 
 def on_annotations_written(sender, *, project_id: int, **kwargs) -> None:

@@ -26,6 +26,8 @@ ACCOUNTS = [
     ("admin", "demo-admin-pass", "admin", ()),
     ("anna", "demo-anna-pass", "annotator", ("de", "ar")),
     ("li", "demo-li-pass", "annotator", ("zh", "de")),
+    # the demo project asks 2 reviewers per candidate: a third annotator gives zh and ar their second (#46.2)
+    ("omar", "demo-omar-pass", "annotator", ("ar", "zh")),
 ]
 
 SHARED_XQMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xqmeval"
