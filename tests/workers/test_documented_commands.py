@@ -22,13 +22,18 @@ from tests.scores.test_scoring_jobs import broker, drop_collect_callbacks  # noq
 
 OPERATIONS = REPO / "docs" / "operations.md"
 SCORING_COMMAND = re.compile(r"^\.venv-scoring/bin/celery -A scoring\.worker worker -Q scoring -c 1\b.*$", re.M)
+PLATFORM_COMMAND = re.compile(r"^\.venv/bin/celery -A xqmeval worker -Q default\b.*$", re.M)
+
+
+def documented(pattern: re.Pattern) -> list[str]:
+    """A command exactly as docs/operations.md prints it at the start of a line (its comment cut off)."""
+    found = pattern.findall(OPERATIONS.read_text(encoding="utf-8"))
+    assert found, f"{OPERATIONS} prints no line matching {pattern.pattern}"
+    return shlex.split(found[0], comments=True)
 
 
 def documented_scoring_worker() -> list[str]:
-    """The CPU scoring worker's command exactly as docs/operations.md prints it (its comment cut off)."""
-    found = SCORING_COMMAND.findall(OPERATIONS.read_text(encoding="utf-8"))
-    assert found, f"{OPERATIONS} prints no `.venv-scoring/bin/celery -A scoring.worker worker -Q scoring -c 1`"
-    return shlex.split(found[0], comments=True)
+    return documented(SCORING_COMMAND)
 
 
 def test_the_project_page_gives_the_documented_scoring_worker_command():
@@ -76,3 +81,29 @@ def test_the_documented_scoring_worker_scores_a_release(broker, project, languag
     finally:
         stop_process_group(proc)
         drop_collect_callbacks(broker)
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_documented_platform_worker_runs_a_task(broker, tmp_path):  # noqa: F811
+    from tests.workers.processes import database_url
+
+    argv = documented(PLATFORM_COMMAND)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_XDIST_WORKER", "XQMEVAL_TEST_WORKER")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="xqmeval.settings",
+        DATABASE_URL=database_url(),
+        CELERY_BROKER_URL=broker,
+        CELERY_RESULT_BACKEND=broker,
+        XQMEVAL_DATA_DIR=str(tmp_path),
+    )
+    log = tmp_path / "worker.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # a platform task on queue default, answered by that worker: collect_scores of a release that is gone
+        result = tasks.collect_scores.apply_async((987654,), queue="default")
+        assert result.get(timeout=120) == {"release": 987654, "missing": True}, log.read_text()[-3000:]
+    finally:
+        stop_process_group(proc)
