@@ -1,8 +1,8 @@
 """The project page's stages agree (#46.3): no stage says "waiting" while a later one is under way (ready,
 running, in progress or done), in every state the demo project passes through, as the admin and as each demo
 annotator see it: as delivered, part-way through each direction's review, a benchmark built from the directions
-reviewed so far (the "build anyway" the issue found: "5 Benchmark (waiting)" over "6 Releases (ready to
-start)"), review finished, built, released, scored. No broker: tasks run in-process, as in the demo."""
+reviewed so far (the "build anyway" the issue found, before anything was accepted: "5 Benchmark (waiting)"
+over "6 Releases (ready to start)"), review finished, built, released, scored. No broker: tasks run in-process, as in the demo."""
 
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ def test_no_stage_waits_while_a_later_one_is_under_way(settings, tmp_path):
     client, seen = Client(), set()
     everyone = list(users.values())
     check(client, everyone, "as delivered", seen)
+    # built anyway before anything is accepted: level-0 pseudo translations, so a release could be made
+    build_run(project=project)
+    check(client, everyone, "built before any review", seen)
 
     def candidates(lang):
         return list(
