@@ -88,13 +88,11 @@ def after_write(project_id: int) -> None:
     finished review without anyone opening the dashboard (#46.3). Other writes leave it to the dashboard's next
     view."""
     if refresh_agreement.app.conf.task_always_eager:
-        transaction.on_commit(lambda: refresh.safely(_refresh_if_review_finished, project_id))
+        # read inside the writing transaction (the counters already hold its writes): the commit runs it
+        if refresh.review_finished(project_id):
+            transaction.on_commit(lambda: refresh.safely(request_refresh, project_id))
         return
     transaction.on_commit(lambda: refresh.safely(request_refresh, project_id, countdown=refresh.delay_seconds()))
-
-
-def _refresh_if_review_finished(project_id: int) -> bool:
-    return refresh.review_finished(project_id) and request_refresh(project_id)
 
 
 def on_annotations_written(sender, *, project_id: int, **kwargs) -> None:
