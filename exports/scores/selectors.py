@@ -63,7 +63,7 @@ def hub_copy(release: Release) -> dict[str, str]:
 
 
 def progress_key(job: ScoringJob) -> str:
-    """Where a job scored in this process keeps its progress (``services.job_score_here``)."""
+    """Where a job scored in this process keeps its progress (``services.job_run_here``)."""
     return f"scores:in-process:{job.pk}"
 
 

@@ -152,7 +152,7 @@ IN_PROCESS_FAMILIES = frozenset({Family.SEQUENCE, Family.LLM})
 PROGRESS_SECONDS = 24 * 3600
 
 
-def in_process_refusals(*, metrics: list[str]) -> list[str]:
+def scoring_check_in_process(*, metrics: list[str]) -> list[str]:
     """The metrics of ``metrics`` that this process cannot score (they need a scoring worker); an unknown name is
     ``scoring_prepare``'s to refuse."""
     specs = []
@@ -164,7 +164,7 @@ def in_process_refusals(*, metrics: list[str]) -> list[str]:
     return [spec.name for spec in specs if spec.family not in IN_PROCESS_FAMILIES]
 
 
-def job_score_here(*, job: ScoringJob, options: dict[str, Any] | None) -> ScoringJob:
+def job_run_here(*, job: ScoringJob, options: dict[str, Any] | None) -> ScoringJob:
     """Score one job in this process (no broker: the scoring package runs here, as a worker would on the shared
     file system), then ingest its part. Progress goes to the cache for the pages (``selectors.backend_state``);
     a failure is recorded on the job with its reason, never raised."""

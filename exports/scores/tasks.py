@@ -75,7 +75,7 @@ def score_in_process(release_id: int, jobs: list[tuple[int, str]], options: dict
         job = by_id.get(pk)
         if job is None or job.release_id != release_id:
             continue
-        counts[services.job_score_here(job=job, options=options.get(metric)).status] += 1
+        counts[services.job_run_here(job=job, options=options.get(metric)).status] += 1
     return dict(counts)
 
 
@@ -97,7 +97,7 @@ def start_scoring(
     ``options`` go to every task; ``metric_options`` (metric name -> scorer options) only to that metric's."""
     app = current_app
     here = not worker_configured()
-    if here and (refused := services.in_process_refusals(metrics=metrics)):
+    if here and (refused := services.scoring_check_in_process(metrics=metrics)):
         raise ScoringError(f"{', '.join(refused)}: {NO_WORKER}")
     out = str(selectors.scores_dir(release)) if release.path else ""
     per_metric = services.task_options_make(metrics=metrics, options=options, metric_options=metric_options)
