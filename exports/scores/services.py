@@ -2,8 +2,9 @@
 files the workers write into MetricScore.
 
 The workers run the Django-free ``scoring`` package in their own virtualenv (``scoring/worker.py``);
-``exports.scores.tasks`` sends tasks to them by name, and this module never imports torch, sacrebleu or
-Celery. A part file is checked by the pure ``exports.scores.domain`` before anything is written.
+``exports.scores.tasks`` sends tasks to them by name, and this module never imports torch or Celery. Without a
+broker, ``job_run_here`` runs a job through ``scoring.api.score_task`` in this process (sacrebleu, or an LLM
+judge's endpoint, loaded there). A part file is checked by the pure ``exports.scores.domain`` before anything is written.
 
 A job's Celery task id is derived from the job (``xqmeval-score-<job id>``), so its state and progress
 can be read from the result backend at any time without storing anything else.

@@ -265,6 +265,47 @@ def test_without_broker_string_metrics_are_scored_in_process_as_sacrebleu_scores
     assert {s.status for s in selectors.job_states(release=release, app=no_broker)} == {"done"}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_without_broker_the_score_command_scores_a_judge_metric_in_process_against_an_endpoint(
+    release, languages, no_broker, monkeypatch
+):
+    """#46.1: an LLM judge against the endpoint the operator names, with no broker and no judge worker: the web
+    process calls the endpoint (a deterministic judge server on 127.0.0.1) and ingests the scores."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from scoring.judges.stub import JudgeStubServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with JudgeStubServer() as stub:
+        out = StringIO()
+        call_command(
+            "score",
+            "demo@t1",
+            "--metrics",
+            "gemba-mqm",
+            "--directions",
+            "en-de",
+            "--limit",
+            "12",
+            "--judge-url",
+            stub.base_url,
+            "--judge-model",
+            "stub-judge",
+            "--timeout",
+            "120",
+            stdout=out,
+            stderr=StringIO(),
+        )
+        answered = len(stub.served)
+    job = ScoringJob.objects.get(release=release, metric="gemba-mqm")
+    assert job.status == "done", (job.error, out.getvalue())
+    assert MetricScore.objects.filter(release=release, metric="gemba-mqm").count() == 12 and answered >= 12
+    signature = MetricScore.objects.filter(release=release, metric="gemba-mqm").first().signature
+    assert signature["judge"]["model"] == "stub-judge"
+
+
 def test_scores_page_by_direction_and_level_and_permissions(
     client, release, languages, admin_user, annotator_de, annotator_zh
 ):
