@@ -24,7 +24,7 @@ from scoring.registry import (
     route_options,
 )
 from scoring.release import DIRECTION_RE, open_release
-from scoring.runner import META_KEY, ScoreOptions, metric_slug, part_path, score_release
+from scoring.runner import META_KEY, ScoreOptions, metric_slug, part_path, score_release, score_task
 
 __all__ = [
     # the metric registry: what each metric needs, which way is better, the options it takes
@@ -47,6 +47,7 @@ __all__ = [
     "part_path",
     "ScoreOptions",
     "score_release",
+    "score_task",
     # sending work to the scoring workers
     "TASK_NAME",
     "ANY_QUEUE",

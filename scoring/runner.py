@@ -275,6 +275,30 @@ def score_direction(
     return {**summary, "skipped": False}
 
 
+def score_task(
+    release_dir: str,
+    metric: str,
+    direction: str,
+    out_dir: str | None = None,
+    options: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """One (metric, direction) as a scoring task names it (``options``: a task's options, ``extra`` and
+    ``judge`` included), on a release directory this process reads, into ``out_dir`` (default
+    ``RELEASE/scores``); returns the part's summary. What the platform runs in-process when it has no broker."""
+    spec = get_metric(metric)
+    options = dict(options or {})
+    extra = options.pop("extra", {}) or {}
+    opts = ScoreOptions(**options, extra=extra)
+    release = open_release(release_dir)
+    out = Path(out_dir) if out_dir else release.root / "scores"
+    scorer = spec.build(**opts.for_metric(spec, out))
+    try:
+        return score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
+    finally:
+        scorer.close()
+
+
 def summarize(spec: MetricSpec, direction: str, scores: list[float], levels: list) -> dict[str, Any]:
     by_level: dict[str, list[float]] = {}
     for s, k in zip(scores, levels):

@@ -25,10 +25,18 @@ into its own directory and uploads its part files instead::
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 from celery import Celery
+
+# `celery -A scoring.worker` run from the repository root (as docs/operations.md says) finds this package only
+# because Celery puts the working directory on sys.path while it loads the app, and takes it off again after:
+# a metric module imported later, in a pool's process, would then miss the packages beside this one
+# (llm_client, #46.4). So the directory that holds this package is appended to the path (an entry of its own,
+# which Celery's removal of the one it inserted leaves in place), whatever the pool.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from scoring.faults import is_transient, retry_delay
 from scoring.queues import ANY_QUEUE, GPU_QUEUE, JUDGE_QUEUE, TASK_NAME, queue_for  # noqa: F401

@@ -66,6 +66,15 @@ def _status_key(project_id: int) -> str:
     return f"agreement:refresh-status:{project_id}"
 
 
+def review_finished(project_id: int) -> bool:
+    """Whether every candidate of the project has left review (none pending): the moment its agreement is final."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return False
+    statuses = review_selectors.candidate_statuses(project)
+    return bool(statuses) and not any(by_status.get("pending") for by_status in statuses.values())
+
+
 # ---- state -----------------------------------------------------------------------------------------
 
 

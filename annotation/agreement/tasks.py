@@ -83,9 +83,14 @@ def after_write(project_id: int) -> None:
     runs ``delay_seconds()`` later, so a burst of writes is one computation. Nothing when the transaction
     rolls back.
 
-    Without a broker nothing is queued: the run would happen inside the annotator's submission; the
-    dashboard asks for it on its next view instead."""
+    Without a broker a run would happen inside the annotator's submission, so only the submission that finishes
+    the project's review runs it (in-process, once it commits): the project page then shows the agreement of the
+    finished review without anyone opening the dashboard (#46.3). Other writes leave it to the dashboard's next
+    view."""
     if refresh_agreement.app.conf.task_always_eager:
+        # read inside the writing transaction (the counters already hold its writes): the commit runs it
+        if refresh.review_finished(project_id):
+            transaction.on_commit(lambda: refresh.safely(request_refresh, project_id))
         return
     transaction.on_commit(lambda: refresh.safely(request_refresh, project_id, countdown=refresh.delay_seconds()))
 

@@ -3,17 +3,31 @@ under /scores/ (``exports.urls``); visible directions as on the scores page."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 
 from exports.metaeval import selectors, tasks, taskset_selectors
 from exports.metaeval.domain import STATISTIC_LABELS, TAU_STATISTICS
 from exports.metaeval.statistics import STATISTICS
-from exports.scores.selectors import scores_digest
+from exports.scores.selectors import scored_metrics, scores_digest
 from exports.scores.views import visible_release
 
 POLL_SECONDS = 5
+
+
+def _scored(release, scope: list[str] | None) -> list[str]:
+    """The metrics with scores on the release, in the directions the user may see."""
+    return [row["metric"] for row in scored_metrics([release], set(scope) if scope is not None else None)]
+
+
+def not_yet(request, release, what: str, reason: str, choices: list[tuple[str, str]] = ()):
+    """A page of an existing release that cannot show anything yet: why, in words, and where to go (#46.3)."""
+    return render(
+        request, "scores/not_yet.html", {"release": release, "what": what, "reason": reason, "choices": list(choices)}
+    )
 
 
 @login_required
@@ -24,6 +38,16 @@ def metaeval_page(request, release_id: int):
     if variant not in TAU_STATISTICS:
         variant = "b"
     scope = sorted(visible) if visible is not None else None
+    if not metric:
+        url = reverse("scores:metaeval", args=[release.pk])
+        scored = _scored(release, scope)
+        return not_yet(
+            request,
+            release,
+            "Meta-evaluation",
+            "name a metric to meta-evaluate" if scored else "no metric is scored on this release yet",
+            [(f"Meta-evaluation of {m}", f"{url}?{urlencode({'metric': m})}") for m in scored],
+        )
     # A pass over every score of the metric (minutes at FLORES size): kept in the cache under the scores'
     # key, computed by a worker where one runs (the page polls meanwhile), else here.
     result = selectors.cached_meta_evaluation(release, metric, variant, scope)
@@ -34,7 +58,7 @@ def metaeval_page(request, release_id: int):
     elif result is None:
         result = selectors.compute_meta_evaluation(release, metric, variant, scope)
     if result is not None and "error" in result:
-        raise Http404(result["error"])
+        return not_yet(request, release, f"Meta-evaluation of {metric}", result["error"])
     rows = (
         []
         if computing
@@ -62,16 +86,21 @@ MAX_METRICS = 20
 GROUPINGS = {"none": "over all triplets", "item": "per segment (its pseudo translations)"}
 
 
-def _metrics_param(request) -> list[str]:
-    """``?metrics=a,b``: distinct names in the order given, bounded in number and length."""
+def _metrics_param(request, release, scope: list[str] | None) -> tuple[list[str], str]:
+    """``?metrics=a,b``: distinct names in the order given, bounded in number and length; without it, every
+    metric scored on the release. Returns (names, why none can be shown: empty when they can)."""
     names = []
     for part in request.GET.get("metrics", "").split(",")[: MAX_METRICS + 1]:
         name = part.strip()[:80]
         if name and name not in names:
             names.append(name)
-    if not names or len(names) > MAX_METRICS:
-        raise Http404(f"name between one and {MAX_METRICS} metrics: ?metrics=chrF++,BLEU")
-    return names
+    if not names:
+        names = _scored(release, scope)[:MAX_METRICS]
+        if not names:
+            return [], "no metric is scored on this release yet: score it on its Scores page"
+    if len(names) > MAX_METRICS:
+        return [], f"name at most {MAX_METRICS} metrics (?metrics=chrF++,BLEU)"
+    return names, ""
 
 
 def _release_in_scope(request, release_id: int):
@@ -85,7 +114,9 @@ def _release_in_scope(request, release_id: int):
 def leaderboard_page(request, release_id: int):
     """The metrics of ``?metrics=`` ranked with significance clusters, per visible direction and over them."""
     release, scope = _release_in_scope(request, release_id)
-    metrics = _metrics_param(request)
+    metrics, why = _metrics_param(request, release, scope)
+    if why:
+        return not_yet(request, release, "Leaderboard", why)
     # A page answers in about linear time: the pair-counting statistics (O(n log n) and a bootstrap besides) and
     # PCE (segment scores by system: EvalSets and task sets) are the command's
     offered = {name: s for name, s in STATISTICS.items() if not s.pairwise and not s.by_system}
@@ -100,7 +131,7 @@ def leaderboard_page(request, release_id: int):
             release, metrics, statistic=statistic, directions=scope, average_by=average_by
         )
     except selectors.MetaEvaluationError as exc:
-        raise Http404(str(exc)) from None
+        return not_yet(request, release, "Leaderboard", str(exc))
     return render(
         request,
         "scores/leaderboard.html",
@@ -129,11 +160,13 @@ def diagnostics_page(request, release_id: int):
     """Known-answer diagnostics of the metrics of ``?metrics=``: sensitivity per error type, additivity, and a
     heatmap of detection rates, over the visible directions."""
     release, scope = _release_in_scope(request, release_id)
-    metrics = _metrics_param(request)
+    metrics, why = _metrics_param(request, release, scope)
+    if why:
+        return not_yet(request, release, "Known-answer diagnostics", why)
     try:
         result = selectors.release_diagnostics(release, metrics, directions=scope)
     except selectors.MetaEvaluationError as exc:
-        raise Http404(str(exc)) from None
+        return not_yet(request, release, "Known-answer diagnostics", str(exc))
     task_set, computing = _task_set(release, metrics, scope)
     heatmaps = []
     for metric, grid in result["heatmap"].items():

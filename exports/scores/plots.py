@@ -28,8 +28,9 @@ def score_trend(metric: str, better: str, levels: Sequence[int], rows: Sequence[
 
 
 def trend_title(metric: str) -> str:
-    return f"{metric} by quality level"
+    return f"{metric or 'A metric'} by quality level"
 
 
 def no_scores(metric: str) -> str:
-    return f"no {metric} scores yet"
+    # no metric: the URL named none, or one the release does not know (?metric=chrF++ names one)
+    return f"no {metric} scores yet" if metric else "no scores of a metric this release knows (?metric=NAME)"

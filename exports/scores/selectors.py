@@ -62,6 +62,11 @@ def hub_copy(release: Release) -> dict[str, str]:
     return {}
 
 
+def progress_key(job: ScoringJob) -> str:
+    """Where a job scored in this process keeps its progress (``services.job_run_here``)."""
+    return f"scores:in-process:{job.pk}"
+
+
 def task_id_for(job: ScoringJob) -> str:
     return f"xqmeval-score-{job.pk}"
 
@@ -70,6 +75,14 @@ def backend_state(job: ScoringJob, app) -> JobState:
     """The job as its task's result backend sees it (``app``: the Celery app); a finished job's own status."""
     if job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
         return JobState(job, state=job.status.upper())
+    if app.conf.task_always_eager:  # scored in this process (no result backend): its progress is in the cache
+        from django.core.cache import cache
+
+        seen = cache.get(progress_key(job)) or {}
+        running = job.status == ScoringJob.Status.RUNNING
+        return JobState(
+            job, state="PROGRESS" if running else "PENDING", done=seen.get("done", 0), total=seen.get("total", 0)
+        )
     result = app.AsyncResult(task_id_for(job))
     state, info = result.state, result.info
     js = JobState(job, state=state, info=info)

@@ -2,8 +2,9 @@
 files the workers write into MetricScore.
 
 The workers run the Django-free ``scoring`` package in their own virtualenv (``scoring/worker.py``);
-``exports.scores.tasks`` sends tasks to them by name, and this module never imports torch, sacrebleu or
-Celery. A part file is checked by the pure ``exports.scores.domain`` before anything is written.
+``exports.scores.tasks`` sends tasks to them by name, and this module never imports torch or Celery. Without a
+broker, ``job_run_here`` runs a job through ``scoring.api.score_task`` in this process (sacrebleu, or an LLM
+judge's endpoint, loaded there). A part file is checked by the pure ``exports.scores.domain`` before anything is written.
 
 A job's Celery task id is derived from the job (``xqmeval-score-<job id>``), so its state and progress
 can be read from the result backend at any time without storing anything else.
@@ -29,7 +30,7 @@ from core.models import Direction
 from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
 from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob, WorkerToken
 from exports.scores.domain import PartRefused, ScoringError, check_part_identity, open_part
-from exports.scores.selectors import JobState, backend_state, scores_dir
+from exports.scores.selectors import JobState, backend_state, progress_key, scores_dir
 from scoring.api import (
     DIRECTION_RE,
     Family,
@@ -40,6 +41,7 @@ from scoring.api import (
     metric_slug,
     part_path,
     route_options,
+    score_task,
 )
 
 
@@ -143,6 +145,49 @@ def jobs_sync(*, release: Release, app) -> list[JobState]:
             _fail(job, f"{type(info).__name__}: {info}" if isinstance(info, BaseException) else str(info))
         states.append(js)
     return states
+
+
+# What the web environment scores itself when no broker reaches a scoring worker: the string metrics (sacrebleu is
+# in requirements.txt) and the LLM judges, which only call an endpoint. Neural metrics need .venv-scoring's torch.
+IN_PROCESS_FAMILIES = frozenset({Family.SEQUENCE, Family.LLM})
+PROGRESS_SECONDS = 24 * 3600
+
+
+def scoring_check_in_process(*, metrics: list[str]) -> list[str]:
+    """The metrics of ``metrics`` that this process cannot score (they need a scoring worker); an unknown name is
+    ``scoring_prepare``'s to refuse."""
+    specs = []
+    for name in metrics:
+        try:
+            specs.append(get_metric(name))
+        except MetricError:
+            continue
+    return [spec.name for spec in specs if spec.family not in IN_PROCESS_FAMILIES]
+
+
+def job_run_here(*, job: ScoringJob, options: dict[str, Any] | None) -> ScoringJob:
+    """Score one job in this process (no broker: the scoring package runs here, as a worker would on the shared
+    file system), then ingest its part. Progress goes to the cache for the pages (``selectors.backend_state``);
+    a failure is recorded on the job with its reason, never raised."""
+    from django.core.cache import cache
+
+    job.status = ScoringJob.Status.RUNNING
+    job.save(update_fields=["status", "updated_at"])
+    key = progress_key(job)
+
+    def progress(done: int, total: int) -> None:
+        cache.set(key, {"done": done, "total": total}, timeout=PROGRESS_SECONDS)
+
+    try:
+        score_task(
+            job.release.path, job.metric, job.direction.code, str(scores_dir(job.release)), options, progress=progress
+        )
+        job_ingest(job=job)
+    except Exception as exc:  # the reason is the job's, shown on the scores page (a bad option, an endpoint down)
+        _fail(job, f"{type(exc).__name__}: {exc}")
+    finally:
+        cache.delete(key)
+    return job
 
 
 def _fail(job: ScoringJob, reason: str) -> None:

@@ -58,9 +58,25 @@ def collect_scores(self, release_id: int, job_id: int | None = None) -> dict:
 
 
 NO_WORKER = (
-    "scoring runs on scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start "
-    "`celery -A scoring.worker worker -Q scoring` (plus -Q gpu on GPU machines) from .venv-scoring"
+    "without a broker this process scores the string metrics and the LLM judges itself; the other metrics run on "
+    "scoring workers: set CELERY_BROKER_URL (and CELERY_RESULT_BACKEND) and start a scoring worker as "
+    "docs/operations.md says"
 )
+
+
+@shared_task(name="exports.scoring_jobs.score_in_process")
+def score_in_process(release_id: int, jobs: list[tuple[int, str]], options: dict[str, dict]) -> dict:
+    """No broker: score the jobs here, one after another (``jobs``: job id and metric; ``options``: metric name ->
+    its task options), and ingest each part as it is written. Idempotent: a part already scored with the same
+    input and signature is not scored again (``scoring.runner``)."""
+    counts: dict[str, int] = defaultdict(int)
+    by_id = ScoringJob.objects.select_related("release", "direction").in_bulk([pk for pk, _ in jobs])
+    for pk, metric in jobs:
+        job = by_id.get(pk)
+        if job is None or job.release_id != release_id:
+            continue
+        counts[services.job_run_here(job=job, options=options.get(metric)).status] += 1
+    return dict(counts)
 
 
 def worker_configured() -> bool:
@@ -80,13 +96,19 @@ def start_scoring(
     """Queue one task per (metric, direction). Jobs done (or already queued) are left alone unless ``force``.
     ``options`` go to every task; ``metric_options`` (metric name -> scorer options) only to that metric's."""
     app = current_app
-    if not worker_configured():
-        raise ScoringError(NO_WORKER)
+    here = not worker_configured()
+    if here and (refused := services.scoring_check_in_process(metrics=metrics)):
+        raise ScoringError(f"{', '.join(refused)}: {NO_WORKER}")
     out = str(selectors.scores_dir(release)) if release.path else ""
     per_metric = services.task_options_make(metrics=metrics, options=options, metric_options=metric_options)
     hub = selectors.hub_copy(release)
     with transaction.atomic():
         jobs, to_send = services.scoring_prepare(release=release, metrics=metrics, directions=directions, force=force)
+        if here:
+            if to_send:  # in this process once the jobs are committed, as builds and injection runs are
+                queued = [(job.pk, spec.name) for job, spec, _code in to_send]
+                transaction.on_commit(lambda: score_in_process.delay(release.pk, queued, per_metric))
+            return jobs
 
         def send() -> None:
             for job, spec, code in to_send:

@@ -9,7 +9,7 @@ from celery import current_app
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -19,7 +19,7 @@ from core.domain.params import positive_number
 from core.http import redirect_next
 from core.svg_cache import cached_svg
 from exports.models import Release
-from exports.scores import plots, selectors, tasks
+from exports.scores import plots, selectors, services, tasks
 from exports.scores.domain import ScoringError
 from scoring.api import all_metrics
 
@@ -54,6 +54,10 @@ def index(request):
 
 def _context(request, release: Release, visible: list[str] | None) -> dict:
     admin = is_admin(request.user)
+    worker = tasks.worker_configured() if admin else True
+    metrics = all_metrics() if admin else []
+    if not worker:  # what this process can score itself
+        metrics = [m for m in metrics if m.family in services.IN_PROCESS_FAMILIES]
     jobs = selectors.job_states(release=release, app=current_app) if admin else []
     if admin and tasks.request_collect(release=release, states=jobs) and current_app.conf.task_always_eager:
         jobs = selectors.job_states(release=release, app=current_app)  # collected in-process just now
@@ -63,10 +67,10 @@ def _context(request, release: Release, visible: list[str] | None) -> dict:
         "jobs": jobs,
         "running": any(s.status in ("pending", "running") for s in jobs),  # the page refreshes itself
         "is_admin": admin,
-        "metrics": all_metrics() if admin else [],
+        "metrics": metrics,
         "judge": selectors.judge_reports(release, visible),
         # said before anything is ticked: without a worker, queueing would only fail
-        "worker": tasks.worker_configured() if admin else True,
+        "worker": worker,
         "no_worker": tasks.NO_WORKER,
         "ticked": set(),
     }
@@ -153,7 +157,12 @@ def start(request, release_id: int):
         context = _context(request, release, None)
         return render(request, "scores/release.html", {**context, "ticked": set(metrics)})
     else:
-        messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
+        if tasks.worker_configured():
+            messages.success(request, f"{len(jobs)} scoring job(s) for {release}")
+        else:
+            jobs = [j for j in selectors.job_states(release=release, app=current_app) if j.job in jobs]
+            failed = sum(1 for s in jobs if s.job.status == "failed")
+            messages.success(request, f"{len(jobs)} scoring job(s) for {release} scored here, {failed} failed")
     return redirect_next(request, "scores:release", release_id=release.pk)
 
 
@@ -161,11 +170,11 @@ def start(request, release_id: int):
 def trend_plot(request, release_id: int):
     """One metric's mean score by level and direction (``?metric=NAME``), limited to visible directions."""
     release, visible = visible_release(request.user, release_id)
-    metric = request.GET.get("metric", "")
+    metric = request.GET.get("metric", "")[:80]
     table = next((t for t in selectors.score_table(release, visible) if t["metric"] == metric), None)
     if table is None:
         if not selectors.known_metric(release, metric):
-            raise Http404(f"no scores of metric {metric!r} in this release")
+            metric = ""  # no metric named, or one unknown: the empty plot (one cache entry for all of them)
         table = {
             "metric": metric,
             "better": "",

@@ -335,7 +335,11 @@ def test_a_rolled_back_write_queues_nothing(world, broker, django_capture_on_com
 
 
 def test_without_a_broker_a_submission_computes_nothing(world, django_capture_on_commit_callbacks):
-    # In-process tasks would run inside the annotator's submission; the dashboard asks on its next view.
+    # In-process tasks would run inside the annotator's submission; while review goes on, the dashboard asks on
+    # its next view.
+    from tests.review.factories import make_candidates
+
+    make_candidates(world.project, {"en-de": world.de[1].segment.direction}, "en-de", count=1)  # still to review
     with django_capture_on_commit_callbacks(execute=True):
         services.decision_submit(
             user=world.users["anna_de"],
@@ -346,6 +350,25 @@ def test_without_a_broker_a_submission_computes_nothing(world, django_capture_on
         )
     assert refresh.status(world.project.pk) == {}
     assert cached_entry(world.project, sel.Scope(None, True)) is None
+
+
+def test_without_a_broker_the_submission_that_finishes_the_review_computes_the_agreement(
+    project, languages, annotator_de, django_capture_on_commit_callbacks
+):
+    """#46.3: the project page shows the agreement of a finished review without anyone opening the dashboard."""
+    from tests.review.factories import make_candidates
+
+    second = user_create(username="bo_de", password="bo-pass-123", languages=["de"])
+    candidates = make_candidates(project, languages, "en-de", count=2)
+    decisions = [(user, c) for c in candidates for user in (annotator_de, second)]
+    for n, (user, candidate) in enumerate(decisions, start=1):
+        with django_capture_on_commit_callbacks(execute=True):
+            services.decision_submit(
+                user=user, candidate_id=candidate.pk, decision="accept", idempotency_key=uuid.uuid4().hex
+            )
+        computed = cached_entry(project, sel.Scope(None, True)) is not None
+        assert computed == (n == len(decisions)), f"after decision {n} of {len(decisions)}"
+    assert refresh.status(project.pk)["state"] == "done"
 
 
 # ---- failures and retries --------------------------------------------------------------------------

@@ -278,16 +278,22 @@ def test_agreement_stage_reads_the_cache_and_never_computes(
     )  # all accept: κ undefined
 
 
-def test_scores_stage_without_a_broker_says_scoring_needs_a_worker(client, admin_user, project, tmp_path):
+def test_scores_stage_without_a_broker_scores_here_and_names_the_worker_of_neural_metrics(
+    client, admin_user, project, tmp_path
+):
+    """#46.1: no broker: the stage is ready to start (the web process scores string metrics and judges), offers
+    only what it can score, and gives the documented worker command for the neural metrics."""
     from exports.models import Release
     from scoring.tests.releases import write_release
 
     Release.objects.create(project=project, version="t1", status="ready", path=str(write_release(tmp_path / "rel")))
     client.force_login(admin_user)
     page = client.get(reverse("projects:detail", args=[project.name])).content.decode()
-    assert "Scoring needs a worker." in page and ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring" in page
-    assert "scoring needs a worker: no broker (CELERY_BROKER_URL) is configured" in page
-    assert "Start scoring" not in page
+    section = page[page.index('id="stage-scores"') : page.index('id="stage-metaeval"')]
+    assert 'data-state="ready"' in section and "Start scoring" in section
+    assert "this server scores the string metrics and the LLM judges itself" in section
+    assert ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring -c 1" in section
+    assert 'value="chrF++"' in section and 'value="BLEU"' in section and 'value="COMET-22"' not in section
 
 
 def test_actions_started_from_the_project_page_come_back_to_it(client, admin_user, project, tmp_path):

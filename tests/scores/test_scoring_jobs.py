@@ -211,18 +211,99 @@ def test_ingest_refuses_a_file_of_another_metric(release, languages):
         services.part_ingest(release=release, metric="chrF++", direction=languages["en-de"], path=path)
 
 
-def test_start_without_broker_says_how_to_run_workers(release, settings):
+@pytest.fixture
+def no_broker(settings):
     from xqmeval.celery import app
 
     settings.CELERY_BROKER_URL = ""
-    old = app.conf.broker_url
-    app.conf.broker_url = None
+    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
+    app.conf.update(broker_url=None, task_always_eager=True)
     try:
-        with pytest.raises(ScoringError, match="CELERY_BROKER_URL"):
-            tasks.start_scoring(release=release, metrics=["chrF++"])
+        yield app
     finally:
-        app.conf.broker_url = old
+        app.conf.update(saved)
+
+
+def test_without_broker_a_neural_metric_says_it_needs_a_worker(release, no_broker):
+    with pytest.raises(ScoringError, match="COMET-22: .*CELERY_BROKER_URL"):
+        tasks.start_scoring(release=release, metrics=["chrF++", "COMET-22"])
     assert not ScoringJob.objects.exists()
+
+
+def test_without_broker_string_metrics_are_scored_in_process_as_sacrebleu_scores_them(
+    release, languages, no_broker, django_capture_on_commit_callbacks
+):
+    """#46.1: no broker, no scoring worker: the web process scores chrF++, BLEU and TER itself and ingests them;
+    each score is sacrebleu's own sentence_score of the release's row (the library as the reference)."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs = tasks.start_scoring(release=release, metrics=["chrF++", "BLEU", "TER"])
+    assert len(jobs) == 6
+    assert set(ScoringJob.objects.values_list("status", flat=True)) == {"done"}, list(
+        ScoringJob.objects.values_list("metric", "error")
+    )
+    reference = {
+        "chrF++": lambda lang: CHRF(word_order=2),
+        "BLEU": lambda lang: BLEU(tokenize="zh" if lang == "zh" else "13a", effective_order=True),
+        "TER": lambda lang: TER(asian_support=lang == "zh"),
+    }
+    for code in ("en-de", "en-zh"):
+        rows = {r["triplet_id"]: r for r in release_rows(code)}
+        for metric, make in reference.items():
+            stored = MetricScore.objects.filter(release=release, metric=metric, direction__code=code)
+            assert stored.count() == len(rows)
+            scorer = make(code.split("-")[1])
+            for s in stored:
+                row = rows[s.triplet_id]
+                assert s.score == pytest.approx(scorer.sentence_score(row["mt"], [row["ref"]]).score)
+                assert s.level == row["num_errors"]
+    # asked again: nothing is scored twice, the page reads the finished jobs without a result backend
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        tasks.start_scoring(release=release, metrics=["chrF++"])
+    assert callbacks == []
+    assert {s.status for s in selectors.job_states(release=release, app=no_broker)} == {"done"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_broker_the_score_command_scores_a_judge_metric_in_process_against_an_endpoint(
+    release, languages, no_broker, monkeypatch
+):
+    """#46.1: an LLM judge against the endpoint the operator names, with no broker and no judge worker: the web
+    process calls the endpoint (a deterministic judge server on 127.0.0.1) and ingests the scores."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from scoring.judges.stub import JudgeStubServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with JudgeStubServer() as stub:
+        out = StringIO()
+        call_command(
+            "score",
+            "demo@t1",
+            "--metrics",
+            "gemba-mqm",
+            "--directions",
+            "en-de",
+            "--limit",
+            "12",
+            "--judge-url",
+            stub.base_url,
+            "--judge-model",
+            "stub-judge",
+            "--timeout",
+            "120",
+            stdout=out,
+            stderr=StringIO(),
+        )
+        answered = len(stub.served)
+    job = ScoringJob.objects.get(release=release, metric="gemba-mqm")
+    assert job.status == "done", (job.error, out.getvalue())
+    assert MetricScore.objects.filter(release=release, metric="gemba-mqm").count() == 12 and answered >= 12
+    signature = MetricScore.objects.filter(release=release, metric="gemba-mqm").first().signature
+    assert signature["judge"]["model"] == "stub-judge"
 
 
 def test_scores_page_by_direction_and_level_and_permissions(
@@ -931,13 +1012,15 @@ def test_scores_form_says_no_worker_before_anything_is_ticked_and_keeps_the_tick
         settings.CELERY_BROKER_URL = ""
         app.conf.broker_url = None
         page = client.get(url).content.decode()
-        assert 'id="no-worker"' in page and "celery -A scoring.worker worker -Q scoring" in page
+        assert 'id="no-worker"' in page and "this process scores the string metrics" in page
         assert page.index('id="no-worker"') < page.index('name="metric"')  # said before the first checkbox
-        response = client.post(reverse("scores:start", args=[release.pk]), {"metric": ["chrF++", "BLEU"]})
+        assert 'value="COMET-22"' not in page  # not offered: it needs a worker (#46.1)
+        # asked anyway (a form from before): refused, naming the metric, with the ticks kept
+        response = client.post(reverse("scores:start", args=[release.pk]), {"metric": ["chrF++", "BLEU", "COMET-22"]})
     finally:
         app.conf.broker_url = old
     page = response.content.decode()
-    assert response.status_code == 200 and "set CELERY_BROKER_URL" in page
+    assert response.status_code == 200 and "COMET-22: without a broker" in page and "set CELERY_BROKER_URL" in page
     assert re.search(
         r'<label class="metric-choice"><input type="checkbox" name="metric" value="chrF\+\+" checked>', page
     )

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from django.db import transaction
+
 from annotation.review.xqmeval_import.services import xqmeval_import
 from core.corpus.domain import CorpusRow
 from core.corpus.services import corpus_rows_import
@@ -13,8 +15,9 @@ from core.models import Project
 from core.services import project_directions_add, project_ensure, user_create
 from exports.benchmark.selectors import latest_build
 from exports.benchmark.services import build_run
-from exports.models import BenchmarkBuild, Release
+from exports.models import BenchmarkBuild, Release, ScoringJob
 from exports.release.services import release_create
+from exports.scores.tasks import start_scoring, worker_configured
 from injection.models import InjectionRun
 from injection.services import RunSpec, run_execute, run_plan
 
@@ -26,20 +29,37 @@ ACCOUNTS = [
     ("admin", "demo-admin-pass", "admin", ()),
     ("anna", "demo-anna-pass", "annotator", ("de", "ar")),
     ("li", "demo-li-pass", "annotator", ("zh", "de")),
+    # the demo project asks 2 reviewers per candidate: a third annotator gives zh and ar their second (#46.2)
+    ("omar", "demo-omar-pass", "annotator", ("ar", "zh")),
 ]
 
 SHARED_XQMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xqmeval"
 
 
-def inject_rule_candidates(project, log) -> None:
+# The demo's rule-based runs: (name, error type, position). Two candidates per sentence and direction, at the two
+# ends of the reference, so they merge into pseudo translations of up to 2 errors and two error types reach the
+# diagnostics, while the review stays one anyone finishes: 120 candidates, 80 decisions per printed annotator
+# (#46.2). A project's own runs take every type at both positions.
+DEMO_RUNS = [("demo-rule-mistranslation", "Mistranslation", "head"), ("demo-rule-omission", "Omission", "end")]
+
+
+def inject_rule_candidates(project, log, shared: Path | None = None) -> None:
     """Single-error candidates from the offline rule backend, so the review queues have work."""
-    if InjectionRun.objects.filter(project=project, name="demo-rule-mqm").exists():
-        log("  rule-based candidates already there")
-        return
-    run = run_execute(
-        run_id=run_plan(spec=RunSpec(project=project, kind="mqm", backend="rule", name="demo-rule-mqm", seed=42)).pk
-    )
-    log(f"  {run.done} candidates from the rule backend ({run.failed} items without a candidate, reasons recorded)")
+    for name, error_type, position in DEMO_RUNS:
+        if InjectionRun.objects.filter(project=project, name=name).exists():
+            log(f"  {name}: candidates already there")
+            continue
+        spec = RunSpec(
+            project=project,
+            kind="mqm",
+            backend="rule",
+            name=name,
+            seed=42,
+            error_types=[error_type],
+            positions=[position],
+        )
+        run = run_execute(run_id=run_plan(spec=spec).pk)
+        log(f"  {name}: {run.done} candidates ({run.failed} items without a candidate, reasons recorded)")
 
 
 def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
@@ -60,12 +80,36 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
         log(
             f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
         )
-    if not Release.objects.filter(project=xq, version="1.0.0").exists():
+    release = Release.objects.filter(project=xq, version="1.0.0").first()
+    if release is None:
         release = release_create(project=xq, version="1.0.0")
         log(f"  xqmeval: release {release.version} at {release.path}")
+    score_release_here(release, log)
 
 
-# Demo steps of later stages: (name, function(project, log)); each is idempotent.
+# What set-up scores: the string metrics the web process scores itself (no broker, no scoring worker), so the
+# scores, the leaderboard, the diagnostics and the meta-evaluation have content from the first visit.
+DEMO_METRICS = ["chrF++", "BLEU"]
+
+
+def score_release_here(release, log) -> None:
+    """Score ``release`` with DEMO_METRICS in this process (jobs done already are left alone: idempotent)."""
+    if release.status != Release.Status.READY:
+        log(f"  {release}: not ready ({release.status}), not scored")
+        return
+    if worker_configured():  # a broker: scoring is the workers' (the Score button queues it), not set-up's
+        log(f"  {release}: not scored here (a broker is configured: score it from its Scores page)")
+        return
+    with transaction.atomic():  # the jobs run once it commits, as a page's Score button runs them
+        start_scoring(release=release, metrics=DEMO_METRICS)
+    jobs = ScoringJob.objects.filter(release=release, metric__in=DEMO_METRICS)
+    failed = [f"{j.metric} {j.direction.code}: {j.error}" for j in jobs.filter(status=ScoringJob.Status.FAILED)]
+    log(
+        f"  {release}: {', '.join(DEMO_METRICS)} scored ({jobs.count()} jobs{'; failed: ' + '; '.join(failed) if failed else ''})"
+    )
+
+
+# Demo steps of later stages: (name, function(project, log, shared data directory)); each is idempotent.
 DEMO_STEPS: list[tuple[str, Callable]] = [
     ("rule-based MQM candidates for the demo corpus", inject_rule_candidates),
     ("the XQ-MEval release: import, merge, release", import_release_xqmeval),
@@ -83,7 +127,8 @@ def demo_corpus() -> dict[str, list[CorpusRow]]:
     return rows
 
 
-def setup_demo(log: Callable[[str], None] = print) -> None:
+def setup_demo(log: Callable[[str], None] = print, shared: Path = SHARED_XQMEVAL) -> None:
+    """The demo's accounts, project and candidates; the XQ-MEval release where ``shared`` holds it."""
     users = {
         name: user_create(username=name, password=password, role=role, languages=langs)
         for name, password, role, langs in ACCOUNTS
@@ -97,7 +142,7 @@ def setup_demo(log: Callable[[str], None] = print) -> None:
         log(f"en-{target}: {result.created} gold segments imported, {result.unchanged} unchanged")
     for name, step in DEMO_STEPS:
         log(f"demo step: {name}")
-        step(project, log)
+        step(project, log, shared)
     log("demo accounts (demo only):")
     for name, password, role, langs in ACCOUNTS:
         log(f"  {name:6s} / {password:16s} {role}{' for ' + ', '.join(langs) if langs else ''}")

@@ -24,12 +24,14 @@ from exports.metaeval import selectors as metaeval
 from exports.metaeval import tasks as metaeval_tasks
 from exports.models import PseudoTranslation, Release, ScoringJob
 from exports.scores import selectors as scores_selectors
+from exports.scores import services as scores_services
 from exports.scores import tasks as scores_tasks
 from injection import selectors as injection_selectors
 from injection.models import InjectionRun
 from scoring.api import all_metrics
 from xqmeval import selectors as site_selectors
 from xqmeval.celery import app
+from xqmeval.projects.domain import states_agree
 
 # the pipeline, in order: (key, title)
 STAGES = (
@@ -78,7 +80,7 @@ def scoring_worker_configured() -> bool:
 
 SCORING_WORKER_COMMAND = (
     "CELERY_BROKER_URL=redis://127.0.0.1:6379/0 CELERY_RESULT_BACKEND=redis://127.0.0.1:6379/0 "
-    ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring"
+    ".venv-scoring/bin/celery -A scoring.worker worker -Q scoring -c 1"
 )
 
 
@@ -305,19 +307,19 @@ def scores_stage(project: Project, *, admin: bool, visible: set[str] | None = No
             {"metric": row["metric"], "n": row["n"]} for row in scores_selectors.scored_metrics([release], visible)
         ]
         per_release.append({"release": release, "jobs": jobs, "metrics": metrics})
+    offered = sorted(all_metrics(), key=lambda m: (m.device != "cpu", m.name.lower())) if admin else []
+    if not worker:  # this process scores what the web environment can (exports.scores.services)
+        offered = [m for m in offered if m.family in scores_services.IN_PROCESS_FAMILIES]
     stage.data = {
         "releases": per_release,
         "worker": worker,
         "worker_command": SCORING_WORKER_COMMAND,
-        "metrics": sorted(all_metrics(), key=lambda m: (m.device != "cpu", m.name.lower())) if admin else [],
+        "metrics": offered,
     }
     stage.live = any(j["job"].status in ("pending", "running") for r in per_release for j in r["jobs"])
     if not releases:
         stage.state = "blocked"
         stage.blockers.append("no ready release yet: make a release first")
-    elif not worker and not stage.live:
-        stage.state = "done" if any(r["metrics"] for r in per_release) else "blocked"
-        stage.blockers.append("scoring needs a worker: no broker (CELERY_BROKER_URL) is configured")
     elif stage.live:
         stage.state = "running"
     elif any(r["metrics"] for r in per_release):
@@ -410,6 +412,9 @@ def pipeline(project: Project, user, only: str | None = None) -> list[Stage]:
         stages.append(scores_stage(project, admin=admin, visible=visible))
     if want("metaeval"):
         stages.append(metaeval_stage(project))
+    if only is None:  # the whole page: no stage waits while a later one is under way
+        for stage, state in zip(stages, states_agree([s.state for s in stages])):
+            stage.state = state
     return stages
 
 

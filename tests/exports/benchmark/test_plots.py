@@ -77,7 +77,9 @@ def test_score_trend_plot_per_metric_and_permissions(client, scored, admin_user,
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
     svg = response.content.decode()
     assert "chrF++ by quality level" in svg and "en-de" in svg and "en-zh" in svg and "mean of directions" in svg
-    assert client.get(f"/scores/{scored.pk}/trend.svg", {"metric": "nope"}).status_code == 404
+    for query in ({"metric": "nope"}, {}):  # an existing release answers, saying why there is nothing (#46.3)
+        unknown = client.get(f"/scores/{scored.pk}/trend.svg", query)
+        assert unknown.status_code == 200 and "no scores of a metric this release knows" in unknown.content.decode()
     assert f"/scores/{scored.pk}/trend.svg?metric=chrF%2B%2B" in client.get(f"/scores/{scored.pk}/").content.decode()
     client.force_login(annotator_de)
     svg = client.get(f"/scores/{scored.pk}/trend.svg", {"metric": "chrF++"}).content.decode()
@@ -139,4 +141,7 @@ def test_score_trend_of_a_metric_without_scores_says_so_instead_of_an_axis(clien
         "chrF++ by quality level",
         "no chrF++ scores yet",
     ]
-    assert client.get(f"/scores/{release.pk}/trend.svg", {"metric": "nope"}).status_code == 404
+    assert svg_texts(client.get(f"/scores/{release.pk}/trend.svg", {"metric": "nope"}).content.decode()) == [
+        "A metric by quality level",
+        "no scores of a metric this release knows (?metric=NAME)",
+    ]
