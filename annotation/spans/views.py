@@ -35,10 +35,11 @@ ESA_ANCHORS = (
 @answers_refusals
 def tasks(request, project):
     """The project's span tasks with their counts (anyone who sees the project); admins make new ones."""
+    if request.method == "POST":  # admins only, decided before the lookup: the answer tells nothing
+        access.require_admin(request.user, error=NotFound)
     project = access.visible_project(request.user, project)
     is_admin = access.is_admin(request.user)
     if request.method == "POST":
-        access.require_admin(request.user)
         with RefusalAsMessage(request) as refusal:
             try:
                 per_item = int(request.POST.get("annotators_per_item") or 1)
