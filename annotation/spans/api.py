@@ -94,7 +94,7 @@ class NextView(APIView):
 class AnnotationView(APIView):
     @extend_schema(responses=AnnotationSerializer)
     def get(self, request, pk):
-        annotation = services.annotation_get_own(user=request.user, annotation_id=pk)
+        annotation = services.span_annotation_get_own(user=request.user, annotation_id=pk)
         return Response(AnnotationSerializer(annotation).data)
 
 
@@ -115,7 +115,7 @@ class SubmitView(APIView):
             idempotency_key=v["idempotency_key"],
             client_user=v.get("client_user"),
         )
-        annotation = services.annotation_get_own(user=request.user, annotation_id=annotation.pk)
+        annotation = services.span_annotation_get_own(user=request.user, annotation_id=annotation.pk)
         return Response(
             AnnotationSerializer(annotation).data, status=status.HTTP_201_CREATED if first else status.HTTP_200_OK
         )

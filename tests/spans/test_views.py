@@ -23,7 +23,7 @@ def test_admin_makes_a_task_and_annotators_start_it(project, admin_user, annotat
     assert "letters, digits" in r.content.decode()
     annotator = client_for(annotator_de, "anna-pass-123")
     assert (
-        annotator.post(reverse("spans:tasks", args=[project.name]), {"name": "x", "protocol": "esa"}).status_code == 403
+        annotator.post(reverse("spans:tasks", args=[project.name]), {"name": "x", "protocol": "esa"}).status_code == 404
     )
     r = admin.post(
         reverse("projects:span_items", args=[project.name, "wmt"]),
