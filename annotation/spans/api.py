@@ -72,6 +72,16 @@ class AnnotationSerializer(serializers.Serializer):
     spans = ErrorSpanOutSerializer(many=True, source="spans.all")
 
 
+class SummarySerializer(serializers.Serializer):
+    protocol = serializers.CharField()
+    items = serializers.IntegerField()
+    annotations = serializers.IntegerField(help_text="submitted, excluded annotators' left out")
+    directions = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="per direction code: items, attention (items), annotations",
+    )
+
+
 class NextSerializer(serializers.Serializer):
     annotation = AnnotationSerializer(allow_null=True, help_text="null when nothing is left")
 
@@ -124,7 +134,7 @@ class SubmitView(APIView):
 class SummaryView(APIView):
     """A task's aggregate counts (items, annotations, per direction): anyone who sees the project."""
 
-    @extend_schema(responses=serializers.JSONField())
+    @extend_schema(responses=SummarySerializer)
     def get(self, request, task):
         found = SpanTask.objects.select_related("project").filter(pk=task).first()
         if found is None:
