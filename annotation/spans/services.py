@@ -94,14 +94,6 @@ def span_task_create(
     return task
 
 
-def span_task_set_open(*, actor, task: SpanTask, is_open: bool) -> None:
-    access.require_admin(actor, error=Forbidden)
-    old = task.is_open
-    task.is_open = bool(is_open)
-    task.save(update_fields=["is_open"])
-    audit_record(actor=actor, action="span_task.change", obj=task, old={"is_open": old}, new={"is_open": task.is_open})
-
-
 # ---- items ----------------------------------------------------------------------------------------------
 
 ITEM_FIELDS = (
