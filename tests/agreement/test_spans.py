@@ -19,15 +19,17 @@ S = sp.Span
 
 def test_character_labels_take_the_most_severe_span_and_put_the_source_after_the_translation():
     item = sp.Item("i", mt_length=10, src_length=4)
-    labels = sp.character_labels(item, [S(2, 5, "minor"), S(4, 7, "major"), S(9, 9, "major"), S(1, 3, "minor", "src")])
+    labels = sp.character_labels(
+        item, [S(2, 5, "minor"), S(4, 7, "major"), S(9, 9, "major"), S(1, 3, "minor", "source")]
+    )
     assert labels.tolist() == [0, 0, 1, 1, 2, 2, 2, 0, 0, 0] + [0, 1, 1, 0]
 
 
 @pytest.mark.parametrize(
     ("span", "message"),
     [
-        (S(3, 11, "minor"), r"\[3, 11\) lies outside the mt text of 10"),
-        (S(0, 5, "minor", "src"), r"\[0, 5\) lies outside the src text of 4"),
+        (S(3, 11, "minor"), r"\[3, 11\) lies outside the target text of 10"),
+        (S(0, 5, "minor", "source"), r"\[0, 5\) lies outside the source text of 4"),
         (S(5, 4, "minor"), r"\[5, 4\) lies outside"),
         (S(0, 1, "severe"), "severity 'severe'"),
         (S(0, 1, "minor", "ref"), "side 'ref'"),
@@ -105,8 +107,8 @@ def _random_campaign(seed: int, n_items: int = 40):
         for annotator in range(int(rng.integers(1, 5))):  # 1 to 4 annotators: some items not pairable
             spans = []
             for _ in range(int(rng.integers(0, 4))):
-                side = "src" if src and rng.random() < 0.2 else "mt"
-                size = src if side == "src" else mt
+                side = "source" if src and rng.random() < 0.2 else "target"
+                size = src if side == "source" else mt
                 a = int(rng.integers(0, size))
                 spans.append(S(a, min(size, a + int(rng.integers(0, 8))), str(rng.choice(["minor", "major"])), side))
             annotations.append(sp.Annotation(i, annotator, spans, float(rng.integers(0, 101))))
@@ -210,7 +212,7 @@ def test_injected_agreement_equals_set_arithmetic():
         truth = {i for a, b in it.injected for i in range(a, b)}
         for a in annotations:
             if a.item == it.id:
-                mine = {i for s in a.spans if s.side == "mt" for i in range(s.start, s.end)}
+                mine = {i for s in a.spans if s.side == "target" for i in range(s.start, s.end)}
                 both, marked, injected = both + len(mine & truth), marked + len(mine), injected + len(truth)
                 found += sum(1 for x, y in it.injected if mine & set(range(x, y)))
                 errors += len(it.injected)

@@ -1,8 +1,8 @@
 """Agreement on error spans (ESA and MQM, SPEC §10), per direction. Pure Python + numpy; imports no Django.
 
 An item is one text annotated (a translation with its source); each annotator's annotation of it is a list of
-spans ``[start, end)`` in characters, each with a severity, on the translation (``side="mt"``) or on the source
-(``side="src"``: an omission), and for ESA a 0–100 score. From these:
+spans ``[start, end)`` in characters, each with a severity, on the translation (``side="target"``) or on the
+source (``side="source"``: an omission), and for ESA a 0–100 score. From these:
 
 - **character labels** (``character_labels``): per character of the item, the most severe span covering it
   (0 none, 1 minor, 2 major, 3 critical), the source's characters after the translation's; an empty span (an
@@ -37,7 +37,7 @@ from annotation.agreement.domain.statistics import Interval
 
 LABELS: tuple[str, ...] = ("none", "minor", "major", "critical")
 SEVERITY = {name: value for value, name in enumerate(LABELS) if value}
-SIDES = ("mt", "src")
+SIDES = ("target", "source")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Span:
     start: int
     end: int
     severity: str
-    side: str = "mt"
+    side: str = "target"
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,8 @@ def character_labels(item: Item, spans: Sequence[Span], annotator: Hashable = No
                 f"{', '.join(SEVERITY)}"
             )
         if span.side not in SIDES:
-            raise ValueError(f"item {item.id!r}, annotator {annotator!r}: side {span.side!r} is not mt or src")
-        size, offset = (item.mt_length, 0) if span.side == "mt" else (item.src_length, item.mt_length)
+            raise ValueError(f"item {item.id!r}, annotator {annotator!r}: side {span.side!r} is not target or source")
+        size, offset = (item.mt_length, 0) if span.side == "target" else (item.src_length, item.mt_length)
         if not 0 <= span.start <= span.end <= size:
             raise ValueError(
                 f"item {item.id!r}, annotator {annotator!r}: span [{span.start}, {span.end}) lies outside the "
