@@ -213,6 +213,7 @@ class UsedIdempotencyKey(models.Model):
     class Kind(models.TextChoices):
         DECISION = "decision"
         RATING = "rating"
+        SPANS = "spans"
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     key = models.CharField(max_length=64)
@@ -253,6 +254,14 @@ class AuditEvent(models.Model):
         "review.unskip",
         "round.close",
         "round.open",
+        "span_annotation.change",
+        "span_annotation.create",
+        "span_annotator.exclude",
+        "span_annotator.reinstate",
+        "span_annotator.retrain",
+        "span_items.create",
+        "span_task.create",
+        "span_task.change",
     )
 
     actor = models.ForeignKey(
@@ -335,3 +344,208 @@ class ReviewChange(models.Model):
 
     def __str__(self) -> str:
         return f"review change {self.pk} of project {self.project_id or 'any'}"
+
+
+# ---- error-span annotation (ESA and MQM): annotation.spans ------------------------------------------------
+
+
+class SpanTask(models.Model):
+    """A span-annotation campaign of one project: ESA (spans minor/major, then a 0–100 score) or MQM (spans
+    with a category and a severity, scored by the MQM weights). Its items are ``SpanItem``; each annotator's
+    work on one item is a ``SpanAnnotation``."""
+
+    class Protocol(models.TextChoices):
+        ESA = "esa", "ESA (error spans, then a 0–100 score)"
+        MQM = "mqm", "MQM (error spans with category and severity)"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="span_tasks")
+    name = models.SlugField(max_length=100)
+    title = models.CharField(max_length=200, blank=True)
+    protocol = models.CharField(max_length=8, choices=Protocol.choices, default=Protocol.ESA)
+    # MQM: a critical error weighs 25 where the project says so, 10 otherwise (minor 1, major 5; −25 floor)
+    critical_weight = models.PositiveSmallIntegerField(
+        default=25, validators=[MinValueValidator(5), MaxValueValidator(25)]
+    )
+    annotators_per_item = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(20)]
+    )
+    # ESA-AI: the metric whose stored spans pre-fill the items (empty: none); copied onto each item when made
+    ai_metric = models.CharField(max_length=80, blank=True)
+    # known-answer quality control: an annotator whose pass rate falls below this is listed as failing
+    pass_threshold = models.FloatField(default=0.5, validators=[MinValueValidator(0), MaxValueValidator(1)])
+    seed = models.BigIntegerField(default=0, help_text="places the items (and the attention items) in the queue")
+    # crowd campaign: a link taking Prolific's ids makes a one-campaign annotator; the code ends the study
+    is_crowd = models.BooleanField(default=False)
+    crowd_token = models.CharField(max_length=64, blank=True, help_text="the secret in the crowd link")
+    completion_code = models.CharField(max_length=64, blank=True)
+    crowd_items = models.PositiveIntegerField(default=20, help_text="items one crowd worker annotates")
+    is_open = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="spantask_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.project.name}/{self.name} ({self.protocol})"
+
+
+class SpanItem(models.Model):
+    """One source and translation to annotate in one task. ``translation`` is the text spans point into
+    (character offsets, ``[start, end)``; source-side spans, omissions, point into ``source``)."""
+
+    class Kind(models.TextChoices):
+        SYSTEM_OUTPUT = "system_output"  # imported system outputs (the rows import_rating_items reads)
+        CANDIDATE = "candidate"  # an accepted candidate: one injected error, its span known
+        PSEUDO_TRANSLATION = "pseudo_translation"  # a release's pseudo translation: k injected errors
+        FILE = "file"  # rows of a file (source, translation, optional id, system, reference)
+
+    task = models.ForeignKey(SpanTask, on_delete=models.CASCADE, related_name="items", db_index=False)
+    direction = models.ForeignKey(Direction, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    external_id = models.CharField(max_length=200, blank=True)
+    system = models.CharField(max_length=200, blank=True)
+    source = models.TextField()
+    reference = models.TextField(blank=True)
+    translation = models.TextField()
+    candidate = models.ForeignKey(Candidate, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    pseudo_translation = models.ForeignKey(
+        "exports.PseudoTranslation", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # the injected errors' character spans in ``translation`` ([[start, end], …]; candidates and pseudo
+    # translations): what an attention item is checked against, and the human-against-injected agreement
+    injected_spans = models.JSONField(default=list, blank=True)
+    # an attention item (known answer): failed by an annotation that overlaps none of ``injected_spans``
+    is_attention = models.BooleanField(default=False)
+    # ESA-AI: the metric's spans copied when the item was made ([{"start", "end", "severity"}], target side)
+    ai_spans = models.JSONField(default=list, blank=True)
+    ai_metric = models.CharField(max_length=80, blank=True)
+    position = models.PositiveIntegerField(help_text="place in the task's queue (random, attention items spread)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "kind", "system", "external_id"], name="spanitem_unique_id"),
+        ]
+        indexes = [models.Index(fields=["task", "position"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.external_id or self.pk} of task {self.task_id}"
+
+
+class SpanAnnotation(models.Model):
+    """One annotator's work on one item: made when the item is handed out (the assignment, so a reload
+    resumes it), complete once ``submitted_at`` is set. ESA: ``score`` is the annotator's 0–100; MQM: the
+    MQM score of the spans (≤ 0, floored at −25). Its spans are ``ErrorSpan`` rows."""
+
+    item = models.ForeignKey(SpanItem, on_delete=models.CASCADE, related_name="annotations", db_index=False)
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="span_annotations")
+    score = models.FloatField(null=True, blank=True)
+    active_ms = models.PositiveIntegerField(null=True, blank=True, help_text="time the page was visible")
+    # per ``item.ai_spans`` index: "kept", "edited" or "deleted" (what became of each pre-filled span)
+    ai_fates = models.JSONField(default=list, blank=True)
+    # attention items only: did the annotation overlap the injected span (None: not an attention item / open)
+    attention_passed = models.BooleanField(null=True, blank=True)
+    # the annotator was excluded from the task: kept for the record, left out of every figure and count
+    excluded = models.BooleanField(default=False)
+    idempotency_key = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="spanannotation_once_per_annotator"),
+            models.CheckConstraint(
+                condition=models.Q(score__isnull=True) | models.Q(score__gte=-25, score__lte=100),
+                name="spanannotation_score_range",
+            ),
+        ]
+        indexes = [models.Index(fields=["annotator", "submitted_at"])]
+
+    def __str__(self) -> str:
+        return f"span annotation of item {self.item_id} by {self.annotator_id}"
+
+
+class ErrorSpan(models.Model):
+    """One marked error: ``[start, end)`` characters of the item's source or translation. An omission is a
+    span on the source. ``origin`` metric: pre-filled by ESA-AI (``ai_index`` into ``item.ai_spans``), kept
+    or edited by the annotator (a deleted one has no row; ``SpanAnnotation.ai_fates`` records it)."""
+
+    class Side(models.TextChoices):
+        SOURCE = "source"
+        TARGET = "target"
+
+    class Severity(models.TextChoices):
+        MINOR = "minor"
+        MAJOR = "major"
+        CRITICAL = "critical"
+
+    class Origin(models.TextChoices):
+        HUMAN = "human"
+        METRIC = "metric"
+
+    annotation = models.ForeignKey(SpanAnnotation, on_delete=models.CASCADE, related_name="spans")
+    side = models.CharField(max_length=6, choices=Side.choices, default=Side.TARGET)
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    severity = models.CharField(max_length=8, choices=Severity.choices)
+    category = models.CharField(max_length=80, blank=True, help_text="MQM: e.g. accuracy/mistranslation")
+    origin = models.CharField(max_length=6, choices=Origin.choices, default=Origin.HUMAN)
+    ai_index = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["annotation_id", "side", "start", "end"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="errorspan_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.severity} {self.side}[{self.start}:{self.end}] of annotation {self.annotation_id}"
+
+
+class SpanAnnotatorAction(models.Model):
+    """An admin's decision about one annotator of one task after the quality checks: retrain (the screen
+    shows the guidelines again; the pass rate restarts) or exclude (their annotations leave every figure
+    and their items reopen for others), or reinstate."""
+
+    class Action(models.TextChoices):
+        RETRAIN = "retrain"
+        EXCLUDE = "exclude"
+        REINSTATE = "reinstate"
+
+    task = models.ForeignKey(SpanTask, on_delete=models.CASCADE, related_name="annotator_actions")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    reason = models.CharField(max_length=500, blank=True)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_id", "annotator_id", "at"]
+
+    def __str__(self) -> str:
+        return f"{self.action} annotator {self.annotator_id} in task {self.task_id}"
+
+
+class CrowdWorker(models.Model):
+    """A one-campaign annotator made from a Prolific link: the three ids Prolific sends and nothing else
+    about the worker (the user account has no name, e-mail or password)."""
+
+    task = models.ForeignKey(SpanTask, on_delete=models.CASCADE, related_name="crowd_workers")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="crowd_worker")
+    prolific_pid = models.CharField(max_length=64)
+    study_id = models.CharField(max_length=64)
+    session_id = models.CharField(max_length=64)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "prolific_pid"], name="crowdworker_once_per_task")]
+
+    def __str__(self) -> str:
+        return f"crowd worker {self.pk} of task {self.task_id}"
