@@ -53,7 +53,10 @@ def _spans(rng, t: evalset.Triplet, protocol: str) -> list[evalset.RatingError]:
 def ratings(triplets: list[evalset.Triplet]) -> dict[str, list[evalset.HumanRating]]:
     rng = np.random.default_rng(20261129)
     out: dict[str, list[evalset.HumanRating]] = {"esa": [], "mqm": []}
-    for protocol, share, pool in (("esa", 0.85, ["ann1", "ann2", "ann3", "ann4"]), ("mqm", 0.8, ["mqm1", "mqm2", "mqm3"])):
+    for protocol, share, pool in (
+        ("esa", 0.85, ["ann1", "ann2", "ann3", "ann4"]),
+        ("mqm", 0.8, ["mqm1", "mqm2", "mqm3"]),
+    ):
         for t in triplets:
             if rng.random() >= share:
                 continue

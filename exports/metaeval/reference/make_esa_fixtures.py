@@ -96,7 +96,8 @@ def main() -> None:
                 "n": len(c.gold_scores) - c.none_count,
             }
             c = evs.Correlation(evs.Scores("sys", gold), evs.Scores("sys", m), systems)
-            agree, pairs = stats.Agreement(*zip(*[(g, s) for g, s in zip(c.gold_scores, c.metric_scores) if g is not None]))
+            pairs_kept = [(g, s) for g, s in zip(c.gold_scores, c.metric_scores) if g is not None]
+            agree, pairs = stats.Agreement([g for g, _ in pairs_kept], [s for _, s in pairs_kept])
             result["system"][m] = {
                 "pearson": c.Pearson()[0],
                 "spearman": c.Spearman()[0],
