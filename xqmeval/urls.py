@@ -16,11 +16,13 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("projects/", include("xqmeval.projects.urls")),  # project page (the pipeline), new project, imports
     path("review/", include("annotation.review.urls")),  # review queue, review and Likert screens, adjudication
+    path("spans/", include("annotation.spans.urls")),  # error-span annotation (ESA, MQM): tasks, screen, quality
     path("agreement/", include("annotation.agreement.urls")),  # agreement dashboard, plots, downloads
     path("injection/", include("injection.urls")),  # injection runs: start, watch, cancel, retry
     path("benchmarks/", include(project_urls.benchmarks)),  # merging counts, releases, scores
     path("scores/", include(exports_urls.scores)),  # metric scores by release, direction, level; scoring jobs
     path("api/review/", include("annotation.review.api_urls")),
+    path("api/spans/", include("annotation.spans.api_urls")),
     path("api/benchmarks/", include("exports.benchmark.api_urls")),
     path("api/workers/", include(exports_urls.workers)),  # scoring workers with a token (no shared file system)
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -121,7 +121,7 @@
     return out;
   }
 
-  const owner = readConfig("review-config") || readConfig("rating-config") || pageOwner();
+  const owner = readConfig("review-config") || readConfig("rating-config") || readConfig("spans-config") || pageOwner();
   const Outbox = owner && owner.user != null ? makeOutbox(owner.user, owner.project || "") : null;
   window.XQOutbox = Outbox;
 
@@ -196,7 +196,8 @@
     const start = document.querySelector("a[data-start]");
     if (start && !document.getElementById("rating-config")) start.focus();
     const queueOwner = pageOwner();
-    if (queueOwner && queueOwner.user != null) sendLeftovers(queueOwner.user);
+    // the span screen sends its own leftovers (static/js/spans.js)
+    if (queueOwner && queueOwner.user != null && !document.getElementById("spans-config")) sendLeftovers(queueOwner.user);
     return;
   }
   const cfg = JSON.parse(configNode.textContent);

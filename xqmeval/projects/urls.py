@@ -20,6 +20,7 @@ urlpatterns = [
     path("<slug:slug>/settings/directions/add/", views.direction_add_view, name="direction_add"),
     path("<slug:slug>/settings/directions/<str:code>/<str:action>/", views.direction_action, name="direction_action"),
     path("<slug:slug>/rating-items/", views.rating_items_view, name="rating_items"),
+    path("<slug:slug>/span-tasks/<slug:task>/items/", views.span_items_view, name="span_items"),
     path("<slug:slug>/corpus/", views.corpus_import, name="corpus"),
     path("<slug:slug>/corpus/hub-imports/", views.hub_imports_fragment, name="hub_imports"),
     path("<slug:slug>/corpus/hub-imports/<int:pk>/retry/", views.hub_import_retry, name="hub_import_retry"),

@@ -18,9 +18,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.models import RatingItem
+from annotation.models import RatingItem, SpanItem, SpanTask
 from annotation.rating import services as rating_services
 from annotation.review.xqmeval_import import services as xqmeval_services
+from annotation.spans import services as span_services
 from core import access
 from core import selectors as core_selectors
 from core.corpus import selectors as corpus_selectors
@@ -44,7 +45,7 @@ from core.services import (
     project_create,
     project_settings_update,
 )
-from exports import rating_items
+from exports import rating_items, span_items
 from exports.benchmark import selectors as benchmark_selectors
 from exports.benchmark.views import visible_project_and_directions
 from exports.models import Release
@@ -55,7 +56,7 @@ from exports.release.domain.release_files import (
     write_candidate_table,
 )
 from xqmeval.projects import selectors, services
-from xqmeval.projects.forms import UPLOAD, RatingItemsForm
+from xqmeval.projects.forms import UPLOAD, RatingItemsForm, SpanItemsForm
 
 POLL_SECONDS = 2  # how often a running stage fetches its own update
 
@@ -521,6 +522,61 @@ def rating_items_view(request, slug: str):
             return redirect("projects:rating_items", slug=project.name)
     counts = dict(RatingItem.objects.filter(project=project).values_list("kind").annotate(n=Count("pk")).order_by())
     return render(request, "projects/rating_items.html", {"project": project, "form": form, "counts": counts})
+
+
+@login_required
+def span_items_view(request, slug: str, task: str):
+    """Add items to a span task on the site, by the rules of the make_span_items command."""
+    if not access.is_admin(request.user):
+        raise access.not_found()  # annotators and viewers: as if there were no such page
+    task = get_object_or_404(SpanTask.objects.select_related("project"), project__name=slug, name=task)
+    project = task.project
+    form = SpanItemsForm(request.POST or None, request.FILES or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            if data["source"] == UPLOAD:
+                upload = data["file"]
+                if upload is None or not data["direction"]:
+                    raise span_items.SpanSourceRejected([("file", "a file and its direction are needed")])
+                rows = [{**row, "_location": where} for where, row in read_records(upload.read(), upload.name)]
+                created = span_services.span_items_import(
+                    task=task,
+                    direction_code=data["direction"],
+                    rows=rows,
+                    source_name=upload.name,
+                    system=data["system"],
+                    kind=SpanItem.Kind.SYSTEM_OUTPUT if data["system"] else SpanItem.Kind.FILE,
+                )
+            else:
+                created = span_items.make_span_items(
+                    task,
+                    data["source"],
+                    direction=data["direction"] or None,
+                    level=data["level"],
+                    limit=data["limit"],
+                    seed=data["seed"] or 0,
+                    attention=data["attention"],
+                    release=data["release"] or None,
+                    metric=data["metric"] or None,
+                )
+        except span_items.SpanSourceRejected as exc:
+            for option, text in exc.problems:
+                form.add_error(option if option in form.fields else None, text)
+        except (CorpusError, ImportRejected) as exc:
+            form.add_error(None, "Nothing imported.")
+            for line in exc.errors:
+                form.add_error("file", line)
+        else:
+            messages.success(request, f"{created} span items made (items made before were kept).")
+            return redirect("projects:span_items", slug=project.name, task=task.name)
+    counts = dict(SpanItem.objects.filter(task=task).values_list("kind").annotate(n=Count("pk")).order_by())
+    attention = SpanItem.objects.filter(task=task, is_attention=True).count()
+    return render(
+        request,
+        "projects/span_items.html",
+        {"project": project, "task": task, "form": form, "counts": counts, "attention": attention},
+    )
 
 
 # ---- the benchmark page: every stage from the build to the releases, under /benchmarks/ -----------------------
