@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from annotation.models import SpanTask
+from annotation.spans.selectors import completed_annotations
 from core.domain.languages import unit_of
 from core.models import GoldSegment, Project
 from exports.benchmark.selectors import natural_key
@@ -110,3 +112,52 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
                     "unit": unit,
                     "flags": list(flags),
                 }
+
+
+def pseudo_triplet_id(direction: str, external_id: str, spans: list[dict]) -> str:
+    """A pseudo translation's ``triplet_id`` in the release (as ``iter_triplet_rows`` names it)."""
+    labels = [s["label"] for s in spans]
+    return f"{direction}/{external_id}/{'+'.join(labels) if labels else 'reference'}"
+
+
+def span_annotation_rows(project: Project) -> list[dict]:
+    """People's completed annotations of the project's pseudo translations, as the release's
+    ``human/span_annotations.parquet`` rows: attention items and excluded annotators left out, annotators as
+    pseudonyms numbered within a task in the order of their accounts (no user name leaves the platform)."""
+    rows = []
+    for task in SpanTask.objects.filter(project=project).order_by("name"):
+        annotations = (
+            completed_annotations(task, attention=False)
+            .filter(item__pseudo_translation__isnull=False)
+            .select_related("item__pseudo_translation__segment__direction", "item__direction")
+            .prefetch_related("spans")
+            .order_by("annotator_id", "pk")
+        )
+        pseudonym: dict[int, str] = {}
+        for a in annotations:
+            pt = a.item.pseudo_translation
+            name = pseudonym.setdefault(a.annotator_id, f"{task.name}-{len(pseudonym) + 1}")
+            direction = pt.segment.direction.code
+            rows.append(
+                {
+                    "triplet_id": pseudo_triplet_id(direction, pt.segment.external_id, pt.spans),
+                    "direction": direction,
+                    "num_errors": pt.level,
+                    "task": task.name,
+                    "protocol": task.protocol,
+                    "annotator": name,
+                    "score": a.score,
+                    "spans": [
+                        {
+                            "side": s.side,
+                            "start": s.start,
+                            "end": s.end,
+                            "severity": s.severity,
+                            "category": s.category,
+                            "origin": s.origin,
+                        }
+                        for s in sorted(a.spans.all(), key=lambda s: (s.side, s.start, s.end, s.pk))
+                    ],
+                }
+            )
+    return rows

@@ -108,6 +108,7 @@ def release_content_make(
         },
         agreement=selectors.agreement_figures(project),
         on_system=on_system,
+        span_annotations=release_selectors.span_annotation_rows(project),
     )
 
 
