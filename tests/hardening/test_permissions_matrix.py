@@ -35,7 +35,7 @@ from django.urls import URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from annotation.agreement.domain.report import TABLES
-from annotation.models import RatingItem
+from annotation.models import RatingItem, SpanTask
 from annotation.people import services as people_services
 from annotation.rating import services as rating_services
 from annotation.review import selectors as review_selectors
@@ -97,6 +97,7 @@ def _u(name, *args, query=""):
 
 
 P = lambda w: w.project.name  # noqa: E731
+SPAN_TASK = "geheim-spans"
 CAND = lambda w: w.candidates[0].pk  # noqa: E731
 ITEM = lambda w: w.item.pk  # noqa: E731
 RUN = lambda w: w.run.pk  # noqa: E731
@@ -335,6 +336,8 @@ ROWS = [
     Row("agreement:index", "get", _u("agreement:index"), "OOOO"),
     Row("agreement:dashboard", "get", _u("agreement:dashboard", P), "DOOO"),
     Row("agreement:annotators", "get", _u("agreement:annotators", P), "DDDO"),
+    # span agreement: aggregates, for whoever sees the direction
+    Row("agreement:spans", "get", _u("agreement:spans", P, SPAN_TASK), "DOOO"),
     Row(
         "agreement:annotators",
         "post",
@@ -631,6 +634,7 @@ def build_world(folder: Path) -> World:
                 triplet_ids=ids,
             )
     scores_summarize(release=release)
+    SpanTask.objects.create(project=project, name=SPAN_TASK, protocol="esa")  # its agreement page (#47)
     _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de")
     # a session of each user, signed in as force_login signs in (written with the world, so a test's requests
     # use it without signing in again: most of a row's time went to the four sign-ins)
