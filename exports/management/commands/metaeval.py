@@ -1,5 +1,6 @@
 """python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23|23-tc|acc23-tc] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboard [--level triplet|system]
+    [--gold xqm|esa|mqm]
     [--statistic pearson] [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --diagnostics [--tie-threshold 0] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --export-evalset DIR
@@ -67,7 +68,12 @@ class Command(BaseCommand):
         parser.add_argument("--import-evalset", metavar="ROOT", help="meta-evaluate an mt-metrics-eval EvalSet")
         parser.add_argument("--evalset", help="the EvalSet's name (a folder of ROOT), with --import-evalset")
         parser.add_argument("--lp", help="its language pair, e.g. en-de")
-        parser.add_argument("--gold", default=evalset.HUMAN_SCORER, help="its human scores' name (mqm, esa, ...)")
+        parser.add_argument(
+            "--gold",
+            default=evalset.HUMAN_SCORER,
+            help="--import-evalset: its human scores' name (mqm, esa, ...); --leaderboard: xqm (the predetermined "
+            "quality, default), or esa or mqm (people's scores in the release)",
+        )
         parser.add_argument(
             "--level", help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg"
         )
@@ -158,6 +164,7 @@ class Command(BaseCommand):
                 seed=opts["seed"],
                 alpha=opts["alpha"],
                 level=opts["level"] or "triplet",
+                gold=opts["gold"],
             )
         except (MetaEvaluationError, ValueError) as exc:
             raise CommandError(str(exc)) from None
