@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from annotation.agreement.domain import spans as span_stats
 from annotation.models import SpanTask
 from annotation.spans.selectors import completed_annotations
 from core.domain.languages import unit_of
@@ -161,3 +162,43 @@ def span_annotation_rows(project: Project) -> list[dict]:
                 }
             )
     return rows
+
+
+def people_agreement(release, visible: list[str] | None = None) -> list[dict]:
+    """How people's scores in a release (``human/span_annotations.parquet``) follow its predetermined quality,
+    per protocol over the directions in ``visible`` (None: all): the mean score per number of injected errors
+    k with a bootstrap interval over triplets (``annotation.agreement.domain.spans.score_by_errors``), and
+    Spearman's ρ between the scores and −k over the annotations. [] when the release holds none."""
+    import pyarrow.parquet as pq
+    from scipy import stats
+
+    from core.storage import ReleaseFiles
+    from exports.release.domain.release_files import SPAN_ANNOTATIONS_FILE
+
+    files = ReleaseFiles.for_release(release)
+    if files is None or not files.exists(SPAN_ANNOTATIONS_FILE):
+        return []
+    columns = ["triplet_id", "direction", "num_errors", "protocol", "annotator", "score"]
+    with files.local_copy(SPAN_ANNOTATIONS_FILE) as path:
+        rows = pq.read_table(path, columns=columns).to_pylist()
+    by_protocol: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        if (visible is None or row["direction"] in visible) and row["score"] is not None:
+            by_protocol[row["protocol"]].append(row)
+    out = []
+    for protocol, kept in sorted(by_protocol.items()):
+        items = {r["triplet_id"]: span_stats.Item(r["triplet_id"], 0, errors=r["num_errors"]) for r in kept}
+        # one annotation per row (the check for an annotator's second annotation of an item is the room's)
+        annotations = [span_stats.Annotation(r["triplet_id"], n, (), r["score"]) for n, r in enumerate(kept)]
+        scores, levels = [r["score"] for r in kept], [-r["num_errors"] for r in kept]
+        rho = stats.spearmanr(scores, levels).statistic if len(set(scores)) > 1 and len(set(levels)) > 1 else None
+        out.append(
+            {
+                "protocol": protocol,
+                "annotations": len(kept),
+                "triplets": len(items),
+                "spearman": None if rho is None or rho != rho else float(rho),
+                "by_errors": span_stats.score_by_errors(list(items.values()), annotations),
+            }
+        )
+    return out

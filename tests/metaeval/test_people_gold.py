@@ -136,3 +136,25 @@ def test_the_annotations_become_the_evalsets_human_ratings(with_people):
     first = next(r for r in ratings["esa"] if r.triplet_id.endswith("k1"))
     assert first.errors == [evalset.RatingError(0, 3, "major", None, None, False)]
     assert first.score in expected[first.triplet_id]
+
+
+def test_the_release_page_shows_the_mean_score_per_number_of_errors(with_people, client, admin_user):
+    from django.urls import reverse
+
+    from exports.release.selectors import people_agreement
+
+    [esa] = people_agreement(with_people, ["en-de"])
+    gold = people("en-de")
+    for row in esa["by_errors"]:
+        scores = [s for t, ss in gold.items() if t.endswith(f"k{row['errors']}") for s in ss]
+        assert row["estimate"] == pytest.approx(np.mean(scores)) and row["scores"] == len(scores)
+        assert row["low"] <= row["estimate"] <= row["high"]
+    flat = [(s, -int(t[-1])) for t, ss in gold.items() for s in ss]
+    assert esa["spearman"] == pytest.approx(stats.spearmanr(*zip(*flat)).statistic)
+    assert esa["annotations"] == len(flat) and esa["triplets"] == len(gold)
+    assert people_agreement(with_people)[0]["annotations"] == sum(len(s) for c in CODES for s in people(c).values())
+    client.force_login(admin_user)
+    page = client.get(reverse("scores:release", args=[with_people.pk])).content.decode()
+    assert "People's scores against the predetermined quality" in page
+    total = sum(len(s) for c in CODES for s in people(c).values())
+    assert f"ESA: {total} annotations of {2 * len(gold)} triplets" in page  # the admin sees both directions
