@@ -429,7 +429,9 @@ class SpanItem(models.Model):
     class Meta:
         ordering = ["task_id", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["task", "kind", "system", "external_id"], name="spanitem_unique_id"),
+            models.UniqueConstraint(
+                fields=["task", "direction", "kind", "system", "external_id"], name="spanitem_unique_id"
+            ),
         ]
         indexes = [models.Index(fields=["task", "position"])]
 

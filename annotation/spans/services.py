@@ -122,12 +122,12 @@ ITEM_FIELDS = (
 
 
 def span_items_add(*, task: SpanTask, entries: list[dict]) -> int:
-    """Add items (dicts of ``ITEM_FIELDS``; missing ones default) to ``task``, those not there yet (by kind,
-    system and id). Their places in the queue are a seeded shuffle after the items already there."""
-    existing = set(SpanItem.objects.filter(task=task).values_list("kind", "system", "external_id"))
+    """Add items (dicts of ``ITEM_FIELDS``; missing ones default) to ``task``, those not there yet (by
+    direction, kind, system and id). Their places in the queue are a seeded shuffle after the items already there."""
+    existing = set(SpanItem.objects.filter(task=task).values_list("direction_id", "kind", "system", "external_id"))
     new = []
     for e in entries:
-        key = (e["kind"], e.get("system", ""), str(e.get("external_id", "")))
+        key = (e["direction_id"], e["kind"], e.get("system", ""), str(e.get("external_id", "")))
         if key in existing:
             continue
         existing.add(key)
