@@ -423,6 +423,7 @@ def test_the_release_holds_peoples_span_annotations_of_its_triplets(built, tmp_p
     from exports.release.domain.release_files import SPAN_ANNOTATIONS_FILE
     from exports.span_items import PSEUDO_TRANSLATIONS, make_span_items
 
+    before = services.release_create(project=built, version="0.9.0", out_dir=tmp_path / "before")
     admin = user_create(username="span_admin", password="span-admin-123", role="admin")
     task = span_services.span_task_create(
         actor=admin, project=built, name="esa-r", protocol="esa", annotators_per_item=2
@@ -458,3 +459,10 @@ def test_the_release_holds_peoples_span_annotations_of_its_triplets(built, tmp_p
     expected = sorted((pt_of[pt], score, end) for (pt, _), (score, end) in submitted.items())
     assert sorted((r["triplet_id"], r["score"], r["spans"][0]["end"]) for r in rows) == expected
     assert "## Human error-span annotations" in (out / "README.md").read_text()
+    # the version released before people annotated is written again as it was: without them
+    call_command(
+        "release", "xqm", "--version", "0.9.0", "--out", str(tmp_path / "before"), "--format", "jsonl", verbosity=0
+    )
+    assert not (tmp_path / "before" / "human").exists()
+    manifest = json.loads((tmp_path / "before" / "manifest.json").read_text())
+    assert manifest["content_hash"] == before.content_hash and "span_annotations" not in manifest
