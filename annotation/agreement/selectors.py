@@ -371,7 +371,6 @@ INJECTED_STATISTICS = (
     ("precision", "Character precision against the injected spans"),
     ("f1", "Character F1 against the injected spans"),
 )
-_KNOWN_ERRORS = {"pseudo_translation", "candidate"}  # items whose injected spans are known
 
 
 def span_inputs(
@@ -387,7 +386,9 @@ def span_inputs(
     for it in items.only(
         "pk", "kind", "translation", "source", "injected_spans", "direction__code", "pseudo_translation__level"
     ):
-        known = it.kind in _KNOWN_ERRORS
+        # a pseudo translation's injected spans are known (none for a reference); a candidate's when the room
+        # could place its edit
+        known = it.kind == "pseudo_translation" or (it.kind == "candidate" and bool(it.injected_spans))
         errors = it.pseudo_translation.level if it.pseudo_translation_id else (1 if it.kind == "candidate" else None)
         item = span_stats.Item(
             it.pk,

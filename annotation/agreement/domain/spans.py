@@ -89,25 +89,29 @@ def _groups(items: Iterable[Item], annotations: Iterable[Annotation]) -> list[_G
     return list(by_id.values())
 
 
+def _check_span(item: Item, span: Span, annotator: Hashable) -> None:
+    if span.severity not in SEVERITY:
+        raise ValueError(
+            f"item {item.id!r}, annotator {annotator!r}: severity {span.severity!r} is not one of {', '.join(SEVERITY)}"
+        )
+    if span.side not in SIDES:
+        raise ValueError(f"item {item.id!r}, annotator {annotator!r}: side {span.side!r} is not target or source")
+    size = item.mt_length if span.side == "target" else item.src_length
+    if not 0 <= span.start <= span.end <= size:
+        raise ValueError(
+            f"item {item.id!r}, annotator {annotator!r}: span [{span.start}, {span.end}) lies outside the "
+            f"{span.side} text of {size} characters"
+        )
+
+
 def character_labels(item: Item, spans: Sequence[Span], annotator: Hashable = None) -> np.ndarray:
     """The item's characters (translation, then source) labelled with the most severe span over each; linear in
     the characters and spans (a coverage count per severity, by difference arrays)."""
     length = item.mt_length + item.src_length
     cover = np.zeros((len(LABELS), length + 1), dtype=np.int64)
     for span in spans:
-        if span.severity not in SEVERITY:
-            raise ValueError(
-                f"item {item.id!r}, annotator {annotator!r}: severity {span.severity!r} is not one of "
-                f"{', '.join(SEVERITY)}"
-            )
-        if span.side not in SIDES:
-            raise ValueError(f"item {item.id!r}, annotator {annotator!r}: side {span.side!r} is not target or source")
-        size, offset = (item.mt_length, 0) if span.side == "target" else (item.src_length, item.mt_length)
-        if not 0 <= span.start <= span.end <= size:
-            raise ValueError(
-                f"item {item.id!r}, annotator {annotator!r}: span [{span.start}, {span.end}) lies outside the "
-                f"{span.side} text of {size} characters"
-            )
+        _check_span(item, span, annotator)
+        offset = 0 if span.side == "target" else item.mt_length
         cover[SEVERITY[span.severity], offset + span.start] += 1
         cover[SEVERITY[span.severity], offset + span.end] -= 1
     covered = np.cumsum(cover[:, :length], axis=1) > 0
@@ -117,47 +121,121 @@ def character_labels(item: Item, spans: Sequence[Span], annotator: Hashable = No
     return labels
 
 
-def _label_matrix(group: _Group) -> np.ndarray:
-    """Annotators × characters of one item."""
-    length = group.item.mt_length + group.item.src_length
-    if not group.annotations:
-        return np.zeros((0, length), dtype=np.int64)
-    return np.stack([character_labels(group.item, a.spans, a.annotator) for a in group.annotations])
+@dataclass
+class _Prepared:
+    """Every item's per-item sums, from one vectorised pass over all characters of all annotations (linear in
+    the characters × annotators and the spans; a loop per item costs minutes at WMT sizes)."""
+
+    groups: list[_Group]
+    annotators: np.ndarray  # per item
+    f1: np.ndarray  # per item: 2 Σ_pairs |A∩B| (any severity), the same per severity, Σ_pairs |A|+|B|
+    coincidence: np.ndarray  # per item: labels × labels, summed over its characters
+    injected: np.ndarray  # per item: shared, marked, injected characters, errors found, errors (all annotations)
 
 
-def label_counts(matrix: np.ndarray) -> np.ndarray:
-    """Characters × labels: how many annotators gave each character each label."""
-    counts = np.zeros((matrix.shape[1], len(LABELS)))
-    for row in matrix:
-        counts[np.arange(matrix.shape[1]), row] += 1
-    return counts
+def _prepare(items: Iterable[Item], annotations: Iterable[Annotation]) -> _Prepared:
+    groups = _groups(items, annotations)
+    v = len(LABELS)
+    n_items = len(groups)
+    mt_len = np.array([g.item.mt_length for g in groups], dtype=np.int64)
+    item_len = mt_len + np.array([g.item.src_length for g in groups], dtype=np.int64)
+    item_off = np.concatenate([[0], np.cumsum(item_len)[:-1]]).astype(np.int64) if n_items else np.zeros(0, np.int64)
+    m_item = np.array([len(g.annotations) for g in groups], dtype=np.int64)
+    ann_item = np.repeat(np.arange(n_items), m_item)
+    ann_len = item_len[ann_item]
+    ann_off = np.concatenate([[0], np.cumsum(ann_len)[:-1]]).astype(np.int64) if len(ann_item) else ann_len
+    total = int(ann_len.sum())
+    # spans as (severity, begin, end) positions in the flat array of every annotation's characters
+    sev, begin, finish = [], [], []
+    offsets = ann_off.tolist()  # Python ints: indexing a numpy array per span costs more than the span
+    j = 0
+    for g in groups:
+        for a in g.annotations:
+            for span in a.spans:
+                _check_span(g.item, span, a.annotator)
+                if span.start < span.end:
+                    shift = offsets[j] + (0 if span.side == "target" else g.item.mt_length)
+                    sev.append(SEVERITY[span.severity])
+                    begin.append(shift + span.start)
+                    finish.append(shift + span.end)
+            j += 1
+    labels = np.zeros(total, dtype=np.int64)
+    sev_a, begin_a, finish_a = np.array(sev, dtype=np.int64), np.array(begin, np.int64), np.array(finish, np.int64)
+    for value in range(1, v):  # ascending: the most severe span over a character wins
+        pick = sev_a == value
+        if pick.any():
+            diff = np.bincount(begin_a[pick], minlength=total + 1) - np.bincount(finish_a[pick], minlength=total + 1)
+            labels[np.cumsum(diff[:total]) > 0] = value
+    # each position's item and its character in the item: counts of each label over the item's annotators
+    pos_item = np.repeat(ann_item, ann_len)
+    char = np.repeat(item_off[ann_item] - ann_off, ann_len) + np.arange(total, dtype=np.int64)
+    n_chars = int(item_len.sum())
+    counts = np.bincount(char * v + labels, minlength=n_chars * v).reshape(n_chars, v).astype(float)
+    char_item = np.repeat(np.arange(n_items), item_len)
+    m_char = m_item[char_item].astype(float)
+
+    def per_item(weights: np.ndarray, index: np.ndarray = char_item) -> np.ndarray:
+        return np.bincount(index, weights=weights, minlength=n_items)
+
+    pairable = m_char >= 2
+    marked = m_char - counts[:, 0]
+    f1 = np.zeros((n_items, 3))
+    f1[:, 0] = 2 * per_item(np.where(pairable, marked * (marked - 1) / 2, 0.0))
+    f1[:, 1] = 2 * per_item(np.where(pairable, (counts[:, 1:] * (counts[:, 1:] - 1) / 2).sum(axis=1), 0.0))
+    f1[:, 2] = np.where(m_item >= 2, (m_item - 1) * per_item(marked), 0.0)
+    coincidence = np.zeros((n_items, v, v))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.where(pairable, 1.0 / (m_char - 1.0), 0.0)
+    for a in range(v):
+        for b in range(a, v):  # symmetric
+            weights = counts[:, a] * counts[:, b] - (counts[:, a] if a == b else 0.0)
+            coincidence[:, a, b] = coincidence[:, b, a] = per_item(weights * scale)
+    injected = _injected_sums(groups, labels, pos_item, ann_off, ann_item, mt_len, item_off, char, n_chars)
+    return _Prepared(groups, m_item, f1, coincidence, injected)
 
 
-# ---- per-item sufficient statistics: every statistic below is a ratio of sums over items ------------------
-
-
-def _f1_parts(matrix: np.ndarray, severity: bool) -> tuple[float, float]:
-    """(2 Σ_pairs |A∩B|, Σ_pairs |A|+|B|) of one item's annotators."""
-    m = matrix.shape[0]
-    if m < 2:
-        return 0.0, 0.0
-    marked = matrix > 0
-    if severity:
-        per_label = label_counts(matrix)[:, 1:]
-        shared = float((per_label * (per_label - 1) / 2).sum())
-    else:
-        c = marked.sum(axis=0)
-        shared = float((c * (c - 1) / 2).sum())
-    return 2.0 * shared, float((m - 1) * marked.sum())
-
-
-def _coincidence(matrix: np.ndarray) -> np.ndarray:
-    """The item's labels × labels coincidence matrix, summed over its characters (each a unit of m raters)."""
-    m = matrix.shape[0]
-    if m < 2:
-        return np.zeros((len(LABELS), len(LABELS)))
-    n = label_counts(matrix)
-    return (n.T @ n - np.diag(n.sum(axis=0))) / (m - 1.0)
+def _injected_sums(groups, labels, pos_item, ann_off, ann_item, mt_len, item_off, char, n_chars) -> np.ndarray:
+    """Per item: characters both marked and injected, marked (translation side), injected, errors found, errors;
+    summed over its annotations. Zero for items whose injected spans are not known."""
+    n_items = len(groups)
+    out = np.zeros((n_items, 5))
+    spans = []  # (item, start, end)
+    for index, g in enumerate(groups):
+        for a, b in g.item.injected or ():
+            if a < b:
+                if not 0 <= a < b <= g.item.mt_length:
+                    raise ValueError(
+                        f"item {g.item.id!r}: injected span [{a}, {b}) lies outside its {g.item.mt_length} characters"
+                    )
+                spans.append((index, a, b))
+    known = np.array([g.item.injected is not None for g in groups], dtype=bool)
+    if not known.any():
+        return out
+    spans_a = np.array(spans, dtype=np.int64).reshape(-1, 3)
+    diff = np.bincount(item_off[spans_a[:, 0]] + spans_a[:, 1], minlength=n_chars + 1) - np.bincount(
+        item_off[spans_a[:, 0]] + spans_a[:, 2], minlength=n_chars + 1
+    )
+    injected_char = np.cumsum(diff[:n_chars]) > 0
+    on_target = (char - item_off[pos_item]) < mt_len[pos_item]
+    marked = (labels > 0) & on_target & known[pos_item]
+    m_item = np.bincount(ann_item, minlength=n_items)
+    out[:, 0] = np.bincount(pos_item, weights=marked & injected_char[char], minlength=n_items)
+    out[:, 1] = np.bincount(pos_item, weights=marked, minlength=n_items)
+    injected_per_item = np.bincount(spans_a[:, 0], weights=spans_a[:, 2] - spans_a[:, 1], minlength=n_items)
+    out[:, 2] = injected_per_item * m_item
+    # an injected error is found by an annotation that marked at least one of its characters
+    cum = np.concatenate([[0], np.cumsum(marked)])
+    first_ann = np.concatenate([[0], np.cumsum(m_item)[:-1]])
+    per_span = m_item[spans_a[:, 0]]  # each injected error is looked for in each annotation of its item
+    pair_span = np.repeat(np.arange(len(spans_a)), per_span)
+    starts = np.concatenate([[0], np.cumsum(per_span)[:-1]]) if len(per_span) else per_span
+    pair_ann = first_ann[spans_a[pair_span, 0]] + np.arange(len(pair_span)) - np.repeat(starts, per_span)
+    lo = ann_off[pair_ann] + spans_a[pair_span, 1]
+    hi = ann_off[pair_ann] + spans_a[pair_span, 2]
+    found = (cum[hi] - cum[lo]) > 0
+    out[:, 3] = np.bincount(spans_a[pair_span, 0], weights=found, minlength=n_items)
+    out[:, 4] = np.bincount(spans_a[:, 0], minlength=n_items) * m_item
+    return out
 
 
 def _ratio_interval(
@@ -180,24 +258,39 @@ def _check(confidence: float) -> None:
 
 
 # ---- the statistics ------------------------------------------------------------------------------------
+#
+# Each takes the items and annotations, or ``prepared``: what ``_prepare`` made of them once (``report`` passes
+# it to every statistic).
+
+Prepared = _Prepared
+
+
+def prepare(items: Iterable[Item], annotations: Iterable[Annotation]) -> Prepared:
+    """Checks every span and computes the per-item sums all statistics below are made of."""
+    return _prepare(items, annotations)
+
+
+def _prepared(items, annotations, prepared: Prepared | None) -> Prepared:
+    return prepared if prepared is not None else _prepare(items, annotations)
 
 
 def character_f1_ci(
-    items: Iterable[Item],
-    annotations: Iterable[Annotation],
+    items: Iterable[Item] = (),
+    annotations: Iterable[Annotation] = (),
     *,
     severity: bool = False,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    prepared: Prepared | None = None,
 ) -> Interval:
-    """Character F1 between annotators (see the module's docstring); ``None`` when no item has two annotators
-    who marked anything."""
+    """Character F1 between annotators (see the module's docstring), resampling the items with two or more
+    annotators; ``None`` when none of them marked anything."""
     _check(confidence)
-    parts = [_f1_parts(_label_matrix(g), severity) for g in _groups(items, annotations) if len(g.annotations) >= 2]
-    num = np.array([p[0] for p in parts], dtype=float)
-    den = np.array([p[1] for p in parts], dtype=float)
-    return _ratio_interval(num, den, resamples=resamples, confidence=confidence, seed=seed)
+    p = _prepared(items, annotations, prepared)
+    pairable = p.annotators >= 2
+    num = p.f1[pairable, 1 if severity else 0]
+    return _ratio_interval(num, p.f1[pairable, 2], resamples=resamples, confidence=confidence, seed=seed)
 
 
 def character_f1(items: Iterable[Item], annotations: Iterable[Annotation], *, severity: bool = False) -> float | None:
@@ -205,36 +298,38 @@ def character_f1(items: Iterable[Item], annotations: Iterable[Annotation], *, se
 
 
 def character_alpha_ci(
-    items: Iterable[Item],
-    annotations: Iterable[Annotation],
+    items: Iterable[Item] = (),
+    annotations: Iterable[Annotation] = (),
     level: statistics.Level = "nominal",
     *,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    prepared: Prepared | None = None,
 ) -> Interval:
-    """Krippendorff's α on the character labels; the estimate through the ``krippendorff`` package (from each
-    character's label counts), the resamples from each item's coincidence matrix. ``None`` when fewer than two
-    labels occur among the characters of items with two annotators."""
+    """Krippendorff's α on the character labels, from the coincidence matrix summed over the characters of the
+    items with two or more annotators (Krippendorff 2011: α depends on the units only through it, so it is the
+    ``krippendorff`` package's value on the raters × characters matrix, which the tests check); resampling
+    those items. ``None`` when fewer than two labels occur among their characters."""
     _check(confidence)
     if level not in ("nominal", "ordinal"):
         raise ValueError(f"character labels are nominal or ordinal, not {level!r}")
-    matrices = [_label_matrix(g) for g in _groups(items, annotations) if len(g.annotations) >= 2]
-    if not matrices:
+    p = _prepared(items, annotations, prepared)
+    per_item = p.coincidence[p.annotators >= 2]
+    used = per_item.sum(axis=(0, 2)) > 0
+    if len(per_item) == 0 or int(used.sum()) < 2:
         return Interval(None, None, None, confidence, resamples, 0)
-    counts = np.concatenate([label_counts(m) for m in matrices])
-    used = counts.sum(axis=0) > 0
-    if int(used.sum()) < 2:
-        return Interval(None, None, None, confidence, resamples, 0)
-    import krippendorff
-
     values = np.arange(len(LABELS), dtype=float)[used]
-    estimate = float(krippendorff.alpha(value_counts=counts[:, used], value_domain=values, level_of_measurement=level))
+    per_item = per_item[:, used][:, :, used]
+    estimate = float(statistics.alpha_from_coincidences(per_item.sum(axis=0)[None], values, level)[0])
+    if estimate != estimate:
+        return Interval(None, None, None, confidence, resamples, 0)
     if resamples == 0:
         return Interval(estimate, None, None, confidence, resamples, 0)
-    per_item = np.stack([_coincidence(m)[np.ix_(used, used)].ravel() for m in matrices])
-    k = int(used.sum())
-    o = (statistics.resample_counts(len(matrices), resamples, seed) @ per_item).reshape(resamples, k, k)
+    k = len(values)
+    o = (statistics.resample_counts(len(per_item), resamples, seed) @ per_item.reshape(len(per_item), -1)).reshape(
+        resamples, k, k
+    )
     return statistics._interval(estimate, statistics.alpha_from_coincidences(o, values, level), confidence, resamples)
 
 
@@ -245,55 +340,65 @@ def character_alpha(
 
 
 def score_alpha_ci(
-    items: Iterable[Item],
-    annotations: Iterable[Annotation],
+    items: Iterable[Item] = (),
+    annotations: Iterable[Annotation] = (),
     *,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    prepared: Prepared | None = None,
 ) -> Interval:
-    """Krippendorff's α on the scores (interval level; an item is a unit, unscored annotations left out)."""
-    units = [[a.score for a in g.annotations if a.score is not None] for g in _groups(items, annotations)]
-    return statistics.krippendorff_alpha_units_ci(
-        units, "interval", resamples=resamples, confidence=confidence, seed=seed
-    )
+    """Krippendorff's α on the scores (interval level; an item is a unit, unscored annotations left out),
+    resampling the items with two or more scores. For the interval metric the coincidence matrix reduces to
+    sums of squares: a unit's pairs add ``2(m Σx² − (Σx)²)/(m − 1)`` to n·D_o and the pairable values
+    ``2(n Σx² − (Σx)²)/(n − 1)`` to n·D_e, so a 0–100 scale costs no 101 × 101 matrix per unit (the tests
+    hold it to the ``krippendorff`` package)."""
+    _check(confidence)
+    groups = prepared.groups if prepared is not None else _groups(items, annotations)
+    rows = []
+    for g in groups:
+        x = np.array([float(a.score) for a in g.annotations if a.score is not None])
+        if len(x) >= 2:
+            rows.append((len(x), x.sum(), (x * x).sum()))
+    sums = np.array(rows, dtype=float).reshape(-1, 3)
 
+    def alpha(m: np.ndarray, s1: np.ndarray, s2: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        # weights: resamples × units (how often each unit is drawn)
+        within = 2.0 * (m * s2 - s1 * s1) / (m - 1.0)
+        n, total, squares = weights @ m, weights @ s1, weights @ s2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d_o = (weights @ within) / n
+            d_e = 2.0 * (n * squares - total * total) / (n * (n - 1.0))
+            value = 1.0 - d_o / d_e
+        return np.where((n > 1) & (d_e > 1e-12 * np.maximum(1.0, squares / np.maximum(n, 1.0))), value, np.nan)
 
-def _injected_parts(group: _Group) -> tuple[float, float, float, float, float]:
-    """(shared characters, marked, injected, injected errors found, injected errors) over the item's annotations."""
-    item = group.item
-    injected = np.zeros(item.mt_length, dtype=bool)
-    spans = [(a, b) for a, b in item.injected or () if a < b]
-    for a, b in spans:
-        if not 0 <= a < b <= item.mt_length:
-            raise ValueError(f"item {item.id!r}: injected span [{a}, {b}) lies outside its {item.mt_length} characters")
-        injected[a:b] = True
-    out = np.zeros(5)
-    for annotation in group.annotations:
-        marked = character_labels(item, annotation.spans, annotation.annotator)[: item.mt_length] > 0
-        found = sum(1 for a, b in spans if marked[a:b].any())
-        out += (float((marked & injected).sum()), float(marked.sum()), float(injected.sum()), found, len(spans))
-    return tuple(out)
+    m, s1, s2 = sums.T
+    estimate = float(alpha(m, s1, s2, np.ones((1, len(m))))[0]) if len(m) else float("nan")
+    if estimate != estimate:
+        return Interval(None, None, None, confidence, resamples, 0)
+    if resamples == 0:
+        return Interval(estimate, None, None, confidence, resamples, 0)
+    values = alpha(m, s1, s2, statistics.resample_counts(len(m), resamples, seed))
+    return statistics._interval(estimate, values, confidence, resamples)
 
 
 def injected_agreement(
-    items: Iterable[Item],
-    annotations: Iterable[Annotation],
+    items: Iterable[Item] = (),
+    annotations: Iterable[Annotation] = (),
     *,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    prepared: Prepared | None = None,
 ) -> dict[str, Interval]:
-    """Annotators against the injected errors, over the items whose injected spans are known (an item with none,
-    a reference, counts its marked characters against precision): character ``precision``, ``recall`` and
-    ``f1``, micro-averaged over annotations; ``found``: the share of injected errors an annotator marked at
-    least one character of."""
+    """Annotators against the injected errors, over the annotated items whose injected spans are known (an item
+    with none, a reference, counts its marked characters against precision): character ``precision``,
+    ``recall`` and ``f1``, micro-averaged over annotations; ``found``: the share of injected errors an
+    annotator marked at least one character of."""
     _check(confidence)
-    parts = np.array(
-        [_injected_parts(g) for g in _groups(items, annotations) if g.item.injected is not None and g.annotations],
-        dtype=float,
-    ).reshape(-1, 5)
-    both, marked, injected, found, errors = parts.T
+    p = _prepared(items, annotations, prepared)
+    keep = np.array([g.item.injected is not None for g in p.groups], dtype=bool) & (p.annotators > 0)
+    both, marked, injected, found, errors = p.injected[keep].T
     kw = dict(resamples=resamples, confidence=confidence, seed=seed)
     return {
         "precision": _ratio_interval(both, marked, **kw),
@@ -304,18 +409,19 @@ def injected_agreement(
 
 
 def score_by_errors(
-    items: Iterable[Item],
-    annotations: Iterable[Annotation],
+    items: Iterable[Item] = (),
+    annotations: Iterable[Annotation] = (),
     *,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    prepared: Prepared | None = None,
 ) -> list[dict]:
     """Per number of injected errors k: the items, the scores, their mean with a bootstrap interval over items
     (how the scores people give follow the predetermined quality)."""
     _check(confidence)
     by_k: dict[int, list[list[float]]] = defaultdict(list)
-    for g in _groups(items, annotations):
+    for g in prepared.groups if prepared is not None else _groups(items, annotations):
         scores = [float(a.score) for a in g.annotations if a.score is not None]
         if g.item.errors is not None and scores:
             by_k[g.item.errors].append(scores)
@@ -337,16 +443,16 @@ def report(
     seed: int = 0,
 ) -> dict:
     """Every span statistic of one direction, each ``Interval.as_dict()``, with the counts behind them."""
-    kw = dict(resamples=resamples, confidence=confidence, seed=seed)
-    groups = _groups(items, annotations)
+    p = _prepare(items, annotations)
+    kw = dict(resamples=resamples, confidence=confidence, seed=seed, prepared=p)
     return {
-        "items": len(groups),
-        "annotations": sum(len(g.annotations) for g in groups),
-        "items_with_two": sum(1 for g in groups if len(g.annotations) >= 2),
-        "character_f1": character_f1_ci(items, annotations, **kw).as_dict(),
-        "character_f1_severity": character_f1_ci(items, annotations, severity=True, **kw).as_dict(),
-        "character_alpha": character_alpha_ci(items, annotations, **kw).as_dict(),
-        "score_alpha": score_alpha_ci(items, annotations, **kw).as_dict(),
-        "injected": {name: i.as_dict() for name, i in injected_agreement(items, annotations, **kw).items()},
-        "score_by_errors": score_by_errors(items, annotations, **kw),
+        "items": len(p.groups),
+        "annotations": int(p.annotators.sum()),
+        "items_with_two": int((p.annotators >= 2).sum()),
+        "character_f1": character_f1_ci(**kw).as_dict(),
+        "character_f1_severity": character_f1_ci(severity=True, **kw).as_dict(),
+        "character_alpha": character_alpha_ci(**kw).as_dict(),
+        "score_alpha": score_alpha_ci(**kw).as_dict(),
+        "injected": {name: i.as_dict() for name, i in injected_agreement(**kw).items()},
+        "score_by_errors": score_by_errors(**kw),
     }
