@@ -167,7 +167,6 @@ def _prepare(items: Iterable[Item], annotations: Iterable[Annotation]) -> _Prepa
             diff = np.bincount(begin_a[pick], minlength=total + 1) - np.bincount(finish_a[pick], minlength=total + 1)
             labels[np.cumsum(diff[:total]) > 0] = value
     # each position's item and its character in the item: counts of each label over the item's annotators
-    pos_item = np.repeat(ann_item, ann_len)
     char = np.repeat(item_off[ann_item] - ann_off, ann_len) + np.arange(total, dtype=np.int64)
     n_chars = int(item_len.sum())
     counts = np.bincount(char * v + labels, minlength=n_chars * v).reshape(n_chars, v).astype(float)
@@ -190,51 +189,58 @@ def _prepare(items: Iterable[Item], annotations: Iterable[Annotation]) -> _Prepa
         for b in range(a, v):  # symmetric
             weights = counts[:, a] * counts[:, b] - (counts[:, a] if a == b else 0.0)
             coincidence[:, a, b] = coincidence[:, b, a] = per_item(weights * scale)
-    injected = _injected_sums(groups, labels, pos_item, ann_off, ann_item, mt_len, item_off, char, n_chars)
+    injected = _injected_sums(groups, labels, ann_off, ann_item, mt_len)
     return _Prepared(groups, m_item, f1, coincidence, injected)
 
 
-def _injected_sums(groups, labels, pos_item, ann_off, ann_item, mt_len, item_off, char, n_chars) -> np.ndarray:
+def _injected_sums(groups, labels, ann_off, ann_item, mt_len) -> np.ndarray:
     """Per item: characters both marked and injected, marked (translation side), injected, errors found, errors;
-    summed over its annotations. Zero for items whose injected spans are not known."""
-    n_items = len(groups)
+    summed over its annotations, from prefix sums of each annotation's marked translation characters. Zero for
+    items whose injected spans are not known."""
+    n_items, total = len(groups), len(labels)
     out = np.zeros((n_items, 5))
-    spans = []  # (item, start, end)
-    for index, g in enumerate(groups):
-        for a, b in g.item.injected or ():
-            if a < b:
-                if not 0 <= a < b <= g.item.mt_length:
-                    raise ValueError(
-                        f"item {g.item.id!r}: injected span [{a}, {b}) lies outside its {g.item.mt_length} characters"
-                    )
-                spans.append((index, a, b))
     known = np.array([g.item.injected is not None for g in groups], dtype=bool)
     if not known.any():
         return out
-    spans_a = np.array(spans, dtype=np.int64).reshape(-1, 3)
-    diff = np.bincount(item_off[spans_a[:, 0]] + spans_a[:, 1], minlength=n_chars + 1) - np.bincount(
-        item_off[spans_a[:, 0]] + spans_a[:, 2], minlength=n_chars + 1
-    )
-    injected_char = np.cumsum(diff[:n_chars]) > 0
-    on_target = (char - item_off[pos_item]) < mt_len[pos_item]
-    marked = (labels > 0) & on_target & known[pos_item]
+    errors, merged = [], []  # (item, start, end): each injected error; their union per item (no double count)
+    for index, g in enumerate(groups):
+        spans = sorted((a, b) for a, b in g.item.injected or () if a < b)
+        for a, b in spans:
+            if not 0 <= a < b <= g.item.mt_length:
+                raise ValueError(
+                    f"item {g.item.id!r}: injected span [{a}, {b}) lies outside its {g.item.mt_length} characters"
+                )
+            errors.append((index, a, b))
+            if merged and merged[-1][0] == index and a <= merged[-1][2]:
+                merged[-1] = (index, merged[-1][1], max(b, merged[-1][2]))
+            else:
+                merged.append((index, a, b))
+    target_end = ann_off + mt_len[ann_item]
+    inside = np.cumsum(np.bincount(ann_off, minlength=total + 1) - np.bincount(target_end, minlength=total + 1))
+    cum = np.concatenate([[0], np.cumsum((labels > 0) & (inside[:total] > 0))])
     m_item = np.bincount(ann_item, minlength=n_items)
-    out[:, 0] = np.bincount(pos_item, weights=marked & injected_char[char], minlength=n_items)
-    out[:, 1] = np.bincount(pos_item, weights=marked, minlength=n_items)
-    injected_per_item = np.bincount(spans_a[:, 0], weights=spans_a[:, 2] - spans_a[:, 1], minlength=n_items)
-    out[:, 2] = injected_per_item * m_item
-    # an injected error is found by an annotation that marked at least one of its characters
-    cum = np.concatenate([[0], np.cumsum(marked)])
     first_ann = np.concatenate([[0], np.cumsum(m_item)[:-1]])
-    per_span = m_item[spans_a[:, 0]]  # each injected error is looked for in each annotation of its item
-    pair_span = np.repeat(np.arange(len(spans_a)), per_span)
-    starts = np.concatenate([[0], np.cumsum(per_span)[:-1]]) if len(per_span) else per_span
-    pair_ann = first_ann[spans_a[pair_span, 0]] + np.arange(len(pair_span)) - np.repeat(starts, per_span)
-    lo = ann_off[pair_ann] + spans_a[pair_span, 1]
-    hi = ann_off[pair_ann] + spans_a[pair_span, 2]
-    found = (cum[hi] - cum[lo]) > 0
-    out[:, 3] = np.bincount(spans_a[pair_span, 0], weights=found, minlength=n_items)
-    out[:, 4] = np.bincount(spans_a[:, 0], minlength=n_items) * m_item
+    marked = (cum[target_end] - cum[ann_off]) * known[ann_item]
+    out[:, 1] = np.bincount(ann_item, weights=marked, minlength=n_items)
+
+    def per_annotation(spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """For each (span, annotation of its item): the span's item and the annotation's marked characters in it."""
+        arr = np.array(spans, dtype=np.int64).reshape(-1, 3)
+        per = m_item[arr[:, 0]]
+        which = np.repeat(np.arange(len(arr)), per)
+        starts = np.concatenate([[0], np.cumsum(per)[:-1]]) if len(per) else per
+        ann = first_ann[arr[which, 0]] + np.arange(len(which)) - np.repeat(starts, per)
+        hits = cum[ann_off[ann] + arr[which, 2]] - cum[ann_off[ann] + arr[which, 1]]
+        return arr[which, 0], hits
+
+    if merged:
+        item, hits = per_annotation(merged)
+        out[:, 0] = np.bincount(item, weights=hits, minlength=n_items)
+        lengths = np.array([b - a for _, a, b in merged], dtype=float)
+        out[:, 2] = np.bincount([i for i, _, _ in merged], weights=lengths, minlength=n_items) * m_item
+        item, hits = per_annotation(errors)
+        out[:, 3] = np.bincount(item, weights=hits > 0, minlength=n_items)
+        out[:, 4] = np.bincount([i for i, _, _ in errors], minlength=n_items) * m_item
     return out
 
 
