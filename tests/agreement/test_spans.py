@@ -203,6 +203,11 @@ def test_score_alpha_equals_krippendorff_interval():
         data[a.annotator, a.item] = a.score
     expected = krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
     assert sp.score_alpha_ci(items, annotations, resamples=0).estimate == pytest.approx(expected, abs=1e-12)
+    # the interval from sums of squares is the coincidence matrices' interval on the same resamples
+    got = sp.score_alpha_ci(items, annotations, resamples=200, seed=5)
+    units = [[a.score for a in annotations if a.item == it.id] for it in items]
+    reference = statistics.krippendorff_alpha_units_ci(units, "interval", resamples=200, seed=5)
+    assert (got.low, got.high) == (pytest.approx(reference.low, abs=1e-9), pytest.approx(reference.high, abs=1e-9))
 
 
 def test_injected_agreement_equals_set_arithmetic():
