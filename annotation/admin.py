@@ -20,6 +20,10 @@ from annotation.models import (
     ReviewSkip,
     ReviewTally,
     ReviewTallyChange,
+    SpanAnnotation,
+    SpanAnnotatorAction,
+    SpanItem,
+    SpanTask,
     UsedIdempotencyKey,
 )
 from annotation.review import domain as rules
@@ -101,6 +105,38 @@ class LikertRatingAdmin(ReadOnly, LargeTableAdmin):
     list_display = ["item", "rater", "informativeness", "clarity", "plausibility", "faithfulness", "updated_at"]
     list_filter = ["item__project", "item__direction", "item__kind"]
     list_select_related = ["item", "rater"]
+
+
+@admin.register(SpanTask)
+class SpanTaskAdmin(admin.ModelAdmin):
+    # made on the span tasks page (its checks and audit); here only opened or closed
+    list_display = ["name", "project", "protocol", "annotators_per_item", "is_crowd", "is_open", "created_at"]
+    list_filter = ["project", "protocol", "is_open"]
+    list_editable = ["is_open"]
+    readonly_fields = ["crowd_token", "completion_code", "seed", "created_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(SpanItem)
+class SpanItemAdmin(ReadOnly, LargeTableAdmin):
+    list_display = ["id", "task", "direction", "kind", "system", "external_id", "is_attention", "position"]
+    list_select_related = ["task", "direction"]
+    list_filter = ["task", "kind", "direction", "is_attention"]
+
+
+@admin.register(SpanAnnotation)
+class SpanAnnotationAdmin(ReadOnly, LargeTableAdmin):
+    list_display = ["item", "annotator", "score", "attention_passed", "excluded", "submitted_at"]
+    list_select_related = ["item", "annotator"]
+    list_filter = ["item__task", "excluded"]
+
+
+@admin.register(SpanAnnotatorAction)
+class SpanAnnotatorActionAdmin(ReadOnly, admin.ModelAdmin):
+    list_display = ["at", "task", "annotator", "action", "reason", "by"]
+    list_filter = ["task", "action"]
 
 
 @admin.register(AuditEvent)

@@ -261,7 +261,6 @@ class AuditEvent(models.Model):
         "span_annotator.retrain",
         "span_items.create",
         "span_task.create",
-        "span_task.change",
     )
 
     actor = models.ForeignKey(

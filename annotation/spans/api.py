@@ -72,6 +72,16 @@ class AnnotationSerializer(serializers.Serializer):
     spans = ErrorSpanOutSerializer(many=True, source="spans.all")
 
 
+class SummarySerializer(serializers.Serializer):
+    protocol = serializers.CharField()
+    items = serializers.IntegerField()
+    annotations = serializers.IntegerField(help_text="submitted, excluded annotators' left out")
+    directions = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="per direction code: items, attention (items), annotations",
+    )
+
+
 class NextSerializer(serializers.Serializer):
     annotation = AnnotationSerializer(allow_null=True, help_text="null when nothing is left")
 
@@ -94,7 +104,7 @@ class NextView(APIView):
 class AnnotationView(APIView):
     @extend_schema(responses=AnnotationSerializer)
     def get(self, request, pk):
-        annotation = services.annotation_get_own(user=request.user, annotation_id=pk)
+        annotation = services.span_annotation_get_own(user=request.user, annotation_id=pk)
         return Response(AnnotationSerializer(annotation).data)
 
 
@@ -115,7 +125,7 @@ class SubmitView(APIView):
             idempotency_key=v["idempotency_key"],
             client_user=v.get("client_user"),
         )
-        annotation = services.annotation_get_own(user=request.user, annotation_id=annotation.pk)
+        annotation = services.span_annotation_get_own(user=request.user, annotation_id=annotation.pk)
         return Response(
             AnnotationSerializer(annotation).data, status=status.HTTP_201_CREATED if first else status.HTTP_200_OK
         )
@@ -124,7 +134,7 @@ class SubmitView(APIView):
 class SummaryView(APIView):
     """A task's aggregate counts (items, annotations, per direction): anyone who sees the project."""
 
-    @extend_schema(responses=serializers.JSONField())
+    @extend_schema(responses=SummarySerializer)
     def get(self, request, task):
         found = SpanTask.objects.select_related("project").filter(pk=task).first()
         if found is None:

@@ -94,14 +94,6 @@ def span_task_create(
     return task
 
 
-def span_task_set_open(*, actor, task: SpanTask, is_open: bool) -> None:
-    access.require_admin(actor, error=Forbidden)
-    old = task.is_open
-    task.is_open = bool(is_open)
-    task.save(update_fields=["is_open"])
-    audit_record(actor=actor, action="span_task.change", obj=task, old={"is_open": old}, new={"is_open": task.is_open})
-
-
 # ---- items ----------------------------------------------------------------------------------------------
 
 ITEM_FIELDS = (
@@ -268,7 +260,7 @@ def span_annotation_take_next(*, user, task: SpanTask) -> SpanAnnotation | None:
     return None
 
 
-def annotation_get_own(*, user, annotation_id) -> SpanAnnotation:
+def span_annotation_get_own(*, user, annotation_id) -> SpanAnnotation:
     annotation = selectors.own_annotation(user, annotation_id)
     if annotation is None:
         raise NotFound(f"span annotation {annotation_id} not found")
@@ -282,7 +274,7 @@ def span_annotation_submit(
     annotation and whether this was its first submission. Checks everything before writing anything."""
     submissions.check_owner(user, client_user)
     key = submissions.clean_key(idempotency_key)
-    annotation = annotation_get_own(user=user, annotation_id=annotation_id)
+    annotation = span_annotation_get_own(user=user, annotation_id=annotation_id)
     item, task = annotation.item, annotation.item.task
     checked = rules.check_spans(
         spans, source=item.source, translation=item.translation, protocol=task.protocol, ai_count=len(item.ai_spans)
@@ -363,7 +355,9 @@ def span_annotation_submit(
 # ---- quality control -------------------------------------------------------------------------------------
 
 
-def annotator_action(*, actor, task: SpanTask, annotator_id, action: str, reason: str = "") -> SpanAnnotatorAction:
+def annotator_action_record(
+    *, actor, task: SpanTask, annotator_id, action: str, reason: str = ""
+) -> SpanAnnotatorAction:
     """Record an admin's decision about one annotator of ``task``. Exclude: their annotations leave every
     figure (kept, flagged ``excluded``) and the items they held count no more, so the queue offers them to
     others; reinstate undoes that; retrain restarts their pass rate and opens the guidelines on their screen."""
@@ -400,7 +394,7 @@ def annotator_action(*, actor, task: SpanTask, annotator_id, action: str, reason
 _PROLIFIC_ID = re.compile(r"^[A-Za-z0-9]{1,64}$")
 
 
-def crowd_join(*, task_id, token: str, prolific_pid: str, study_id: str, session_id: str):
+def crowd_worker_ensure(*, task_id, token: str, prolific_pid: str, study_id: str, session_id: str):
     """The one-campaign annotator of this Prolific worker in this task (made on the first visit). The link's
     secret must match; the three ids must look like Prolific's (letters and digits). Nothing else about the
     worker is stored: the account has no name, e-mail or usable password."""
@@ -429,7 +423,7 @@ def crowd_join(*, task_id, token: str, prolific_pid: str, study_id: str, session
     return user, task
 
 
-def crowd_completion_code(*, user, task: SpanTask) -> str | None:
+def crowd_completion_code_read(*, user, task: SpanTask) -> str | None:
     """The study's completion code once this crowd worker has nothing left; None before."""
     worker = CrowdWorker.objects.filter(user=user, task=task).first()
     if worker is None or selectors.progress(user, task)["remaining"] > 0:

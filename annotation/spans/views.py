@@ -35,10 +35,11 @@ ESA_ANCHORS = (
 @answers_refusals
 def tasks(request, project):
     """The project's span tasks with their counts (anyone who sees the project); admins make new ones."""
+    if request.method == "POST":  # admins only, decided before the lookup: the answer tells nothing
+        access.require_admin(request.user, error=NotFound)
     project = access.visible_project(request.user, project)
     is_admin = access.is_admin(request.user)
     if request.method == "POST":
-        access.require_admin(request.user)
         with RefusalAsMessage(request) as refusal:
             try:
                 per_item = int(request.POST.get("annotators_per_item") or 1)
@@ -114,7 +115,7 @@ def start(request, project, task):
 @answers_refusals
 def done(request, project, task):
     task = selectors.work_task(request.user, project, task)
-    code = services.crowd_completion_code(user=request.user, task=task)
+    code = services.crowd_completion_code_read(user=request.user, task=task)
     return render(
         request,
         "spans/done.html",
@@ -135,7 +136,7 @@ def _tokens(text: str, language_code: str) -> list[dict]:
 @require_GET
 @answers_refusals
 def annotate(request, pk):
-    annotation = services.annotation_get_own(user=request.user, annotation_id=pk)
+    annotation = services.span_annotation_get_own(user=request.user, annotation_id=pk)
     item, task = annotation.item, annotation.item.task
     src, tgt = item.direction.source, item.direction.target
     start_url = reverse("spans:start", args=[task.project.name, task.name])
@@ -236,7 +237,7 @@ def annotator_action(request, project, task, annotator):
     access.require_admin(request.user, error=NotFound)
     task = selectors.seen_task(request.user, project, task)
     with RefusalAsMessage(request) as refusal:
-        record = services.annotator_action(
+        record = services.annotator_action_record(
             actor=request.user,
             task=task,
             annotator_id=annotator,
@@ -253,7 +254,7 @@ def annotator_action(request, project, task, annotator):
 def crowd(request, task, token):
     """A Prolific link: signs in this study's one-campaign annotator (made on the first visit) and opens the
     task. Prolific's three ids only; nothing else about the worker is kept."""
-    user, task_obj = services.crowd_join(
+    user, task_obj = services.crowd_worker_ensure(
         task_id=task,
         token=token,
         prolific_pid=request.GET.get("PROLIFIC_PID", ""),

@@ -41,6 +41,7 @@ def test_the_site_has_a_page_per_stage_in_its_navigation():
         "injection",
         "review",
         "rating",
+        "spans",
         "agreement",
         "benchmark",
         "release",

@@ -35,11 +35,12 @@ from django.urls import URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from annotation.agreement.domain.report import TABLES
-from annotation.models import RatingItem, SpanTask
+from annotation.models import RatingItem
 from annotation.people import services as people_services
 from annotation.rating import services as rating_services
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review_services
+from annotation.spans import services as span_services
 from core.models import CorpusImport, Direction, Project
 from core.services import direction_ensure, project_directions_add, project_ensure, user_create
 from exports.models import MetricScore, PseudoSystem, Release
@@ -90,6 +91,9 @@ class World:
     invite: tuple = ()
     corpus_import: CorpusImport | None = None
     sessions: dict = field(default_factory=dict)  # who -> the key of a session signed in as them (``signed_in``)
+    span_task: object = None  # an ESA task of the project, with anna's held item and ben's submitted one
+    span_own: object = None
+    span_ben: object = None
 
 
 def _u(name, *args, query=""):
@@ -97,9 +101,11 @@ def _u(name, *args, query=""):
 
 
 P = lambda w: w.project.name  # noqa: E731
-SPAN_TASK = "geheim-spans"
 CAND = lambda w: w.candidates[0].pk  # noqa: E731
 ITEM = lambda w: w.item.pk  # noqa: E731
+TASK = lambda w: w.span_task.name  # noqa: E731
+SPAN_OWN = lambda w: w.span_own.pk  # noqa: E731
+SPAN_BEN = lambda w: w.span_ben.pk  # noqa: E731
 RUN = lambda w: w.run.pk  # noqa: E731
 REL = lambda w: w.release.pk  # noqa: E731
 # The agreement tables a project's annotators and viewers may download: accept/reject aggregates. Written out
@@ -337,7 +343,7 @@ ROWS = [
     Row("agreement:dashboard", "get", _u("agreement:dashboard", P), "DOOO"),
     Row("agreement:annotators", "get", _u("agreement:annotators", P), "DDDO"),
     # span agreement: aggregates, for whoever sees the direction
-    Row("agreement:spans", "get", _u("agreement:spans", P, SPAN_TASK), "DOOO"),
+    Row("agreement:spans", "get", _u("agreement:spans", P, TASK), "DOOO"),
     Row(
         "agreement:annotators",
         "post",
@@ -500,6 +506,95 @@ def test_every_url_has_a_permission_row():
     assert not classified - served, f"rows for URLs the site no longer serves: {sorted(classified - served)}"
 
 
+# ---- span annotation (ESA, MQM): annotators see only their own items, viewers the aggregates only ----
+ROWS += [
+    Row("spans:tasks", "get", _u("spans:tasks", P), "DOOO"),
+    Row(
+        "spans:tasks",
+        "post",
+        _u("spans:tasks", P),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"name": "neu-spans", "protocol": "esa"},
+    ),
+    Row("spans:start", "get", _u("spans:start", P, TASK), "DODO"),
+    Row(
+        "spans:start",
+        "post",
+        _u("spans:start", P, TASK),
+        "DODO",
+        note="anna resumes her held item; the admin is handed one",
+    ),
+    Row("spans:done", "get", _u("spans:done", P, TASK), "DODO"),
+    Row("spans:annotate", "get", _u("spans:annotate", SPAN_OWN), "DODD", note="anna's own item: nobody else's screen"),
+    Row(
+        "spans:annotate",
+        "get",
+        _u("spans:annotate", SPAN_BEN),
+        "DDDD",
+        note="ben's item: not even another de annotator",
+    ),
+    Row("spans:quality", "get", _u("spans:quality", P, TASK), "DDDO"),
+    Row(
+        "spans:annotator_action",
+        "post",
+        _u("spans:annotator_action", P, TASK, lambda w: w.span_ben.annotator_id),
+        "DDDO",
+        writes=True,
+        body=lambda w: {"action": "retrain", "reason": "re-read"},
+    ),
+    Row(
+        "spans:crowd",
+        "get",
+        lambda w: (
+            reverse("spans:crowd", args=[w.span_task.pk, w.span_task.crowd_token])
+            + "?PROLIFIC_PID=p1&STUDY_ID=s1&SESSION_ID=x1"
+        ),
+        "OOOO",
+        kind=PUBLIC,
+        note="the Prolific link signs in the study's one-campaign annotator, whoever opens it (its secret is the key)",
+    ),
+    Row("projects:span_items", "get", _u("projects:span_items", P, TASK), "DDDO"),
+    Row(
+        "projects:span_items",
+        "post",
+        _u("projects:span_items", P, TASK),
+        "DDDO",
+        writes=True,
+        body=lambda w: {
+            "source": "system-outputs",
+            "direction": "en-de",
+            "file": SimpleUploadedFile("spans.tsv", b"id\tsource\ttext\nn-1\tA dog.\tEin Hund.\n"),
+        },
+    ),
+    Row("spans_api:next", "json", _u("spans_api:next", lambda w: w.span_task.pk), "DODO", kind=API, body=lambda w: {}),
+    Row("spans_api:summary", "get", _u("spans_api:summary", lambda w: w.span_task.pk), "DOOO", kind=API),
+    Row("spans_api:annotation", "get", _u("spans_api:annotation", SPAN_OWN), "DODD", kind=API),
+    Row("spans_api:annotation", "get", _u("spans_api:annotation", SPAN_BEN), "DDDD", kind=API),
+    Row(
+        "spans_api:submit",
+        "json",
+        _u("spans_api:submit", SPAN_OWN),
+        "DODD",
+        kind=API,
+        writes=True,
+        body=lambda w: {
+            "spans": [{"side": "target", "start": 0, "end": 3, "severity": "major"}],
+            "score": 50,
+            "idempotency_key": "api-spans",
+        },
+    ),
+    Row(
+        "spans_api:submit",
+        "json",
+        _u("spans_api:submit", SPAN_BEN),
+        "DDDD",
+        kind=API,
+        body=lambda w: {"spans": [], "score": 50, "idempotency_key": "api-spans-ben"},
+    ),
+]
+
+
 # ---- the world every row is requested in ----------------------------------------------------------------
 
 
@@ -634,7 +729,26 @@ def build_world(folder: Path) -> World:
                 triplet_ids=ids,
             )
     scores_summarize(release=release)
-    SpanTask.objects.create(project=project, name=SPAN_TASK, protocol="esa")  # its agreement page (#47)
+    span_task = span_services.span_task_create(
+        actor=users["admin"],
+        project=project,
+        name="geheim-spans",
+        protocol="esa",
+        annotators_per_item=3,
+        seed=1,
+        is_crowd=True,
+    )
+    span_services.span_items_import(
+        task=span_task,
+        direction_code="en-de",
+        rows=[{"id": str(i), "source": "A secret word.", "text": f"Ein Geheimwort Nummer {i}."} for i in range(3)],
+        source_name="spans.tsv",
+    )
+    span_ben = span_services.span_annotation_take_next(user=ben, task=span_task)
+    span_services.span_annotation_submit(
+        user=ben, annotation_id=span_ben.pk, spans=[], score=70, idempotency_key="ben-s1"
+    )
+    span_own = span_services.span_annotation_take_next(user=users["own"], task=span_task)
     _user, uid, token = people_services.annotator_invite(admin=users["admin"], username="new_de")
     # a session of each user, signed in as force_login signs in (written with the world, so a test's requests
     # use it without signing in again: most of a row's time went to the four sign-ins)
@@ -656,6 +770,9 @@ def build_world(folder: Path) -> World:
             project=project, direction=de, dataset="org/geheimwort-set", status="failed", error="the Hub did not answer"
         ),
         sessions=sessions,
+        span_task=span_task,
+        span_own=span_own,
+        span_ben=span_ben,
     )
 
 

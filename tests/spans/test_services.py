@@ -182,10 +182,10 @@ def test_exclusion_reopens_the_items_and_leaves_the_figures(esa_task, admin_user
         taken.append(a.item_id)
     assert len(taken) == 3 and services.span_annotation_take_next(user=second_de, task=esa_task) is None  # one per item
     with pytest.raises(Forbidden):
-        services.annotator_action(actor=second_de, task=esa_task, annotator_id=annotator_de.pk, action="exclude")
+        services.annotator_action_record(actor=second_de, task=esa_task, annotator_id=annotator_de.pk, action="exclude")
     with pytest.raises(NotFound):
-        services.annotator_action(actor=admin_user, task=esa_task, annotator_id=second_de.pk, action="exclude")
-    services.annotator_action(
+        services.annotator_action_record(actor=admin_user, task=esa_task, annotator_id=second_de.pk, action="exclude")
+    services.annotator_action_record(
         actor=admin_user, task=esa_task, annotator_id=annotator_de.pk, action="exclude", reason="fails checks"
     )
     assert selectors.completed_annotations(esa_task).count() == 0
@@ -200,27 +200,27 @@ def test_exclusion_reopens_the_items_and_leaves_the_figures(esa_task, admin_user
 def test_crowd_worker_keeps_only_prolific_ids_and_gets_the_code(project, admin_user):
     task = make_task(project, admin_user, name="crowd", is_crowd=True, crowd_items=2)
     with pytest.raises(NotFound):
-        services.crowd_join(task_id=task.pk, token="wrong", prolific_pid="P1", study_id="S1", session_id="X1")
+        services.crowd_worker_ensure(task_id=task.pk, token="wrong", prolific_pid="P1", study_id="S1", session_id="X1")
     with pytest.raises(Invalid) as exc:
-        services.crowd_join(
+        services.crowd_worker_ensure(
             task_id=task.pk, token=task.crowd_token, prolific_pid="P 1<", study_id="S1", session_id="X1"
         )
     assert exc.value.field == "PROLIFIC_PID"
-    user, _ = services.crowd_join(
+    user, _ = services.crowd_worker_ensure(
         task_id=task.pk, token=task.crowd_token, prolific_pid="P1", study_id="S1", session_id="X1"
     )
     assert not user.has_usable_password() and not user.email and not user.first_name
-    same, _ = services.crowd_join(
+    same, _ = services.crowd_worker_ensure(
         task_id=task.pk, token=task.crowd_token, prolific_pid="P1", study_id="S1", session_id="X2"
     )
     assert same.pk == user.pk and CrowdWorker.objects.count() == 1
-    assert services.crowd_completion_code(user=user, task=task) is None
+    assert services.crowd_completion_code_read(user=user, task=task) is None
     for i in range(2):
         a = services.span_annotation_take_next(user=user, task=task)
         assert a is not None
         services.span_annotation_submit(user=user, annotation_id=a.pk, spans=[], score=50, idempotency_key=f"c{i}")
     assert services.span_annotation_take_next(user=user, task=task) is None  # the worker's share is done
-    assert services.crowd_completion_code(user=user, task=task) == task.completion_code
+    assert services.crowd_completion_code_read(user=user, task=task) == task.completion_code
     assert CrowdWorker.objects.get(user=user).completed_at is not None
     # a crowd worker sees this task only
     other = SpanTask.objects.create(project=project, name="other", protocol="esa")

@@ -23,7 +23,7 @@ def test_admin_makes_a_task_and_annotators_start_it(project, admin_user, annotat
     assert "letters, digits" in r.content.decode()
     annotator = client_for(annotator_de, "anna-pass-123")
     assert (
-        annotator.post(reverse("spans:tasks", args=[project.name]), {"name": "x", "protocol": "esa"}).status_code == 403
+        annotator.post(reverse("spans:tasks", args=[project.name]), {"name": "x", "protocol": "esa"}).status_code == 404
     )
     r = admin.post(
         reverse("projects:span_items", args=[project.name, "wmt"]),
@@ -109,3 +109,17 @@ def test_prolific_link_makes_a_one_campaign_annotator(project, admin_user):
     assert client.get(reverse("projects:detail", args=[project.name])).status_code == 404
     other = user_create(username="zed", password="zed-pass-123", role="viewer", languages=["de"])
     assert other.pk != worker.user_id
+
+
+def test_previous_item_reopens_the_submitted_one_with_its_spans(project, annotator_de, esa_task):
+    client = client_for(annotator_de, "anna-pass-123")
+    first = services.span_annotation_take_next(user=annotator_de, task=esa_task)
+    spans = [{"side": "target", "start": 0, "end": 3, "severity": "major"}]
+    services.span_annotation_submit(
+        user=annotator_de, annotation_id=first.pk, spans=spans, score=12, idempotency_key="p1"
+    )
+    second = services.span_annotation_take_next(user=annotator_de, task=esa_task)
+    page = client.get(reverse("spans:annotate", args=[second.pk])).content.decode()
+    assert f'href="{reverse("spans:annotate", args=[first.pk])}"' in page
+    page = client.get(reverse("spans:annotate", args=[first.pk])).content.decode()
+    assert 'id="resubmit-notice"' in page and '"spans": [{"side": "target", "start": 0, "end": 3' in page

@@ -18,9 +18,9 @@ SERVICES = sorted(
 
 # What a service acts on: a word of the domain (a model, a record, a part of one). One or more words.
 ENTITIES = {
-    "annotator", "assignments", "audit", "batch", "build", "candidate", "corpus", "counts", "decision", "direction",
+    "annotator", "assignments", "audit", "batch", "build", "candidate", "corpus", "counts", "crowd", "decision", "direction",
     "directions", "job", "jobs", "language", "lock", "out", "part", "pool", "project", "push", "rating",
-    "release", "request", "result", "retry", "round", "run", "runs", "sampling", "scores", "scoring",
+    "release", "request", "result", "retry", "round", "run", "runs", "sampling", "scores", "scoring", "span",
     "staging", "system", "task", "token", "tokens", "xqmeval", "user", "username", "work",
 }  # fmt: skip
 # What it does: a verb.
