@@ -89,8 +89,11 @@ def leaderboard_page(request, release_id: int):
     statistic = request.GET.get("statistic", "pearson")
     if statistic not in offered:
         statistic = "pearson"
+    gold = request.GET.get("gold", selectors.PREDETERMINED)
+    if gold not in selectors.GOLDS:
+        gold = selectors.PREDETERMINED
     try:
-        board = selectors.release_leaderboard(release, metrics, statistic=statistic, directions=scope)
+        board = selectors.release_leaderboard(release, metrics, statistic=statistic, directions=scope, gold=gold)
     except selectors.MetaEvaluationError as exc:
         raise Http404(str(exc)) from None
     return render(
@@ -102,6 +105,12 @@ def leaderboard_page(request, release_id: int):
             "groups": [*board["directions"], board["overall"]],
             "statistics": [(name, s.label) for name, s in offered.items()],
             "statistic": statistic,
+            "gold": gold,
+            "golds": [
+                (selectors.PREDETERMINED, "the predetermined quality (−5·k)"),
+                ("esa", "people's ESA scores"),
+                ("mqm", "people's MQM scores"),
+            ],
             "metrics_param": ",".join(metrics),
         },
     )

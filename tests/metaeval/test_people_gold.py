@@ -158,3 +158,16 @@ def test_the_release_page_shows_the_mean_score_per_number_of_errors(with_people,
     assert "People's scores against the predetermined quality" in page
     total = sum(len(s) for c in CODES for s in people(c).values())
     assert f"ESA: {total} annotations of {2 * len(gold)} triplets" in page  # the admin sees both directions
+
+
+def test_the_leaderboard_page_takes_the_gold(with_people, client, admin_user):
+    from django.urls import reverse
+
+    client.force_login(admin_user)
+    url = reverse("scores:leaderboard", args=[with_people.pk])
+    page = client.get(url, {"metrics": "chrF++,BLEU", "gold": "esa"}).content.decode()
+    assert "against people&#x27;s ESA scores" in page
+    board = release_leaderboard(with_people, ["chrF++", "BLEU"], gold="esa")
+    assert f"{board['directions'][0]['n']} triplets" in page and board["directions"][0]["n"] == 48
+    page = client.get(url, {"metrics": "chrF++,BLEU", "gold": "nonsense"}).content.decode()
+    assert "against the predetermined quality" in page  # an unknown gold falls back, as an unknown statistic does
