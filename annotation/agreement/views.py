@@ -132,6 +132,7 @@ def dashboard(request, project: str):
             "own_cells": own[1] if own else None,
             "bootstrap": sel.bootstrap_options(),
             "languages": sorted(scope.languages) if scope.languages is not None else None,
+            "span_tasks": sel.SpanTask.objects.filter(project=project_obj).order_by("name"),
             **_refresh_context(project_obj, shown, scope),
         },
     )

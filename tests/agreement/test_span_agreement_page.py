@@ -65,6 +65,7 @@ def test_the_page_shows_them_to_whoever_sees_the_direction(annotated, client, ad
     client.force_login(admin_user)
     page = client.get(url).content.decode()
     assert "Character F1 between annotators (any severity)" in page and "0.769" in page
+    assert f'href="{url}"' in client.get(reverse("agreement:dashboard", args=["demo"])).content.decode()
     viewer = user_create(username="viewer_de", password="viewer-pass-123", role="viewer", languages=["de"])
     client.force_login(viewer)
     assert client.get(url).status_code == 200
