@@ -21,8 +21,10 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import Count, Max
 from django.utils import timezone
 
+from annotation.agreement.domain import spans as span_stats
 from annotation.agreement.domain.report import (  # noqa: F401  (the names the views, the command and the tests read here)
     ALL,
     DIMENSIONS,
@@ -38,9 +40,10 @@ from annotation.agreement.domain.report import (  # noqa: F401  (the names the v
     compute_report,
     own_agreement_table,
 )
-from annotation.models import LikertRating, ReviewDecision
+from annotation.models import LikertRating, ReviewDecision, SpanItem, SpanTask
 from annotation.review import changes
 from annotation.review import selectors as review_selectors
+from annotation.spans.selectors import completed_annotations
 from core import access
 from core.models import Profile, Project, ReviewerAssignment
 
@@ -352,3 +355,71 @@ def dashboard_scopes(project: Project) -> list[Scope]:
         per_user[user_id].add(code)
     sets = {frozenset(codes) for codes in per_user.values()}
     return [Scope(None, True), *(Scope(s, False) for s in sorted(sets, key=sorted))]
+
+
+# ---- error spans (ESA, MQM) ------------------------------------------------------------------------------
+
+SPAN_STATISTICS = (
+    ("character_f1", "Character F1 between annotators (any severity)"),
+    ("character_f1_severity", "Character F1 between annotators (same severity)"),
+    ("character_alpha", "Krippendorff's α on character labels (none, minor, major, critical; nominal)"),
+    ("score_alpha", "Krippendorff's α on the scores (interval)"),
+)
+INJECTED_STATISTICS = (
+    ("found", "Injected errors found (≥ 1 character marked)"),
+    ("recall", "Character recall of the injected spans"),
+    ("precision", "Character precision against the injected spans"),
+    ("f1", "Character F1 against the injected spans"),
+)
+
+
+def span_inputs(
+    task: SpanTask, languages: frozenset[str] | None = None
+) -> dict[str, tuple[list[span_stats.Item], list[span_stats.Annotation]]]:
+    """Per direction code, the task's regular items and their completed annotations (attention items and
+    excluded annotators left out) as the pure span statistics take them."""
+    items = SpanItem.objects.filter(task=task, is_attention=False).select_related("direction", "pseudo_translation")
+    if languages is not None:
+        items = items.filter(direction__target__code__in=languages)
+    out: dict[str, tuple[list, list]] = {}
+    code_of = {}
+    for it in items.only(
+        "pk", "kind", "translation", "source", "injected_spans", "direction__code", "pseudo_translation__level"
+    ):
+        # a pseudo translation's injected spans are known (none for a reference); a candidate's when the room
+        # could place its edit
+        known = it.kind == "pseudo_translation" or (it.kind == "candidate" and bool(it.injected_spans))
+        errors = it.pseudo_translation.level if it.pseudo_translation_id else (1 if it.kind == "candidate" else None)
+        item = span_stats.Item(
+            it.pk,
+            len(it.translation),
+            len(it.source),
+            [tuple(s) for s in it.injected_spans] if known else None,
+            errors,
+        )
+        out.setdefault(it.direction.code, ([], []))[0].append(item)
+        code_of[it.pk] = it.direction.code
+    done = completed_annotations(task, attention=False).filter(item_id__in=list(code_of)).prefetch_related("spans")
+    for a in done.only("pk", "item_id", "annotator_id", "score"):
+        spans = [span_stats.Span(s.start, s.end, s.severity, s.side) for s in a.spans.all()]
+        out[code_of[a.item_id]][1].append(span_stats.Annotation(a.item_id, a.annotator_id, spans, a.score))
+    return dict(sorted(out.items()))
+
+
+def span_agreement(task: SpanTask, languages: frozenset[str] | None = None) -> list[dict]:
+    """Per direction, every span statistic with its bootstrap interval (``span_stats.report``), cached under
+    a digest of the annotations they come from (a submission, an edit or an exclusion changes it)."""
+    options = bootstrap_options()
+    done = completed_annotations(task, attention=False)
+    marks = done.aggregate(n=Count("pk", distinct=True), last=Max("updated_at"), spans=Count("spans", distinct=True))
+    token = f"{task.pk}:{sorted(languages) if languages is not None else '*'}:{marks}:{sorted(options.items())}"
+    key = "span-agreement:" + hashlib.sha256(token.encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    result = [
+        {"direction": code, **span_stats.report(items, annotations, **options)}
+        for code, (items, annotations) in span_inputs(task, languages).items()
+    ]
+    cache.set(key, result, _cache_seconds())
+    return result

@@ -9,4 +9,5 @@ urlpatterns = [
     path("<slug:project>/annotators/", views.annotators, name="annotators"),
     path("<slug:project>/tables/<slug:table>.<slug:fmt>", views.download, name="download"),
     path("<slug:project>/plots/<slug:plot>.svg", views.plot, name="plot"),
+    path("<slug:project>/spans/<slug:task>/", views.spans, name="spans"),
 ]

@@ -132,6 +132,7 @@ def dashboard(request, project: str):
             "own_cells": own[1] if own else None,
             "bootstrap": sel.bootstrap_options(),
             "languages": sorted(scope.languages) if scope.languages is not None else None,
+            "span_tasks": sel.SpanTask.objects.filter(project=project_obj).order_by("name"),
             **_refresh_context(project_obj, shown, scope),
         },
     )
@@ -241,3 +242,48 @@ def plot(request, project: str, plot: str):
     response = HttpResponse(body, content_type="image/svg+xml")
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response
+
+
+def _interval_cells(stats: dict, names) -> list[list[str]]:
+    cell = tables.display_cell
+    return [
+        [title, cell(stats[name]["estimate"]), cell(stats[name]["low"]), cell(stats[name]["high"])]
+        for name, title in names
+    ]
+
+
+@login_required
+def spans(request, project: str, task: str):
+    """Agreement of an error-span task (ESA, MQM), per direction of the user's scope: aggregates only, so
+    viewers and annotators of the languages see it as admins do."""
+    project_obj, scope = _project_and_scope(request, project)
+    task_obj = sel.SpanTask.objects.filter(project=project_obj, name=str(task)[:100]).first()
+    if task_obj is None:
+        raise access.not_found()
+    directions = []
+    for d in sel.span_agreement(task_obj, scope.languages):
+        directions.append(
+            {
+                "code": d["direction"],
+                "counts": d,
+                "agreement": _interval_cells(d, sel.SPAN_STATISTICS),
+                "injected": _interval_cells(d["injected"], sel.INJECTED_STATISTICS),
+                "by_errors": [
+                    [str(r["errors"]), str(r["items"]), str(r["scores"])]
+                    + [tables.display_cell(r[k]) for k in ("estimate", "low", "high")]
+                    for r in d["score_by_errors"]
+                ],
+            }
+        )
+    return render(
+        request,
+        "agreement/spans.html",
+        {
+            "project": project_obj,
+            "task": task_obj,
+            "directions": directions,
+            "bootstrap": sel.bootstrap_options(),
+            "headers_interval": ["statistic", "estimate", "low", "high"],
+            "headers_errors": ["injected errors k", "items", "scores", "mean score", "low", "high"],
+        },
+    )

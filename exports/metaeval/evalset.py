@@ -6,7 +6,11 @@ Layout under ``ROOT/NAME`` for one language pair ``LP`` (mt-metrics-eval README,
 - ``sources/LP.txt``, ``references/LP.REF.txt``: one segment per line;
 - ``system-outputs/LP/SYSTEM.txt``: one line per segment;
 - ``human-scores/LP.SCORER.LEVEL.score`` and ``metric-scores/LP/METRIC-REF.LEVEL.score``: ``system score`` per
-  line, one line per segment (``seg``) or one per system (``sys``); a human score may be ``None``.
+  line, one line per segment (``seg``) or one per system (``sys``); a human score may be ``None``;
+- ``human-scores/LP.NAME.seg.rating``: error spans, ``system<TAB>{"errors": [...]}<TAB>rater`` per segment, or
+  ``system<TAB>None`` for a segment without a rating (``ratings.py``'s ``ReadRatingFile``); an error is
+  ``{"start", "end", "category", "severity", "score", "is_source_error"}`` in characters of the output (of the
+  source when ``is_source_error``).
 
 How a release maps onto it (``from_triplets``): a segment is a triplet (its source, its reference, its pseudo
 translation); the system ``triplets`` translates every segment and its human segment score is the predetermined
@@ -14,12 +18,20 @@ quality −5·k, so its segment-level correlation is the triplet-level statistic
 own triplets; elsewhere its output is empty and its human score ``None`` (mt-metrics-eval drops those items),
 and its metric score 0 there, since metric files may not hold ``None`` (the items are dropped all the same). Its
 system-level scores are the predetermined quality and the metric's mean over its triplets.
+
+People's scores (``human_ratings``: ESA, MQM) are further human scorers beside ``xqm``: a triplet's segment score
+is the mean over its raters (``None`` where nobody rated it), a system's the mean of its rated segments (``None``
+where none is). Their error spans go into ratings files, one rating per file and segment: the raters of a
+triplet in the order of their ids, the first in ``LP.esa.seg.rating``, the second in ``LP.esa.2.seg.rating``
+and so on (mt-metrics-eval keeps one rating per segment and name; its rating names may hold dots).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -32,6 +44,10 @@ REFERENCE = "refA"
 ALL_TRIPLETS = "triplets"
 LEVELS = ("seg", "sys")
 MAX_LINES = 5_000_000  # any one file: bounds what an import reads
+MAX_RATING_CHARS = 1_000_000  # one rating line
+MAX_RATING_ERRORS = 10_000
+_SCORER = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+_RATER = re.compile(r"[^\s]{1,100}")
 
 
 class EvalSetError(Invalid, ValueError):
@@ -48,6 +64,9 @@ class EvalSet:
     documents: list[tuple[str, str]] = field(default_factory=list)
     human: dict[tuple[str, str], dict[str, list[float | None]]] = field(default_factory=dict)  # (scorer, level)
     metrics: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)  # (metric-ref, level)
+    # rating name -> system -> per segment: {"errors": [...]} or None, and the rater of each
+    ratings: dict[str, dict[str, list[dict | None]]] = field(default_factory=dict)
+    rater_ids: dict[str, dict[str, list[str | None]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,39 @@ class System:
     triplet_ids: Sequence[str]
 
 
+@dataclass(frozen=True)
+class RatingError:
+    """An error span as mt-metrics-eval's ``ratings.Error``: ``[start, end)`` characters of the output (of the
+    source when ``is_source_error``)."""
+
+    start: int
+    end: int
+    severity: str | None = None
+    category: str | None = None
+    score: float | None = None
+    is_source_error: bool = False
+
+    def as_dict(self) -> dict:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "category": self.category,
+            "severity": self.severity,
+            "score": self.score,
+            "is_source_error": self.is_source_error,
+        }
+
+
+@dataclass(frozen=True)
+class HumanRating:
+    """One rater's annotation of one triplet: the segment score and its error spans."""
+
+    triplet_id: str
+    rater: str
+    score: float | None
+    errors: Sequence[RatingError] = ()
+
+
 def _line(text: str, what: str) -> str:
     if "\n" in text or "\r" in text:
         raise EvalSetError(f"{what}: a line break cannot be written to a one-segment-per-line file")
@@ -78,9 +130,11 @@ def from_triplets(
     triplets: Sequence[Triplet],
     systems: Sequence[System],
     metric_scores: dict[str, dict[str, float]],
+    human_ratings: dict[str, Sequence[HumanRating]] | None = None,
 ) -> EvalSet:
     """An EvalSet of one direction: a segment per triplet, the ``triplets`` system and each pseudo system, the
-    metrics' seg and sys scores (metric names without a reference suffix get ``-refA``)."""
+    metrics' seg and sys scores (metric names without a reference suffix get ``-refA``), and per human scorer
+    of ``human_ratings`` (``esa``, ``mqm``) its seg and sys scores and ratings files."""
     position = {t.id: i for i, t in enumerate(triplets)}
     n = len(triplets)
     outputs = {ALL_TRIPLETS: [_line(t.translation, f"triplet {t.id}") for t in triplets]}
@@ -117,7 +171,7 @@ def from_triplets(
             seg_scores[system] = values
             sys_scores[system] = [sum(values[i] for i in rows) / len(rows)]
         metrics[(key, "seg")], metrics[(key, "sys")] = seg_scores, sys_scores
-    return EvalSet(
+    evs = EvalSet(
         name,
         lp,
         [_line(t.source, f"triplet {t.id}") for t in triplets],
@@ -127,6 +181,69 @@ def from_triplets(
         {(HUMAN_SCORER, "seg"): human_seg, (HUMAN_SCORER, "sys"): human_sys},
         metrics,
     )
+    for scorer, ratings in (human_ratings or {}).items():
+        _add_people(evs, scorer, ratings, position, members, triplets)
+    return evs
+
+
+def _add_people(
+    evs: EvalSet,
+    scorer: str,
+    ratings: Sequence[HumanRating],
+    position: dict[str, int],
+    members: dict[str, list[int]],
+    triplets: Sequence[Triplet],
+) -> None:
+    """People's scores and spans of one scorer, on the rows of each system (see the module's docstring)."""
+    if not _SCORER.fullmatch(scorer) or scorer == HUMAN_SCORER:
+        raise EvalSetError(f"human scorer {scorer!r}: a lower-case name without dots, other than {HUMAN_SCORER}")
+    n = len(triplets)
+    per_row: list[list[HumanRating]] = [[] for _ in range(n)]
+    for r in ratings:
+        if r.triplet_id not in position:
+            raise EvalSetError(f"{scorer} rating by {r.rater}: triplet {r.triplet_id} is not in the direction")
+        if not _RATER.fullmatch(r.rater):
+            raise EvalSetError(f"{scorer} rating of {r.triplet_id}: rater {r.rater!r} must be one word")
+        if r.score is not None and not math.isfinite(r.score):
+            raise EvalSetError(f"{scorer} rating of {r.triplet_id} by {r.rater}: the score is not finite")
+        row = per_row[position[r.triplet_id]]
+        if any(other.rater == r.rater for other in row):
+            raise EvalSetError(f"{scorer}: triplet {r.triplet_id} is rated twice by {r.rater}")
+        row.append(r)
+    for row, t in zip(per_row, triplets):
+        row.sort(key=lambda r: r.rater)
+        for r in row:
+            for e in r.errors:
+                text = t.source if e.is_source_error else t.translation
+                if not 0 <= e.start < e.end <= len(text):
+                    raise EvalSetError(
+                        f"{scorer} rating of {t.id} by {r.rater}: span [{e.start}, {e.end}) lies outside the "
+                        f"{'source' if e.is_source_error else 'translation'} of {len(text)} characters"
+                    )
+    seg_all: list[float | None] = []
+    for row in per_row:
+        scores = [r.score for r in row if r.score is not None]
+        seg_all.append(sum(scores) / len(scores) if scores else None)
+    seg, sys_ = {}, {}
+    slots = max((len(row) for row in per_row), default=0)
+    rating_files = {(scorer if i == 0 else f"{scorer}.{i + 1}"): ({}, {}) for i in range(slots)}
+    for system, rows in members.items():
+        values: list[float | None] = [None] * n
+        for i in rows:
+            values[i] = seg_all[i]
+        seg[system] = values
+        rated = [values[i] for i in rows if values[i] is not None]
+        sys_[system] = [sum(rated) / len(rated) if rated else None]
+        for slot, (by_system, raters) in enumerate(rating_files.values()):
+            by_system[system], raters[system] = [None] * n, [None] * n
+            for i in rows:
+                if slot < len(per_row[i]):
+                    r = per_row[i][slot]
+                    by_system[system][i] = {"errors": [e.as_dict() for e in r.errors]}
+                    raters[system][i] = r.rater
+    evs.human[(scorer, "seg")], evs.human[(scorer, "sys")] = seg, sys_
+    for rating_name, (by_system, raters) in rating_files.items():
+        evs.ratings[rating_name], evs.rater_ids[rating_name] = by_system, raters
 
 
 def _write_lines(path: str, lines: Iterable[str]) -> None:
@@ -154,7 +271,21 @@ def write(evalset: EvalSet, root: str) -> str:
         _write_lines(os.path.join(d, "human-scores", f"{lp}.{scorer}.{level}.score"), _score_lines(scores))
     for (metric, level), scores in evalset.metrics.items():
         _write_lines(os.path.join(d, "metric-scores", lp, f"{metric}.{level}.score"), _score_lines(scores))
+    for rating_name, by_system in evalset.ratings.items():
+        path = os.path.join(d, "human-scores", f"{lp}.{rating_name}.seg.rating")
+        _write_lines(path, _rating_lines(by_system, evalset.rater_ids[rating_name]))
     return d
+
+
+def _rating_lines(by_system: dict[str, list[dict | None]], raters: dict[str, list[str | None]]) -> Iterable[str]:
+    # as ratings.WriteRatingFile: systems sorted, a rated segment as JSON (one line: json escapes tabs and
+    # line breaks inside strings) and its rater
+    for system in sorted(by_system):
+        for rating, rater in zip(by_system[system], raters[system]):
+            if rating is None:
+                yield f"{system}\tNone"
+            else:
+                yield f"{system}\t{json.dumps(rating, sort_keys=True)}\t{rater}"
 
 
 def _read_lines(path: str) -> list[str]:
@@ -245,7 +376,66 @@ def read(root: str, name: str, lp: str) -> EvalSet:
             metrics[(metric, level)] = _read_scores(path, allow_none=False, expected=expected[level], systems=systems)
     if not human:
         raise EvalSetError(f"{os.path.join(d, 'human-scores')}: no human seg or sys scores for {lp}")
-    return EvalSet(name, lp, sources, references, outputs, documents, human, metrics)
+    evs = EvalSet(name, lp, sources, references, outputs, documents, human, metrics)
+    for rating_name, path in listing("human-scores", f"{lp}.", ".seg.rating"):
+        evs.ratings[rating_name], evs.rater_ids[rating_name] = _read_ratings(path, expected=n, systems=systems)
+    return evs
+
+
+_ERROR_FIELDS = {"start": int, "end": int, "category": str, "severity": str, "score": float, "is_source_error": bool}
+
+
+def _field_ok(key: str, kind: type, value: object) -> bool:
+    if value is None:  # dacite takes None where the field is optional
+        return key in ("category", "severity", "score")
+    if isinstance(value, bool):
+        return kind is bool
+    return isinstance(value, kind) or (kind is float and isinstance(value, int))
+
+
+def _rating(text: str, where: str) -> dict:
+    if len(text) > MAX_RATING_CHARS:
+        raise EvalSetError(f"{where}: a rating of more than {MAX_RATING_CHARS} characters")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise EvalSetError(f"{where}: not JSON ({exc.msg})") from None
+    errors = value.get("errors") if isinstance(value, dict) else None
+    if not isinstance(errors, list) or set(value) != {"errors"}:
+        raise EvalSetError(f"{where}: a rating is an object with one key, errors, a list")
+    if len(errors) > MAX_RATING_ERRORS:
+        raise EvalSetError(f"{where}: more than {MAX_RATING_ERRORS} errors")
+    for number, error in enumerate(errors, 1):
+        if not isinstance(error, dict) or not {"start", "end"} <= set(error) <= set(_ERROR_FIELDS):
+            raise EvalSetError(
+                f"{where}, error {number}: an object with start, end and optionally {', '.join(list(_ERROR_FIELDS)[2:])}"
+            )
+        for key, kind in _ERROR_FIELDS.items():
+            if key in error and not _field_ok(key, kind, error[key]):
+                raise EvalSetError(f"{where}, error {number}: {key} must be {kind.__name__}")
+        if not 0 <= error["start"] <= error["end"]:
+            raise EvalSetError(f"{where}, error {number}: [{error['start']}, {error['end']}) is not a span")
+    return value
+
+
+def _read_ratings(path: str, *, expected: int, systems: set[str]) -> tuple[dict, dict]:
+    ratings: dict[str, list[dict | None]] = {}
+    raters: dict[str, list[str | None]] = {}
+    for number, line in enumerate(_read_lines(path), 1):
+        where = f"{path}, line {number}"
+        cols = line.strip().split("\t")
+        if len(cols) not in (2, 3):
+            raise EvalSetError(f"{where}: expected SYSTEM<TAB>RATING[<TAB>RATER]")
+        system = cols[0]
+        if system not in systems:
+            raise EvalSetError(f"{where}: unknown system {system!r}")
+        rating = None if cols[1] == "None" else _rating(cols[1], where)
+        ratings.setdefault(system, []).append(rating)
+        raters.setdefault(system, []).append(None if rating is None else (cols[2] if len(cols) == 3 else None))
+    for system, values in ratings.items():
+        if len(values) != expected:
+            raise EvalSetError(f"{path}: system {system} has {len(values)} ratings, expected {expected}")
+    return ratings, raters
 
 
 def meta_evaluate(

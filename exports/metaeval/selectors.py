@@ -20,6 +20,10 @@ from exports.models import MetricScore, PseudoSystem, Release, ScoreSummary
 from exports.scores.selectors import scored_directions, scores_digest
 from scoring.api import MetricError, get_metric
 
+PEOPLE_GOLDS = ("esa", "mqm")  # people's scores in the release's span annotations, as a gold beside -5k
+PREDETERMINED = "xqm"  # the predetermined quality -5k (evalset.HUMAN_SCORER)
+GOLDS = (PREDETERMINED, *PEOPLE_GOLDS)
+
 
 class MetaEvaluationError(Invalid, ValueError):
     code = "metaeval_invalid"
@@ -431,14 +435,21 @@ LEADERBOARD_GROUPINGS = {"triplet": ("none", "item"), "system": ("none",)}
 
 
 def _system_vectors(
-    release: Release, direction_id: int, loaded: dict[str, dict[str, tuple[int, float]]], metrics: list[str]
+    release: Release,
+    direction_id: int,
+    loaded: dict[str, dict[str, tuple[int, float]]],
+    metrics: list[str],
+    people: dict[str, float] | None = None,
 ) -> tuple[list[float], dict[str, list[float]], list[tuple[int, int]]]:
     """The direction's monolingual pseudo systems whose every triplet every metric scored: human scores, each
     metric's mean oriented score, and the item bounds of each repetition (a group, as a language pair is in
-    WMT's global accuracy: systems are compared within their repetition)."""
+    WMT's global accuracy: systems are compared within their repetition). With ``people``, a system's human
+    score is the mean of its triplets' people's scores (a system none of whose triplets has one is left out)."""
     by_repetition: dict[int, list[metaeval.SystemSample]] = defaultdict(list)
     for _, system in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=direction_id):
-        if all(t in loaded[m] for m in metrics for t in system.triplet_ids):
+        if all(t in loaded[m] for m in metrics for t in system.triplet_ids) and (
+            people is None or any(t in people for t in system.triplet_ids)
+        ):
             by_repetition[system.repetition].append(system)
     gold, vectors, bounds = [], {m: [] for m in metrics}, []
     for _, systems in sorted(by_repetition.items()):
@@ -446,7 +457,11 @@ def _system_vectors(
             continue
         bounds.append((len(gold), len(gold) + len(systems)))
         for system in systems:
-            gold.append(system.human_score)
+            if people is None:
+                gold.append(system.human_score)
+            else:
+                rated = [people[t] for t in system.triplet_ids if t in people]
+                gold.append(float(np.mean(rated)))
             for m in metrics:
                 vectors[m].append(float(np.mean([loaded[m][t][1] for t in system.triplet_ids])))
     return gold, vectors, bounds
@@ -466,8 +481,12 @@ def release_leaderboard(
     average_by: str = "none",
     replace_nans_with_zeros: bool = False,
     test: str | None = None,
+    gold: str = PREDETERMINED,
 ) -> dict:
-    """Leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined quality.
+    """Leaderboard of ``metrics`` (oriented so that higher is better) against the predetermined quality, or
+    with ``gold`` ``esa``/``mqm`` against people's scores of the release (``people_scores``: a triplet's mean
+    score; a pseudo system's, the mean over its triplets people scored; triplets and systems without one left
+    out, and no multilingual group).
 
     ``triplet`` level: per direction, the statistic of each metric over the triplets every metric scored (human
     score −5·k). ``system`` level: over the direction's monolingual pseudo systems (their mean scores against
@@ -495,6 +514,8 @@ def release_leaderboard(
         raise MetaEvaluationError(str(exc)) from None
     if chosen.by_system:
         raise MetaEvaluationError(f"{statistic}: a statistic of EvalSets and task sets (segment scores by system)")
+    if gold not in GOLDS:
+        raise MetaEvaluationError(f"gold {gold!r}: choose one of {', '.join(GOLDS)}")
     if level not in LEADERBOARD_LEVELS:
         raise MetaEvaluationError(f"level {level!r}: choose one of {', '.join(LEADERBOARD_LEVELS)}")
     if average_by not in LEADERBOARD_GROUPINGS[level]:
@@ -514,14 +535,15 @@ def release_leaderboard(
     rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
     spool = _MultilingualSpool()
     try:
-        if level == "system":  # each multilingual system's ids, spooled per direction as the study reads them
+        if level == "system" and gold == PREDETERMINED:  # each multilingual system's ids, spooled per direction
             for _, system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, set(shared)):
                 spool.add(system)
         spool.finish_writing()
         per_system = {m: defaultdict(dict) for m in metrics}  # metric → system index → direction → mean
         for code in shared:
-            row, gold, vectors, groups, means = _leaderboard_direction(
-                release, code, ids[code], metrics, signs, level, statistic, params, spool, options
+            people = people_scores(release, code, gold) if gold != PREDETERMINED else None
+            row, golds, vectors, groups, means = _leaderboard_direction(
+                release, code, ids[code], metrics, signs, level, statistic, params, spool, options, people
             )
             for m in metrics:
                 for index, mean in (means[m] or {}).items():
@@ -530,7 +552,7 @@ def release_leaderboard(
                 continue
             rows.append(row)
             bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
-            gold_all.extend(gold)
+            gold_all.extend(golds)
             for m in metrics:
                 scores_all[m].extend(vectors[m])
     finally:
@@ -551,11 +573,12 @@ def release_leaderboard(
         "reference": label.reference,
         "level": level,
         "average_by": average_by,
+        "gold": gold,
         "parameters": {**params, **overall.as_dict()["parameters"]},
         "directions": rows,
         "overall": {"direction": "all", "n": len(gold_all), "groups": len(bounds), **overall.as_dict()},
     }
-    if level == "system":
+    if level == "system" and gold == PREDETERMINED:
         board["multilingual"] = _multilingual_group(spool.systems, per_system, metrics, statistic, params, options)
     return board
 
@@ -588,19 +611,25 @@ def _multilingual_group(systems, per_system, metrics, statistic, params, options
     return {"direction": "multilingual", "n": len(gold), **result.as_dict()}
 
 
-def _leaderboard_direction(release, code, direction_id, metrics, signs, level, statistic, params, spool, options):
+def _leaderboard_direction(
+    release, code, direction_id, metrics, signs, level, statistic, params, spool, options, people=None
+):
     """One direction of the leaderboard: its row (ranking, clusters, intervals at triplet level), the items it
-    adds to the overall test, and each multilingual system's mean score there per metric (system level)."""
+    adds to the overall test, and each multilingual system's mean score there per metric (system level).
+    ``people``: triplet id → people's score, the gold instead of the predetermined quality."""
     from exports.metaeval import statistics
 
     resamples, seed, alpha = params["resamples"], params["seed"], params["alpha"]
     loaded = {m: _direction_scores(release, m, direction_id, signs[m]) for m in metrics}
     means = {m: None for m in metrics}
     if level == "system":
-        means = {m: spool.means(code, {t: v[1] for t, v in loaded[m].items()}, 1.0) for m in metrics}
-        gold, vectors, groups = _system_vectors(release, direction_id, loaded, metrics)
+        if people is None:
+            means = {m: spool.means(code, {t: v[1] for t, v in loaded[m].items()}, 1.0) for m in metrics}
+        gold, vectors, groups = _system_vectors(release, direction_id, loaded, metrics, people)
     else:
         triplets = sorted(set.intersection(*(set(v) for v in loaded.values())))
+        if people is not None:
+            triplets = [t for t in triplets if t in people]
         if options["average_by"] == "item":  # a gold segment's pseudo translations: "dir/segment/labels"
             triplets.sort(key=lambda t: (t.split("/", 2)[1] if t.count("/") >= 2 else t, t))
             segment = [t.split("/", 2)[1] if t.count("/") >= 2 else t for t in triplets]
@@ -608,7 +637,10 @@ def _leaderboard_direction(release, code, direction_id, metrics, signs, level, s
             groups = [(b, e) for b, e in zip(edges[:-1], edges[1:]) if e > b]
         else:
             groups = [(0, len(triplets))]
-        gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
+        if people is not None:
+            gold = [people[t] for t in triplets]
+        else:
+            gold = [-5.0 * loaded[metrics[0]][t][0] for t in triplets]
         vectors = {m: [loaded[m][t][1] for t in triplets] for m in metrics}
     del loaded
     if len(gold) < 3:
@@ -643,6 +675,53 @@ def _triplet_file(release: Release, code: str):
         raise MetaEvaluationError(f"release {release}: no triplet file for {code}")
     with files.local_copy(rel) as path:
         yield path, files.describe(rel)
+
+
+def _span_annotations(release: Release, code: str) -> list[dict]:
+    """The release's people's annotations (``human/span_annotations.parquet``) of direction ``code``; [] when
+    the release has none."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from exports.release.domain.release_files import SPAN_ANNOTATIONS_FILE
+
+    files = ReleaseFiles.for_release(release)
+    if files is None or not files.exists(SPAN_ANNOTATIONS_FILE):
+        return []
+    with files.local_copy(SPAN_ANNOTATIONS_FILE) as path:
+        try:
+            table = pq.read_table(path)
+        except (OSError, ValueError) as exc:
+            raise MetaEvaluationError(f"{files.describe(SPAN_ANNOTATIONS_FILE)}: not readable ({exc})") from None
+    return table.filter(pc.equal(table["direction"], code)).to_pylist()
+
+
+def people_scores(release: Release, code: str, gold: str) -> dict[str, float]:
+    """triplet id → the mean score people gave it under protocol ``gold`` (``esa``, ``mqm``), from the release."""
+    if gold not in PEOPLE_GOLDS:
+        raise MetaEvaluationError(f"gold {gold!r}: people's scores are one of {', '.join(PEOPLE_GOLDS)}")
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for row in _span_annotations(release, code):
+        if row["protocol"] == gold and row["score"] is not None:
+            entry = sums[row["triplet_id"]]
+            entry[0] += row["score"]
+            entry[1] += 1
+    return {t: total / n for t, (total, n) in sums.items()}
+
+
+def release_human_ratings(release: Release, code: str) -> dict[str, list]:
+    """The release's people's annotations of ``code`` as EvalSet human ratings per protocol (raters are the
+    release's pseudonyms)."""
+    from exports.metaeval import evalset
+
+    out: dict[str, list] = defaultdict(list)
+    for row in _span_annotations(release, code):
+        errors = [
+            evalset.RatingError(s["start"], s["end"], s["severity"], s["category"] or None, None, s["side"] == "source")
+            for s in row["spans"]
+        ]
+        out[row["protocol"]].append(evalset.HumanRating(row["triplet_id"], row["annotator"], row["score"], errors))
+    return dict(sorted(out.items()))
 
 
 def _release_records(release: Release, code: str) -> dict[str, tuple[str, int, list[str], list[str]]]:
@@ -793,7 +872,8 @@ def export_evalsets(
 ) -> list[str]:
     """Write one mt-metrics-eval EvalSet per direction scored by every metric, named ``PROJECT-VERSION``, under
     ``out_dir`` (``exports.metaeval.evalset.from_triplets``: a segment per triplet, the ``triplets`` system and
-    the direction's monolingual pseudo systems, seg and sys scores of each metric). One direction at a time."""
+    the direction's monolingual pseudo systems, seg and sys scores of each metric, and the people's ESA and MQM
+    scores and ratings the release holds). One direction at a time."""
     from pathlib import Path
 
     import pyarrow.parquet as pq
@@ -828,7 +908,7 @@ def export_evalsets(
             for _, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=per_metric[0][code])
         ]
         try:
-            evs = evalset.from_triplets(name, code, triplets, systems, scores)
+            evs = evalset.from_triplets(name, code, triplets, systems, scores, release_human_ratings(release, code))
             evalset.write(evs, out_dir)
         except evalset.EvalSetError as exc:
             raise MetaEvaluationError(f"{code}: {exc}") from None

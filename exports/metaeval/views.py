@@ -126,9 +126,12 @@ def leaderboard_page(request, release_id: int):
     average_by = request.GET.get("average_by", "none")
     if average_by not in GROUPINGS:
         average_by = "none"
+    gold = request.GET.get("gold", selectors.PREDETERMINED)
+    if gold not in selectors.GOLDS:
+        gold = selectors.PREDETERMINED
     try:
         board = selectors.release_leaderboard(
-            release, metrics, statistic=statistic, directions=scope, average_by=average_by
+            release, metrics, statistic=statistic, directions=scope, average_by=average_by, gold=gold
         )
     except selectors.MetaEvaluationError as exc:
         return not_yet(request, release, "Leaderboard", str(exc))
@@ -143,6 +146,12 @@ def leaderboard_page(request, release_id: int):
             "statistic": statistic,
             "groupings": list(GROUPINGS.items()),
             "average_by": average_by,
+            "gold": gold,
+            "golds": [
+                (selectors.PREDETERMINED, "the predetermined quality (−5·k)"),
+                ("esa", "people's ESA scores"),
+                ("mqm", "people's MQM scores"),
+            ],
             "metrics_param": ",".join(metrics),
         },
     )

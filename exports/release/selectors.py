@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from annotation.agreement.domain import spans as span_stats
+from annotation.models import SpanTask
+from annotation.spans.selectors import completed_annotations
 from core.domain.languages import unit_of
 from core.models import GoldSegment, Project
 from exports.benchmark.selectors import natural_key
@@ -110,3 +113,92 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
                     "unit": unit,
                     "flags": list(flags),
                 }
+
+
+def pseudo_triplet_id(direction: str, external_id: str, spans: list[dict]) -> str:
+    """A pseudo translation's ``triplet_id`` in the release (as ``iter_triplet_rows`` names it)."""
+    labels = [s["label"] for s in spans]
+    return f"{direction}/{external_id}/{'+'.join(labels) if labels else 'reference'}"
+
+
+def span_annotation_rows(project: Project) -> list[dict]:
+    """People's completed annotations of the project's pseudo translations, as the release's
+    ``human/span_annotations.parquet`` rows: attention items and excluded annotators left out, annotators as
+    pseudonyms numbered within a task in the order of their accounts (no user name leaves the platform)."""
+    rows = []
+    for task in SpanTask.objects.filter(project=project).order_by("name"):
+        annotations = (
+            completed_annotations(task, attention=False)
+            .filter(item__pseudo_translation__isnull=False)
+            .select_related("item__pseudo_translation__segment__direction", "item__direction")
+            .prefetch_related("spans")
+            .order_by("annotator_id", "pk")
+        )
+        pseudonym: dict[int, str] = {}
+        for a in annotations:
+            pt = a.item.pseudo_translation
+            name = pseudonym.setdefault(a.annotator_id, f"{task.name}-{len(pseudonym) + 1}")
+            direction = pt.segment.direction.code
+            rows.append(
+                {
+                    "triplet_id": pseudo_triplet_id(direction, pt.segment.external_id, pt.spans),
+                    "direction": direction,
+                    "num_errors": pt.level,
+                    "task": task.name,
+                    "protocol": task.protocol,
+                    "annotator": name,
+                    "score": a.score,
+                    "spans": [
+                        {
+                            "side": s.side,
+                            "start": s.start,
+                            "end": s.end,
+                            "severity": s.severity,
+                            "category": s.category,
+                            "origin": s.origin,
+                        }
+                        for s in sorted(a.spans.all(), key=lambda s: (s.side, s.start, s.end, s.pk))
+                    ],
+                }
+            )
+    return rows
+
+
+def people_agreement(release, visible: list[str] | None = None) -> list[dict]:
+    """How people's scores in a release (``human/span_annotations.parquet``) follow its predetermined quality,
+    per protocol over the directions in ``visible`` (None: all): the mean score per number of injected errors
+    k with a bootstrap interval over triplets (``annotation.agreement.domain.spans.score_by_errors``), and
+    Spearman's ρ between the scores and −k over the annotations. [] when the release holds none."""
+    import pyarrow.parquet as pq
+    from scipy import stats
+
+    from core.storage import ReleaseFiles
+    from exports.release.domain.release_files import SPAN_ANNOTATIONS_FILE
+
+    files = ReleaseFiles.for_release(release)
+    if files is None or not files.exists(SPAN_ANNOTATIONS_FILE):
+        return []
+    columns = ["triplet_id", "direction", "num_errors", "protocol", "annotator", "score"]
+    with files.local_copy(SPAN_ANNOTATIONS_FILE) as path:
+        rows = pq.read_table(path, columns=columns).to_pylist()
+    by_protocol: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        if (visible is None or row["direction"] in visible) and row["score"] is not None:
+            by_protocol[row["protocol"]].append(row)
+    out = []
+    for protocol, kept in sorted(by_protocol.items()):
+        items = {r["triplet_id"]: span_stats.Item(r["triplet_id"], 0, errors=r["num_errors"]) for r in kept}
+        # one annotation per row (the check for an annotator's second annotation of an item is the room's)
+        annotations = [span_stats.Annotation(r["triplet_id"], n, (), r["score"]) for n, r in enumerate(kept)]
+        scores, levels = [r["score"] for r in kept], [-r["num_errors"] for r in kept]
+        rho = stats.spearmanr(scores, levels).statistic if len(set(scores)) > 1 and len(set(levels)) > 1 else None
+        out.append(
+            {
+                "protocol": protocol,
+                "annotations": len(kept),
+                "triplets": len(items),
+                "spearman": None if rho is None or rho != rho else float(rho),
+                "by_errors": span_stats.score_by_errors(list(items.values()), annotations),
+            }
+        )
+    return out

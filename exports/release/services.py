@@ -108,6 +108,7 @@ def release_content_make(
         },
         agreement=selectors.agreement_figures(project),
         on_system=on_system,
+        span_annotations=release_selectors.span_annotation_rows(project),
     )
 
 
@@ -170,6 +171,8 @@ def _export_again(release: Release, *, out_dir, formats, progress) -> Release:
     release_files.check_out_dir(out_dir, name=project.name, version=release.version)
     try:
         content = release_content_make(project=project, version=release.version, plan=plan, progress=progress)
+        if "span_annotations" not in release.manifest:  # released before people annotated: not part of it
+            content.span_annotations = []
         manifest = release_files.write_release(
             content, out_dir, tuple(sorted(formats)), progress, expected_hash=release.content_hash
         )

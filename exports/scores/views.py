@@ -19,6 +19,7 @@ from core.domain.params import positive_number
 from core.http import redirect_next
 from core.svg_cache import cached_svg
 from exports.models import Release
+from exports.release import selectors as release_selectors
 from exports.scores import plots, selectors, services, tasks
 from exports.scores.domain import ScoringError
 from scoring.api import all_metrics
@@ -69,6 +70,7 @@ def _context(request, release: Release, visible: list[str] | None) -> dict:
         "is_admin": admin,
         "metrics": metrics,
         "judge": selectors.judge_reports(release, visible),
+        "people": release_selectors.people_agreement(release, visible),
         # said before anything is ticked: without a worker, queueing would only fail
         "worker": worker,
         "no_worker": tasks.NO_WORKER,

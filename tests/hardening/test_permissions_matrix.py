@@ -342,6 +342,8 @@ ROWS = [
     Row("agreement:index", "get", _u("agreement:index"), "OOOO"),
     Row("agreement:dashboard", "get", _u("agreement:dashboard", P), "DOOO"),
     Row("agreement:annotators", "get", _u("agreement:annotators", P), "DDDO"),
+    # span agreement: aggregates, for whoever sees the direction
+    Row("agreement:spans", "get", _u("agreement:spans", P, TASK), "DOOO"),
     Row(
         "agreement:annotators",
         "post",

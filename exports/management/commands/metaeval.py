@@ -1,5 +1,6 @@
 """python manage.py metaeval PROJECT@VERSION --metrics chrF++,spBLEU [--variant b|c|23|acc23|23-tc|acc23-tc] [--format json|text]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU,TER --leaderboard [--level triplet|system]
+    [--gold xqm|esa|mqm]
     [--statistic pearson] [--average-by none|item] [--replace-nans-with-zeros] [--perm-test scores|pairs]
     [--resamples 1000] [--seed 0] [--alpha 0.05] [--format json|csv|text] [--latex]
 python manage.py metaeval PROJECT@VERSION --metrics chrF++,BLEU --diagnostics [--tie-threshold 0] [--format json|text]
@@ -100,7 +101,9 @@ class Command(BaseCommand):
         parser.add_argument("--lp", help="its language pair, e.g. en-de")
         parser.add_argument(
             "--gold",
-            help=f"its human scores' name (mqm, esa, ...); default {evalset.HUMAN_SCORER}, with --task-set the test set's",
+            help=f"--import-evalset: its human scores' name (mqm, esa, ...), default {evalset.HUMAN_SCORER}, with "
+            "--task-set the test set's; --leaderboard: xqm (the predetermined quality, default), or esa or mqm "
+            "(people's scores in the release)",
         )
         parser.add_argument(
             "--level", help="leaderboard: triplet (default) or system; --import-evalset: sys (default) or seg"
@@ -290,6 +293,7 @@ class Command(BaseCommand):
                 average_by=opts["average_by"],
                 replace_nans_with_zeros=opts["replace_nans_with_zeros"],
                 test=opts["perm_test"],
+                gold=opts["gold"] or "xqm",
             )
         except (MetaEvaluationError, ValueError) as exc:
             raise CommandError(str(exc)) from None

@@ -22,7 +22,8 @@ NAME, LP = "xqmeval-synthetic", "en-de"
 METRIC_NOISE = {"noise3": 3.0, "noise3b": 3.2, "noise5": 5.0}
 
 
-def build() -> evalset.EvalSet:
+def synthetic() -> tuple[list[evalset.Triplet], list[evalset.System], dict[str, dict[str, float]]]:
+    """The direction's triplets, pseudo systems and metric scores."""
     rng = np.random.default_rng(20261127)
     triplets = []
     for segment in range(40):
@@ -46,7 +47,11 @@ def build() -> evalset.EvalSet:
             pool = [t.id for t in triplets if t.level == k]
             chosen = [pool[i] for i in sorted(rng.choice(len(pool), 20, replace=False))]
             systems.append(evalset.System(f"mono-r{repetition}-k{k}", -5.0 * k, chosen))
-    return evalset.from_triplets(NAME, LP, triplets, systems, scores)
+    return triplets, systems, scores
+
+
+def build() -> evalset.EvalSet:
+    return evalset.from_triplets(NAME, LP, *synthetic())
 
 
 if __name__ == "__main__":

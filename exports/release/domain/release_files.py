@@ -9,6 +9,7 @@ Layout (a contract with the scoring worker; keep it)::
     systems/multilingual.parquet
     excluded_candidates.csv        candidates kept out of the merge, with reasons
     transplanted_candidates.csv    candidates placed by transplanting their edit (flag ``transplanted``), with the drift
+    human/span_annotations.parquet people's error spans and scores (ESA, MQM) on the triplets, when there are any
     <direction>/test.jsonl|.tsv    on request
 
 Byte identity: rows arrive in a fixed order, parquet is written with fixed options and no timestamps, JSON
@@ -122,6 +123,30 @@ TRANSPLANTED_COLUMNS = [
     "span_end",
     "drift",
 ]
+SPAN_ANNOTATIONS_FILE = "human/span_annotations.parquet"
+HUMAN_SPAN_TYPE = pa.struct(
+    [
+        ("side", pa.string()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("severity", pa.string()),
+        ("category", pa.string()),
+        ("origin", pa.string()),
+    ]
+)
+SPAN_ANNOTATION_SCHEMA = pa.schema(
+    [
+        ("triplet_id", pa.string()),
+        ("direction", pa.string()),
+        ("num_errors", pa.int32()),
+        ("task", pa.string()),
+        ("protocol", pa.string()),
+        ("annotator", pa.string()),
+        ("score", pa.float64()),
+        ("spans", pa.list_(HUMAN_SPAN_TYPE)),
+    ]
+)
+SPAN_ANNOTATION_ORDER = ("task", "direction", "triplet_id", "annotator")
 TRANSPLANTED_FLAG = "transplanted"  # exports.benchmark.domain.TRANSPLANTED (this module imports nothing of the merger)
 
 CITATION = """@misc{xqmeval2026,
@@ -168,6 +193,9 @@ class ReleaseContent:
     shortfalls: list[str] = field(default_factory=list)
     transplanted: list[dict] = field(default_factory=list)  # candidates placed by transplanting their edit
     system_counts: dict = field(default_factory=lambda: {"monolingual": 0, "multilingual": 0})
+    # people's annotations of the triplets (SPAN_ANNOTATION_SCHEMA's columns; annotators as pseudonyms); an
+    # empty list writes no file and leaves the content hash of a release without them as it was
+    span_annotations: list[dict] = field(default_factory=list)
 
     @property
     def target_languages(self) -> list[str]:
@@ -427,6 +455,22 @@ def write_release(
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def span_annotation_rows(rows: Iterable[dict]) -> list[dict]:
+    """The span annotations in the file's order, each checked against the schema: a missing or unknown
+    column, or a span that is not ``[start, end)`` with ``end > start``, is refused naming the row."""
+    out = []
+    names = set(SPAN_ANNOTATION_SCHEMA.names)
+    span_names = {f.name for f in HUMAN_SPAN_TYPE}
+    for number, row in enumerate(rows, 1):
+        if set(row) != names:
+            raise ValueError(f"span annotation {number}: columns {sorted(set(row) ^ names)} differ from the schema's")
+        for s in row["spans"]:
+            if set(s) != span_names or not 0 <= s["start"] < s["end"] or s["side"] not in ("source", "target"):
+                raise ValueError(f"span annotation {number} ({row['triplet_id']}, {row['annotator']}): bad span {s!r}")
+        out.append(row)
+    return sorted(out, key=lambda r: tuple(r[c] for c in SPAN_ANNOTATION_ORDER))
+
+
 def _levels_json(levels: dict[int, list[str]]) -> dict[str, list[str]]:
     return {str(k): v for k, v in sorted(levels.items())}
 
@@ -483,6 +527,11 @@ def _finish(
     digest.section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
     _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
     canonical.append("transplanted_candidates.csv")
+    if content.span_annotations:
+        rows = span_annotation_rows(content.span_annotations)
+        digest.section("span_annotations", [[row[c] for c in SPAN_ANNOTATION_SCHEMA.names] for row in rows])
+        _write_parquet(pa.Table.from_pylist(rows, schema=SPAN_ANNOTATION_SCHEMA), staging / SPAN_ANNOTATIONS_FILE)
+        canonical.append(SPAN_ANNOTATIONS_FILE)
     content_hash = digest.hexdigest()
     if expected_hash and expected_hash != content_hash:
         raise ReleaseConflict(
@@ -512,6 +561,7 @@ def _finish(
         "shortfalls": content.shortfalls,
         "excluded_candidates": len(content.excluded),
         "transplanted_candidates": len(content.transplanted),
+        **({"span_annotations": len(content.span_annotations)} if content.span_annotations else {}),
         "triplets": content.total_triplets,
         "build": content.build,
         "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
@@ -838,6 +888,10 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]}
         for d in sorted(content.directions)
     ]
+    if content.span_annotations:
+        configs.append(
+            {"config_name": "span-annotations", "data_files": [{"split": "test", "path": SPAN_ANNOTATIONS_FILE}]}
+        )
     configs += [
         {
             "config_name": "systems-monolingual",
@@ -883,11 +937,45 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         transplanted_triplets=f"{content.transplanted_triplets:,}",
         excluded_candidates=len(content.excluded),
         agreement=agreement,
+        human_annotations=_human_annotations(content.span_annotations),
         sampling_plan=json.dumps(content.sampling_plan, sort_keys=True, indent=2),
         shortfalls=shortfalls,
         files="".join(f"- `{path}`\n" for path in sorted(canonical)),
         license=content.license,
         citation=CITATION,
+    )
+
+
+def _human_annotations(rows: list[dict]) -> str:
+    """The card's section on people's annotations: what the file holds and, per protocol, the mean score per
+    number of injected errors (how people's scores follow the predetermined quality)."""
+    if not rows:
+        return ""
+    by_protocol: dict[str, dict[int, list[float]]] = {}
+    for row in rows:
+        scores = by_protocol.setdefault(row["protocol"], {}).setdefault(row["num_errors"], [])
+        if row["score"] is not None:
+            scores.append(row["score"])
+    levels = sorted({k for per_k in by_protocol.values() for k in per_k})
+    table = [
+        "| protocol | annotations | " + " | ".join(f"k={k}" for k in levels) + " |\n",
+        "|---|---:|" + "---:|" * len(levels) + "\n",
+    ]
+    for protocol, per_k in sorted(by_protocol.items()):
+        cells = [f"{sum(per_k[k]) / len(per_k[k]):.1f} ({len(per_k[k])})" if per_k.get(k) else "–" for k in levels]
+        count = sum(1 for r in rows if r["protocol"] == protocol)
+        table.append(f"| {_md(protocol)} | {count:,} | " + " | ".join(cells) + " |\n")
+    return (
+        "## Human error-span annotations\n\n"
+        f"`{SPAN_ANNOTATIONS_FILE}` (config `span-annotations`): {len(rows):,} annotations of the triplets by people, "
+        "one row per (triplet, annotator) with `triplet_id`, `direction`, `num_errors` (*k* of the triplet), `task` "
+        "(the annotation campaign), `protocol` (`esa`: spans minor or major and a 0–100 score; `mqm`: spans with a "
+        "category and a severity, score −(1·minor + 5·major + w·critical) floored at −25), `annotator` (a pseudonym, "
+        "the same within a task), `score` and `spans`: `side` (`target`: the pseudo translation `mt`; `source`: "
+        "`src`, an omission), `[start, end)` in characters, `severity`, `category` (MQM; empty for ESA), `origin` "
+        "(`human`, or `metric` for an ESA-AI span kept or edited). Annotators whom an admin excluded and attention "
+        "checks are left out.\n\n"
+        "Mean score per number of injected errors *k* (annotations in brackets):\n\n" + "".join(table) + "\n"
     )
 
 

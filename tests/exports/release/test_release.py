@@ -411,3 +411,58 @@ def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, mo
     assert a["en-de/test.parquet"] != b["en-de/test.parquet"]
     assert a["excluded_candidates.csv"] == b["excluded_candidates.csv"] and a["README.md"] == b["README.md"]
     assert verify_release(tmp_path / "b") == []
+
+
+def test_the_release_holds_peoples_span_annotations_of_its_triplets(built, tmp_path):
+    """Annotations made in the span room on pseudo translations land in ``human/span_annotations.parquet``
+    under the triplet ids and levels of the release's own triplet file; annotators as pseudonyms (#47)."""
+    import pyarrow.parquet as pq
+
+    from annotation.spans import services as span_services
+    from core.services import user_create
+    from exports.release.domain.release_files import SPAN_ANNOTATIONS_FILE
+    from exports.span_items import PSEUDO_TRANSLATIONS, make_span_items
+
+    before = services.release_create(project=built, version="0.9.0", out_dir=tmp_path / "before")
+    admin = user_create(username="span_admin", password="span-admin-123", role="admin")
+    task = span_services.span_task_create(
+        actor=admin, project=built, name="esa-r", protocol="esa", annotators_per_item=2
+    )
+    assert make_span_items(task, PSEUDO_TRANSLATIONS, direction="en-de", limit=3, seed=1) == 3
+    submitted = {}
+    for n, name in enumerate(("rater_one", "rater_two")):
+        user = user_create(username=name, password=f"{name}-pass-123", languages=["de"])
+        for i in range(3):
+            a = span_services.span_annotation_take_next(user=user, task=task)
+            spans = [{"side": "target", "start": 0, "end": 2 + n, "severity": "minor"}]
+            span_services.span_annotation_submit(
+                user=user, annotation_id=a.pk, spans=spans, score=90 - 10 * i, idempotency_key=f"{name}-{i}"
+            )
+            submitted[(a.item.pseudo_translation_id, name)] = (90.0 - 10 * i, 2 + n)
+    out = tmp_path / "rel"
+    services.release_create(project=built, version="1.0.0", out_dir=out)
+    rows = pq.read_table(out / SPAN_ANNOTATIONS_FILE).to_pylist()
+    triplets = {
+        r["triplet_id"]: r
+        for r in pq.read_table(out / "en-de" / "test.parquet", columns=["triplet_id", "num_errors", "mt"]).to_pylist()
+    }
+    assert len(rows) == 6 and {r["annotator"] for r in rows} == {"esa-r-1", "esa-r-2"}
+    for row in rows:
+        triplet = triplets[row["triplet_id"]]
+        assert row["num_errors"] == triplet["num_errors"] and row["protocol"] == "esa" and row["task"] == "esa-r"
+        [span] = row["spans"]
+        assert span["start"] == 0 and span["end"] in (2, 3) and span["end"] <= len(triplet["mt"])
+    pt_of = {
+        pt.pk: f"en-de/{pt.segment.external_id}/" + ("+".join(s["label"] for s in pt.spans) or "reference")
+        for pt in PseudoTranslation.objects.filter(pk__in={k for k, _ in submitted}).select_related("segment")
+    }
+    expected = sorted((pt_of[pt], score, end) for (pt, _), (score, end) in submitted.items())
+    assert sorted((r["triplet_id"], r["score"], r["spans"][0]["end"]) for r in rows) == expected
+    assert "## Human error-span annotations" in (out / "README.md").read_text()
+    # the version released before people annotated is written again as it was: without them
+    call_command(
+        "release", "xqm", "--version", "0.9.0", "--out", str(tmp_path / "before"), "--format", "jsonl", verbosity=0
+    )
+    assert not (tmp_path / "before" / "human").exists()
+    manifest = json.loads((tmp_path / "before" / "manifest.json").read_text())
+    assert manifest["content_hash"] == before.content_hash and "span_annotations" not in manifest
