@@ -398,6 +398,8 @@ AGREEMENT_REFRESH_DELAY = int(
 REVIEW_FIGURES_LIVE_LIMIT = int(os.environ.get("REVIEW_FIGURES_LIVE_LIMIT", "20000"))
 # rows (the planner's estimate) from which list pages show an estimated count instead of counting (core.paging)
 LIST_EXACT_COUNT_BELOW = int(os.environ.get("LIST_EXACT_COUNT_BELOW", "50000"))
+# characters of texts one page of the candidate list holds at most (its 50 rows go on past it: injection.views)
+CANDIDATE_PAGE_MAX_CHARS = int(os.environ.get("CANDIDATE_PAGE_MAX_CHARS", "1000000"))
 
 CACHES = {
     "default": (
