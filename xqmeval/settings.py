@@ -14,6 +14,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from core.domain.secret_keys import WeakSecretKey, check_production_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -28,15 +30,24 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-PRODUCTION = os.environ.get("DJANGO_ENV", "development") == "production"
+ENVIRONMENTS = ("development", "production")
+DJANGO_ENV = os.environ.get("DJANGO_ENV") or "development"
+if DJANGO_ENV not in ENVIRONMENTS:  # a typo (prod) would start with DEBUG on and the development key (#48.4)
+    raise ImproperlyConfigured(f"DJANGO_ENV must be one of {', '.join(ENVIRONMENTS)}, not {DJANGO_ENV!r}")
+PRODUCTION = DJANGO_ENV == "production"
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
 
 DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
-# Production never runs on the development key, whatever DEBUG says: sessions and CSRF tokens signed with a
-# published key can be forged (#36.9).
-if PRODUCTION and (not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY):
-    raise ImproperlyConfigured("SECRET_KEY must be set to a secret of its own when DJANGO_ENV=production")
+# Production never runs on a key that can be guessed, whatever DEBUG says: sessions and CSRF tokens signed
+# with it could be forged (#36.9, #48.4). Blank, made from the development key, short or low in entropy.
+if PRODUCTION:
+    try:
+        check_production_key(SECRET_KEY, DEVELOPMENT_SECRET_KEY)
+    except WeakSecretKey as exc:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY must be set to a secret of its own when DJANGO_ENV=production: {exc}"
+        ) from None
 if not SECRET_KEY:
     if DEBUG:
         SECRET_KEY = DEVELOPMENT_SECRET_KEY
