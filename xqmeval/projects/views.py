@@ -541,15 +541,20 @@ def benchmarks_index(request):
 @login_required
 def benchmark_page(request, project: str):
     project_obj, directions = visible_project_and_directions(request, project)
-    context = benchmark_selectors.benchmark_page(project_obj, directions)
+    listed = benchmark_selectors.item_directions(request.user, project_obj)  # a viewer: the totals only
+    context = benchmark_selectors.benchmark_page(project_obj, directions, listed)
     context.update({"project": project_obj, "is_admin": access.is_admin(request.user), "formats": EXTRA_FORMATS})
     return render(request, "benchmarks/project.html", context)
 
 
 @login_required
 def benchmark_candidates_csv(request, project: str, table: str):
-    """Every excluded or transplanted candidate of the directions this user may see, as CSV."""
-    project_obj, directions = visible_project_and_directions(request, project)
+    """Every excluded or transplanted candidate of the directions whose items this user may read, as CSV.
+    A list of candidates, not an aggregate: a viewer gets 404, as for any item (#48.5)."""
+    project_obj, _ = visible_project_and_directions(request, project)
+    directions = benchmark_selectors.item_directions(request.user, project_obj)
+    if directions is not None and not directions:
+        raise access.not_found()
     rows, columns = CANDIDATE_TABLES[table]
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{project_obj.name}-{table}_candidates.csv"'
