@@ -5,12 +5,18 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import os
+import re
+import socket
+import tempfile
 from collections.abc import Callable
 from importlib import import_module
+from pathlib import Path
 from types import SimpleNamespace
 
 from django.conf import settings
-from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload, TemporaryFileUploadHandler
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
 from django.utils.datastructures import MultiValueDict
@@ -124,6 +130,64 @@ class BoundedUploadHandler(FileUploadHandler):
 
     def file_complete(self, file_size):
         return None
+
+
+# Django's temporary upload files (uploads past FILE_UPLOAD_MAX_MEMORY_SIZE) live in FILE_UPLOAD_TEMP_DIR, in
+# the data directory, named with their host and process: a request ended normally removes its file; one
+# killed (kill -9, an OOM kill) leaves it, and the next upload sweeps the files of processes that are gone
+# (#48.5).
+UPLOAD_PREFIX = "xq-upload-"
+
+
+def _upload_owner() -> str:
+    return f"{os.getpid()}@{re.sub(r'[^A-Za-z0-9]', '_', socket.gethostname())}"
+
+
+class _OwnedTemporaryUploadedFile(TemporaryUploadedFile):
+    def __init__(self, name, content_type, size, charset, content_type_extra=None):
+        _, ext = os.path.splitext(name)
+        file = tempfile.NamedTemporaryFile(
+            prefix=f"{UPLOAD_PREFIX}{_upload_owner()}-", suffix=".upload" + ext, dir=settings.FILE_UPLOAD_TEMP_DIR
+        )
+        UploadedFile.__init__(self, file, name, content_type, size, charset, content_type_extra)
+
+
+class SweptTemporaryFileUploadHandler(TemporaryFileUploadHandler):
+    """Django's handler for large uploads, its files named by their owner process and swept once it is gone."""
+
+    def new_file(self, *args, **kwargs):
+        FileUploadHandler.new_file(self, *args, **kwargs)
+        sweep_upload_files()
+        self.file = _OwnedTemporaryUploadedFile(
+            self.file_name, self.content_type, 0, self.charset, self.content_type_extra
+        )
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def sweep_upload_files(directory: str | None = None) -> list[str]:
+    """Remove the upload files of this host's processes that are gone; another host's (a shared data
+    directory) are its own to sweep. Returns what it removed."""
+    removed = []
+    host = _upload_owner().split("@", 1)[1]
+    for path in Path(directory or settings.FILE_UPLOAD_TEMP_DIR).glob(UPLOAD_PREFIX + "*"):
+        pid, _, rest = path.name[len(UPLOAD_PREFIX) :].partition("@")
+        if not pid.isdigit() or not rest.startswith(host + "-") or _process_alive(int(pid)):
+            continue
+        try:
+            path.unlink()
+            removed.append(str(path))
+        except OSError:
+            continue  # another request swept it first
+    return removed
 
 
 def body_copy(body, out, *, length: int, chunk: int = 1024 * 1024) -> tuple[str, int]:

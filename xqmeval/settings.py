@@ -255,8 +255,11 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads stream to a temp
 FILE_UPLOAD_HANDLERS = [
     "core.http.BoundedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
-    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+    "core.http.SweptTemporaryFileUploadHandler",  # named by their process, swept once it is gone (#48.5)
 ]
+# in the data directory, not the system's temporary folder: the platform's own, and swept (core.http)
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "upload-tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 CORPUS_UPLOAD_MAX_BYTES = int(os.environ.get("CORPUS_UPLOAD_MAX_BYTES", str(32 * 1024 * 1024)))
 HF_HUB_TIMEOUT = float(os.environ.get("HF_HUB_TIMEOUT", "20"))  # seconds for a Hub dataset import's calls
 # A Hub import's process holds its job this long (it cannot renew while datasets downloads); past it, a
