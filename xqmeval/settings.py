@@ -361,7 +361,10 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
+    # a rate limit per signed-in user: 429 with Retry-After past it (core.throttles)
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttles.ApiUserThrottle"],
 }
+API_THROTTLE_RATES = {"user": os.environ.get("API_THROTTLE_USER", "1200/minute")}
 SPECTACULAR_SETTINGS = {
     "TITLE": "xqmeval API",
     "DESCRIPTION": "Review queues, decisions, ratings and releases of the xqmeval benchmark platform.",
