@@ -31,8 +31,9 @@ from core.services import ImportRejected, direction_ensure
 ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
 
 
-def _corpus_limits():
-    """The corpus limits the settings give (``CORPUS_LIMITS``), for every reader of an upload."""
+def corpus_limits():
+    """The input limits the settings give (``CORPUS_LIMITS``), for every reader of an upload: corpus files,
+    system outputs to rate, the XQ-MEval files, EvalSets (docs/security.md, "Input limits")."""
     from django.conf import settings
 
     from core.corpus.domain import Limits
@@ -169,10 +170,10 @@ def corpus_source_read(
             columns,
             hub_only=hub_only,
             timeout=settings.HF_HUB_TIMEOUT,
-            limits=_corpus_limits(),
+            limits=corpus_limits(),
         )
         return hf_dataset, rows
-    return upload_name, read_corpus(data or b"", upload_name, columns, limits=_corpus_limits())
+    return upload_name, read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
 
 
 def corpus_source_import(

@@ -26,7 +26,7 @@ from core import selectors as core_selectors
 from core.corpus import selectors as corpus_selectors
 from core.corpus import tasks as corpus_tasks
 from core.corpus.domain import Columns, CorpusError, read_records
-from core.corpus.services import CorpusImportRejected, CorpusImportRunning, corpus_source_import
+from core.corpus.services import CorpusImportRejected, CorpusImportRunning, corpus_limits, corpus_source_import
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,
@@ -489,7 +489,8 @@ def rating_items_view(request, slug: str):
                 upload = data["file"]
                 rows = [
                     {**row, "_location": where}
-                    for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
+                    # the corpus file's limits (rows, columns, nesting, parquet size), as for every upload
+                    for where, row in read_records(upload.read(), upload.name, limits=corpus_limits())
                 ]
                 result = rating_services.system_outputs_import(
                     project=project,
