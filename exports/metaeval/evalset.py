@@ -18,11 +18,13 @@ system-level scores are the predetermined quality and the metric's mean over its
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from core.corpus.domain import DEFAULT_LIMITS, Limits, text_length_problem
 from core.domain.errors import Invalid
 
 HUMAN_SCORER = "xqm"  # the predetermined quality; mt-metrics-eval's std_gold at seg and sys level
@@ -155,13 +157,23 @@ def write(evalset: EvalSet, root: str) -> str:
     return d
 
 
-def _read_lines(path: str) -> list[str]:
+def _read_lines(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
+    """A file's lines: at most ``MAX_LINES``, each within the text limit of every upload (#48.3), read a
+    bounded piece at a time so one endless line is refused without being held."""
     lines = []
+    longest = limits.segment_chars + 1  # the newline
     with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+        for number in itertools.count(1):
+            line = f.readline(longest + 1)
+            if not line:
+                break
             if number > MAX_LINES:
                 raise EvalSetError(f"{path}: more than {MAX_LINES} lines")
-            lines.append(line.rstrip("\n"))
+            text = line.rstrip("\n")
+            problem = text_length_problem(text, limits)
+            if problem:
+                raise EvalSetError(f"{path}, line {number}: {problem}")
+            lines.append(text)
     return lines
 
 
@@ -190,7 +202,7 @@ def _read_scores(path: str, *, allow_none: bool, expected: int, systems: set[str
     return scores
 
 
-def read(root: str, name: str, lp: str) -> EvalSet:
+def read(root: str, name: str, lp: str, limits: Limits = DEFAULT_LIMITS) -> EvalSet:
     """Read ``root/NAME`` for ``lp`` (seg and sys scores; other levels are ignored), checking every file; an
     error names the file and line."""
     d = os.path.join(root, name)
@@ -199,7 +211,7 @@ def read(root: str, name: str, lp: str) -> EvalSet:
     src_path = os.path.join(d, "sources", f"{lp}.txt")
     if not os.path.exists(src_path):
         raise EvalSetError(f"{src_path}: missing")
-    sources = _read_lines(src_path)
+    sources = _read_lines(src_path, limits)
     n = len(sources)
 
     def listing(sub: str, prefix: str, suffix: str) -> list[tuple[str, str]]:
@@ -217,8 +229,10 @@ def read(root: str, name: str, lp: str) -> EvalSet:
             raise EvalSetError(f"{path}: {len(lines)} lines for {n} source segments")
         return lines
 
-    references = {ref: same_length(p, _read_lines(p)) for ref, p in listing("references", f"{lp}.", ".txt")}
-    outputs = {s: same_length(p, _read_lines(p)) for s, p in listing(os.path.join("system-outputs", lp), "", ".txt")}
+    references = {ref: same_length(p, _read_lines(p, limits)) for ref, p in listing("references", f"{lp}.", ".txt")}
+    outputs = {
+        s: same_length(p, _read_lines(p, limits)) for s, p in listing(os.path.join("system-outputs", lp), "", ".txt")
+    }
     if not outputs:
         raise EvalSetError(f"{os.path.join(d, 'system-outputs', lp)}: no system outputs")
     systems = set(outputs)

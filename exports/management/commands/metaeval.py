@@ -14,6 +14,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from core.corpus.services import corpus_limits
 from exports.management.commands.score import find_release, names
 from exports.metaeval import evalset, leaderboard
 from exports.metaeval.domain import TAU_STATISTICS
@@ -76,7 +77,7 @@ class Command(BaseCommand):
         if not opts["evalset"] or not opts["lp"]:
             raise CommandError("--import-evalset needs --evalset NAME and --lp LP")
         try:
-            evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"])
+            evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"], corpus_limits())
             result = evalset.meta_evaluate(
                 evs,
                 opts["gold"],
