@@ -20,7 +20,7 @@ from annotation.rating import selectors
 from annotation.signals import annotations_written
 from core import bulk
 from core.corpus.domain import text_cell, text_length_problem
-from core.corpus.services import corpus_limits
+from core.corpus.selectors import corpus_limits
 from core.domain import bidi
 from core.domain.errors import Conflict, Invalid, NotFound
 from core.domain.params import id_param

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from core import bulk
 from core.corpus.domain import Columns, CorpusError, CorpusRow, HubUnreachable, hub_id_problem
+from core.corpus.selectors import corpus_limits
 from core.domain import bidi
 from core.domain.language_id import language_mismatch
 from core.domain.languages import parse_direction
@@ -29,16 +30,6 @@ from core.selectors import active_directions
 from core.services import ImportRejected, direction_ensure
 
 ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
-
-
-def corpus_limits():
-    """The input limits the settings give (``CORPUS_LIMITS``), for every reader of an upload: corpus files,
-    system outputs to rate, the XQ-MEval files, EvalSets (docs/security.md, "Input limits")."""
-    from django.conf import settings
-
-    from core.corpus.domain import Limits
-
-    return Limits(**settings.CORPUS_LIMITS)
 
 
 @dataclass

@@ -26,7 +26,8 @@ from core import selectors as core_selectors
 from core.corpus import selectors as corpus_selectors
 from core.corpus import tasks as corpus_tasks
 from core.corpus.domain import Columns, CorpusError, read_records
-from core.corpus.services import CorpusImportRejected, CorpusImportRunning, corpus_limits, corpus_source_import
+from core.corpus.selectors import corpus_limits
+from core.corpus.services import CorpusImportRejected, CorpusImportRunning, corpus_source_import
 from core.forms import (
     AssignmentForm,
     CorpusUploadForm,

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.rating import services
 from core.corpus.domain import CorpusError, read_records
-from core.corpus.services import corpus_limits
+from core.corpus.selectors import corpus_limits
 from core.models import Project
 from core.services import ImportRejected
 

@@ -32,7 +32,7 @@ from annotation.review.xqmeval_import.domain import (
     validate_group,
 )
 from core import bulk
-from core.corpus.services import corpus_limits
+from core.corpus.selectors import corpus_limits
 from core.domain.errors import Conflict
 from core.models import GoldSegment, Project
 from core.services import ImportRejected, direction_ensure, project_directions_add, project_ensure, project_name_check

@@ -14,7 +14,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from core.corpus.services import corpus_limits
+from core.corpus.selectors import corpus_limits
 from exports.management.commands.score import find_release, names
 from exports.metaeval import evalset, leaderboard
 from exports.metaeval.domain import TAU_STATISTICS
