@@ -215,7 +215,7 @@ class _CleanUsername:
     def clean_username(self):
         username = self.cleaned_data["username"]
         if not (self.instance.pk and username == self.instance.username):  # an existing name is not re-judged
-            self.cleaned_data["username"] = username = username_clean(username=username)
+            self.cleaned_data["username"] = username = username_clean(username=username, besides=self.instance.pk)
         parent = getattr(super(), "clean_username", None)  # the creation form's case-insensitive duplicate check
         return parent() if parent else username
 

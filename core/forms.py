@@ -103,12 +103,10 @@ class CorpusUploadForm(forms.Form):
             self.fields["file"].required = True
 
     def clean_file(self):
-        from django.conf import settings
-
         upload = self.cleaned_data.get("file")
-        limit = settings.CORPUS_UPLOAD_MAX_BYTES
-        if upload is not None and upload.size > limit:  # the size the upload declares, before a byte is read
-            raise forms.ValidationError(f"{upload.name}: {upload.size} bytes, more than the {limit} allowed")
+        problem = upload_size_problem(upload)
+        if problem:
+            raise forms.ValidationError(problem)
         return upload
 
     def clean_hf_dataset(self):
@@ -143,10 +141,35 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)]
 
 
+def upload_size_problem(upload) -> str:
+    """Why an uploaded file is past ``CORPUS_UPLOAD_MAX_BYTES`` (the size it declares, before a byte is
+    read), or "": the file-size limit of every upload form (docs/security.md, "Input limits")."""
+    from django.conf import settings
+
+    limit = settings.CORPUS_UPLOAD_MAX_BYTES
+    if upload is not None and upload.size > limit:
+        return f"{upload.name}: {upload.size} bytes, more than the {limit} allowed"
+    return ""
+
+
 class XQMEvalUploadForm(forms.Form):
     candidate_files = MultipleFileField(help_text="The en-{lang}-{ErrorType}.parquet files of the release.")
     decisions = forms.FileField(required=False, help_text="decisions.csv (optional).")
     strict = forms.BooleanField(required=False, help_text="Treat a candidate with several <v> regions as an error.")
+
+    def clean_candidate_files(self):
+        files = self.cleaned_data.get("candidate_files") or []
+        problems = [upload_size_problem(upload) for upload in files]
+        if any(problems):
+            raise forms.ValidationError([p for p in problems if p])
+        return files
+
+    def clean_decisions(self):
+        upload = self.cleaned_data.get("decisions")
+        problem = upload_size_problem(upload)
+        if problem:
+            raise forms.ValidationError(problem)
+        return upload
 
 
 class ProjectSettingsForm(forms.Form):

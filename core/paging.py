@@ -53,3 +53,18 @@ class EstimatedCountPaginator(Paginator):
             return super().count
         self.estimated = True
         return guess
+
+
+def within_budget(sizes: list[tuple[int, int]], start: int | None, budget: int) -> tuple[list[int], int | None]:
+    """One page's rows by characters as well as by count (#48.2): ``sizes`` are the (id, characters) of a
+    row page in order. From the row ``start`` (None: the first), the rows that fit ``budget`` characters
+    (always at least one), and the id the page continues from (None when it ends here)."""
+    ids = [pk for pk, _ in sizes]
+    first = ids.index(start) if start in ids else 0
+    shown, used = [], 0
+    for pk, size in sizes[first:]:
+        if shown and used + size > budget:
+            return shown, pk
+        shown.append(pk)
+        used += size
+    return shown, None

@@ -176,10 +176,11 @@ def project_directions_add(*, project: Project, codes: Iterable[str]) -> list[Di
     return directions
 
 
-def username_clean(*, username: str) -> str:
-    """``username`` NFKC-normalised and checked by Django's rules and the confusables rule
-    (``core.domain.usernames``); a ``ValidationError`` says what is wrong. Every path that creates a user
-    goes through it."""
+def username_clean(*, username: str, besides: int | None = None) -> str:
+    """``username`` NFKC-normalised and checked by Django's rules, the confusables rule
+    (``core.domain.usernames``) and against the names taken, compared without case (``ANNA`` meets
+    ``anna``, #48.5; ``besides``: the user being renamed); a ``ValidationError`` says what is wrong (code
+    ``taken`` for a name in use). Every path that creates or renames a user goes through it."""
     from django.core.exceptions import ValidationError
 
     from core.domain.usernames import normalize_username, username_problem
@@ -190,6 +191,15 @@ def username_clean(*, username: str) -> str:
     problem = username_problem(username)
     if problem:
         raise ValidationError(problem, code="confusable")
+    taken = User.objects.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exclude(pk=besides)
+    existing = taken.values_list(User.USERNAME_FIELD, flat=True).first()
+    if existing == username:
+        raise ValidationError(f"{username} is taken: that user already exists.", code="taken")
+    if existing is not None:
+        raise ValidationError(
+            f"{username} is taken: user {existing} already exists (user names are compared without case).",
+            code="taken",
+        )
     return username
 
 

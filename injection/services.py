@@ -36,6 +36,7 @@ from injection.domain.checks import run_checks
 from injection.domain.postprocess import OutputRejected, candidate_fields, process_output
 from injection.domain.prompts import PromptFileError, build_prompt, perturbation_overrides
 from injection.models import Candidate, InjectionItem, InjectionRun
+from llm_client.answers import clip_raw
 from llm_client.endpoints import Endpoint, EndpointError, MissingKey, endpoint_for
 from llm_client.limits import RetryPolicy
 from llm_client.pricing import estimate_cost
@@ -463,7 +464,7 @@ def result_record(
             item.status = InjectionItem.Status.FAILED
             item.error = error or "no answer"
             item.retryable = result.retryable
-            item.raw_output = result.text or ""
+            item.raw_output = clip_raw(result.text)
             item.save()
             return item
         sampling = _sampling(run).as_dict()
@@ -481,7 +482,7 @@ def result_record(
                 model=result.model or run.model,
                 prompt_version=request.prompt_version,
                 sampling=sampling,
-                raw_output=result.text,
+                raw_output=clip_raw(result.text),
                 prompt_tokens=result.prompt_tokens,
                 completion_tokens=result.completion_tokens,
                 cost_usd=cost,

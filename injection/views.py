@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from core import access
 from core.domain.params import id_param
 from core.models import FINISHED, JobStatus, Project
-from core.paging import EstimatedCountPaginator
+from core.paging import EstimatedCountPaginator, within_budget
 from injection import selectors, services, tasks
 from injection.forms import StartRunForm
 from injection.models import InjectionRun
@@ -170,8 +170,16 @@ def candidates(request):
         run=run,
         clean=request.GET.get("clean") == "1",
     )
-    page = EstimatedCountPaginator(qs.order_by("id"), 50).get_page(request.GET.get("page"))  # no COUNT of millions
-    rows = [(candidate, selectors.marked_parts(candidate)) for candidate in page]
+    qs = qs.order_by("id")
+    page = EstimatedCountPaginator(qs, 50).get_page(request.GET.get("page"))  # no COUNT of millions
+    # A page holds 50 rows and at most CANDIDATE_PAGE_MAX_CHARS of their texts (#48.2): past it, the rest of
+    # the page is a "continue" link; the texts are measured in the database before any is read.
+    shown, continues = within_budget(
+        selectors.candidate_sizes(qs, page.start_index() - 1, page.end_index()) if page.paginator.count else [],
+        id_param(request.GET.get("from", "")),
+        settings.CANDIDATE_PAGE_MAX_CHARS,
+    )
+    rows = [(candidate, selectors.marked_parts(candidate)) for candidate in qs.filter(pk__in=shown).defer("raw_output")]
     # one run's candidates are all of its project: another project's writes keep their counts
     run_project = InjectionRun.objects.filter(pk=run).values_list("project_id", flat=True).first() if run else None
     return render(
@@ -180,6 +188,7 @@ def candidates(request):
         {
             "page": page,
             "rows": rows,
+            "continues": continues,
             "flags": selectors.flag_counts(qs, project_id=run_project),
             "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},
         },

@@ -6,6 +6,16 @@ Needs only ``openai`` (and its ``httpx``); installs in the web (.venv) and scori
 environments alike.
 """
 
+from llm_client.answers import (
+    MAX_ANSWER_BYTES,
+    MAX_JSON_NESTING,
+    MAX_RAW_OUTPUT_CHARS,
+    AnswerTooLarge,
+    NestedTooDeep,
+    clip_raw,
+    loads_bounded,
+    nesting_depth,
+)
 from llm_client.chat import (
     ChatClient,
     ChatRequest,
@@ -28,6 +38,14 @@ from llm_client.limits import RateLimiter, RetryPolicy
 from llm_client.pricing import estimate_cost, prices
 
 __all__ = [
+    "MAX_ANSWER_BYTES",
+    "MAX_JSON_NESTING",
+    "MAX_RAW_OUTPUT_CHARS",
+    "AnswerTooLarge",
+    "NestedTooDeep",
+    "clip_raw",
+    "loads_bounded",
+    "nesting_depth",
     "ChatClient",
     "ChatRequest",
     "ChatResult",

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_client.answers import MAX_ANSWER_BYTES, AnswerTooLarge, NestedTooDeep, loads_bounded, read_capped
 from llm_client.endpoints import Endpoint, MissingKey, configured_endpoints
 from llm_client.limits import PrioritySlots, RateLimiter, RetryPolicy
 
@@ -172,6 +173,9 @@ def read_completion(custom_id: str, completion, attempts: int, structured: bool 
     if message.content is None or not message.content.strip():
         result.error = "empty response"
         return result
+    if len(message.content) > MAX_ANSWER_BYTES:  # a Batch API line is not read through ``read_capped``
+        result.error = str(AnswerTooLarge(MAX_ANSWER_BYTES, len(message.content.encode())))
+        return result
     result.text = message.content
     return result
 
@@ -190,8 +194,10 @@ class ChatClient:
         retry: RetryPolicy | None = None,
         jitter_seed: int | None = None,
         cancel_grace: float = CANCEL_GRACE_S,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ):
         self.base_url = base_url or ""
+        self.max_answer_bytes = max_answer_bytes
         self.cancel_grace = cancel_grace
         self.key_env = key_env  # the variable holding this endpoint's key (its configuration names it); empty: none
         self.concurrency = max(1, int(concurrency))
@@ -246,8 +252,23 @@ class ChatClient:
         if not thread.is_alive():
             loop.close()
 
-    async def _complete(self, client, limiter: RateLimiter, request: ChatRequest) -> ChatResult:
+    async def _post(self, client, body: dict):
+        """One chat completion. The body is read as a stream and dropped past ``max_answer_bytes`` (#48.2):
+        the client's own parse would hold any size in memory first."""
+        import httpx2
         from openai.types.chat import ChatCompletion
+
+        # The client's generic POST (documented for endpoints without a typed helper): the body is already
+        # plain JSON, and this skips the typed helper's per-request walk over the messages, the largest
+        # client-side CPU cost at high concurrency. Status errors are raised as the typed helper raises them.
+        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body, stream=True)
+        data = await read_capped(response, self.max_answer_bytes)
+        value = loads_bounded(data)
+        if not isinstance(value, dict):
+            raise ValueError("malformed response: not a JSON object")
+        return ChatCompletion.construct(**value)
+
+    async def _complete(self, client, limiter: RateLimiter, request: ChatRequest) -> ChatResult:
 
         attempt = 0
         while True:
@@ -256,15 +277,12 @@ class ChatClient:
             structured = bool(request.json_schema) and self.structured_ok
             try:
                 self.requests_sent += 1
-                # The client's generic POST (documented for endpoints without a typed helper): the body is
-                # already plain JSON, and this skips the typed helper's per-request walk over the messages,
-                # the largest client-side CPU cost at high concurrency. Errors and parsing are the same.
-                completion = await client.post(
-                    "/chat/completions", cast_to=ChatCompletion, body=request.body(structured)
-                )
+                completion = await self._post(client, request.body(structured))
                 if not getattr(completion, "choices", None):
                     raise ValueError("malformed response: no choices")
                 return read_completion(request.custom_id, completion, attempt, structured)
+            except (AnswerTooLarge, NestedTooDeep) as exc:  # the same question gets the same answer: not retried
+                return ChatResult(request.custom_id, error=describe(exc), attempts=attempt)
             except Exception as exc:
                 if structured and _response_format_rejected(exc):
                     if self.structured_ok:

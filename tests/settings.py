@@ -36,6 +36,10 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
 ]
 
+# The API's rate limit: a test run sends thousands of requests a minute as the same few users (ids repeat
+# across tests), far past a person's rate. tests/hardening/test_api_throttle.py sets the real rates back.
+API_THROTTLE_RATES = {"user": "1000000/minute"}
+
 # Process-local cache whatever CACHE_URL says, so tests never share cached figures through a Redis that
 # another run (or another xdist worker) also uses. Tests of the Redis cache set settings.CACHES themselves
 # and carry the ``redis`` marker.

@@ -14,6 +14,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from core.domain.secret_keys import WeakSecretKey, check_production_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -28,15 +30,24 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-PRODUCTION = os.environ.get("DJANGO_ENV", "development") == "production"
+ENVIRONMENTS = ("development", "production")
+DJANGO_ENV = os.environ.get("DJANGO_ENV") or "development"
+if DJANGO_ENV not in ENVIRONMENTS:  # a typo (prod) would start with DEBUG on and the development key (#48.4)
+    raise ImproperlyConfigured(f"DJANGO_ENV must be one of {', '.join(ENVIRONMENTS)}, not {DJANGO_ENV!r}")
+PRODUCTION = DJANGO_ENV == "production"
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
 
 DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
-# Production never runs on the development key, whatever DEBUG says: sessions and CSRF tokens signed with a
-# published key can be forged (#36.9).
-if PRODUCTION and (not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY):
-    raise ImproperlyConfigured("SECRET_KEY must be set to a secret of its own when DJANGO_ENV=production")
+# Production never runs on a key that can be guessed, whatever DEBUG says: sessions and CSRF tokens signed
+# with it could be forged (#36.9, #48.4). Blank, made from the development key, short or low in entropy.
+if PRODUCTION:
+    try:
+        check_production_key(SECRET_KEY, DEVELOPMENT_SECRET_KEY)
+    except WeakSecretKey as exc:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY must be set to a secret of its own when DJANGO_ENV=production: {exc}"
+        ) from None
 if not SECRET_KEY:
     if DEBUG:
         SECRET_KEY = DEVELOPMENT_SECRET_KEY
@@ -244,8 +255,11 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads stream to a temp
 FILE_UPLOAD_HANDLERS = [
     "core.http.BoundedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
-    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+    "core.http.SweptTemporaryFileUploadHandler",  # named by their process, swept once it is gone (#48.5)
 ]
+# in the data directory, not the system's temporary folder: the platform's own, and swept (core.http)
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "upload-tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 CORPUS_UPLOAD_MAX_BYTES = int(os.environ.get("CORPUS_UPLOAD_MAX_BYTES", str(32 * 1024 * 1024)))
 HF_HUB_TIMEOUT = float(os.environ.get("HF_HUB_TIMEOUT", "20"))  # seconds for a Hub dataset import's calls
 # A Hub import's process holds its job this long (it cannot renew while datasets downloads); past it, a
@@ -347,7 +361,10 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
+    # a rate limit per signed-in user: 429 with Retry-After past it (core.throttles)
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttles.ApiUserThrottle"],
 }
+API_THROTTLE_RATES = {"user": os.environ.get("API_THROTTLE_USER", "1200/minute")}
 SPECTACULAR_SETTINGS = {
     "TITLE": "xqmeval API",
     "DESCRIPTION": "Review queues, decisions, ratings and releases of the xqmeval benchmark platform.",
@@ -398,6 +415,8 @@ AGREEMENT_REFRESH_DELAY = int(
 REVIEW_FIGURES_LIVE_LIMIT = int(os.environ.get("REVIEW_FIGURES_LIVE_LIMIT", "20000"))
 # rows (the planner's estimate) from which list pages show an estimated count instead of counting (core.paging)
 LIST_EXACT_COUNT_BELOW = int(os.environ.get("LIST_EXACT_COUNT_BELOW", "50000"))
+# characters of texts one page of the candidate list holds at most (its 50 rows go on past it: injection.views)
+CANDIDATE_PAGE_MAX_CHARS = int(os.environ.get("CANDIDATE_PAGE_MAX_CHARS", "1000000"))
 
 CACHES = {
     "default": (

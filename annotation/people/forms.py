@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from core.models import Project
@@ -41,10 +40,8 @@ class InviteForm(forms.Form):
     def clean_username(self) -> str:
         try:  # Django's rules, NFKC, no look-alike letters: the same as every other path that creates a user
             username = username_clean(username=self.cleaned_data["username"].strip())
-        except ValidationError as exc:
+        except ValidationError as exc:  # a name taken too, compared without case
             raise ValidationError(exc.messages) from None
-        if get_user_model().objects.filter(username=username).exists():
-            raise ValidationError(f"{username} is taken: that user already exists.")
         return username
 
     def clean_reviews(self) -> list[tuple[str, str]]:

@@ -23,7 +23,6 @@ def annotator_invite(*, admin, username: str, email: str = "", reviews: list[tup
     pairs); returns (user, uidb64, token) for a set-password link the admin sends them (Django's
     password-reset token: single use, expires). The site's form checks every field first
     (``annotation.people.forms.InviteForm``); here each is checked again, for other callers."""
-    from django.contrib.auth import get_user_model
     from django.contrib.auth.tokens import default_token_generator
     from django.core.exceptions import ValidationError
     from django.core.validators import validate_email
@@ -37,14 +36,14 @@ def annotator_invite(*, admin, username: str, email: str = "", reviews: list[tup
     try:  # Django's own rules (letters, digits and @/./+/-/_ only, at most 150), NFKC, no look-alike letters
         username = username_clean(username=username)
     except ValidationError as exc:
+        if exc.code == "taken":  # an existing name, compared without case
+            raise Conflict(f"username {' '.join(exc.messages)}", "username") from None
         raise Invalid(f"username: {' '.join(exc.messages)}", "username") from None
     if email:
         try:
             validate_email(email)
         except ValidationError:
             raise Invalid("email: enter a valid email address", "email") from None
-    if get_user_model().objects.filter(username=username).exists():
-        raise Conflict(f"username {username!r} is taken: that user already exists", "username")
     assignments = []
     for project_name, code in reviews:
         project = Project.objects.filter(name=project_name).first()

@@ -19,7 +19,8 @@ from annotation.rating import domain as rules
 from annotation.rating import selectors
 from annotation.signals import annotations_written
 from core import bulk
-from core.corpus.domain import text_cell
+from core.corpus.domain import text_cell, text_length_problem
+from core.corpus.selectors import corpus_limits
 from core.domain import bidi
 from core.domain.errors import Conflict, Invalid, NotFound
 from core.domain.params import id_param
@@ -96,6 +97,9 @@ class RatingImport:
     unchanged: int = 0
 
 
+TEXT_FIELDS = ("source", "reference", "text")  # a system output's texts: at most CORPUS_MAX_SEGMENT_CHARS each
+
+
 def system_outputs_import(
     *, project: Project, direction_code: str, rows: list[dict], source_name: str, system: str = ""
 ) -> RatingImport:
@@ -109,6 +113,7 @@ def system_outputs_import(
     errors: list[str] = []
     seen: set[tuple[str, str]] = set()
     parsed = []
+    input_limits = corpus_limits()
     limits = {
         "id": RatingItem._meta.get_field("external_id").max_length,
         "system": RatingItem._meta.get_field("system").max_length,
@@ -132,6 +137,8 @@ def system_outputs_import(
             problem = problem or bidi.spanning_problem(value)
             if not problem and col in limits and limits[col] and len(value.strip()) > limits[col]:
                 problem = f"is {len(value.strip())} characters long, at most {limits[col]} fit"
+            if not problem and col in TEXT_FIELDS:  # the corpus import's limit, the same for every upload (#48.3)
+                problem = text_length_problem(value.strip(), input_limits)
             if problem:
                 errors.append(f"{where}: field {col!r} {problem}")
             cells[col] = value

@@ -322,6 +322,27 @@ def _jsonl_records(text: str, name: str, limits: Limits) -> list[tuple[str, dict
     return records
 
 
+def parquet_footer_problem(meta, limits: Limits) -> str:
+    """Why a parquet file's footer (``pyarrow.parquet.FileMetaData``) puts it past ``limits``, or "": rows,
+    columns and declared size are refused before any column is read. Every parquet upload asks here."""
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if meta.num_rows > limits.rows:
+        return f"{meta.num_rows} rows, more than the {limits.rows} allowed"
+    if meta.num_columns > limits.columns:
+        return f"{meta.num_columns} columns, more than the {limits.columns} allowed"
+    if size > limits.parquet_bytes:
+        return f"{size} bytes uncompressed, more than the {limits.parquet_bytes} allowed"
+    return ""
+
+
+def text_length_problem(value: str, limits: Limits) -> str:
+    """Why a text cell is too long, or "": the one text limit of every upload (a segment, a reference, a
+    system output, a candidate; ``CORPUS_MAX_SEGMENT_CHARS``)."""
+    if len(value) > limits.segment_chars:
+        return f"has {len(value)} characters, more than the {limits.segment_chars} allowed"
+    return ""
+
+
 def _parquet_records(data: bytes, name: str, limits: Limits) -> list[tuple[str, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
@@ -329,13 +350,9 @@ def _parquet_records(data: bytes, name: str, limits: Limits) -> list[tuple[str, 
         meta = pq.ParquetFile(io.BytesIO(data)).metadata
     except Exception as exc:
         raise CorpusError(name, [f"not a readable parquet file: {exc}"]) from None
-    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if meta.num_rows > limits.rows:
-        raise CorpusError(name, [f"{meta.num_rows} rows, more than the {limits.rows} allowed"])
-    if meta.num_columns > limits.columns:
-        raise CorpusError(name, [f"{meta.num_columns} columns, more than the {limits.columns} allowed"])
-    if size > limits.parquet_bytes:
-        raise CorpusError(name, [f"{size} bytes uncompressed, more than the {limits.parquet_bytes} allowed"])
+    problem = parquet_footer_problem(meta, limits)
+    if problem:
+        raise CorpusError(name, [problem])
     try:
         table = pq.read_table(io.BytesIO(data))
     except Exception as exc:
@@ -443,10 +460,9 @@ def validate_records(
             if blank(value):
                 errors.append(f"{location}: empty {col!r}")
                 continue
-            if len(value) > limits.segment_chars:
-                errors.append(
-                    f"{location}: {col!r} has {len(value)} characters, more than the {limits.segment_chars} allowed"
-                )
+            problem = text_length_problem(value, limits)
+            if problem:
+                errors.append(f"{location}: {col!r} {problem}")
                 continue
             problem = bidi.spanning_problem(value)
             if problem:

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from core import bulk
 from core.corpus.domain import Columns, CorpusError, CorpusRow, HubUnreachable, hub_id_problem
+from core.corpus.selectors import corpus_limits
 from core.domain import bidi
 from core.domain.language_id import language_mismatch
 from core.domain.languages import parse_direction
@@ -29,15 +30,6 @@ from core.selectors import active_directions
 from core.services import ImportRejected, direction_ensure
 
 ID_LENGTH = GoldSegment._meta.get_field("external_id").max_length
-
-
-def _corpus_limits():
-    """The corpus limits the settings give (``CORPUS_LIMITS``), for every reader of an upload."""
-    from django.conf import settings
-
-    from core.corpus.domain import Limits
-
-    return Limits(**settings.CORPUS_LIMITS)
 
 
 @dataclass
@@ -175,10 +167,10 @@ def corpus_source_read(
             columns,
             hub_only=hub_only,
             timeout=settings.HF_HUB_TIMEOUT,
-            limits=_corpus_limits(),
+            limits=corpus_limits(),
         )
         return hf_dataset, rows
-    return upload_name, read_corpus(data or b"", upload_name, columns, limits=_corpus_limits())
+    return upload_name, read_corpus(data or b"", upload_name, columns, limits=corpus_limits())
 
 
 def corpus_source_import(

@@ -204,6 +204,15 @@ def visible_directions(user, project: Project) -> set[str] | None:
     return {d.code for d in project.directions.select_related("target") if d.target.code in languages}
 
 
+def item_directions(user, project: Project) -> set[str] | None:
+    """Direction codes of ``project`` whose candidates this user may list (None: all, for admins): those into
+    ``access.item_languages``, so none for a viewer, who reads the counts only (#48.5)."""
+    if access.is_admin(user):
+        return None
+    languages = set(access.item_languages(user, project).values_list("code", flat=True))
+    return {d.code for d in project.directions.select_related("target") if d.target.code in languages}
+
+
 def release_directions(release: Release, directions: set[str] | None = None) -> list[dict]:
     """A release's staging progress per direction (those in ``directions`` when given)."""
     return [
@@ -307,16 +316,16 @@ def benchmark_summary(project: Project, directions: set[str] | None) -> dict:
     }
 
 
-def benchmark_page(project: Project, directions: set[str] | None) -> dict:
+def benchmark_page(project: Project, directions: set[str] | None, listed: set[str] | None = None) -> dict:
     """The benchmark page: the summary, and the first ``LISTED_ON_PAGE`` excluded and transplanted
-    candidates of the visible directions with their totals (a FLORES-sized project has thousands; the
-    page links to their CSV)."""
+    candidates of the ``listed`` directions (None: all visible ones) with the totals of the visible
+    directions (a FLORES-sized project has thousands; the page links to their CSV)."""
     page = benchmark_summary(project, directions)
     for name, rows in (
         ("excluded", excluded_candidates(project, directions)),
         ("transplanted", transplanted_candidates(project, directions)),
     ):
-        page[name] = rows[:LISTED_ON_PAGE]
+        page[name] = [row for row in rows if listed is None or row["direction"] in listed][:LISTED_ON_PAGE]
         page[f"{name}_total"] = len(rows)
     return page
 

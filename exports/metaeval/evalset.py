@@ -28,6 +28,8 @@ and so on (mt-metrics-eval keeps one rating per segment and name; its rating nam
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
 import os
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.corpus.domain import DEFAULT_LIMITS, Limits, text_length_problem
 from core.domain.errors import Invalid
 
 HUMAN_SCORER = "xqm"  # the predetermined quality; mt-metrics-eval's std_gold at seg and sys level
@@ -45,6 +48,7 @@ ALL_TRIPLETS = "triplets"
 LEVELS = ("seg", "sys")
 MAX_LINES = 5_000_000  # any one file: bounds what an import reads
 MAX_RATING_CHARS = 1_000_000  # one rating line
+RATING_LINE_LIMITS = dataclasses.replace(DEFAULT_LIMITS, segment_chars=MAX_RATING_CHARS + 1_000)
 MAX_RATING_ERRORS = 10_000
 _SCORER = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _RATER = re.compile(r"[^\s]{1,100}")
@@ -288,13 +292,23 @@ def _rating_lines(by_system: dict[str, list[dict | None]], raters: dict[str, lis
                 yield f"{system}\t{json.dumps(rating, sort_keys=True)}\t{rater}"
 
 
-def _read_lines(path: str) -> list[str]:
+def _read_lines(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
+    """A file's lines: at most ``MAX_LINES``, each within the text limit of every upload (#48.3), read a
+    bounded piece at a time so one endless line is refused without being held."""
     lines = []
+    longest = limits.segment_chars + 1  # the newline
     with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+        for number in itertools.count(1):
+            line = f.readline(longest + 1)
+            if not line:
+                break
             if number > MAX_LINES:
                 raise EvalSetError(f"{path}: more than {MAX_LINES} lines")
-            lines.append(line.rstrip("\n"))
+            text = line.rstrip("\n")
+            problem = text_length_problem(text, limits)
+            if problem:
+                raise EvalSetError(f"{path}, line {number}: {problem}")
+            lines.append(text)
     return lines
 
 
@@ -323,7 +337,7 @@ def _read_scores(path: str, *, allow_none: bool, expected: int, systems: set[str
     return scores
 
 
-def read(root: str, name: str, lp: str) -> EvalSet:
+def read(root: str, name: str, lp: str, limits: Limits = DEFAULT_LIMITS) -> EvalSet:
     """Read ``root/NAME`` for ``lp`` (seg and sys scores; other levels are ignored), checking every file; an
     error names the file and line."""
     d = os.path.join(root, name)
@@ -332,7 +346,7 @@ def read(root: str, name: str, lp: str) -> EvalSet:
     src_path = os.path.join(d, "sources", f"{lp}.txt")
     if not os.path.exists(src_path):
         raise EvalSetError(f"{src_path}: missing")
-    sources = _read_lines(src_path)
+    sources = _read_lines(src_path, limits)
     n = len(sources)
 
     def listing(sub: str, prefix: str, suffix: str) -> list[tuple[str, str]]:
@@ -350,8 +364,10 @@ def read(root: str, name: str, lp: str) -> EvalSet:
             raise EvalSetError(f"{path}: {len(lines)} lines for {n} source segments")
         return lines
 
-    references = {ref: same_length(p, _read_lines(p)) for ref, p in listing("references", f"{lp}.", ".txt")}
-    outputs = {s: same_length(p, _read_lines(p)) for s, p in listing(os.path.join("system-outputs", lp), "", ".txt")}
+    references = {ref: same_length(p, _read_lines(p, limits)) for ref, p in listing("references", f"{lp}.", ".txt")}
+    outputs = {
+        s: same_length(p, _read_lines(p, limits)) for s, p in listing(os.path.join("system-outputs", lp), "", ".txt")
+    }
     if not outputs:
         raise EvalSetError(f"{os.path.join(d, 'system-outputs', lp)}: no system outputs")
     systems = set(outputs)
@@ -421,7 +437,8 @@ def _rating(text: str, where: str) -> dict:
 def _read_ratings(path: str, *, expected: int, systems: set[str]) -> tuple[dict, dict]:
     ratings: dict[str, list[dict | None]] = {}
     raters: dict[str, list[str | None]] = {}
-    for number, line in enumerate(_read_lines(path), 1):
+    # a rating line holds a system, its JSON and its rater: its own bound, not a text cell's
+    for number, line in enumerate(_read_lines(path, RATING_LINE_LIMITS), 1):
         where = f"{path}, line {number}"
         cols = line.strip().split("\t")
         if len(cols) not in (2, 3):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from core.domain.errors import Invalid
 from core.domain.units import Edit, count_edited_regions, diff_edit, join_units
 from injection.domain.prompts import ANSWER_KEY
+from llm_client.answers import NestedTooDeep, loads_bounded
 
 ANSWER_PREFIXES = (
     "updated sentence",
@@ -51,7 +52,9 @@ def _from_json(raw: str) -> str | None:
     if not text.startswith("{"):
         return None
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
+    except NestedTooDeep as exc:  # refused before the parser recurses into it (#48.2)
+        raise OutputRejected(str(exc)) from None
     except json.JSONDecodeError:
         return None
     if isinstance(value, dict):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from llm_client.answers import MAX_JSON_NESTING, nesting_depth
+
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
@@ -13,6 +15,8 @@ def extract_json(text: str | None):
     if text is None:
         return None
     text = text.strip()
+    if nesting_depth(text) > MAX_JSON_NESTING:  # unreadable, before the parser recurses into it (#48.2)
+        return None
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -28,7 +28,7 @@ def test_production_settings_pass_check_deploy(tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},  # set only for the browser tests
         "DJANGO_ENV": "production",
-        "SECRET_KEY": "x" * 20 + "-production-secret-for-deploy-check-0123456789abcdef",
+        "SECRET_KEY": "pJkmBpYwa84FfEMd545hZHMiqppvJ1ISaoqDZU7qootdm1lp3wG8tWOpBdi_",  # random, for this test only
         "ALLOWED_HOSTS": "xqmeval.example.org",
         "XQMEVAL_DATA_DIR": str(tmp_path),
         "DEBUG": "",
@@ -66,6 +66,52 @@ def test_production_refuses_to_start_on_no_or_the_development_key_even_with_debu
         [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode != 0 and "SECRET_KEY must be set to a secret of its own" in proc.stderr
+
+
+DEV_KEY = "dev-only-insecure-key-do-not-use-in-production-xqmeval-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("secret", "reason"),
+    [
+        (" ", "SECRET_KEY is blank"),
+        (DEV_KEY + " ", "the development key or made from it"),
+        (DEV_KEY.upper(), "the development key or made from it"),
+        ("my-" + DEV_KEY[10:40] + "-Zq8#Lr2!vN5@kT", "the development key or made from it"),
+        ("x", "fewer than the 50 required"),
+        ("x" * 20 + "-production-secret-for-tests-0123456789abcdef", "too easy to guess"),
+        ("0123456789" * 6, "too easy to guess"),
+        ("password" * 8, "too easy to guess"),
+    ],
+    ids=["blank", "dev-plus-space", "dev-upper", "dev-part", "short", "repeats-and-words", "sequence", "word"],
+)
+def test_production_refuses_to_start_on_a_weak_key(tmp_path, secret, reason):
+    """#48.4: the attacker's keys (a space, the development key plus a space, ``x``) and other guessable ones
+    stop the process before it serves a request, whatever DEBUG says."""
+    env = {
+        **os.environ,
+        "DJANGO_ENV": "production",
+        "SECRET_KEY": secret,
+        "DEBUG": "1",
+        "XQMEVAL_DATA_DIR": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode != 0 and "ImproperlyConfigured" in proc.stderr
+    assert reason in proc.stderr
+    assert len(secret) < 20 or secret.strip() not in proc.stderr  # the message never shows the key
+
+
+@pytest.mark.parametrize("value", ["prod", "Production", "staging"])
+def test_an_unknown_django_env_stops_the_start(tmp_path, value):
+    """#48.4: DJANGO_ENV=prod (a typo) started with DEBUG on and the development key."""
+    env = {**os.environ, "DJANGO_ENV": value, "SECRET_KEY": "", "DEBUG": "", "XQMEVAL_DATA_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode != 0
+    assert f"DJANGO_ENV must be one of development, production, not {value!r}" in proc.stderr
 
 
 @pytest.mark.django_db

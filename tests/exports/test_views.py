@@ -224,6 +224,16 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
         == 302
     )
 
+    # a viewer reads aggregates only (#48.5): the counts, never the candidates' lists (drift held text fragments)
+    viewer = user_create(username="viewer_de", password="pw-123456-x", role="viewer", languages=["de", "zh"])
+    client.force_login(viewer)
+    html = client.get(page).content.decode()
+    assert "Excluded candidates (2)" in html and "Transplanted candidates (1)" in html
+    assert "HYPERLINK" not in html and "Untranslated" not in html and "data-listed" not in html
+    for name in ("excluded", "transplanted"):
+        url = reverse("benchmarks:candidates_csv", kwargs={"project": "demo", "table": name})
+        assert client.get(url).status_code == 404
+
     # the API and the counts plot need no list of candidates, so they read none
     client.force_login(admin_user)
     for url in (

@@ -101,18 +101,52 @@ def test_an_anonymous_200_mb_post_is_refused_before_it_is_read(live_server):
     assert status.endswith("413 Request Entity Too Large")  # signed in or not: past REQUEST_BODY_MAX_BYTES
 
 
-def test_signed_in_and_api_requests_get_the_larger_limit():
+@pytest.mark.django_db
+def test_only_an_authenticated_request_gets_the_larger_limit(client, django_user_model):
+    """#48.5: any Authorization header or sessionid cookie lifted the anonymous 64 KiB cap to 64 MiB before
+    anyone was authenticated. Now a session must be signed in and credentials must check out."""
+    import base64
+
     from django.test import RequestFactory
 
     from core.http import body_limit
+    from exports.scores.services import token_create
 
-    factory = RequestFactory()
-    anonymous = factory.post("/api/review/decisions/")
-    api = factory.post("/api/review/decisions/", HTTP_AUTHORIZATION="Basic YW5uYTpwdw==")
-    session = factory.post("/review/demo/next/")
-    session.COOKIES["sessionid"] = "x"
-    assert body_limit(anonymous) == 64 * 1024
-    assert body_limit(api) == body_limit(session) == 64 * 1024 * 1024
+    large, small = 64 * 1024 * 1024, 64 * 1024
+    django_user_model.objects.create_user(username="anna", password="pw-anna-123456")
+    _, worker_secret = token_create(name="w1")
+    client.login(username="anna", password="pw-anna-123456")
+    live_session = client.cookies["sessionid"].value
+
+    def limit(**meta) -> int:
+        cookie = meta.pop("cookie", None)
+        request = RequestFactory().post("/api/review/decisions/", {"username": "anna", "note": "x" * 1000}, **meta)
+        if cookie:
+            request.COOKIES["sessionid"] = cookie
+        decided = body_limit(request, length=small + 1)
+        assert not request._read_started  # decided before a byte of the body is read
+        return decided
+
+    def basic(user: str, password: str) -> str:
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    assert limit() == small
+    assert limit(cookie="x") == small  # a made-up session
+    assert limit(HTTP_AUTHORIZATION="Basic YW5uYTpwdw==") == small  # anna:pw, a wrong password
+    assert limit(HTTP_AUTHORIZATION="Bearer xqw_made-up") == small
+    assert limit(HTTP_AUTHORIZATION="Token abc") == small  # a scheme nobody issues
+    assert limit(cookie=live_session) == large
+    assert limit(HTTP_AUTHORIZATION=basic("anna", "pw-anna-123456")) == large
+    assert limit(HTTP_AUTHORIZATION=f"Bearer {worker_secret}") == large
+    client.logout()
+    assert limit(cookie=live_session) == small  # a session that was signed out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_made_up_cookie_or_header_does_not_lift_the_anonymous_limit(live_server):
+    for header in ("Cookie: sessionid=x\r\n", "Authorization: Basic YW5uYTpwdw==\r\n", "Authorization: Bearer x\r\n"):
+        status, _ = _raw_post(live_server.url, "/accounts/login/", 100 * 1024, cookie=header)
+        assert status.endswith("413 Request Entity Too Large"), header
 
 
 @pytest.mark.django_db

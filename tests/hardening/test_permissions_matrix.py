@@ -419,7 +419,8 @@ ROWS = [
         "benchmarks:candidates_csv",
         "get",
         lambda w: reverse("benchmarks:candidates_csv", kwargs={"project": w.project.name, "table": "excluded"}),
-        "DOOO",
+        "DODO",
+        note="a list of candidates: not for the viewer, who reads aggregates only (#48.5)",
     ),
     Row("benchmarks:build", "post", _u("benchmarks:build", P), "DDDO", writes=True, body=lambda w: {"confirm": "1"}),
     Row(

@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 PRODUCTION = {
     "DJANGO_ENV": "production",
-    "SECRET_KEY": "x" * 20 + "-production-secret-for-tests-0123456789abcdef",
+    "SECRET_KEY": "ZS0Ei0CfTinrAzdHVABZVzjSQcfgqTNv2vEKtobCJhTIIEWvcOnnaFVcQe9o",  # random, for these tests only
     "ALLOWED_HOSTS": "testserver",
     "DEBUG": "",
 }

@@ -28,7 +28,7 @@ from tests.support.worker_database import WorkerDatabase
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 
-SECRET = "production-smoke-" + "k" * 40
+SECRET = "IX1MiDn0Qv4MnJetHKYhxZNlwCodbQSufJ2sum12WzWhatJK3ZNqCkQEfT7M"  # random, for this test only
 HASHED = re.compile(r"\.[0-9a-f]{12}\.[a-z0-9]+$")  # ManifestStaticFilesStorage's name.<hash>.ext
 SKIP = re.compile(r"^/(accounts/logout/|admin/.+)|/(download|export)|\.(csv|json|jsonl|parquet|zip)$")
 MAX_PAGES = 120  # per user: every menu page, a project's pages and the lists they link

@@ -421,3 +421,29 @@ def test_candidate_pages_link_with_the_filters_kept_and_one_page_parameter(clien
     assert all(
         p == {"direction": ["en-de"], "flag": [""], "page": [p["page"][0]]} for p in parsed
     )  # filters kept, one page
+
+
+def test_candidate_list_pages_by_characters_as_well_as_rows(client, admin_user, project, segments, settings):
+    """#48.2: 22 answers of 2.9 M characters made a 90 MB page. A page now stops at its character budget and
+    links to the rest of the same row page; every candidate of the row page is shown once."""
+    import re
+
+    run = _rule_run(project, directions=["en-de"], error_types=["Addition"])
+    ids = list(run.candidates.order_by("id").values_list("id", flat=True))
+    assert len(ids) == 6
+    long = "lang " * 120_000  # 600,000 characters
+    Candidate.objects.filter(pk__in=ids[1:4]).update(edit_text=long, text=long)
+    settings.CANDIDATE_PAGE_MAX_CHARS = 1_500_000
+    client.force_login(admin_user)
+    seen, query, sizes = [], {"run": run.pk}, []
+    for _ in range(6):
+        response = client.get(reverse("injection:candidates"), query)
+        sizes.append(len(response.content))
+        seen += [c.pk for c, _ in response.context["rows"]]
+        more = re.search(r'<a href="\?([^"]*from=\d+[^"]*)">the rest of page 1</a>', response.content.decode())
+        if not more:
+            break
+        query = dict(pair.split("=") for pair in more.group(1).replace("&amp;", "&").split("&"))
+    assert seen == ids  # in order, each once
+    assert len(sizes) == 3  # [c1, c2] [c3] [c4, c5, c6]: no page holds two of the long texts' pairs
+    assert max(sizes) < 1_500_000

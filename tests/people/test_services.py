@@ -74,3 +74,37 @@ def test_create_user_refuses_a_bidi_control_in_a_new_name(db):
 
     with pytest.raises(ValidationError):
         user_create(username="ben\u202e_de", password="ben-pass-123", languages=["de"])
+
+
+def test_user_names_are_compared_without_case_on_every_path(admin_user, admin_client, db):
+    """#48.5: ``ANNA`` could be created beside ``anna``."""
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import ValidationError
+
+    from core.services import user_create
+
+    User = get_user_model()
+    anna, _, _ = services.annotator_invite(admin=admin_user, username="anna")
+    with pytest.raises(services.Conflict, match=r"ANNA is taken: user anna already exists"):
+        services.annotator_invite(admin=admin_user, username="ANNA")
+    with pytest.raises(ValidationError, match="user anna already exists"):
+        user_create(username="Anna", password="pw-123456-x")  # commands, the demo
+    response = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "aNNa",
+            "password1": "a-Strong-pass-987",
+            "password2": "a-Strong-pass-987",
+            "usable_password": "true",
+        },
+    )
+    assert response.status_code == 200 and "already exists" in response.content.decode()
+    bob = user_create(username="bob", password="pw-123456-x")
+    response = admin_client.post(
+        f"/admin/auth/user/{bob.pk}/change/",
+        {"username": "ANNA", "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"},
+    )
+    assert response.status_code == 200 and "user anna already exists" in response.content.decode()
+    assert sorted(User.objects.filter(username__iexact="anna").values_list("username", flat=True)) == ["anna"]
+    user_create(username="anna", password="pw-new-123456")  # the same name updates its user, as before
+    assert User.objects.filter(username__iexact="anna").count() == 1

@@ -128,6 +128,35 @@ def test_an_oversized_file_is_refused_before_it_is_read(admin, project, settings
     assert not RatingItem.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "body", "where"),
+    [
+        ("long.jsonl", ('{"source": "Hello.", "text": "' + "x" * 20_000 + '"}\n').encode(), "line 1: field 'text'"),
+        (
+            "long.tsv",
+            ("source\treference\ttext\nHello.\t" + "y" * 20_000 + "\tHallo.\n").encode(),
+            "line 2: field 'reference'",
+        ),
+    ],
+    ids=["text-jsonl", "reference-tsv"],
+)
+def test_a_20000_character_rating_item_is_refused_like_a_corpus_segment(admin, project, name, body, where):
+    """#48.3: rating items stored texts of 2 M characters (JSONL) and 100 k (TSV); the corpus caps at 5,000."""
+    upload = SimpleUploadedFile(name, body)
+    answer = admin.post(_url(project), {"source": "system-outputs", "direction": "en-de", "file": upload})
+    errors = " ".join(answer.context["form"].errors["file"])
+    assert f"{name} {where} has 20000 characters, more than the 5000 allowed" in errors
+    assert not RatingItem.objects.exists()
+
+
+def test_the_rating_file_has_the_corpus_files_row_limit(admin, project, settings):
+    settings.CORPUS_LIMITS = {**settings.CORPUS_LIMITS, "rows": 2}
+    upload = SimpleUploadedFile("rows.jsonl", b'{"source": "a", "text": "b"}\n' * 3)
+    answer = admin.post(_url(project), {"source": "system-outputs", "direction": "en-de", "file": upload})
+    assert "more than 2 rows" in " ".join(answer.context["form"].errors["file"])
+    assert not RatingItem.objects.exists()
+
+
 @pytest.mark.parametrize("role", ["annotator", "viewer"])
 def test_annotators_and_viewers_get_a_missing_page(client, project, languages, role):
     cands = make_candidates(project, languages, "en-de", count=1)

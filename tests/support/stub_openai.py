@@ -10,7 +10,9 @@ type in the requested half, and answers in JSON when a response schema was asked
 after "Updated sentence:". Faults are scripted per request: ``script(match, "429", "500", "ok")`` makes the
 next requests whose prompt contains ``match`` fail with 429, then 500, then succeed. Behaviours: ok, 401, 429,
 500, 503, timeout, empty, refuse, truncated (cut at max_tokens), malformed (a body that is not JSON), nochoices, offtarget (a different
-sentence), same (the reference unchanged), prose (a chatty answer with markdown around the sentence).
+sentence), same (the reference unchanged), prose (a chatty answer with markdown around the sentence), verbose
+(100,000 characters of reasoning before the sentence), huge (a 3 MB answer), huge-stream (the same without a
+Content-Length, written in chunks), deep (a JSON answer nested 100,000 deep).
 
 Run by hand: ``python -m tests.support.stub_openai --port 8011 --latency 0.2``.
 """
@@ -164,6 +166,11 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
         return 200, _completion("", prompt, model=model), {}
     if behaviour == "refuse":
         return 200, _completion(None, prompt, model=model, refusal="I can't help with introducing errors."), {}
+    if behaviour in ("huge", "huge-stream"):
+        return 200, _completion("Updated sentence: " + "sehr " * 600_000, prompt, model=model), {}
+    if behaviour == "deep":
+        content = '{"updated_sentence": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        return 200, _completion(content, prompt, model=model), {}
     edited, reference = default_answer(prompt)
     if behaviour == "truncated":  # the answer stopped at max_tokens, mid-sentence
         cut = (
@@ -176,7 +183,9 @@ def answer_chat(state: StubState, body: dict, behaviour: str) -> tuple[int, dict
         edited = "The weather in Paris was lovely yesterday and nobody mentioned the topic at all."
     elif behaviour == "same":
         edited = reference
-    if structured:
+    if behaviour == "verbose":
+        content = "Reasoning: " + "ich denke nach " * 6_700 + f"\nUpdated sentence: {edited}"
+    elif structured:
         content = json.dumps({"updated_sentence": edited}, ensure_ascii=False)
     elif behaviour == "prose":
         content = f"Sure! Here is the result.\n\n1. I selected a segment.\n2. I edited it.\n\n**Updated sentence:** {edited}\n\nLet me know if you need more."
@@ -206,6 +215,8 @@ class _Handler(JsonHandler):
             if state.delay_for(behaviour):
                 time.sleep(state.delay_for(behaviour))
             status, payload, headers = answer_chat(state, body, behaviour)
+            if behaviour == "huge-stream":
+                return self._send_unsized(payload)
             return self._send(status, payload, headers)
         if path.endswith("/files"):
             message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
@@ -260,6 +271,21 @@ class _Handler(JsonHandler):
             batch["status"] = "cancelled"
             return self._send(200, {k: v for k, v in batch.items() if not k.startswith("_")})
         return self._send(404, {"error": {"message": f"no route {path}"}})
+
+    def _send_unsized(self, payload: dict) -> None:
+        """A body without a Content-Length, in 64 KiB writes, ended by closing the connection: only a
+        client that counts what it reads can stop it early."""
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for start in range(0, len(data), 65536):
+                self.wfile.write(data[start : start + 65536])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading
 
     def do_GET(self):
         state = self.server.state

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django import forms
-from django.conf import settings
 
+from core.forms import upload_size_problem
 from core.services import MAX_ERRORS_LIMIT
 from exports import rating_items, span_items
 
@@ -50,9 +50,9 @@ class RatingItemsForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data.get("file")
-        limit = settings.CORPUS_UPLOAD_MAX_BYTES
-        if upload is not None and upload.size > limit:  # the size the upload declares, before a byte is read
-            raise forms.ValidationError(f"{upload.name}: {upload.size} bytes, more than the {limit} allowed")
+        problem = upload_size_problem(upload)
+        if problem:
+            raise forms.ValidationError(problem)
         return upload
 
     def clean(self):

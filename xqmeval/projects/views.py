@@ -27,6 +27,7 @@ from core import selectors as core_selectors
 from core.corpus import selectors as corpus_selectors
 from core.corpus import tasks as corpus_tasks
 from core.corpus.domain import Columns, CorpusError, read_records
+from core.corpus.selectors import corpus_limits
 from core.corpus.services import CorpusImportRejected, CorpusImportRunning, corpus_source_import
 from core.forms import (
     AssignmentForm,
@@ -490,7 +491,8 @@ def rating_items_view(request, slug: str):
                 upload = data["file"]
                 rows = [
                     {**row, "_location": where}
-                    for where, row in read_records(upload.read(), upload.name)  # the file's own bounds apply
+                    # the corpus file's limits (rows, columns, nesting, parquet size), as for every upload
+                    for where, row in read_records(upload.read(), upload.name, limits=corpus_limits())
                 ]
                 result = rating_services.system_outputs_import(
                     project=project,
@@ -597,15 +599,20 @@ def benchmarks_index(request):
 @login_required
 def benchmark_page(request, project: str):
     project_obj, directions = visible_project_and_directions(request, project)
-    context = benchmark_selectors.benchmark_page(project_obj, directions)
+    listed = benchmark_selectors.item_directions(request.user, project_obj)  # a viewer: the totals only
+    context = benchmark_selectors.benchmark_page(project_obj, directions, listed)
     context.update({"project": project_obj, "is_admin": access.is_admin(request.user), "formats": EXTRA_FORMATS})
     return render(request, "benchmarks/project.html", context)
 
 
 @login_required
 def benchmark_candidates_csv(request, project: str, table: str):
-    """Every excluded or transplanted candidate of the directions this user may see, as CSV."""
-    project_obj, directions = visible_project_and_directions(request, project)
+    """Every excluded or transplanted candidate of the directions whose items this user may read, as CSV.
+    A list of candidates, not an aggregate: a viewer gets 404, as for any item (#48.5)."""
+    project_obj, _ = visible_project_and_directions(request, project)
+    directions = benchmark_selectors.item_directions(request.user, project_obj)
+    if directions is not None and not directions:
+        raise access.not_found()
     rows, columns = CANDIDATE_TABLES[table]
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{project_obj.name}-{table}_candidates.csv"'

@@ -8,13 +8,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.rating import services
 from core.corpus.domain import CorpusError, read_records
+from core.corpus.selectors import corpus_limits
 from core.models import Project
 from core.services import ImportRejected
 
 
 def read_rows(path: str, fmt: str | None) -> list[dict]:
     with open(path, "rb") as fh:
-        records = read_records(fh.read(), path, fmt)
+        records = read_records(fh.read(), path, fmt, limits=corpus_limits())  # the limits of every upload
     return [{**row, "_location": where} for where, row in records]  # values as read; the service checks their types
 
 

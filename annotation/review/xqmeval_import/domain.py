@@ -16,7 +16,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.corpus.domain import blank, byte_order_mark_problem, text_cell, type_name
+from core.corpus.domain import (
+    DEFAULT_LIMITS,
+    Limits,
+    blank,
+    byte_order_mark_problem,
+    parquet_footer_problem,
+    text_cell,
+    text_length_problem,
+    type_name,
+)
 from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
@@ -81,6 +90,7 @@ class FileGroup:
     files: list[tuple[str, str, str, object]] = field(
         default_factory=list
     )  # (name, direction, error type, bytes or path)
+    limits: Limits = DEFAULT_LIMITS  # every upload's limits (the settings' CORPUS_LIMITS), per file (#48.3)
 
 
 @dataclass
@@ -100,7 +110,7 @@ class DecisionRow:
     location: str
 
 
-def plan_files(files: list[tuple[str, object]]) -> tuple[list[FileGroup], list[str]]:
+def plan_files(files: list[tuple[str, object]], limits: Limits = DEFAULT_LIMITS) -> tuple[list[FileGroup], list[str]]:
     """Group candidate files (name, bytes or path) by target language, from their names alone (nothing is
     read yet); names that do not follow ``en-{lang}-{ErrorType}.parquet`` are errors."""
     errors: list[str] = []
@@ -119,7 +129,7 @@ def plan_files(files: list[tuple[str, object]]) -> tuple[list[FileGroup], list[s
         if not is_known(lang) or not is_known(src_lang):
             errors.append(f"{name}: unknown direction {src_lang}-{lang}")
             continue
-        groups.setdefault(lang, FileGroup(lang)).files.append((name, f"{src_lang}-{lang}", etype, data))
+        groups.setdefault(lang, FileGroup(lang, limits=limits)).files.append((name, f"{src_lang}-{lang}", etype, data))
     return [groups[lang] for lang in sorted(groups)], errors
 
 
@@ -152,11 +162,14 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
             errors.append(f"{name}: the file is empty")
             continue
         try:
-            table = pq.ParquetFile(
-                io.BytesIO(data)
-            ).read()  # (read_table would import pyarrow.dataset and pandas: 0.2 s)
+            parquet = pq.ParquetFile(io.BytesIO(data))
+            too_much = parquet_footer_problem(parquet.metadata, group.limits)  # before any column is read
+            table = None if too_much else parquet.read()  # (read_table would import pyarrow.dataset and pandas)
         except Exception as exc:
             errors.append(f"{name}: not a readable parquet file ({exc})")
+            continue
+        if too_much:
+            errors.append(f"{name}: {too_much}")
             continue
         missing = [c for c in CANDIDATE_COLUMNS if c not in table.column_names]
         if missing:
@@ -182,6 +195,8 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
                         problems.append(f"{col!r} {str(value)[:40]!r} is not a whole number from 0 to {MAX_ID}")
                 elif text_cell(value)[1]:  # not a string, or characters no cell may hold (NUL, controls)
                     problems.append(f"{col!r} {text_cell(value)[1]}")
+                elif text_length_problem(value, group.limits):  # src, ref, mt: the limit of every upload's texts
+                    problems.append(f"{col!r} {text_length_problem(value, group.limits)}")
                 elif col in GOLD_COLUMNS and bidi.spanning_problem(value):
                     problems.append(f"{col!r} {bidi.spanning_problem(value)}")
             if problems:
@@ -421,20 +436,22 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def spool_decisions(decisions: tuple[str, bytes | Path] | None) -> tuple[DecisionSpool, list[str]]:
+def spool_decisions(
+    decisions: tuple[str, bytes | Path] | None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[DecisionSpool, list[str]]:
     """Read and validate a decisions CSV (its content, or a path read as a stream) row by row into a
     ``DecisionSpool``. Which candidate each row names is checked per language by ``match_decisions``.
     Whatever goes wrong while reading, the spool's folder is removed before the error leaves."""
     name = decisions[0] if decisions is not None else ""
     spool = DecisionSpool(name)
     try:
-        return spool, _fill_spool(spool, decisions)
+        return spool, _fill_spool(spool, decisions, limits)
     except BaseException:
         spool.close()
         raise
 
 
-def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None) -> list[str]:
+def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None, limits: Limits) -> list[str]:
     name, data = decisions if decisions is not None else ("", b"")
     if decisions is None:
         return []
@@ -450,8 +467,18 @@ def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None
             missing = [c for c in DECISION_COLUMNS if c not in fieldnames]
             if missing:
                 return [f"{name} line 1: missing column(s) {', '.join(missing)}"]
-            for row in reader:  # (a csv.Error, e.g. a field over the csv module's size limit, is caught below)
+            if len(fieldnames) > limits.columns:
+                return [f"{name} line 1: {len(fieldnames)} columns, more than the {limits.columns} allowed"]
+            # (a csv.Error, e.g. a field over the csv module's size limit, is caught below)
+            for number, row in enumerate(reader, start=1):
                 loc = f"{name} line {reader.line_num}"
+                if number > limits.rows:
+                    return errors + [f"{loc}: more than {limits.rows} rows"]
+                long = [(c, text_length_problem(v, limits)) for c, v in row.items() if isinstance(v, str)]
+                long = [f"{c!r} {problem}" for c, problem in long if problem]
+                if long:
+                    errors.append(f"{loc}: {', '.join(long)}")
+                    continue
                 short = [c for c in DECISION_COLUMNS if row.get(c) is None]
                 if short:
                     errors.append(f"{loc}: no value for {', '.join(short)}")

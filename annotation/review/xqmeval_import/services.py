@@ -32,6 +32,7 @@ from annotation.review.xqmeval_import.domain import (
     validate_group,
 )
 from core import bulk
+from core.corpus.selectors import corpus_limits
 from core.corpus.services import corpus_segments_create
 from core.domain.errors import Conflict
 from core.models import GoldSegment, Project
@@ -134,8 +135,8 @@ def xqmeval_import(
         )
     files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
     started = time.perf_counter()
-    groups, errors = plan_files(files)
-    spool, decision_errors = spool_decisions(decisions)
+    groups, errors = plan_files(files, corpus_limits())
+    spool, decision_errors = spool_decisions(decisions, corpus_limits())
     with spool, transaction.atomic():  # the spool's files are deleted however it ends
         seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
         if on_total is not None:
@@ -259,7 +260,7 @@ def _import_by_language(
         )
     files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
     started = time.perf_counter()
-    groups, errors = plan_files(files)
+    groups, errors = plan_files(files, corpus_limits())
     database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
     # spawn, not fork: a forked child would share this process's database connection
     pool = ProcessPoolExecutor(
@@ -272,7 +273,7 @@ def _import_by_language(
     try:
         with pool:
             pool.submit(int)  # the writers start (Python, Django) while the decisions are spooled
-            spool, decision_errors = spool_decisions(decisions)
+            spool, decision_errors = spool_decisions(decisions, corpus_limits())
             with spool:
                 errors += decision_errors
                 name = decisions[0] if decisions is not None else ""

@@ -26,6 +26,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from core.corpus.selectors import corpus_limits
 from exports.management.commands.score import find_release, names
 from exports.metaeval import evalset, leaderboard, tasksets
 from exports.metaeval.domain import TAU_STATISTICS
@@ -181,7 +182,7 @@ class Command(BaseCommand):
         if opts["span_gold"]:
             return self._imported_spans(opts)
         try:
-            evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"])
+            evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"], corpus_limits())
             result = evalset.meta_evaluate(
                 evs,
                 opts["gold"] or evalset.HUMAN_SCORER,
