@@ -438,7 +438,7 @@ ROWS = [
         _u("workers:upload_part", REL, "chrF++", "en-de"),
         "DDDD",
         kind=WORKER,
-        note="a worker token opens it; tests/workers sends parts",
+        note="a worker token with its job token opens it; tests/workers sends parts",
     ),
     Row(
         "workers:release_direction_rows",
@@ -446,7 +446,7 @@ ROWS = [
         _u("workers:release_direction_rows", REL, "en-de"),
         "DDDD",
         kind=WORKER,
-        note="a worker token opens it; tests/workers/test_release_worker_api.py reads rows",
+        note="a worker token with its job token opens it; tests/workers/test_release_worker_api.py reads rows",
     ),
     Row(
         "workers:release_direction_staged",
@@ -454,7 +454,7 @@ ROWS = [
         _u("workers:release_direction_staged", REL, "en-de"),
         "DDDD",
         kind=WORKER,
-        note="a worker token opens it; tests/workers sends staged directions",
+        note="a worker token with its job token opens it; tests/workers sends staged directions",
     ),
     Row(
         "workers:release_direction_report",
@@ -463,7 +463,7 @@ ROWS = [
         "DDDD",
         kind=WORKER,
         body=lambda w: {"status": "failed", "error": "x"},
-        note="a worker token opens it; tests/workers reports a failure",
+        note="a worker token with its job token opens it; tests/workers reports a failure",
     ),
     # ---- scores and meta-evaluation ----
     Row("scores:index", "get", _u("scores:index"), "OOOO"),

@@ -26,8 +26,10 @@ from exports.release import selectors as release_selectors
 from exports.release import services, transfer
 from exports.release.domain import release_files, staged_upload
 from exports.release.domain.staged_upload import StagedRefused, StreamBroken
-from exports.scores import services as score_services
+from exports.workers import services as worker_services
 from tests.exports.conftest import seeded  # noqa: F401  (fixture: a small project with two directions)
+from tests.workers.jobs import job_token, worker_auth
+from worker_client import is_transient
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +42,7 @@ def built(seeded):  # noqa: F811
 
 @pytest.fixture
 def worker(db, admin_user):
-    return score_services.token_create(name="far-cpu-3", created_by=admin_user)
+    return worker_services.token_create(name="far-cpu-3", created_by=admin_user)
 
 
 @pytest.fixture
@@ -52,8 +54,9 @@ def building(built, settings):
     return job
 
 
-def auth(secret: str) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+def auth(secret: str, release_id: int, direction: str) -> dict:
+    """A release worker's headers: its worker token and the token of the job (the release's direction)."""
+    return worker_auth(secret, "release", release_id, direction)
 
 
 @pytest.fixture
@@ -80,7 +83,10 @@ def platform_for(secret: str, data: Path) -> transfer.ReleasePlatform:
 
 def stage_locally(client, job, direction: str, secret: str, where: Path) -> tuple[Path, str]:
     """A direction staged as a worker does (rows from the platform, the release writer), packed."""
-    r = client.get(reverse("workers:release_direction_rows", args=[job.release_id, direction]), **auth(secret))
+    r = client.get(
+        reverse("workers:release_direction_rows", args=[job.release_id, direction]),
+        **auth(secret, job.release_id, direction),
+    )
     header, rows = staged_upload.rows_decode(_lines(b"".join(r.streaming_content)))
     release_files.write_staged_direction(rows, direction, where, tuple(header["formats"]), header["stamp"])
     archive = where / f"{direction}.tar.gz"
@@ -100,7 +106,7 @@ def put(client, job, direction, body: bytes, secret: str, sha: str | None = None
         body,
         content_type=staged_upload.ARCHIVE_MEDIA_TYPE,
         HTTP_X_STAGED_SHA256=sha if sha is not None else hashlib.sha256(body).hexdigest(),
-        **auth(secret),
+        **auth(secret, job.release_id, direction),
         **extra,
     )
 
@@ -109,7 +115,7 @@ def test_the_row_stream_is_the_selectors_rows_with_a_header_and_a_checksummed_tr
     token, secret = worker
     url = reverse("workers:release_direction_rows", args=[building.release_id, "en-de"])
     assert client.get(url).status_code == 401
-    r = client.get(url, **auth(secret), HTTP_ACCEPT_ENCODING="gzip")
+    r = client.get(url, **auth(secret, building.release_id, "en-de"), HTTP_ACCEPT_ENCODING="gzip")
     assert r.status_code == 200 and r["Content-Encoding"] == "gzip"
     import gzip
 
@@ -135,12 +141,15 @@ def test_the_row_stream_is_the_selectors_rows_with_a_header_and_a_checksummed_tr
         list(bad)
     # a release that is not being built by release workers, a direction it does not stage, none at all
     other = reverse("workers:release_direction_rows", args=[building.release_id, "en-ja"])
-    assert client.get(other, **auth(secret)).json()["field"] == "direction"
+    assert client.get(other, **auth(secret, building.release_id, "en-ja")).json()["field"] == "direction"
     assert (
-        client.get(reverse("workers:release_direction_rows", args=[999999, "en-de"]), **auth(secret)).status_code == 404
+        client.get(
+            reverse("workers:release_direction_rows", args=[999999, "en-de"]), **auth(secret, 999999, "en-de")
+        ).status_code
+        == 404
     )
     Release.objects.filter(pk=building.release_id).update(job={})
-    r = client.get(url, **auth(secret))
+    r = client.get(url, **auth(secret, building.release_id, "en-de"))
     assert r.status_code == 409 and r.json()["field"] == "release"
 
 
@@ -230,7 +239,7 @@ def test_a_tampered_staged_direction_is_refused_with_the_field_named_and_nothing
         assert r.json()["error"]
     # a body cut off before its declared length (a worker killed mid-upload; over real HTTP in test_http_workers)
     with pytest.raises(StagedRefused) as refused:
-        services.direction_staged_receive(
+        worker_services.direction_staged_receive(
             release_id=building.release_id,
             direction="en-de",
             declared_sha256=hashlib.sha256(good).hexdigest(),
@@ -258,20 +267,33 @@ def test_a_worker_reports_a_failed_direction_and_the_release_fails_naming_it(cli
     _, secret = worker
     url = reverse("workers:release_direction_report", args=[building.release_id, "en-zh"])
     r = client.post(
-        url, {"status": "retrying", "error": "ConnectError: refused"}, content_type="application/json", **auth(secret)
+        url,
+        {"status": "retrying", "error": "ConnectError: refused"},
+        content_type="application/json",
+        **auth(secret, building.release_id, "en-zh"),
     )
     assert r.status_code == 200
     release = Release.objects.get(pk=building.release_id)
     assert release.status == "building" and release.directions["en-zh"]["status"] == "retrying"
     r = client.post(
-        url, {"status": "failed", "error": "<b>MemoryError</b>"}, content_type="application/json", **auth(secret)
+        url,
+        {"status": "failed", "error": "<b>MemoryError</b>"},
+        content_type="application/json",
+        **auth(secret, building.release_id, "en-zh"),
     )
     assert r.status_code == 200
     release.refresh_from_db()
     assert release.status == "failed" and release.error == "en-zh: <b>MemoryError</b> (worker far-cpu-3)"
-    r = client.post(url, {"status": "done"}, content_type="application/json", **auth(secret))
+    r = client.post(
+        url, {"status": "done"}, content_type="application/json", **auth(secret, building.release_id, "en-zh")
+    )
     assert r.status_code == 400 and r.json()["field"] == "status"
-    r = client.post(url, {"status": "failed", "error": "late"}, content_type="application/json", **auth(secret))
+    r = client.post(
+        url,
+        {"status": "failed", "error": "late"},
+        content_type="application/json",
+        **auth(secret, building.release_id, "en-zh"),
+    )
     assert r.status_code == 409 and r.json()["field"] == "release"  # the release is no longer being built
 
 
@@ -288,7 +310,8 @@ def test_a_release_staged_by_the_worker_client_is_byte_for_byte_the_shared_file_
     job = services.release_begin(project=built, version="1.0.0", formats=formats)
     services.release_job_record(job=job)
     for direction in job.todo:
-        entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction)
+        token = job_token("release", job.release_id, direction)
+        entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction, job_token=token)
         assert entry["stored"] is True
     assert not list((tmp_path / "worker-data" / "release-staging").iterdir())  # nothing kept once sent
     release = services.release_finish(job=job)
@@ -332,14 +355,15 @@ def test_a_worker_cut_off_mid_upload_sends_the_direction_again_without_reading_t
     platform = platform_for(secret, tmp_path / "worker-data")
     network = CutOnce(httpx.WSGITransport(app=get_wsgi_application()))
     platform._http = httpx.Client(transport=network, base_url="http://testserver", headers=platform.http.headers)
+    token = job_token("release", job.release_id, "en-de")
     with pytest.raises(httpx.WriteError) as cut:
-        transfer.direction_stage(platform, release_id=job.release_id, direction="en-de")
-    assert transfer.is_transient(cut.value) and network.cuts == 1
+        transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
+    assert is_transient(cut.value) and network.cuts == 1
     assert not StagedUpload.objects.exists() and not (job.staging / "en-de").exists()
     kept = release_files.staged_direction(platform.staging_dir(job.release_id), "en-de")
     assert kept is not None  # the worker's own copy survives the cut
     # the task delivered again: the direction staged here before is sent, the rows are not read again
-    entry = transfer.direction_stage(platform, release_id=job.release_id, direction="en-de")
+    entry = transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
     assert entry["stored"] is True and entry["reused"] is True and entry["digest"] == kept["digest"]
     release = Release.objects.get(pk=job.release_id)
     assert release.directions["en-de"]["status"] == "done" and StagedUpload.objects.count() == 1
