@@ -246,9 +246,17 @@ def direction_staged_receive(
     Refuses (naming the field) a body that is not ``length`` bytes or past ``RELEASE_UPLOAD_MAX_BYTES``, whose
     sha256 is not the declared one, an archive that does not hold the direction's files or whose files do
     not match its summary (``staged_upload.archive_unpack``); a release not being built by release workers
-    or without this direction; rows read from a build that has changed since (``stamp``). Idempotent by
-    content: an archive already taken answers (its upload, False) and writes nothing. Returns (the
-    ``StagedUpload`` recorded with the worker, whether the files were stored now)."""
+    or without this direction; rows read from a build that has changed since (``stamp``); and an archive
+    that is not the data the platform sent: its rows' ids, order and values, its share of the content hash,
+    its triplet ids per level and its JSONL/TSV files are checked against what the platform computes from
+    its own rows (``staged_upload.staged_check``).
+
+    Which upload is kept: only one that passes every check is ever stored, so a refused one changes nothing
+    and cannot keep a later good one out. A direction already staged from the current build keeps the
+    first upload that passed (any other that passes holds the same rows) and answers the others
+    ``stored: False``. Idempotent by content: an archive already taken answers (its upload, False) and
+    writes nothing. Returns (the ``StagedUpload`` recorded with the worker, whether the files were stored
+    now)."""
     declared = (declared_sha256 or "").strip().lower()
     if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
         raise StagedRefused("sha256", "declare the archive's sha256 (64 hex digits) in the X-Staged-SHA256 header")
@@ -305,6 +313,11 @@ def direction_staged_receive(
                 "stamp",
                 f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
             )
+        # the archive agrees with itself; now with the platform's own rows, which the worker cannot recompute
+        rows = release_selectors.iter_triplet_rows(release.project, direction)
+        expected = release_files.direction_expected(rows, direction, formats)
+        staged_upload.staged_check(work / "files", direction=direction, expected=expected)
+        del expected
         with transaction.atomic():
             row = Release.objects.select_for_update().get(pk=release.pk)
             if row.status != Release.Status.BUILDING:

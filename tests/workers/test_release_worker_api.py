@@ -385,3 +385,116 @@ def test_without_a_platform_url_the_release_workers_task_stages_on_the_shared_fi
     )
     reference = release_files.write_release(content, tmp_path / "shared", ("jsonl",))
     assert release.content_hash == reference["content_hash"] and release.manifest["files"] == reference["files"]
+
+
+def forge_first_triplet_id(d: Path) -> None:
+    """What a token holder did (#48): the first triplet_id of test.parquet changed, the file written with
+    the release's own options, and the summary's sha256 of the file recomputed; the spool left as sent."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = d / "en-de" / "test.parquet"
+    table = pq.read_table(path)
+    ids = table.column("triplet_id").to_pylist()
+    ids[0] = "FORGED BY A WORKER TOKEN"
+    table = table.set_column(table.schema.get_field_index("triplet_id"), "triplet_id", pa.array(ids, pa.string()))
+    pq.write_table(table.cast(release_files.TRIPLET_SCHEMA), path, **release_files.PARQUET_OPTIONS)
+    summary_path = d / release_files.SPOOL_DIR / "en-de.json"
+    summary = json.loads(summary_path.read_text())
+    summary["files"]["en-de/test.parquet"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    summary_path.write_text(json.dumps(summary))
+
+
+def test_a_forged_staged_direction_is_refused_and_the_honest_one_is_then_taken(client, building, worker, tmp_path):
+    """The archive agrees with itself (each file's sha256 is its summary's), but its rows are not those the
+    platform sent: refused, naming the row, and nothing of it is kept, so the honest archive is stored."""
+    _, secret = worker
+    archive, _ = stage_locally(client, building, "en-de", secret, tmp_path / "worker")
+    honest = archive.read_bytes()
+    forged = repack(tmp_path / "worker", tmp_path / "forged", "en-de", forge_first_triplet_id)
+    unpacked = staged_upload.archive_unpack(
+        _written(tmp_path / "forged.tar.gz", forged),
+        tmp_path / "forged-check",
+        direction="en-de",
+        formats=[],
+        max_unpacked=1 << 30,
+    )
+    assert unpacked["direction"] == "en-de"  # consistent with itself: the archive's own checks pass it
+
+    r = put(client, building, "en-de", forged, secret)
+    assert (r.status_code, r.json()["field"]) == (400, "triplets"), r.content
+    assert "row 1 is triplet 'FORGED BY A WORKER TOKEN'" in r.json()["error"]
+    assert not StagedUpload.objects.exists() and not (building.staging / "en-de").exists()
+    assert Release.objects.get(pk=building.release_id).directions["en-de"]["status"] == "running"
+
+    r = put(client, building, "en-de", honest, secret)
+    assert r.status_code == 201 and r.json()["stored"] is True
+    staged = pq_ids(building.staging / "en-de" / "test.parquet")
+    assert staged == [
+        row["triplet_id"] for row in release_selectors.iter_triplet_rows(building_project(building), "en-de")
+    ]
+    # and once the honest one is in, the forgery sent again is still refused: it does not replace it
+    r = put(client, building, "en-de", forged, secret)
+    assert (r.status_code, r.json()["field"]) == (400, "triplets")
+    assert StagedUpload.objects.get().sha256 == hashlib.sha256(honest).hexdigest()
+
+
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def pq_ids(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["triplet_id"]).column("triplet_id").to_pylist()
+
+
+def building_project(job):
+    return Release.objects.select_related("project").get(pk=job.release_id).project
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(lambda job: ("release", job.release_id, "en-de"), id="another direction's job"),
+        pytest.param(lambda job: ("release", job.release_id + 1, "en-zh"), id="another release's job"),
+        pytest.param(lambda job: ("scoring", job.release_id, "en-zh", "chrF++"), id="a scoring job"),
+    ],
+)
+def test_a_report_is_taken_only_with_the_jobs_own_token(client, building, worker, other):
+    """Any token could fail any release being built with its own text (#48): a report now needs the job
+    token of that release's direction; another job's token answers as missing and changes nothing."""
+    _, secret = worker
+    url = reverse("workers:release_direction_report", args=[building.release_id, "en-zh"])
+    body = {"status": "failed", "error": "FORGED failure"}
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    r = client.post(url, body, content_type="application/json", **bearer)
+    assert (r.status_code, r.json()["field"]) == (401, "job")
+    r = client.post(url, body, content_type="application/json", **bearer, HTTP_X_WORKER_JOB=job_token(*other(building)))
+    assert (r.status_code, r.json()["field"]) == (404, "job")
+    forged = job_token("release", building.release_id, "en-zh")[:-4] + "AAAA"  # not the platform's signature
+    r = client.post(url, body, content_type="application/json", **bearer, HTTP_X_WORKER_JOB=forged)
+    assert (r.status_code, r.json()["field"]) == (401, "job")
+    release = Release.objects.get(pk=building.release_id)
+    assert release.status == "building" and release.directions["en-zh"]["status"] != "failed" and not release.error
+    # the job's own token is taken
+    r = client.post(url, body, content_type="application/json", **auth(secret, building.release_id, "en-zh"))
+    assert r.status_code == 200
+    release.refresh_from_db()
+    assert release.status == "failed" and "FORGED failure" in release.error
+
+
+def test_a_job_token_expires(client, building, worker, settings):
+    import time
+
+    from exports.workers.grants import JobScope, job_token_issue
+
+    _, secret = worker
+    url = reverse("workers:release_direction_rows", args=[building.release_id, "en-de"])
+    stale = job_token_issue(JobScope("release", building.release_id, "en-de"), now=time.time() - 8 * 24 * 3600)
+    r = client.get(url, HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_X_WORKER_JOB=stale)
+    assert r.status_code == 401 and "expired" in r.json()["error"]
+    settings.WORKER_JOB_TOKEN_MAX_AGE = 10 * 24 * 3600
+    fresh = job_token_issue(JobScope("release", building.release_id, "en-de"), now=time.time() - 8 * 24 * 3600)
+    assert client.get(url, HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_X_WORKER_JOB=fresh).status_code == 200

@@ -297,3 +297,39 @@ def test_the_worker_client_resumes_a_cut_download_checks_it_and_uploads_once(
         platform.upload_part(release.pk, "chrF++", "en-de", part, job_of)
     with pytest.raises(TransferError, match="HTTP 401"):
         Platform(url=live_server.url, token="xqw_revoked", data_dir=tmp_path).fetch_release(release.pk, ["en-de"])
+
+
+def test_a_scoring_job_token_opens_its_own_release_direction_and_metric_only(client, release, worker, languages):
+    """A worker token alone opens nothing; with a job token, only that job's release, direction and metric:
+    another's answers as missing, and nothing is stored."""
+    _, secret = worker
+    ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
+    ScoringJob.objects.create(release=release, metric="BLEU", direction=languages["en-de"])
+    body = part_bytes("chrF++", "en-de")
+    url = reverse("workers:upload_part", args=[release.pk, "chrF++", "en-de"])
+
+    def send(**headers):
+        return client.generic(
+            "PUT",
+            url,
+            body,
+            content_type="application/vnd.apache.parquet",
+            HTTP_X_PART_SHA256=hashlib.sha256(body).hexdigest(),
+            HTTP_AUTHORIZATION=f"Bearer {secret}",
+            **headers,
+        )
+
+    assert (send().status_code, send().json()["field"]) == (401, "job")
+    for scope in (
+        ("scoring", release.pk, "en-de", "BLEU"),  # another metric's job
+        ("scoring", release.pk, "en-zh", "chrF++"),  # another direction's
+        ("scoring", release.pk + 1, "en-de", "chrF++"),  # another release's
+        ("release", release.pk, "en-de"),  # a release worker's job
+    ):
+        r = send(HTTP_X_WORKER_JOB=job_token(*scope))
+        assert (r.status_code, r.json()["field"]) == (404, "job"), scope
+    assert not PartUpload.objects.exists()
+    other_file = reverse("workers:release_file", args=[release.pk, "en-zh"])
+    assert client.get(other_file, **auth(secret, release.pk, "en-de")).status_code == 404
+    assert client.get(other_file, **auth(secret, release.pk, "en-zh")).status_code == 200
+    assert send(HTTP_X_WORKER_JOB=job_token("scoring", release.pk, "en-de", "chrF++")).status_code == 201
