@@ -319,6 +319,7 @@ class _Digest:
         # ``sink``: anything with ``update(bytes)``; a ``_Spool`` keeps a direction's share of the stream
         self.h = sink if sink is not None else hashlib.sha256()
         self.first = True
+        self.content_digest = ""  # set by _bytes_hash: the stream's sha256 before the files section
 
     def section(self, tag: str, value, canonical: bool = False) -> None:
         text = _canonical_json(value) if canonical else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -448,12 +449,16 @@ def _staged_levels(store: StagedStore) -> Callable[[str], dict[int, list[str]]]:
     return load
 
 
+HASH_COVERS = "the counts, the sampling plan and the bytes of the canonical files"
+HASH_COVERS_BEFORE = "the counts and the sampling plan"  # a version whose hash was recorded before #48
+
+
 def _bytes_hash(digest: _Digest, files: dict[str, str], *recorded: str | None) -> str:
     """The content hash: the content digest's stream, then a ``files`` section with the sha256 of each
     canonical file (path order), so two releases whose files differ in any byte never share a hash. A
     version recorded before the hash covered the bytes (its recorded hash is the content digest alone)
     keeps that hash when its content is unchanged, so its card and manifest stay as they were published."""
-    content_digest = digest.hexdigest()
+    content_digest = digest.content_digest = digest.hexdigest()
     if content_digest in recorded:
         return content_digest
     digest.section("files", [[path, files[path]] for path in sorted(files)])
@@ -509,7 +514,8 @@ def _finish(
             "Use another output directory (and another version)."
         )
 
-    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical), encoding="utf-8")
+    covers = HASH_COVERS_BEFORE if content_hash == digest.content_digest else HASH_COVERS
+    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical, covers), encoding="utf-8")
     hashes["README.md"] = sha256_file(staging / "README.md")
     manifest = {
         "name": content.name,
@@ -894,7 +900,9 @@ def verify_release(out_dir: str | Path) -> list[str]:
 # ---- dataset card --------------------------------------------------------------------------------------
 
 
-def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str]) -> str:
+def dataset_card(
+    content: ReleaseContent, content_hash: str, canonical: list[str], hash_covers: str = HASH_COVERS
+) -> str:
     """The release's README.md: the prose is the template ``dataset_card.md`` beside this module; this fills in
     the parts that come from the content (metadata, lists and the counts table)."""
     configs = [
@@ -938,6 +946,7 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         version=_md(content.version),
         description=_md(content.description) + "\n\n" if content.description else "",
         content_hash=content_hash,
+        hash_covers=hash_covers,
         first_direction=sorted(content.directions)[0] if content.directions else "en-de",
         transplanted_flag=TRANSPLANTED_FLAG,
         build="".join(f"- {key}: {_md(str(content.build[key]))}\n" for key in sorted(content.build)),
