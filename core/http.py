@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import hashlib
 import os
 import re
 import socket
@@ -188,18 +187,3 @@ def sweep_upload_files(directory: str | None = None) -> list[str]:
         except OSError:
             continue  # another request swept it first
     return removed
-
-
-def body_copy(body, out, *, length: int, chunk: int = 1024 * 1024) -> tuple[str, int]:
-    """Copy at most ``length`` bytes of a request body (a worker's upload) into ``out`` a chunk at a time,
-    hashing them as they pass: (sha256 hex, bytes received). Fewer bytes than declared means the sender
-    was cut off; the caller refuses the upload with its own reason."""
-    h, received = hashlib.sha256(), 0
-    while received < length:
-        data = body.read(min(chunk, length - received))
-        if not data:
-            break
-        received += len(data)
-        h.update(data)
-        out.write(data)
-    return h.hexdigest(), received

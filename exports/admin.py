@@ -29,7 +29,7 @@ from exports.models import (
     WorkerToken,
 )
 from exports.release import tasks as release_tasks
-from exports.scores import services as scores_services
+from exports.workers import services as worker_services
 
 
 @admin.register(BenchmarkChange)
@@ -314,7 +314,7 @@ class WorkerTokenAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return  # a token's name and secret are fixed once created
-        token, secret = scores_services.token_create(name=form.cleaned_data["name"], created_by=request.user)
+        token, secret = worker_services.token_create(name=form.cleaned_data["name"], created_by=request.user)
         obj.pk, obj.prefix = token.pk, token.prefix
         obj._state.adding = False
         request._worker_secret = secret  # for response_add only: never stored, never in a cookie
@@ -333,7 +333,7 @@ class WorkerTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected worker tokens")
     def revoke(self, request, queryset):
-        n = scores_services.tokens_revoke(tokens=queryset)
+        n = worker_services.tokens_revoke(tokens=queryset)
         self.message_user(request, f"{n} worker token(s) revoked", messages.SUCCESS)
 
 
@@ -350,7 +350,7 @@ class PartUploadAdmin(ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(StagedUpload)
 class StagedUploadAdmin(ReadOnlyMixin, admin.ModelAdmin):
     """Every release direction a release worker staged and uploaded, with the worker that sent it: written by
-    the release workers' endpoint only (``exports.release.api``)."""
+    the release workers' endpoint only (``exports.workers.api``)."""
 
     list_display = ("release", "direction", "worker", "sha256", "size", "created_at")
     list_filter = ("worker", "release__project")

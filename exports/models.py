@@ -336,8 +336,9 @@ class BenchmarkChange(models.Model):
 
 
 class WorkerToken(models.Model):
-    """A scoring worker's credential for the worker endpoints only (``exports.scores.api``): created and
-    revoked by an admin, shown once, stored as its sha256 (a random 256-bit secret needs no slow hash)."""
+    """A worker's credential for the worker endpoints only (``exports.workers.api``; with the job token its
+    task carries, ``exports.workers.grants``): created and revoked by an admin, shown once, stored as its
+    sha256 (a random 256-bit secret needs no slow hash)."""
 
     name = models.CharField(max_length=100, help_text="which worker: a machine, a cluster job, a cloud box")
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
@@ -379,7 +380,7 @@ class PartUpload(models.Model):
 
 
 class StagedUpload(models.Model):
-    """A release direction a release worker staged on its own disk and uploaded (``exports.release.api``):
+    """A release direction a release worker staged on its own disk and uploaded (``exports.workers.api``):
     content-addressed (the archive's sha256), recorded with the worker that sent it."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="staged_uploads")

@@ -5,8 +5,8 @@ view modules are the stages' own. Lives at the app's top because it imports from
 from django.urls import path
 
 from exports.metaeval import views as metaeval_views
-from exports.scores import api as worker_api
 from exports.scores import views as scores_views
+from exports.workers import api as worker_api
 
 scores = (
     [
@@ -22,7 +22,7 @@ scores = (
     "scores",
 )
 
-# The worker endpoints (exports.scores.api): a worker token opens these and nothing else.
+# The worker endpoints (exports.workers.api): a worker token with a job token opens these and nothing else.
 workers = (
     [
         path("releases/<int:release_id>/", worker_api.release_manifest, name="release_manifest"),
@@ -36,20 +36,20 @@ workers = (
             worker_api.upload_part,
             name="upload_part",
         ),
-        # release-direction workers (RELEASE_WORKERS=http): exports.release.api behind the token check
+        # release-direction workers (RELEASE_WORKERS=http)
         path(
             "release-builds/<int:release_id>/directions/<str:direction>/rows",
-            worker_api.release_direction_rows,
+            worker_api.direction_rows,
             name="release_direction_rows",
         ),
         path(
             "release-builds/<int:release_id>/directions/<str:direction>/staged",
-            worker_api.release_direction_staged,
+            worker_api.direction_staged,
             name="release_direction_staged",
         ),
         path(
             "release-builds/<int:release_id>/directions/<str:direction>/report",
-            worker_api.release_direction_report,
+            worker_api.direction_report,
             name="release_direction_report",
         ),
     ],

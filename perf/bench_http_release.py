@@ -50,7 +50,10 @@ _ = platform.http  # a worker makes its client once, when it starts
 t = time.perf_counter()
 sent = 0
 for direction in args["directions"]:
-    sent += transfer.direction_stage(platform, release_id=args["release"], direction=direction)["archive_bytes"]
+    job = args["jobs"][direction]  # the job token its task would carry
+    sent += transfer.direction_stage(platform, release_id=args["release"], direction=direction, job_token=job)[
+        "archive_bytes"
+    ]
 print(json.dumps({"seconds": time.perf_counter() - t, "bytes": sent, "django": "django" in sys.modules}))
 """
 
@@ -90,7 +93,8 @@ def main() -> int:
             from core.models import Project
             from exports.benchmark.services import build_run
             from exports.release import services
-            from exports.scores.services import token_create
+            from exports.workers.grants import JobScope, job_token_issue
+            from exports.workers.services import token_create
 
             xqmeval_import(
                 project_name="bench", directory=SHARED / "candidates", decisions_path=SHARED / "decisions.csv"
@@ -116,6 +120,7 @@ def main() -> int:
                 job = services.release_begin(project=project, version=f"h{rep}", out_dir=tmp / f"http{rep}")
                 services.release_job_record(job=job)
                 inner = {"url": url, "token": secret, "release": job.release_id, "directions": list(job.todo)}
+                inner["jobs"] = {d: job_token_issue(JobScope("release", job.release_id, d)) for d in job.todo}
                 inner["work"] = str(tmp / f"worker{rep}")
                 done = subprocess.run(
                     [sys.executable, "-c", INNER, json.dumps(inner)],

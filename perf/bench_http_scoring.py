@@ -45,7 +45,8 @@ from pathlib import Path
 from core.services import direction_ensure, project_directions_add, project_ensure
 from exports.models import Release, ScoringJob
 from exports.release.domain.release_files import sha256_file
-from exports.scores import services
+from exports.workers import services as worker_services
+from exports.workers.grants import JobScope, job_token_issue
 root = Path(sys.argv[1])
 manifest = json.loads((root / "manifest.json").read_text())
 # as a release the platform builds: each file with its sha256 and size (exports.release.domain.release_files)
@@ -59,8 +60,9 @@ project_directions_add(project=project, codes=codes)
 release = Release.objects.create(project=project, version="bench", status="ready", path=str(root), manifest=manifest)
 for code in codes:
     ScoringJob.objects.create(release=release, metric="chrF++", direction=direction_ensure(code=code))
-_, secret = services.token_create(name="bench")
-print(json.dumps({"release": release.pk, "token": secret, "directions": codes}))
+_, secret = worker_services.token_create(name="bench")
+jobs = {code: job_token_issue(JobScope("scoring", release.pk, code, "chrF++")) for code in codes}  # what tasks carry
+print(json.dumps({"release": release.pk, "token": secret, "directions": codes, "jobs": jobs}))
 """
 
 # Run in .venv-scoring, as one worker process takes task after task: every direction by both paths (which
@@ -89,12 +91,14 @@ def shared(direction):
 
 def http(direction):
     t = time.perf_counter()
-    root = platform.fetch_release(args["release"], [direction])
+    root = platform.fetch_release(args["release"], [direction], job_token=args["jobs"][direction])
     t1 = time.perf_counter()
     out = platform.scores_dir(args["release"])
     score_direction(open_release(root), "chrF++", direction, out, opts, assemble=False)  # as the worker does
     t2 = time.perf_counter()
-    platform.upload_part(args["release"], "chrF++", direction, part_path(out, "chrF++", direction))
+    platform.upload_part(
+        args["release"], "chrF++", direction, part_path(out, "chrF++", direction), args["jobs"][direction]
+    )
     t3 = time.perf_counter()
     totals["http"] += t3 - t
     totals["fetch"] += t1 - t
@@ -156,7 +160,8 @@ def main() -> int:
             import httpx
 
             # a serving platform is warm: each gunicorn worker has loaded its URL configuration and views
-            headers = {"Authorization": f"Bearer {setup['token']}"}
+            first = setup["directions"][0]
+            headers = {"Authorization": f"Bearer {setup['token']}", "X-Worker-Job": setup["jobs"][first]}
             for _ in range(8):
                 httpx.get(f"{url}/api/workers/releases/{setup['release']}/", headers=headers, timeout=30)
             counts = json.loads((root / "manifest.json").read_text())["counts"]
@@ -168,6 +173,7 @@ def main() -> int:
                     "url": url,
                     "token": setup["token"],
                     "release": setup["release"],
+                    "jobs": setup["jobs"],
                     "directions": directions,
                     "rep": rep,
                 }

@@ -1,13 +1,11 @@
 """A scoring worker with no shared file system: it fetches a release's direction files from the platform
 over HTTP and uploads the part files it writes. Django-free (httpx, the client scoring already uses).
 
-Configured on the worker (``celery -A scoring.worker worker --platform-url URL``, or the environment):
-
-- ``XQMEVAL_PLATFORM_URL``: the platform's base URL (https://… in production); unset, the worker reads the
-  release where the task says (``release_dir``) and writes beside it: the shared file system, nothing copied;
-- ``XQMEVAL_WORKER_TOKEN`` (or ``XQMEVAL_WORKER_TOKEN_FILE``): the worker token an admin created;
-- ``XQMEVAL_WORKER_DATA``: the worker's own data directory (fetched releases, its part files and
-  checkpoints, the judge cache), default ``~/.cache/xqmeval-worker``.
+Configured on the worker (``celery -A scoring.worker worker --platform-url URL``, or the environment read by
+``worker_client.platform``, the names the release workers use): unset ``XQMEVAL_PLATFORM_URL``, the worker
+reads the release where the task says (``release_dir``) and writes beside it: the shared file system,
+nothing copied. Its data directory holds fetched releases, its part files and checkpoints, the judge
+cache. Each request carries the scoring job's token (``X-Worker-Job``), sent with the task.
 
 Downloads resume (``Range`` with ``If-Range`` on the file's sha256) and are verified against the sha256
 the platform lists; an upload declares the part's sha256 and is idempotent, so a retried task sends it
@@ -22,8 +20,6 @@ a worker with ``HF_HUB_OFFLINE=1`` asks the platform only.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -33,23 +29,19 @@ from urllib.parse import quote
 
 from scoring.model_files import offline
 from scoring.registry import MetricError
+from worker_client import CHUNK, DATA_ENV, URL_ENV, PlatformClient, read_chunks, sha256_file, write_atomic
+from worker_client import TransferError as _Refused
 
-URL_ENV = "XQMEVAL_PLATFORM_URL"
-TOKEN_ENV = "XQMEVAL_WORKER_TOKEN"
-TOKEN_FILE_ENV = "XQMEVAL_WORKER_TOKEN_FILE"
-DATA_ENV = "XQMEVAL_WORKER_DATA"
-CHUNK = 1024 * 1024
 HUB_ENDPOINT_ENV = "HF_ENDPOINT"
 HUB_TOKEN_ENV = "HF_TOKEN"
 HUB_DEFAULT = "https://huggingface.co"
 
+__all__ = ["DATA_ENV", "URL_ENV", "ChecksumMismatch", "Platform", "TransferError", "hub_url", "sha256_file"]
+
 log = logging.getLogger(__name__)
 
 
-_PLATFORMS: dict[tuple, Platform | None] = {}
-
-
-class TransferError(MetricError):
+class TransferError(_Refused, MetricError):
     """The platform refused a download or an upload (the message has its reason): a retry cannot help."""
 
 
@@ -58,83 +50,15 @@ class ChecksumMismatch(ConnectionError):
     (a ConnectionError, so the worker's retry treats it as a network fault)."""
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 @dataclass
-class Platform:
-    url: str
-    token: str
-    data_dir: Path
-    timeout: float = 60.0
-    _http: object = field(default=None, repr=False, compare=False)  # one connection pool per worker process
+class Platform(PlatformClient):
     # a ready release never changes: its listing is asked once per worker process
     _listings: dict = field(default_factory=dict, repr=False, compare=False)
     _hub_http: object = field(default=None, repr=False, compare=False)
     # where each file of the last fetch came from: direction -> "hub", "platform" or "kept" (already here)
     sources: dict = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_env(cls, environ=os.environ) -> Platform | None:
-        """The platform this worker exchanges files with, or None (a shared file system); one per process
-        and configuration, so its connections are reused from task to task."""
-        key = tuple(environ.get(k, "") for k in (URL_ENV, TOKEN_ENV, TOKEN_FILE_ENV, DATA_ENV))
-        if key not in _PLATFORMS:
-            _PLATFORMS[key] = cls._from_env(environ)
-        return _PLATFORMS[key]
-
-    @classmethod
-    def _from_env(cls, environ) -> Platform | None:
-        """The platform this worker exchanges files with, or None (a shared file system)."""
-        url = environ.get(URL_ENV, "").strip()
-        if not url:
-            return None
-        token = environ.get(TOKEN_ENV, "").strip()
-        if not token and environ.get(TOKEN_FILE_ENV):
-            token = Path(environ[TOKEN_FILE_ENV]).read_text(encoding="utf-8").strip()
-        if not token:
-            raise TransferError(f"{URL_ENV} is set but no worker token: set {TOKEN_ENV} or {TOKEN_FILE_ENV}")
-        data = Path(environ.get(DATA_ENV) or Path.home() / ".cache" / "xqmeval-worker")
-        return cls(url=url.rstrip("/"), token=token, data_dir=data)
-
-    def connect(self) -> None:
-        """Make the HTTP client now (a worker does at start: building its TLS context takes a while)."""
-        _ = self.http
-
-    @property
-    def http(self):
-        if self._http is None:
-            import httpx
-
-            self._http = httpx.Client(
-                base_url=self.url,
-                headers={"Authorization": f"Bearer {self.token}"},
-                timeout=self.timeout,
-                follow_redirects=False,
-            )
-        return self._http
-
-    @staticmethod
-    def _refused(response) -> TransferError:
-        with contextlib.suppress(Exception):
-            response.read()  # a streamed answer (a download) has not read its body yet
-        try:
-            body = response.json()
-            reason = f"{body.get('error')} (field {body.get('field')})"
-        except ValueError:
-            reason = response.text[:300]
-        return TransferError(f"{response.request.method} {response.request.url}: HTTP {response.status_code}: {reason}")
-
-    def _check(self, response) -> None:
-        if response.status_code >= 500 or response.status_code == 429:
-            response.raise_for_status()  # an HTTPStatusError: scoring.faults counts 5xx and 429 as transient
-        if response.status_code >= 400:
-            raise self._refused(response)
+    refusal = TransferError
 
     def release_root(self, release_id: int) -> Path:
         return self.data_dir / "releases" / str(int(release_id))
@@ -157,7 +81,12 @@ class Platform:
         return self._hub_http
 
     def fetch_release(
-        self, release_id: int, directions: list[str], hub_repo: str | None = None, hub_revision: str | None = None
+        self,
+        release_id: int,
+        directions: list[str],
+        hub_repo: str | None = None,
+        hub_revision: str | None = None,
+        job_token: str | None = None,
     ) -> Path:
         """The release's ``manifest.json`` and the ``test.parquet`` of ``directions``, in this worker's data
         directory (files already there with the listed sha256 are kept); returns the release directory.
@@ -167,11 +96,11 @@ class Platform:
         root = self.release_root(release_id)
         listing = self._listings.get(int(release_id))
         if listing is None:
-            response = self.http.get(f"/api/workers/releases/{int(release_id)}/")
-            self._check(response)
+            response = self.http.get(f"/api/workers/releases/{int(release_id)}/", headers=self.job_headers(job_token))
+            self.check(response)
             listing = self._listings[int(release_id)] = response.json()
         root.mkdir(parents=True, exist_ok=True)
-        _write_atomic(root / "manifest.json", json.dumps(listing.get("manifest") or {}, sort_keys=True).encode())
+        write_atomic(root / "manifest.json", json.dumps(listing.get("manifest") or {}, sort_keys=True).encode())
         self.sources = {}
         for code in directions:
             entry = listing["directions"].get(code)
@@ -198,11 +127,11 @@ class Platform:
                         type(exc).__name__,
                         exc,
                     )
-            self._download(self.http, entry, target)
+            self._download(self.http, entry, target, self.job_headers(job_token))
             self.sources[code] = "platform"
         return root
 
-    def _download(self, http, entry: dict, target: Path) -> None:
+    def _download(self, http, entry: dict, target: Path, headers: dict | None = None) -> None:
         sha, size = entry["sha256"], int(entry["bytes"])
         if _have(target, entry):
             return
@@ -212,10 +141,10 @@ class Platform:
         if have > size:
             partial.unlink()
             have = 0
-        headers = {"Range": f"bytes={have}-", "If-Range": f'"{sha}"'} if 0 < have < size else {}
+        ranged = {"Range": f"bytes={have}-", "If-Range": f'"{sha}"'} if 0 < have < size else {}
         if have < size:
-            with http.stream("GET", entry["url"], headers=headers) as response:
-                self._check(response)
+            with http.stream("GET", entry["url"], headers={**(headers or {}), **ranged}) as response:
+                self.check(response)
                 mode = "ab" if response.status_code == 206 else "wb"  # 200: the whole file again
                 with open(partial, mode) as out:
                     for chunk in response.iter_bytes(CHUNK):
@@ -226,7 +155,9 @@ class Platform:
             raise ChecksumMismatch(f"{entry['url']}: downloaded sha256 {got}, the platform lists {sha}")
         os.replace(partial, target)
 
-    def upload_part(self, release_id: int, metric: str, direction: str, path: Path) -> dict:
+    def upload_part(
+        self, release_id: int, metric: str, direction: str, path: Path, job_token: str | None = None
+    ) -> dict:
         """PUT the part file with its sha256; the platform's answer (201 stored, 200 had it already)."""
         sha = sha256_file(path)
         url = f"/api/workers/releases/{int(release_id)}/parts/{quote(metric, safe='')}/{quote(direction, safe='')}"
@@ -234,14 +165,15 @@ class Platform:
         with open(path, "rb") as fh:
             response = self.http.put(
                 url,
-                content=_read_chunks(fh),
+                content=read_chunks(fh),
                 headers={
                     "X-Part-SHA256": sha,
                     "Content-Length": str(size),
                     "Content-Type": "application/vnd.apache.parquet",
+                    **self.job_headers(job_token),
                 },
             )
-            self._check(response)
+            self.check(response)
             return {**response.json(), "status": response.status_code}
 
 
@@ -253,14 +185,3 @@ def hub_url(repo_id: str, revision: str, rel: str) -> str:
 
 def _have(target: Path, entry: dict) -> bool:
     return target.is_file() and target.stat().st_size == int(entry["bytes"]) and sha256_file(target) == entry["sha256"]
-
-
-def _read_chunks(fh):
-    while chunk := fh.read(CHUNK):
-        yield chunk
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

@@ -119,10 +119,11 @@ def score_direction_task(
     release_id: int | None = None,
     hub_repo: str | None = None,
     hub_revision: str | None = None,
+    job_token: str | None = None,
 ) -> dict:
     try:
         return _score_direction(
-            self, release_dir, metric, direction, out_dir, options, release_id, hub_repo, hub_revision
+            self, release_dir, metric, direction, out_dir, options, release_id, hub_repo, hub_revision, job_token
         )
     except Exception as exc:
         if not is_transient(exc):  # a missing model offline, a bad option: a retry cannot help
@@ -141,6 +142,7 @@ def _score_direction(
     release_id: int | None = None,
     hub_repo: str | None = None,
     hub_revision: str | None = None,
+    job_token: str | None = None,
 ) -> dict:
     from scoring.release import open_release
     from scoring.runner import ScoreOptions, part_path, score_direction
@@ -152,7 +154,7 @@ def _score_direction(
     platform = Platform.from_env() if release_id is not None else None
     fetched = {}
     if platform is not None:
-        release_dir = str(platform.fetch_release(release_id, [direction], hub_repo, hub_revision))
+        release_dir = str(platform.fetch_release(release_id, [direction], hub_repo, hub_revision, job_token))
         out_dir = str(platform.scores_dir(release_id))
         fetched = dict(platform.sources)
 
@@ -198,7 +200,7 @@ def _score_direction(
     part = part_path(Path(out), spec.name, direction)
     if platform is None:
         return {"output_path": str(part), "summary": summary}
-    sent = platform.upload_part(release_id, spec.name, direction, part)
+    sent = platform.upload_part(release_id, spec.name, direction, part, job_token)
     return {
         "output_path": str(part),
         "summary": summary,

@@ -232,7 +232,7 @@ else:
 # The largest part file a worker may upload (bytes); a worker token's requests share REQUEST_BODY_MAX_BYTES.
 WORKER_PART_MAX_BYTES = int(os.environ.get("WORKER_PART_MAX_BYTES", str(64 * 1024 * 1024)))
 # Release directions staged by release workers that share nothing with the web app but the broker and HTTP
-# (exports.release.api): RELEASE_WORKERS=http sends a release's direction tasks to queue ``release``, whose
+# (exports.workers.api): RELEASE_WORKERS=http sends a release's direction tasks to queue ``release``, whose
 # workers read the rows over HTTP and upload each staged direction as an archive of at most
 # RELEASE_UPLOAD_MAX_BYTES (unpacked: RELEASE_UPLOAD_MAX_UNPACKED_BYTES). Default: the platform's own workers
 # stage them on its (shared) file system.
@@ -241,6 +241,9 @@ if RELEASE_WORKERS not in ("", "shared", "http"):
     raise ImproperlyConfigured(f"RELEASE_WORKERS={RELEASE_WORKERS!r}: use 'http' or leave it unset (shared)")
 RELEASE_UPLOAD_MAX_BYTES = int(os.environ.get("RELEASE_UPLOAD_MAX_BYTES", str(64 * 1024 * 1024)))
 RELEASE_UPLOAD_MAX_UNPACKED_BYTES = int(os.environ.get("RELEASE_UPLOAD_MAX_UNPACKED_BYTES", str(1024 * 1024 * 1024)))
+# A job token (exports.workers.grants) opens one job's endpoints to a worker until it expires: the time a task
+# may wait in its queue, run and be retried (scoring tasks on a busy GPU queue wait longest).
+WORKER_JOB_TOKEN_MAX_AGE = int(os.environ.get("WORKER_JOB_TOKEN_MAX_AGE", str(7 * 24 * 3600)))
 MEDIA_ROOT = DATA_DIR / "media"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---- Bounded input (#36.5; defaults in docs/security.md) ----------------------------------------------

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -28,16 +27,14 @@ from django.utils import timezone
 
 from core import bulk, storage
 from core.domain.directions import first_failure, with_entry
-from core.domain.errors import Conflict, Invalid, NotFound
-from core.http import body_copy
+from core.domain.errors import Conflict, Invalid
 from core.models import Direction, Project
 from exports.benchmark import selectors
-from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release, StagedUpload
+from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
 from exports.release import selectors as release_selectors
-from exports.release.domain import release_files, sampling, staged_upload
+from exports.release.domain import release_files, sampling
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
-from exports.release.domain.staged_upload import StagedConflict, StagedRefused
 from scoring.api import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$")
@@ -210,7 +207,7 @@ def staging_files_get(*, project_name: str, version: str, out_dir: str | Path) -
     )
 
 
-def _staged_source(staged: storage.StagedFiles):
+def staged_source(staged: storage.StagedFiles):
     """What the release writer reads staged directions from: the directory itself on the file system (its
     reads as before), the storage otherwise."""
     return staged.root if staged.local else staged
@@ -264,7 +261,7 @@ def _job_staged(release: Release, job: ReleaseJob) -> storage.StagedFiles:
     return staging_files_get(project_name=release.project.name, version=release.version, out_dir=job.out_dir)
 
 
-def _direction_stamp(project: Project, direction: str) -> dict:
+def direction_stamp(project: Project, direction: str) -> dict:
     """What a direction's staged files were written from: the project's latest build and a fingerprint of
     the direction's merge states (each gold pair's pool fingerprint, count and time written) and pseudo
     translations. A staged direction whose stamp differs from the current one is written again."""
@@ -321,13 +318,13 @@ def release_begin(
                 staged.root.rmdir()  # made just now (nothing staged in it): leave no empty directory behind
         raise ReleaseError(reason)
     formats = tuple(sorted(formats))
-    stamps = {code: _direction_stamp(project, code) for code in directions}
+    stamps = {code: direction_stamp(project, code) for code in directions}
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release.pk)
         kept = {}
         for code, entry in (row.directions or {}).items():
             if code in stamps and entry.get("status") == "done" and entry.get("stamp") == stamps[code]:
-                summary = release_files.staged_direction(_staged_source(staged), code)
+                summary = release_files.staged_direction(staged_source(staged), code)
                 if summary and summary["digest"] == entry.get("digest") and tuple(summary["formats"]) == formats:
                     kept[code] = entry
         row.directions = {code: kept.get(code) or {"status": "pending"} for code in directions}
@@ -359,9 +356,9 @@ def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
     the content hash and its triplet ids, then its entry in ``Release.directions`` (``done`` means staged).
     A failure is recorded on the direction and the release, with its reason, and raised."""
     release = Release.objects.select_related("project").get(pk=job.release_id)
-    _record_direction(release, direction, {"status": "running", "error": ""}, total=len(job.directions))
+    direction_record(release, direction, {"status": "running", "error": ""}, total=len(job.directions))
     try:
-        stamp = _direction_stamp(release.project, direction)
+        stamp = direction_stamp(release.project, direction)
         rows = release_selectors.iter_triplet_rows(release.project, direction)
         staged = _job_staged(release, job)
         # written by the release writer into a folder of its own, then stored: renamed into the staging
@@ -382,7 +379,7 @@ def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
         }
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        _record_direction(
+        direction_record(
             release,
             direction,
             {"status": "failed", "error": reason},
@@ -390,7 +387,7 @@ def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
             failure=f"{direction}: {reason}",
         )
         raise
-    _record_direction(release, direction, entry, total=len(job.directions))
+    direction_record(release, direction, entry, total=len(job.directions))
     return entry
 
 
@@ -407,7 +404,7 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
     changed = [
         code
         for code in job.directions
-        if code not in missing and row[code].get("stamp") != _direction_stamp(project, code)
+        if code not in missing and row[code].get("stamp") != direction_stamp(project, code)
     ]
     if missing or changed:
         reason = (
@@ -419,7 +416,7 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
         raise ReleaseError(f"{release}: {reason}")
 
     def step(stage: str, pct: int) -> None:
-        _release_progress(release, stage=stage, progress=pct, lease_expires_at=_release_lease_end())
+        _release_progress(release, stage=stage, progress=pct, lease_expires_at=release_lease_end())
         if progress:
             progress(stage, pct)
 
@@ -487,14 +484,14 @@ def release_retry_record(*, job: ReleaseJob, direction: str, reason: str) -> Non
         row.save(update_fields=["directions", "status", "error"])
 
 
-def _record_direction(release: Release, direction: str, entry: dict, *, total: int, failure: str = "") -> None:
+def direction_record(release: Release, direction: str, entry: dict, *, total: int, failure: str = "") -> None:
     """Set one direction's entry (the release row is locked: directions on other workers record theirs too)."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release.pk)
         row.directions = with_entry(row.directions, direction, entry)
         done = sum(1 for e in row.directions.values() if e.get("status") == "done")
         row.progress, row.stage = int(60 * done / max(total, 1)), f"directions staged: {done}/{total}"
-        row.lease_expires_at = _release_lease_end()  # a direction started or ended: the process is alive
+        row.lease_expires_at = release_lease_end()  # a direction started or ended: the process is alive
         if failure:
             row.status, row.error = Release.Status.FAILED, failure
         row.save(update_fields=["directions", "progress", "stage", "status", "error", "lease_expires_at"])
@@ -515,7 +512,7 @@ class ReleaseRunning(Conflict):
         self.release = release
 
 
-def _release_lease_end():
+def release_lease_end():
     return timezone.now() + timedelta(seconds=int(getattr(settings, "BUILD_LEASE_SECONDS", 3600)))
 
 
@@ -558,7 +555,7 @@ def _take_release(project: Project, version: str, user, *, owner: str = "") -> R
             )
             if release.status == Release.Status.READY:
                 raise ReleaseError(f"version {version} is released; write it again with release_create")
-            release.status, release.lease_expires_at = Release.Status.BUILDING, _release_lease_end()
+            release.status, release.lease_expires_at = Release.Status.BUILDING, release_lease_end()
             release.lease_owner = owner
             release.save(update_fields=["status", "lease_expires_at", "lease_owner"])
             return release
@@ -796,180 +793,7 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
     return release
 
 
-# ---- directions staged by release workers over HTTP (RELEASE_WORKERS=http; exports.release.api) ---------
-# A release worker shares nothing with the platform but the broker and HTTP: it reads a direction's rows
-# here, stages the direction on its own disk with the same writer, and uploads it; the platform checks the
-# upload, moves it into the release's staging directory and records the direction done, as
-# ``release_direction_run`` does on the shared file system. ``release_finish`` then closes the release.
-
-STAGED_ERROR_MAX_CHARS = 2000
-
-
 def release_job_record(*, job: ReleaseJob) -> None:
     """Record the staged build handed to release workers: where the platform stages it and its formats,
-    what their uploads are checked against."""
+    what their uploads are checked against (``exports.workers.services``)."""
     Release.objects.filter(pk=job.release_id).update(job={"out_dir": job.out_dir, "formats": list(job.formats)})
-
-
-def _release_for_workers(release_id: int, direction: str) -> Release:
-    release = Release.objects.select_related("project").filter(pk=release_id).first()
-    if release is None:
-        raise NotFound("no such release", "release")
-    if release.status != Release.Status.BUILDING or not release.job:
-        raise StagedConflict(
-            "release", f"release {release.pk} is not being built by release workers (status {release.status})"
-        )
-    if direction not in (release.directions or {}):
-        raise StagedRefused("direction", f"release {release.pk} stages no direction {direction!r}")
-    return release
-
-
-def direction_rows_read(*, release_id: int, direction: str, worker) -> tuple[dict, object]:
-    """(header, rows) for a release worker staging ``direction``: the header says what it is staged from
-    (release, version, formats, the build stamp), the rows are ``iter_triplet_rows``'s, streamed. The
-    direction is recorded as running on that worker (one already staged from the current build is left
-    done: a task delivered again only sends the same files)."""
-    release = _release_for_workers(release_id, direction)
-    project = release.project
-    stamp = _direction_stamp(project, direction)
-    entry = release.directions[direction]
-    if not (entry.get("status") == "done" and entry.get("stamp") == stamp):
-        _record_direction(
-            release, direction, {"status": "running", "error": "", "worker": worker.name}, total=len(release.directions)
-        )
-    header = {
-        "release": release.pk,
-        "version": release.version,
-        "project": project.name,
-        "direction": direction,
-        "formats": list(release.job["formats"]),
-        "stamp": stamp,
-    }
-    return header, release_selectors.iter_triplet_rows(project, direction)
-
-
-def direction_staged_receive(
-    *, release_id: int, direction: str, declared_sha256: str, body, length: int, worker
-) -> tuple[object, bool]:
-    """Take a staged direction a release worker uploads (``body``: a stream of ``length`` bytes, the archive
-    of ``staged_upload.archive_write``), check it and move it into the release's staging directory.
-
-    Refuses (naming the field) a body that is not ``length`` bytes or past ``RELEASE_UPLOAD_MAX_BYTES``, whose
-    sha256 is not the declared one, an archive that does not hold the direction's files or whose files do
-    not match its summary (``staged_upload.archive_unpack``); a release not being built by release workers
-    or without this direction; rows read from a build that has changed since (``stamp``). Idempotent by
-    content: an archive already taken answers (its upload, False) and writes nothing. Returns (the
-    ``StagedUpload`` recorded with the worker, whether the files were stored now)."""
-    declared = (declared_sha256 or "").strip().lower()
-    if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
-        raise StagedRefused("sha256", "declare the archive's sha256 (64 hex digits) in the X-Staged-SHA256 header")
-    release = _release_for_workers(release_id, direction)
-    limit = settings.RELEASE_UPLOAD_MAX_BYTES
-    if length > limit:
-        raise StagedRefused("size", f"a staged direction may have at most {limit} bytes, this one declares {length}")
-    formats = list(release.job["formats"])
-    out_dir = Path(release.job["out_dir"])
-    staged = staging_files_get(project_name=release.project.name, version=release.version, out_dir=out_dir)
-    staging = _staged_source(staged)
-    # on the file system beside the staging directory (same file system: storing is a rename)
-    incoming = (
-        out_dir.parent / f".{out_dir.name}.incoming"
-        if staged.local
-        else Path(tempfile.gettempdir()) / "xqmeval-release-incoming"
-    )
-    for attempt in range(3):
-        incoming.mkdir(parents=True, exist_ok=True)
-        try:
-            work = Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
-            break
-        except FileNotFoundError:  # another upload removed the folder once it was empty: make it again
-            if attempt == 2:
-                raise
-    try:
-        archive = work / "staged.tar.gz"
-        with open(archive, "wb") as out:
-            sha256, received = body_copy(body, out, length=length)
-        if received != length:  # the worker was cut off mid-upload: keep nothing of it
-            raise StagedRefused("body", f"received {received} of the {length} bytes declared")
-        if sha256 != declared:
-            raise StagedRefused("sha256", f"the body's sha256 is {sha256}, the upload declares {declared}")
-        existing = StagedUpload.objects.filter(release=release, direction=direction, sha256=declared).first()
-        entry = release.directions.get(direction) or {}
-        if (
-            existing is not None
-            and entry.get("status") == "done"
-            and entry.get("digest") == existing.digest
-            and release_files.staged_direction(staging, direction) is not None
-        ):
-            return existing, False
-        summary = staged_upload.archive_unpack(
-            archive,
-            work / "files",
-            direction=direction,
-            formats=formats,
-            max_unpacked=settings.RELEASE_UPLOAD_MAX_UNPACKED_BYTES,
-        )
-        if summary.get("stamp") != _direction_stamp(release.project, direction):
-            raise StagedConflict(
-                "stamp",
-                f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
-            )
-        with transaction.atomic():
-            row = Release.objects.select_for_update().get(pk=release.pk)
-            if row.status != Release.Status.BUILDING:
-                raise StagedConflict("release", f"release {row.pk} is no longer being built (status {row.status})")
-            now = (row.directions or {}).get(direction) or {}
-            stored = not (
-                now.get("status") == "done"
-                and now.get("digest") == summary["digest"]
-                and now.get("stamp") == summary["stamp"]
-                and release_files.staged_direction(staging, direction) is not None
-            )
-            if stored:  # nothing of an earlier attempt stays; the summary last
-                staged.direction_save(work / "files", direction, staged_upload.archive_members(direction, formats))
-                entry = {
-                    "status": "done",
-                    "triplets": summary["triplets"],
-                    "transplanted": summary["transplanted"],
-                    "digest": summary["digest"],
-                    "stamp": summary["stamp"],
-                    "error": "",
-                    "worker": worker.name,
-                }
-                _record_direction(release, direction, entry, total=len(row.directions))
-            upload, _ = StagedUpload.objects.get_or_create(
-                release=row,
-                direction=direction,
-                sha256=declared,
-                defaults={"worker": worker, "size": received, "digest": summary["digest"]},
-            )
-        return upload, stored
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            incoming.rmdir()  # when no other upload is under way
-
-
-def direction_failure_record(*, release_id: int, direction: str, status: str, error: str, worker) -> None:
-    """A release worker says its direction failed for good (the release fails, naming it, as on the shared
-    file system) or is tried again after a transient fault. A direction already staged keeps its files."""
-    if status not in ("failed", "retrying"):
-        raise StagedRefused("status", f"status {status!r}: say 'failed' or 'retrying'")
-    release = _release_for_workers(release_id, direction)
-    if (release.directions[direction] or {}).get("status") == "done":
-        raise StagedConflict("direction", f"{direction} is staged; a report of another attempt changes nothing")
-    reason = f"{(error or '').strip()[:STAGED_ERROR_MAX_CHARS] or 'no reason given'} (worker {worker.name})"
-    if status == "retrying":
-        with transaction.atomic():
-            row = Release.objects.select_for_update().get(pk=release.pk)
-            row.directions = with_entry(row.directions, direction, {"status": "retrying", "error": reason})
-            row.lease_expires_at = _release_lease_end()
-            row.save(update_fields=["directions", "lease_expires_at"])
-        return
-    _record_direction(
-        release,
-        direction,
-        {"status": "failed", "error": reason},
-        total=len(release.directions),
-        failure=f"{direction}: {reason}",
-    )

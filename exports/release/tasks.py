@@ -9,7 +9,6 @@ only the broker and HTTP with the platform (``release_direction_remote_task``, `
 from __future__ import annotations
 
 from celery import chord, group, shared_task
-from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import OperationalError, transaction
@@ -19,6 +18,8 @@ from core.task_retry import retry_after_fault, retry_note
 from exports.benchmark.tasks import DIRECTION_RETRIES, RETRY
 from exports.models import Release
 from exports.release import services, transfer
+from exports.workers.grants import JobScope, job_token_issue
+from worker_client import backoff, is_transient
 
 
 @shared_task(name="exports.create_release", bind=True, **RETRY)
@@ -89,20 +90,22 @@ def _stage_shared(self, job: dict, direction: str) -> dict:
 def _direction_signature(job: dict, direction: str):
     """The task that stages ``direction``: on the platform's workers (the shared file system, the default), or
     with RELEASE_WORKERS=http on queue ``release``, whose workers need only the broker and HTTP."""
-    if settings.RELEASE_WORKERS == "http":
-        return release_direction_remote_task.si(job, direction)
+    if settings.RELEASE_WORKERS == "http":  # the worker's job token opens this direction of this release only
+        token = job_token_issue(JobScope("release", int(job["release_id"]), direction))
+        return release_direction_remote_task.si(job, direction, token)
     return release_direction_task.si(job, direction)
 
 
 @shared_task(name="exports.release_direction_remote", bind=True, max_retries=DIRECTION_RETRIES)
-def release_direction_remote_task(self, job: dict, direction: str) -> dict:
+def release_direction_remote_task(self, job: dict, direction: str, job_token: str = "") -> dict:
     """Stage one direction on a release worker (queue ``release``). With ``XQMEVAL_PLATFORM_URL`` and a worker
     token in its environment it touches neither the database nor the platform's files: it reads the rows
     over HTTP, writes the direction on its own disk (``XQMEVAL_WORKER_DATA``) and uploads it
     (``exports.release.transfer``); the platform records it. Without them it is ``release_direction_task``:
     a worker on the shared file system, with the database. A network fault or a platform 5xx is retried
     with backoff (said on the release page); any other failure is reported to the platform, which fails
-    the release naming the direction, as on the shared file system."""
+    the release naming the direction, as on the shared file system. ``job_token``: what the platform
+    lets this task touch (``exports.workers.grants``), sent with each of its requests."""
     platform = transfer.ReleasePlatform.from_env()
     if platform is None:
         return _stage_shared(self, job, direction)
@@ -110,18 +113,16 @@ def release_direction_remote_task(self, job: dict, direction: str) -> dict:
     try:
         return {
             "direction": direction,
-            **transfer.direction_stage(platform, release_id=release_id, direction=direction),
+            **transfer.direction_stage(platform, release_id=release_id, direction=direction, job_token=job_token),
         }
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        if transfer.is_transient(exc) and not self.request.is_eager and self.request.retries < self.max_retries:
-            countdown = get_exponential_backoff_interval(
-                factor=2, retries=self.request.retries, maximum=60, full_jitter=True
-            )
+        if is_transient(exc) and not self.request.is_eager and self.request.retries < self.max_retries:
+            countdown = round(backoff(self.request.retries, base=2, maximum=60))
             note = retry_note(reason, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
-            platform.direction_report(release_id, direction, status="retrying", error=note)
+            platform.direction_report(release_id, direction, status="retrying", error=note, job_token=job_token)
             raise self.retry(exc=exc, countdown=countdown) from None
-        platform.direction_report(release_id, direction, status="failed", error=reason)
+        platform.direction_report(release_id, direction, status="failed", error=reason, job_token=job_token)
         raise
 
 

@@ -195,7 +195,7 @@ def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) ->
     )
 
 
-# ---- Workers without a shared file system (exports.scores.api) -----------------------------------------
+# ---- Workers without a shared file system (exports.workers.api) ----------------------------------------
 
 
 class PartRefused(ScoringError):

@@ -12,33 +12,24 @@ can be read from the result backend at any time without storing anything else.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import secrets
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-from django.core.files import File
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, Sum
 
 from core import bulk
-from core.http import body_copy
 from core.models import Direction
 from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
-from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob, WorkerToken
-from exports.scores.domain import PartRefused, ScoringError, check_part_identity, open_part
+from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob
+from exports.scores.domain import ScoringError, open_part
 from exports.scores.selectors import JobState, backend_state, progress_key, scores_dir
 from scoring.api import (
-    DIRECTION_RE,
     Family,
     JudgeConfig,
     MetricError,
     MetricSpec,
     get_metric,
-    metric_slug,
     part_path,
     route_options,
     score_task,
@@ -276,141 +267,3 @@ def scores_summarize(*, release: Release, metric: str | None = None, direction: 
             .order_by("metric", "direction_id", "level")
         )
         return len(ScoreSummary.objects.bulk_create(ScoreSummary(release=release, **row) for row in rows))
-
-
-# ---- Workers without a shared file system: tokens, release files, uploaded parts ----------------------
-
-TOKEN_PREFIX = "xqw_"
-_CHUNK = 1024 * 1024
-
-
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def token_create(*, name: str, created_by=None) -> tuple[WorkerToken, str]:
-    """A new worker token and its secret: the only time the secret exists outside the worker (only its
-    sha256 is stored)."""
-    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = WorkerToken.objects.create(
-        name=name.strip(), token_hash=_token_hash(secret), prefix=secret[:10], created_by=created_by
-    )
-    return token, secret
-
-
-def tokens_revoke(*, tokens) -> int:
-    from django.utils import timezone
-
-    return tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-
-
-def token_authenticate(*, secret: str) -> WorkerToken | None:
-    """The active token with this secret, or None. Marks it used (at most once a minute)."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    if not secret.startswith(TOKEN_PREFIX):
-        return None
-    token = WorkerToken.objects.filter(token_hash=_token_hash(secret), revoked_at__isnull=True).first()
-    if token is not None:
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
-            WorkerToken.objects.filter(pk=token.pk).update(last_used_at=now)
-            token.last_used_at = now
-    return token
-
-
-def release_files_list(*, release: Release, only: str | None = None) -> dict[str, dict[str, Any]]:
-    """Per direction of a ready release (or just ``only``): its ``test.parquet`` (``name`` in the release's
-    files, bytes, sha256: the manifest's record, else hashed once, streamed from the storage, and cached by
-    name, size and modification time). Read through the ``releases`` storage (``core.storage``)."""
-    from django.core.cache import cache
-
-    if release.status != Release.Status.READY:
-        return {}
-    files = ReleaseFiles.for_release(release)
-    if files is None:
-        return {}
-    recorded = (release.manifest or {}).get("files") or {}
-    out = {}
-    for code in [only] if only else files.directions():
-        rel = f"{code}/test.parquet"
-        if not DIRECTION_RE.match(code) or not files.exists(rel):
-            continue
-        size = files.size(rel)
-        info = recorded.get(rel) if isinstance(recorded.get(rel), dict) else {}
-        sha = info.get("sha256") if info.get("bytes") == size else None
-        if sha is None:
-            key = "workers:sha256:" + hashlib.sha256(files.version_key(rel).encode()).hexdigest()
-            sha = cache.get(key)
-            if sha is None:
-                sha = files.sha256(rel)
-                cache.set(key, sha, timeout=None)
-        out[code] = {"name": rel, "bytes": size, "sha256": sha, "files": files}
-    return out
-
-
-def part_receive(
-    *, release: Release, metric: str, direction: str, declared_sha256: str, body, length: int, worker: WorkerToken
-) -> tuple[PartUpload, bool]:
-    """Take a part file a worker uploads (``body``: a stream of ``length`` bytes), verify it and store it.
-
-    Refuses (``PartRefused`` naming the field) a body that is not ``length`` bytes or past the size bound,
-    whose sha256 is not the declared one, or whose content belongs to another metric, direction or release;
-    and a (release, metric, direction) with no scoring job. Idempotent by content: a part already stored for
-    the job returns (its upload, False) and writes nothing. Nothing is stored unless everything checks."""
-    declared = (declared_sha256 or "").strip().lower()
-    if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
-        raise PartRefused("sha256", "declare the part's sha256 (64 hex digits) in the X-Part-SHA256 header")
-    job = (
-        ScoringJob.objects.filter(release=release, metric=metric, direction__code=direction)
-        .select_related("direction")
-        .first()
-    )
-    if job is None:
-        field = "metric" if not ScoringJob.objects.filter(release=release, metric=metric).exists() else "direction"
-        raise PartRefused(field, f"release {release.pk} has no scoring job for {metric} {direction}")
-    limit = settings.WORKER_PART_MAX_BYTES
-    if length > limit:
-        raise PartRefused("size", f"a part may have at most {limit} bytes, this one declares {length}")
-    existing = PartUpload.objects.filter(job=job, sha256=declared).first()
-    fd, tmp_name = tempfile.mkstemp(prefix="xqmeval-upload-", suffix=".parquet")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            sha256, received = body_copy(body, out, length=length, chunk=_CHUNK)
-        if received != length:  # the worker was cut off mid-upload: keep nothing of it
-            raise PartRefused("body", f"received {received} of the {length} bytes declared")
-        if sha256 != declared:
-            raise PartRefused("sha256", f"the body's sha256 is {sha256}, the upload declares {declared}")
-        if existing is not None:
-            return existing, False
-        versions = {
-            release.version,
-            str((release.manifest or {}).get("version", "")),
-        }  # as the worker's manifest.json says
-        check_part_identity(tmp, metric=metric, direction=direction, versions=versions)
-        try:
-            open_part(tmp, metric=metric, direction=direction)
-        except ScoringError as exc:
-            raise PartRefused("body", str(exc).replace(str(tmp), "part")) from None
-        storage = storage_get(WORKER_PARTS)
-        name = f"release-{release.pk}/{job.pk}-{_metric_file(metric)}-{direction}/{declared}.parquet"
-        if not storage.exists(name):
-            with open(tmp, "rb") as fh:
-                name = storage.save(name, File(fh, name=name))
-        try:
-            with transaction.atomic():
-                upload = PartUpload.objects.create(
-                    job=job, worker=worker, sha256=declared, size=received, storage_name=name
-                )
-        except IntegrityError:  # the same part sent twice at once: the first one stored it
-            return PartUpload.objects.get(job=job, sha256=declared), False
-        return upload, True
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _metric_file(metric: str) -> str:
-    return metric_slug(metric)

@@ -23,6 +23,7 @@ from exports.models import Release, ScoringJob
 from exports.scores import selectors, services
 from exports.scores.domain import ScoringError
 from exports.scores.selectors import task_id_for
+from exports.workers.grants import JobScope, job_token_issue
 from scoring.api import TASK_NAME, queue_for
 
 COLLECT_QUEUE = "default"
@@ -125,6 +126,8 @@ def start_scoring(
                         "direction": code,
                         "out_dir": out,
                         "options": per_metric[spec.name],
+                        # what a worker with only HTTP may touch: this job's release, metric and direction
+                        "job_token": job_token_issue(JobScope("scoring", release.pk, code, spec.name)),
                     },
                     queue=queue_for(spec.name),
                     task_id=tid,

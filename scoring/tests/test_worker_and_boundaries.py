@@ -26,6 +26,28 @@ def test_package_never_imports_django():
     assert not offenders
 
 
+def test_the_worker_protocol_is_loaded_with_the_worker_app():
+    """``celery -A scoring.worker`` from the repository root has the root on the path only while it loads the
+    app: every module of ``worker_client`` must be imported by then (none imported later, inside a task)."""
+    import subprocess
+    import sys
+
+    root = PACKAGE.parent
+    script = (
+        "import pkgutil, sys; sys.path.insert(0, sys.argv[1]); import scoring.worker; sys.path.remove(sys.argv[1]); "
+        "import worker_client; "
+        "names = sorted(f'worker_client.{m.name}' for m in pkgutil.iter_modules(worker_client.__path__)); "
+        "missing = [n for n in names if n not in sys.modules]; print(len(names), missing)"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(root)}  # no PYTHONPATH: the path is the worker's own
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root)], cwd="/", env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    count, missing = done.stdout.split(" ", 1)
+    assert int(count) >= 3 and missing.strip() == "[]", done.stdout
+
+
 def test_routing_by_resource():
     assert queue_for("chrF++") == queue_for("spBLEU") == queue_for("SBERT") == ANY_QUEUE
     assert {queue_for(m.name) for m in all_metrics() if m.family in ("regression", "QE") and m.name != "SBERT"} == {

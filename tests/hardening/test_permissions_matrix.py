@@ -448,7 +448,7 @@ ROWS = [
         _u("workers:upload_part", REL, "chrF++", "en-de"),
         "DDDD",
         kind=WORKER,
-        note="a worker token opens it; tests/workers sends parts",
+        note="a worker token with its job token opens it; tests/workers sends parts",
     ),
     Row(
         "workers:release_direction_rows",
@@ -456,7 +456,7 @@ ROWS = [
         _u("workers:release_direction_rows", REL, "en-de"),
         "DDDD",
         kind=WORKER,
-        note="a worker token opens it; tests/workers/test_release_worker_api.py reads rows",
+        note="a worker token with its job token opens it; tests/workers/test_release_worker_api.py reads rows",
     ),
     Row(
         "workers:release_direction_staged",
@@ -464,7 +464,7 @@ ROWS = [
         _u("workers:release_direction_staged", REL, "en-de"),
         "DDDD",
         kind=WORKER,
-        note="a worker token opens it; tests/workers sends staged directions",
+        note="a worker token with its job token opens it; tests/workers sends staged directions",
     ),
     Row(
         "workers:release_direction_report",
@@ -473,7 +473,7 @@ ROWS = [
         "DDDD",
         kind=WORKER,
         body=lambda w: {"status": "failed", "error": "x"},
-        note="a worker token opens it; tests/workers reports a failure",
+        note="a worker token with its job token opens it; tests/workers reports a failure",
     ),
     # ---- scores and meta-evaluation ----
     Row("scores:index", "get", _u("scores:index"), "OOOO"),

@@ -64,7 +64,7 @@ def test_each_record_is_written_only_by_its_owner():
     assert all((label, rel) in {(lb, r) for lb, rels in seen.items() for r in rels} for label, rel in EXEMPT)
 
 
-WRITES_OF_EVERY_KIND = '''
+WRITES_OF_EVERY_KIND = """
 from core import bulk
 def f(project: Project, rows, other):
     Project.objects.filter(pk=1).update(name="x")
@@ -79,15 +79,15 @@ def f(project: Project, rows, other):
     bulk.copy_rows(Candidate._meta.db_table, ["id"], rows)
     cursor.execute("UPDATE  injection_candidate SET status = 'x'")
     cursor.execute('DELETE FROM "core_project" WHERE id = 1')
-'''
-READS = '''
+"""
+READS = """
 def g(project, rows):
     Project.objects.filter(pk=1).values_list("name")
     project.save()  # not known to hold a model row: an unannotated parameter
     table = Candidate._meta.db_table
     cursor.execute("SELECT id FROM injection_candidate")
     PseudoSystem.objects.filter(release=1).count()
-'''
+"""
 MODELS = {"Project": "core_project", "InjectionRun": "injection_injectionrun", "Candidate": "injection_candidate"}
 
 

@@ -23,7 +23,8 @@ from exports.models import Release, StagedUpload
 from exports.release import services as release_services
 from exports.release import tasks as release_tasks
 from exports.release.domain import release_files
-from exports.scores import services, tasks
+from exports.scores import tasks
+from exports.workers import services as worker_services
 from tests.exports.conftest import import_languages, seeded  # noqa: F401  (fixture: a small two-direction project)
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.workers.processes import Processes
@@ -76,8 +77,8 @@ def test_a_release_built_and_scored_through_workers_sharing_only_redis_and_http_
     project.save()
     build_run(project=project)
     web, releaser, scorer = tmp_path / "web", tmp_path / "release-worker", tmp_path / "scoring-worker"
-    release_token, release_secret = services.token_create(name="far-cpu", created_by=admin_user)
-    scoring_token, scoring_secret = services.token_create(name="far-gpu", created_by=admin_user)
+    release_token, release_secret = worker_services.token_create(name="far-cpu", created_by=admin_user)
+    scoring_token, scoring_secret = worker_services.token_create(name="far-gpu", created_by=admin_user)
     procs.web_extra = {"RELEASE_WORKERS": "http"}
     base = procs.web(web)
     procs.platform_worker(web)
@@ -136,7 +137,7 @@ def test_a_release_worker_killed_mid_upload_loses_nothing_and_the_redelivered_ta
 ):
     build_run(project=seeded)
     web, far = tmp_path / "web", tmp_path / "release-worker"
-    _, secret = services.token_create(name="flaky-node", created_by=admin_user)
+    _, secret = worker_services.token_create(name="flaky-node", created_by=admin_user)
     procs.web_extra = {"RELEASE_WORKERS": "http"}
     base = procs.web(web)
     procs.platform_worker(web)

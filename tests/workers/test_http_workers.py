@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from exports.models import MetricScore, PartUpload, Release, ScoringJob
-from exports.scores import selectors, services, tasks
+from exports.scores import selectors, tasks
+from exports.workers import services as worker_services
 from scoring.tests.releases import release_rows, write_release
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.workers.processes import Processes
@@ -59,7 +60,7 @@ def test_a_worker_sharing_only_redis_and_http_scores_as_the_shared_file_system_d
 
     web, far = tmp_path / "web", tmp_path / "far-worker"
     release = make_release(project, web / "releases" / "demo" / "t1")
-    token, secret = services.token_create(name="far-gpu", created_by=admin_user)
+    token, secret = worker_services.token_create(name="far-gpu", created_by=admin_user)
     base = procs.web(web)
     procs.platform_worker(web)
     far_worker = procs.scoring_worker("far", queues="scoring,judge", platform_url=base, data=far, token=secret)
@@ -179,7 +180,7 @@ def test_a_worker_killed_mid_upload_loses_nothing_and_the_redelivered_task_compl
 ):
     web, far = tmp_path / "web", tmp_path / "far-worker"
     release = make_release(project, web / "releases" / "demo" / "t1")
-    _, secret = services.token_create(name="flaky-node", created_by=admin_user)
+    _, secret = worker_services.token_create(name="flaky-node", created_by=admin_user)
     base = procs.web(web)
     procs.platform_worker(web)
     proxy = StallingProxy(int(base.rsplit(":", 1)[1]))

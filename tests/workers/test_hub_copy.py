@@ -14,9 +14,11 @@ import pytest
 from django.core.signals import request_started
 
 from exports.models import Release
-from exports.scores import selectors, services
+from exports.scores import selectors
+from exports.workers import services as worker_services
 from scoring.tests.releases import write_release
 from tests.exports.hub_server import HubServer
+from tests.workers.jobs import job_token
 
 REPO_ID = "xq-lab/demo-release"
 
@@ -84,13 +86,16 @@ def test_a_worker_downloads_a_pushed_release_from_the_hub_at_its_revision_checke
 ):
     from scoring.transfer import Platform
 
-    _, secret = services.token_create(name="cloud-gpu", created_by=admin_user)
+    _, secret = worker_services.token_create(name="cloud-gpu", created_by=admin_user)
     files = release_files(release)
     revision = pushed(release, hub, files)
 
+    def job_of(directions) -> str:  # a task scores one direction; this test fetches two with one listing
+        return job_token("scoring", release.pk, directions[0], "chrF++")
+
     def fetch(name: str, directions=("en-de",)):
         platform = Platform(url=live_server.url, token=secret, data_dir=tmp_path / name)
-        root = platform.fetch_release(release.pk, list(directions), REPO_ID, revision)
+        root = platform.fetch_release(release.pk, list(directions), REPO_ID, revision, job_token=job_of(directions))
         return platform, root
 
     platform, root = fetch("w1", ["en-de", "en-zh"])
@@ -100,7 +105,7 @@ def test_a_worker_downloads_a_pushed_release_from_the_hub_at_its_revision_checke
         assert f"GET /datasets/{REPO_ID}/resolve/{revision}/{code}/test.parquet" in hub.state.calls
     # a file already there with the listed sha256 is kept: nothing asked of either
     calls = len(hub.state.calls)
-    platform.fetch_release(release.pk, ["en-de"], REPO_ID, revision)
+    platform.fetch_release(release.pk, ["en-de"], REPO_ID, revision, job_token=job_of(["en-de"]))
     assert platform.sources == {"en-de": "kept"} and len(hub.state.calls) == calls
 
     # a Hub copy with other bytes than the platform lists: refused, and the platform's file is taken

@@ -29,10 +29,12 @@ from exports.metaeval.selectors import export_evalsets
 from exports.models import MetricScore, PartUpload, Release, ScoringJob
 from exports.release import services as release_services
 from exports.scores import services
+from exports.workers import services as worker_services
 from scoring.runner import META_KEY
 from scoring.tests.releases import write_release
 from tests.exports.conftest import import_languages
 from tests.exports.hub_server import HubServer
+from tests.workers.jobs import worker_auth
 
 KEY, SECRET, REGION = "testing-key", "testing-secret", "us-east-1"
 
@@ -117,13 +119,14 @@ def part_for(release_file: bytes, metric: str, version: str) -> tuple[bytes, dic
     return buf.getvalue(), dict(zip(table.column("triplet_id").to_pylist(), scores))
 
 
-def auth(secret: str) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+def auth(secret: str, release_id: int) -> dict:
+    """A scoring worker's headers for the job chrF++ en-de of the release."""
+    return worker_auth(secret, "scoring", release_id, "en-de", "chrF++")
 
 
 @pytest.fixture
 def worker(db, admin_user):
-    return services.token_create(name="cloud-gpu", created_by=admin_user)
+    return worker_services.token_create(name="cloud-gpu", created_by=admin_user)
 
 
 def test_a_release_built_with_object_storage_is_published_whole_and_read_back_from_the_bucket_alone(
@@ -153,13 +156,13 @@ def test_a_release_built_with_object_storage_is_published_whole_and_read_back_fr
     shutil.rmtree(root)
     assert services.release_directions_list(release=release) == ["en-de"]
     _, secret = worker
-    listing = client.get(reverse("workers:release_manifest", args=[release.pk]), **auth(secret)).json()
+    listing = client.get(reverse("workers:release_manifest", args=[release.pk]), **auth(secret, release.pk)).json()
     assert listing["directions"]["en-de"]["sha256"] == hashlib.sha256(data).hexdigest()
     assert listing["directions"]["en-de"]["bytes"] == len(data)
     url = reverse("workers:release_file", args=[release.pk, "en-de"])
 
     def get(**headers):
-        r = client.get(url, **auth(secret), **headers)
+        r = client.get(url, **auth(secret, release.pk), **headers)
         return r, b"".join(r.streaming_content) if r.status_code in (200, 206) else b""
 
     r, body = get()
@@ -184,7 +187,7 @@ def test_a_release_built_with_object_storage_is_published_whole_and_read_back_fr
         part,
         content_type="application/vnd.apache.parquet",
         HTTP_X_PART_SHA256=hashlib.sha256(part).hexdigest(),
-        **auth(secret),
+        **auth(secret, release.pk),
     )
     assert r.status_code == 201, r.content
     upload = PartUpload.objects.get()

@@ -14,7 +14,8 @@ import pytest
 
 from core import storage as core_storage
 from exports.models import MetricScore, PartUpload, Release
-from exports.scores import services, tasks
+from exports.scores import tasks
+from exports.workers import services as worker_services
 from scoring.tests.releases import release_rows, write_release
 from tests.exports.hub_server import HubServer
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
@@ -61,7 +62,7 @@ def test_a_far_worker_scores_a_release_kept_in_object_storage_from_its_hub_copy(
         "AWS_SECRET_ACCESS_KEY": SECRET,
     }.items():
         monkeypatch.setenv(key, value)
-    token, secret = services.token_create(name="far-gpu", created_by=admin_user)
+    token, secret = worker_services.token_create(name="far-gpu", created_by=admin_user)
     with HubServer(token="hf_secret") as hub:
         repo = hub.add_dataset("xq-lab/demo", files)
         release.hub_repo, release.hub_revision, release.push_status = "xq-lab/demo", repo.head, "pushed"

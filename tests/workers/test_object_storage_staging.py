@@ -25,6 +25,7 @@ from exports.benchmark.services import build_run
 from exports.models import Release
 from exports.release import services
 from exports.release.domain import release_files
+from exports.workers import services as worker_services
 from tests.conftest import REPO
 from tests.exports.conftest import import_languages, seeded  # noqa: F401  (fixture: a small two-direction project)
 from tests.workers.processes import database_url
@@ -244,10 +245,9 @@ def test_a_release_workers_upload_is_stored_in_the_staging_bucket_and_not_on_the
     from tests.workers.test_release_worker_api import put, stage_locally
 
     s3, name = staging_bucket
-    from exports.scores import services as score_services
 
     build_run(project=seeded)
-    _, secret = score_services.token_create(name="far-cpu-9", created_by=admin_user)
+    _, secret = worker_services.token_create(name="far-cpu-9", created_by=admin_user)
     settings.RELEASE_WORKERS = "http"
     job = services.release_begin(project=seeded, version="1.0.0")
     services.release_job_record(job=job)

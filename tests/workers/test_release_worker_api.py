@@ -26,8 +26,10 @@ from exports.release import selectors as release_selectors
 from exports.release import services, transfer
 from exports.release.domain import release_files, staged_upload
 from exports.release.domain.staged_upload import StagedRefused, StreamBroken
-from exports.scores import services as score_services
+from exports.workers import services as worker_services
 from tests.exports.conftest import seeded  # noqa: F401  (fixture: a small project with two directions)
+from tests.workers.jobs import job_token, worker_auth
+from worker_client import is_transient
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +42,7 @@ def built(seeded):  # noqa: F811
 
 @pytest.fixture
 def worker(db, admin_user):
-    return score_services.token_create(name="far-cpu-3", created_by=admin_user)
+    return worker_services.token_create(name="far-cpu-3", created_by=admin_user)
 
 
 @pytest.fixture
@@ -52,8 +54,9 @@ def building(built, settings):
     return job
 
 
-def auth(secret: str) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+def auth(secret: str, release_id: int, direction: str) -> dict:
+    """A release worker's headers: its worker token and the token of the job (the release's direction)."""
+    return worker_auth(secret, "release", release_id, direction)
 
 
 @pytest.fixture
@@ -80,7 +83,10 @@ def platform_for(secret: str, data: Path) -> transfer.ReleasePlatform:
 
 def stage_locally(client, job, direction: str, secret: str, where: Path) -> tuple[Path, str]:
     """A direction staged as a worker does (rows from the platform, the release writer), packed."""
-    r = client.get(reverse("workers:release_direction_rows", args=[job.release_id, direction]), **auth(secret))
+    r = client.get(
+        reverse("workers:release_direction_rows", args=[job.release_id, direction]),
+        **auth(secret, job.release_id, direction),
+    )
     header, rows = staged_upload.rows_decode(_lines(b"".join(r.streaming_content)))
     release_files.write_staged_direction(rows, direction, where, tuple(header["formats"]), header["stamp"])
     archive = where / f"{direction}.tar.gz"
@@ -100,7 +106,7 @@ def put(client, job, direction, body: bytes, secret: str, sha: str | None = None
         body,
         content_type=staged_upload.ARCHIVE_MEDIA_TYPE,
         HTTP_X_STAGED_SHA256=sha if sha is not None else hashlib.sha256(body).hexdigest(),
-        **auth(secret),
+        **auth(secret, job.release_id, direction),
         **extra,
     )
 
@@ -109,7 +115,7 @@ def test_the_row_stream_is_the_selectors_rows_with_a_header_and_a_checksummed_tr
     token, secret = worker
     url = reverse("workers:release_direction_rows", args=[building.release_id, "en-de"])
     assert client.get(url).status_code == 401
-    r = client.get(url, **auth(secret), HTTP_ACCEPT_ENCODING="gzip")
+    r = client.get(url, **auth(secret, building.release_id, "en-de"), HTTP_ACCEPT_ENCODING="gzip")
     assert r.status_code == 200 and r["Content-Encoding"] == "gzip"
     import gzip
 
@@ -135,12 +141,15 @@ def test_the_row_stream_is_the_selectors_rows_with_a_header_and_a_checksummed_tr
         list(bad)
     # a release that is not being built by release workers, a direction it does not stage, none at all
     other = reverse("workers:release_direction_rows", args=[building.release_id, "en-ja"])
-    assert client.get(other, **auth(secret)).json()["field"] == "direction"
+    assert client.get(other, **auth(secret, building.release_id, "en-ja")).json()["field"] == "direction"
     assert (
-        client.get(reverse("workers:release_direction_rows", args=[999999, "en-de"]), **auth(secret)).status_code == 404
+        client.get(
+            reverse("workers:release_direction_rows", args=[999999, "en-de"]), **auth(secret, 999999, "en-de")
+        ).status_code
+        == 404
     )
     Release.objects.filter(pk=building.release_id).update(job={})
-    r = client.get(url, **auth(secret))
+    r = client.get(url, **auth(secret, building.release_id, "en-de"))
     assert r.status_code == 409 and r.json()["field"] == "release"
 
 
@@ -230,7 +239,7 @@ def test_a_tampered_staged_direction_is_refused_with_the_field_named_and_nothing
         assert r.json()["error"]
     # a body cut off before its declared length (a worker killed mid-upload; over real HTTP in test_http_workers)
     with pytest.raises(StagedRefused) as refused:
-        services.direction_staged_receive(
+        worker_services.direction_staged_receive(
             release_id=building.release_id,
             direction="en-de",
             declared_sha256=hashlib.sha256(good).hexdigest(),
@@ -258,20 +267,33 @@ def test_a_worker_reports_a_failed_direction_and_the_release_fails_naming_it(cli
     _, secret = worker
     url = reverse("workers:release_direction_report", args=[building.release_id, "en-zh"])
     r = client.post(
-        url, {"status": "retrying", "error": "ConnectError: refused"}, content_type="application/json", **auth(secret)
+        url,
+        {"status": "retrying", "error": "ConnectError: refused"},
+        content_type="application/json",
+        **auth(secret, building.release_id, "en-zh"),
     )
     assert r.status_code == 200
     release = Release.objects.get(pk=building.release_id)
     assert release.status == "building" and release.directions["en-zh"]["status"] == "retrying"
     r = client.post(
-        url, {"status": "failed", "error": "<b>MemoryError</b>"}, content_type="application/json", **auth(secret)
+        url,
+        {"status": "failed", "error": "<b>MemoryError</b>"},
+        content_type="application/json",
+        **auth(secret, building.release_id, "en-zh"),
     )
     assert r.status_code == 200
     release.refresh_from_db()
     assert release.status == "failed" and release.error == "en-zh: <b>MemoryError</b> (worker far-cpu-3)"
-    r = client.post(url, {"status": "done"}, content_type="application/json", **auth(secret))
+    r = client.post(
+        url, {"status": "done"}, content_type="application/json", **auth(secret, building.release_id, "en-zh")
+    )
     assert r.status_code == 400 and r.json()["field"] == "status"
-    r = client.post(url, {"status": "failed", "error": "late"}, content_type="application/json", **auth(secret))
+    r = client.post(
+        url,
+        {"status": "failed", "error": "late"},
+        content_type="application/json",
+        **auth(secret, building.release_id, "en-zh"),
+    )
     assert r.status_code == 409 and r.json()["field"] == "release"  # the release is no longer being built
 
 
@@ -288,7 +310,8 @@ def test_a_release_staged_by_the_worker_client_is_byte_for_byte_the_shared_file_
     job = services.release_begin(project=built, version="1.0.0", formats=formats)
     services.release_job_record(job=job)
     for direction in job.todo:
-        entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction)
+        token = job_token("release", job.release_id, direction)
+        entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction, job_token=token)
         assert entry["stored"] is True
     assert not list((tmp_path / "worker-data" / "release-staging").iterdir())  # nothing kept once sent
     release = services.release_finish(job=job)
@@ -332,14 +355,15 @@ def test_a_worker_cut_off_mid_upload_sends_the_direction_again_without_reading_t
     platform = platform_for(secret, tmp_path / "worker-data")
     network = CutOnce(httpx.WSGITransport(app=get_wsgi_application()))
     platform._http = httpx.Client(transport=network, base_url="http://testserver", headers=platform.http.headers)
+    token = job_token("release", job.release_id, "en-de")
     with pytest.raises(httpx.WriteError) as cut:
-        transfer.direction_stage(platform, release_id=job.release_id, direction="en-de")
-    assert transfer.is_transient(cut.value) and network.cuts == 1
+        transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
+    assert is_transient(cut.value) and network.cuts == 1
     assert not StagedUpload.objects.exists() and not (job.staging / "en-de").exists()
     kept = release_files.staged_direction(platform.staging_dir(job.release_id), "en-de")
     assert kept is not None  # the worker's own copy survives the cut
     # the task delivered again: the direction staged here before is sent, the rows are not read again
-    entry = transfer.direction_stage(platform, release_id=job.release_id, direction="en-de")
+    entry = transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
     assert entry["stored"] is True and entry["reused"] is True and entry["digest"] == kept["digest"]
     release = Release.objects.get(pk=job.release_id)
     assert release.directions["en-de"]["status"] == "done" and StagedUpload.objects.count() == 1
@@ -361,3 +385,116 @@ def test_without_a_platform_url_the_release_workers_task_stages_on_the_shared_fi
     )
     reference = release_files.write_release(content, tmp_path / "shared", ("jsonl",))
     assert release.content_hash == reference["content_hash"] and release.manifest["files"] == reference["files"]
+
+
+def forge_first_triplet_id(d: Path) -> None:
+    """What a token holder did (#48): the first triplet_id of test.parquet changed, the file written with
+    the release's own options, and the summary's sha256 of the file recomputed; the spool left as sent."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = d / "en-de" / "test.parquet"
+    table = pq.read_table(path)
+    ids = table.column("triplet_id").to_pylist()
+    ids[0] = "FORGED BY A WORKER TOKEN"
+    table = table.set_column(table.schema.get_field_index("triplet_id"), "triplet_id", pa.array(ids, pa.string()))
+    pq.write_table(table.cast(release_files.TRIPLET_SCHEMA), path, **release_files.PARQUET_OPTIONS)
+    summary_path = d / release_files.SPOOL_DIR / "en-de.json"
+    summary = json.loads(summary_path.read_text())
+    summary["files"]["en-de/test.parquet"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    summary_path.write_text(json.dumps(summary))
+
+
+def test_a_forged_staged_direction_is_refused_and_the_honest_one_is_then_taken(client, building, worker, tmp_path):
+    """The archive agrees with itself (each file's sha256 is its summary's), but its rows are not those the
+    platform sent: refused, naming the row, and nothing of it is kept, so the honest archive is stored."""
+    _, secret = worker
+    archive, _ = stage_locally(client, building, "en-de", secret, tmp_path / "worker")
+    honest = archive.read_bytes()
+    forged = repack(tmp_path / "worker", tmp_path / "forged", "en-de", forge_first_triplet_id)
+    unpacked = staged_upload.archive_unpack(
+        _written(tmp_path / "forged.tar.gz", forged),
+        tmp_path / "forged-check",
+        direction="en-de",
+        formats=[],
+        max_unpacked=1 << 30,
+    )
+    assert unpacked["direction"] == "en-de"  # consistent with itself: the archive's own checks pass it
+
+    r = put(client, building, "en-de", forged, secret)
+    assert (r.status_code, r.json()["field"]) == (400, "triplets"), r.content
+    assert "row 1 is triplet 'FORGED BY A WORKER TOKEN'" in r.json()["error"]
+    assert not StagedUpload.objects.exists() and not (building.staging / "en-de").exists()
+    assert Release.objects.get(pk=building.release_id).directions["en-de"]["status"] == "running"
+
+    r = put(client, building, "en-de", honest, secret)
+    assert r.status_code == 201 and r.json()["stored"] is True
+    staged = pq_ids(building.staging / "en-de" / "test.parquet")
+    assert staged == [
+        row["triplet_id"] for row in release_selectors.iter_triplet_rows(building_project(building), "en-de")
+    ]
+    # and once the honest one is in, the forgery sent again is still refused: it does not replace it
+    r = put(client, building, "en-de", forged, secret)
+    assert (r.status_code, r.json()["field"]) == (400, "triplets")
+    assert StagedUpload.objects.get().sha256 == hashlib.sha256(honest).hexdigest()
+
+
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def pq_ids(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["triplet_id"]).column("triplet_id").to_pylist()
+
+
+def building_project(job):
+    return Release.objects.select_related("project").get(pk=job.release_id).project
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(lambda job: ("release", job.release_id, "en-de"), id="another direction's job"),
+        pytest.param(lambda job: ("release", job.release_id + 1, "en-zh"), id="another release's job"),
+        pytest.param(lambda job: ("scoring", job.release_id, "en-zh", "chrF++"), id="a scoring job"),
+    ],
+)
+def test_a_report_is_taken_only_with_the_jobs_own_token(client, building, worker, other):
+    """Any token could fail any release being built with its own text (#48): a report now needs the job
+    token of that release's direction; another job's token answers as missing and changes nothing."""
+    _, secret = worker
+    url = reverse("workers:release_direction_report", args=[building.release_id, "en-zh"])
+    body = {"status": "failed", "error": "FORGED failure"}
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    r = client.post(url, body, content_type="application/json", **bearer)
+    assert (r.status_code, r.json()["field"]) == (401, "job")
+    r = client.post(url, body, content_type="application/json", **bearer, HTTP_X_WORKER_JOB=job_token(*other(building)))
+    assert (r.status_code, r.json()["field"]) == (404, "job")
+    forged = job_token("release", building.release_id, "en-zh")[:-4] + "AAAA"  # not the platform's signature
+    r = client.post(url, body, content_type="application/json", **bearer, HTTP_X_WORKER_JOB=forged)
+    assert (r.status_code, r.json()["field"]) == (401, "job")
+    release = Release.objects.get(pk=building.release_id)
+    assert release.status == "building" and release.directions["en-zh"]["status"] != "failed" and not release.error
+    # the job's own token is taken
+    r = client.post(url, body, content_type="application/json", **auth(secret, building.release_id, "en-zh"))
+    assert r.status_code == 200
+    release.refresh_from_db()
+    assert release.status == "failed" and "FORGED failure" in release.error
+
+
+def test_a_job_token_expires(client, building, worker, settings):
+    import time
+
+    from exports.workers.grants import JobScope, job_token_issue
+
+    _, secret = worker
+    url = reverse("workers:release_direction_rows", args=[building.release_id, "en-de"])
+    stale = job_token_issue(JobScope("release", building.release_id, "en-de"), now=time.time() - 8 * 24 * 3600)
+    r = client.get(url, HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_X_WORKER_JOB=stale)
+    assert r.status_code == 401 and "expired" in r.json()["error"]
+    settings.WORKER_JOB_TOKEN_MAX_AGE = 10 * 24 * 3600
+    fresh = job_token_issue(JobScope("release", building.release_id, "en-de"), now=time.time() - 8 * 24 * 3600)
+    assert client.get(url, HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_X_WORKER_JOB=fresh).status_code == 200

@@ -1,4 +1,4 @@
-"""Worker tokens and the worker endpoints (exports.scores.api), through Django's test client: tokens made
+"""Worker tokens and the worker endpoints (exports.workers.api), through Django's test client: tokens made
 and revoked by an admin, shown once and stored hashed, opening the worker endpoints and nothing else;
 release files served whole and by single ranges; part uploads verified, stored once per content and
 recorded with their worker, tampered ones refused with the field named."""
@@ -19,8 +19,10 @@ from django.urls import reverse
 
 from exports.models import PartUpload, Release, ScoringJob, WorkerToken
 from exports.scores import services
+from exports.workers import services as worker_services
 from scoring.runner import META_KEY
 from scoring.tests.releases import release_rows, write_release
+from tests.workers.jobs import job_token, worker_auth
 
 
 @pytest.fixture
@@ -34,7 +36,7 @@ def release(project, tmp_path):
 
 @pytest.fixture
 def worker(db, admin_user):
-    token, secret = services.token_create(name="gpu-node-7", created_by=admin_user)
+    token, secret = worker_services.token_create(name="gpu-node-7", created_by=admin_user)
     return token, secret
 
 
@@ -54,8 +56,9 @@ def parts_dir(settings, tmp_path):
     storages._backends = None
 
 
-def auth(secret: str) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+def auth(secret: str, release_id: int, direction: str = "en-de", metric: str = "chrF++") -> dict:
+    """A scoring worker's headers: its worker token and the token of the job (release, metric, direction)."""
+    return worker_auth(secret, "scoring", release_id, direction, metric)
 
 
 def part_bytes(metric: str, direction: str, version: str = "test-1", rows_of: str | None = None) -> bytes:
@@ -83,7 +86,7 @@ def put(client, release, metric, direction, body: bytes, secret: str, sha: str |
         body,
         content_type="application/vnd.apache.parquet",
         HTTP_X_PART_SHA256=sha if sha is not None else hashlib.sha256(body).hexdigest(),
-        **auth(secret),
+        **auth(secret, release.pk, direction, metric),
     )
 
 
@@ -101,13 +104,13 @@ def test_an_admin_creates_a_token_shown_once_and_stored_hashed_and_revokes_it(cl
     listing = client.get(reverse("admin:exports_workertoken_changelist")).content.decode()
     assert token.prefix in listing and secret not in listing  # never shown again
     assert secret not in client.get(reverse("admin:exports_workertoken_change", args=[token.pk])).content.decode()
-    assert services.token_authenticate(secret=secret) == token
+    assert worker_services.token_authenticate(secret=secret) == token
     client.post(
         reverse("admin:exports_workertoken_changelist"),
         {"action": "revoke", "_selected_action": [token.pk]},
     )
     token.refresh_from_db()
-    assert token.revoked_at is not None and services.token_authenticate(secret=secret) is None
+    assert token.revoked_at is not None and worker_services.token_authenticate(secret=secret) is None
 
 
 def test_a_token_opens_the_worker_endpoints_only_and_a_session_none_of_them(client, release, worker, admin_user):
@@ -115,7 +118,7 @@ def test_a_token_opens_the_worker_endpoints_only_and_a_session_none_of_them(clie
     manifest_url = reverse("workers:release_manifest", args=[release.pk])
     assert client.get(manifest_url).status_code == 401
     assert client.get(manifest_url, HTTP_AUTHORIZATION="Bearer xqw_forged").status_code == 401
-    listing = client.get(manifest_url, **auth(secret))
+    listing = client.get(manifest_url, **auth(secret, release.pk))
     assert listing.status_code == 200
     body = listing.json()
     assert set(body["directions"]) == {"en-de", "en-zh"} and body["manifest"]["version"] == "test-1"
@@ -131,7 +134,7 @@ def test_a_token_opens_the_worker_endpoints_only_and_a_session_none_of_them(clie
         reverse("benchmarks_api:project", args=[release.project.name]),
         "/admin/",
     ):
-        r = client.get(url, **auth(secret))
+        r = client.get(url, **auth(secret, release.pk))
         assert r.status_code in (302, 401, 403), (url, r.status_code)
     # a session (even an admin's) opens no worker endpoint
     client.force_login(admin_user)
@@ -139,10 +142,13 @@ def test_a_token_opens_the_worker_endpoints_only_and_a_session_none_of_them(clie
     client.logout()
     # a release that is not ready, or none, answers as a missing thing
     building = Release.objects.create(project=release.project, version="t2", status=Release.Status.BUILDING)
-    assert client.get(reverse("workers:release_manifest", args=[building.pk]), **auth(secret)).status_code == 404
-    assert client.get(reverse("workers:release_manifest", args=[999999]), **auth(secret)).status_code == 404
-    services.tokens_revoke(tokens=WorkerToken.objects.filter(pk=token.pk))
-    assert client.get(manifest_url, **auth(secret)).status_code == 401
+    assert (
+        client.get(reverse("workers:release_manifest", args=[building.pk]), **auth(secret, building.pk)).status_code
+        == 404
+    )
+    assert client.get(reverse("workers:release_manifest", args=[999999]), **auth(secret, 999999)).status_code == 404
+    worker_services.tokens_revoke(tokens=WorkerToken.objects.filter(pk=token.pk))
+    assert client.get(manifest_url, **auth(secret, release.pk)).status_code == 401
 
 
 def test_release_files_whole_and_by_single_ranges(client, release, worker):
@@ -152,7 +158,7 @@ def test_release_files_whole_and_by_single_ranges(client, release, worker):
     url = reverse("workers:release_file", args=[release.pk, "en-de"])
 
     def get(**headers):
-        r = client.get(url, **auth(secret), **headers)
+        r = client.get(url, **auth(secret, release.pk), **headers)
         return r, b"".join(r.streaming_content) if r.status_code in (200, 206) else b""
 
     r, body = get()
@@ -171,7 +177,12 @@ def test_release_files_whole_and_by_single_ranges(client, release, worker):
     assert r.status_code == 200 and body == data
     r, body = get(HTTP_RANGE="bytes=0-1,5-6")  # several ranges: this server sends the whole file
     assert r.status_code == 200 and body == data
-    assert client.get(reverse("workers:release_file", args=[release.pk, "en-fr"]), **auth(secret)).status_code == 404
+    assert (
+        client.get(
+            reverse("workers:release_file", args=[release.pk, "en-fr"]), **auth(secret, release.pk, "en-fr")
+        ).status_code
+        == 404
+    )
 
 
 def test_part_upload_is_verified_stored_once_and_recorded_with_its_worker(
@@ -253,35 +264,72 @@ def test_the_worker_client_resumes_a_cut_download_checks_it_and_uploads_once(
 
     _, secret = worker
     platform = Platform(url=live_server.url, token=secret, data_dir=tmp_path / "worker")
+    job_of = job_token("scoring", release.pk, "en-de", "chrF++")
     data = (Path(release.path) / "en-de" / "test.parquet").read_bytes()
     target = platform.release_root(release.pk) / "en-de" / "test.parquet"
     partial = target.with_name("test.parquet.partial")
     partial.parent.mkdir(parents=True)
     partial.write_bytes(data[:100])
-    root = platform.fetch_release(release.pk, ["en-de"])
+    root = platform.fetch_release(release.pk, ["en-de"], job_token=job_of)
     assert target.read_bytes() == data and not partial.exists()
     assert json.loads((root / "manifest.json").read_text())["version"] == "test-1"
     assert not (root / "en-zh").exists()  # only the task's direction
     target.unlink()
     partial.write_bytes(b"x" * 100)  # the rest appended to these bytes cannot have the listed sha256
     with pytest.raises(ChecksumMismatch):
-        platform.fetch_release(release.pk, ["en-de"])
+        platform.fetch_release(release.pk, ["en-de"], job_token=job_of)
     assert not partial.exists() and not target.exists()
-    platform.fetch_release(release.pk, ["en-de"])
+    platform.fetch_release(release.pk, ["en-de"], job_token=job_of)
     assert target.read_bytes() == data
     with pytest.raises(TransferError, match="no direction en-fr"):
-        platform.fetch_release(release.pk, ["en-fr"])
+        platform.fetch_release(release.pk, ["en-fr"], job_token=job_of)
 
     job = ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
     part = tmp_path / "part.parquet"
     part.write_bytes(part_bytes("chrF++", "en-de"))
-    first = platform.upload_part(release.pk, "chrF++", "en-de", part)
-    again = platform.upload_part(release.pk, "chrF++", "en-de", part)
+    first = platform.upload_part(release.pk, "chrF++", "en-de", part, job_of)
+    again = platform.upload_part(release.pk, "chrF++", "en-de", part, job_of)
     assert (first["status"], again["status"]) == (201, 200) and first["sha256"] == again["sha256"]
     job.refresh_from_db()
     assert job.uploads.count() == 1
     part.write_bytes(part_bytes("BLEU", "en-de"))
     with pytest.raises(TransferError, match=r"HTTP 400: .*metric 'BLEU'.* \(field metric\)"):
-        platform.upload_part(release.pk, "chrF++", "en-de", part)
+        platform.upload_part(release.pk, "chrF++", "en-de", part, job_of)
     with pytest.raises(TransferError, match="HTTP 401"):
         Platform(url=live_server.url, token="xqw_revoked", data_dir=tmp_path).fetch_release(release.pk, ["en-de"])
+
+
+def test_a_scoring_job_token_opens_its_own_release_direction_and_metric_only(client, release, worker, languages):
+    """A worker token alone opens nothing; with a job token, only that job's release, direction and metric:
+    another's answers as missing, and nothing is stored."""
+    _, secret = worker
+    ScoringJob.objects.create(release=release, metric="chrF++", direction=languages["en-de"])
+    ScoringJob.objects.create(release=release, metric="BLEU", direction=languages["en-de"])
+    body = part_bytes("chrF++", "en-de")
+    url = reverse("workers:upload_part", args=[release.pk, "chrF++", "en-de"])
+
+    def send(**headers):
+        return client.generic(
+            "PUT",
+            url,
+            body,
+            content_type="application/vnd.apache.parquet",
+            HTTP_X_PART_SHA256=hashlib.sha256(body).hexdigest(),
+            HTTP_AUTHORIZATION=f"Bearer {secret}",
+            **headers,
+        )
+
+    assert (send().status_code, send().json()["field"]) == (401, "job")
+    for scope in (
+        ("scoring", release.pk, "en-de", "BLEU"),  # another metric's job
+        ("scoring", release.pk, "en-zh", "chrF++"),  # another direction's
+        ("scoring", release.pk + 1, "en-de", "chrF++"),  # another release's
+        ("release", release.pk, "en-de"),  # a release worker's job
+    ):
+        r = send(HTTP_X_WORKER_JOB=job_token(*scope))
+        assert (r.status_code, r.json()["field"]) == (404, "job"), scope
+    assert not PartUpload.objects.exists()
+    other_file = reverse("workers:release_file", args=[release.pk, "en-zh"])
+    assert client.get(other_file, **auth(secret, release.pk, "en-de")).status_code == 404
+    assert client.get(other_file, **auth(secret, release.pk, "en-zh")).status_code == 200
+    assert send(HTTP_X_WORKER_JOB=job_token("scoring", release.pk, "en-de", "chrF++")).status_code == 201

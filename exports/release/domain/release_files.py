@@ -13,11 +13,12 @@ Layout (a contract with the scoring worker; keep it)::
     <direction>/test.jsonl|.tsv    on request
 
 Byte identity: rows arrive in a fixed order, parquet is written with fixed options and no timestamps, JSON
-with sorted keys, and nothing depends on the clock, the machine or database ids. The *content hash*
-(``content_digest``) covers what the release says — rows, systems, exclusions, counts, sampling plan — not
-the bytes of one encoding, so JSONL/TSV may be added to an existing version and a newer pyarrow does not
-turn the same content into a "different" version; the manifest records each file's sha256 and the writer
-versions.
+with sorted keys, and nothing depends on the clock, the machine or database ids. The *content hash* covers
+what the release says — rows, systems, exclusions, counts, sampling plan — and then the sha256 of every
+canonical file (``_bytes_hash``), so two releases whose files differ never share a hash (a newer pyarrow
+that writes other bytes makes another release: a released version is not rewritten with them). JSONL/TSV
+are derived from the same rows and may be added to an existing version: they are not in the hash, and the
+manifest records each file's sha256 and the writer versions.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
+import io
 import json
 import os
 import re
@@ -332,11 +334,10 @@ def size_category(n: int) -> str:
 
 
 class _Digest:
-    """The content hash (sha256 of what the release *says*: every triplet row with its columns in schema
+    """The content digest (sha256 of what the release *says*: every triplet row with its columns in schema
     order, every system draw, the excluded candidates, counts and sampling plan, as compact JSON), fed as
-    the release streams by. Independent of the file encodings (a newer pyarrow may write other parquet
-    bytes for the same content), so it identifies a version's content. Its byte layout is that of the
-    whole-release hash it replaces, so versions released before keep their hash:
+    the release streams by; the content hash is this stream followed by the canonical files' sha256
+    (``_bytes_hash``). Its byte layout is that of the whole-release hash it replaces:
     ``tag\t<json>\n`` per section, a list section written item by item, and per direction the long texts
     length-prefixed after the small fields (JSON-escaping ~40 MB of text would cost seconds)."""
 
@@ -346,6 +347,7 @@ class _Digest:
         # ``sink``: anything with ``update(bytes)``; a ``_Spool`` keeps a direction's share of the stream
         self.h = sink if sink is not None else hashlib.sha256()
         self.first = True
+        self.content_digest = ""  # set by _bytes_hash: the stream's sha256 before the files section
 
     def section(self, tag: str, value, canonical: bool = False) -> None:
         text = _canonical_json(value) if canonical else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -491,6 +493,22 @@ def _staged_levels(store: StagedStore) -> Callable[[str], dict[int, list[str]]]:
     return load
 
 
+HASH_COVERS = "the counts, the sampling plan and the bytes of the canonical files"
+HASH_COVERS_BEFORE = "the counts and the sampling plan"  # a version whose hash was recorded before #48
+
+
+def _bytes_hash(digest: _Digest, files: dict[str, str], *recorded: str | None) -> str:
+    """The content hash: the content digest's stream, then a ``files`` section with the sha256 of each
+    canonical file (path order), so two releases whose files differ in any byte never share a hash. A
+    version recorded before the hash covered the bytes (its recorded hash is the content digest alone)
+    keeps that hash when its content is unchanged, so its card and manifest stay as they were published."""
+    content_digest = digest.content_digest = digest.hexdigest()
+    if content_digest in recorded:
+        return content_digest
+    digest.section("files", [[path, files[path]] for path in sorted(files)])
+    return digest.hexdigest()
+
+
 def _finish(
     content: ReleaseContent,
     digest: _Digest,
@@ -532,7 +550,8 @@ def _finish(
         digest.section("span_annotations", [[row[c] for c in SPAN_ANNOTATION_SCHEMA.names] for row in rows])
         _write_parquet(pa.Table.from_pylist(rows, schema=SPAN_ANNOTATION_SCHEMA), staging / SPAN_ANNOTATIONS_FILE)
         canonical.append(SPAN_ANNOTATIONS_FILE)
-    content_hash = digest.hexdigest()
+    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
+    content_hash = _bytes_hash(digest, {path: hashes[path] for path in canonical}, expected_hash, existing)
     if expected_hash and expected_hash != content_hash:
         raise ReleaseConflict(
             f"version {content.version} was released with content hash {expected_hash}, but the current data give "
@@ -544,9 +563,8 @@ def _finish(
             "Use another output directory (and another version)."
         )
 
-    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
-
-    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical), encoding="utf-8")
+    covers = HASH_COVERS_BEFORE if content_hash == digest.content_digest else HASH_COVERS
+    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical, covers), encoding="utf-8")
     hashes["README.md"] = sha256_file(staging / "README.md")
     manifest = {
         "name": content.name,
@@ -592,6 +610,22 @@ def _write_direction(rows: Iterable[dict], direction: str, staging: Path, format
     folder.mkdir(parents=True, exist_ok=True)
     jsonl = open(folder / "test.jsonl", "w", encoding="utf-8", newline="\n") if "jsonl" in formats else None
     tsv_fh = open(folder / "test.tsv", "w", encoding="utf-8", newline="") if "tsv" in formats else None
+    try:
+        table, levels, transplanted = _direction_table(rows, direction, digest, jsonl, tsv_fh)
+    finally:
+        for fh in (jsonl, tsv_fh):
+            if fh:
+                fh.close()
+    writer = _RowGroupWriter(folder / "test.parquet", TRIPLET_SCHEMA)
+    writer.write(table)
+    writer.close()
+    return {"levels": levels, "triplets": table.num_rows, "transplanted": transplanted}
+
+
+def _direction_table(rows: Iterable[dict], direction: str, digest: _Digest, jsonl, tsv_fh):
+    """The direction's rows as one Arrow table, fed to ``digest`` (the small fields as they stream in, the
+    long texts after) and written to the JSONL and TSV text streams given; (table, triplet ids per level,
+    transplanted count)."""
     tsv = _tsv_writer(tsv_fh) if tsv_fh else None
     levels: dict[int, list[str]] = {}
     batches: list[pa.RecordBatch] = []
@@ -599,34 +633,69 @@ def _write_direction(rows: Iterable[dict], direction: str, staging: Path, format
     transplanted = 0
     small = _Digest.SMALL
     digest.begin(f"triplets {direction}")
-    try:
-        for row in rows:
-            digest.item([row[n] for n in small])
-            levels.setdefault(row["num_errors"], []).append(row["triplet_id"])
-            if TRANSPLANTED_FLAG in row["flags"]:
-                transplanted += 1
-            if jsonl:
-                jsonl.write(_jsonl_line(row))
-            if tsv:
-                tsv.writerow(_tsv_row(row))
-            pending.append(row)
-            if len(pending) >= TRIPLET_BATCH:
-                batches.append(_triplet_table(pending).to_batches()[0])
-                pending = []
-    finally:
-        for fh in (jsonl, tsv_fh):
-            if fh:
-                fh.close()
+    for row in rows:
+        digest.item([row[n] for n in small])
+        levels.setdefault(row["num_errors"], []).append(row["triplet_id"])
+        if TRANSPLANTED_FLAG in row["flags"]:
+            transplanted += 1
+        if jsonl:
+            jsonl.write(_jsonl_line(row))
+        if tsv:
+            tsv.writerow(_tsv_row(row))
+        pending.append(row)
+        if len(pending) >= TRIPLET_BATCH:
+            batches.append(_triplet_table(pending).to_batches()[0])
+            pending = []
     digest.end()
     if pending:
         batches.append(_triplet_table(pending).to_batches()[0])
     table = pa.Table.from_batches(batches, schema=TRIPLET_SCHEMA).combine_chunks()
     del batches, pending
     digest.texts(table)
-    writer = _RowGroupWriter(folder / "test.parquet", TRIPLET_SCHEMA)
-    writer.write(table)
-    writer.close()
-    return {"levels": levels, "triplets": table.num_rows, "transplanted": transplanted}
+    return table, levels, transplanted
+
+
+class _HashSink(io.RawIOBase):
+    """A file that keeps only the sha256 of what is written to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.sha = hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.sha.update(data)
+        return len(data)
+
+
+def direction_expected(rows: Iterable[dict], direction: str, formats) -> dict:
+    """What a staged direction of ``rows`` holds, computed without writing it: the parquet file's table, the
+    sha256 of its spool (its share of the content hash) and of its JSONL/TSV files (encoded exactly as
+    ``_write_direction`` writes them), its triplet ids per level and counts. What the platform checks a
+    direction a release worker staged against (``staged_upload.staged_check``), from its own rows."""
+    sinks = {fmt: _HashSink() for fmt in EXTRA_FORMATS if fmt in formats}
+    texts = {
+        fmt: io.TextIOWrapper(io.BufferedWriter(sink), encoding="utf-8", newline="\n" if fmt == "jsonl" else "")
+        for fmt, sink in sinks.items()
+    }
+    spool = hashlib.sha256()
+    try:
+        table, levels, transplanted = _direction_table(
+            rows, direction, _Digest(spool), texts.get("jsonl"), texts.get("tsv")
+        )
+    finally:
+        for fh in texts.values():
+            fh.close()  # flushes the last lines into the hash
+    return {
+        "table": table,
+        "levels": _levels_json(levels),
+        "digest": spool.hexdigest(),
+        "triplets": table.num_rows,
+        "transplanted": transplanted,
+        "files": {f"{direction}/test.{fmt}": sink.sha.hexdigest() for fmt, sink in sinks.items()},
+    }
 
 
 # ---- a release staged one direction at a time (a Celery task each) -------------------------------------
@@ -881,7 +950,9 @@ def verify_release(out_dir: str | Path) -> list[str]:
 # ---- dataset card --------------------------------------------------------------------------------------
 
 
-def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str]) -> str:
+def dataset_card(
+    content: ReleaseContent, content_hash: str, canonical: list[str], hash_covers: str = HASH_COVERS
+) -> str:
     """The release's README.md: the prose is the template ``dataset_card.md`` beside this module; this fills in
     the parts that come from the content (metadata, lists and the counts table)."""
     configs = [
@@ -929,6 +1000,7 @@ def dataset_card(content: ReleaseContent, content_hash: str, canonical: list[str
         version=_md(content.version),
         description=_md(content.description) + "\n\n" if content.description else "",
         content_hash=content_hash,
+        hash_covers=hash_covers,
         first_direction=sorted(content.directions)[0] if content.directions else "en-de",
         transplanted_flag=TRANSPLANTED_FLAG,
         build="".join(f"- {key}: {_md(str(content.build[key]))}\n" for key in sorted(content.build)),

@@ -11,7 +11,10 @@ The archive is a tar (gzip) of what ``release_files.write_staged_direction`` wro
 files and its ``.spool/`` share of the content hash with the summary. Its bytes depend only on those
 files (no times, owners or modes), so a task that writes the same direction again sends the same archive:
 the platform recognises it by its sha256. ``archive_unpack`` checks an archive against what the release
-expects and against itself (every file's sha256, the spool's, the counts) before anything is moved in.
+expects and against itself (every file's sha256, the spool's, the counts) before anything is moved in;
+``staged_check`` then checks it against what the platform computes from its own rows
+(``release_files.direction_expected``): a worker cannot recompute its way past that, since the reference is
+not in the archive.
 """
 
 from __future__ import annotations
@@ -227,3 +230,42 @@ def _summary_check(staging: Path, *, direction: str, formats: list[str]) -> dict
     if meta.num_rows != triplets or not schema.remove_metadata().equals(TRIPLET_SCHEMA):
         raise StagedRefused("triplets", f"{direction}/test.parquet has {meta.num_rows} rows, the summary {triplets}")
     return {k: v for k, v in summary.items() if k != "levels"}
+
+
+def staged_check(staging: str | Path, *, direction: str, expected: dict) -> None:
+    """Check an unpacked staged direction (``archive_unpack`` passed) against ``expected``, what the platform
+    computes from its own rows (``release_files.direction_expected``). Refuses (``StagedRefused``, naming the
+    first difference) a ``test.parquet`` whose triplet ids are not the rows' ids in their order, or whose
+    schema or any value differs from the rows; a spool (the direction's share of the content hash) or triplet
+    ids per level that are not the rows'; a JSONL or TSV file that is not the rows encoded."""
+    staging = Path(staging)
+    path = staging / direction / "test.parquet"
+    try:
+        table = pq.read_table(path)
+        schema = pq.read_schema(path)
+    except Exception as exc:  # pyarrow raises several kinds for a file that is not parquet
+        raise StagedRefused(
+            "files", f"{direction}/test.parquet is not readable parquet ({type(exc).__name__})"
+        ) from None
+    want = expected["table"]
+    got_ids, want_ids = table.column("triplet_id").to_pylist(), want.column("triplet_id").to_pylist()
+    if got_ids != want_ids:
+        at = next((i for i, (a, b) in enumerate(zip(got_ids, want_ids)) if a != b), min(len(got_ids), len(want_ids)))
+        got = got_ids[at] if at < len(got_ids) else "(no row)"
+        sent = want_ids[at] if at < len(want_ids) else "(no row)"
+        raise StagedRefused(
+            "triplets", f"{direction}/test.parquet row {at + 1} is triplet {got!r}; the platform sent {sent!r} there"
+        )
+    if not schema.equals(TRIPLET_SCHEMA) or schema.metadata or any(f.metadata for f in schema):
+        raise StagedRefused("files", f"{direction}/test.parquet does not have the release's schema and metadata")
+    for name in TRIPLET_SCHEMA.names:
+        if not table.column(name).equals(want.column(name)):
+            raise StagedRefused("files", f"{direction}/test.parquet: column {name} is not the rows the platform sent")
+    summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+    if summary.get("digest") != expected["digest"]:
+        raise StagedRefused("digest", f"{direction}: its share of the content hash is not that of the platform's rows")
+    if summary.get("levels") != expected["levels"] or summary.get("transplanted") != expected["transplanted"]:
+        raise StagedRefused("triplets", f"{direction}: its triplet ids per level or counts are not the platform's rows")
+    for rel, sha in sorted(expected["files"].items()):
+        if sha256_file(staging / rel) != sha:
+            raise StagedRefused("files", f"{rel} is not the platform's rows in that format")

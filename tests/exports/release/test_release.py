@@ -399,18 +399,26 @@ def test_a_release_file_that_differs_from_the_manifest_is_not_pushed(built, tmp_
     assert hub.state.repos["lab/xq-meval"].commits == [] and "1.0.0" not in hub.state.repos["lab/xq-meval"].tags
 
 
-def test_the_content_hash_names_the_content_not_one_encoding(built, tmp_path, monkeypatch):
+def test_the_content_hash_covers_the_bytes_of_the_files(built, tmp_path, monkeypatch):
+    """Two releases of the same content whose files differ (another parquet encoding, as a newer writer might
+    produce) never share a content hash (#48: a release whose test.parquet differed showed the honest one's
+    hash), and a released version is not rewritten with other bytes."""
     from exports.release.domain import release_files
 
     first = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "a")
-    # another parquet encoding (as a newer writer might produce): other bytes, same content, accepted
     monkeypatch.setitem(release_files.PARQUET_OPTIONS, "compression", "snappy")
-    again = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "b")
-    assert again.content_hash == first.content_hash
+    other = services.release_create(project=built, version="1.1.0", out_dir=tmp_path / "b")
     a, b = files_of(tmp_path / "a"), files_of(tmp_path / "b")
     assert a["en-de/test.parquet"] != b["en-de/test.parquet"]
-    assert a["excluded_candidates.csv"] == b["excluded_candidates.csv"] and a["README.md"] == b["README.md"]
-    assert verify_release(tmp_path / "b") == []
+    assert a["excluded_candidates.csv"] == b["excluded_candidates.csv"]
+    assert other.content_hash != first.content_hash
+    assert json.loads(b["manifest.json"])["content_hash"] == other.content_hash and verify_release(tmp_path / "b") == []
+    with pytest.raises(ReleaseConflict, match="immutable"):
+        services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "c")
+    # the same bytes again: the same hash (the sampling plan and rows are the first release's)
+    monkeypatch.undo()
+    again = services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "d")
+    assert again.content_hash == first.content_hash and files_of(tmp_path / "d") == a
 
 
 def test_the_release_holds_peoples_span_annotations_of_its_triplets(built, tmp_path):
