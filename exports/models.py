@@ -162,6 +162,9 @@ class BenchmarkBuild(Job):
     """One merge of a project's pool into pseudo translations (progress, outcome, counts)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmark_builds")
+    # The project's own count, what pages and messages say ("Build 1" for a project's first build, #46);
+    # the id stays the key of URLs and tasks. Given by build_create under the project's lock.
+    number = models.PositiveIntegerField(default=0, help_text="the build's number within its project (1, 2, …)")
     # status and error: from core.models.Job
     total_segments = models.PositiveIntegerField(default=0)
     done_segments = models.PositiveIntegerField(default=0)
@@ -204,10 +207,13 @@ class BenchmarkBuild(Job):
                 condition=models.Q(status__in=["pending", "running"]),
                 name="one_live_build_per_project",
             ),
+            models.UniqueConstraint(
+                fields=["project", "number"], condition=models.Q(number__gt=0), name="build_number_per_project"
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.project.name} build {self.pk} ({self.status})"
+        return f"{self.project.name} build {self.number} ({self.status})"
 
     @property
     def interrupted(self) -> bool:
