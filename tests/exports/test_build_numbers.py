@@ -11,7 +11,6 @@ from exports.benchmark import services
 from exports.models import BenchmarkBuild
 
 
-
 def _build(client):
     response = client.post(reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True)
     return [str(m) for m in response.context["messages"]]

@@ -126,7 +126,7 @@ def test_build_command_resumes_the_latest_unfinished_build(seeded):
     first = services.build_direction_run(build=build, direction_code="en-de")  # then the process is gone
     out = io.StringIO()
     call_command("build_benchmark", seeded.name, "--resume", verbosity=2, stdout=out, stderr=io.StringIO())
-    assert f"resuming build 1: 1 direction(s) done, 1 left" in out.getvalue()
+    assert "resuming build 1: 1 direction(s) done, 1 left" in out.getvalue()
     assert "en-zh: 2 gold pairs, 2 rebuilt" in out.getvalue() and "en-de: " not in out.getvalue()
     build.refresh_from_db()
     assert BenchmarkBuild.objects.filter(project=seeded).count() == 1
