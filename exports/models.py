@@ -116,6 +116,16 @@ class Release(models.Model):
             self.lease_expires_at is None or self.lease_expires_at <= timezone.now()
         )
 
+    @property
+    def push_error(self) -> str:
+        """``error`` when it is the Hub push's (a written release whose push failed), shown beside the push."""
+        return self.error if self.status == self.Status.READY and self.push_status == self.PushStatus.FAILED else ""
+
+    @property
+    def build_error(self) -> str:
+        """``error`` when it is the writing's (a release not written), shown beside its status."""
+        return "" if self.status == self.Status.READY else self.error
+
 
 class MergedSegment(models.Model):
     """Which pool a gold pair's pseudo translations were built from: rebuilding skips unchanged pairs."""

@@ -72,7 +72,7 @@ def test_admin_builds_releases_and_pushes_from_the_page(
 
     # a bad version is refused with a message, nothing recorded
     response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "a b"}, follow=True)
-    assert "use letters, digits" in response.content.decode()
+    assert "use a semantic version MAJOR.MINOR.PATCH" in response.content.decode()
     assert not Release.objects.filter(version="a b").exists()
 
 
