@@ -8,13 +8,14 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation.agreement.domain.report import scope_label
 from annotation.agreement.refresh import refresh_project
 
 pytestmark = pytest.mark.django_db
 
 
 def test_scope_labels():
+    from annotation.agreement.domain.report import scope_label
+
     assert scope_label("all", "all") == "every rated item"
     assert scope_label("pseudo_translation", "all") == "pseudo translation items"
     assert scope_label("pseudo_translation", "de") == "pseudo translation items in de"

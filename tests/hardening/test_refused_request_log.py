@@ -9,8 +9,6 @@ import sys
 import pytest
 from django.urls import reverse
 
-from core.log_filters import ClientErrorWithoutTraceback
-
 pytestmark = pytest.mark.django_db
 
 
@@ -26,6 +24,8 @@ def test_a_403_logs_one_line_without_a_traceback(client, annotator_de, settings,
 
 
 def test_a_server_errors_record_keeps_its_traceback():
+    from core.log_filters import ClientErrorWithoutTraceback
+
     try:
         raise RuntimeError("boom")
     except RuntimeError:
