@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core import access
-from core.models import Project
+from core.models import Direction, Profile, Project
 
 
 def visible_projects(user):
@@ -57,3 +57,13 @@ def coverage(project: Project) -> list[Coverage]:
 
 def coverage_gaps(project: Project) -> list[Coverage]:
     return [c for c in coverage(project) if c.missing]
+
+
+def outside_languages(*, direction: str, usernames) -> list[str]:
+    """The annotators among ``usernames`` whose languages do not include ``direction``'s target: an
+    assignment opens the direction to them all the same, so the settings page warns (#46)."""
+    return sorted(
+        Profile.objects.filter(user__username__in=list(usernames), role=Profile.Role.ANNOTATOR)
+        .exclude(languages__in=Direction.objects.filter(code=direction).values("target"))
+        .values_list("user__username", flat=True)
+    )

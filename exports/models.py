@@ -116,6 +116,16 @@ class Release(models.Model):
             self.lease_expires_at is None or self.lease_expires_at <= timezone.now()
         )
 
+    @property
+    def push_error(self) -> str:
+        """``error`` when it is the Hub push's (a written release whose push failed), shown beside the push."""
+        return self.error if self.status == self.Status.READY and self.push_status == self.PushStatus.FAILED else ""
+
+    @property
+    def build_error(self) -> str:
+        """``error`` when it is the writing's (a release not written), shown beside its status."""
+        return "" if self.status == self.Status.READY else self.error
+
 
 class MergedSegment(models.Model):
     """Which pool a gold pair's pseudo translations were built from: rebuilding skips unchanged pairs."""
@@ -162,6 +172,9 @@ class BenchmarkBuild(Job):
     """One merge of a project's pool into pseudo translations (progress, outcome, counts)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmark_builds")
+    # The project's own count, what pages and messages say ("Build 1" for a project's first build, #46);
+    # the id stays the key of URLs and tasks. Given by build_create under the project's lock.
+    number = models.PositiveIntegerField(default=0, help_text="the build's number within its project (1, 2, …)")
     # status and error: from core.models.Job
     total_segments = models.PositiveIntegerField(default=0)
     done_segments = models.PositiveIntegerField(default=0)
@@ -204,10 +217,13 @@ class BenchmarkBuild(Job):
                 condition=models.Q(status__in=["pending", "running"]),
                 name="one_live_build_per_project",
             ),
+            models.UniqueConstraint(
+                fields=["project", "number"], condition=models.Q(number__gt=0), name="build_number_per_project"
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.project.name} build {self.pk} ({self.status})"
+        return f"{self.project.name} build {self.number} ({self.status})"
 
     @property
     def interrupted(self) -> bool:

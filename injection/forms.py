@@ -45,8 +45,15 @@ FLAG_FIELDS = {
 }
 
 
+class ProjectChoiceField(forms.ModelChoiceField):
+    """Projects by their title, as every page names them (the slug stays the value sent)."""
+
+    def label_from_instance(self, obj: Project) -> str:
+        return obj.title or obj.name
+
+
 class StartRunForm(forms.Form):
-    project = forms.ModelChoiceField(queryset=Project.objects.all(), label="Project")
+    project = ProjectChoiceField(queryset=Project.objects.all(), label="Project")
     directions = forms.ModelMultipleChoiceField(
         queryset=Direction.objects.all(),
         required=False,

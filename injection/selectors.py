@@ -35,10 +35,13 @@ def filter_candidates(
     direction: str = "",
     error_type: str = "",
     run: int | None = None,
+    project: int | None = None,
     clean: bool = False,
 ):
     if run:
         qs = qs.filter(run_id=run)
+    if project:
+        qs = qs.filter(run__project_id=project)
     if direction:
         qs = qs.filter(segment__direction__code=direction)
     if error_type:
@@ -167,3 +170,23 @@ def marked_parts(candidate: Candidate) -> tuple[str, str, str]:
     before = join_units(units[: candidate.span_start], language)
     after = join_units(units[candidate.span_end :], language)
     return before, candidate.edit_text, after
+
+
+def run_settings(run: InjectionRun) -> list[tuple[str, str]]:
+    """(name, value as words) of the run parameters its backend reads, in the backend's order; a setting
+    left out (no seed, no rpm budget) is not shown. An import run has no backend settings."""
+    from injection.backends import BACKENDS  # the registry, with the built-in backends registered
+
+    backend = BACKENDS.get(run.backend)
+    names = backend.run_settings if backend is not None else ()
+    return [
+        (name, _setting_text(run.parameters[name])) for name in names if run.parameters.get(name) not in (None, "", {})
+    ]
+
+
+def _setting_text(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):  # vLLM's engine options, as they were given: name=value
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return str(value)

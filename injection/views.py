@@ -107,6 +107,7 @@ def run_detail(request, pk: int):
             "flags": selectors.flag_counts(candidates, project_id=run.project_id),
             "live": run.status in (InjectionRun.Status.PENDING, InjectionRun.Status.RUNNING),
             "stalled": selectors.stalled_since(run),
+            "run_settings": selectors.run_settings(run),
         },
     )
 
@@ -162,12 +163,17 @@ def candidates(request):
     run = id_param(run_id)
     if run_id and run is None:
         qs = qs.none()  # names no run: no rows (not every candidate)
+    slug = request.GET.get("project", "")[:100]
+    project = access.visible_projects(request.user).filter(name=slug).first() if slug else None
+    if slug and project is None:
+        qs = qs.none()  # names no project this user sees: no rows
     qs = selectors.filter_candidates(
         qs,
         flag=request.GET.get("flag", ""),
         direction=request.GET.get("direction", ""),
         error_type=request.GET.get("type", ""),
         run=run,
+        project=project.pk if project else None,
         clean=request.GET.get("clean") == "1",
     )
     qs = qs.order_by("id")
@@ -182,6 +188,7 @@ def candidates(request):
     rows = [(candidate, selectors.marked_parts(candidate)) for candidate in qs.filter(pk__in=shown).defer("raw_output")]
     # one run's candidates are all of its project: another project's writes keep their counts
     run_project = InjectionRun.objects.filter(pk=run).values_list("project_id", flat=True).first() if run else None
+    run_project = run_project or (project.pk if project else None)
     return render(
         request,
         "injection/candidates.html",
@@ -190,6 +197,8 @@ def candidates(request):
             "rows": rows,
             "continues": continues,
             "flags": selectors.flag_counts(qs, project_id=run_project),
-            "filters": {k: request.GET.get(k, "") for k in ("run", "flag", "direction", "type")},
+            "filters": {k: request.GET.get(k, "") for k in ("project", "run", "flag", "direction", "type")},
+            "projects": access.visible_projects(request.user).order_by("name"),
+            "project": project,
         },
     )

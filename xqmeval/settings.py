@@ -433,8 +433,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"client_error_without_traceback": {"()": "core.log_filters.ClientErrorWithoutTraceback"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # a refused request (403, 400) logs its one line, not a traceback; a 5xx keeps its traceback
+        "django.request": {"filters": ["client_error_without_traceback"]},
         "django.db.backends": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},

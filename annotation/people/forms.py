@@ -15,7 +15,7 @@ REVIEW_SEPARATOR = "/"  # a choice's value: "<project>/<direction>"
 def review_choices() -> list[tuple[str, str]]:
     """Every active direction of every project, as "project / direction" choices."""
     return [
-        (f"{project.name}{REVIEW_SEPARATOR}{direction.code}", f"{project.name} / {direction.code}")
+        (f"{project.name}{REVIEW_SEPARATOR}{direction.code}", f"{project.title or project.name} / {direction.code}")
         for project in Project.objects.order_by("name")
         for direction in active_directions(project).order_by("code")
     ]

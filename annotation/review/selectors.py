@@ -139,9 +139,13 @@ def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[s
         ),
         "candidate__" + LANG,
     )
+    skipped = skipped_open(user, project, rnd, codes)
     if not tally.available():
         left = _per_language(queue(user, project, rnd, codes))
-        return {c: {"done": done.get(c, 0), "remaining": left.get(c, 0), "round": rnd.number} for c in codes}
+        return {
+            c: {"done": done.get(c, 0), "remaining": left.get(c, 0), "skipped": skipped.get(c, 0), "round": rnd.number}
+            for c in codes
+        }
     required = project.reviewers_per_candidate
     units = tally.units(project) if units is None else units
     now = timezone.now()
@@ -161,6 +165,7 @@ def progress_by_language(user, project: Project, rnd: ReviewRound, codes: list[s
         c: {
             "done": done.get(c, 0),
             "remaining": tally.open_in_scope(units, rnd.number, [c], required) - left_out.get(c, 0) + kept.get(c, 0),
+            "skipped": skipped.get(c, 0),
             "round": rnd.number,
         }
         for c in codes
@@ -175,6 +180,15 @@ def decisions_done(user, project: Project, rnd: ReviewRound, codes: list[str]) -
         candidate__segment__project=project,
         candidate__segment__direction__target__code__in=codes,
     ).count()
+
+
+def skipped_open(user, project: Project, rnd: ReviewRound, codes: list[str]) -> dict[str, int]:
+    """Per language: the candidates this reviewer skipped in the round and has not decided, still open
+    (fewer than N reviews). Her queue leaves them out, so "0 remaining" alone hid them (#46). Bounded by her
+    own skips."""
+    mine = ReviewSkip.objects.filter(round=rnd, reviewer=user).values("candidate_id")
+    decided = ReviewDecision.objects.filter(round=rnd, reviewer=user).values("candidate_id")
+    return _per_language(open_candidates(project, rnd, codes).filter(pk__in=mine).exclude(pk__in=decided))
 
 
 def open_candidates(project: Project, rnd: ReviewRound, codes: list[str]) -> QuerySet[Candidate]:

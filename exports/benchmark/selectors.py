@@ -267,6 +267,7 @@ def build_summary(build: BenchmarkBuild | None, directions: set[str] | None = No
         return None
     return {
         "id": build.pk,
+        "number": build.number,
         "status": "interrupted" if build.interrupted else build.status,  # its process died: Build resumes it
         "percent": build.percent,
         "done_segments": build.done_segments,

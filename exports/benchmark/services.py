@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from annotation.review import selectors as review_selectors
@@ -503,7 +503,7 @@ class BuildRunning(Conflict):
 
     def __init__(self, build: BenchmarkBuild):
         super().__init__(
-            f"build {build.pk} of {build.project.name} is already {build.status}; it was not started again"
+            f"build {build.number} of {build.project.name} is already {build.status}; it was not started again"
         )
         self.build = build
 
@@ -533,8 +533,10 @@ def build_create(*, project: Project, user=None, acknowledged: list[str] | None 
                 live.lease_expires_at = _lease_end()  # taken over by this start: it resumes where it stopped
                 live.save(update_fields=["lease_expires_at"])
                 return live
+            last = BenchmarkBuild.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0
             return BenchmarkBuild.objects.create(
                 project=project,
+                number=last + 1,
                 created_by=user if getattr(user, "pk", None) else None,
                 lease_expires_at=_lease_end(),
                 acknowledged=list(acknowledged or []),

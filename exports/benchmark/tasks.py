@@ -74,13 +74,13 @@ def build_outcome(build: BenchmarkBuild) -> tuple[int, str]:
 
     build.refresh_from_db()
     if queued() or build.status not in FINISHED:
-        return messages.INFO, f"Build {build.pk} started."
+        return messages.INFO, f"Build {build.number} started."
     if build.status == JobStatus.DONE:
         return messages.SUCCESS, (
-            f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, "
+            f"Build {build.number} finished: {build.pseudo_created} pseudo translation(s) written, "
             f"{build.excluded} candidate(s) excluded."
         )
-    return messages.ERROR, f"Build {build.pk} {build.status}: {build.error}"
+    return messages.ERROR, f"Build {build.number} {build.status}: {build.error}"
 
 
 def start_build(

@@ -61,7 +61,7 @@ def build(request, project: str):
     except services.BuildRunning as running:  # a second submit shows the running build
         messages.info(
             request,
-            f"Build {running.build.pk} is already {running.build.status} "
+            f"Build {running.build.number} is already {running.build.status} "
             f"({running.build.done_segments} / {running.build.total_segments} gold pairs); it was not started again.",
         )
     else:

@@ -32,7 +32,7 @@ from core.models import Direction, Project
 from exports.benchmark import selectors
 from exports.models import MergedSegment, PseudoSystem, PseudoTranslation, Release
 from exports.release import selectors as release_selectors
-from exports.release.domain import release_files, sampling
+from exports.release.domain import release_files, sampling, versions
 from exports.release.domain.release_files import ReleaseContent
 from exports.release.domain.sampling import SamplingPlan
 from scoring.api import is_transient  # network faults and Hub 5xx/429, as the scoring workers retry them
@@ -626,7 +626,11 @@ class _SystemStore:
 
 
 def release_request_check(*, project: Project, version: str, push_repo: str = "", formats=()) -> None:
-    """Refuse a release request from the UI that cannot be carried out, before anything is queued."""
+    """Refuse a release request from the UI that cannot be carried out, before anything is queued. A new
+    version must be a semantic version (#46); one released before keeps its name (written again as it was)."""
+    problem = versions.version_problem(version)
+    if problem and not Release.objects.filter(project=project, version=version).exists():
+        raise ReleaseError(problem)
     _validate_release_request(version, formats)
     if push_repo and not HUB_REPO_RE.match(push_repo):
         raise ReleaseError(f"Hub repo {push_repo!r}: expected 'namespace/name'")

@@ -80,6 +80,9 @@ class Backend:
     name = ""
     #: True for backends that bill by token through a remote API (the cost estimate applies).
     remote = False
+    #: The run parameters this backend reads, in the order the run page shows them (#46: a rule run
+    #: showed an LLM's temperature and retry settings it never used).
+    run_settings: tuple[str, ...] = ("temperature", "seed", "structured")
 
     def __init__(self, sampling: Sampling, **options):
         self.sampling = sampling

@@ -104,6 +104,7 @@ def parse_batch_output(text: str, expected: Iterable[str] = ()) -> dict[str, Gen
 class OpenAIBatchBackend(Backend):
     name = "batch"
     remote = True
+    run_settings = (*Backend.run_settings, "poll_interval", "timeout")
     discount = 0.5  # the Batch API bills half the synchronous price
 
     def __init__(

@@ -50,6 +50,7 @@ def to_generation_result(result: ChatResult) -> GenerationResult:
 class OpenAIChatBackend(Backend):
     name = "openai"
     remote = True
+    run_settings = (*Backend.run_settings, "concurrency", "rpm", "max_attempts", "retry_base_delay", "timeout")
 
     def __init__(
         self,

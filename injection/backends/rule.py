@@ -11,6 +11,7 @@ from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 @register_backend
 class RuleBackend(Backend):
     name = "rule"
+    run_settings = ("seed",)  # deterministic edits: no model, no sampling temperature
 
     def __init__(self, sampling, *, donors: dict[str, list[str]] | None = None, **options):
         """``donors``: per language, the references that Addition and Mistranslation draw words from

@@ -113,6 +113,7 @@ def _engine(vllm, model: str, seed: int, options: dict):
 @register_backend
 class VLLMEngineBackend(Backend):
     name = "vllm"
+    run_settings = (*Backend.run_settings, "engine_options")
 
     def __init__(self, sampling, *, chunk_size: int = 256, engine_options: dict | None = None, **options):
         super().__init__(sampling, **options)

@@ -72,7 +72,7 @@ def test_admin_builds_releases_and_pushes_from_the_page(
 
     # a bad version is refused with a message, nothing recorded
     response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "a b"}, follow=True)
-    assert "use letters, digits" in response.content.decode()
+    assert "use a semantic version MAJOR.MINOR.PATCH" in response.content.decode()
     assert not Release.objects.filter(version="a b").exists()
 
 
@@ -263,7 +263,7 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
     build = BenchmarkBuild.objects.get(project=seeded)
     assert build.status == "done"  # ran in the request: not "started"
     assert _messages(response) == [
-        f"Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."
+        f"Build {build.number} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."
     ]
     response = client.post(reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.1.0"}, follow=True)
     assert Release.objects.get(version="0.1.0").status == "ready" and _messages(response) == ["Release 0.1.0 written."]
@@ -292,7 +292,7 @@ def test_build_release_and_push_say_what_happened_without_a_broker_and_with_one(
                 reverse("benchmarks:build", kwargs={"project": "demo"}), {"confirm": "1"}, follow=True
             )
             newest = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()
-            assert newest.status == "pending" and _messages(response) == [f"Build {newest.pk} started."]
+            assert newest.status == "pending" and _messages(response) == [f"Build {newest.number} started."]
             response = client.post(
                 reverse("benchmarks:release", kwargs={"project": "demo"}), {"version": "0.3.0"}, follow=True
             )
@@ -320,5 +320,5 @@ def test_the_admin_build_action_says_what_happened_without_a_broker(client, admi
     build = BenchmarkBuild.objects.filter(project=seeded).order_by("-pk").first()
     assert build.pk != first.pk and build.status == "done"  # ran in the request: not "started"
     assert _messages(response) == [
-        f"demo: Build {build.pk} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."
+        f"demo: Build {build.number} finished: {build.pseudo_created} pseudo translation(s) written, 2 candidate(s) excluded."
     ]

@@ -50,3 +50,24 @@ def test_the_site_has_a_page_per_stage_in_its_navigation():
     ]
     assert [f"stages/{s}.md" for s in stages] == [p for p in pages if p.startswith("stages/")]
     assert sorted(p.name for p in (REPO / "docs" / "stages").glob("*.md")) == sorted(f"{s}.md" for s in stages)
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def test_the_readme_says_what_a_clone_lacks_and_how_long_the_first_demo_start_takes():
+    """#46.5: a newcomer on a fresh clone read of `../shared/` files she did not have, and of no wait."""
+    for paragraph in _paragraphs(README):
+        if "../shared" in paragraph and "`../shared/data/xqmeval` exists" not in paragraph:
+            assert "a clone does not have" in paragraph or "a plain clone has none" in paragraph, paragraph
+    notes = README.split("For a newcomer:", 1)[-1].split("\n\n")[1]
+    assert "The first start takes minutes" in notes and "Without `../shared`" in notes
+
+
+def test_the_readmes_docs_server_leaves_the_demos_port_free():
+    demo_port = re.search(r"\$\{PORT:-(\d+)\}", (REPO / "bin" / "demo").read_text(encoding="utf-8")).group(1)
+    serve = re.search(r"mkdocs serve(.*)", README).group(1)
+    address = re.search(r"(?:-a|--dev-addr)[ =](\S+)", serve)
+    assert address is not None, f"`mkdocs serve` without an address takes 127.0.0.1:8000: {serve}"
+    assert address.group(1).rsplit(":", 1)[1] != demo_port

@@ -166,3 +166,23 @@ def test_an_assignment_in_one_project_opens_no_other(client, flores, people):
     client.force_login(anna)
     assert "other" not in [r.project.name for r in client.get(reverse("scores:index")).context["releases"]]
     assert names(vera) == ["flores", "other"] and visible_directions(vera, other) == {"en-de"}
+
+
+def test_assigning_an_annotator_outside_her_languages_warns_and_assigns(client, flores, people):
+    """#46.5: anna reads German; assigned to en-zh she is warned about, and assigned all the same (an
+    assignment decides what she reviews). Assigning li, who reads Chinese, warns nothing."""
+    client.force_login(people["boss"])
+    url = reverse("projects:assignments", args=["flores"])
+    response = client.post(url, {"direction": "en-zh", "assign-en-zh-reviewers": ["li", "anna"]}, follow=True)
+    shown = [(m.level_tag, str(m)) for m in response.context["messages"]]
+    assert shown == [
+        ("success", "Reviewers of en-zh: anna, li."),
+        (
+            "warning",
+            "zh is not among the languages of anna. Assigned to en-zh anyway: "
+            "check that they read zh, or add it to their languages.",
+        ),
+    ]
+    assert _assigned(flores) == {"en-zh": ["anna", "li"]}
+    response = client.post(url, {"direction": "en-zh", "assign-en-zh-reviewers": ["li"]}, follow=True)
+    assert [m.level_tag for m in response.context["messages"]] == ["success"]

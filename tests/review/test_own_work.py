@@ -54,3 +54,16 @@ def test_an_admin_sees_every_skip_of_the_project_and_others_see_only_their_own(c
     client.force_login(sara)
     own = client.get(reverse("review:mine")).content.decode()
     assert "القط نائم." in own and "Eine Katze rennt." not in own
+
+
+def test_the_review_index_counts_her_skipped_item_that_is_still_open(client, annotator_de, work):
+    """#46.5: anna decided one German candidate and skipped the other; her queue is empty, but the skipped
+    one still wants reviews. The index said "0 remaining" and nothing else; it says the skip is open and
+    links to her skips."""
+    client.force_login(annotator_de)
+    page = client.get(reverse("review:index")).content.decode()
+    assert "round 1: 1 done, 0 remaining, " in page
+    assert f'<a href="{reverse("review:mine")}#skips">1 skipped by you and still open</a>' in page
+    services.decision_submit(user=annotator_de, candidate_id=work["other"].pk, decision="reject", idempotency_key="k2")
+    page = client.get(reverse("review:index")).content.decode()
+    assert "round 1: 2 done, 0 remaining\n" in page and "still open" not in page

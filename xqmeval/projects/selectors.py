@@ -15,6 +15,7 @@ from django.db.models import Count
 from annotation.agreement import refresh
 from annotation.agreement import selectors as agreement
 from annotation.agreement import tasks as agreement_tasks
+from annotation.agreement.domain.report import scope_label
 from annotation.review import selectors as review_selectors
 from core import access
 from core.models import CorpusImport, Project
@@ -220,7 +221,11 @@ def agreement_stage(project: Project, user) -> Stage:
         }
         for row in report.get("languages", [])
     ]
-    rwg = [row for row in report.get("likert_composite", []) if row.get("mean_rwg_j_composite") is not None]
+    rwg = [
+        {"scope": scope_label(row["task"], row["language"]), "value": row["mean_rwg_j_composite"]}
+        for row in report.get("likert_composite", [])
+        if row.get("mean_rwg_j_composite") is not None
+    ]
     stage.data.update({"rows": rows, "rwg": rwg, "doubly_reviewed": sum(r["doubly_reviewed"] for r in rows)})
     stage.state = "done" if stage.data["doubly_reviewed"] else "partial"
     if not stage.data["doubly_reviewed"]:

@@ -374,6 +374,14 @@ def assignments(request, slug: str):
             _report(form, exc.errors)
         else:
             messages.success(request, f"Reviewers of {direction}: {', '.join(names) or 'none'}.")
+            outside = core_selectors.outside_languages(direction=direction, usernames=names)
+            if outside:
+                target = direction.rsplit("-", 1)[-1]
+                messages.warning(
+                    request,
+                    f"{target} is not among the languages of {', '.join(outside)}. Assigned to {direction} anyway: "
+                    f"check that they read {target}, or add it to their languages.",
+                )
             return redirect(reverse("projects:settings", args=[project.name]) + "#reviewers")
     return render(request, "projects/settings.html", _settings_context(project, assignment_form=form))
 

@@ -244,6 +244,13 @@ def _rounds_table(rows: list[DecisionRow], boot: dict) -> list[dict]:
 # ---- Likert --------------------------------------------------------------------------------------
 
 
+def scope_label(task: str, language: str) -> str:
+    """A Likert table row's scope in words: "every rated item", "pseudo translation items", "pseudo
+    translation items in ar" (the report's ``ALL`` read as "all all" on the project page, #46)."""
+    what = "every rated item" if task == ALL else f"{task.replace('_', ' ')} items"
+    return what if language == ALL else f"{what} in {language}"
+
+
 def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
     items: dict[int, list[RatingRow]] = defaultdict(list)
     for r in rows:

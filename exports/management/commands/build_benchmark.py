@@ -32,7 +32,7 @@ class Command(BaseCommand):
             build = latest
             left = sorted(code for code, entry in build.directions.items() if entry.get("status") != "done")
             self.stdout.write(
-                f"resuming build {build.pk}: {len(build.directions) - len(left)} direction(s) done, {len(left)} left"
+                f"resuming build {build.number}: {len(build.directions) - len(left)} direction(s) done, {len(left)} left"
             )
         else:
             try:  # one build per project at a time, as on the site (an interrupted one is resumed)
@@ -58,7 +58,7 @@ class Command(BaseCommand):
         try:
             services.build_run(build=build, progress=progress, force=opts["force"], on_direction=on_direction)
         except Exception as exc:
-            raise CommandError(f"build {build.pk} failed: {exc}") from exc
+            raise CommandError(f"build {build.number} failed: {exc}") from exc
         finally:
             bar.close()
         build.refresh_from_db()
@@ -70,6 +70,6 @@ class Command(BaseCommand):
         )
         failed = {code: entry for code, entry in build.directions.items() if entry.get("status") != "done"}
         if failed:
-            raise CommandError(f"build {build.pk}: directions not merged: {', '.join(sorted(failed))}")
+            raise CommandError(f"build {build.number}: directions not merged: {', '.join(sorted(failed))}")
         for line in services.counts_format(counts=build.counts):
             w(line)

@@ -63,14 +63,14 @@ def post_at_once(live_server, session: requests.Session, count: int) -> list[req
 
 def test_a_second_start_shows_the_running_build_and_starts_nothing(live_server, admin_user, seeded):
     running = BenchmarkBuild.objects.create(
-        project=seeded, status="running", lease_expires_at=timezone.now() + timedelta(hours=1)
+        project=seeded, number=1, status="running", lease_expires_at=timezone.now() + timedelta(hours=1)
     )
     session = admin_session(live_server, admin_user)
     answers = post_at_once(live_server, session, STARTS)
     assert [a.status_code for a in answers] == [302] * STARTS, [a.text[:300] for a in answers if a.status_code != 302]
     assert list(BenchmarkBuild.objects.values_list("pk", flat=True)) == [running.pk]  # no second build
     page = session.get(live_server.url + answers[0].headers["Location"], timeout=60).text
-    assert f"Build {running.pk} is already running" in page and "it was not started again" in page
+    assert f"Build {running.number} is already running" in page and "it was not started again" in page
 
 
 def test_a_build_whose_process_died_is_shown_interrupted_and_a_start_resumes_it(live_server, admin_user, seeded):
