@@ -31,7 +31,7 @@ PROFILED = {
         "release_direction_run",
         "release_finish",
         "release_content_make",
-        "direction_stamp",
+        "direction_stamp_get",
     ),
     "exports.benchmark.selectors": (
         "current_level_counts",
@@ -42,7 +42,7 @@ PROFILED = {
     "exports.release.selectors": ("triplet_directions",),
     "exports.release.domain.release_files": ("finish_staged_release", "_write_systems", "_finish", "dataset_card"),
 }
-FOLDED = {"release_direction_run", "direction_stamp"}  # once per direction: one line each
+FOLDED = {"release_direction_run", "direction_stamp_get"}  # once per direction: one line each
 
 
 def rss_mb() -> float:

@@ -35,8 +35,8 @@ from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import id_param
-from core.models import Direction, Profile, Project
-from core.services import ImportRejected
+from core.models import Direction, Project
+from core.services import ImportRejected, user_create
 
 _SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
 
@@ -409,11 +409,10 @@ def crowd_worker_ensure(*, task_id, token: str, prolific_pid: str, study_id: str
         worker = CrowdWorker.objects.filter(task=task, prolific_pid=prolific_pid).select_related("user").first()
         if worker is not None:
             return worker.user, task
-        User = get_user_model()
-        user = User(username=f"crowd-{task.pk}-{secrets.token_hex(8)}")
+        # an annotator with no name, e-mail or usable password: the account of this one campaign
+        user = user_create(username=f"crowd-{task.pk}-{secrets.token_hex(8)}", password=secrets.token_urlsafe(24))
         user.set_unusable_password()
-        user.save()
-        Profile.objects.update_or_create(user=user, defaults={"role": Profile.Role.ANNOTATOR})
+        user.save(update_fields=["password"])
         try:
             with transaction.atomic():
                 CrowdWorker.objects.create(

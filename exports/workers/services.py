@@ -26,7 +26,6 @@ from django.conf import settings
 from django.core.files import File
 from django.db import IntegrityError, transaction
 
-from core.domain.directions import with_entry
 from core.domain.errors import NotFound
 from core.storage import WORKER_PARTS, ReleaseFiles, storage_get
 from exports.models import PartUpload, Release, ScoringJob, StagedUpload, WorkerToken
@@ -38,7 +37,7 @@ from exports.scores.domain import PartRefused, ScoringError, check_part_identity
 from scoring.api import DIRECTION_RE, metric_slug
 
 
-def body_copy(body, out, *, length: int, chunk: int = 1024 * 1024) -> tuple[str, int]:
+def _body_copy(body, out, *, length: int, chunk: int = 1024 * 1024) -> tuple[str, int]:
     """Copy at most ``length`` bytes of a request body (a worker's upload) into ``out`` a chunk at a time,
     hashing them as they pass: (sha256 hex, bytes received). Fewer bytes than declared means the sender
     was cut off; the caller refuses the upload with its own reason."""
@@ -154,7 +153,7 @@ def part_receive(
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
-            sha256, received = body_copy(body, out, length=length, chunk=_CHUNK)
+            sha256, received = _body_copy(body, out, length=length, chunk=_CHUNK)
         if received != length:  # the worker was cut off mid-upload: keep nothing of it
             raise PartRefused("body", f"received {received} of the {length} bytes declared")
         if sha256 != declared:
@@ -220,11 +219,14 @@ def direction_rows_read(*, release_id: int, direction: str, worker) -> tuple[dic
     done: a task delivered again only sends the same files)."""
     release = _release_for_workers(release_id, direction)
     project = release.project
-    stamp = release_services.direction_stamp(project, direction)
+    stamp = release_services.direction_stamp_get(project=project, direction=direction)
     entry = release.directions[direction]
     if not (entry.get("status") == "done" and entry.get("stamp") == stamp):
         release_services.direction_record(
-            release, direction, {"status": "running", "error": "", "worker": worker.name}, total=len(release.directions)
+            release=release,
+            direction=direction,
+            entry={"status": "running", "error": "", "worker": worker.name},
+            total=len(release.directions),
         )
     header = {
         "release": release.pk,
@@ -269,7 +271,7 @@ def direction_staged_receive(
     staged = release_services.staging_files_get(
         project_name=release.project.name, version=release.version, out_dir=out_dir
     )
-    staging = release_services.staged_source(staged)
+    staging = release_services.staging_source_get(staged=staged)
     # on the file system beside the staging directory (same file system: storing is a rename)
     incoming = (
         out_dir.parent / f".{out_dir.name}.incoming"
@@ -287,7 +289,7 @@ def direction_staged_receive(
     try:
         archive = work / "staged.tar.gz"
         with open(archive, "wb") as out:
-            sha256, received = body_copy(body, out, length=length)
+            sha256, received = _body_copy(body, out, length=length)
         if received != length:  # the worker was cut off mid-upload: keep nothing of it
             raise StagedRefused("body", f"received {received} of the {length} bytes declared")
         if sha256 != declared:
@@ -308,7 +310,7 @@ def direction_staged_receive(
             formats=formats,
             max_unpacked=settings.RELEASE_UPLOAD_MAX_UNPACKED_BYTES,
         )
-        if summary.get("stamp") != release_services.direction_stamp(release.project, direction):
+        if summary.get("stamp") != release_services.direction_stamp_get(project=release.project, direction=direction):
             raise StagedConflict(
                 "stamp",
                 f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
@@ -340,7 +342,9 @@ def direction_staged_receive(
                     "error": "",
                     "worker": worker.name,
                 }
-                release_services.direction_record(release, direction, entry, total=len(row.directions))
+                release_services.direction_record(
+                    release=release, direction=direction, entry=entry, total=len(row.directions)
+                )
             upload, _ = StagedUpload.objects.get_or_create(
                 release=row,
                 direction=direction,
@@ -364,16 +368,12 @@ def direction_failure_record(*, release_id: int, direction: str, status: str, er
         raise StagedConflict("direction", f"{direction} is staged; a report of another attempt changes nothing")
     reason = f"{(error or '').strip()[:STAGED_ERROR_MAX_CHARS] or 'no reason given'} (worker {worker.name})"
     if status == "retrying":
-        with transaction.atomic():
-            row = Release.objects.select_for_update().get(pk=release.pk)
-            row.directions = with_entry(row.directions, direction, {"status": "retrying", "error": reason})
-            row.lease_expires_at = release_services.release_lease_end()
-            row.save(update_fields=["directions", "lease_expires_at"])
+        release_services.direction_retrying_record(release_id=release.pk, direction=direction, reason=reason)
         return
     release_services.direction_record(
-        release,
-        direction,
-        {"status": "failed", "error": reason},
+        release=release,
+        direction=direction,
+        entry={"status": "failed", "error": reason},
         total=len(release.directions),
         failure=f"{direction}: {reason}",
     )

@@ -17,6 +17,7 @@ from exports.models import PseudoSystem, PseudoTranslation
 from exports.release import selectors as release_selectors
 from exports.release import services as release_services
 from exports.release.domain import release_files
+from exports.release.services.content import _SystemStore as SystemStore
 from tests.exports.conftest import import_languages
 
 SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
@@ -148,8 +149,8 @@ def test_pseudo_systems_are_stored_in_bounded_batches_whatever_the_number_of_dir
         return insert(model, objects, *args, **kwargs)
 
     monkeypatch.setattr(bulk, "insert_objects", recording)
-    monkeypatch.setattr(release_services._SystemStore, "BATCH_SYSTEMS", 7)
-    monkeypatch.setattr(release_services._SystemStore, "BATCH_IDS", 1000)
+    monkeypatch.setattr(SystemStore, "BATCH_SYSTEMS", 7)
+    monkeypatch.setattr(SystemStore, "BATCH_IDS", 1000)
     release = release_services.release_create(project=built, version="1.0.0", out_dir=tmp_path / "batched")
     assert len(batches) > 2
     for systems, ids, largest in batches:
@@ -159,8 +160,8 @@ def test_pseudo_systems_are_stored_in_bounded_batches_whatever_the_number_of_dir
     )
     assert len(batched) == sum(n for n, _, _ in batches) == sum(release.manifest["systems"].values())
 
-    monkeypatch.setattr(release_services._SystemStore, "BATCH_SYSTEMS", 10**9)
-    monkeypatch.setattr(release_services._SystemStore, "BATCH_IDS", 10**9)
+    monkeypatch.setattr(SystemStore, "BATCH_SYSTEMS", 10**9)
+    monkeypatch.setattr(SystemStore, "BATCH_IDS", 10**9)
     whole = release_services.release_create(project=built, version="1.0.1", out_dir=tmp_path / "whole")
     assert batches[-1][0] == len(batched)  # one write of everything
     assert (
