@@ -215,7 +215,7 @@ def quality(request, project, task):
             "task": task,
             "rows": selectors.quality_rows(task),
             "summary": selectors.task_summary(task),
-            # esastats: the span agreement page, once merged, is linked here (URL name spans:agreement)
+            # the span agreement page (annotation.agreement, URL name agreement:spans)
             "agreement_url": _agreement_url(task),
         },
     )
@@ -225,7 +225,7 @@ def _agreement_url(task) -> str:
     from django.urls import NoReverseMatch
 
     try:
-        return reverse("spans:agreement", args=[task.project.name, task.name])
+        return reverse("agreement:spans", args=[task.project.name, task.name])
     except NoReverseMatch:
         return ""
 
