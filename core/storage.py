@@ -8,7 +8,7 @@ storage sets ``RELEASES_STORAGE=s3`` / ``WORKER_PARTS_STORAGE=s3`` (django-stora
   wrote them: nothing is copied. In object storage the builder publishes them there when the release is
   finished (``release_publish``), ``manifest.json`` last, so a release whose manifest is in the bucket is
   whole there.
-- ``worker_parts``: part files scoring workers upload (``exports.scores.services.part_receive``).
+- ``worker_parts``: part files scoring workers upload (``exports.workers.services.part_receive``).
 - ``release_staging``: the directions of a release being built (``StagedFiles``): each direction's files
   and its spool, as ``exports.release.domain.release_files.write_staged_direction`` writes them. On the
   local file system a release is staged beside its output directory (``.VERSION.staging``), so storing a
