@@ -119,6 +119,7 @@ class BenchmarkBuildAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = (
         "id",
         "project",
+        "number",
         "status",
         "progress_bar",
         "rebuilt_segments",

@@ -68,6 +68,15 @@ def test_semantic_versions_of_semver_org_are_accepted():
 
 
 @pytest.mark.django_db
+def test_the_release_command_refuses_a_new_version_that_is_not_semver(seeded, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=r"--version: version 'v2': use a semantic version"):
+        call_command("release", "demo", "--version", "v2", "--out", str(tmp_path / "r"), verbosity=0)
+    assert not Release.objects.exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.django_db
 def test_a_version_released_before_semver_was_required_can_be_asked_for_again(seeded):
     from exports.release import services as release_services
 

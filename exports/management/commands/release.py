@@ -36,6 +36,10 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
+        try:
+            services.release_version_check(project=project, version=opts["version"])
+        except AppError as exc:
+            raise CommandError(f"--version: {exc}") from None
         formats = tuple(f.strip() for f in opts["format"].split(",") if f.strip())
         if opts["public"] and not opts["push"]:
             raise CommandError("--public applies to the Hub repo that --push creates; give --push REPO_ID too")

@@ -19,6 +19,7 @@ from exports.release.services.content import (  # noqa: F401 (the stage's public
     ReleaseError,
     release_content_make,
     release_request_check,
+    release_version_check,
     sampling_plan_make,
 )
 from exports.release.services.finishing import (  # noqa: F401 (the stage's public names)

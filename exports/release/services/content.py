@@ -150,12 +150,17 @@ class _SystemStore:
         PseudoSystem.objects.filter(release=self.release).delete()
 
 
-def release_request_check(*, project: Project, version: str, push_repo: str = "", formats=()) -> None:
-    """Refuse a release request from the UI that cannot be carried out, before anything is queued. A new
-    version must be a semantic version (#46); one released before keeps its name (written again as it was)."""
+def release_version_check(*, project: Project, version: str) -> None:
+    """A new version must be a semantic version (#46): ``ReleaseError`` says why not. A version released
+    before the rule keeps its name (written again as it was)."""
     problem = versions.version_problem(version)
     if problem and not Release.objects.filter(project=project, version=version).exists():
         raise ReleaseError(problem)
+
+
+def release_request_check(*, project: Project, version: str, push_repo: str = "", formats=()) -> None:
+    """Refuse a release request from the UI that cannot be carried out, before anything is queued."""
+    release_version_check(project=project, version=version)
     _validate_release_request(version, formats)
     if push_repo and not HUB_REPO_RE.match(push_repo):
         raise ReleaseError(f"Hub repo {push_repo!r}: expected 'namespace/name'")
