@@ -3,7 +3,8 @@ progress, the completed annotations the statistics read, and the quality-control
 
 from __future__ import annotations
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from annotation.models import CrowdWorker, SpanAnnotation, SpanAnnotatorAction, SpanItem, SpanTask
 from annotation.spans import domain as rules
@@ -89,13 +90,20 @@ def attention_share(task: SpanTask) -> float:
 
 def queue(user, task: SpanTask, *, attention: bool) -> QuerySet[SpanItem]:
     """Items of ``task`` this user has not been handed, in queue order: regular items while they still lack
-    annotators (held or submitted, excluded annotators' not counted), attention items for everyone."""
+    annotators (held or submitted, excluded annotators' not counted), attention items for everyone. Correlated
+    subqueries walked in position order (the ``(task, position)`` index), so taking the next item reads only
+    the items before it, not a grouped count of the whole task."""
     mine = SpanAnnotation.objects.filter(item=OuterRef("pk"), annotator=user)
     qs = visible_items(user).filter(task=task, is_attention=attention).filter(~Exists(mine))
     if not attention:
-        qs = qs.annotate(n=Count("annotations", filter=Q(annotations__excluded=False), distinct=True)).filter(
-            n__lt=task.annotators_per_item
+        taken = (
+            SpanAnnotation.objects.filter(item=OuterRef("pk"), excluded=False)
+            .order_by()
+            .values("item")
+            .annotate(c=Count("*"))
+            .values("c")[:1]
         )
+        qs = qs.annotate(n=Coalesce(Subquery(taken), Value(0))).filter(n__lt=task.annotators_per_item)
     return qs.order_by("position", "pk")
 
 

@@ -234,14 +234,15 @@ def span_annotation_take_next(*, user, task: SpanTask) -> SpanAnnotation | None:
         return held
     if selectors.crowd_task_id(user) == task.pk and selectors.progress(user, task)["remaining"] <= 0:
         return None
-    regular = selectors.queue(user, task, attention=False)
-    if not regular.exists():
+    regular = list(selectors.queue(user, task, attention=False).values_list("pk", flat=True)[:20])
+    if not regular:
         return None
     slot = rules.attention_slot(
         selectors.handed_count(user, task), selectors.attention_share(task), f"{task.seed}:{user.pk}"
     )
-    for qs in ([selectors.queue(user, task, attention=True)] if slot else []) + [regular]:
-        for item_id in qs.values_list("pk", flat=True)[:20]:
+    attention = list(selectors.queue(user, task, attention=True).values_list("pk", flat=True)[:20]) if slot else []
+    for ids in (attention, regular):
+        for item_id in ids:
             try:
                 with transaction.atomic():
                     submissions.serialize_writers()

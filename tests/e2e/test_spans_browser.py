@@ -69,8 +69,12 @@ def tab_to(page, element_id, limit=60):
 
 def open_task(page, project, task):
     page.goto(f"/spans/{project}/{task}/")
+    page.wait_for_selector("#start-button")
+    # the Start button has autofocus; a page of a second browser context may not have the focus yet
+    if page.evaluate("document.activeElement && document.activeElement.id") != "start-button":
+        tab_to(page, "start-button")
     with page.expect_navigation():
-        page.keyboard.press("Enter")  # the Start button has the focus
+        page.keyboard.press("Enter")
     page.wait_for_selector("#target-text")
 
 

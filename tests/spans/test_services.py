@@ -226,3 +226,14 @@ def test_crowd_worker_keeps_only_prolific_ids_and_gets_the_code(project, admin_u
     other = SpanTask.objects.create(project=project, name="other", protocol="esa")
     with pytest.raises(Exception):  # noqa: B017 - Http404 of access.not_found
         selectors.work_task(user, project.name, other.name)
+
+
+def test_a_closed_task_hands_out_nothing_and_refuses_submissions(esa_task, annotator_de):
+    a = services.span_annotation_take_next(user=annotator_de, task=esa_task)
+    SpanTask.objects.filter(pk=esa_task.pk).update(is_open=False)
+    esa_task.refresh_from_db()
+    assert services.span_annotation_take_next(user=annotator_de, task=esa_task) is None
+    with pytest.raises(Conflict, match="closed"):
+        services.span_annotation_submit(user=annotator_de, annotation_id=a.pk, spans=[], score=50, idempotency_key="z1")
+    a.refresh_from_db()
+    assert a.submitted_at is None
