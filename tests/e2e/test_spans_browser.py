@@ -101,6 +101,8 @@ def test_esa_by_mouse_with_ai_spans_in_en_de(project, tasks, annotator_de, new_p
     page = new_page()
     login(page, "anna_de", "anna-pass-123", next_url="/spans/demo/")
     assert_accessible(page, "span tasks")
+    page.goto("/spans/demo/esa/")
+    assert_accessible(page, "span task start")
     open_task(page, "demo", "esa")
     expect(page.locator("#span-list li")).to_have_count(3)  # the metric's spans, pre-filled
     expect(page.locator("#span-list .badge")).to_have_count(3)
@@ -252,6 +254,10 @@ def test_a_failed_attention_item_shows_on_the_admins_quality_page(
     expect(row).to_contain_text("failing")
     expect(admin.locator("#agreement-link")).to_be_visible()  # the span agreement page's place (esastats)
     assert_accessible(admin, "span quality page")
+    admin.goto("/projects/demo/span-tasks/att/items/")
+    expect(admin.locator("main")).to_contain_text("1 attention items")
+    assert_accessible(admin, "span items page")
+    admin.goto("/spans/demo/att/quality/")
     shot(admin, "spans-03-quality")
     row.get_by_label("Reason for anna_de").fill("missed the known error")
     with admin.expect_navigation():
