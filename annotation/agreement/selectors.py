@@ -406,17 +406,30 @@ def span_inputs(
     return dict(sorted(out.items()))
 
 
-def span_agreement(task: SpanTask, languages: frozenset[str] | None = None) -> list[dict]:
-    """Per direction, every span statistic with its bootstrap interval (``span_stats.report``), cached under
-    a digest of the annotations they come from (a submission, an edit or an exclusion changes it)."""
-    options = bootstrap_options()
+def span_agreement_key(task: SpanTask, languages: frozenset[str] | None = None) -> str:
+    """The cache key of a task's span figures: a digest of the annotations they come from (count, last change,
+    spans), the scope and the bootstrap settings, so a submission, an edit or an exclusion changes it."""
     done = completed_annotations(task, attention=False)
     marks = done.aggregate(n=Count("pk", distinct=True), last=Max("updated_at"), spans=Count("spans", distinct=True))
-    token = f"{task.pk}:{sorted(languages) if languages is not None else '*'}:{marks}:{sorted(options.items())}"
-    key = "span-agreement:" + hashlib.sha256(token.encode()).hexdigest()
+    scope = sorted(languages) if languages is not None else "*"
+    token = f"{task.pk}:{scope}:{marks}:{sorted(bootstrap_options().items())}"
+    return "span-agreement:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def cached_span_agreement(task: SpanTask, languages: frozenset[str] | None = None) -> list[dict] | None:
+    """What the cache holds for the current annotations (None: not computed yet); the page reads only this."""
+    return cache.get(span_agreement_key(task, languages))
+
+
+def span_agreement(task: SpanTask, languages: frozenset[str] | None = None) -> list[dict]:
+    """Per direction, every span statistic with its bootstrap interval (``span_stats.report``), computed on a
+    miss and cached (``span_agreement_key``). The refresh task calls it; a WMT-size direction takes seconds
+    (``perf/bench_span_agreement.py``)."""
+    key = span_agreement_key(task, languages)
     cached = cache.get(key)
     if cached is not None:
         return cached
+    options = bootstrap_options()
     result = [
         {"direction": code, **span_stats.report(items, annotations, **options)}
         for code, (items, annotations) in span_inputs(task, languages).items()

@@ -8,13 +8,18 @@ this module either: their services send ``annotation.signals.annotations_written
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
+from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, transaction
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from annotation.agreement import refresh
+
+logger = logging.getLogger(__name__)
 
 # Faults that a later attempt can get past: the database or the Redis cache briefly unreachable, a lock
 # or statement timeout. Anything else (a bug, a bad setting) fails at once.
@@ -98,3 +103,50 @@ def after_write(project_id: int) -> None:
 def on_annotations_written(sender, *, project_id: int, **kwargs) -> None:
     """Receiver of ``annotation.signals.annotations_written``."""
     after_write(project_id)
+
+
+# ---- span agreement (#47) -------------------------------------------------------------------------------
+
+
+@shared_task(name="annotation.refresh_span_agreement", bind=True, max_retries=5)
+def refresh_span_agreement(self, task_id: int, languages: list[str] | None = None) -> dict:
+    """Compute and cache one span task's agreement figures for one scope (idempotent: a cache hit when the
+    annotations are unchanged); transient faults retried with backoff."""
+    from annotation.agreement import selectors
+    from annotation.models import SpanTask
+
+    scope = frozenset(languages) if languages is not None else None
+    try:
+        task = SpanTask.objects.filter(pk=task_id).first()
+        if task is None:
+            return {"task": task_id, "missing": True}
+        figures = selectors.span_agreement(task, scope)
+    except TRANSIENT as exc:
+        if self.request.is_eager or self.request.retries >= self.max_retries:
+            raise
+        countdown = get_exponential_backoff_interval(
+            factor=2, retries=self.request.retries, maximum=120, full_jitter=True
+        )
+        raise self.retry(exc=exc, countdown=countdown) from exc
+    finally:
+        cache.delete(_span_pending_key(task_id, scope))
+    return {"task": task_id, "directions": len(figures)}
+
+
+def _span_pending_key(task_id: int, scope: frozenset[str] | None) -> str:
+    return f"agreement:span-pending:{task_id}:{sorted(scope) if scope is not None else '*'}"
+
+
+def span_page_missed(task_id: int, scope: frozenset[str] | None) -> bool:
+    """A page found no span figures of the current annotations: queue one computation for the scope unless one
+    is queued already (for 5 minutes at most). Without a broker it runs here; a failure is logged, not raised,
+    so the page still answers. True when one was queued (or has run)."""
+    if not cache.add(_span_pending_key(task_id, scope), 1, 300):
+        return False
+    languages = sorted(scope) if scope is not None else None
+    try:
+        refresh_span_agreement.apply_async((task_id, languages), queue=refresh.queue_name())
+    except Exception:
+        logger.exception("span agreement of task %s failed", task_id)
+        cache.delete(_span_pending_key(task_id, scope))
+    return True

@@ -260,8 +260,11 @@ def spans(request, project: str, task: str):
     task_obj = sel.SpanTask.objects.filter(project=project_obj, name=str(task)[:100]).first()
     if task_obj is None:
         raise access.not_found()
+    figures = sel.cached_span_agreement(task_obj, scope.languages)
+    if figures is None and tasks.span_page_missed(task_obj.pk, scope.languages):
+        figures = sel.cached_span_agreement(task_obj, scope.languages)  # without a broker it has run by now
     directions = []
-    for d in sel.span_agreement(task_obj, scope.languages):
+    for d in figures or ():
         directions.append(
             {
                 "code": d["direction"],
@@ -285,5 +288,7 @@ def spans(request, project: str, task: str):
             "bootstrap": sel.bootstrap_options(),
             "headers_interval": ["statistic", "estimate", "low", "high"],
             "headers_errors": ["injected errors k", "items", "scores", "mean score", "low", "high"],
+            "computing": figures is None,
+            "auto_refresh": REFRESH_SECONDS if figures is None else None,
         },
     )

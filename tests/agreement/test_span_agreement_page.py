@@ -82,3 +82,24 @@ def test_the_quality_page_links_the_agreement_page(annotated, client, admin_user
     client.force_login(admin_user)
     page = client.get(reverse("spans:quality", args=["demo", "esa-1"])).content.decode()
     assert reverse("agreement:spans", args=["demo", "esa-1"]) in page
+
+
+def test_the_page_never_computes_while_a_computation_is_queued(annotated, client, admin_user):
+    """With a worker queue, the page shows what the cache holds: while the task's computation is pending it
+    says so and reloads; once the task has run, the figures (the task is idempotent: a second run is a hit)."""
+    from django.core.cache import cache
+
+    from annotation.agreement import tasks
+
+    cache.clear()
+    cache.add(tasks._span_pending_key(annotated.pk, None), 1, 300)  # a computation queued for a worker
+    client.force_login(admin_user)
+    url = reverse("agreement:spans", args=["demo", "esa-1"])
+    page = client.get(url).content.decode()
+    assert "being computed in the background" in page and "0.769" not in page
+    assert sel.cached_span_agreement(annotated) is None
+    assert tasks.refresh_span_agreement.apply((annotated.pk, None)).get() == {"task": annotated.pk, "directions": 1}
+    assert sel.cached_span_agreement(annotated)[0]["character_f1"]["estimate"] == pytest.approx(10 / 13)
+    assert tasks.refresh_span_agreement.apply((annotated.pk, None)).get() == {"task": annotated.pk, "directions": 1}
+    page = client.get(url).content.decode()
+    assert "0.769" in page and "being computed" not in page
