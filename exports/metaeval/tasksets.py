@@ -23,7 +23,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -222,7 +222,6 @@ class Scores:
     systems: list[str]
     gold: list[list[float | None]]
     metrics: dict[str, list[list[float]]]
-    notes: list[str] = field(default_factory=list)
 
 
 def parse_metric_name(name: str, references: Iterable[str]) -> tuple[str, set[str]]:
@@ -260,6 +259,7 @@ def evalset_scores(
     includes them, the outliers, and any without a single gold score; the metrics that use no reference but the
     standard one, primary ones only when the task says so (and ``primary`` names them). Systems sorted by name
     unless ``system_order`` gives mt-metrics-eval's (a set's iteration order, which the hash seed decides)."""
+    primary = primary or None  # an empty set names none: every metric is primary, as mt-metrics-eval reads it
     human = evs.human.get((gold, "seg"))
     if human is None:
         names = sorted({scorer for scorer, level in evs.human if level == "seg"})
