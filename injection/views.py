@@ -176,7 +176,7 @@ def candidates(request):
         project=project.pk if project else None,
         clean=request.GET.get("clean") == "1",
     )
-    qs = qs.order_by("id")
+    qs = qs.order_by("id").defer("raw_output")  # never shown (up to 20,000 characters a row)
     page = EstimatedCountPaginator(qs, 50).get_page(request.GET.get("page"))  # no COUNT of millions
     # A page holds 50 rows and at most CANDIDATE_PAGE_MAX_CHARS of their texts (#48.2): past it, the rest of
     # the page is a "continue" link; the texts are measured in the database before any is read.
@@ -185,7 +185,7 @@ def candidates(request):
         id_param(request.GET.get("from", "")),
         settings.CANDIDATE_PAGE_MAX_CHARS,
     )
-    rows = [(candidate, selectors.marked_parts(candidate)) for candidate in qs.filter(pk__in=shown).defer("raw_output")]
+    rows = [(candidate, selectors.marked_parts(candidate)) for candidate in qs.filter(pk__in=shown)]
     # one run's candidates are all of its project: another project's writes keep their counts
     run_project = InjectionRun.objects.filter(pk=run).values_list("project_id", flat=True).first() if run else None
     run_project = run_project or (project.pk if project else None)

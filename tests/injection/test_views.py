@@ -428,6 +428,9 @@ def test_candidate_list_pages_by_characters_as_well_as_rows(client, admin_user, 
     links to the rest of the same row page; every candidate of the row page is shown once."""
     import re
 
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     run = _rule_run(project, directions=["en-de"], error_types=["Addition"])
     ids = list(run.candidates.order_by("id").values_list("id", flat=True))
     assert len(ids) == 6
@@ -437,7 +440,9 @@ def test_candidate_list_pages_by_characters_as_well_as_rows(client, admin_user, 
     client.force_login(admin_user)
     seen, query, sizes = [], {"run": run.pk}, []
     for _ in range(6):
-        response = client.get(reverse("injection:candidates"), query)
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(reverse("injection:candidates"), query)
+        assert not [q for q in queries.captured_queries if "raw_output" in q["sql"]]  # never shown, never read
         sizes.append(len(response.content))
         seen += [c.pk for c, _ in response.context["rows"]]
         more = re.search(r'<a href="\?([^"]*from=\d+[^"]*)">the rest of page 1</a>', response.content.decode())
