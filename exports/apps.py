@@ -7,7 +7,7 @@ class ExportsConfig(AppConfig):
 
     def ready(self):
         from core.http import CREDENTIAL_CHECKS
-        from exports.scores import services
+        from exports.workers import services
 
         # A worker's upload (a part file, a staged direction) is past the anonymous body limit: its token
         # lifts it once it is one the platform issued (core.http, #48.5).
