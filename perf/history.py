@@ -7,7 +7,7 @@
     .venv/bin/python perf/history.py add --benchmark scale --date 2026-11-29 --time 05:10 \\
         --machine "the shared 2-core machine" --load "load average ≈ 3" \\
         --command ".venv/bin/python perf/bench_scale.py --k 1,10" --figures "import 0.61 …" \\
-        --target "k = 10 ≤ 1.2× k = 1 per stage" --met yes
+        --target "k = 10 ≤ 1.2× k = 1 per stage" --met yes --number "import, k = 10 / k = 1, wall=0.61"
                                                  # append a run (validated) and render the page again
 
 ``--figures-file PATH`` reads the figures (markdown: prose, lists, tables, code blocks) from a file, ``-`` from
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import re
 import sys
 import unicodedata
@@ -31,12 +32,13 @@ BENCHMARKS = REPO / "perf" / "benchmarks.json"
 PAGE = REPO / "docs" / "performance-history.md"
 
 REQUIRED = ("date", "benchmark", "machine", "command", "figures", "source")
-OPTIONAL = ("time", "title", "load", "target", "met", "date_note")
+OPTIONAL = ("time", "title", "load", "target", "met", "numbers", "date_note")
 MET = ("yes", "no", "partly", "not measured")
 TIME = re.compile(r"\d\d:\d[\dx](–\d\d:\d\d)?")  # "05:10", "05:16–05:21", "19:2x" (minutes not recorded)
 KEY = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 MAX_TEXT = 16_000  # characters of one field; the longest run today is under 9,000
 MAX_LINE = 64_000  # characters of one line of history.jsonl
+MAX_NUMBERS = 32  # headline figures of one run; the rest stay in its figures
 
 INTRO = """\
 Every benchmark run, newest first within each benchmark. The page is generated: the runs are the rows of
@@ -64,7 +66,10 @@ def check_run(run: object, benchmarks: dict, where: str) -> dict:
     for field in REQUIRED:
         if not isinstance(run.get(field), str) or not run[field].strip():
             raise HistoryError(f"{where}: field {field!r} is required (non-empty text)")
+    _check_numbers(run.get("numbers"), where)
     for field, value in run.items():
+        if field == "numbers":
+            continue
         if value is not None and not isinstance(value, str):
             raise HistoryError(f"{where}: field {field!r} must be text")
         if value is not None and len(value) > MAX_TEXT:
@@ -82,6 +87,19 @@ def check_run(run: object, benchmarks: dict, where: str) -> dict:
     if run["benchmark"] not in benchmarks:
         raise HistoryError(f"{where}: benchmark {run['benchmark']!r} is not in {BENCHMARKS.name}")
     return run
+
+
+def _check_numbers(numbers: object, where: str) -> None:
+    """``numbers``: a run's headline figures as numbers, name → value (the figures text keeps them all)."""
+    if numbers is None:
+        return
+    if not isinstance(numbers, dict) or len(numbers) > MAX_NUMBERS:
+        raise HistoryError(f"{where}: field 'numbers' is an object of at most {MAX_NUMBERS} name → number")
+    for name, value in numbers.items():
+        if not name.strip() or len(name) > 200:
+            raise HistoryError(f"{where}: field 'numbers' has a name that is empty or over 200 characters")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise HistoryError(f"{where}: field 'numbers': {name!r} is not a number")
 
 
 def load_benchmarks(path: Path = BENCHMARKS) -> dict:
@@ -144,6 +162,8 @@ def render_run(run: dict) -> str:
     if run.get("target"):
         met = f" (met: {run['met']})" if run.get("met") else ""
         lines.append(f"- **Target:** {run['target']}{met}")
+    if run.get("numbers"):
+        lines.append("- **Numbers:** " + "; ".join(f"{name} **{value:,}**" for name, value in run["numbers"].items()))
     lines += ["", run["figures"].strip(), "", f"*Source: {run['source']}*"]
     return "\n".join(lines)
 
@@ -194,6 +214,19 @@ def _figures(args: argparse.Namespace) -> str:
         return file.read(MAX_TEXT + 1)
 
 
+def _numbers(pairs: list[str] | None) -> dict | None:
+    numbers = {}
+    for pair in pairs or ():
+        name, sep, value = pair.rpartition("=")
+        try:
+            numbers[name.strip()] = int(value) if re.fullmatch(r"-?\d+", value.strip()) else float(value)
+        except ValueError:
+            raise HistoryError(f"--number {pair!r} is not NAME=NUMBER") from None
+        if not sep:
+            raise HistoryError(f"--number {pair!r} is not NAME=NUMBER")
+    return numbers or None
+
+
 def add_run(args: argparse.Namespace, benchmarks: dict) -> dict:
     """The run the command line describes, checked; a new benchmark is added to ``benchmarks`` (with --title)."""
     if args.benchmark not in benchmarks:
@@ -216,8 +249,9 @@ def add_run(args: argparse.Namespace, benchmarks: dict) -> dict:
         "met": args.met,
         "source": args.source,
         "date_note": args.date_note,
+        "numbers": _numbers(args.number),
     }
-    run = {field: value for field, value in run.items() if value not in (None, "")}
+    run = {field: value for field, value in run.items() if value not in (None, "", {})}
     return check_run(run, benchmarks, "the new run")
 
 
@@ -239,6 +273,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--figures-file", help="read the figures from this file ('-': standard input)")
     add.add_argument("--target", help="the target, as performance.md states it")
     add.add_argument("--met", choices=MET, help="whether this run meets the target")
+    add.add_argument("--number", action="append", help="a headline figure as NAME=NUMBER (repeat it)")
     add.add_argument("--run-title", help="a few words naming the run (its heading)")
     add.add_argument("--source", default="perf/history.py add", help="where the figures were recorded")
     add.add_argument("--date-note", help="what is uncertain about the date or time")

@@ -29,7 +29,8 @@ def copy(tmp_path):
 VALID = json.loads((REPO / "perf" / "history.jsonl").read_text(encoding="utf-8").splitlines()[0])
 ADD = ["add", "--benchmark", "scale", "--date", "2026-11-30", "--time", "06:01", "--machine", "the 2-core machine",
        "--command", "perf/bench_scale.py --k 1,10", "--figures", "import **0.577** (k = 10 / k = 1)",
-       "--target", "k = 10 ≤ 1.2× k = 1", "--met", "yes", "--run-title", "a test run"]  # fmt: skip
+       "--target", "k = 10 ≤ 1.2× k = 1", "--met", "yes", "--run-title", "a test run",
+       "--number", "import wall, k = 10 / k = 1=0.577", "--number", "candidates/s=4727"]  # fmt: skip
 
 
 def test_the_page_is_the_rendering_of_the_data():
@@ -73,11 +74,13 @@ def test_add_appends_one_run_and_renders_it_newest_first(copy):
     assert after.startswith(before) and after.count("\n") == before.count("\n") + 1
     added = json.loads(after.splitlines()[-1])
     assert added["figures"] == "import **0.577** (k = 10 / k = 1)" and added["source"] == "perf/history.py add"
+    assert added["numbers"] == {"import wall, k = 10 / k = 1": 0.577, "candidates/s": 4727}
     page = (tmp / "page.md").read_text(encoding="utf-8")
     scale = page[page.index("\n## Scale\n") :]
     first_run = scale[scale.index("\n### ") :]
     assert first_run.startswith("\n### 2026-11-30 06:01 UTC · a test run\n")
     assert "- **Target:** k = 10 ≤ 1.2× k = 1 (met: yes)" in first_run
+    assert "- **Numbers:** import wall, k = 10 / k = 1 **0.577**; candidates/s **4,727**" in first_run
     assert history.main([*paths, "--check"]) == 0
 
 
@@ -99,6 +102,8 @@ def test_add_of_a_new_benchmark_needs_its_title(copy, capsys):
         (["--time", "6 pm"], "field 'time'"),
         (["--machine", " "], "field 'machine' is required"),
         (["--figures", "x" * (history.MAX_TEXT + 1)], "field 'figures' is over"),
+        (["--number", "ratio=fast"], "is not NAME=NUMBER"),
+        (["--number", "ratio=inf"], "'ratio' is not a number"),
     ],
 )
 def test_add_refuses_a_bad_field_and_writes_nothing(copy, capsys, change, message):
@@ -126,6 +131,8 @@ def test_check_fails_when_the_page_was_edited_by_hand(copy, capsys):
         (json.dumps({**VALID, "met": "maybe"}), "line 42: field 'met' is one of"),
         (json.dumps({**VALID, "date": "2026-02-30"}), "line 42: field 'date' is not a date"),
         (json.dumps({**VALID, "benchmark": "nowhere"}), "line 42: benchmark 'nowhere' is not in"),
+        (json.dumps({**VALID, "numbers": {"ratio": "0.9"}}), "line 42: field 'numbers': 'ratio' is not a number"),
+        (json.dumps({**VALID, "numbers": [0.9]}), "line 42: field 'numbers' is an object"),
     ],
 )
 def test_a_bad_row_is_named_by_its_line(copy, capsys, line, message):
