@@ -110,7 +110,7 @@ def test_only_an_authenticated_request_gets_the_larger_limit(client, django_user
     from django.test import RequestFactory
 
     from core.http import body_limit
-    from exports.scores.services import token_create
+    from exports.workers.services import token_create
 
     large, small = 64 * 1024 * 1024, 64 * 1024
     django_user_model.objects.create_user(username="anna", password="pw-anna-123456")
