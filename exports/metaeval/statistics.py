@@ -68,6 +68,11 @@ def spearman(gold, metric) -> np.ndarray:
 # ---- pair counts in O(n log n) ------------------------------------------------------------------------------
 
 
+# Groups up to this size count their pairs from pair-sign arrays (vectorised over groups and resamples); larger
+# ones by sorting (``kendall_counts``), one resample at a time.
+_SMALL_GROUP = 64
+
+
 def _tied_pairs(sorted_values: np.ndarray) -> int:
     """Pairs of equal values in a sorted vector: the sum of c(c-1)/2 over its runs of equal values."""
     if len(sorted_values) < 2:
@@ -89,6 +94,17 @@ def kendall_counts(gold, metric) -> tuple[int, int, int, int, int]:
     total = n * (n - 1) // 2
     if n < 2:
         return 0, 0, 0, 0, 0
+    if n <= _SMALL_GROUP:  # a few pairs: count them (scipy's variance term divides by n - 2)
+        i, j = np.triu_indices(n, k=1)
+        sg, sm = np.sign(g[i] - g[j]), np.sign(m[i] - m[j])
+        tg, tm = sg == 0, sm == 0
+        return (
+            int(np.sum(sg * sm > 0)),
+            int(np.sum(sg * sm < 0)),
+            int(np.sum(tg & ~tm)),
+            int(np.sum(tm & ~tg)),
+            int(np.sum(tg & tm)),
+        )
     order = np.lexsort((m, g))
     gs, ms = g[order], m[order]
     tie_g = _tied_pairs(gs)
@@ -108,13 +124,11 @@ def kendall_counts(gold, metric) -> tuple[int, int, int, int, int]:
     return concordant, discordant, tie_g - tie_both, tie_m - tie_both, tie_both
 
 
-# Groups up to this size count their pairs from pair-sign arrays (vectorised over groups and resamples); larger
-# ones by sorting (``kendall_counts``), one resample at a time.
-_SMALL_GROUP = 64
-
-
-def _group_pair_counts(g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
-    """``(5, R, G)`` pair counts (as ``kendall_counts``) of every group of every row."""
+def _group_pair_counts(
+    g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int, int]], large: bool = True
+) -> np.ndarray:
+    """``(5, R, G)`` pair counts (as ``kendall_counts``) of every group of every row (``large`` False: of the
+    groups of up to ``_SMALL_GROUP`` items only, zeros elsewhere)."""
     rows, groups = m.shape[0], len(bounds)
     counts = np.zeros((5, rows, groups), dtype=np.int64)
     small = [k for k, (b, e) in enumerate(bounds) if 2 <= e - b <= _SMALL_GROUP]
@@ -132,7 +146,7 @@ def _group_pair_counts(g: np.ndarray, m: np.ndarray, bounds: Sequence[tuple[int,
             for c, mask in enumerate((product > 0, product < 0, tg & ~tm, tm & ~tg, tg & tm)):
                 counts[c, rs][:, small] = np.add.reduceat(mask.astype(np.int64), starts, axis=1)
     for k, (b, e) in enumerate(bounds):
-        if e - b > _SMALL_GROUP:
+        if large and e - b > _SMALL_GROUP:
             for r in range(rows):
                 counts[:, r, k] = kendall_counts(g[r if g.shape[0] > 1 else 0, b:e], m[r, b:e])
     return counts
@@ -211,12 +225,21 @@ def _spearman_groups(g: np.ndarray, m: np.ndarray, bounds) -> np.ndarray:
 
 
 def _kendall_b_groups(g, m, bounds) -> np.ndarray:
-    con, dis, tg, tm, tb = _group_pair_counts(g, m, bounds)
+    """τ_b per group: small groups from their pair counts, larger ones by scipy's ``kendalltau`` itself (what
+    ``stats.Correlation.Kendall`` calls; O(n log n), and no sorting beyond its own)."""
+    from scipy.stats import kendalltau
+
+    con, dis, tg, tm, tb = _group_pair_counts(g, m, bounds, large=False)
     total = con + dis + tg + tm + tb
     xtie, ytie = tm + tb, tg + tb  # x: the metric, y: gold (scipy's and mt-metrics-eval's names)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (con - dis) / np.sqrt(total - xtie) / np.sqrt(total - ytie)
     tau[(xtie == total) | (ytie == total)] = np.nan
+    for k, (b, e) in enumerate(bounds):
+        if e - b > _SMALL_GROUP:
+            for r in range(m.shape[0]):
+                gold = g[r if g.shape[0] > 1 else 0, b:e]
+                tau[r, k] = kendalltau(gold, m[r, b:e], method="asymptotic").statistic
     return tau
 
 
@@ -520,20 +543,21 @@ def grouped(
     (``AverageCorrelation`` / ``PermutationSigDiff``'s ``_Corr``): a group of fewer than two items is left out,
     a NaN value (a constant vector) is left out, or counted as 0 with ``replace_nans_with_zeros``; 0 when no
     group is left."""
-    g, m = np.broadcast_arrays(_as_2d(gold), _as_2d(metric))
+    gold_rows, m = _as_2d(gold), _as_2d(metric)
+    if gold_rows.shape[0] != 1 and gold_rows.shape[0] == m.shape[0] and np.all(gold_rows == gold_rows[:1]):
+        gold_rows = gold_rows[:1]  # one gold for every row: the pair counts take its signs once
+    g, m = np.broadcast_arrays(gold_rows, m)
     bounds = list(bounds)
     if statistic.by_system:
         return _pce_rows(g[0], m, systems)
     if statistic.pooled:
-        counts = _group_pair_counts(g[:1] if np.all(g == g[:1]) else g, np.ascontiguousarray(m), bounds)
+        counts = _group_pair_counts(gold_rows, np.ascontiguousarray(m), bounds)
         agree = (counts[0] + counts[4]).sum(axis=1)
         pairs = sum((e - b) * (e - b - 1) // 2 for b, e in bounds)
         return agree / pairs if pairs else np.zeros(m.shape[0])
     if statistic.calibrated:
         return np.array([tie_calibration(g[r], m[r], bounds, statistic.calibrated).value for r in range(m.shape[0])])
-    values = np.ascontiguousarray(
-        group_values(statistic, g[:1] if g.shape[0] > 1 and np.all(g == g[:1]) else g, m, bounds)
-    )
+    values = np.ascontiguousarray(group_values(statistic, gold_rows, m, bounds))
     sized = np.array([e - b >= 2 for b, e in bounds])[None, :]
     present = ~np.isnan(values) & sized
     if replace_nans_with_zeros:
@@ -748,6 +772,7 @@ def permutation_p_value(
                 statistic, gold, hybrid_worse, bounds, replace_nans_with_zeros, systems
             )
             large += int(np.sum(diff >= observed[0]))
+            del w, hybrid_worse, hybrid_better, diff  # one block's arrays alive at a time: memory flat in R
         used += size
         if used % block_size == 0:
             p = large / used
@@ -826,6 +851,7 @@ def pairs_p_value(
             hits = diff >= observed
             large += int(np.sum(hits))
             last_large = bool(hits[-1])
+            del coins, gained, hybrid_better, hybrid_worse, diff, hits
         used += size
         if used % block_size == 0 and last_large:
             p = large / used

@@ -86,8 +86,9 @@ def leaderboard_page(request, release_id: int):
     """The metrics of ``?metrics=`` ranked with significance clusters, per visible direction and over them."""
     release, scope = _release_in_scope(request, release_id)
     metrics = _metrics_param(request)
-    # A page answers in linear time: the pairwise statistics (O(n²) per resample) are the command's
-    offered = {name: s for name, s in STATISTICS.items() if not s.pairwise}
+    # A page answers in about linear time: the pair-counting statistics (O(n log n) and a bootstrap besides) and
+    # PCE (segment scores by system: EvalSets and task sets) are the command's
+    offered = {name: s for name, s in STATISTICS.items() if not s.pairwise and not s.by_system}
     statistic = request.GET.get("statistic", "pearson")
     if statistic not in offered:
         statistic = "pearson"

@@ -99,3 +99,39 @@ def test_permutation_clusters_equal_compare_metrics_under_the_same_seed(evs, cas
 
 def test_some_p_value_is_decided_by_the_draws():
     assert all(any(0 < p < 1 for row in c["p_values"] for p in row) for c in EXPECTED["compare"])
+
+
+def _complete_segments(evs):
+    systems, segments = EXPECTED["systems"], EXPECTED["pce_segments"]
+    gold = [evs.human[(EXPECTED["gold"], "seg")][s][k] for s in systems for k in segments]
+    metrics = {m: [evs.metrics[(m, "seg")][s][k] for s in systems for k in segments] for m in EXPECTED["metrics"]}
+    return gold, metrics, len(systems)
+
+
+def test_soft_pairwise_accuracy_and_its_clusters_equal_mt_metrics_eval(evs):
+    gold, metrics, systems = _complete_segments(evs)
+    for metric, value in EXPECTED["pce"].items():
+        got = statistics.average_correlation("pce", gold, metrics[metric], systems=systems)
+        assert got == pytest.approx(value, abs=1e-12), metric
+    result = statistics.permutation_significance(
+        "pce", gold, metrics, resamples=EXPECTED["resamples"], seed=EXPECTED["seed"], systems=systems
+    )
+    expected = EXPECTED["pce_compare"]
+    assert result.metrics == expected["order"] and result.ranks == expected["ranks"]
+    np.testing.assert_array_equal(np.triu(result.p_values, 1), np.triu(np.array(expected["p_values"]), 1))
+    assert any(0 < p < 1 for row in expected["p_values"] for p in row)
+
+
+def test_pce_drops_unrated_segments_before_splitting_by_system(evs):
+    """NaN human scores are dropped first, then the vectors are split by system (``PairwiseConfidenceError``):
+    a count that does not split evenly is refused with a clear error."""
+    gold, metrics, systems = _complete_segments(evs)
+    with_gaps = [np.nan, *gold]
+    padded = {m: [0.0, *v] for m, v in metrics.items()}
+    assert statistics.average_correlation("pce", with_gaps, padded["good-refA"], systems=systems) == pytest.approx(
+        EXPECTED["pce"]["good-refA"], abs=1e-12
+    )
+    with pytest.raises(ValueError, match="split evenly"):
+        statistics.average_correlation("pce", gold[1:], metrics["good-refA"][1:], systems=systems)
+    with pytest.raises(ValueError, match="number of systems"):
+        statistics.average_correlation("pce", gold, metrics["good-refA"])
