@@ -12,7 +12,7 @@ pairs; by default WMT size: 15 systems, 1,500 segments, 20 metrics), written to 
 mt-metrics-eval side is ``exports/metaeval/reference/make_taskset_fixtures.py`` run with ``PYTHONHASHSEED=0`` (its
 seconds are those of ``TaskSet.Run`` alone, as here those of ``tasksets.run``; reading the files is left out on both
 sides). The platform flattens the systems in the order mt-metrics-eval used (a set's order; the script reads it
-back from the reference's output), so the p-values are the same draws. Every metric but ``extra`` is primary.
+back from the reference's output), so the p-values are the same draws. Every metric but ``extra`` is primary (``--metrics`` counts the primary ones).
 """
 
 from __future__ import annotations
@@ -89,14 +89,15 @@ def main() -> None:
     args = parser.parse_args()
     lps = sorted(make_taskset_evalset.LPS)
     with tempfile.TemporaryDirectory(prefix="bench-tasksets-") as root:
-        evalsets = make_taskset_evalset.build(args.systems, args.segments, args.metrics)
+        # one more than asked: "extra" is not primary; en-de's "base-refA" uses the non-standard reference
+        evalsets = make_taskset_evalset.build(args.systems, args.segments, args.metrics + 1)
         for evs in evalsets:
             evalset.write(evs, root)
-        bases = {key.rpartition("-")[0] for key, level in evalsets[0].metrics if level == "seg"}
+        bases = {key.rpartition("-")[0] for key, level in evalsets[1].metrics if level == "seg"}
         primary = sorted(bases - {"extra"})
         print(
             f"{len(lps)} language pairs x {args.systems} systems (+ human outputs) x {args.segments} segments x "
-            f"{len(primary)} primary metrics, k = {args.k}, seed {args.seed}"
+            f"{len(primary)} metrics, k = {args.k}, seed {args.seed}"
         )
         reference = None
         if not args.platform_only:

@@ -220,3 +220,32 @@ def test_the_diagnostics_page_shows_the_wmt24_table(client, release, admin_user,
     # one metric: nothing to rank
     text = client.get(url, {"metrics": "chrF++"}).content.decode()
     assert "Name at least two metrics" in text
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_with_a_worker_the_page_queues_the_table_once_and_shows_it_when_done(client, release, admin_user, redis_url):  # noqa: F811
+    import redis as redis_lib
+    from django.core.cache import cache
+
+    from exports.metaeval import taskset_selectors
+    from exports.metaeval.tasks import metaeval_taskset_task
+    from tests.support.celery_queue import tasks_queued_to
+
+    cache.clear()
+    client.force_login(admin_user)
+    url = f"{reverse('scores:diagnostics', args=[release.pk])}?metrics=chrF%2B%2B%2CBLEU"
+    queue = redis_lib.Redis.from_url(redis_url)
+    queue.delete("default")
+    with tasks_queued_to(redis_url):
+        page = client.get(url).content.decode()
+        again = client.get(url).content.decode()
+    for text in (page, again):
+        assert "Computing the WMT24 tables" in text and 'hx-select="#task-set"' in text
+        assert 'id="task-set-table"' not in text and "Additivity" in text  # the diagnostics do not wait
+    assert sum(b"exports.metaeval_taskset" in m for m in queue.lrange("default", 0, -1)) == 1
+    queue.delete("default")
+    metaeval_taskset_task.apply((release.pk, ["chrF++", "BLEU"], None))  # what the worker runs
+    assert taskset_selectors.cached_task_set(release, ["chrF++", "BLEU"], None) is not None
+    done = client.get(url).content.decode()
+    assert 'id="task-set-table"' in done and "Computing the WMT24 tables" not in done
