@@ -43,7 +43,7 @@ SHARED_XQMEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" 
 DEMO_RUNS = [("demo-rule-mistranslation", "Mistranslation", "head"), ("demo-rule-omission", "Omission", "end")]
 
 
-def inject_rule_candidates(project, log, shared: Path | None = None) -> None:
+def inject_rule_candidates(project, log, shared: Path | None = None, score: bool = True) -> None:
     """Single-error candidates from the offline rule backend, so the review queues have work."""
     for name, error_type, position in DEMO_RUNS:
         if InjectionRun.objects.filter(project=project, name=name).exists():
@@ -62,7 +62,7 @@ def inject_rule_candidates(project, log, shared: Path | None = None) -> None:
         log(f"  {name}: {run.done} candidates ({run.failed} items without a candidate, reasons recorded)")
 
 
-def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
+def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL, score: bool = True) -> None:
     """Where ../shared/data/xqmeval exists: the real XQ-MEval release as project 'xqmeval', merged into pseudo
     translations and released as version 1.0.0, so the benchmark and scores pages have content."""
     if not (shared / "candidates").is_dir():
@@ -84,7 +84,8 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL) -> None:
     if release is None:
         release = release_create(project=xq, version="1.0.0")
         log(f"  xqmeval: release {release.version} at {release.path}")
-    score_release_here(release, log)
+    if score:
+        score_release_here(release, log)
 
 
 # What set-up scores: the string metrics the web process scores itself (no broker, no scoring worker), so the
@@ -109,7 +110,7 @@ def score_release_here(release, log) -> None:
     )
 
 
-# Demo steps of later stages: (name, function(project, log, shared data directory)); each is idempotent.
+# Demo steps of later stages: (name, function(project, log, shared data directory, score)); each is idempotent.
 DEMO_STEPS: list[tuple[str, Callable]] = [
     ("rule-based MQM candidates for the demo corpus", inject_rule_candidates),
     ("the XQ-MEval release: import, merge, release", import_release_xqmeval),
@@ -127,8 +128,9 @@ def demo_corpus() -> dict[str, list[CorpusRow]]:
     return rows
 
 
-def setup_demo(log: Callable[[str], None] = print, shared: Path = SHARED_XQMEVAL) -> None:
-    """The demo's accounts, project and candidates; the XQ-MEval release where ``shared`` holds it."""
+def setup_demo(log: Callable[[str], None] = print, shared: Path = SHARED_XQMEVAL, score: bool = True) -> None:
+    """The demo's accounts, project and candidates; the XQ-MEval release where ``shared`` holds it, scored
+    unless ``score`` is off."""
     users = {
         name: user_create(username=name, password=password, role=role, languages=langs)
         for name, password, role, langs in ACCOUNTS
@@ -142,7 +144,7 @@ def setup_demo(log: Callable[[str], None] = print, shared: Path = SHARED_XQMEVAL
         log(f"en-{target}: {result.created} gold segments imported, {result.unchanged} unchanged")
     for name, step in DEMO_STEPS:
         log(f"demo step: {name}")
-        step(project, log, shared)
+        step(project, log, shared, score)
     log("demo accounts (demo only):")
     for name, password, role, langs in ACCOUNTS:
         log(f"  {name:6s} / {password:16s} {role}{' for ' + ', '.join(langs) if langs else ''}")
