@@ -25,6 +25,7 @@ from scoring.metrics.cef import dimensions, reliability
 from scoring.metrics.dcr import amc_score
 from scoring.registry import MetricError, Segment, get_metric
 from scoring.runner import META_KEY, ScoreOptions, part_path, score_release
+from scoring.tests.asserts import every
 from scoring.tests.releases import write_release
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ def test_gmm_decision_on_synthetic_bimodal_scores():
     assert fit["fitted"] and fit["n"] == 300
     assert sorted(round(m, 1) for m in fit["means"]) == [0.2, 0.8] or sorted(round(m, 2) for m in fit["means"])[1] > 0.8
     assert decision[:120] == ["reject"] * 120 and decision[120:300] == ["accept"] * 180 and decision[-1] is None
-    assert all(p > 0.99 for p in p_reject[:120]) and all(p < 0.01 for p in p_reject[120:300])
+    assert every(p > 0.99 for p in p_reject[:120]) and every(p < 0.01 for p in p_reject[120:300])
     again = gmm_decision(scores, seed=0, missing_as_zero=False)
     assert again[1] == p_reject  # fixed seed: the same fit
     assert gmm_decision([0.5, 0.5, None], missing_as_zero=False)[2]["fitted"] is False
@@ -158,7 +159,7 @@ def test_faults_are_retried_and_gemba_follows_its_authors_client(stub, tmp_path)
     stub.script("Sofa 3.", "unparsable", "unparsable")
     scorer = _gemba_scorer(stub, tmp_path)
     result = scorer.score(segs)
-    assert all(s is not None for s in result.scores), result.extras["error"]
+    assert every(s is not None for s in result.scores), result.extras["error"]
     bodies = [json.loads(c.body_key) for c in stub.served]
     sofa = lambda k: [b for b in bodies if f"Sofa {k}." in b["messages"][-1]["content"]]  # noqa: E731
     assert [c.behaviour for c in stub.served if "Sofa 0." in c.prompt] == ["429", "500", "ok"]
@@ -502,7 +503,7 @@ def test_askqe_decides_on_a_release_column_as_the_authors_gmm_script_with_decisi
     literal, _, fit = gmm_decision(scores, decide_on=other["en-de"] + other["en-zh"])
     assert parts["en-de"]["decision"] + parts["en-zh"]["decision"] == literal
     assert literal != gmm_decision(scores)[0]  # the paper's default decides otherwise on this release
-    assert all(d == "accept" for d, v in zip(literal, other["en-de"] + other["en-zh"]) if v is None)
+    assert every(d == "accept" for d, v in zip(literal, other["en-de"] + other["en-zh"]) if v is None)
     assert fit["decided_on"]
 
 
@@ -534,14 +535,14 @@ def test_askqe_decides_over_every_direction_of_the_run_and_a_rerun_keeps_the_dec
             "en-de",
             "en-zh",
         ]
-    assert all(s["gmm"]["fitted"] and s["gmm"]["n_pooled"] == 24 for s in summaries)
+    assert every(s["gmm"]["fitted"] and s["gmm"]["n_pooled"] == 24 for s in summaries)
     listed = json.loads((out / "summary.json").read_text())["metrics"]["askqe"]["directions"]
     assert {d: v["gmm"]["n_reject"] for d, v in listed.items()} == {d: v.count("reject") for d, v in pooled.items()}
 
     # a rerun scores nothing and rewrites no part; the decisions stay
     written = {d: part_path(out, "askqe", d).stat().st_mtime_ns for d in parts}
     again = score_release(release, ["askqe"], out=out, options=ScoreOptions(judge=_judge(stub, tmp_path), extra=extra))
-    assert all(s["skipped"] for s in again)
+    assert every(s["skipped"] for s in again)
     assert {d: part_path(out, "askqe", d).stat().st_mtime_ns for d in parts} == written
     assert pq.read_table(out / "askqe.parquet").to_pydict()["decision"] == whole["decision"]
     # a run that redoes one direction (its part lost) gives the same decisions, and leaves the other's part
@@ -590,7 +591,7 @@ def test_cef_reliability_of_several_judges_is_written_beside_the_scores(stub, tm
     score_release(release, ["cef"], out=tmp_path / "out", options=opts)
     rel = pq.read_table(tmp_path / "out" / "cef.reliability.parquet").to_pydict()
     assert rel["judge"] == ["stub-judge", "stub-b", "stub-c"] and rel["direction"] == ["en-de"] * 3
-    assert all(0.0 <= x <= 1.0 for x in rel["adr"] + rel["ads"]) and rel["n_sources"] == [1] * 3
+    assert every(0.0 <= x <= 1.0 for x in rel["adr"] + rel["ads"]) and rel["n_sources"] == [1] * 3
     models = {json.loads(c.body_key)["model"] for c in stub.served}
     assert models == {"stub-judge", "stub-b", "stub-c"}
     judge = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]["cef"]["directions"]["en-de"][
@@ -650,7 +651,7 @@ def test_four_metrics_score_a_release_built_from_the_shared_data_on_the_cli(stub
     for name, cols in extras.items():
         table = pq.read_table(out / f"{name}.parquet").to_pydict()
         assert table["triplet_id"] == expected_ids and set(table["direction"]) == {"en-de"}
-        assert cols <= set(table) and all(s is not None for s in table["score"]), (name, table["note"])
+        assert cols <= set(table) and every(s is not None for s in table["score"]), (name, table["note"])
         d = summary["metrics"][name]["directions"]["en-de"]
         assert d["judge"]["calls"] > 0 and d["signature"]["judge"]["decoding"]["structured"] is True
         assert {"prompt_tokens", "completion_tokens", "cost_usd"} <= set(table)
@@ -736,7 +737,7 @@ def test_rai_command_improves_translations_from_the_dce_reasons(stub, tmp_path):
     assert (
         table["score_before"][0] == 1.0 and table["improved"][0] == table["mt"][0]
     )  # consistent: left alone, no RAI call
-    assert all(b < 1.0 for b in table["score_before"][1:]) and table["score_after"] == [1.0] * 6
+    assert every(b < 1.0 for b in table["score_before"][1:]) and table["score_after"] == [1.0] * 6
     rai_calls = [c for c in stub.served if "Improve a" in c.prompt]
     assert len(rai_calls) == 5
 

@@ -15,6 +15,7 @@ from scoring.registry import MetricError, Segment, get_metric
 from scoring.release import open_release
 from scoring.runner import META_KEY, ScoreOptions, part_path, score_release
 from scoring.tests import tiny_models
+from scoring.tests.asserts import every
 
 BUILDERS = {
     "COMET-22": lambda d: tiny_models.comet_checkpoint(d, "regression"),
@@ -60,9 +61,9 @@ def test_neural_metric_on_tiny_model(metric, models, release, tmp_path):
     b = spec.build(model=model, batch_size=5, device="cpu")
     ra, rb = a.score(segments), b.score(segments)
     assert len(ra.scores) == len(segments)
-    assert all(math.isfinite(s) for s in ra.scores)
+    assert every(math.isfinite(s) for s in ra.scores)
     lo, hi = spec.score_range
-    assert all((lo is None or s >= lo - 1e-6) and (hi is None or s <= hi + 1e-6) for s in ra.scores)
+    assert every((lo is None or s >= lo - 1e-6) and (hi is None or s <= hi + 1e-6) for s in ra.scores)
     assert ra.scores == pytest.approx(rb.scores, abs=1e-4), "batch size changed the scores"
     reverse = b.score(segments[::-1]).scores[::-1]
     assert reverse == pytest.approx(ra.scores, abs=1e-4), "order not kept"
@@ -85,10 +86,10 @@ def test_neural_metric_on_tiny_model(metric, models, release, tmp_path):
     assert table.num_rows == len(open_release(release).load("en-de"))
     if metric.startswith("xCOMET"):
         spans = [json.loads(x) for x in table.column("error_spans").to_pylist()]
-        assert len(spans) == table.num_rows and all(isinstance(x, list) for x in spans)
+        assert len(spans) == table.num_rows and every(isinstance(x, list) for x in spans)
     if metric == "OmniScore":
         for dim in ("informativeness", "clarity", "plausibility", "faithfulness"):
-            assert all(1.0 <= v <= 5.0 for v in table.column(dim).to_pylist())
+            assert every(1.0 <= v <= 5.0 for v in table.column(dim).to_pylist())
     if metric == "BERTScore":
         assert {"precision", "recall"} <= set(table.column_names)
 
@@ -102,7 +103,7 @@ def test_a_bfloat16_run_computes_in_bfloat16(metric, models, release):
     spec = get_metric(metric)
     full = spec.build(model=models(metric), batch_size=4, device="cpu", dtype="float32").score(segments).scores
     half = spec.build(model=models(metric), batch_size=4, device="cpu", dtype="bfloat16").score(segments).scores
-    assert all(math.isfinite(s) for s in half)
+    assert every(math.isfinite(s) for s in half)
     assert max(abs(a - b) for a, b in zip(full, half)) <= 0.02 * max(abs(x) for x in full) + 1e-3
     assert half != full, f"{metric}: dtype=bfloat16 gave the float32 scores"
 

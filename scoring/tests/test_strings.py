@@ -17,6 +17,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from scoring.registry import Family, MetricError, Scorer, Segment, all_metrics, get_metric, parse_metric_list
 from scoring.release import open_release
 from scoring.runner import META_KEY, ScoreOptions, part_path, score_direction, score_release
+from scoring.tests.asserts import every
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,7 +49,7 @@ def test_chrf_pp_chrf_bleu_ter_equal_sacrebleu(release, tmp_path):
                 assert got[r["triplet_id"]] == metric.sentence_score(r["mt"], [r["ref"]]).score, (name, r["triplet_id"])
     # sanity that the data is not degenerate: level 0 is a perfect match, errors lower chrF++
     chrf = pq.read_table(out / "chrfpp.parquet").to_pylist()
-    assert all(r["score"] == 100.0 for r in chrf if r["num_errors"] == 0)
+    assert every(r["score"] == 100.0 for r in chrf if r["num_errors"] == 0)
     assert min(r["score"] for r in chrf if r["num_errors"] == 5) < 100.0
 
 
@@ -117,7 +118,7 @@ def test_rerun_skips_finished_work_and_changed_input_is_rescored(release, tmp_pa
     assert not any(r["skipped"] for r in first)
     mtime = part_path(out, "chrF++", "en-de").stat().st_mtime_ns
     again = score_release(release, ["chrF++"], out=out)
-    assert all(r["skipped"] for r in again)
+    assert every(r["skipped"] for r in again)
     assert part_path(out, "chrF++", "en-de").stat().st_mtime_ns == mtime
     # a changed translation means the old part no longer describes this release
     path = release / "en-de" / "test.parquet"
@@ -195,7 +196,7 @@ def test_each_string_metric_scores_as_its_registry_entry_declares(spm_model):
         ).scores
         assert (same > worse) if spec.higher_is_better else (same < worse), (spec.name, same, worse)
         low, high = spec.score_range
-        assert all((low is None or s >= low - 1e-9) and (high is None or s <= high + 1e-9) for s in (same, worse)), (
+        assert every((low is None or s >= low - 1e-9) and (high is None or s <= high + 1e-9) for s in (same, worse)), (
             spec.name,
             same,
             worse,

@@ -13,6 +13,7 @@ from scoring.queues import ANY_QUEUE, GPU_QUEUE, queue_for
 from scoring.registry import MetricError, all_metrics
 from scoring.release import open_release
 from scoring.runner import part_path
+from scoring.tests.asserts import every
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -336,7 +337,9 @@ def test_the_worker_retries_a_hub_outage_and_then_reports_it(hub_that_hangs_up, 
         )
     finally:
         task_retry.disconnect(on_retry)
-    assert len(retries) == score_direction_task.max_retries and all("the Hub is unreachable now" in r for r in retries)
+    assert len(retries) == score_direction_task.max_retries and every(
+        "the Hub is unreachable now" in r for r in retries
+    )
     assert len(hub_that_hangs_up) >= len(retries) + 1  # every try went to the Hub again
     with pytest.raises(HubUnreachable, match="someone/model"):
         result.get()

@@ -26,6 +26,7 @@ from core.services import project_directions_add, project_ensure
 from exports.models import BenchmarkChange
 from injection.models import Candidate, FlagChange
 from tests.review.factories import make_candidates
+from tests.support.asserts import every
 
 
 @pytest.fixture(autouse=True)
@@ -215,9 +216,9 @@ def test_a_deleted_projects_rows_leave_every_change_log_with_it(world, other):
     deletes those rows and the earlier ones, in every log, and no other project's."""
     logs = (ReviewChange, FlagChange, BenchmarkChange)
     pk = world.project.pk
-    assert all(log.objects.filter(project_id=pk).exists() for log in logs)  # the fixture's writes
+    assert every(log.objects.filter(project_id=pk).exists() for log in logs)  # the fixture's writes
     others = [sorted(log.objects.filter(project_id=other.pk).values_list("id", flat=True)) for log in logs]
-    assert all(others)
+    assert every(others)
     with CaptureQueriesContext(connection) as queries:
         world.project.delete()
     assert any('DELETE FROM "injection_candidate"' in q["sql"] for q in queries.captured_queries)  # a cascade

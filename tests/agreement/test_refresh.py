@@ -28,6 +28,7 @@ from annotation.review import services
 from core.services import user_create
 from tests.conftest import need
 from tests.review.factories import make_candidate
+from tests.support.asserts import every
 from tests.support.db_faults import wait_until
 
 TASK = "annotation.refresh_agreement"
@@ -122,7 +123,7 @@ def test_task_fills_every_dashboard_scope_and_pages_read_it(client, more_scopes)
     from_users = {sel.scope_for(u, project) for u in get_user_model().objects.filter(is_active=True)} - {None}
     assert from_users == set(scopes)  # exactly what the dashboard will ask for
 
-    assert all(cached_entry(project, s) is None for s in scopes)
+    assert every(cached_entry(project, s) is None for s in scopes)
     first = refresh_agreement.delay(project.pk).get()
     assert (first["scopes"], first["computed"], first["hits"]) == (4, 4, 0)
     for scope in scopes:  # the keys the pages and downloads use, and the numbers the command computes
@@ -172,7 +173,7 @@ def test_a_miss_shows_being_computed_queues_one_refresh_and_never_computes(clien
     )
     assert [(m["task"], m["args"]) for m in broker.messages()] == [(TASK, [project.pk])]
     assert broker.messages()[0]["eta"] is None  # someone is waiting: no delay
-    assert all(
+    assert every(
         cached_entry(project, s) is None for s in sel.dashboard_scopes(project)
     )  # nothing computed in the request
     assert refresh.status(project.pk)["state"] == "queued"

@@ -10,6 +10,7 @@ from annotation.agreement import selectors as sel
 from annotation.agreement.domain import statistics as ag
 from exports.benchmark import selectors
 from tests.agreement.conftest import DE_R1, ZH_R1, A, R
+from tests.support.asserts import every
 
 DE_R2 = [(A, A), (R, R), (A, R), (A, A)]
 
@@ -26,7 +27,7 @@ def test_card_figures_are_read_one_language_at_a_time_and_equal_the_whole_report
     monkeypatch.setattr(sel, "_decision_rows", recording)
     figures = selectors.agreement_figures(world.project)
 
-    assert reads and all(len(languages) <= 1 for languages in reads)  # never two languages' decisions at once
+    assert reads and every(len(languages) <= 1 for languages in reads)  # never two languages' decisions at once
     assert set().union(*reads) == {"de", "zh"}
     de_units = [list(p) for p in DE_R1 + DE_R2]
     zh_units = [list(p) for p in ZH_R1]

@@ -11,6 +11,7 @@ from annotation.agreement import selectors as sel
 from annotation.agreement.domain import spans as sp
 from annotation.spans import services
 from core.services import user_create
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +49,7 @@ def test_the_inputs_are_the_stored_spans_and_the_figures_those_of_the_pure_repor
     inputs = sel.span_inputs(annotated)
     assert list(inputs) == ["en-de"]
     items, annotations = inputs["en-de"]
-    assert sorted(i.mt_length for i in items) == [16, 28] and all(i.injected is None for i in items)
+    assert sorted(i.mt_length for i in items) == [16, 28] and every(i.injected is None for i in items)
     assert len(annotations) == 4
     # s1: a marks 4–9 major (5 chars), b marks 4–9 minor + 10–13 (8 chars): any-severity F1 2·5/(5+8); s2 none
     report = sel.span_agreement(annotated)[0]

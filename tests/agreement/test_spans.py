@@ -13,6 +13,7 @@ import pytest
 
 from annotation.agreement.domain import spans as sp
 from annotation.agreement.domain import statistics
+from tests.support.asserts import every
 
 S = sp.Span
 
@@ -226,7 +227,7 @@ def test_injected_agreement_equals_set_arithmetic():
     assert got["recall"].estimate == pytest.approx(both / injected)
     assert got["f1"].estimate == pytest.approx(2 * both / (marked + injected))
     assert got["found"].estimate == pytest.approx(found / errors)
-    assert all(i.low <= i.estimate <= i.high for i in got.values())
+    assert every(i.low <= i.estimate <= i.high for i in got.values())
 
 
 def test_the_report_holds_every_statistic_with_an_interval():

@@ -18,6 +18,7 @@ from core.models import GoldSegment
 from core.paging import EstimatedCountPaginator
 from exports.models import PseudoTranslation
 from injection.models import Candidate, InjectionRun
+from tests.support.asserts import every
 
 TYPES = ["Mistranslation", "Omission", "Addition", "Untranslated"]
 
@@ -128,7 +129,7 @@ def test_filters_list_registered_values_and_filter(client, admin_user, project, 
     client.force_login(admin_user)
     add_candidates(project, languages["en-de"], 8)
     page = client.get("/admin/injection/candidate/").content.decode()
-    assert all(f"?error_type={name}" in page for name in TYPES)
+    assert every(f"?error_type={name}" in page for name in TYPES)
     omission = client.get("/admin/injection/candidate/?error_type=Omission")
     assert omission.context["cl"].result_count == 2
     assert {c.error_type for c in omission.context["cl"].result_list} == {"Omission"}
@@ -138,7 +139,7 @@ def test_filters_list_registered_values_and_filter(client, admin_user, project, 
     assert level_1.context["cl"].result_count == 3
     assert {p.level for p in level_1.context["cl"].result_list} == {1}
     audit = client.get("/admin/annotation/auditevent/").content.decode()
-    assert all(f"?action={action}" in audit for action in AuditEvent.ACTIONS)
+    assert every(f"?action={action}" in audit for action in AuditEvent.ACTIONS)
 
 
 @pytest.mark.django_db

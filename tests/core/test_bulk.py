@@ -13,6 +13,7 @@ from core import bulk
 from core.models import GoldSegment
 from core.services import direction_ensure, project_ensure
 from injection.models import Candidate, InjectionRun
+from tests.support.asserts import every
 
 FIELDS = [
     "segment_id",
@@ -91,7 +92,7 @@ def test_insert_objects_stores_what_bulk_create_stores(two_runs):
     assert bulk.insert_objects(Candidate, make(run_b, segment, 25)) == 25
     a, b = stored(run_a), stored(run_b)
     assert a == b and len(b) == 25
-    assert all(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
+    assert every(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -220,7 +221,7 @@ def test_insert_dicts_stores_what_bulk_create_stores_with_defaults_for_what_a_ro
     assert set(Candidate.objects.filter(run=run_b).values_list("status", "is_gold", "prompt_tokens")) == {
         ("pending", False, 0)
     }
-    assert all(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
+    assert every(c.created_at is not None for c in Candidate.objects.filter(run=run_b))
 
 
 def test_insert_dicts_with_reserved_ids(db):
@@ -266,7 +267,7 @@ def test_insert_dicts_fills_callable_defaults(db):
     rows = [{"username": f"u{i}", "password": "!", "email": "", "first_name": "", "last_name": ""} for i in range(3)]
     assert bulk.insert_dicts(get_user_model(), rows) == 3
     joined = list(get_user_model().objects.filter(username__startswith="u").values_list("date_joined", flat=True))
-    assert len(joined) == 3 and all(before <= value <= timezone.now() for value in joined)
+    assert len(joined) == 3 and every(before <= value <= timezone.now() for value in joined)
     assert set(get_user_model().objects.filter(username__startswith="u").values_list("is_active", "is_staff")) == {
         (True, False)
     }

@@ -21,6 +21,7 @@ from exports.models import Release
 from injection.models import Candidate, InjectionRun
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
+from tests.support.asserts import every
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -223,7 +224,7 @@ def test_a_whole_campaign_on_the_site(live_server, new_page, settings, tmp_path)
     per_direction = {
         code: Candidate.objects.filter(segment__direction__code=code).count() for code in ("en-de", "en-zh")
     }
-    assert all(per_direction.values()), per_direction
+    assert every(per_direction.values()), per_direction
 
     # 6. review, each annotator in her own browser
     # anke: accept, skip the second item, accept the third, then on the fourth go back (P), withdraw (W) and

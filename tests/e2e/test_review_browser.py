@@ -11,6 +11,7 @@ from core.services import user_create
 from injection.models import Candidate
 from tests.e2e.conftest import login, shot
 from tests.review.factories import make_candidate, make_candidates
+from tests.support.asserts import every
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -77,7 +78,7 @@ def test_keyboard_review_rating_and_resume(project, languages, annotator_de, new
     assert [d.candidate_id for d in mine] == seen
     assert [d.decision for d in mine] == ["accept", "reject", "accept", "accept", "reject"]
     assert mine[1].reason == "outside_changed" and mine[2].comment.startswith("Addition is real")
-    assert all(d.time_spent_ms is not None for d in mine)
+    assert every(d.time_spent_ms is not None for d in mine)
 
     # the sixth item is now held for this reviewer: a reload shows it again (resume)
     page.wait_for_selector("#candidate-text")
@@ -172,7 +173,7 @@ def test_rtl_review_screen(project, languages, new_page):
     # runs are isolates, so the paragraph must take its direction from dir, not from its (isolated) text.
     for text in ("#reference-text", "#candidate-text"):
         runs = page.evaluate(RUN_EDGES, text)
-        assert len(runs) >= 2 and all(
+        assert len(runs) >= 2 and every(
             later["right"] <= earlier["left"] + 1 for earlier, later in zip(runs, runs[1:])
         ), (text, runs)
     shot(page, "11-review-rtl")
@@ -256,7 +257,7 @@ def test_two_annotators_review_imported_xqmeval_en_de(shared_data, admin_user, n
     per = {}
     for d in decided:
         per.setdefault(d.candidate_id, []).append(d.decision)
-    assert all(len(v) == 2 for v in per.values()) and len(per) == 3
+    assert every(len(v) == 2 for v in per.values()) and len(per) == 3
     statuses = {c.pk: c.status for c in Candidate.objects.filter(pk__in=per)}
     assert sorted(statuses.values()) == ["accepted", "accepted", "rejected"]
 

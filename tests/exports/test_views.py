@@ -9,6 +9,7 @@ from django.urls import reverse
 from core.services import user_create
 from exports.models import BenchmarkBuild, PseudoSystem, PseudoTranslation, Release
 from tests.exports.hub_server import HubServer
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +39,7 @@ def test_admin_builds_releases_and_pushes_from_the_page(
     assert build.transplanted == 1 and "Transplanted candidates (1)" in html and "1 transplanted" in html
     assert "&#x27;.&#x27; → &#x27;!&#x27;" in html
     flagged = PseudoTranslation.objects.filter(segment__project=seeded, flags=["transplanted"])
-    assert flagged.count() == 4 and all(p.text.endswith(" .") for p in flagged)  # the reference's own stop
+    assert flagged.count() == 4 and every(p.text.endswith(" .") for p in flagged)  # the reference's own stop
 
     with django_capture_on_commit_callbacks(execute=True):
         client.post(
@@ -203,7 +204,7 @@ def test_the_page_lists_the_first_candidates_and_their_csv_holds_every_one_of_th
         ("en-de", "1", "Untranslated"),
         ("en-zh", "1", "Untranslated"),
     ]
-    assert all(r["reason"] for r in excluded)
+    assert every(r["reason"] for r in excluded)
     [row] = table(admin_user, "transplanted")
     assert (row["direction"], row["segment_id"], row["error_type"]) == ("en-de", "1", "Mistranslation")
     assert row["drift"] == '\'=HYPERLINK("http://x") <b>'  # shown as text, never run

@@ -7,6 +7,7 @@ import re
 import yaml
 
 from tests.conftest import REPO
+from tests.support.asserts import every
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
@@ -35,7 +36,7 @@ def _nav_pages(nav) -> list[str]:
 def test_the_site_has_a_page_per_stage_in_its_navigation():
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     pages = _nav_pages(config["nav"])
-    assert all((REPO / "docs" / p).is_file() for p in pages)
+    assert every((REPO / "docs" / p).is_file() for p in pages)
     stages = [
         "corpus",
         "injection",

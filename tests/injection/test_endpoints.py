@@ -12,6 +12,7 @@ from django.urls import reverse
 from injection import services
 from injection.models import InjectionRun
 from llm_client.endpoints import Endpoint
+from tests.support.asserts import every
 from tests.support.stub_openai import StubServer, _Handler
 
 pytestmark = pytest.mark.django_db
@@ -187,7 +188,7 @@ def test_the_form_offers_and_accepts_only_the_chosen_projects_directions(client,
     other = project_create(name="other-project", directions=["en-fr"])
     client.force_login(admin_user)
     page = client.get(reverse("injection:runs") + f"?project={project.name}").content.decode()
-    assert all(f'value="{code}"' in page for code in project.directions.values_list("code", flat=True))
+    assert every(f'value="{code}"' in page for code in project.directions.values_list("code", flat=True))
     assert 'value="en-fr"' not in page
     response = _post(client, segments, backend="rule", directions=["en-fr"])  # the other project's direction
     page = response.content.decode()

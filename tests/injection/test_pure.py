@@ -18,6 +18,7 @@ from injection.domain.postprocess import OutputRejected, extract_sentence, proce
 from injection.domain.prompts import TEMPLATES, build_prompt
 from llm_client.limits import RateLimiter, RetryPolicy
 from llm_client.pricing import estimate_cost
+from tests.support.asserts import every
 
 REF = "Der Hund schläft heute im grünen Haus am See."
 
@@ -231,7 +232,7 @@ def test_perturbation_prompts_are_data_files_in_our_own_words(tmp_path):
         "changing the affirmative sentence into negation",
         "según el protocolo de cada consultorio",
     ):
-        assert all(phrase not in t.user for t in TEMPLATES.values())
+        assert every(phrase not in t.user for t in TEMPLATES.values())
         assert phrase not in user
     # a user's file replaces one prompt; its hash marks the version; a bad file is a clear error naming the field
     from injection.domain.prompts import PromptFileError, perturbation_overrides
@@ -286,7 +287,7 @@ def test_rate_limiter_spaces_starts():
         return starts
 
     starts = asyncio.run(go())
-    assert all(b - a >= 0.045 for a, b in zip(starts, starts[1:]))
+    assert every(b - a >= 0.045 for a, b in zip(starts, starts[1:]))
 
 
 def test_rate_limiter_keeps_its_spacing_after_a_start_that_ran_late():
@@ -310,7 +311,7 @@ def test_rate_limiter_keeps_its_spacing_after_a_start_that_ran_late():
 
     starts = asyncio.run(go())
     assert len(starts) == 3
-    assert all(b - a >= 0.045 for a, b in zip(starts, starts[1:])), starts
+    assert every(b - a >= 0.045 for a, b in zip(starts, starts[1:])), starts
 
 
 def test_backoff_grows_with_jitter_and_respects_retry_after():

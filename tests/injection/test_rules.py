@@ -14,6 +14,7 @@ from injection import services
 from injection.domain.checks import run_checks
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 from injection.models import Candidate, InjectionItem
+from tests.support.asserts import every
 
 LANGUAGES = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 # What a rule cannot do, by design (needs a lexicon or a word segmenter): the only refusals allowed.
@@ -126,7 +127,7 @@ def test_untranslated_uses_english_source_words_not_names():
         donors=DonorPool([reference], "de"),
     )
     inserted = " ".join(result.edit.replacement).strip(".,").split()
-    assert inserted and all(word.lower() in source.lower() for word in inserted)
+    assert inserted and every(word.lower() in source.lower() for word in inserted)
     assert "Stanford" not in inserted and "Monday" not in inserted
 
 

@@ -21,6 +21,7 @@ import pytest
 from core.domain.units import Edit, apply_edit, split_units
 from tests.conftest import REPO, need, stop_process_group
 from tests.injection.test_rules import LANGUAGES, gold_pairs
+from tests.support.asserts import every
 from tests.support.worker_database import WorkerDatabase
 
 pytestmark = [pytest.mark.slow, pytest.mark.gpu, pytest.mark.redis, pytest.mark.shared_data]
@@ -245,7 +246,7 @@ def test_vllm_engine_runs_on_a_celery_worker_and_stores_checked_candidates(tmp_p
                 " where r.name = 'vllm-short' and i.status = 'failed'"
             )
         ]
-        assert all(
+        assert every(
             e.startswith("vllm refused the request: ")
             and "maximum context length" in e
             or e.startswith("answer cut off")

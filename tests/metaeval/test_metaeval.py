@@ -12,6 +12,7 @@ from core.models import Direction
 from exports.metaeval.selectors import release_meta_evaluation
 from exports.models import MetricScore, PseudoSystem, Release
 from exports.scores.services import scores_summarize
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +86,7 @@ def test_triplet_level_tau_matches_scipy_and_lgn_fixes_the_bias(scored):
     row = next(r for r in result["triplet_level"] if r["direction"] == "en-de")
     assert row["tau"] == pytest.approx(stats.kendalltau(de, human, variant="b").statistic) and row["n"] == 24
     assert result["system_level"] == {"en-de": pytest.approx(1.0), "en-zh": pytest.approx(1.0)}
-    assert [c["level"] for c in result["cv"]] == [0, 1, 2, 3, 4, 5] and all(c["cv"] > 0 for c in result["cv"])
+    assert [c["level"] for c in result["cv"]] == [0, 1, 2, 3, 4, 5] and every(c["cv"] > 0 for c in result["cv"])
     multi = result["multilingual"]
     assert (
         multi["repetitions"] == 2 and multi["tau_lgn"] == pytest.approx(1.0) and multi["tau_plain"] < multi["tau_lgn"]
@@ -95,7 +96,7 @@ def test_triplet_level_tau_matches_scipy_and_lgn_fixes_the_bias(scored):
 def test_lower_is_better_metrics_are_oriented_before_tau(scored):
     result = release_meta_evaluation(scored, "MetricX-23", variant="c")
     assert result["better"] == "lower" and result["variant"] == "c"
-    assert all(r["tau"] > 0.9 for r in result["triplet_level"])
+    assert every(r["tau"] > 0.9 for r in result["triplet_level"])
 
 
 def test_command_prints_the_same_numbers(scored):

@@ -16,6 +16,7 @@ from core.models import Direction
 from exports.metaeval.selectors import MetaEvaluationError, release_leaderboard
 from exports.models import MetricScore, Release
 from exports.scores.services import scores_summarize
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 CODES = ("en-de", "en-zh")
@@ -98,7 +99,7 @@ def test_item_grouped_leaderboard_is_the_mean_over_segments(segmented, name, sta
             expected[metric] = float(np.mean(values))
             pooled[metric].extend(values)
         assert {r["metric"]: r["value"] for r in row["ranking"]} == pytest.approx(expected, abs=1e-12)
-        assert all("low" not in r for r in row["ranking"])  # intervals: average_by none only
+        assert every("low" not in r for r in row["ranking"])  # intervals: average_by none only
         assert row["parameters"]["average_by"] == "item" and row["parameters"]["replace_nans_with_zeros"] is zeros
     overall = {r["metric"]: r["value"] for r in board["overall"]["ranking"]}
     assert overall == pytest.approx({m: float(np.mean(v)) for m, v in pooled.items()}, abs=1e-12)
@@ -122,8 +123,8 @@ def test_tie_calibrated_accuracy_by_segment_uses_the_pairs_test(segmented):
     )
     for group in [*board["directions"], board["overall"]]:
         assert group["parameters"]["perm_test"] == "pairs"
-        assert all(r["epsilon"] >= 0 for r in group["ranking"])
-        assert all(0 <= r["value"] <= 1 for r in group["ranking"])
+        assert every(r["epsilon"] >= 0 for r in group["ranking"])
+        assert every(0 <= r["value"] <= 1 for r in group["ranking"])
     with pytest.raises(MetaEvaluationError, match="sys"):
         release_leaderboard(segmented, ["chrF++", "BLEU"], average_by="sys")
     with pytest.raises(MetaEvaluationError, match="pairs test"):

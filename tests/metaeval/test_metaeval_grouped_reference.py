@@ -13,6 +13,7 @@ import pytest
 
 from exports.metaeval import evalset, statistics
 from exports.metaeval.reference import make_grouped_evalset
+from tests.support.asserts import every
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "mtme-grouped"
 EXPECTED = json.loads((ROOT / "expected.json").read_text())
@@ -98,7 +99,7 @@ def test_permutation_clusters_equal_compare_metrics_under_the_same_seed(evs, cas
 
 
 def test_some_p_value_is_decided_by_the_draws():
-    assert all(any(0 < p < 1 for row in c["p_values"] for p in row) for c in EXPECTED["compare"])
+    assert every(any(0 < p < 1 for row in c["p_values"] for p in row) for c in EXPECTED["compare"])
 
 
 def _complete_segments(evs):

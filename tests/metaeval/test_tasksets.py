@@ -13,6 +13,7 @@ import pytest
 
 from exports.metaeval import evalset, tasksets
 from exports.metaeval.reference import make_taskset_evalset
+from tests.support.asserts import every
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "mtme"
 EXPECTED = json.loads((ROOT / "taskset_wmt24.json").read_text())
@@ -130,7 +131,7 @@ def test_the_tables_in_every_format(evalsets):
     assert sum(r.startswith("overall,") for r in rows) == len(board["overall"]) == 4
     parsed = json.loads(tasksets.as_json(board))
     assert {row["metric"] for row in parsed["overall"]} == {"good", "fair", "poor", "qe[noref]"}
-    assert all("average_rank" in row for row in parsed["overall"])
+    assert every("average_rank" in row for row in parsed["overall"])
     latex = tasksets.as_latex(board)
     assert latex.count("\\\\") == 1 + 4 and "qe[noref]" in latex and "\\textbf{1}" in latex
 

@@ -21,6 +21,7 @@ from exports.metaeval.taskset_selectors import release_task_set
 from exports.models import MetricScore, Release
 from exports.scores.services import scores_summarize
 from tests.metaeval.test_metaeval_diagnostics import release  # noqa: F401  (a release with the build's records)
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 CODES = ("en-de", "en-zh")
@@ -158,7 +159,7 @@ def test_command_on_a_release_and_its_formats(scored):
     )
     board = json.loads(out.getvalue())
     assert [row["metric"] for row in board["overall"]] == ["chrF++", "TER"]
-    assert all(isinstance(row["average_rank"], float) for row in board["overall"])
+    assert every(isinstance(row["average_rank"], float) for row in board["overall"])
     with pytest.raises(CommandError, match="--k"):
         call_command("metaeval", f"{scored.project.name}@4.0.0", "--task-set", "wmt24", "--k", "-1")
     with pytest.raises(CommandError, match="at least two metrics"):

@@ -15,6 +15,7 @@ from core.services import user_create
 from exports.models import PseudoTranslation
 from injection.models import Candidate
 from tests.review.factories import make_candidates
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +70,7 @@ def test_pseudo_translations_of_one_level_only(admin, project, languages):
     assert answer.status_code == 302
     items = RatingItem.objects.filter(kind="pseudo_translation")
     assert sorted(items.values_list("pseudo_translation_id", flat=True)) == sorted(p.pk for p in wanted)
-    assert all(i.reference == i.pseudo_translation.segment.reference for i in items)
+    assert every(i.reference == i.pseudo_translation.segment.reference for i in items)
 
 
 def test_a_level_beyond_the_project_is_refused_on_its_field(admin, project, languages):

@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import RatingItem
 from tests.review.factories import make_candidates
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +50,7 @@ def test_make_rating_items_from_accepted_candidates(project, languages, capsys):
     Candidate.objects.filter(pk__in=[c.pk for c in cands[:4]]).update(status="accepted")
     call_command("make_rating_items", "demo", "--from", "accepted-candidates", "--limit", "3", "--seed", "1")
     items = RatingItem.objects.filter(kind="candidate")
-    assert items.count() == 3 and all(i.candidate.status == "accepted" and i.text == i.candidate.text for i in items)
+    assert items.count() == 3 and every(i.candidate.status == "accepted" and i.text == i.candidate.text for i in items)
     call_command("make_rating_items", "demo", "--from", "accepted-candidates")
     assert RatingItem.objects.filter(kind="candidate").count() == 4
 

@@ -1,6 +1,7 @@
 """The pure rules of rating: the Likert dimensions and the check that every one has a score."""
 
 from annotation.rating import domain as rules
+from tests.support.asserts import every
 
 
 def test_missing_dimensions():
@@ -16,4 +17,4 @@ def test_missing_dimensions():
 
 def test_every_dimension_has_five_anchors():
     assert rules.DIMENSION_NAMES == ("informativeness", "clarity", "plausibility", "faithfulness")
-    assert all(len(d.anchors) == 5 for d in rules.DIMENSIONS)
+    assert every(len(d.anchors) == 5 for d in rules.DIMENSIONS)

@@ -22,6 +22,7 @@ from exports.scores.domain import ScoringError
 from scoring.runner import META_KEY, part_path
 from scoring.tests.releases import release_rows, write_release
 from tests.conftest import REPO, need
+from tests.support.asserts import every
 from tests.support.celery_worker import celery_worker
 
 SCORING_PYTHON = REPO / ".venv-scoring" / "bin" / "python"
@@ -471,7 +472,7 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     jobs = tasks.start_scoring(release=release, metrics=["chrF++", "TER"])
     assert len(jobs) == 4
     states = wait_for(release, 4, log=tmp_path / "worker.log")
-    assert all(s.job.status == "done" for s in states), [(s.job.metric, s.job.error) for s in states]
+    assert every(s.job.status == "done" for s in states), [(s.job.metric, s.job.error) for s in states]
     assert MetricScore.objects.filter(release=release).count() == 4 * n
     # each scoring task queued its collect_scores callback for a platform worker (queue default)
     r = redis_lib.Redis.from_url(broker)
@@ -496,7 +497,7 @@ def test_gpu_queue_path_end_to_end_with_cpu_worker(cpu_worker, broker, release, 
     # done jobs are not sent again
     again = tasks.start_scoring(release=release, metrics=["chrF++", "TER"])
     assert {j.pk for j in again} == {j.pk for j in jobs}
-    assert all(s.job.status == "done" for s in services.jobs_sync(release=release, app=current_app))
+    assert every(s.job.status == "done" for s in services.jobs_sync(release=release, app=current_app))
 
     # a worker-side failure is recorded with its reason
     tasks.start_scoring(

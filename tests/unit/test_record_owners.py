@@ -9,6 +9,7 @@ from collections import defaultdict
 import pytest
 from django.apps import apps
 
+from tests.support.asserts import every
 from tests.support.record_writes import ROOT, platform_sources, writes
 
 APPS = ("core", "injection", "annotation", "exports")
@@ -43,7 +44,7 @@ def owners_from_the_docs() -> dict[str, tuple[str, ...]]:
 def test_the_table_names_every_model_once_with_an_owner():
     owners = owners_from_the_docs()
     assert set(owners) == set(models()), "docs/records.md's table and the models differ"
-    assert all(owners.values()), [label for label, paths in owners.items() if not paths]
+    assert every(owners.values()), [label for label, paths in owners.items() if not paths]
 
 
 def test_each_record_is_written_only_by_its_owner():
@@ -64,7 +65,7 @@ def test_each_record_is_written_only_by_its_owner():
         "core/services.py" in seen["core.Project"]
         and "exports/release/services/finishing.py" in seen["exports.Release"]
     )
-    assert all((label, rel) in {(lb, r) for lb, rels in seen.items() for r in rels} for label, rel in EXEMPT)
+    assert every((label, rel) in {(lb, r) for lb, rels in seen.items() for r in rels} for label, rel in EXEMPT)
 
 
 WRITES_OF_EVERY_KIND = """

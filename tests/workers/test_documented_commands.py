@@ -19,6 +19,7 @@ from exports.scores import services, tasks
 from scoring.tests.releases import release_rows, write_release
 from tests.conftest import REPO, need, stop_process_group
 from tests.scores.test_scoring_jobs import broker, drop_collect_callbacks  # noqa: F401  (fixture)
+from tests.support.asserts import every
 
 OPERATIONS = REPO / "docs" / "operations.md"
 SCORING_COMMAND = re.compile(r"^\.venv-scoring/bin/celery -A scoring\.worker worker -Q scoring -c 1\b.*$", re.M)
@@ -74,7 +75,7 @@ def test_the_documented_scoring_worker_scores_a_release(broker, project, languag
         # chrF++ and a judge metric's module both load through the registry, which imports llm_client
         tasks.start_scoring(release=release, metrics=["chrF++", "BLEU"])
         states = wait_done(release, 4, log)
-        assert all(s.job.status == "done" for s in states), [(s.job.metric, s.job.error) for s in states]
+        assert every(s.job.status == "done" for s in states), [(s.job.metric, s.job.error) for s in states]
         n = len(release_rows("en-de"))
         assert MetricScore.objects.filter(release=release).count() == 4 * n
         assert "ModuleNotFoundError" not in log.read_text()

@@ -27,6 +27,7 @@ from exports.scores import tasks
 from exports.workers import services as worker_services
 from tests.exports.conftest import import_languages, seeded  # noqa: F401  (fixture: a small two-direction project)
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
+from tests.support.asserts import every
 from tests.workers.processes import Processes
 from tests.workers.test_http_workers import LIMIT, StallingProxy, scores, wait_done
 
@@ -116,16 +117,16 @@ def test_a_release_built_and_scored_through_workers_sharing_only_redis_and_http_
         options = {"limit": LIMIT, "judge": {"base_url": stub.base_url, "model": "stub-judge", "max_usd": 1}}
         tasks.start_scoring(release=release, metrics=["chrF++", "gemba-mqm"], options=options)
         jobs = wait_done(release, 4, procs)
-        assert all(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
-        assert all(j.output_path.startswith("worker_parts:") for j in jobs)
+        assert every(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
+        assert every(j.output_path.startswith("worker_parts:") for j in jobs)
         over_http = scores(release)
         assert len(over_http) == 2 * LIMIT * 2 and {k[0] for k in over_http} == {"chrF++", "gemba-mqm"}
         procs.stop(far_scorer)
         procs.scoring_worker("shared", queues="scoring,judge", platform_url=None, data=None)
         tasks.start_scoring(release=release, metrics=["chrF++", "gemba-mqm"], options=options, force=True)
         jobs = wait_done(release, 4, procs)
-        assert all(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
-        assert all(j.output_path.startswith(str(out / "scores")) for j in jobs)
+        assert every(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
+        assert every(j.output_path.startswith(str(out / "scores")) for j in jobs)
     assert scores(release) == over_http
 
 

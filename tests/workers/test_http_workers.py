@@ -21,6 +21,7 @@ from exports.scores import selectors, tasks
 from exports.workers import services as worker_services
 from scoring.tests.releases import release_rows, write_release
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
+from tests.support.asserts import every
 from tests.workers.processes import Processes
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.django_db(transaction=True)]
@@ -69,11 +70,11 @@ def test_a_worker_sharing_only_redis_and_http_scores_as_the_shared_file_system_d
         options = {"limit": LIMIT, "judge": {"base_url": stub.base_url, "model": "stub-judge", "max_usd": 1}}
         tasks.start_scoring(release=release, metrics=["chrF++", "gemba-mqm"], options=options)
         jobs = wait_done(release, 4, procs)
-        assert all(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
+        assert every(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
         over_http = scores(release)
         # every part came over HTTP, from this worker, into the platform's storage; nothing beside the release
         assert PartUpload.objects.filter(worker=token).count() == 4
-        assert all(j.output_path.startswith("worker_parts:") for j in jobs)
+        assert every(j.output_path.startswith("worker_parts:") for j in jobs)
         assert not (Path(release.path) / "scores").exists()
         assert (far / "releases" / str(release.pk) / "en-de" / "test.parquet").read_bytes() == (
             Path(release.path) / "en-de" / "test.parquet"
@@ -91,16 +92,16 @@ def test_a_worker_sharing_only_redis_and_http_scores_as_the_shared_file_system_d
             },
         }
         costs = {c["direction"]: c for c in selectors.judge_reports(release)["costs"]}
-        assert set(costs) == {"en-de", "en-zh"} and all(c["metric"] == "gemba-mqm" for c in costs.values())
-        assert all(c["calls"] == LIMIT and c["model"] == "stub-judge" for c in costs.values()), costs
+        assert set(costs) == {"en-de", "en-zh"} and every(c["metric"] == "gemba-mqm" for c in costs.values())
+        assert every(c["calls"] == LIMIT and c["model"] == "stub-judge" for c in costs.values()), costs
 
         # the same jobs again, by a worker on the shared file system (today's path: nothing copied)
         procs.stop(far_worker)
         procs.scoring_worker("shared", queues="scoring,judge", platform_url=None, data=None)
         tasks.start_scoring(release=release, metrics=["chrF++", "gemba-mqm"], options=options, force=True)
         jobs = wait_done(release, 4, procs)
-        assert all(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
-        assert all(j.output_path.startswith(str(Path(release.path) / "scores")) for j in jobs)
+        assert every(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
+        assert every(j.output_path.startswith(str(Path(release.path) / "scores")) for j in jobs)
     assert PartUpload.objects.count() == 4  # the shared worker uploaded nothing
     assert scores(release) == over_http
 

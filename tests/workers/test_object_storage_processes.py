@@ -19,6 +19,7 @@ from exports.workers import services as worker_services
 from scoring.tests.releases import release_rows, write_release
 from tests.exports.hub_server import HubServer
 from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
+from tests.support.asserts import every
 from tests.workers.test_object_storage import KEY, REGION, SECRET, bucket, objects, s3_server  # noqa: F401
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.django_db(transaction=True)]
@@ -81,7 +82,7 @@ def test_a_far_worker_scores_a_release_kept_in_object_storage_from_its_hub_copy(
         from tests.workers.test_http_workers import wait_done
 
         jobs = wait_done(release, 2, procs)
-        assert all(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
+        assert every(j.status == "done" for j in jobs), [(j.metric, j.error) for j in jobs]
         for code in ("en-de", "en-zh"):
             assert f"GET /datasets/xq-lab/demo/resolve/{repo.head}/{code}/test.parquet" in hub.state.calls
             assert (far / "releases" / str(release.pk) / code / "test.parquet").read_bytes() == files[
@@ -91,7 +92,7 @@ def test_a_far_worker_scores_a_release_kept_in_object_storage_from_its_hub_copy(
     stored = objects(s3, name, "worker-parts")
     uploads = list(PartUpload.objects.filter(worker=token))
     assert len(uploads) == 2 and sorted(stored) == sorted(u.storage_name for u in uploads)
-    assert all(hashlib.sha256(stored[u.storage_name]).hexdigest() == u.sha256 for u in uploads)
+    assert every(hashlib.sha256(stored[u.storage_name]).hexdigest() == u.sha256 for u in uploads)
     assert not (web / "worker-parts").exists() and not (web / "releases").exists()
     # ingested: LIMIT triplets per direction, in release order; an untouched translation (k = 0) scores 100
     rows = {code: release_rows(code)[:LIMIT] for code in ("en-de", "en-zh")}

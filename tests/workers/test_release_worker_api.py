@@ -28,6 +28,7 @@ from exports.release.domain import release_files, staged_upload
 from exports.release.domain.staged_upload import StagedRefused, StreamBroken
 from exports.workers import services as worker_services
 from tests.exports.conftest import seeded  # noqa: F401  (fixture: a small project with two directions)
+from tests.support.asserts import every
 from tests.workers.jobs import job_token, worker_auth
 from worker_client import is_transient
 
@@ -379,7 +380,7 @@ def test_without_a_platform_url_the_release_workers_task_stages_on_the_shared_fi
     result = create_release_task.delay(built.pk, "1.0.0", ["jsonl"]).get()
     release = Release.objects.get(pk=result["release"])
     assert release.status == "ready" and release.job["formats"] == ["jsonl"]
-    assert not StagedUpload.objects.exists() and all("worker" not in e for e in release.directions.values())
+    assert not StagedUpload.objects.exists() and every("worker" not in e for e in release.directions.values())
     content = services.release_content_make(
         project=built, version="1.0.0", plan=services.sampling_plan_make(project=built)
     )

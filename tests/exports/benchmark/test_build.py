@@ -15,6 +15,7 @@ from exports.benchmark.domain import TRANSPLANTED, PoolCandidate, merge_segment
 from exports.models import BenchmarkBuild, CandidatePlacement, MergedSegment, PseudoTranslation
 from injection.models import Candidate
 from tests.exports.conftest import import_languages, locatable_anywhere, without_drift
+from tests.support.asserts import every
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
@@ -58,7 +59,7 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
             candidate__segment__project=xq, candidate__segment__direction__code=f"en-{language}", outcome="excluded"
         ).select_related("candidate__segment")
         assert {(p.candidate.segment.external_id, p.candidate.error_type) for p in rows} == excluded
-        assert all("cannot be located" in p.reason and p.candidate.status == "accepted" for p in rows)
+        assert every("cannot be located" in p.reason and p.candidate.status == "accepted" for p in rows)
         # candidates placed despite drift: recorded with the span their edit was placed at
         listed = {
             (t["segment_id"], t["error_type"], t["span_start"], t["span_end"])
@@ -73,7 +74,7 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
     for p in sample:
         linked = list(p.candidates.all())
         assert len(linked) == p.level == len(p.spans) == len(p.error_types)
-        assert all(c.segment_id == p.segment_id and c.status == "accepted" for c in linked)
+        assert every(c.segment_id == p.segment_id and c.status == "accepted" for c in linked)
         assert sorted(c.id for c in linked) == sorted(s["candidate_id"] for s in p.spans)
         assert p.key == "-".join(str(i) for i in sorted(c.id for c in linked))
 
@@ -158,7 +159,9 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
     transplants = CandidatePlacement.objects.filter(
         candidate__segment__project=xq, outcome="transplanted"
     ).select_related("candidate")
-    assert transplants and all(p.drift and p.span_start is not None and p.span_end >= p.span_start for p in transplants)
+    assert transplants and every(
+        p.drift and p.span_start is not None and p.span_end >= p.span_start for p in transplants
+    )
     record = transplants[0]
     cand = record.candidate
     # what an earlier build that could not place it left behind: excluded, no pseudo translations
@@ -172,7 +175,7 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
     record = CandidatePlacement.objects.get(candidate=cand)
     assert result.restored == 1 and record.outcome == "transplanted" and record.drift and record.reason == ""
     pseudo = PseudoTranslation.objects.filter(candidates=cand)
-    assert pseudo.exists() and all(p.flags == [TRANSPLANTED] for p in pseudo)
+    assert pseudo.exists() and every(p.flags == [TRANSPLANTED] for p in pseudo)
     # the drift is repaired: the candidate is placed exactly, and its record goes
     reference, language = cand.segment.reference, cand.segment.direction.target.code
     start, end = record.span_start, record.span_end
@@ -183,7 +186,7 @@ def test_an_earlier_builds_exclusion_is_placed_again_and_the_transplant_follows_
     )
     services.build_run(project=xq)
     assert not CandidatePlacement.objects.filter(candidate=cand).exists()
-    assert all(p.flags == [] for p in PseudoTranslation.objects.filter(candidates=cand))
+    assert every(p.flags == [] for p in PseudoTranslation.objects.filter(candidates=cand))
 
 
 def test_a_candidate_review_takes_out_after_a_build_leaves_the_builds_lists_and_its_record_goes_with_the_next(xq):
@@ -259,7 +262,7 @@ def test_whole_shared_data_transplants_drift_and_excludes_only_edits_that_cannot
         )
         if p.flags
     ]
-    assert flagged and all(p.flags == [TRANSPLANTED] for p in flagged)
+    assert flagged and every(p.flags == [TRANSPLANTED] for p in flagged)
     for p in flagged:
         language = p.segment.direction.target.code
         ref, own = split_units(p.segment.reference, language), split_units(p.text, language)

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from tests.conftest import REPO
+from tests.support.asserts import every
 from tests.support.celery_worker import celery_worker
 from tests.support.worker_database import WorkerDatabase, manage
 
@@ -58,7 +59,7 @@ def test_a_worker_builds_one_task_per_direction(tmp_path, redis_url):
         per_direction = per_direction if isinstance(per_direction, dict) else json.loads(per_direction)
         counts = counts if isinstance(counts, dict) else json.loads(counts)
         assert sorted(per_direction) == directions == sorted(counts)
-        assert all(entry["status"] == "done" for entry in per_direction.values())
+        assert every(entry["status"] == "done" for entry in per_direction.values())
         assert (
             done
             == total

@@ -30,6 +30,7 @@ from exports.benchmark.domain import (
     merge_segment,
 )
 from tests.exports.conftest import locatable_anywhere, without_drift
+from tests.support.asserts import every
 
 LANGUAGES = ["de", "es", "fr", "id", "ja", "lo", "si", "vi", "zh"]
 
@@ -140,7 +141,7 @@ def test_merge_on_shared_data_has_the_properties_and_the_brute_force_counts(shar
         assert len(set(keys)) == len(keys)
         # every candidate is either placed or excluded with a reason, never dropped
         assert {c.id for c in result.placed} | {e.candidate_id for e in result.exclusions} == {c.id for c in pool}
-        assert all(e.reason for e in result.exclusions)
+        assert every(e.reason for e in result.exclusions)
         pool_by_id = {c.id: c for c in pool}
         for e in result.exclusions:  # excluded only where the edit cannot be located anywhere
             assert "cannot be located" in e.reason and not locatable_anywhere(
@@ -149,7 +150,7 @@ def test_merge_on_shared_data_has_the_properties_and_the_brute_force_counts(shar
         total.update(counts)
         # the dynamic-programming count agrees as well
         dp = count_valid_combinations([(c.edit.start, c.edit.end) for c in result.placed])
-        assert all(dp[k] == counts[k] for k in range(1, 6))
+        assert every(dp[k] == counts[k] for k in range(1, 6))
     # level counts grow then shrink with k (SPEC §6)
     assert total[1] < total[2] < total[3] > total[4] > total[5] > 0
 
@@ -168,7 +169,7 @@ def test_whole_shared_data_gives_about_62000_pseudo_translations_and_lists_exclu
     assert 60_000 < total < 65_000
     # The README warns that a few candidates changed text outside their marked region: where only drift
     # (quotes, a comma, a bracket's width) differs they are transplanted, the rest cannot be located.
-    assert transplanted and all("cannot be located" in e.reason for _, _, e in excluded)
+    assert transplanted and every("cannot be located" in e.reason for _, _, e in excluded)
     assert len(excluded) < len(transplanted)
     # the published en-zh counts (SPEC §6): the published benchmark placed the drifting candidates too
     assert [per_level_zh[k] for k in range(1, 6)] == [776, 2109, 2548, 1466, 406]

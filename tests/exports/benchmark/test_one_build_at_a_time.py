@@ -19,6 +19,7 @@ from django.utils import timezone
 from exports.benchmark import services
 from exports.models import BenchmarkBuild, Release
 from injection.models import InjectionRun
+from tests.support.asserts import every
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +84,7 @@ def test_a_build_whose_process_died_is_shown_interrupted_and_a_start_resumes_it(
     project_page = session.get(live_server.url + reverse("projects:detail", args=["demo"]), timeout=60).text
     assert "interrupted" in project_page and "Build the benchmark" in project_page  # not "running" forever
     answers = post_at_once(live_server, session, STARTS)
-    assert all(a.status_code == 302 for a in answers), [a.status_code for a in answers]
+    assert every(a.status_code == 302 for a in answers), [a.status_code for a in answers]
     died.refresh_from_db()
     assert died.status == "done" and died.pseudo_created > 0  # resumed and finished in the request that took it over
     assert not BenchmarkBuild.objects.filter(status__in=BenchmarkBuild.LIVE).exists()

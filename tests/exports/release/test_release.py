@@ -21,6 +21,7 @@ from exports.release.domain.release_files import ReleaseConflict, verify_release
 from injection.models import Candidate
 from tests.exports.conftest import import_languages
 from tests.exports.hub_server import HubServer, git_blob_sha1
+from tests.support.asserts import every
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
 
@@ -79,9 +80,9 @@ def test_release_loads_with_datasets_and_holds_every_triplet(built, tmp_path):
     row = next(r for r in ds if r["num_errors"] == 3)
     assert row["mqm_penalty"] == 15 and len(row["spans"]) == 3 and row["mt_marked"].count("<v>") == 3
     units = row["mt"].split()
-    assert all(s["mt_end"] <= len(units) for s in row["spans"])
+    assert every(s["mt_end"] <= len(units) for s in row["spans"])
     level0 = [r for r in ds if r["num_errors"] == 0]
-    assert len(level0) == 102 and all(r["mt"] == r["ref"] for r in level0)
+    assert len(level0) == 102 and every(r["mt"] == r["ref"] for r in level0)
     zh = datasets.load_dataset(str(out), "en-zh", split="test", cache_dir=str(tmp_path / "cache"))
     assert set(zh["unit"]) == {"char"} and set(zh["direction"]) == {"en-zh"}
     # pseudo systems: configs, stored rows, and ids that exist in the triplet files
@@ -129,7 +130,7 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
     rows = list(csv.DictReader(io.StringIO((out / "excluded_candidates.csv").read_text())))
     excluded = CandidatePlacement.objects.filter(candidate__segment__project=built, outcome="excluded")
     assert len(rows) == excluded.count() > 0
-    assert all(r["reason"].startswith("merge: cannot be placed") for r in rows)
+    assert every(r["reason"].startswith("merge: cannot be placed") for r in rows)
     assert any(r["external_id"] == victim.external_id and "cannot be located" in r["reason"] for r in rows)
     # transplanted candidates: listed with their drift, named in the card and the manifest, flagged in the triplets
     transplanted = list(
@@ -137,14 +138,14 @@ def test_card_manifest_and_excluded_report(built, tmp_path):
     )
     listed = list(csv.DictReader(io.StringIO((out / "transplanted_candidates.csv").read_text(encoding="utf-8"))))
     assert len(listed) == len(transplanted) == manifest["transplanted_candidates"] > 0
-    assert all(r["drift"] and r["span_start"] for r in listed)
+    assert every(r["drift"] and r["span_start"] for r in listed)
     assert f"Candidates placed by transplanting their edit: {len(listed)} (flag `transplanted`" in card
     import pyarrow.parquet as pq
 
     flagged = 0
     for direction in ("en-de", "en-zh"):
         table = pq.read_table(out / direction / "test.parquet").to_pylist()
-        assert all(r["flags"] in ([], ["transplanted"]) for r in table)
+        assert every(r["flags"] in ([], ["transplanted"]) for r in table)
         flagged += sum(1 for r in table if r["flags"])
     assert (
         flagged

@@ -23,6 +23,7 @@ from exports.release.domain.sampling import SamplingPlan
 from exports.release.tasks import create_release_task
 from injection.models import Candidate
 from tests.exports.conftest import import_languages
+from tests.support.asserts import every
 
 SMALL_PLAN = {"monolingual_repetitions": 3, "multilingual_repetitions": 4}
 
@@ -208,7 +209,7 @@ def test_release_progress_per_direction_is_shown_for_visible_directions_only(cli
     client.force_login(admin_user)
     [summary] = client.get(status_url).json()["releases"]
     assert [(d["direction"], d["status"]) for d in summary["directions"]] == [("en-de", "done"), ("en-zh", "done")]
-    assert all(d["triplets"] > 0 for d in summary["directions"])
+    assert every(d["triplets"] > 0 for d in summary["directions"])
     client.force_login(annotator_de)
     [summary] = client.get(status_url).json()["releases"]
     assert [d["direction"] for d in summary["directions"]] == ["en-de"]

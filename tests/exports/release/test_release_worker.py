@@ -13,6 +13,7 @@ import pytest
 
 from exports.release.domain.release_files import sha256_file, verify_release
 from tests.conftest import REPO
+from tests.support.asserts import every
 from tests.support.celery_worker import celery_worker
 from tests.support.worker_database import WorkerDatabase, manage
 
@@ -87,7 +88,7 @@ def test_a_worker_releases_one_task_per_direction(tmp_path, redis_url):
             ) or [(None,) * 5]
             assert status == "ready", (error, text[-3000:])
             per_direction = per_direction if isinstance(per_direction, dict) else json.loads(per_direction)
-            assert sorted(per_direction) == directions and all(e["status"] == "done" for e in per_direction.values())
+            assert sorted(per_direction) == directions and every(e["status"] == "done" for e in per_direction.values())
             assert text.count("Task exports.release_direction[") >= 2 * len(
                 directions
             )  # received and succeeded, one per direction
@@ -107,7 +108,7 @@ def test_a_worker_releases_one_task_per_direction(tmp_path, redis_url):
                 if p.is_file() and p.name not in ("README.md", "manifest.json")
             ]
             assert len(data) == 2 * len(directions) + 4
-            assert all(sha256_file(out / p) == sha256_file(again / p) for p in data)
+            assert every(sha256_file(out / p) == sha256_file(again / p) for p in data)
             assert (
                 db.count(
                     "select count(*) from exports_pseudosystem ps join exports_release r on r.id = ps.release_id where r.version = '1.0.0'"

@@ -15,6 +15,7 @@ from exports.release.domain.sampling import (
     multilingual_systems,
     sample_without_replacement,
 )
+from tests.support.asserts import every
 
 
 def make_pool(directions=("en-de", "en-zh"), per_level=(102, 700, 2000, 2400, 1300, 300)):
@@ -29,7 +30,7 @@ def test_monolingual_systems_draw_n_distinct_triplets_of_one_level_per_repetitio
     for s in systems:
         ids = s.triplet_ids
         assert len(ids) == 102 == len(set(ids))
-        assert all(t.startswith(f"{s.direction}/") and t.endswith(f"k{s.level}") for t in ids)
+        assert every(t.startswith(f"{s.direction}/") and t.endswith(f"k{s.level}") for t in ids)
         assert s.human_score == -5 * s.level
     # repetitions differ (except level 0, which has exactly 102 triplets), seeds are recorded and distinct
     reps = [s for s in systems if s.direction == "en-de" and s.level == 3]
@@ -63,16 +64,16 @@ def test_multilingual_systems_have_the_same_level_mix_and_human_score_in_every_d
             per_direction.setdefault(direction, {})[level] = len(ids)
             assert len(set(ids)) == len(ids)
         assert set(per_direction) == {"en-de", "en-ja", "en-zh"}
-        assert all(mix == s.level_mix for mix in per_direction.values())
+        assert every(mix == s.level_mix for mix in per_direction.values())
         assert sum(s.level_mix.values()) == 102
 
 
 def test_default_level_mixes_are_evenly_spaced():
     mixes = default_level_mixes(102, 10)
     means = [sum(k * n for k, n in m.items()) / 102 for m in mixes]
-    assert all(sum(m.values()) == 102 for m in mixes)
+    assert every(sum(m.values()) == 102 for m in mixes)
     steps = [b - a for a, b in zip(means, means[1:])]
-    assert all(abs(step - 5 / 9) < 0.01 for step in steps)
+    assert every(abs(step - 5 / 9) < 0.01 for step in steps)
 
 
 def test_plan_round_trips_through_its_stored_form():

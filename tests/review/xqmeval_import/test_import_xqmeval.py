@@ -15,6 +15,7 @@ from annotation.models import ReviewDecision
 from core.domain.units import Edit, apply_edit, find_marked_region, mark_edit, split_units, strip_markup
 from core.models import GoldSegment
 from injection.models import Candidate
+from tests.support.asserts import every
 
 pytestmark = [pytest.mark.shared_data]
 
@@ -100,14 +101,14 @@ def test_candidates_changed_outside_their_span_are_flagged_not_dropped(imported)
     )
     flagged = list(flagged)
     assert len(flagged) == 12
-    assert all(c.checks["local_edit"]["passed"] is False and c.checks["local_edit"]["detail"] for c in flagged)
+    assert every(c.checks["local_edit"]["passed"] is False and c.checks["local_edit"]["detail"] for c in flagged)
     double = [
         c
         for c in Candidate.objects.filter(segment__direction__code="en-ja", error_type="Untranslated")
         if "single_region" in c.flags
     ]
     assert sorted(int(c.external_id) for c in double) == [10, 100]
-    assert all(c.status == "rejected" for c in double)
+    assert every(c.status == "rejected" for c in double)
 
 
 def _json_contains():
@@ -349,7 +350,7 @@ def test_verbosity_2_prints_a_line_per_language(three_languages):
     call_command("import_xqmeval", "lines", str(folder), "--decisions", str(decisions), stdout=out, verbosity=2)
     lines = [line for line in out.getvalue().splitlines() if "candidates read and checked" in line]
     assert [line.split(":")[0] for line in lines] == ["de", "ja", "zh"]
-    assert all(line.endswith("written") for line in lines)
+    assert every(line.endswith("written") for line in lines)
     counts = {line.split(":")[0]: int(line.split()[1]) for line in lines}
     assert counts["de"] == sum(pq.read_metadata(p).num_rows for p in folder.glob("en-de-*.parquet"))
 
