@@ -8,7 +8,7 @@ runs ``tau_optimization`` over every pair (``sample_rate=1.0``, what ``KendallWi
 ``sample_rate=1.0``) for acc23 and τ_23, with None for missing values as it expects. n from 2 to 150,
 ties on both sides, up to three missing values. Prints the number of mismatches in value or ε (exits 1
 on any). mt-metrics-eval is not a dependency of the project (not on PyPI); the tests compare with an
-exhaustive search instead (tests/metaeval/test_domain.py).
+exhaustive search instead (tests/exports/metaeval/test_domain.py).
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def release_meta_evaluation(
     One direction at a time: its scores, its monolingual systems and its part of every multilingual system
     (spooled to disk by ``_MultilingualSpool``), so memory holds one direction's scores whatever the number
     of directions. The figures equal, to the last digit, the computation over every score held together
-    (``tests/metaeval/test_metaeval_streaming.py``)."""
+    (``tests/exports/metaeval/test_metaeval_streaming.py``)."""
     step = progress or (lambda name: None)
     if variant not in metaeval.TAU_STATISTICS:
         raise MetaEvaluationError(f"unknown τ variant {variant!r}; choose one of {', '.join(metaeval.TAU_STATISTICS)}")

@@ -2,7 +2,7 @@
 
 Each measure compares the error spans a metric (or a rater) marks in a translation with the gold ones, over a
 group of translations, as its authors' code does (checked against it in
-``tests/metaeval/test_span_measures.py``, fixtures from ``exports/metaeval/reference/make_span_fixtures.py``):
+``tests/exports/metaeval/test_span_measures.py``, fixtures from ``exports/metaeval/reference/make_span_fixtures.py``):
 
 - ``exact`` and ``partial``: Perrella et al.'s EM and MP (``sted19/span-mt-metrics-eval``, ``compute`` with
   ``measure="EM"`` / ``"MP"`` and its defaults: one-to-one optimal matching, micro-averaged, no severity

@@ -1,5 +1,5 @@
 """Small release directories in the issue-6 layout, for the scoring tests and the platform's scoring
-tests (tests/scores). Plain module: importable from either virtualenv."""
+tests (tests/exports/scores). Plain module: importable from either virtualenv."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 from annotation.models import RatingItem
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login
-from tests.review.factories import make_candidates
+from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -13,7 +13,7 @@ from annotation.models import ReviewDecision
 from core.services import user_create
 from tests.e2e.conftest import login, shot
 from tests.e2e.test_review_browser import next_review, press_and_wait
-from tests.review.factories import make_candidates
+from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -18,7 +18,7 @@ from core.services import user_create
 from exports import span_items
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
-from tests.review.factories import make_candidates
+from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

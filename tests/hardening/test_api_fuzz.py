@@ -16,7 +16,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
-from tests.review.factories import make_candidates
+from tests.annotation.review.factories import make_candidates
 
 EXAMPLES = 15  # per operation and role
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]

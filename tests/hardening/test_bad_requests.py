@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import RatingItem
-from tests.review.factories import make_candidates
+from tests.annotation.review.factories import make_candidates
 
 pytestmark = pytest.mark.django_db
 

@@ -46,7 +46,7 @@ from core.services import direction_ensure, project_directions_add, project_ensu
 from exports.models import MetricScore, PseudoSystem, Release
 from exports.scores.services import scores_summarize
 from injection.models import InjectionRun
-from tests.review.factories import make_candidate
+from tests.annotation.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
 
@@ -315,7 +315,7 @@ ROWS = [
         _u("review_api:withdrawals"),
         "DODO",
         kind=API,
-        # the caller's own work only: ben's decision stays (tests/review/test_undo.py withdraws what is stored)
+        # the caller's own work only: ben's decision stays (tests/annotation/review/test_undo.py withdraws what is stored)
         body=lambda w: {"candidate": w.candidates[0].pk},
     ),
     Row("review_api:rating_item", "get", _u("review_api:rating_item", ITEM), "DODO", kind=API),

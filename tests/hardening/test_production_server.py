@@ -171,7 +171,7 @@ def test_the_production_configuration_serves_every_linked_page_and_static_file(t
     try:
         _run(env, "migrate", "--noinput", "-v0")
         # unscored: the crawl would compute every meta-evaluation page of the 63k-triplet release in its request
-        # (tests/metaeval covers those pages; tests/e2e/test_demo_tour.py the demo's own scored pages)
+        # (tests/exports/metaeval covers those pages; tests/e2e/test_demo_tour.py the demo's own scored pages)
         _run(
             env, "demo_setup", "--no-scores"
         )  # accounts, the demo project and its candidates, the XQ-MEval release 1.0.0

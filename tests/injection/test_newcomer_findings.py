@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from core.services import project_directions_add, project_ensure
 from injection import services
-from tests.review.factories import make_candidate
+from tests.annotation.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from exports.models import MetricScore, Release
 from exports.scores import services, tasks
 from scoring.tests.releases import release_rows, write_release
 from tests.conftest import REPO, need, stop_process_group
-from tests.scores.test_scoring_jobs import broker, drop_collect_callbacks  # noqa: F401  (fixture)
+from tests.exports.scores.test_scoring_jobs import broker, drop_collect_callbacks  # noqa: F401  (fixture)
 from tests.support.asserts import every
 
 OPERATIONS = REPO / "docs" / "operations.md"

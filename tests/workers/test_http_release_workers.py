@@ -26,7 +26,7 @@ from exports.release.domain import release_files
 from exports.scores import tasks
 from exports.workers import services as worker_services
 from tests.exports.conftest import import_languages, seeded  # noqa: F401  (fixture: a small two-direction project)
-from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
+from tests.exports.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.support.asserts import every
 from tests.workers.processes import Processes
 from tests.workers.test_http_workers import LIMIT, StallingProxy, scores, wait_done

@@ -20,7 +20,7 @@ from exports.models import MetricScore, PartUpload, Release, ScoringJob
 from exports.scores import selectors, tasks
 from exports.workers import services as worker_services
 from scoring.tests.releases import release_rows, write_release
-from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
+from tests.exports.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.support.asserts import every
 from tests.workers.processes import Processes
 

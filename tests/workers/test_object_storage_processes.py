@@ -18,7 +18,7 @@ from exports.scores import tasks
 from exports.workers import services as worker_services
 from scoring.tests.releases import release_rows, write_release
 from tests.exports.hub_server import HubServer
-from tests.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
+from tests.exports.scores.test_scoring_jobs import broker  # noqa: F401  (fixture: the platform's app on Redis)
 from tests.support.asserts import every
 from tests.workers.test_object_storage import KEY, REGION, SECRET, bucket, objects, s3_server  # noqa: F401
 

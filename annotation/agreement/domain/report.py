@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from annotation.agreement.domain import statistics as ag
 
 # The values stored by annotation.models (ReviewDecision.Decision, ReviewDecision.Source, LikertRating.DIMENSIONS);
-# tests/agreement/test_report.py checks that they agree.
+# tests/annotation/agreement/test_report.py checks that they agree.
 ACCEPT, REJECT = "accept", "reject"
 ANNOTATOR, ADJUDICATION = "annotator", "adjudication"
 DIMENSIONS: tuple[str, ...] = ("informativeness", "clarity", "plausibility", "faithfulness")

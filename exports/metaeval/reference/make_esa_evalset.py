@@ -11,7 +11,7 @@ synthetic annotations:
 
     .venv/bin/python -m exports.metaeval.reference.make_esa_evalset tests/fixtures/mtme-esa
 
-``tests/metaeval/test_esa_roundtrip.py`` rebuilds it and checks that it equals the committed copy byte for byte;
+``tests/exports/metaeval/test_esa_roundtrip.py`` rebuilds it and checks that it equals the committed copy byte for byte;
 ``make_esa_fixtures.py`` is what mt-metrics-eval computes on it.
 """
 

@@ -6,7 +6,7 @@ levels, 20 triplets each).
 
     .venv/bin/python -m exports.metaeval.reference.make_evalset OUT_ROOT
 
-``tests/metaeval/test_metaeval_reference.py`` rebuilds it and checks that it equals the committed copy in
+``tests/exports/metaeval/test_metaeval_reference.py`` rebuilds it and checks that it equals the committed copy in
 ``tests/fixtures/mtme/`` byte for byte, so the fixtures are about what the exporter writes today.
 """
 

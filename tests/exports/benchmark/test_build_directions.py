@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from exports.benchmark.services import build_directions_list
-from tests.review.factories import make_candidates
+from tests.annotation.review.factories import make_candidates
 
 pytestmark = pytest.mark.django_db
 
