@@ -55,8 +55,6 @@ ALLOWED = {
     "injection/services.py::run_execute": "not split yet (#49)",
     "injection/services.py::run_plan": "not split yet (#49)",
     "llm_client/chat.py::ChatClient.stream": "not split yet (#49)",
-    "scoring/metrics/askqe.py::AskQEScorer.score": "not split yet (#49)",
-    "scoring/metrics/askqe.py::gmm_decision": "not split yet (#49)",
     "scoring/metrics/cef.py::CEFScorer.score": "not split yet (#49)",
     "scoring/metrics/gemba.py::GembaMQMScorer.score": "not split yet (#49)",
     "scoring/runner.py::score_direction": "not split yet (#49)",
