@@ -49,8 +49,6 @@ ALLOWED = {
     "exports/scores/selectors.py::judge_reports": "not split yet (#49)",
     "exports/span_items.py::make_span_items": "not split yet (#49)",
     "exports/workers/services.py::direction_staged_receive": "not split yet (#49)",
-    "injection/management/commands/inject.py::Command.add_arguments": "not split yet (#49)",
-    "injection/management/commands/inject.py::Command.handle": "not split yet (#49)",
     "injection/services.py::result_record": "not split yet (#49)",
     "injection/services.py::run_execute": "not split yet (#49)",
     "injection/services.py::run_plan": "not split yet (#49)",
