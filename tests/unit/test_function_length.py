@@ -19,7 +19,6 @@ ALLOWED = {
     "annotation/agreement/domain/report.py::_likert_tables": "not split yet (#49)",
     "annotation/management/commands/import_xqmeval.py::Command.handle": "not split yet (#49)",
     "annotation/rating/services.py::system_outputs_import": "not split yet (#49)",
-    "annotation/review/views.py::candidate": "not split yet (#49)",
     "annotation/review/xqmeval_import/domain.py::_fill_spool": "not split yet (#49)",
     "annotation/review/xqmeval_import/domain.py::read_group": "not split yet (#49)",
     "annotation/review/xqmeval_import/services.py::_import_by_language": "not split yet (#49)",
