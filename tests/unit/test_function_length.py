@@ -41,7 +41,6 @@ ALLOWED = {
     "exports/release/domain/release_files.py::_finish": "not split yet (#49)",
     "exports/release/domain/release_files.py::dataset_card": "not split yet (#49)",
     "exports/release/selectors.py::iter_triplet_rows": "not split yet (#49)",
-    "exports/release/services/staging.py::release_begin": "not split yet (#49)",
     "exports/scores/selectors.py::judge_reports": "not split yet (#49)",
     "exports/span_items.py::make_span_items": "not split yet (#49)",
     "exports/workers/services.py::direction_staged_receive": "not split yet (#49)",
