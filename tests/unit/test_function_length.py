@@ -30,7 +30,6 @@ ALLOWED = {
     "exports/benchmark/services.py::_write_direction": "not split yet (#49)",
     "exports/management/commands/metaeval.py::Command.add_arguments": "not split yet (#49)",
     "exports/management/commands/metaeval.py::Command.handle": "not split yet (#49)",
-    "exports/management/commands/score.py::Command.handle": "not split yet (#49)",
     "exports/metaeval/evalset.py::meta_evaluate": "not split yet (#49)",
     "exports/metaeval/selectors.py::release_diagnostics": "not split yet (#49)",
     "exports/metaeval/selectors.py::release_leaderboard": "not split yet (#49)",
