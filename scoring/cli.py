@@ -42,11 +42,52 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            for spec in all_metrics():
+                print(json.dumps(spec.describe(), ensure_ascii=False))
+            return 0
+        if args.command == "rai":
+            return _rai(args)
+        if args.command == "judge-cache":
+            from scoring.judges.engine import dump_cache
+
+            for record in dump_cache(args.directory, args.limit):
+                print(json.dumps(record, ensure_ascii=False))
+            return 0
+        from scoring.judges.engine import BudgetExceeded
+
+        results = _run(args)
+        if results is None:  # a dry run: the plans are printed
+            return 0
+    except BudgetExceeded as exc:
+        print(f"stopped: {exc}", file=sys.stderr)
+        return 3
+    except MetricError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _print_results(results)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m scoring", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="score a release directory (or Hub dataset id)")
+    _run_arguments(sub.add_parser("run", help="score a release directory (or Hub dataset id)"))
+    _rai_arguments(
+        sub.add_parser("rai", help="DCR's reason-assisted improver: improved translations from DCE's reasons")
+    )
+    dump = sub.add_parser("judge-cache", help="print the stored raw judgements of a cache directory as JSON lines")
+    dump.add_argument("directory", help="e.g. OUT/.judge-cache")
+    dump.add_argument("--limit", type=int)
+    sub.add_parser("list", help="list the registered metrics")
+    return parser
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--release", required=True, help="release directory, or a Hub dataset repo id")
     run.add_argument("--metrics", required=True, help="comma-separated metric names (see `list`)")
     run.add_argument("--out", help="output directory (default: RELEASE/scores)")
@@ -74,7 +115,9 @@ def _main(argv: list[str] | None = None) -> int:
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--limit", type=int, help="first N triplets per direction, in release order")
     _judge_arguments(run)
-    rai = sub.add_parser("rai", help="DCR's reason-assisted improver: improved translations from DCE's reasons")
+
+
+def _rai_arguments(rai: argparse.ArgumentParser) -> None:
     rai.add_argument("--release", required=True)
     rai.add_argument("--direction", required=True)
     rai.add_argument("--out", required=True, help="output parquet file")
@@ -91,87 +134,77 @@ def _main(argv: list[str] | None = None) -> int:
         "or a sentence DCE flags inconsistent",
     )
     _judge_arguments(rai)
-    dump = sub.add_parser("judge-cache", help="print the stored raw judgements of a cache directory as JSON lines")
-    dump.add_argument("directory", help="e.g. OUT/.judge-cache")
-    dump.add_argument("--limit", type=int)
-    sub.add_parser("list", help="list the registered metrics")
-    args = parser.parse_args(argv)
 
-    try:
-        if args.command == "list":
-            for spec in all_metrics():
-                print(json.dumps(spec.describe(), ensure_ascii=False))
-            return 0
-        if args.command == "rai":
-            return _rai(args)
-        if args.command == "judge-cache":
-            from scoring.judges.engine import dump_cache
 
-            for record in dump_cache(args.directory, args.limit):
-                print(json.dumps(record, ensure_ascii=False))
-            return 0
-        from scoring.judges.engine import BudgetExceeded
-        from scoring.runner import ScoreOptions, dry_run_release, score_release
+def _run(args: argparse.Namespace) -> list[dict] | None:
+    """``run``: score the release (its results), or print the plans of a dry run (None)."""
+    from scoring.runner import dry_run_release, score_release
 
-        specs = parse_metric_list(args.metrics)
-        options = ScoreOptions(
-            batch_size=args.batch_size,
-            device=args.device,
-            model=args.model,
-            spm_model=args.spm_model,
-            dtype=args.dtype,
-            chunk_size=args.chunk_size,
-            trust_remote_code=args.trust_remote_code,
-            extra=_parse_kv(args.option),
-            judge=_judge_options(args),
-            limit=args.limit,
+    specs = parse_metric_list(args.metrics)
+    options = _score_options(args, specs)
+    directions = args.directions.split(",") if args.directions else None
+    if args.dry_run:
+        plans = dry_run_release(
+            args.release, [s.name for s in specs], out=args.out, directions=directions, options=options
         )
-        if args.judges:
-            if "cef" not in [s.name for s in specs]:
-                raise MetricError("--judges is CEF's judge reliability: add cef to --metrics")
-            options.extra["judges"] = args.judges
-        if args.dry_run:
-            plans = dry_run_release(
-                args.release,
-                [s.name for s in specs],
-                out=args.out,
-                directions=args.directions.split(",") if args.directions else None,
-                options=options,
-            )
-            _print_plans(plans)
-            return 0
-        bars = []
+        _print_plans(plans)
+        return None
+    return score_release(
+        args.release,
+        [s.name for s in specs],
+        out=args.out,
+        directions=directions,
+        options=options,
+        progress_factory=_progress_factory(quiet=args.quiet),
+    )
 
-        def progress_factory(metric: str, direction: str, total: int):
-            if args.quiet:
-                return None
-            from tqdm import tqdm
 
-            # a line each: judge metrics run side by side (scoring.runner.score_release)
-            bar = tqdm(total=total, desc=f"{metric} {direction}", unit="seg", file=sys.stderr, position=len(bars))
-            bars.append(bar)
+def _score_options(args: argparse.Namespace, specs: list):
+    from scoring.runner import ScoreOptions
 
-            def update(done: int, _total: int) -> None:
-                bar.update(done - bar.n)
-                if done >= _total:
-                    bar.close()
+    options = ScoreOptions(
+        batch_size=args.batch_size,
+        device=args.device,
+        model=args.model,
+        spm_model=args.spm_model,
+        dtype=args.dtype,
+        chunk_size=args.chunk_size,
+        trust_remote_code=args.trust_remote_code,
+        extra=_parse_kv(args.option),
+        judge=_judge_options(args),
+        limit=args.limit,
+    )
+    if args.judges:
+        if "cef" not in [s.name for s in specs]:
+            raise MetricError("--judges is CEF's judge reliability: add cef to --metrics")
+        options.extra["judges"] = args.judges
+    return options
 
-            return update
 
-        results = score_release(
-            args.release,
-            [s.name for s in specs],
-            out=args.out,
-            directions=args.directions.split(",") if args.directions else None,
-            options=options,
-            progress_factory=progress_factory,
-        )
-    except BudgetExceeded as exc:
-        print(f"stopped: {exc}", file=sys.stderr)
-        return 3
-    except MetricError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def _progress_factory(*, quiet: bool):
+    """A progress bar per (metric, direction) on stderr, or none when ``quiet``."""
+    bars = []
+
+    def progress_factory(metric: str, direction: str, total: int):
+        if quiet:
+            return None
+        from tqdm import tqdm
+
+        # a line each: judge metrics run side by side (scoring.runner.score_release)
+        bar = tqdm(total=total, desc=f"{metric} {direction}", unit="seg", file=sys.stderr, position=len(bars))
+        bars.append(bar)
+
+        def update(done: int, _total: int) -> None:
+            bar.update(done - bar.n)
+            if done >= _total:
+                bar.close()
+
+        return update
+
+    return progress_factory
+
+
+def _print_results(results: list[dict]) -> None:
     for r in results:
         flag = " (already done)" if r.get("skipped") else ""
         mean = r["mean"]
@@ -185,7 +218,6 @@ def _main(argv: list[str] | None = None) -> int:
         print(
             f"{r['metric']:>14} {r['direction']:<8} n={r['n']:<6} mean={mean if mean is None else round(mean, 4)}{flag}{cost}{failed}"
         )
-    return 0
 
 
 def _judge_arguments(p: argparse.ArgumentParser) -> None:

@@ -269,21 +269,12 @@ def decision_submit(
     one does; a decision on a candidate not taken from the queue is allowed while it has a free slot."""
     submissions.check_owner(user, client_user)
     key = submissions.clean_key(idempotency_key)
-    if decision not in ReviewDecision.Decision.values:
-        raise Invalid("decision must be 'accept' or 'reject'", "decision")
-    reason = (reason or "").strip()
-    if reason and (decision != "reject" or reason not in rules.reason_codes(rules.REJECT_REASONS)):
-        raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
+    reason = _clean_reason(decision, reason)
     time_spent_ms = submissions.clean_time(time_spent_ms)
     comment = _clean_comment(comment)
+    request = {"candidate": id_param(candidate_id), "decision": decision, "reason": reason, "comment": comment}
     fingerprint = submissions.request_hash(
-        request={
-            "candidate": id_param(candidate_id),
-            "decision": decision,
-            "reason": reason,
-            "comment": comment,
-            "round": None if round_id in (None, "") else id_param(round_id),
-        }
+        request=request | {"round": None if round_id in (None, "") else id_param(round_id)}
     )
     try:
         with transaction.atomic():
@@ -296,36 +287,13 @@ def decision_submit(
             project = candidate.segment.project
             state = _slot_state(user, candidate, rnd)
             own = ReviewDecision.objects.get(pk=state["own"]) if state["own"] else None
+            values = {"decision": decision, "reason": reason, "comment": comment or "", "idempotency_key": key}
             if own is not None:
                 round_check_revisable(rnd=rnd)
-                old = _decision_state(own)
-                own.decision, own.reason, own.comment = decision, reason, comment or ""
-                own.idempotency_key = key
-                if time_spent_ms is not None:
-                    own.time_spent_ms = (own.time_spent_ms or 0) + time_spent_ms
-                own.save()
-                audit_record(actor=user, action="decision.change", obj=own, old=old, new=_decision_state(own))
-                result, created = own, False
+                result, created = _decision_change(own, user=user, values=values, time_spent_ms=time_spent_ms), False
             else:
                 _check_open_slot(candidate, rnd, project, state)
-                result = ReviewDecision.objects.create(
-                    candidate=candidate,
-                    reviewer=user,
-                    round=rnd,
-                    decision=decision,
-                    reason=reason,
-                    comment=comment or "",
-                    time_spent_ms=time_spent_ms,
-                    idempotency_key=key,
-                    source=ANNOTATOR,
-                )
-                audit_record(
-                    actor=user,
-                    action="decision.create",
-                    obj=result,
-                    old=None,
-                    new=_decision_state(result) | {"round": rnd.number},
-                )
+                result = _decision_create(candidate, user=user, rnd=rnd, values=values, time_spent_ms=time_spent_ms)
                 if state["skip"]:  # deciding an item set aside replaces the skip
                     _drop_skip(user, candidate, rnd, replaced_by="decision")
                 created = True
@@ -341,6 +309,39 @@ def decision_submit(
         if replay:
             return replay, False
         raise Conflict("this candidate was decided concurrently; reload") from None
+
+
+def _clean_reason(decision: str, reason: str) -> str:
+    """The reason of a valid decision: only a rejection has one, from the rejection reason categories."""
+    if decision not in ReviewDecision.Decision.values:
+        raise Invalid("decision must be 'accept' or 'reject'", "decision")
+    reason = (reason or "").strip()
+    if reason and (decision != "reject" or reason not in rules.reason_codes(rules.REJECT_REASONS)):
+        raise Invalid(f"reason {reason!r} is not a rejection reason category", "reason")
+    return reason
+
+
+def _decision_change(own: ReviewDecision, *, user, values: dict, time_spent_ms) -> ReviewDecision:
+    """A reviewer's new answer on their decision, its time added to the time spent, audited."""
+    old = _decision_state(own)
+    own.decision, own.reason, own.comment = values["decision"], values["reason"], values["comment"]
+    own.idempotency_key = values["idempotency_key"]
+    if time_spent_ms is not None:
+        own.time_spent_ms = (own.time_spent_ms or 0) + time_spent_ms
+    own.save()
+    audit_record(actor=user, action="decision.change", obj=own, old=old, new=_decision_state(own))
+    return own
+
+
+def _decision_create(candidate, *, user, rnd: ReviewRound, values: dict, time_spent_ms) -> ReviewDecision:
+    """A reviewer's first decision on a candidate in a round, audited."""
+    result = ReviewDecision.objects.create(
+        candidate=candidate, reviewer=user, round=rnd, time_spent_ms=time_spent_ms, source=ANNOTATOR, **values
+    )
+    audit_record(
+        actor=user, action="decision.create", obj=result, old=None, new=_decision_state(result) | {"round": rnd.number}
+    )
+    return result
 
 
 def round_check_revisable(*, rnd: ReviewRound, what: str = "decisions in it") -> None:

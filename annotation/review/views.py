@@ -91,52 +91,11 @@ def candidate(request, project, pk):
     lang = lang_param(request)
     next_url = reverse("review:next", args=[project.name]) + (f"?lang={lang}" if lang else "")
     if request.method == "POST":  # the no-JavaScript path; the keyboard path posts the same fields to the API
-        with RefusalAsMessage(request) as refusal:
-            action = request.POST.get("action")
-            if action == "withdraw":  # undo: the same item again, undecided and held for this reviewer
-                services.decision_withdraw(
-                    user=request.user,
-                    candidate_id=cand.pk,
-                    round_id=rnd.pk,
-                    client_user=request.POST.get("client_user"),
-                )
-                messages.success(request, "Withdrawn: decide this item again, or go on with Next.")
-                return redirect(request.get_full_path())
-            if action == "skip":
-                services.candidate_skip(
-                    user=request.user,
-                    candidate_id=cand.pk,
-                    reason=request.POST.get("skip_reason", ""),
-                    comment=request.POST.get("comment", ""),
-                    round_id=rnd.pk,
-                    client_user=request.POST.get("client_user"),
-                )
-            else:
-                services.decision_submit(
-                    user=request.user,
-                    candidate_id=cand.pk,
-                    decision=action or "",
-                    idempotency_key=request.POST.get("idempotency_key", ""),
-                    reason=request.POST.get("reason", ""),
-                    comment=request.POST.get("comment", ""),
-                    time_spent_ms=request.POST.get("time_spent_ms"),
-                    round_id=rnd.pk,
-                    client_user=request.POST.get("client_user"),
-                )
-        return redirect(request.get_full_path() if refusal.error else next_url)
+        return _candidate_post(request, cand, rnd, next_url)
     codes = [cand.segment.direction.target.code]
     own = selectors.own_decision(request.user, cand, rnd)
     own_skip = selectors.own_skip(request.user, cand, rnd)
-    previous = selectors.previous_item(
-        request.user, project, language_codes(request.user, lang, project), current=cand, rnd=rnd
-    )
-    previous_url = (
-        reverse("review:candidate", args=[project.name, previous[0]])
-        + f"?round={previous[2]}"  # the round's number, as the pages name rounds
-        + (f"&lang={lang}" if lang else "")
-        if previous
-        else ""
-    )
+    previous_url = _previous_url(request, project, cand, rnd, lang)
     context = selectors.candidate_view(cand) | {
         "project": project,
         "round": rnd,
@@ -164,6 +123,55 @@ def candidate(request, project, pk):
         },
     }
     return render(request, "review/review.html", context)
+
+
+def _candidate_post(request, cand, rnd, next_url: str):
+    """A decision, a skip or a withdrawal posted from the page; a refusal comes back to it as a message."""
+    with RefusalAsMessage(request) as refusal:
+        action = request.POST.get("action")
+        client_user = request.POST.get("client_user")
+        if action == "withdraw":  # undo: the same item again, undecided and held for this reviewer
+            services.decision_withdraw(
+                user=request.user, candidate_id=cand.pk, round_id=rnd.pk, client_user=client_user
+            )
+            messages.success(request, "Withdrawn: decide this item again, or go on with Next.")
+            return redirect(request.get_full_path())
+        if action == "skip":
+            services.candidate_skip(
+                user=request.user,
+                candidate_id=cand.pk,
+                reason=request.POST.get("skip_reason", ""),
+                comment=request.POST.get("comment", ""),
+                round_id=rnd.pk,
+                client_user=client_user,
+            )
+        else:
+            services.decision_submit(
+                user=request.user,
+                candidate_id=cand.pk,
+                decision=action or "",
+                idempotency_key=request.POST.get("idempotency_key", ""),
+                reason=request.POST.get("reason", ""),
+                comment=request.POST.get("comment", ""),
+                time_spent_ms=request.POST.get("time_spent_ms"),
+                round_id=rnd.pk,
+                client_user=client_user,
+            )
+    return redirect(request.get_full_path() if refusal.error else next_url)
+
+
+def _previous_url(request, project, cand, rnd, lang: str) -> str:
+    """The reviewer's item before this one, in its round (the round's number, as the pages name rounds)."""
+    previous = selectors.previous_item(
+        request.user, project, language_codes(request.user, lang, project), current=cand, rnd=rnd
+    )
+    if not previous:
+        return ""
+    return (
+        reverse("review:candidate", args=[project.name, previous[0]])
+        + f"?round={previous[2]}"
+        + (f"&lang={lang}" if lang else "")
+    )
 
 
 def _integer(form, name: str) -> int:

@@ -49,6 +49,21 @@ DECISION_INPUT = "decision_input"  # the part's column holding that release colu
 GMM_SCOPES = ("pooled", "direction")  # pooled: one mixture over the run, as the authors fit their whole file
 
 
+def _fit_settings(seed: int, threshold: float, rule: str, missing_as_zero: bool, *, n: int) -> dict[str, Any]:
+    """What a fit records of how it was made, before any result."""
+    fit: dict[str, Any] = {
+        "method": "GaussianMixture",
+        "n_components": 2,
+        "random_state": seed,
+        "rule": rule,
+        "n": n,
+        "missing_as_zero": missing_as_zero,
+    }
+    if rule == "posterior":
+        fit["threshold"] = threshold
+    return fit
+
+
 def gmm_decision(
     scores: list,
     seed: int = 42,
@@ -69,16 +84,7 @@ def gmm_decision(
     the default."""
     present = [s is not None for s in scores]
     values = [float(s) if s is not None else 0.0 for s in scores if s is not None or missing_as_zero]
-    fit: dict[str, Any] = {
-        "method": "GaussianMixture",
-        "n_components": 2,
-        "random_state": seed,
-        "rule": rule,
-        "n": len(values),
-        "missing_as_zero": missing_as_zero,
-    }
-    if rule == "posterior":
-        fit["threshold"] = threshold
+    fit = _fit_settings(seed, threshold, rule, missing_as_zero, n=len(values))
     if decide_on is not None:
         if len(decide_on) != len(scores):
             raise ValueError(f"decide_on has {len(decide_on)} values for {len(scores)} scores")
@@ -105,9 +111,25 @@ def gmm_decision(
         weights=[float(w) for w in gmm.weights_],
         midpoint=midpoint,
     )
-    it = iter(zip(values, proba.tolist()))
+    decision, p_reject = _decide(
+        present,
+        zip(values, proba.tolist()),
+        midpoint=midpoint,
+        threshold=threshold,
+        rule=rule,
+        missing_as_zero=missing_as_zero,
+        decide_on=decide_on,
+    )
+    fit["n_reject"] = decision.count("reject")
+    return decision, p_reject, fit
+
+
+def _decide(present, fitted, *, midpoint, threshold, rule, missing_as_zero, decide_on) -> tuple[list, list]:
+    """(decision, p_reject) per segment (``present``: whether it has a score) from the fitted (value,
+    posterior) pairs, in order, of the segments that were in the fit."""
+    it = iter(fitted)
     p_reject, decision = [], []
-    for _s, has in zip(scores, present):
+    for has in present:
         if not has and not missing_as_zero:
             p_reject.append(None)
             decision.append(None)
@@ -123,8 +145,7 @@ def gmm_decision(
             decision.append("reject" if value < midpoint else "accept")
         else:
             decision.append("reject" if p >= threshold else "accept")
-    fit["n_reject"] = decision.count("reject")
-    return decision, p_reject, fit
+    return decision, p_reject
 
 
 def pooled_decision(
@@ -245,6 +266,19 @@ class NliFilter:
         return [f for f, label in zip(facts, labels) if label != self._contradiction]
 
 
+def _note(facts, backtranslation, questions, a_src, a_bt, *, failed: bool) -> str | None:
+    """Why a triplet has no score ("" when its calls failed: the ledger says why), or None when it has one."""
+    if facts is None:
+        return "" if failed else "facts unreadable"
+    if backtranslation is None:
+        return "" if failed else "back-translation empty"
+    if not questions:
+        return "no questions generated" if questions == [] else ("" if failed else "questions unreadable")
+    if a_src is None or a_bt is None:
+        return "answers unreadable" if not failed else ""
+    return None
+
+
 class AskQEScorer(JudgeScorer):
     name = "askqe"
     prompts = ("askqe-facts", "askqe-questions", "askqe-questions-vanilla", "askqe-answers", "askqe-backtranslate")
@@ -324,17 +358,22 @@ class AskQEScorer(JudgeScorer):
         )
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:
-        n = len(segments)
-        ledger = Ledger(n)
+        ledger = Ledger(len(segments))
         by_source: dict[str, list[int]] = {}
         for i, s in enumerate(segments):
             by_source.setdefault(s.src, []).append(i)
-        sources = list(by_source)
         src_lang, _ = self.languages(segments[0]) if segments else ("", "")
+        facts, bt = self._facts_and_backtranslations(segments, by_source, src_lang, ledger)
+        questions = self._questions(facts, by_source, src_lang, ledger)
+        src_answers, bt_answers = self._answers(segments, by_source, src_lang, questions, bt, ledger)
+        scores, extras = self._segment_scores(segments, facts, questions, bt, src_answers, bt_answers, ledger)
+        return self.result(scores, ledger, extras)
 
-        # stage 1: facts per source, and back-translations per triplet (independent: one batch)
+    def _facts_and_backtranslations(self, segments, by_source, src_lang, ledger):
+        """Stage 1: facts per source (NLI-filtered), and back-translations per triplet (independent: one batch)."""
+        sources = list(by_source)
         calls = [self._call("askqe-facts", by_source[src], source_lang=src_lang, source=src) for src in sources]
-        bt: list[str | None] = [None] * n
+        bt: list[str | None] = [None] * len(segments)
         bt_index = []
         column = self.opts["bt_column"]
         for i, s in enumerate(segments):
@@ -358,10 +397,12 @@ class AskQEScorer(JudgeScorer):
             bt[i] = text
         if self.nli:
             facts = {src: (self.nli.keep(src, f) if f else f) for src, f in facts.items()}
+        return facts, bt
 
-        # stage 2: questions per source, from its facts; without any (none extracted, or all contradicted)
-        # from the sentence alone, the authors' vanilla prompt
-        q_sources = [src for src in sources if facts[src] is not None]
+    def _questions(self, facts, by_source, src_lang, ledger) -> dict[str, list[str] | None]:
+        """Stage 2: questions per source, from its facts; without any (none extracted, or all contradicted)
+        from the sentence alone, the authors' vanilla prompt."""
+        q_sources = [src for src in by_source if facts[src] is not None]
         calls = [
             self._call(
                 "askqe-questions",
@@ -375,38 +416,27 @@ class AskQEScorer(JudgeScorer):
             for src in q_sources
         ]
         _, parsed = self.ask(calls, lambda j, text: items(text), "questions", ledger)
-        questions = dict(zip(q_sources, parsed))
+        return dict(zip(q_sources, parsed))
 
-        # stage 3: answers on the source (per source) and on the back-translation (per triplet)
+    def _answers(self, segments, by_source, src_lang, questions, bt, ledger):
+        """Stage 3: answers on the source (per source) and on the back-translation (per triplet)."""
         calls, slots = [], []
 
         def slot_source(j: int) -> str:
             kind, key = slots[j]
             return key if kind == "src" else segments[key].src
 
-        for src in sources:
+        def ask_answers(owners, context: str, src: str) -> Call:
+            questions_text = json.dumps(questions[src], ensure_ascii=False)
+            return self._call("askqe-answers", owners, source_lang=src_lang, context=context, questions=questions_text)
+
+        for src in by_source:
             if questions.get(src):
-                calls.append(
-                    self._call(
-                        "askqe-answers",
-                        by_source[src],
-                        source_lang=src_lang,
-                        context=src,
-                        questions=json.dumps(questions[src], ensure_ascii=False),
-                    )
-                )
+                calls.append(ask_answers(by_source[src], src, src))
                 slots.append(("src", src))
         for i, s in enumerate(segments):
             if questions.get(s.src) and bt[i] is not None:
-                calls.append(
-                    self._call(
-                        "askqe-answers",
-                        [i],
-                        source_lang=src_lang,
-                        context=bt[i],
-                        questions=json.dumps(questions[s.src], ensure_ascii=False),
-                    )
-                )
+                calls.append(ask_answers([i], bt[i], s.src))
                 slots.append(("bt", i))
         # one answer per question, in place: a list of another length is unreadable (asked again, then
         # recorded so), never padded
@@ -420,40 +450,25 @@ class AskQEScorer(JudgeScorer):
                 src_answers[key] = parsed
             else:
                 bt_answers[key] = parsed
+        return src_answers, bt_answers
 
+    def _segment_scores(self, segments, facts, questions, bt, src_answers, bt_answers, ledger):
+        """Per triplet: the mean similarity of its answers (None, with a note, when a stage gave nothing)."""
         sim = SIMILARITIES[self.opts["similarity"]]
         norm = NORMALIZATIONS[self.opts["normalization"]]
-        scores, extras = (
-            [],
-            {
-                "facts": [],
-                "questions": [],
-                "answers_src": [],
-                "answers_bt": [],
-                "similarities": [],
-                "backtranslation": [],
-                "note": [],
-            },
-        )
+        scores = []
+        extras: dict[str, list] = {
+            key: [] for key in ("facts", "questions", "answers_src", "answers_bt", "similarities", "backtranslation")
+        }
+        extras["note"] = []
         for i, s in enumerate(segments):
             qs = questions.get(s.src) or []
             a_src = src_answers.get(s.src)
             a_bt = bt_answers.get(i)
-            note = ""
+            note = _note(facts.get(s.src), bt[i], questions.get(s.src), a_src, a_bt, failed=bool(ledger.errors[i]))
             sims: list[float] = []
-            if facts.get(s.src) is None:
-                note = "" if ledger.errors[i] else "facts unreadable"
-            elif bt[i] is None:
-                note = "" if ledger.errors[i] else "back-translation empty"
-            elif not qs:
-                note = (
-                    "no questions generated"
-                    if questions.get(s.src) == []
-                    else ("" if ledger.errors[i] else "questions unreadable")
-                )
-            elif a_src is None or a_bt is None:
-                note = "answers unreadable" if not ledger.errors[i] else ""
-            else:
+            if note is None:
+                note = ""
                 pairs = list(zip(a_bt, a_src))
                 sims = sim.batch(pairs) if hasattr(sim, "batch") else [sim(p, g, norm) for p, g in pairs]
             scores.append(statistics.fmean(sims) if sims else None)
@@ -466,7 +481,7 @@ class AskQEScorer(JudgeScorer):
             extras["note"].append(note)
             if self.opts["decision_score"] != FITTED:
                 extras.setdefault(DECISION_INPUT, []).append(self._decision_input(s, i))
-        return self.result(scores, ledger, extras)
+        return scores, extras
 
     def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
         n = len(columns["score"])

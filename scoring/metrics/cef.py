@@ -159,6 +159,10 @@ def reliability(
     }
 
 
+DIMENSION_COLUMNS = ("coverage", "conformity", "consistency", "n_questions_source", "n_questions_mt", "dropped")
+ANSWER_SIDES = ("source_q_on_mt", "source_q_on_source", "mt_q_on_source", "mt_q_on_mt")  # the order of the parts
+
+
 class CEFScorer(JudgeScorer):
     name = "cef"
     prompts = ("cef-questions", "cef-answers", "cef-answer")
@@ -258,23 +262,48 @@ class CEFScorer(JudgeScorer):
         return labels(text, sizes[j]) if self.opts["batch_answers"] else label(text)
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:
-        n = len(segments)
-        ledger = Ledger(n)
+        ledger = Ledger(len(segments))
         by_source: dict[str, list[int]] = {}
         for i, s in enumerate(segments):
             by_source.setdefault(s.src, []).append(i)
-        sources = list(by_source)
         langs = [self.languages(s) for s in segments]
         src_lang = langs[0][0] if segments else ""
+        q_d, q_t = self._questions(segments, by_source, langs, src_lang, ledger)
+        got = self._cross_examination(segments, by_source, langs, src_lang, q_d, q_t, ledger)
+        scores = []
+        extras: dict[str, list] = {k: [] for k in (*DIMENSION_COLUMNS, "questions_source", "questions_mt", "answers")}
+        extras["note"] = []
+        for i, s in enumerate(segments):
+            # a side without questions has no answers to read: its lists are empty (the authors' [] for None)
+            parts = [
+                got.get(("qd_t", i), [] if q_d[s.src] == [] else None),
+                got.get(("qd_d", s.src), [] if q_d[s.src] == [] else None),
+                got.get(("qt_d", i), [] if q_t[i] == [] else None),
+                got.get(("qt_t", i), [] if q_t[i] == [] else None),
+            ]
+            dims, note = self._dimensions(parts, q_d[s.src], q_t[i], failed=bool(ledger.errors[i]))
+            values = [dims[k] for k in ("coverage", "conformity", "consistency") if dims[k] is not None]
+            scores.append(statistics.fmean(values) if values else None)
+            for k in DIMENSION_COLUMNS:
+                extras[k].append(dims[k])
+            extras["questions_source"].append(q_d[s.src] or [])
+            extras["questions_mt"].append(q_t[i] or [])
+            extras["answers"].append(dict(zip(ANSWER_SIDES, parts)))
+            extras["note"].append(note)
+        return self.result(scores, ledger, extras)
 
+    def _questions(self, segments, by_source, langs, src_lang, ledger) -> tuple[dict, list]:
+        """Questions per source (asked once per distinct source) and per translation, in one batch."""
+        sources = list(by_source)
         calls = [self._qcall(src, src_lang, by_source[src]) for src in sources]
         calls += [self._qcall(s.mt, langs[i][1], [i]) for i, s in enumerate(segments)]
         _, parsed = self.ask(calls, lambda j, text: questions_of(text), "questions", ledger)
-        q_d = dict(zip(sources, parsed[: len(sources)]))
-        q_t = parsed[len(sources) :]
+        return dict(zip(sources, parsed[: len(sources)])), parsed[len(sources) :]
 
+    def _cross_examination(self, segments, by_source, langs, src_lang, q_d, q_t, ledger) -> dict:
+        """Each side's questions answered on both texts: (slot, key) -> the answers."""
         jobs, slots = [], []
-        for src in sources:
+        for src in by_source:
             if q_d[src]:
                 jobs.append((src, src_lang, q_d[src], by_source[src]))
                 slots.append(("qd_d", src))
@@ -287,63 +316,17 @@ class CEFScorer(JudgeScorer):
                 slots.append(("qt_d", i))
                 jobs.append((s.mt, langs[i][1], q_t[i], [i]))
                 slots.append(("qt_t", i))
-        got: dict = dict(zip(slots, self._answer(jobs, "cross-examination", ledger)))
+        return dict(zip(slots, self._answer(jobs, "cross-examination", ledger)))
 
-        scores = []
-        extras: dict[str, list] = {
-            k: []
-            for k in (
-                "coverage",
-                "conformity",
-                "consistency",
-                "n_questions_source",
-                "n_questions_mt",
-                "dropped",
-                "questions_source",
-                "questions_mt",
-                "answers",
-                "note",
-            )
-        }
-        for i, s in enumerate(segments):
-            # a side without questions has no answers to read: its lists are empty (the authors' [] for None)
-            parts = [
-                got.get(("qd_t", i), [] if q_d[s.src] == [] else None),
-                got.get(("qd_d", s.src), [] if q_d[s.src] == [] else None),
-                got.get(("qt_d", i), [] if q_t[i] == [] else None),
-                got.get(("qt_t", i), [] if q_t[i] == [] else None),
-            ]
-            note = ""
-            if q_d[s.src] is None or q_t[i] is None or any(p is None for p in parts):
-                dims = {
-                    "coverage": None,
-                    "conformity": None,
-                    "consistency": None,
-                    "n_questions_source": 0,
-                    "n_questions_mt": 0,
-                    "dropped": 0,
-                }
-                note = "" if ledger.errors[i] else "questions or answers unreadable"
-            else:
-                dims = dimensions(*parts, formula=self.opts["formula"])
-                if not dims["n_questions_source"] and not dims["n_questions_mt"]:
-                    note = "no grounded questions"
-            values = [dims[k] for k in ("coverage", "conformity", "consistency") if dims[k] is not None]
-            scores.append(statistics.fmean(values) if values else None)
-            for k in ("coverage", "conformity", "consistency", "n_questions_source", "n_questions_mt", "dropped"):
-                extras[k].append(dims[k])
-            extras["questions_source"].append(q_d[s.src] or [])
-            extras["questions_mt"].append(q_t[i] or [])
-            extras["answers"].append(
-                {
-                    "source_q_on_mt": parts[0],
-                    "source_q_on_source": parts[1],
-                    "mt_q_on_source": parts[2],
-                    "mt_q_on_mt": parts[3],
-                }
-            )
-            extras["note"].append(note)
-        return self.result(scores, ledger, extras)
+    def _dimensions(self, parts, questions_source, questions_mt, *, failed: bool) -> tuple[dict, str]:
+        """A triplet's dimensions and its note: none when a side's questions or answers are unreadable."""
+        if questions_source is None or questions_mt is None or any(p is None for p in parts):
+            dims = dict.fromkeys(("coverage", "conformity", "consistency")) | dict.fromkeys(DIMENSION_COLUMNS[3:], 0)
+            return dims, "" if failed else "questions or answers unreadable"
+        dims = dimensions(*parts, formula=self.opts["formula"])
+        if not dims["n_questions_source"] and not dims["n_questions_mt"]:
+            return dims, "no grounded questions"
+        return dims, ""
 
     # -- judge reliability ----------------------------------------------------------------------------------
 

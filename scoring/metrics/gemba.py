@@ -41,9 +41,40 @@ class GembaMQMScorer(JudgeScorer):
             self.opts["reask"] = str(flag).lower() in ("true", "1", "yes")
 
     def score(self, segments: Sequence[Segment]) -> BatchResult:
+        ledger = Ledger(len(segments))
+        final, reasks, used = self._ask(segments, ledger)
+        scores, errors, counts, raw, notes = [], [], {"n_critical": [], "n_major": [], "n_minor": []}, [], []
+        for i, (answer, parsed) in enumerate(final):
+            raw.append(answer.text)
+            if parsed is None:  # a transport failure: no answer
+                scores.append(None)
+                errors.append([])
+                for k in counts:
+                    counts[k].append(None)
+                notes.append("")
+                continue
+            if answer.truncated:
+                # cut off even at the token limit: the authors' client returns no answer, scored 0
+                parsed = Parsed(errors=[], parsable=False)
+                notes.append("truncated at the token limit (scored 0)")
+            elif not parsed.parsable:
+                notes.append("no MQM headers (scored as the authors' parser does)")
+            else:
+                notes.append("")
+            scores.append(parsed.score)
+            errors.append(_located(parsed, segments[i].mt))
+            c = parsed.counts()
+            for s in ("critical", "major", "minor"):
+                counts[f"n_{s}"].append(c[s])
+        extras = {"errors": errors, **counts, "raw_answer": raw, "reasks": reasks, "decoding": used, "note": notes}
+        return self.result(scores, ledger, extras)
+
+    def _ask(self, segments: Sequence[Segment], ledger: Ledger) -> tuple[list, list, list]:
+        """(answer, parsed) per segment (parsed None: no answer), its re-asks, and the decoding of the answer it
+        comes from: a truncated answer is asked again with twice the tokens, an unreadable one (``reask``) a
+        little warmer, in rounds, until each has its last answer."""
         n = len(segments)
         template = self.prompt_set["gemba-mqm"]
-        ledger = Ledger(n)
         final: list = [None] * n
         reasks = [0] * n
         used: list = [None] * n  # the decoding of the answer each score comes from (re-asks change it)
@@ -81,56 +112,32 @@ class GembaMQMScorer(JudgeScorer):
                     reasks[i] += 1
                     continue
                 parsed = parse_answer(answer.text, structured=answer.structured)
-                if (
-                    not parsed.parsable
-                    and self.opts["reask"]
-                    and reasks[i] < int(self.opts["max_reasks"])
-                    and round(d.temperature + 0.1, 2) <= TEMPERATURE_LIMIT
-                ):
+                if not parsed.parsable and self._may_reask(d, reasks[i]):
                     pending[i] = d.replace(temperature=round(d.temperature + 0.1, 2))
                     reasks[i] += 1
                     continue
                 final[i] = (answer, parsed)
             round_no += 1
+        return final, reasks, used
 
-        scores, errors, counts, raw, notes = [], [], {"n_critical": [], "n_major": [], "n_minor": []}, [], []
-        for i, (answer, parsed) in enumerate(final):
-            raw.append(answer.text)
-            if parsed is None:  # a transport failure: no answer
-                scores.append(None)
-                errors.append([])
-                for k in counts:
-                    counts[k].append(None)
-                notes.append("")
-                continue
-            if answer.truncated:
-                # cut off even at the token limit: the authors' client returns no answer, scored 0
-                parsed = Parsed(errors=[], parsable=False)
-                notes.append("truncated at the token limit (scored 0)")
-            elif not parsed.parsable:
-                notes.append("no MQM headers (scored as the authors' parser does)")
-            else:
-                notes.append("")
-            scores.append(parsed.score)
-            located = []
-            for e in parsed.errors:
-                start, end, found = locate(e.span, segments[i].mt)
-                located.append(
-                    {
-                        "severity": e.severity,
-                        "category": e.category,
-                        "span": e.span,
-                        "start": start,
-                        "end": end,
-                        "found": found,
-                    }
-                )
-            errors.append(located)
-            c = parsed.counts()
-            for s in ("critical", "major", "minor"):
-                counts[f"n_{s}"].append(c[s])
-        extras = {"errors": errors, **counts, "raw_answer": raw, "reasks": reasks, "decoding": used, "note": notes}
-        return self.result(scores, ledger, extras)
+    def _may_reask(self, decoding, reasks: int) -> bool:
+        """An unreadable answer is asked again, a little warmer, while re-asks and temperature allow."""
+        return (
+            bool(self.opts["reask"])
+            and reasks < int(self.opts["max_reasks"])
+            and round(decoding.temperature + 0.1, 2) <= TEMPERATURE_LIMIT
+        )
+
+
+def _located(parsed: Parsed, mt: str) -> list[dict]:
+    """The answer's errors, each with where its span is in the translation."""
+    located = []
+    for e in parsed.errors:
+        start, end, found = locate(e.span, mt)
+        located.append(
+            {"severity": e.severity, "category": e.category, "span": e.span, "start": start, "end": end, "found": found}
+        )
+    return located
 
 
 register(

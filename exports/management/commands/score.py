@@ -69,43 +69,15 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=positive_int, help="first N triplets per direction")
 
     def handle(self, *args, **opts):
-        from tqdm import tqdm
-
         release = find_release(opts["release"])
         metrics = names(opts["metrics"], "--metrics")
         directions = names(opts["directions"], "--directions") if opts["directions"] is not None else None
-        options = {}
-        if opts["batch_size"]:
-            options["batch_size"] = opts["batch_size"]
-        if opts["spm_model"]:
-            options["spm_model"] = opts["spm_model"]
-        if opts["trust_remote_code"]:
-            options["trust_remote_code"] = True
-        extra = _key_values(opts["option"], "--option")
-        if extra:
-            options["extra"] = extra
-        judge = _key_values(opts["judge_option"], "--judge-option")
-        judge.update(
-            {
-                k: v
-                for k, v in (
-                    ("base_url", opts["judge_url"]),
-                    ("model", opts["judge_model"]),
-                    ("max_usd", opts["max_usd"]),
-                )
-                if v
-            }
-        )
-        if judge:
-            options["judge"] = judge  # judge metrics only (scoring.runner.ScoreOptions.for_metric)
-        if opts["limit"] is not None:
-            options["limit"] = opts["limit"]
         try:
             jobs = tasks.start_scoring(
                 release=release,
                 metrics=metrics,
                 directions=directions,
-                options=options,
+                options=_score_options(opts),
                 force=opts["force"],
             )
         except ScoringError as exc:
@@ -113,9 +85,22 @@ class Command(BaseCommand):
         self.stdout.write(f"{len(jobs)} job(s) for {release}")
         if opts["no_wait"]:
             return
-        ids = {j.pk for j in jobs}
+        states = self._wait(release, {j.pk for j in jobs}, timeout=opts["timeout"], quiet=opts["verbosity"] == 0)
+        failed = [s.job for s in states if s.job.status == ScoringJob.Status.FAILED]
+        for s in states:
+            self.stdout.write(
+                f"{s.job.metric:>14} {s.job.direction.code:<8} {s.job.status}"
+                + (f": {s.job.error}" if s.job.error else "")
+            )
+        if failed:
+            raise CommandError(f"{len(failed)} job(s) failed")
+
+    def _wait(self, release, ids: set, *, timeout, quiet: bool) -> list:
+        """The jobs' states once every one is done or failed, synced each second under a progress bar."""
+        from tqdm import tqdm
+
         started = time.monotonic()
-        bar = tqdm(total=len(ids), unit="job", desc=f"scoring {release}", disable=opts["verbosity"] == 0)
+        bar = tqdm(total=len(ids), unit="job", desc=f"scoring {release}", disable=quiet)
         while True:
             states = [s for s in services.jobs_sync(release=release, app=current_app) if s.job.pk in ids]
             finished = [s for s in states if s.job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED)]
@@ -129,19 +114,39 @@ class Command(BaseCommand):
             bar.refresh()
             if len(finished) == len(ids):
                 break
-            if opts["timeout"] and time.monotonic() - started > opts["timeout"]:
+            if timeout and time.monotonic() - started > timeout:
                 bar.close()
-                raise CommandError(f"stopped waiting after {opts['timeout']} s; jobs go on (run again to ingest)")
+                raise CommandError(f"stopped waiting after {timeout} s; jobs go on (run again to ingest)")
             time.sleep(1.0)
         bar.close()
-        failed = [s.job for s in states if s.job.status == ScoringJob.Status.FAILED]
-        for s in states:
-            self.stdout.write(
-                f"{s.job.metric:>14} {s.job.direction.code:<8} {s.job.status}"
-                + (f": {s.job.error}" if s.job.error else "")
-            )
-        if failed:
-            raise CommandError(f"{len(failed)} job(s) failed")
+        return states
+
+
+def _score_options(opts) -> dict:
+    """The scoring options the command's flags give; judge settings for the judge metrics only."""
+    options = {}
+    if opts["batch_size"]:
+        options["batch_size"] = opts["batch_size"]
+    if opts["spm_model"]:
+        options["spm_model"] = opts["spm_model"]
+    if opts["trust_remote_code"]:
+        options["trust_remote_code"] = True
+    extra = _key_values(opts["option"], "--option")
+    if extra:
+        options["extra"] = extra
+    judge = _key_values(opts["judge_option"], "--judge-option")
+    judge.update(
+        {
+            k: v
+            for k, v in (("base_url", opts["judge_url"]), ("model", opts["judge_model"]), ("max_usd", opts["max_usd"]))
+            if v
+        }
+    )
+    if judge:
+        options["judge"] = judge  # judge metrics only (scoring.runner.ScoreOptions.for_metric)
+    if opts["limit"] is not None:
+        options["limit"] = opts["limit"]
+    return options
 
 
 def names(text: str, flag: str) -> list[str]:

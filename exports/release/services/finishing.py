@@ -99,21 +99,7 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
     becomes it; the staged directions are then deleted from the bucket."""
     release = Release.objects.select_related("project").get(pk=job.release_id)
     project = release.project
-    row = release.directions or {}
-    missing = [code for code in job.directions if row.get(code, {}).get("status") != "done"]
-    changed = [
-        code
-        for code in job.directions
-        if code not in missing and row[code].get("stamp") != direction_stamp_get(project=project, direction=code)
-    ]
-    if missing or changed:
-        reason = (
-            f"directions not staged: {', '.join(missing)}"
-            if missing
-            else f"the build changed since {', '.join(changed)} were staged: run the release again"
-        )
-        _release_progress(release, status=Release.Status.FAILED, error=release.error or reason if missing else reason)
-        raise ReleaseError(f"{release}: {reason}")
+    _check_staged(release, job)
 
     def step(stage: str, pct: int) -> None:
         _release_progress(release, stage=stage, progress=pct, lease_expires_at=release_lease_end_get())
@@ -146,6 +132,37 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
         if isinstance(exc, sampling.SamplingError):
             raise ReleaseError(f"project {project.name}: {exc}") from None
         raise
+    _release_ready(release, out_dir=out_dir, manifest=manifest)
+    # renamed into place, or what is left after writing into an existing directory or pulling from the bucket
+    staged.delete_tree()
+    if assembly is not None:
+        shutil.rmtree(assembly, ignore_errors=True)
+    storage.release_publish(release=release)  # into object storage when configured; nothing on the file system
+    return release
+
+
+def _check_staged(release: Release, job: ReleaseJob) -> None:
+    """Every direction of the job staged, and from the current build; else the release fails, saying which."""
+    row = release.directions or {}
+    missing = [code for code in job.directions if row.get(code, {}).get("status") != "done"]
+    changed = [
+        code
+        for code in job.directions
+        if code not in missing
+        and row[code].get("stamp") != direction_stamp_get(project=release.project, direction=code)
+    ]
+    if missing or changed:
+        reason = (
+            f"directions not staged: {', '.join(missing)}"
+            if missing
+            else f"the build changed since {', '.join(changed)} were staged: run the release again"
+        )
+        _release_progress(release, status=Release.Status.FAILED, error=release.error or reason if missing else reason)
+        raise ReleaseError(f"{release}: {reason}")
+
+
+def _release_ready(release: Release, *, out_dir: Path, manifest: dict) -> None:
+    """Record where the finished release is and what its manifest says; it is ready."""
     with transaction.atomic():
         release.path = str(out_dir)
         release.content_hash = manifest["content_hash"]
@@ -165,9 +182,3 @@ def release_finish(*, job: ReleaseJob, progress=None) -> Release:
         }
         release.status, release.stage, release.progress, release.error = Release.Status.READY, "ready", 100, ""
         release.save()
-    # renamed into place, or what is left after writing into an existing directory or pulling from the bucket
-    staged.delete_tree()
-    if assembly is not None:
-        shutil.rmtree(assembly, ignore_errors=True)
-    storage.release_publish(release=release)  # into object storage when configured; nothing on the file system
-    return release

@@ -91,27 +91,8 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
 
     from huggingface_hub import HfApi
 
-    if not HUB_REPO_RE.match(repo_id or ""):
-        raise ReleaseError(f"Hub repo {repo_id!r}: expected 'namespace/name'")
-    if release.status != Release.Status.READY:
-        raise ReleaseError(f"{release} is not ready (status {release.status}); write it first")
-    token = os.environ.get("HF_TOKEN")
-    if not token:
-        raise ReleaseError("HF_TOKEN is not set in the environment")
-    # read through the storage: the bucket when the release was published there (a worker on another host
-    # has no copy of the builder's directory), else the release's own directory
-    files = storage.ReleaseFiles.for_release(release)
-    if files is None or not files.exists("manifest.json"):
-        raise ReleaseError(f"{release}: no files at {release.path}; export it again with the release command")
-    manifest = json.loads(files.read_bytes("manifest.json"))
-    problems = [
-        f"{p}: missing" if not files.exists(p) else f"{p}: size differs from the manifest"
-        for p, info in sorted(manifest["files"].items())
-        if not files.exists(p) or ("bytes" in info and files.size(p) != info["bytes"])
-    ]
-    if problems:
-        where = files.describe("manifest.json").rsplit("/", 1)[0]
-        raise ReleaseError(f"{release}: files at {where} differ from the manifest: {'; '.join(problems[:5])}")
+    token = _push_token(release=release, repo_id=repo_id)
+    files, manifest = _pushed_files(release=release)
     step = progress or (lambda stage, pct: None)
     _release_progress(
         release, hub_repo=repo_id, push_status="pushing", stage="pushing: creating repo", progress=0, error=""
@@ -120,38 +101,7 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        tag = next(
-            (t for t in api.list_repo_refs(repo_id, repo_type="dataset").tags if t.name == release.version), None
-        )
-        if tag is not None:
-            revision = tag.target_commit
-        else:
-            data_files = sorted(p for p in manifest["files"] if p not in CARD_FILES)
-            _release_progress(release, stage="pushing: data files", progress=10)
-            step("data files", 10)
-            api.create_commit(
-                repo_id,
-                _hub_additions(api, repo_id, files, manifest, data_files),
-                commit_message=f"{release.project.name} {release.version}: data files",
-                repo_type="dataset",
-            )
-            _release_progress(release, stage="pushing: dataset card", progress=80)
-            step("dataset card", 80)
-            commit = api.create_commit(
-                repo_id,
-                _hub_additions(api, repo_id, files, manifest, CARD_FILES),
-                commit_message=f"{release.project.name} {release.version}: dataset card and manifest",
-                commit_description=f"content hash {release.content_hash}",
-                repo_type="dataset",
-            )
-            revision = commit.oid
-            api.create_tag(
-                repo_id,
-                tag=release.version,
-                revision=revision,
-                tag_message=f"content hash {release.content_hash}",
-                repo_type="dataset",
-            )
+        revision = _push_commits(api, release=release, repo_id=repo_id, files=files, manifest=manifest, step=step)
     except ReleaseError as exc:  # a file that differs from the manifest: refused, not a Hub fault
         _release_progress(release, push_status="failed", stage="push failed", error=str(exc))
         raise
@@ -170,3 +120,70 @@ def release_push(*, release: Release, repo_id: str, private: bool = True, progre
     )
     step("pushed", 100)
     return release
+
+
+def _push_token(*, release: Release, repo_id: str) -> str:
+    """The Hub token, once the repo id and the release's status allow a push."""
+    if not HUB_REPO_RE.match(repo_id or ""):
+        raise ReleaseError(f"Hub repo {repo_id!r}: expected 'namespace/name'")
+    if release.status != Release.Status.READY:
+        raise ReleaseError(f"{release} is not ready (status {release.status}); write it first")
+    token = os.environ.get("HF_TOKEN")
+    if not token:
+        raise ReleaseError("HF_TOKEN is not set in the environment")
+    return token
+
+
+def _pushed_files(*, release: Release):
+    """The release's files and manifest, once every file the manifest names is there with its size."""
+    # read through the storage: the bucket when the release was published there (a worker on another host
+    # has no copy of the builder's directory), else the release's own directory
+    files = storage.ReleaseFiles.for_release(release)
+    if files is None or not files.exists("manifest.json"):
+        raise ReleaseError(f"{release}: no files at {release.path}; export it again with the release command")
+    manifest = json.loads(files.read_bytes("manifest.json"))
+    problems = [
+        f"{p}: missing" if not files.exists(p) else f"{p}: size differs from the manifest"
+        for p, info in sorted(manifest["files"].items())
+        if not files.exists(p) or ("bytes" in info and files.size(p) != info["bytes"])
+    ]
+    if problems:
+        where = files.describe("manifest.json").rsplit("/", 1)[0]
+        raise ReleaseError(f"{release}: files at {where} differ from the manifest: {'; '.join(problems[:5])}")
+    return files, manifest
+
+
+def _push_commits(api, *, release: Release, repo_id: str, files, manifest: dict, step) -> str:
+    """The revision tagged with the release's version: the tag's when the repo has it already, else the data
+    files' commit, then the card's (tagged)."""
+    tag = next((t for t in api.list_repo_refs(repo_id, repo_type="dataset").tags if t.name == release.version), None)
+    if tag is not None:
+        revision = tag.target_commit
+    else:
+        data_files = sorted(p for p in manifest["files"] if p not in CARD_FILES)
+        _release_progress(release, stage="pushing: data files", progress=10)
+        step("data files", 10)
+        api.create_commit(
+            repo_id,
+            _hub_additions(api, repo_id, files, manifest, data_files),
+            commit_message=f"{release.project.name} {release.version}: data files",
+            repo_type="dataset",
+        )
+        _release_progress(release, stage="pushing: dataset card", progress=80)
+        step("dataset card", 80)
+        commit = api.create_commit(
+            repo_id,
+            _hub_additions(api, repo_id, files, manifest, CARD_FILES),
+            commit_message=f"{release.project.name} {release.version}: dataset card and manifest",
+            commit_description=f"content hash {release.content_hash}",
+            repo_type="dataset",
+        )
+        revision = commit.oid
+        api.create_tag(
+            repo_id,
+            tag=release.version,
+            revision=revision,
+            tag_message=f"content hash {release.content_hash}",
+            repo_type="dataset",
+        )
+    return revision

@@ -140,14 +140,7 @@ def release_begin(
     default_out = not out_dir
     out_dir = Path(out_dir) if out_dir else out_dir_get(project=project, version=version)
     release_files.check_out_dir(out_dir, name=project.name, version=version)  # so is a place it cannot be written to
-    staged = staging_files_get(project_name=project.name, version=version, out_dir=out_dir)
-    if staged.local:
-        try:
-            staged.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ReleaseError(
-                f"{out_dir}: cannot create the staging directory {staged.root} ({exc.strerror})"
-            ) from None
+    staged = _staging_make(project, version=version, out_dir=out_dir)
     release = _take_release(project, version, user, owner=owner)
     directions = release_selectors.triplet_directions(project)
     if not directions:
@@ -159,6 +152,36 @@ def release_begin(
         raise ReleaseError(reason)
     formats = tuple(sorted(formats))
     stamps = {code: direction_stamp_get(project=project, direction=code) for code in directions}
+    kept = _directions_kept(release, staged=staged, directions=directions, formats=formats, stamps=stamps)
+    _leftovers_remove(staged, directions=directions, out_dir=out_dir)
+    todo = tuple(code for code in directions if code not in kept)
+    return ReleaseJob(
+        release.pk,
+        str(out_dir),
+        formats,
+        _plan_data(project, plan_overrides),
+        tuple(directions),
+        todo,
+        default_out,
+    )
+
+
+def _staging_make(project: Project, *, version: str, out_dir: Path):
+    """Where the release's directions are staged; a local staging directory is made now."""
+    staged = staging_files_get(project_name=project.name, version=version, out_dir=out_dir)
+    if staged.local:
+        try:
+            staged.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReleaseError(
+                f"{out_dir}: cannot create the staging directory {staged.root} ({exc.strerror})"
+            ) from None
+    return staged
+
+
+def _directions_kept(release: Release, *, staged, directions, formats: tuple, stamps: dict) -> dict:
+    """Record the release as building, a direction staged before kept (its entry) when its files are intact, in
+    the same formats, and from the current build; every other is pending."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release.pk)
         kept = {}
@@ -172,6 +195,11 @@ def release_begin(
         row.progress = int(60 * len(kept) / len(directions))
         row.job = {}  # no release worker's upload is taken until this attempt hands its directions to them
         row.save(update_fields=["directions", "status", "error", "stage", "progress", "job"])
+    return kept
+
+
+def _leftovers_remove(staged, *, directions, out_dir: Path) -> None:
+    """Remove what an earlier attempt left behind: folders of directions gone from the build, scratch folders."""
     # a direction no longer in the build leaves nothing behind to be moved into the release
     for stale in set(staged.folders()) - {release_files.SPOOL_DIR, "systems"} - set(directions):
         staged.delete_tree(stale)
@@ -179,16 +207,6 @@ def release_begin(
     # none yet; release workers' uploads for the old attempt are refused since ``job`` was emptied above)
     for folder in release_files.scratch_folders(out_dir.parent, out_dir.name):
         shutil.rmtree(folder, ignore_errors=True)
-    todo = tuple(code for code in directions if code not in kept)
-    return ReleaseJob(
-        release.pk,
-        str(out_dir),
-        formats,
-        _plan_data(project, plan_overrides),
-        tuple(directions),
-        todo,
-        default_out,
-    )
 
 
 def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:

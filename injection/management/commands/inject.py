@@ -28,12 +28,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("project", nargs="?", help="project name (not needed with --resume/--retry-failed)")
+        self._plan_arguments(parser)
+        self._backend_arguments(parser)
+        self._given_run_arguments(parser)
+
+    def _plan_arguments(self, parser):
+        """What to inject, and where."""
         parser.add_argument(
             "--directions", default="", help="comma-separated, e.g. en-de,en-zh (default: all of the project's)"
         )
         parser.add_argument("--kind", choices=["mqm", "perturbation"], default="mqm")
         parser.add_argument("--types", default="", help="comma-separated type names (default: all of the kind)")
         parser.add_argument("--positions", default="", help="head,end for mqm (default: both)")
+
+    def _backend_arguments(self, parser):
+        """Who generates, and how fast."""
         parser.add_argument(
             "--backend", default=None, help="rule, openai, batch or vllm (default: INJECTION_BACKEND or rule)"
         )
@@ -70,6 +79,9 @@ class Command(BaseCommand):
             help="replace a packaged perturbation prompt, e.g. perturbation-omission=my.toml "
             "(its text is stored with the run; its hash marks the candidates' prompt version)",
         )
+
+    def _given_run_arguments(self, parser):
+        """The run's name and where it runs; a run given instead of planned; the Batch API files."""
         parser.add_argument("--name", default="", help="run name (unique in the project)")
         parser.add_argument("--queue", action="store_true", help="run on the llm Celery queue instead of here")
         given_run = parser.add_mutually_exclusive_group()
@@ -93,99 +105,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        from django.conf import settings
-
-        if opts["queue"] and opts["write_batch"]:
-            raise CommandError(
-                "--queue and --write-batch exclude each other: a batch file is run by `vllm run-batch`, not by the llm queue"
-            )
-        if opts["write_batch"]:
-            target = Path(opts["write_batch"])
-            if target.is_dir():
-                raise CommandError(f"--write-batch {target}: is a directory; give a file name")
-            if not target.parent.is_dir():
-                raise CommandError(f"--write-batch {target}: the directory {target.parent} does not exist")
-        if opts["project"] and (opts["resume"] or opts["retry_failed"] or opts["read_batch_output"]):
-            raise CommandError(
-                "a run given by --resume, --retry-failed or --read-batch-output is of its own project: leave PROJECT out"
-            )
+        _check_options(opts)
         if opts["read_batch_output"]:
-            run_id, path = opts["read_batch_output"]
-            run = InjectionRun.objects.filter(pk=int(run_id) if run_id.isdigit() else -1).first()
-            if run is None:
-                raise CommandError(f"no injection run {run_id}")
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    run = services.batch_output_import(run=run, text=handle.read())
-            except (OSError, ValueError) as exc:
-                raise CommandError(f"{path}: {exc}") from None
-            self.stdout.write(f"run {run.pk} {run.status}: {run.done} done, {run.failed} failed of {run.total}")
+            self._read_batch_output(*opts["read_batch_output"])
             return
         if opts["resume"] or opts["retry_failed"]:
-            run_id = opts["resume"] or opts["retry_failed"]
-            run = InjectionRun.objects.filter(pk=run_id).first()
-            if run is None:
-                raise CommandError(f"no injection run {run_id}")
-            try:
-                services.run_check_generates(run=run)
-            except services.RunRejected as exc:
-                raise CommandError(str(exc)) from None
-            if opts["retry_failed"]:
-                count = services.run_reset_failed(run=run)
-                self.stdout.write(f"{count} failed item(s) of run {run.pk} put back to pending")
-            services.run_resume(run=run)
+            run = self._given_run(opts)
         else:
-            if not opts["project"]:
-                raise CommandError("give a PROJECT (or --resume RUN)")
-            project = Project.objects.filter(name=opts["project"]).first()
-            if project is None:
-                raise CommandError(f"no project {opts['project']!r}")
-            from injection.backends.vllm_engine import parse_engine_options
-
-            try:
-                engine_options = parse_engine_options(opts["engine_option"])
-            except ValueError as exc:
-                raise CommandError(f"--engine-option: {exc}") from None
-            spec = services.RunSpec(
-                project=project,
-                kind=opts["kind"],
-                backend=opts["backend"] or settings.INJECTION_DEFAULT_BACKEND,
-                directions=_csv(opts["directions"]),
-                error_types=_csv(opts["types"]),
-                positions=_csv(opts["positions"]),
-                name=opts["name"],
-                model=opts["model"],
-                endpoint=opts["endpoint"],
-                base_url=opts["base_url"],
-                concurrency=opts["concurrency"],
-                rpm=opts["rpm"],
-                seed=opts["seed"],
-                temperature=opts["temperature"],
-                structured=not opts["no_structured"],
-                timeout=opts["timeout"],
-                max_attempts=opts["max_attempts"],
-                engine_options=engine_options,
-                prompt_files=opts["prompt_file"],
-            )
-            try:
-                run = services.run_plan(spec=spec)
-            except services.RunRejected as exc:
-                raise CommandError(str(exc)) from None
-            self.stdout.write(
-                f"run {run.pk} ({run.name}): {run.total} item(s), backend {run.backend}, model {run.model}"
-            )
+            run = self._planned_run(opts)
         if opts["write_batch"]:
-            try:
-                lines = services.batch_file_export(run=run, path=opts["write_batch"])
-            except OSError as exc:
-                raise CommandError(
-                    f"--write-batch {opts['write_batch']}: {exc.strerror}; run {run.pk} is planned, write it with --resume {run.pk} --write-batch FILE"
-                ) from None
-            self.stdout.write(
-                f"{lines} request(s) of run {run.pk} written to {opts['write_batch']}; after "
-                f"`vllm run-batch -i {opts['write_batch']} -o OUT --model {run.model}` run "
-                f"`inject --read-batch-output {run.pk} OUT`"
-            )
+            self._write_batch(run, opts["write_batch"])
             return
         if opts["queue"]:
             from injection.tasks import execute_run_task
@@ -193,7 +122,64 @@ class Command(BaseCommand):
             execute_run_task.delay(run.pk)
             self.stdout.write(f"run {run.pk} queued on 'llm'; watch it at /injection/runs/{run.pk}/")
             return
-        bar = tqdm(total=run.total, unit="item", desc=f"run {run.pk}", disable=opts.get("verbosity", 1) == 0)
+        self._execute(run, quiet=opts.get("verbosity", 1) == 0)
+
+    def _read_batch_output(self, run_id: str, path: str) -> None:
+        run = InjectionRun.objects.filter(pk=int(run_id) if run_id.isdigit() else -1).first()
+        if run is None:
+            raise CommandError(f"no injection run {run_id}")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                run = services.batch_output_import(run=run, text=handle.read())
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        self.stdout.write(f"run {run.pk} {run.status}: {run.done} done, {run.failed} failed of {run.total}")
+
+    def _given_run(self, opts) -> InjectionRun:
+        """The run of --resume or --retry-failed (its failed items put back to pending), resumed."""
+        run_id = opts["resume"] or opts["retry_failed"]
+        run = InjectionRun.objects.filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"no injection run {run_id}")
+        try:
+            services.run_check_generates(run=run)
+        except services.RunRejected as exc:
+            raise CommandError(str(exc)) from None
+        if opts["retry_failed"]:
+            count = services.run_reset_failed(run=run)
+            self.stdout.write(f"{count} failed item(s) of run {run.pk} put back to pending")
+        services.run_resume(run=run)
+        return run
+
+    def _planned_run(self, opts) -> InjectionRun:
+        if not opts["project"]:
+            raise CommandError("give a PROJECT (or --resume RUN)")
+        project = Project.objects.filter(name=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {opts['project']!r}")
+        try:
+            run = services.run_plan(spec=_run_spec(project, opts))
+        except services.RunRejected as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"run {run.pk} ({run.name}): {run.total} item(s), backend {run.backend}, model {run.model}")
+        return run
+
+    def _write_batch(self, run: InjectionRun, target: str) -> None:
+        try:
+            lines = services.batch_file_export(run=run, path=target)
+        except OSError as exc:
+            raise CommandError(
+                f"--write-batch {target}: {exc.strerror}; run {run.pk} is planned, write it with --resume {run.pk} --write-batch FILE"
+            ) from None
+        self.stdout.write(
+            f"{lines} request(s) of run {run.pk} written to {target}; after "
+            f"`vllm run-batch -i {target} -o OUT --model {run.model}` run "
+            f"`inject --read-batch-output {run.pk} OUT`"
+        )
+
+    def _execute(self, run: InjectionRun, *, quiet: bool) -> None:
+        """Run it here, with a progress bar, and say how it went."""
+        bar = tqdm(total=run.total, unit="item", desc=f"run {run.pk}", disable=quiet)
 
         def progress(current: InjectionRun) -> None:
             bar.total = current.total
@@ -216,3 +202,53 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"failed items are listed at /injection/runs/{run.pk}/ ; retry with --retry-failed {run.pk}"
             )
+
+
+def _check_options(opts) -> None:
+    """Options that exclude each other, and a --write-batch file that cannot be written."""
+    if opts["queue"] and opts["write_batch"]:
+        raise CommandError(
+            "--queue and --write-batch exclude each other: a batch file is run by `vllm run-batch`, not by the llm queue"
+        )
+    if opts["write_batch"]:
+        target = Path(opts["write_batch"])
+        if target.is_dir():
+            raise CommandError(f"--write-batch {target}: is a directory; give a file name")
+        if not target.parent.is_dir():
+            raise CommandError(f"--write-batch {target}: the directory {target.parent} does not exist")
+    if opts["project"] and (opts["resume"] or opts["retry_failed"] or opts["read_batch_output"]):
+        raise CommandError(
+            "a run given by --resume, --retry-failed or --read-batch-output is of its own project: leave PROJECT out"
+        )
+
+
+def _run_spec(project: Project, opts) -> services.RunSpec:
+    from django.conf import settings
+
+    from injection.backends.vllm_engine import parse_engine_options
+
+    try:
+        engine_options = parse_engine_options(opts["engine_option"])
+    except ValueError as exc:
+        raise CommandError(f"--engine-option: {exc}") from None
+    return services.RunSpec(
+        project=project,
+        kind=opts["kind"],
+        backend=opts["backend"] or settings.INJECTION_DEFAULT_BACKEND,
+        directions=_csv(opts["directions"]),
+        error_types=_csv(opts["types"]),
+        positions=_csv(opts["positions"]),
+        name=opts["name"],
+        model=opts["model"],
+        endpoint=opts["endpoint"],
+        base_url=opts["base_url"],
+        concurrency=opts["concurrency"],
+        rpm=opts["rpm"],
+        seed=opts["seed"],
+        temperature=opts["temperature"],
+        structured=not opts["no_structured"],
+        timeout=opts["timeout"],
+        max_attempts=opts["max_attempts"],
+        engine_options=engine_options,
+        prompt_files=opts["prompt_file"],
+    )
