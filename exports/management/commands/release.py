@@ -30,9 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--public", action="store_true", help="create the Hub repo public (default private)")
         parser.add_argument("--seed", type=int, help="base seed of the sampling plan (new versions only)")
 
-    def handle(self, *args, **opts):
-        from tqdm import tqdm
-
+    def _checked_project(self, opts) -> Project:
+        """The project, once the version and a push are known to be possible: refused before anything is written."""
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
@@ -40,7 +39,6 @@ class Command(BaseCommand):
             services.release_version_check(project=project, version=opts["version"])
         except AppError as exc:
             raise CommandError(f"--version: {exc}") from None
-        formats = tuple(f.strip() for f in opts["format"].split(",") if f.strip())
         if opts["public"] and not opts["push"]:
             raise CommandError("--public applies to the Hub repo that --push creates; give --push REPO_ID too")
         if opts["push"]:  # a push that cannot start is refused before the release is written
@@ -50,6 +48,13 @@ class Command(BaseCommand):
                 raise CommandError(f"--push: {exc}") from None
             if not os.environ.get("HF_TOKEN"):
                 raise CommandError("--push: HF_TOKEN is not set in the environment; nothing was written")
+        return project
+
+    def handle(self, *args, **opts):
+        from tqdm import tqdm
+
+        project = self._checked_project(opts)
+        formats = tuple(f.strip() for f in opts["format"].split(",") if f.strip())
         overrides = {"seed": opts["seed"]} if opts["seed"] is not None else None
         bar = tqdm(total=100, desc="release", unit="%", disable=opts["verbosity"] == 0)
 
