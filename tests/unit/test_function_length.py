@@ -7,6 +7,7 @@ the client packages, counted from its ``def`` line to its last line (docstring i
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +18,6 @@ LIMIT = 60
 # "path::Qualified.name" -> why it may stay over LIMIT lines. Mirrored in docs/architecture.md.
 ALLOWED = {
     "annotation/agreement/domain/report.py::_likert_tables": "not split yet (#49)",
-    "annotation/management/commands/import_xqmeval.py::Command.handle": "not split yet (#49)",
     "annotation/rating/services.py::system_outputs_import": "not split yet (#49)",
     "annotation/review/xqmeval_import/domain.py::_fill_spool": "not split yet (#49)",
     "annotation/review/xqmeval_import/domain.py::read_group": "not split yet (#49)",
@@ -107,7 +107,8 @@ def test_every_entry_has_a_reason():
     assert not blank, f"listed without a reason: {blank}"
 
 
-def test_the_docs_list_the_same_entries():
+def test_the_docs_list_the_same_entries_with_the_same_reasons():
     docs = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
-    missing = sorted(name for name in ALLOWED if f"`{name}`" not in docs)
-    assert not missing, f"in ALLOWED but not in docs/architecture.md: {missing}"
+    section = docs.split("### Functions over 60 lines", 1)[1].split("\n#", 1)[0]
+    rows = dict(re.findall(r"^\| `([^`]+)` \| (.+?) \|$", section, flags=re.MULTILINE))
+    assert rows == ALLOWED, "docs/architecture.md's table differs from ALLOWED"

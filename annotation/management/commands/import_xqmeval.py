@@ -80,6 +80,10 @@ class Command(BaseCommand):
         finally:
             bar.close()
         elapsed = time.perf_counter() - started
+        self._report(result, elapsed=elapsed, writers=opts["writers"])
+
+    def _report(self, result, *, elapsed: float, writers: int) -> None:
+        """What the import wrote, how long its passes took, and what its checks found."""
         w = self.stdout.write
         w(
             f"project {result.project}{' (created)' if result.project_created else ''}: "
@@ -87,11 +91,11 @@ class Command(BaseCommand):
             f"({result.candidates_unchanged} unchanged), {result.decisions_created} decisions "
             f"({result.decisions_unchanged} unchanged) in {elapsed:.1f} s"
         )
-        if result.seconds and result.candidates_created and opts["writers"] > 1:
+        if result.seconds and result.candidates_created and writers > 1:
             write = result.seconds["write"]
             w(
                 f"time: validation pass {result.seconds['read']:.2f} s, writing pass {write:.2f} s "
-                f"({result.candidates_created / write if write else 0:,.0f} candidates/s read, checked and written by {opts['writers']} writers)"
+                f"({result.candidates_created / write if write else 0:,.0f} candidates/s read, checked and written by {writers} writers)"
             )
         elif result.seconds and result.candidates_created:
             write = result.seconds["write"]
