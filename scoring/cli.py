@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
+    from scoring.judges.engine import BudgetExceeded  # named by the except below, whichever command ran
+
     args = _parser().parse_args(argv)
     try:
         if args.command == "list":
@@ -56,8 +58,6 @@ def _main(argv: list[str] | None = None) -> int:
             for record in dump_cache(args.directory, args.limit):
                 print(json.dumps(record, ensure_ascii=False))
             return 0
-        from scoring.judges.engine import BudgetExceeded
-
         results = _run(args)
         if results is None:  # a dry run: the plans are printed
             return 0

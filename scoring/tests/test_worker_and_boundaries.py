@@ -377,3 +377,13 @@ def test_a_size_below_one_is_refused_before_anything_is_written(release, tmp_pat
     )
     assert f"{flag[2:]} must be a whole number of at least 1, got {value}" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_rai_command_on_a_release_that_does_not_exist_says_so(tmp_path, capsys):
+    """It used to fail with an UnboundLocalError (the except clause named a class imported later in the try)."""
+    from scoring.cli import main
+
+    out = tmp_path / "rai.parquet"
+    argv = ["rai", "--release", str(tmp_path / "nowhere"), "--direction", "en-de", "--out", str(out)]
+    assert main([*argv, "--judge-model", "m"]) == 2
+    assert "error:" in capsys.readouterr().err and not out.exists()

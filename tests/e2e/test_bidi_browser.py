@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.annotation.review.factories import make_candidate
 from tests.e2e.conftest import login, shot
 from tests.e2e.test_review_browser import next_review
-from tests.annotation.review.factories import make_candidate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import RatingItem
-from tests.e2e.conftest import login
 from tests.annotation.review.factories import make_candidates
+from tests.e2e.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import RatingItem
+from tests.annotation.review.factories import make_candidates
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login
-from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -9,8 +9,8 @@ from playwright.sync_api import expect
 from annotation.models import LikertRating, RatingItem, ReviewDecision
 from core.services import user_create
 from injection.models import Candidate
-from tests.e2e.conftest import login, shot
 from tests.annotation.review.factories import make_candidate, make_candidates
+from tests.e2e.conftest import login, shot
 from tests.support.asserts import every
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,8 @@ import pytest
 
 from annotation.models import ReviewDecision, ReviewRound
 from core.services import user_create
-from tests.e2e.conftest import login, shot
 from tests.annotation.review.factories import make_candidate
+from tests.e2e.conftest import login, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -11,9 +11,9 @@ from playwright.sync_api import expect
 
 from annotation.models import ReviewDecision
 from core.services import user_create
+from tests.annotation.review.factories import make_candidates
 from tests.e2e.conftest import login, shot
 from tests.e2e.test_review_browser import next_review, press_and_wait
-from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

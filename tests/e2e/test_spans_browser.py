@@ -16,9 +16,9 @@ from annotation.spans import domain as rules
 from annotation.spans import services
 from core.services import user_create
 from exports import span_items
+from tests.annotation.review.factories import make_candidates
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
-from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import AuditEvent, ReviewDecision, ReviewSkip
+from tests.annotation.review.factories import make_candidates
 from tests.e2e.a11y import assert_accessible
 from tests.e2e.conftest import login, shot
-from tests.annotation.review.factories import make_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

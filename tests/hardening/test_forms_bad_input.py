@@ -23,9 +23,9 @@ from django.urls import reverse
 from annotation.models import ReviewRound
 from annotation.review import services as review_services
 from core.services import project_ensure
+from tests.annotation.review.factories import make_candidate
 from tests.hardening import test_permissions_matrix as matrix
 from tests.hardening.test_permissions_matrix import SCORES, World, database_state
-from tests.annotation.review.factories import make_candidate
 
 pytestmark = pytest.mark.django_db
 # the permission matrix's world (fixtures): its users, project, candidates, run, release, written once a module

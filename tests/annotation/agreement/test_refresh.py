@@ -26,8 +26,8 @@ from annotation.models import ReviewDecision
 from annotation.rating import services as rating_services
 from annotation.review import services
 from core.services import user_create
-from tests.conftest import need
 from tests.annotation.review.factories import make_candidate
+from tests.conftest import need
 from tests.support.asserts import every
 from tests.support.db_faults import wait_until
 

@@ -10,8 +10,8 @@ from annotation.models import ReviewDecision
 from annotation.review import services
 from core.services import user_create
 from injection.models import Candidate
-from tests.conftest import need
 from tests.annotation.review.factories import make_candidate
+from tests.conftest import need
 from tests.support.race import race
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
