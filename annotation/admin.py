@@ -11,6 +11,8 @@ from django.urls import path, reverse
 
 from annotation.models import (
     AuditEvent,
+    CrowdWorker,
+    ErrorSpan,
     LikertRating,
     RatingItem,
     ReviewChange,
@@ -137,6 +139,21 @@ class SpanAnnotationAdmin(ReadOnly, LargeTableAdmin):
 class SpanAnnotatorActionAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["at", "task", "annotator", "action", "reason", "by"]
     list_filter = ["task", "action"]
+
+
+@admin.register(ErrorSpan)
+class ErrorSpanAdmin(ReadOnly, LargeTableAdmin):
+    # written by the span screen's submissions only (annotation.spans.services)
+    list_display = ["annotation", "side", "start", "end", "severity", "category", "origin"]
+    list_select_related = ["annotation"]
+    list_filter = ["annotation__item__task", "side", "severity", "origin"]
+
+
+@admin.register(CrowdWorker)
+class CrowdWorkerAdmin(ReadOnly, admin.ModelAdmin):
+    # the three Prolific ids a crowd link stores, and nothing else about the worker
+    list_display = ["task", "user", "prolific_pid", "study_id", "session_id", "completed_at", "created_at"]
+    list_filter = ["task"]
 
 
 @admin.register(AuditEvent)

@@ -24,8 +24,13 @@ COLUMNS = ["file size", "text", "rows", "columns", "JSON nesting", "parquet decl
 
 def _documented() -> dict[str, dict[str, str]]:
     text = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
-    table = text.split("### Input limits", 1)[1]
-    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    section = text.split("### Input limits", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(section) if line.startswith("| "))
+    lines = []  # the table: its rows up to the first line that is not one (later tables are other sections')
+    for line in section[start:]:
+        if not line.startswith("| "):
+            break
+        lines.append(line)
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     assert header == ["input", "where"] + COLUMNS
     rows = {}

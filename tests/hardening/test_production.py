@@ -110,7 +110,16 @@ def test_every_setting_the_docs_name_is_read_by_the_code():
     assert "DEBUG" in names or "DJANGO_DEBUG" in names
     code = "\n".join(
         p.read_text(encoding="utf-8")
-        for folder in ("xqmeval", "core", "annotation", "injection", "exports", "scoring", "llm_client")
+        for folder in (
+            "xqmeval",
+            "core",
+            "annotation",
+            "injection",
+            "exports",
+            "scoring",
+            "llm_client",
+            "worker_client",
+        )
         for p in (REPO / folder).rglob("*.py")
     )
     unread = sorted(n for n in names if not re.search(rf"[\"']{n}[\"']", code))

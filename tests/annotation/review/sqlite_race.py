@@ -11,7 +11,9 @@ from collections import Counter
 
 os.environ["DATABASE_URL"] = "sqlite:///" + sys.argv[1]
 os.environ["DJANGO_SETTINGS_MODULE"] = "xqmeval.settings"
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(
+    0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+)  # the repository
 warnings.filterwarnings("ignore")
 
 import django  # noqa: E402

@@ -59,7 +59,8 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
             candidate__segment__project=xq, candidate__segment__direction__code=f"en-{language}", outcome="excluded"
         ).select_related("candidate__segment")
         assert {(p.candidate.segment.external_id, p.candidate.error_type) for p in rows} == excluded
-        assert every("cannot be located" in p.reason and p.candidate.status == "accepted" for p in rows)
+        # a language may exclude none (its set above is then empty too)
+        assert not [p for p in rows if not ("cannot be located" in p.reason and p.candidate.status == "accepted")]
         # candidates placed despite drift: recorded with the span their edit was placed at
         listed = {
             (t["segment_id"], t["error_type"], t["span_start"], t["span_end"])
@@ -74,7 +75,7 @@ def test_build_matches_the_merge_of_the_files_and_excludes_unplaceable_candidate
     for p in sample:
         linked = list(p.candidates.all())
         assert len(linked) == p.level == len(p.spans) == len(p.error_types)
-        assert every(c.segment_id == p.segment_id and c.status == "accepted" for c in linked)
+        assert not [c for c in linked if not (c.segment_id == p.segment_id and c.status == "accepted")]  # k = 0: none
         assert sorted(c.id for c in linked) == sorted(s["candidate_id"] for s in p.spans)
         assert p.key == "-".join(str(i) for i in sorted(c.id for c in linked))
 
