@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Max, Sum
 
 from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
@@ -62,6 +63,13 @@ def hub_copy(release: Release) -> dict[str, str]:
     return {}
 
 
+def worker_reachable(app) -> bool:
+    """Whether scoring tasks go to a worker queue (a broker is configured), so their states are in its result
+    backend; otherwise this process scores them and keeps their progress in the cache. Platform tasks may still
+    run eagerly beside a scoring broker (the site with scoring workers but no platform worker)."""
+    return bool(getattr(settings, "CELERY_BROKER_URL", "") or app.conf.broker_url)
+
+
 def progress_key(job: ScoringJob) -> str:
     """Where a job scored in this process keeps its progress (``services.job_run_here``)."""
     return f"scores:in-process:{job.pk}"
@@ -75,7 +83,7 @@ def backend_state(job: ScoringJob, app) -> JobState:
     """The job as its task's result backend sees it (``app``: the Celery app); a finished job's own status."""
     if job.status in (ScoringJob.Status.DONE, ScoringJob.Status.FAILED):
         return JobState(job, state=job.status.upper())
-    if app.conf.task_always_eager:  # scored in this process (no result backend): its progress is in the cache
+    if not worker_reachable(app):  # scored in this process (no result backend): its progress is in the cache
         from django.core.cache import cache
 
         seen = cache.get(progress_key(job)) or {}

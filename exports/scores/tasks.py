@@ -15,7 +15,6 @@ from collections import defaultdict
 from typing import Any
 
 from celery import current_app, shared_task
-from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
@@ -82,7 +81,7 @@ def score_in_process(release_id: int, jobs: list[tuple[int, str]], options: dict
 
 def worker_configured() -> bool:
     """Whether scoring tasks can reach a worker queue (a broker is configured)."""
-    return bool(getattr(settings, "CELERY_BROKER_URL", "") or current_app.conf.broker_url)
+    return selectors.worker_reachable(current_app)
 
 
 def start_scoring(
