@@ -328,10 +328,16 @@ def assignments_set(*, project: Project, direction: str, usernames: Iterable[str
 
 
 def user_create(
-    *, username: str, password: str, role: str = Profile.Role.ANNOTATOR, languages: Iterable[str] = (), email: str = ""
+    *,
+    username: str,
+    password: str | None,
+    role: str = Profile.Role.ANNOTATOR,
+    languages: Iterable[str] = (),
+    email: str = "",
 ):
     """Create (or update) a user with a role and, for annotators, their target languages. A new user's name
-    goes through ``username_clean`` (a ``ValidationError`` when refused)."""
+    goes through ``username_clean`` (a ``ValidationError`` when refused). ``password`` None: no usable password
+    (an account no one logs in as, such as the demo's simulated reviewers)."""
     User = get_user_model()
     with transaction.atomic():
         user = User.objects.filter(username=username).first()

@@ -8,17 +8,18 @@ from pathlib import Path
 
 from django.db import transaction
 
+from annotation.review.services import decision_submit
 from annotation.review.xqmeval_import.services import xqmeval_import
 from core.corpus.domain import CorpusRow
 from core.corpus.services import corpus_rows_import
 from core.models import Project
-from core.services import project_directions_add, project_ensure, user_create
+from core.services import assignments_set, project_directions_add, project_ensure, user_create
 from exports.benchmark.selectors import latest_build
 from exports.benchmark.services import build_run
 from exports.models import BenchmarkBuild, Release, ScoringJob
 from exports.release.services import release_create
 from exports.scores.tasks import start_scoring, worker_configured
-from injection.models import InjectionRun
+from injection.models import Candidate, InjectionRun
 from injection.services import RunSpec, run_execute, run_plan
 
 CORPUS = Path(__file__).with_name("corpus.jsonl")
@@ -110,9 +111,65 @@ def score_release_here(release, log) -> None:
     )
 
 
+# The reviewed demo: the demo corpus again, reviewed by two simulated reviewers, so that a clone without
+# ../shared shows scores, the leaderboard, the diagnostics and the meta-evaluation from the first visit (#46.1),
+# while the demo project itself stays the one a newcomer reviews. The reviewers' accounts have no usable password
+# (no one logs in as them) and are assigned to this project alone, so they see nothing else.
+REVIEWED_PROJECT = "demo-reviewed"
+REVIEWED_TITLE = "Reviewed demo: the same sentences, decided by two simulated reviewers"
+SIMULATED_REVIEWERS = ("demo-reviewer-1", "demo-reviewer-2")
+# The second reviewer rejects every REJECT_EVERY-th candidate (by its item number), so the pool is not every
+# candidate and agreement is not trivially perfect.
+REJECT_EVERY = 7
+
+
+def simulated_decision(reviewer: str, candidate: Candidate) -> tuple[str, str]:
+    """(decision, reason) of a simulated reviewer: the first accepts everything, the second rejects a fixed share
+    of the candidates as "meaning not changed"."""
+    if reviewer == SIMULATED_REVIEWERS[1] and int(candidate.segment.external_id.split("-")[-1]) % REJECT_EVERY == 0:
+        return "reject", "no_meaning_change"
+    return "accept", ""
+
+
+def review_simulated(project, log, shared: Path | None = None, score: bool = True) -> None:
+    """The reviewed demo: imported, injected, decided by the simulated reviewers, built, released as 1.0.0 and
+    (unless ``score`` is off) scored with DEMO_METRICS in this process."""
+    reviewed, _ = project_ensure(name=REVIEWED_PROJECT, title=REVIEWED_TITLE, owner=project.owner)
+    project_directions_add(project=reviewed, codes=[f"en-{t}" for t in TARGETS])
+    reviewers = [user_create(username=name, password=None, languages=()) for name in SIMULATED_REVIEWERS]
+    for target, rows in demo_corpus().items():
+        corpus_rows_import(project=reviewed, direction_code=f"en-{target}", rows=rows, source_name=CORPUS.name)
+        assignments_set(project=reviewed, direction=f"en-{target}", usernames=SIMULATED_REVIEWERS)
+    inject_rule_candidates(reviewed, log)
+    candidates = Candidate.objects.filter(segment__project=reviewed).select_related("segment").order_by("pk")
+    for reviewer in reviewers:
+        for candidate in candidates:
+            decision, reason = simulated_decision(reviewer.username, candidate)
+            # one key per reviewer and candidate: a second set-up replays it and changes nothing
+            decision_submit(
+                user=reviewer,
+                candidate_id=candidate.pk,
+                decision=decision,
+                reason=reason,
+                idempotency_key=f"demo-{reviewer.username}-{candidate.pk}",
+            )
+    log(f"  {REVIEWED_PROJECT}: {candidates.count()} candidates decided by {', '.join(SIMULATED_REVIEWERS)}")
+    latest = latest_build(reviewed)
+    if latest is None or latest.status != BenchmarkBuild.Status.DONE:
+        built = build_run(project=reviewed).build
+        log(f"  {REVIEWED_PROJECT}: benchmark built ({built.pseudo_created} pseudo translations written)")
+    release = Release.objects.filter(project=reviewed, version="1.0.0").first()
+    if release is None:
+        release = release_create(project=reviewed, version="1.0.0")
+        log(f"  {REVIEWED_PROJECT}: release {release.version} at {release.path}")
+    if score:
+        score_release_here(release, log)
+
+
 # Demo steps of later stages: (name, function(project, log, shared data directory, score)); each is idempotent.
 DEMO_STEPS: list[tuple[str, Callable]] = [
     ("rule-based MQM candidates for the demo corpus", inject_rule_candidates),
+    ("the reviewed demo: simulated review, build, release, scores", review_simulated),
     ("the XQ-MEval release: import, merge, release", import_release_xqmeval),
 ]
 
