@@ -556,14 +556,10 @@ def counts_format(*, counts: dict) -> list[str]:
     """The counts table as text lines (command output)."""
     if not counts:
         return []
-    levels = sorted({int(k) for d in counts.values() for k in d["levels"]})
+    levels, rows = merging.counts_table_rows(counts)
     lines = ["direction  pairs  " + "  ".join(f"{'k=' + str(k):>16}" for k in levels) + f"  {'total':>16}"]
-    for direction in sorted(counts):
-        row = counts[direction]
-        cells = [
-            f"{row['levels'][str(k)]['total']:>6} ({row['levels'][str(k)]['min_per_pair']:>2}–{row['levels'][str(k)]['max_per_pair']:>3})"
-            for k in levels
-        ]
+    for direction, row, level_cells in rows:
+        cells = [f"{c['total']:>6} ({c['min_per_pair']:>2}–{c['max_per_pair']:>3})" for c in level_cells]
         lines.append(
             f"{direction:<9}  {row['gold_pairs']:>5}  "
             + "  ".join(f"{c:>16}" for c in cells)

@@ -46,6 +46,7 @@ import yaml
 
 from core.domain.errors import Conflict
 from core.domain.spreadsheet import safe_cell
+from exports.benchmark.domain import TRANSPLANTED, counts_table_rows
 from exports.release.domain.sampling import SystemDraw
 
 SCHEMA_VERSION = 1
@@ -103,7 +104,8 @@ SYSTEM_SCHEMA = pa.schema(
     ]
 )
 LONG_TEXT_COLUMNS = ("src", "ref", "mt", "mt_marked")
-EXCLUDED_COLUMNS = [
+# a candidate kept out of the merge or transplanted: where it stands, then why (its reason or its drift)
+CANDIDATE_COLUMNS = [
     "direction",
     "segment_id",
     "candidate",
@@ -112,19 +114,9 @@ EXCLUDED_COLUMNS = [
     "external_id",
     "span_start",
     "span_end",
-    "reason",
 ]
-TRANSPLANTED_COLUMNS = [
-    "direction",
-    "segment_id",
-    "candidate",
-    "error_type",
-    "position",
-    "external_id",
-    "span_start",
-    "span_end",
-    "drift",
-]
+EXCLUDED_COLUMNS = [*CANDIDATE_COLUMNS, "reason"]
+TRANSPLANTED_COLUMNS = [*CANDIDATE_COLUMNS, "drift"]
 SPAN_ANNOTATIONS_FILE = "human/span_annotations.parquet"
 HUMAN_SPAN_TYPE = pa.struct(
     [
@@ -149,7 +141,7 @@ SPAN_ANNOTATION_SCHEMA = pa.schema(
     ]
 )
 SPAN_ANNOTATION_ORDER = ("task", "direction", "triplet_id", "annotator")
-TRANSPLANTED_FLAG = "transplanted"  # exports.benchmark.domain.TRANSPLANTED (this module imports nothing of the merger)
+TRANSPLANTED_FLAG = TRANSPLANTED
 
 CITATION = """@misc{xqmeval2026,
   title         = {XQ-MEval: A Dataset with Cross-lingual Parallel Quality for Benchmarking Translation Metrics},
@@ -408,6 +400,19 @@ def _system_item(d: SystemDraw) -> list:
     ]
 
 
+def _begin_digest(content: ReleaseContent) -> _Digest:
+    """The content digest opened with the release's header, and the figures counted on the way reset: the
+    same start whether the directions are written here or were staged."""
+    digest = _Digest()
+    digest.section(
+        "release",
+        {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
+        True,
+    )
+    content.total_triplets = content.transplanted_triplets = 0
+    return digest
+
+
 def write_release(
     content: ReleaseContent,
     out_dir: str | Path,
@@ -437,13 +442,7 @@ def write_release(
     existing = _existing_hash(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
-        digest = _Digest()
-        digest.section(
-            "release",
-            {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
-            True,
-        )
-        content.total_triplets = content.transplanted_triplets = 0
+        digest = _begin_digest(content)
         directions = sorted(content.directions)
         (staging / SPOOL_DIR).mkdir()
         for i, direction in enumerate(directions):
@@ -831,13 +830,7 @@ def finish_staged_release(
     source = store if store is not None else LocalStaged(staging)
     step = progress or (lambda stage, pct: None)
     existing = _existing_hash(out_dir)
-    digest = _Digest()
-    digest.section(
-        "release",
-        {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
-        True,
-    )
-    content.total_triplets = content.transplanted_triplets = 0
+    digest = _begin_digest(content)
     for direction in sorted(content.directions):
         summary = _stored_json(source, f"{SPOOL_DIR}/{direction}.json")
         if summary["formats"] != sorted(formats):
@@ -1058,17 +1051,13 @@ def _card_template() -> string.Template:
 
 def _counts_table(counts: dict) -> str:
     """Pseudo translations per direction and level, "total (min–max per gold pair)" in each cell."""
-    levels = sorted({int(k) for d in counts.values() for k in d["levels"]})
+    levels, rows = counts_table_rows(counts)
     lines = [
         "| direction | pairs | " + " | ".join(f"k={k}" for k in levels) + " | total |\n",
         "|---|---:|" + "---:|" * len(levels) + "---:|\n",
     ]
-    for direction in sorted(counts):
-        row = counts[direction]
-        cells = [
-            f"{row['levels'][str(k)]['total']:,} ({row['levels'][str(k)]['min_per_pair']}–{row['levels'][str(k)]['max_per_pair']})"
-            for k in levels
-        ]
+    for direction, row, level_cells in rows:
+        cells = [f"{c['total']:,} ({c['min_per_pair']}–{c['max_per_pair']})" for c in level_cells]
         lines.append(
             f"| {direction} | {row['gold_pairs']} | "
             + " | ".join(cells)
