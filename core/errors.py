@@ -40,18 +40,31 @@ def answers_refusals(view=None, *, template: str = "refused.html"):
     status; NotFound and a hidden Forbidden answer as a missing page (``access.not_found``)."""
 
     def decorate(view):
-        @wraps(view)
-        def wrapper(request, *args, **kwargs):
-            try:
-                return view(request, *args, **kwargs)
-            except AppError as exc:
-                if answers_as_missing(exc):
-                    raise access.not_found() from None
-                return render(request, template, {"message": exc.message, "field": exc.field}, status=exc.status)
-
-        return wrapper
+        return answering_refusals(
+            view,
+            lambda request, exc: render(
+                request, template, {"message": exc.message, "field": exc.field}, status=exc.status
+            ),
+            missing=lambda exc: access.not_found(),
+        )
 
     return decorate(view) if view is not None else decorate
+
+
+def answering_refusals(view, answer, *, missing):
+    """``view`` with an ``AppError`` it raises answered by ``answer(request, exc)``; one that answers as missing
+    raises ``missing(exc)`` instead (the caller's kind of 404), so the two stay apart in every kind of view."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except AppError as exc:
+            if answers_as_missing(exc):
+                raise missing(exc) from None
+            return answer(request, exc)
+
+    return wrapper
 
 
 class RefusalAsMessage:
