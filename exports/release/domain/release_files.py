@@ -527,7 +527,28 @@ def _finish(
     directions = sorted(content.directions)
     canonical = [f"{direction}/test.parquet" for direction in directions]
     derived = [f"{direction}/test.{fmt}" for direction in directions for fmt in EXTRA_FORMATS if fmt in formats]
-    monolingual, multilingual = content.systems(directions, _staged_levels(levels or LocalStaged(staging)))
+    canonical += _write_release_lists(content, digest, staging, levels or LocalStaged(staging), step)
+    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
+    content_hash = _bytes_hash(digest, {path: hashes[path] for path in canonical}, expected_hash, existing)
+    _check_content_hash(content, content_hash, out_dir, existing, expected_hash)
+
+    covers = HASH_COVERS_BEFORE if content_hash == digest.content_digest else HASH_COVERS
+    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical, covers), encoding="utf-8")
+    hashes["README.md"] = sha256_file(staging / "README.md")
+    manifest = _manifest(content, content_hash, hashes, canonical, staging)
+    (staging / "manifest.json").write_text(
+        json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8"
+    )
+    _move_in(staging, out_dir, sorted(hashes) + ["manifest.json"], rename)
+    step("written", 100)
+    return manifest
+
+
+def _write_release_lists(content: ReleaseContent, digest: _Digest, staging: Path, levels: StagedStore, step) -> list:
+    """The files after the directions, hashed as they are written: the pseudo systems drawn from the triplet
+    ids staged in ``levels``, the excluded and transplanted candidates, people's span annotations when there
+    are any. Returns their paths (canonical files all)."""
+    monolingual, multilingual = content.systems(sorted(content.directions), _staged_levels(levels))
     digest.begin("systems")
     shortfalls: set[str] = set()
     for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
@@ -537,20 +558,24 @@ def _finish(
         step(f"{kind} systems", pct)
     digest.end()
     content.shortfalls = sorted(shortfalls)
-    canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
-    digest.section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
-    _write_excluded(content.excluded, staging / "excluded_candidates.csv")
-    canonical.append("excluded_candidates.csv")
-    digest.section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
-    _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
-    canonical.append("transplanted_candidates.csv")
+    canonical = ["systems/monolingual.parquet", "systems/multilingual.parquet"]
+    for tag, rows, columns in (
+        ("excluded", content.excluded, EXCLUDED_COLUMNS),
+        ("transplanted", content.transplanted, TRANSPLANTED_COLUMNS),
+    ):
+        digest.section(tag, [[row[c] for c in columns] for row in rows])
+        _write_excluded(rows, staging / f"{tag}_candidates.csv", columns)
+        canonical.append(f"{tag}_candidates.csv")
     if content.span_annotations:
         rows = span_annotation_rows(content.span_annotations)
         digest.section("span_annotations", [[row[c] for c in SPAN_ANNOTATION_SCHEMA.names] for row in rows])
         _write_parquet(pa.Table.from_pylist(rows, schema=SPAN_ANNOTATION_SCHEMA), staging / SPAN_ANNOTATIONS_FILE)
         canonical.append(SPAN_ANNOTATIONS_FILE)
-    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
-    content_hash = _bytes_hash(digest, {path: hashes[path] for path in canonical}, expected_hash, existing)
+    return canonical
+
+
+def _check_content_hash(content: ReleaseContent, content_hash: str, out_dir: Path, existing, expected_hash) -> None:
+    """Refuse a content hash other than the one recorded for the version, or than the one ``out_dir`` holds."""
     if expected_hash and expected_hash != content_hash:
         raise ReleaseConflict(
             f"version {content.version} was released with content hash {expected_hash}, but the current data give "
@@ -562,10 +587,9 @@ def _finish(
             "Use another output directory (and another version)."
         )
 
-    covers = HASH_COVERS_BEFORE if content_hash == digest.content_digest else HASH_COVERS
-    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical, covers), encoding="utf-8")
-    hashes["README.md"] = sha256_file(staging / "README.md")
-    manifest = {
+
+def _manifest(content: ReleaseContent, content_hash: str, hashes: dict, canonical: list, staging: Path) -> dict:
+    return {
         "name": content.name,
         "version": content.version,
         "schema_version": SCHEMA_VERSION,
@@ -583,22 +607,20 @@ def _finish(
         "build": content.build,
         "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
     }
-    (staging / "manifest.json").write_text(
-        json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8"
-    )
 
+
+def _move_in(staging: Path, out_dir: Path, paths: list[str], rename: bool) -> None:
+    """The written files into ``out_dir``: with ``rename``, a new ``out_dir`` is ``staging`` renamed."""
     if rename and not out_dir.exists():
         # a new release directory appears at once, complete: the staging directory (same file system)
         # becomes it, less what only the writer needed
         shutil.rmtree(staging / SPOOL_DIR, ignore_errors=True)
         os.replace(staging, out_dir)
     else:  # the same release again (e.g. with formats added): its files replaced one by one
-        for path in sorted(hashes) + ["manifest.json"]:
+        for path in paths:
             target = out_dir / path
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / path, target)
-    step("written", 100)
-    return manifest
 
 
 def _write_direction(rows: Iterable[dict], direction: str, staging: Path, formats, digest: _Digest) -> dict:
@@ -948,34 +970,6 @@ def dataset_card(
 ) -> str:
     """The release's README.md: the prose is the template ``dataset_card.md`` beside this module; this fills in
     the parts that come from the content (metadata, lists and the counts table)."""
-    configs = [
-        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]}
-        for d in sorted(content.directions)
-    ]
-    if content.span_annotations:
-        configs.append(
-            {"config_name": "span-annotations", "data_files": [{"split": "test", "path": SPAN_ANNOTATIONS_FILE}]}
-        )
-    configs += [
-        {
-            "config_name": "systems-monolingual",
-            "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}],
-        },
-        {
-            "config_name": "systems-multilingual",
-            "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}],
-        },
-    ]
-    meta = {
-        "license": content.license,
-        "language": [content.source_language, *content.target_languages],
-        "multilinguality": ["translation"],
-        "size_categories": [size_category(content.total_triplets)],
-        "task_categories": ["translation"],
-        "pretty_name": content.title or content.name,
-        "tags": ["mt-evaluation", "mqm", "metric-benchmark", "xq-meval"],
-        "configs": configs,
-    }
     if content.agreement:
         agreement = "".join(f"- {key}: {_md(str(content.agreement[key]))}\n" for key in sorted(content.agreement))
     else:
@@ -988,7 +982,7 @@ def dataset_card(
             + "\n"
         )
     return _card_template().substitute(
-        metadata=yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000),
+        metadata=yaml.safe_dump(_card_metadata(content), sort_keys=False, allow_unicode=True, width=1000),
         title=_md(content.title or content.name),
         version=_md(content.version),
         description=_md(content.description) + "\n\n" if content.description else "",
@@ -1009,6 +1003,38 @@ def dataset_card(
         license=content.license,
         citation=CITATION,
     )
+
+
+def _card_metadata(content: ReleaseContent) -> dict:
+    """The card's YAML header: Hugging Face's dataset metadata, one config per direction and file of rows."""
+    configs = [
+        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]}
+        for d in sorted(content.directions)
+    ]
+    if content.span_annotations:
+        configs.append(
+            {"config_name": "span-annotations", "data_files": [{"split": "test", "path": SPAN_ANNOTATIONS_FILE}]}
+        )
+    configs += [
+        {
+            "config_name": "systems-monolingual",
+            "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}],
+        },
+        {
+            "config_name": "systems-multilingual",
+            "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}],
+        },
+    ]
+    return {
+        "license": content.license,
+        "language": [content.source_language, *content.target_languages],
+        "multilinguality": ["translation"],
+        "size_categories": [size_category(content.total_triplets)],
+        "task_categories": ["translation"],
+        "pretty_name": content.title or content.name,
+        "tags": ["mt-evaluation", "mqm", "metric-benchmark", "xq-meval"],
+        "configs": configs,
+    }
 
 
 def _human_annotations(rows: list[dict]) -> str:
