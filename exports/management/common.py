@@ -1,5 +1,5 @@
-"""How the exports commands word a refusal: a service's error becomes the command's error (its message, exit
-status 1, no traceback)."""
+"""What the exports commands share: a service's refusal worded as the command's error (its message, exit status
+1, no traceback), and the options that choose which rows become items."""
 
 from contextlib import contextmanager
 
@@ -13,3 +13,13 @@ def refused_as_command_error(*errors: type[Exception]):
         yield
     except errors as exc:
         raise CommandError(str(exc)) from None
+
+
+def options_refused(problems) -> CommandError:
+    """A refusal that names the options at fault, ``(option, text)`` each: ``--level 9: …; --direction …``."""
+    return CommandError("; ".join(f"--{option} {text}" for option, text in problems))
+
+
+def item_sample(opts) -> dict:
+    """Which rows an items command takes: one direction, one level, a seeded sample of ``--limit``."""
+    return {name: opts[name] for name in ("direction", "level", "limit", "seed")}

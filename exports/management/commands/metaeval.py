@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from core.corpus.selectors import corpus_limits
 from exports.management.commands.score import find_release, names
-from exports.management.refusals import refused_as_command_error
+from exports.management.common import refused_as_command_error
 from exports.metaeval import evalset, leaderboard, tasksets
 from exports.metaeval.domain import TAU_STATISTICS
 from exports.metaeval.selectors import (
