@@ -1,5 +1,6 @@
 """How an ``AppError`` (``core.domain.errors``) answers, in one place per kind of caller: the API's DRF
-exception handler (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) and two helpers of the HTML views. Views and API
+exception handler (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) and two helpers of the HTML views; views of another
+kind (the worker endpoints' JSON) wrap themselves with ``answering_refusals`` as the HTML helper does. Views and API
 views call services and let the error through; none catches it to word its own answer.
 
 - Invalid, Conflict and a visible Forbidden: their status (400 or the subclass's own, e.g. 422; 409; 403) with
