@@ -292,15 +292,15 @@ def direction_staged_receive(
         ):
             return existing, False
         summary = _archive_check(release, archive, work / "files", direction, formats)
-        upload_of = {"sha256": declared, "worker": worker, "size": received}
-        return _direction_store(release, staged, staging, work / "files", direction, formats, summary, upload_of)
+        upload = {"sha256": declared, "size": received, "worker": worker}
+        return _direction_store(release, staged, staging, work / "files", direction, formats, summary, **upload)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(OSError):
             incoming.rmdir()  # when no other upload is under way
 
 
-def _direction_store(release, staged, staging, files: Path, direction, formats, summary: dict, upload_of: dict):
+def _direction_store(release, staged, staging, files: Path, direction, formats, summary: dict, *, sha256, size, worker):
     """A checked direction's files stored into the staging directory and recorded as done, under the release's
     lock, unless the same rows are already staged from the current build; the upload recorded either way.
     Returns (the ``StagedUpload``, whether the files were stored now)."""
@@ -324,7 +324,7 @@ def _direction_store(release, staged, staging, files: Path, direction, formats, 
                 "digest": summary["digest"],
                 "stamp": summary["stamp"],
                 "error": "",
-                "worker": upload_of["worker"].name,
+                "worker": worker.name,
             }
             release_services.direction_record(
                 release=release, direction=direction, entry=entry, total=len(row.directions)
@@ -332,8 +332,8 @@ def _direction_store(release, staged, staging, files: Path, direction, formats, 
         upload, _ = StagedUpload.objects.get_or_create(
             release=row,
             direction=direction,
-            sha256=upload_of["sha256"],
-            defaults={"worker": upload_of["worker"], "size": upload_of["size"], "digest": summary["digest"]},
+            sha256=sha256,
+            defaults={"worker": worker, "size": size, "digest": summary["digest"]},
         )
     return upload, stored
 
