@@ -1,5 +1,6 @@
 """How an ``AppError`` (``core.domain.errors``) answers, in one place per kind of caller: the API's DRF
-exception handler (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) and two helpers of the HTML views. Views and API
+exception handler (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) and two helpers of the HTML views; views of another
+kind (the worker endpoints' JSON) wrap themselves with ``answering_refusals`` as the HTML helper does. Views and API
 views call services and let the error through; none catches it to word its own answer.
 
 - Invalid, Conflict and a visible Forbidden: their status (400 or the subclass's own, e.g. 422; 409; 403) with
@@ -40,18 +41,31 @@ def answers_refusals(view=None, *, template: str = "refused.html"):
     status; NotFound and a hidden Forbidden answer as a missing page (``access.not_found``)."""
 
     def decorate(view):
-        @wraps(view)
-        def wrapper(request, *args, **kwargs):
-            try:
-                return view(request, *args, **kwargs)
-            except AppError as exc:
-                if answers_as_missing(exc):
-                    raise access.not_found() from None
-                return render(request, template, {"message": exc.message, "field": exc.field}, status=exc.status)
-
-        return wrapper
+        return answering_refusals(
+            view,
+            lambda request, exc: render(
+                request, template, {"message": exc.message, "field": exc.field}, status=exc.status
+            ),
+            missing=lambda exc: access.not_found(),
+        )
 
     return decorate(view) if view is not None else decorate
+
+
+def answering_refusals(view, answer, *, missing):
+    """``view`` with an ``AppError`` it raises answered by ``answer(request, exc)``; one that answers as missing
+    raises ``missing(exc)`` instead (the caller's kind of 404), so the two stay apart in every kind of view."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except AppError as exc:
+            if answers_as_missing(exc):
+                raise missing(exc) from None
+            return answer(request, exc)
+
+    return wrapper
 
 
 class RefusalAsMessage:

@@ -29,3 +29,10 @@ def retry_after_fault(task, exc: Exception, record: Callable[..., None], *, maxi
     except DatabaseError:
         pass  # the database is still away: the page keeps the failure until the retry records its outcome
     raise task.retry(exc=exc, countdown=countdown)
+
+
+def retry_with_reason(task, exc: Exception, record: Callable[..., None], *, maximum: int) -> NoReturn:
+    """``retry_after_fault`` for a job whose note is one text: ``record(reason=…)`` is given the fault and when
+    it is tried again (``retry_note``)."""
+    reason = f"{type(exc).__name__}: {exc}"
+    retry_after_fault(task, exc, lambda **when: record(reason=retry_note(reason, **when)), maximum=maximum)

@@ -76,7 +76,17 @@ def make_span_items(
     found = _check(task, origin, direction, level, release, metric if release else None)
     if attention and origin != ACCEPTED_CANDIDATES:
         raise SpanSourceRejected([("attention", "attention items are made from accepted candidates")])
-    project = task.project
+    rows = _source_rows(task.project, origin, direction, level)
+    ids = list(rows.values_list("pk", flat=True)[: MAX_ITEMS * 10])
+    ids = review_rules.sample_ids(ids, min(limit or MAX_ITEMS, MAX_ITEMS), seed)
+    rows = rows.filter(pk__in=ids).select_related("segment__direction__target").order_by("pk")
+    entries = [_entry(row, origin, attention) for row in rows]
+    if found is not None and metric:
+        _add_metric_spans(entries, found, metric)
+    return span_services.span_items_add(task=task, entries=entries)
+
+
+def _source_rows(project, origin: str, direction: str | None, level: int | None):
     if origin == ACCEPTED_CANDIDATES:
         rows = Candidate.objects.filter(segment__project=project, status=Candidate.Status.ACCEPTED, is_gold=False)
     else:
@@ -85,48 +95,48 @@ def make_span_items(
             rows = rows.filter(level=level)
     if direction:
         rows = rows.filter(segment__direction__code=direction)
-    ids = list(rows.values_list("pk", flat=True)[: MAX_ITEMS * 10])
-    ids = review_rules.sample_ids(ids, min(limit or MAX_ITEMS, MAX_ITEMS), seed)
-    rows = rows.filter(pk__in=ids).select_related("segment__direction__target").order_by("pk")
-    entries = []
-    for row in rows:
-        seg = row.segment
-        lang = seg.direction.target.code
-        if origin == ACCEPTED_CANDIDATES:
-            span = span_rules.injected_char_span(seg.reference, row.text, lang)
-            entry = {
-                "kind": SpanItem.Kind.CANDIDATE,
-                "candidate_id": row.pk,
-                "injected_spans": [span] if span else [],
-                "is_attention": attention and span is not None,
-            }
-        else:
-            entry = {
-                "kind": SpanItem.Kind.PSEUDO_TRANSLATION,
-                "pseudo_translation_id": row.pk,
-                "injected_spans": span_rules.marked_char_spans(row.marked_text, lang),
-                "triplet_id": f"{seg.direction.code}/{seg.external_id}/"
-                + ("+".join(s["label"] for s in row.spans) or "reference"),
-            }
-        entries.append(
-            {
-                **entry,
-                "direction_id": seg.direction_id,
-                "external_id": str(row.pk),
-                "system": "attention" if entry.get("is_attention") else "",
-                "source": seg.source,
-                "reference": seg.reference,
-                "translation": row.text,
-            }
-        )
-    if found is not None and metric:
-        spans = dict(
-            MetricScore.objects.filter(
-                release=found, metric=metric, triplet_id__in=[e["triplet_id"] for e in entries if "triplet_id" in e]
-            ).values_list("triplet_id", "spans")
-        )
-        for e in entries:
-            ai = span_rules.metric_spans(spans.get(e.get("triplet_id")), len(e["translation"]))
-            if ai:
-                e["ai_spans"], e["ai_metric"] = ai, metric
-    return span_services.span_items_add(task=task, entries=entries)
+    return rows
+
+
+def _entry(row, origin: str, attention: bool) -> dict:
+    """The span item of one accepted candidate or pseudo translation, with its injected spans."""
+    seg = row.segment
+    lang = seg.direction.target.code
+    if origin == ACCEPTED_CANDIDATES:
+        span = span_rules.injected_char_span(seg.reference, row.text, lang)
+        entry = {
+            "kind": SpanItem.Kind.CANDIDATE,
+            "candidate_id": row.pk,
+            "injected_spans": [span] if span else [],
+            "is_attention": attention and span is not None,
+        }
+    else:
+        entry = {
+            "kind": SpanItem.Kind.PSEUDO_TRANSLATION,
+            "pseudo_translation_id": row.pk,
+            "injected_spans": span_rules.marked_char_spans(row.marked_text, lang),
+            "triplet_id": f"{seg.direction.code}/{seg.external_id}/"
+            + ("+".join(s["label"] for s in row.spans) or "reference"),
+        }
+    return {
+        **entry,
+        "direction_id": seg.direction_id,
+        "external_id": str(row.pk),
+        "system": "attention" if entry.get("is_attention") else "",
+        "source": seg.source,
+        "reference": seg.reference,
+        "translation": row.text,
+    }
+
+
+def _add_metric_spans(entries: list[dict], found, metric: str) -> None:
+    """The spans ``metric`` marked on each pseudo translation in release ``found``, as its AI spans."""
+    spans = dict(
+        MetricScore.objects.filter(
+            release=found, metric=metric, triplet_id__in=[e["triplet_id"] for e in entries if "triplet_id" in e]
+        ).values_list("triplet_id", "spans")
+    )
+    for e in entries:
+        ai = span_rules.metric_spans(spans.get(e.get("triplet_id")), len(e["translation"]))
+        if ai:
+            e["ai_spans"], e["ai_metric"] = ai, metric

@@ -424,3 +424,11 @@ def counts_table(levels_per_pair: dict[str, dict[object, dict[int, int]]], max_l
             "max_per_pair": max(totals) if totals else 0,
         }
     return table
+
+
+def counts_table_rows(counts: dict) -> tuple[list[int], list[tuple[str, dict, list[dict]]]]:
+    """A ``counts_table`` laid out for printing: its levels, and per direction in order the direction's row
+    with its cells (``{total, min_per_pair, max_per_pair}``, one per level)."""
+    levels = sorted({int(k) for d in counts.values() for k in d["levels"]})
+    rows = [(d, counts[d], [counts[d]["levels"][str(k)] for k in levels]) for d in sorted(counts)]
+    return levels, rows

@@ -213,19 +213,8 @@ def _record_placements(
     return restored
 
 
-def _write_direction(plans, result: BuildResult, *, written_before: set[int]) -> None:
-    """Replace the pseudo translations of the planned gold pairs. Raw rows (``core.bulk.copy_rows``: COPY on
-    PostgreSQL, ``executemany`` elsewhere) rather than ``bulk_create``: building ~250,000 model instances
-    (rows and M2M links) costs most of the merge time otherwise; values are adapted with the backend's own
-    operations, so SQLite and PostgreSQL both work.
-
-    Only gold pairs merged before (``written_before``: those with a ``MergedSegment``, written in the same
-    transaction as their rows) have rows to delete: a first build issues no DELETE at all. That matters at
-    scale: while the table is too new for PostgreSQL's statistics, ``segment_id IN (…)`` plans as a
-    sequential scan, so each direction's DELETE and read-back would scan every row written so far. (A row
-    without its state would make the COPY fail on the unique (segment, key) constraint, loudly.)"""
-    segment_ids = [seg.id for seg, _, _ in plans]
-    stale = [sid for sid in segment_ids if sid in written_before]
+def _delete_stale(stale: list[int], result: BuildResult) -> None:
+    """The pseudo translations of gold pairs merged before, with their candidate links."""
     Through = PseudoTranslation.candidates.through
     for i in range(0, len(stale), 500):
         chunk = stale[i : i + 500]
@@ -240,7 +229,11 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
         result.pseudo_deleted += PseudoTranslation.objects.filter(segment_id__in=chunk)._raw_delete(
             PseudoTranslation.objects.db
         )
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
+
+
+def _pseudo_rows(plans, now) -> tuple[list[tuple], dict[tuple[int, str], tuple]]:
+    """The planned pseudo translations as raw rows (table columns but the id), and each one's candidate ids
+    by (gold pair, key)."""
     rows: list[tuple] = []
     members: dict[tuple[int, str], tuple] = {}
     for seg, _, merged in plans:
@@ -274,6 +267,37 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
                     now,
                 )
             )
+    return rows, members
+
+
+def _pseudo_ids(segment_ids: list[int]) -> dict[tuple[int, str], int]:
+    """The ids the database gave the rows just written, by (gold pair, key) (backends without reserved ids)."""
+    ids = {}
+    for i in range(0, len(segment_ids), 500):
+        for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list(
+            "id", "segment_id", "key"
+        ):
+            ids[(sid, key)] = pk
+    return ids
+
+
+def _write_direction(plans, result: BuildResult, *, written_before: set[int]) -> None:
+    """Replace the pseudo translations of the planned gold pairs. Raw rows (``core.bulk.copy_rows``: COPY on
+    PostgreSQL, ``executemany`` elsewhere) rather than ``bulk_create``: building ~250,000 model instances
+    (rows and M2M links) costs most of the merge time otherwise; values are adapted with the backend's own
+    operations, so SQLite and PostgreSQL both work.
+
+    Only gold pairs merged before (``written_before``: those with a ``MergedSegment``, written in the same
+    transaction as their rows) have rows to delete: a first build issues no DELETE at all. That matters at
+    scale: while the table is too new for PostgreSQL's statistics, ``segment_id IN (…)`` plans as a
+    sequential scan, so each direction's DELETE and read-back would scan every row written so far. (A row
+    without its state would make the COPY fail on the unique (segment, key) constraint, loudly.)"""
+    segment_ids = [seg.id for seg, _, _ in plans]
+    stale = [sid for sid in segment_ids if sid in written_before]
+    Through = PseudoTranslation.candidates.through
+    _delete_stale(stale, result)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    rows, members = _pseudo_rows(plans, now)
     columns = [
         "segment_id",
         "level",
@@ -293,12 +317,7 @@ def _write_direction(plans, result: BuildResult, *, written_before: set[int]) ->
         columns = ["id", *columns]
     bulk.copy_rows(PseudoTranslation._meta.db_table, columns, rows, batch_size=BULK_BATCH * 5)
     if reserved is None:
-        ids = {}
-        for i in range(0, len(segment_ids), 500):
-            for pk, sid, key in PseudoTranslation.objects.filter(segment_id__in=segment_ids[i : i + 500]).values_list(
-                "id", "segment_id", "key"
-            ):
-                ids[(sid, key)] = pk
+        ids = _pseudo_ids(segment_ids)
     links = [(ids[k], cid) for k, cids in members.items() for cid in cids]
     bulk.copy_rows(Through._meta.db_table, ["pseudotranslation_id", "candidate_id"], links, batch_size=BULK_BATCH * 10)
     states = [
@@ -556,14 +575,10 @@ def counts_format(*, counts: dict) -> list[str]:
     """The counts table as text lines (command output)."""
     if not counts:
         return []
-    levels = sorted({int(k) for d in counts.values() for k in d["levels"]})
+    levels, rows = merging.counts_table_rows(counts)
     lines = ["direction  pairs  " + "  ".join(f"{'k=' + str(k):>16}" for k in levels) + f"  {'total':>16}"]
-    for direction in sorted(counts):
-        row = counts[direction]
-        cells = [
-            f"{row['levels'][str(k)]['total']:>6} ({row['levels'][str(k)]['min_per_pair']:>2}–{row['levels'][str(k)]['max_per_pair']:>3})"
-            for k in levels
-        ]
+    for direction, row, level_cells in rows:
+        cells = [f"{c['total']:>6} ({c['min_per_pair']:>2}–{c['max_per_pair']:>3})" for c in level_cells]
         lines.append(
             f"{direction:<9}  {row['gold_pairs']:>5}  "
             + "  ".join(f"{c:>16}" for c in cells)

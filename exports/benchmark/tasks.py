@@ -6,11 +6,13 @@ imports the services, never the reverse."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from celery import chord, group, shared_task
 from django.db import OperationalError, transaction
 
 from core.models import FINISHED, JobStatus, Project
-from core.task_retry import retry_after_fault, retry_note
+from core.task_retry import retry_with_reason
 from exports.benchmark import services
 from exports.models import BenchmarkBuild
 
@@ -45,14 +47,8 @@ def build_direction_task(self, build_id: int, direction: str, force: bool = Fals
             **services.build_direction_run(build=build, direction_code=direction, force=force),
         }
     except OperationalError as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        retry_after_fault(
-            self,
-            exc,
-            lambda **when: services.build_retry_record(
-                build=build, direction_code=direction, reason=retry_note(reason, **when)
-            ),
-            maximum=60,
+        retry_with_reason(
+            self, exc, partial(services.build_retry_record, build=build, direction_code=direction), maximum=60
         )
 
 

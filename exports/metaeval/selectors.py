@@ -451,11 +451,9 @@ def _system_vectors(
             people is None or any(t in people for t in system.triplet_ids)
         ):
             by_repetition[system.repetition].append(system)
-    gold, vectors, bounds = [], {m: [] for m in metrics}, []
-    for _, systems in sorted(by_repetition.items()):
-        if len(systems) < 2:
-            continue
-        bounds.append((len(gold), len(gold) + len(systems)))
+    groups = _repetition_groups(by_repetition)
+    gold, vectors = [], {m: [] for m in metrics}
+    for systems in groups:
         for system in systems:
             if people is None:
                 gold.append(system.human_score)
@@ -464,7 +462,22 @@ def _system_vectors(
                 gold.append(float(np.mean(rated)))
             for m in metrics:
                 vectors[m].append(float(np.mean([loaded[m][t][1] for t in system.triplet_ids])))
-    return gold, vectors, bounds
+    return gold, vectors, _group_bounds(groups)
+
+
+def _repetition_groups(by_repetition: dict[int, list]) -> list[list]:
+    """The repetitions that hold two systems or more, in order: systems are compared within their repetition
+    (a group, as a language pair is in WMT's global accuracy), and one alone compares with nothing."""
+    return [members for _, members in sorted(by_repetition.items()) if len(members) >= 2]
+
+
+def _group_bounds(groups: list[list]) -> list[tuple[int, int]]:
+    """Each group's ``(start, end)`` in the items that list the groups' members one after another."""
+    bounds, start = [], 0
+    for members in groups:
+        bounds.append((start, start + len(members)))
+        start += len(members)
+    return bounds
 
 
 def release_leaderboard(
@@ -594,11 +607,9 @@ def _multilingual_group(systems, per_system, metrics, statistic, params, options
     for index, (repetition, _, order) in enumerate(systems):
         if all(set(order) <= set(per_system[m][index]) for m in metrics):
             by_repetition[repetition].append(index)
-    gold, vectors, groups = [], {m: [] for m in metrics}, []
-    for _, members in sorted(by_repetition.items()):
-        if len(members) < 2:
-            continue
-        groups.append((len(gold), len(gold) + len(members)))
+    groups = _repetition_groups(by_repetition)
+    gold, vectors = [], {m: [] for m in metrics}
+    for members in groups:
         for index in members:
             repetition, human, order = systems[index]
             gold.append(human)
@@ -607,7 +618,7 @@ def _multilingual_group(systems, per_system, metrics, statistic, params, options
                 vectors[m].append(means.score())
     if len(gold) < 3:
         return None
-    result = statistics.permutation_significance(statistic, gold, vectors, groups, **params, **options)
+    result = statistics.permutation_significance(statistic, gold, vectors, _group_bounds(groups), **params, **options)
     return {"direction": "multilingual", "n": len(gold), **result.as_dict()}
 
 

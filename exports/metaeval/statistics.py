@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -997,17 +997,10 @@ class Interval:
     alpha: float
 
     def as_dict(self) -> dict:
-        return {
-            "value": self.value,
-            "low": self.low,
-            "high": self.high,
-            "parameters": {
-                "resamples": self.resamples,
-                "seed": self.seed,
-                "alpha": self.alpha,
-                "method": "percentile bootstrap over segments",
-            },
-        }
+        """The estimate and its bounds, then how they were drawn under ``parameters``."""
+        figures = asdict(self)
+        drawn = {name: figures.pop(name) for name in ("resamples", "seed", "alpha")}
+        return {**figures, "parameters": {**drawn, "method": "percentile bootstrap over segments"}}
 
 
 def bootstrap_interval(

@@ -3,6 +3,7 @@ from the project's current pseudo translations. Shared by the release writer and
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 from annotation.agreement.domain import spans as span_stats
@@ -37,10 +38,6 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
     pairs are put in natural order (a few fields each), then their pseudo translations are read ``block``
     pairs at a time through the backend's chunked cursor (server-side on PostgreSQL) and sorted within
     each pair. Read with plain cursors: the ORM's per-value converters would cost seconds on ~60,000 rows."""
-    import json
-
-    from django.db import connection
-
     block = block or TRIPLET_BLOCK_SEGMENTS  # read when called, so a setting changed at run time counts
     segments = sorted(
         GoldSegment.objects.filter(project=project, direction__code=direction).values_list(
@@ -51,44 +48,18 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
     if not segments:
         return
     unit = unit_of(segments[0][2])
-    qn = connection.ops.quote_name
-    table = qn(PseudoTranslation._meta.db_table)
-    loads = json.loads
     for i in range(0, len(segments), block):
         chunk = segments[i : i + block]
         ext_of = {seg_id: ext for seg_id, ext, _ in chunk}
-        texts = dict(
-            (
-                (seg_id, (src, ref))
-                for seg_id, src, ref in GoldSegment.objects.filter(id__in=list(ext_of)).values_list(
-                    "id", "source", "reference"
-                )
-            )
-        )
-        marks = ", ".join(["%s"] * len(chunk))
-        sql = (
-            f"SELECT p.{qn('segment_id')}, p.{qn('level')}, p.{qn('text')}, p.{qn('marked_text')}, p.{qn('error_types')}, "
-            f"p.{qn('mqm_penalty')}, p.{qn('spans')}, p.{qn('flags')} FROM {table} p WHERE p.{qn('segment_id')} IN ({marks})"
-        )
-        by_segment: dict[int, list[tuple]] = defaultdict(list)
-        with connection.chunked_cursor() as cursor:
-            cursor.execute(sql, list(ext_of))
-            while batch := cursor.fetchmany(2000):
-                for seg_id, level, text, marked, error_types, penalty, spans, flags in batch:
-                    if isinstance(spans, str):  # SQLite returns JSON as text, PostgreSQL as decoded values
-                        spans = loads(spans)
-                        error_types = loads(error_types)
-                        flags = loads(flags)
-                    order = (level, [(s["ref_start"], s["ref_end"], s["label"]) for s in spans])
-                    by_segment[seg_id].append((order, level, text, marked, error_types, penalty, spans, flags))
+        texts = _pair_texts(list(ext_of))
+        by_segment = _pseudo_rows_by_segment(list(ext_of))
         for seg_id, ext, _ in chunk:
             src, ref = texts[seg_id]
             rows = by_segment.pop(seg_id, [])
             rows.sort(key=lambda item: item[0])
             for _, level, text, marked, error_types, penalty, spans, flags in rows:
-                labels = [s["label"] for s in spans]
                 yield {
-                    "triplet_id": f"{direction}/{ext}/{'+'.join(labels) if labels else 'reference'}",
+                    "triplet_id": pseudo_triplet_id(direction, ext, spans),
                     "direction": direction,
                     "segment_id": ext,
                     "src": src,
@@ -113,6 +84,39 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
                     "unit": unit,
                     "flags": list(flags),
                 }
+
+
+def _pair_texts(segment_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """Source and reference of each gold pair."""
+    pairs = GoldSegment.objects.filter(id__in=segment_ids).values_list("id", "source", "reference")
+    return {seg_id: (src, ref) for seg_id, src, ref in pairs}
+
+
+def _pseudo_rows_by_segment(segment_ids: list[int]) -> dict[int, list[tuple]]:
+    """One block's pseudo translations per gold pair, each with its release order key first, read through the
+    backend's chunked cursor."""
+    from django.db import connection
+
+    qn = connection.ops.quote_name
+    table = qn(PseudoTranslation._meta.db_table)
+    marks = ", ".join(["%s"] * len(segment_ids))
+    sql = (
+        f"SELECT p.{qn('segment_id')}, p.{qn('level')}, p.{qn('text')}, p.{qn('marked_text')}, p.{qn('error_types')}, "
+        f"p.{qn('mqm_penalty')}, p.{qn('spans')}, p.{qn('flags')} FROM {table} p WHERE p.{qn('segment_id')} IN ({marks})"
+    )
+    loads = json.loads
+    by_segment: dict[int, list[tuple]] = defaultdict(list)
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, segment_ids)
+        while batch := cursor.fetchmany(2000):
+            for seg_id, level, text, marked, error_types, penalty, spans, flags in batch:
+                if isinstance(spans, str):  # SQLite returns JSON as text, PostgreSQL as decoded values
+                    spans = loads(spans)
+                    error_types = loads(error_types)
+                    flags = loads(flags)
+                order = (level, [(s["ref_start"], s["ref_end"], s["label"]) for s in spans])
+                by_segment[seg_id].append((order, level, text, marked, error_types, penalty, spans, flags))
+    return by_segment
 
 
 def pseudo_triplet_id(direction: str, external_id: str, spans: list[dict]) -> str:

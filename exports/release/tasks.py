@@ -8,13 +8,15 @@ only the broker and HTTP with the platform (``release_direction_remote_task``, `
 
 from __future__ import annotations
 
+from functools import partial
+
 from celery import chord, group, shared_task
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import OperationalError, transaction
 
 from core.models import Project
-from core.task_retry import retry_after_fault, retry_note
+from core.task_retry import retry_note, retry_with_reason
 from exports.benchmark.tasks import DIRECTION_RETRIES, RETRY
 from exports.models import Release
 from exports.release import services, transfer
@@ -76,14 +78,8 @@ def _stage_shared(self, job: dict, direction: str) -> dict:
     try:
         return {"direction": direction, **services.release_direction_run(job=release_job, direction=direction)}
     except OperationalError as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        retry_after_fault(
-            self,
-            exc,
-            lambda **when: services.release_retry_record(
-                job=release_job, direction=direction, reason=retry_note(reason, **when)
-            ),
-            maximum=60,
+        retry_with_reason(
+            self, exc, partial(services.release_retry_record, job=release_job, direction=direction), maximum=60
         )
 
 

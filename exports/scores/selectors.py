@@ -214,6 +214,39 @@ def _uploaded_reports(release: Release) -> tuple[dict, list[dict]]:
     return summary, reliability
 
 
+def _add_judge_report(out: dict[str, list[dict]], metric: str, code: str, d: dict) -> None:
+    """One judged direction of a metric's summary: its calls and cost, and AskQE's decision when it has one."""
+    judge = d["judge"]
+    out["costs"].append(
+        {
+            "metric": metric,
+            "direction": code,
+            "n": d.get("n"),
+            "scored": d.get("n_scored"),
+            "retry": d.get("n_retry", 0),
+            "calls": judge.get("calls"),
+            "sent": judge.get("sent"),
+            "cached": judge.get("cached"),
+            "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
+            "cost_usd": judge.get("cost_usd"),
+            "model": (d.get("signature") or {}).get("judge", {}).get("model", ""),
+        }
+    )
+    gmm = d.get("gmm")
+    if gmm:
+        out["decisions"].append(
+            {
+                "metric": metric,
+                "direction": code,
+                "n": gmm.get("n"),
+                "fitted": gmm.get("fitted"),
+                "reject": gmm.get("n_reject"),
+                "means": gmm.get("means"),
+                "reason": gmm.get("reason", ""),
+            }
+        )
+
+
 def judge_reports(release: Release, directions: list[str] | None = None) -> dict[str, list[dict]]:
     """What the LLM-judge metrics wrote beside their scores: calls, tokens and cost per metric and
     direction (summary.json), AskQE's accept/reject decision per direction (its GMM fit), and CEF's judge
@@ -239,37 +272,8 @@ def judge_reports(release: Release, directions: list[str] | None = None) -> dict
     wanted = set(directions) if directions is not None else None
     for metric, entry in sorted((summary.get("metrics") or {}).items()):
         for code, d in sorted((entry.get("directions") or {}).items()):
-            judge = d.get("judge")
-            if not judge or (wanted is not None and code not in wanted):
-                continue
-            out["costs"].append(
-                {
-                    "metric": metric,
-                    "direction": code,
-                    "n": d.get("n"),
-                    "scored": d.get("n_scored"),
-                    "retry": d.get("n_retry", 0),
-                    "calls": judge.get("calls"),
-                    "sent": judge.get("sent"),
-                    "cached": judge.get("cached"),
-                    "tokens": (judge.get("prompt_tokens") or 0) + (judge.get("completion_tokens") or 0),
-                    "cost_usd": judge.get("cost_usd"),
-                    "model": (d.get("signature") or {}).get("judge", {}).get("model", ""),
-                }
-            )
-            gmm = d.get("gmm")
-            if gmm:
-                out["decisions"].append(
-                    {
-                        "metric": metric,
-                        "direction": code,
-                        "n": gmm.get("n"),
-                        "fitted": gmm.get("fitted"),
-                        "reject": gmm.get("n_reject"),
-                        "means": gmm.get("means"),
-                        "reason": gmm.get("reason", ""),
-                    }
-                )
+            if d.get("judge") and (wanted is None or code in wanted):
+                _add_judge_report(out, metric, code, d)
     out["reliability"] = [r for r in uploaded_reliability if wanted is None or r.get("direction") in wanted]
     if not uploaded_reliability and files and files.exists("scores/cef.reliability.parquet"):
         import pyarrow.parquet as pq

@@ -46,7 +46,8 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from core.domain.errors import AppError, answers_as_missing
+from core.domain.errors import AppError
+from core.errors import answering_refusals
 from exports.models import Release
 from exports.release.domain import staged_upload
 from exports.scores import tasks as score_tasks
@@ -94,18 +95,12 @@ def job_view(kind: str):
 
 def refusals_as_json(view):
     """A refusal (``AppError``) answers JSON with the field named; one that answers as missing, 404."""
+    return answering_refusals(view, _refusal_json, missing=lambda exc: Http404(exc.message))
 
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except AppError as exc:
-            if answers_as_missing(exc):
-                raise Http404(exc.message) from None
-            status = 413 if exc.field == "size" else exc.status
-            return JsonResponse({"error": exc.message, "field": exc.field, "code": exc.code}, status=status)
 
-    return wrapped
+def _refusal_json(request, exc: AppError) -> JsonResponse:
+    status = 413 if exc.field == "size" else exc.status
+    return JsonResponse({"error": exc.message, "field": exc.field, "code": exc.code}, status=status)
 
 
 def _declared_length(request) -> int | None:
@@ -114,6 +109,20 @@ def _declared_length(request) -> int | None:
         return int(request.META.get("CONTENT_LENGTH") or "")
     except ValueError:
         return None
+
+
+def _upload(request, sha256_header: str) -> dict | None:
+    """What a worker's PUT gives the service that receives it: the sha256 it declares in ``sha256_header``, the
+    body streamed with its length, the worker; None without a Content-Length (``_length_required``)."""
+    length = _declared_length(request)
+    if length is None:
+        return None
+    declared = request.META.get(sha256_header, "")
+    return {"declared_sha256": declared, "body": request, "length": length, "worker": request.worker}
+
+
+def _length_required() -> JsonResponse:
+    return JsonResponse({"error": "Content-Length is required", "field": "size"}, status=411)
 
 
 # ---- scoring workers -------------------------------------------------------------------------------------
@@ -191,19 +200,11 @@ def release_file(request, release_id: int, direction: str):
 @require_http_methods(["PUT"])
 def upload_part(request, release_id: int, metric: str, direction: str):
     release = _ready_release(release_id)
-    length = _declared_length(request)
-    if length is None:
-        return JsonResponse({"error": "Content-Length is required", "field": "size"}, status=411)
+    received = _upload(request, "HTTP_X_PART_SHA256")
+    if received is None:
+        return _length_required()
     try:
-        upload, created = services.part_receive(
-            release=release,
-            metric=metric,
-            direction=direction,
-            declared_sha256=request.META.get("HTTP_X_PART_SHA256", ""),
-            body=request,
-            length=length,
-            worker=request.worker,
-        )
+        upload, created = services.part_receive(release=release, metric=metric, direction=direction, **received)
     except PartRefused as exc:
         status = {"size": 413}.get(exc.field, 400)
         return JsonResponse({"error": str(exc), "field": exc.field}, status=status)
@@ -263,17 +264,10 @@ def _gzipped(lines):
 @refusals_as_json
 @require_http_methods(["PUT"])
 def direction_staged(request, release_id: int, direction: str):
-    length = _declared_length(request)
-    if length is None:
-        return JsonResponse({"error": "Content-Length is required", "field": "size"}, status=411)
-    upload, stored = services.direction_staged_receive(
-        release_id=release_id,
-        direction=direction,
-        declared_sha256=request.META.get("HTTP_X_STAGED_SHA256", ""),
-        body=request,
-        length=length,
-        worker=request.worker,
-    )
+    received = _upload(request, "HTTP_X_STAGED_SHA256")
+    if received is None:
+        return _length_required()
+    upload, stored = services.direction_staged_receive(release_id=release_id, direction=direction, **received)
     return JsonResponse(
         {"sha256": upload.sha256, "bytes": upload.size, "digest": upload.digest, "stored": stored},
         status=201 if stored else 200,

@@ -278,22 +278,10 @@ def direction_staged_receive(
         if staged.local
         else Path(tempfile.gettempdir()) / "xqmeval-release-incoming"
     )
-    for attempt in range(3):
-        incoming.mkdir(parents=True, exist_ok=True)
-        try:
-            work = Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
-            break
-        except FileNotFoundError:  # another upload removed the folder once it was empty: make it again
-            if attempt == 2:
-                raise
+    work = _work_folder(incoming, direction)
     try:
         archive = work / "staged.tar.gz"
-        with open(archive, "wb") as out:
-            sha256, received = _body_copy(body, out, length=length)
-        if received != length:  # the worker was cut off mid-upload: keep nothing of it
-            raise StagedRefused("body", f"received {received} of the {length} bytes declared")
-        if sha256 != declared:
-            raise StagedRefused("sha256", f"the body's sha256 is {sha256}, the upload declares {declared}")
+        received = _archive_receive(body, archive, length, declared)
         existing = StagedUpload.objects.filter(release=release, direction=direction, sha256=declared).first()
         entry = release.directions.get(direction) or {}
         if (
@@ -303,59 +291,96 @@ def direction_staged_receive(
             and release_files.staged_direction(staging, direction) is not None
         ):
             return existing, False
-        summary = staged_upload.archive_unpack(
-            archive,
-            work / "files",
-            direction=direction,
-            formats=formats,
-            max_unpacked=settings.RELEASE_UPLOAD_MAX_UNPACKED_BYTES,
-        )
-        if summary.get("stamp") != release_services.direction_stamp_get(project=release.project, direction=direction):
-            raise StagedConflict(
-                "stamp",
-                f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
-            )
-        # the archive agrees with itself; now with the platform's own rows, which the worker cannot recompute
-        rows = release_selectors.iter_triplet_rows(release.project, direction)
-        expected = release_files.direction_expected(rows, direction, formats)
-        staged_upload.staged_check(work / "files", direction=direction, expected=expected)
-        del expected
-        with transaction.atomic():
-            row = Release.objects.select_for_update().get(pk=release.pk)
-            if row.status != Release.Status.BUILDING:
-                raise StagedConflict("release", f"release {row.pk} is no longer being built (status {row.status})")
-            now = (row.directions or {}).get(direction) or {}
-            stored = not (
-                now.get("status") == "done"
-                and now.get("digest") == summary["digest"]
-                and now.get("stamp") == summary["stamp"]
-                and release_files.staged_direction(staging, direction) is not None
-            )
-            if stored:  # nothing of an earlier attempt stays; the summary last
-                staged.direction_save(work / "files", direction, staged_upload.archive_members(direction, formats))
-                entry = {
-                    "status": "done",
-                    "triplets": summary["triplets"],
-                    "transplanted": summary["transplanted"],
-                    "digest": summary["digest"],
-                    "stamp": summary["stamp"],
-                    "error": "",
-                    "worker": worker.name,
-                }
-                release_services.direction_record(
-                    release=release, direction=direction, entry=entry, total=len(row.directions)
-                )
-            upload, _ = StagedUpload.objects.get_or_create(
-                release=row,
-                direction=direction,
-                sha256=declared,
-                defaults={"worker": worker, "size": received, "digest": summary["digest"]},
-            )
-        return upload, stored
+        summary = _archive_check(release, archive, work / "files", direction, formats)
+        upload = {"sha256": declared, "size": received, "worker": worker}
+        return _direction_store(release, staged, staging, work / "files", direction, formats, summary, **upload)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(OSError):
             incoming.rmdir()  # when no other upload is under way
+
+
+def _direction_store(release, staged, staging, files: Path, direction, formats, summary: dict, *, sha256, size, worker):
+    """A checked direction's files stored into the staging directory and recorded as done, under the release's
+    lock, unless the same rows are already staged from the current build; the upload recorded either way.
+    Returns (the ``StagedUpload``, whether the files were stored now)."""
+    with transaction.atomic():
+        row = Release.objects.select_for_update().get(pk=release.pk)
+        if row.status != Release.Status.BUILDING:
+            raise StagedConflict("release", f"release {row.pk} is no longer being built (status {row.status})")
+        now = (row.directions or {}).get(direction) or {}
+        stored = not (
+            now.get("status") == "done"
+            and now.get("digest") == summary["digest"]
+            and now.get("stamp") == summary["stamp"]
+            and release_files.staged_direction(staging, direction) is not None
+        )
+        if stored:  # nothing of an earlier attempt stays; the summary last
+            staged.direction_save(files, direction, staged_upload.archive_members(direction, formats))
+            entry = {
+                "status": "done",
+                "triplets": summary["triplets"],
+                "transplanted": summary["transplanted"],
+                "digest": summary["digest"],
+                "stamp": summary["stamp"],
+                "error": "",
+                "worker": worker.name,
+            }
+            release_services.direction_record(
+                release=release, direction=direction, entry=entry, total=len(row.directions)
+            )
+        upload, _ = StagedUpload.objects.get_or_create(
+            release=row,
+            direction=direction,
+            sha256=sha256,
+            defaults={"worker": worker, "size": size, "digest": summary["digest"]},
+        )
+    return upload, stored
+
+
+def _work_folder(incoming: Path, direction: str) -> Path:
+    """A new folder for one upload under ``incoming``, made again when another upload removed it meanwhile."""
+    for attempt in range(3):
+        incoming.mkdir(parents=True, exist_ok=True)
+        try:
+            return Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
+        except FileNotFoundError:  # another upload removed the folder once it was empty: make it again
+            if attempt == 2:
+                raise
+
+
+def _archive_receive(body, archive: Path, length: int, declared: str) -> int:
+    """The uploaded body written to ``archive``, refused unless it is all ``length`` bytes of the declared
+    sha256. Returns the bytes received."""
+    with open(archive, "wb") as out:
+        sha256, received = _body_copy(body, out, length=length)
+    if received != length:  # the worker was cut off mid-upload: keep nothing of it
+        raise StagedRefused("body", f"received {received} of the {length} bytes declared")
+    if sha256 != declared:
+        raise StagedRefused("sha256", f"the body's sha256 is {sha256}, the upload declares {declared}")
+    return received
+
+
+def _archive_check(release: Release, archive: Path, files: Path, direction: str, formats: list[str]) -> dict:
+    """The archive unpacked into ``files`` and checked against itself, the current build and the platform's
+    own rows; returns its summary."""
+    summary = staged_upload.archive_unpack(
+        archive,
+        files,
+        direction=direction,
+        formats=formats,
+        max_unpacked=settings.RELEASE_UPLOAD_MAX_UNPACKED_BYTES,
+    )
+    if summary.get("stamp") != release_services.direction_stamp_get(project=release.project, direction=direction):
+        raise StagedConflict(
+            "stamp",
+            f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
+        )
+    # the archive agrees with itself; now with the platform's own rows, which the worker cannot recompute
+    rows = release_selectors.iter_triplet_rows(release.project, direction)
+    expected = release_files.direction_expected(rows, direction, formats)
+    staged_upload.staged_check(files, direction=direction, expected=expected)
+    return summary
 
 
 def direction_failure_record(*, release_id: int, direction: str, status: str, error: str, worker) -> None:

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from core.domain.params import positive_int
 from core.models import Project
 from exports import rating_items
+from exports.management.common import item_sample, options_refused
 
 
 class Command(BaseCommand):
@@ -34,18 +35,10 @@ class Command(BaseCommand):
                 project, opts["origin"], direction=opts["direction"], level=opts["level"]
             ).count()
         except rating_items.RatingSourceRejected as exc:
-            raise CommandError("; ".join(f"--{option} {text}" for option, text in exc.problems)) from None
+            raise options_refused(exc.problems) from None
         total = min(total, opts["limit"]) if opts["limit"] else total
         from tqdm import tqdm
 
         with tqdm(total=total, desc="looked at", unit="row", disable=opts["verbosity"] == 0) as bar:
-            created = rating_items.make_rating_items(
-                project,
-                opts["origin"],
-                direction=opts["direction"],
-                level=opts["level"],
-                limit=opts["limit"],
-                seed=opts["seed"],
-                progress=bar.update,
-            )
+            created = rating_items.make_rating_items(project, opts["origin"], **item_sample(opts), progress=bar.update)
         self.stdout.write(f"{created} rating items created")

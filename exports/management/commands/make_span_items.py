@@ -18,6 +18,7 @@ from core.corpus.domain import CorpusError
 from core.domain.params import positive_int
 from core.services import ImportRejected
 from exports import span_items
+from exports.management.common import item_sample, options_refused
 
 
 class Command(BaseCommand):
@@ -65,14 +66,11 @@ class Command(BaseCommand):
                 created = span_items.make_span_items(
                     task,
                     opts["origin"],
-                    direction=opts["direction"],
-                    level=opts["level"],
-                    limit=opts["limit"],
-                    seed=opts["seed"],
+                    **item_sample(opts),
                     attention=opts["attention"],
                     release=opts["release"],
                     metric=opts["metric"],
                 )
             except span_items.SpanSourceRejected as exc:
-                raise CommandError("; ".join(f"--{o} {t}" for o, t in exc.problems)) from None
+                raise options_refused(exc.problems) from None
         self.stdout.write(f"{created} span items created")

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from core.corpus.selectors import corpus_limits
 from exports.management.commands.score import find_release, names
+from exports.management.common import refused_as_command_error
 from exports.metaeval import evalset, leaderboard, tasksets
 from exports.metaeval.domain import TAU_STATISTICS
 from exports.metaeval.selectors import (
@@ -39,6 +40,11 @@ from exports.metaeval.selectors import (
     release_meta_evaluation,
 )
 from exports.metaeval.statistics import AVERAGE_BY, PERMUTATION_TESTS, STATISTICS
+
+
+def _draws(opts) -> dict:
+    """The permutation tests' and bootstraps' draws as the options give them."""
+    return {"resamples": opts["resamples"], "seed": opts["seed"], "alpha": opts["alpha"]}
 
 
 class Command(BaseCommand):
@@ -53,6 +59,13 @@ class Command(BaseCommand):
             help=f"Kendall τ variant: {', '.join(TAU_STATISTICS)}; -tc: with tie calibration (acc23-tc is WMT23's segment-level statistic); default b",
         )
         parser.add_argument("--format", choices=["json", "csv", "text"], default="text", help="csv: --leaderboard only")
+        self._leaderboard_arguments(parser)
+        self._diagnostics_arguments(parser)
+        self._evalset_arguments(parser)
+        self._task_set_arguments(parser)
+
+    @staticmethod
+    def _leaderboard_arguments(parser) -> None:
         parser.add_argument(
             "--leaderboard",
             action="store_true",
@@ -83,6 +96,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="permutation seed (leaderboard)")
         parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the clusters")
         parser.add_argument("--latex", action="store_true", help="the leaderboard as a LaTeX table")
+
+    @staticmethod
+    def _diagnostics_arguments(parser) -> None:
         parser.add_argument(
             "--diagnostics",
             action="store_true",
@@ -97,6 +113,9 @@ class Command(BaseCommand):
             metavar="DIR",
             help="write the release as mt-metrics-eval EvalSets under DIR, one per direction",
         )
+
+    @staticmethod
+    def _evalset_arguments(parser) -> None:
         parser.add_argument("--import-evalset", metavar="ROOT", help="meta-evaluate an mt-metrics-eval EvalSet")
         parser.add_argument("--evalset", help="the EvalSet's name (a folder of ROOT), with --import-evalset")
         parser.add_argument("--lp", help="its language pair, e.g. en-de")
@@ -115,6 +134,9 @@ class Command(BaseCommand):
             help="--import-evalset: compare every other stored rating's error spans (human-scores/LP.*.seg.rating) "
             "with this one's: character F1, exact and partial match, WMT23 and WMT25 character F-scores",
         )
+
+    @staticmethod
+    def _task_set_arguments(parser) -> None:
         parser.add_argument("--task-set", choices=list(tasksets.TASK_SETS), help="run WMT's task set (mt-metrics-eval)")
         parser.add_argument("--lps", help="--task-set: comma-separated language pairs (default: every one there)")
         parser.add_argument("--k", type=int, default=1000, help="--task-set: permutation resamples per task (0: none)")
@@ -124,6 +146,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--primary", help="--task-set on an EvalSet: the primary metrics' base names (default: every metric)"
         )
+
+    def _wrote_json(self, result, opts) -> bool:
+        """With ``--format json``, the result written as JSON (and nothing else is to be written)."""
+        if opts["format"] != "json":
+            return False
+        self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
+        return True
 
     def _emit_task_set(self, board: dict, opts) -> None:
         fmt = "latex" if opts["latex"] else opts["format"]
@@ -144,7 +173,7 @@ class Command(BaseCommand):
         if not available:
             raise CommandError(f"{sources}: no language pairs (LP.txt files)")
         primary = set(names(opts["primary"], "--primary")) if opts["primary"] else None
-        try:
+        with refused_as_command_error(evalset.EvalSetError, tasksets.TaskSetError, ValueError, OSError):
             lps = tasksets.check_lps(names(opts["lps"], "--lps") if opts["lps"] else None, available)
             definition = tasksets.get_task_set(opts["task_set"], lps, k=opts["k"], gold=opts["gold"])
             loaded = {lp: evalset.read(root, name, lp) for lp in lps}
@@ -161,8 +190,6 @@ class Command(BaseCommand):
                 )
 
             result = tasksets.run(definition, scores_of, seed=opts["seed"], source=f"{name} ({', '.join(lps)})")
-        except (evalset.EvalSetError, tasksets.TaskSetError, ValueError, OSError) as exc:
-            raise CommandError(str(exc)) from None
         self._emit_task_set(result.as_dict(), opts)
 
     def _release_task_set(self, release, metrics, opts) -> None:
@@ -170,10 +197,8 @@ class Command(BaseCommand):
 
         if not 0 <= opts["k"] <= tasksets.MAX_K:
             raise CommandError(f"--k: between 0 and {tasksets.MAX_K}")
-        try:
+        with refused_as_command_error(MetaEvaluationError, ValueError):
             board = release_task_set(release, metrics, opts["task_set"], k=opts["k"], seed=opts["seed"])
-        except (MetaEvaluationError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
         self._emit_task_set(board, opts)
 
     def _imported(self, opts) -> None:
@@ -181,7 +206,7 @@ class Command(BaseCommand):
             raise CommandError("--import-evalset needs --evalset NAME and --lp LP")
         if opts["span_gold"]:
             return self._imported_spans(opts)
-        try:
+        with refused_as_command_error(evalset.EvalSetError, ValueError, OSError):
             evs = evalset.read(opts["import_evalset"], opts["evalset"], opts["lp"], corpus_limits())
             result = evalset.meta_evaluate(
                 evs,
@@ -191,14 +216,9 @@ class Command(BaseCommand):
                 average_by=opts["average_by"],
                 replace_nans_with_zeros=opts["replace_nans_with_zeros"],
                 test=opts["perm_test"],
-                resamples=opts["resamples"],
-                seed=opts["seed"],
-                alpha=opts["alpha"],
+                **_draws(opts),
             )
-        except (evalset.EvalSetError, ValueError, OSError) as exc:
-            raise CommandError(str(exc)) from None
-        if opts["format"] == "json":
-            self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
+        if self._wrote_json(result, opts):
             return
         self.stdout.write(
             f"{result['evalset']} {result['lp']}: {result['statistic']} against {result['gold']} at "
@@ -209,13 +229,10 @@ class Command(BaseCommand):
             self.stdout.write(f"  {row['cluster']:>3}  {row['metric']:<30} {row['value']:.4f}")
 
     def _imported_spans(self, opts) -> None:
-        try:
+        with refused_as_command_error(evalset.EvalSetError, ValueError, OSError):
             ratings = evalset.read_ratings(opts["import_evalset"], opts["evalset"], opts["lp"])
             result = evalset.span_meta_evaluate(ratings, opts["span_gold"])
-        except (evalset.EvalSetError, ValueError, OSError) as exc:
-            raise CommandError(str(exc)) from None
-        if opts["format"] == "json":
-            self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
+        if self._wrote_json(result, opts):
             return
         self.stdout.write(f"{result['evalset']} {result['lp']}: error spans against the {result['gold']} ratings")
         for row in result["ratings"]:
@@ -224,19 +241,14 @@ class Command(BaseCommand):
             self.stdout.write(f"  {row['rating']:<30} n={row['n']:<6} {text}")
 
     def _diagnostics(self, release, metrics, opts) -> None:
-        try:
+        with refused_as_command_error(MetaEvaluationError, ValueError):
             result = release_diagnostics(
                 release,
                 metrics,
                 tie_threshold=opts["tie_threshold"],
-                resamples=opts["resamples"],
-                seed=opts["seed"],
-                alpha=opts["alpha"],
+                **_draws(opts),
             )
-        except (MetaEvaluationError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
-        if opts["format"] == "json":
-            self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
+        if self._wrote_json(result, opts):
             return
         for metric, per_direction in result["metrics"].items():
             self.stdout.write(
@@ -270,10 +282,8 @@ class Command(BaseCommand):
                         )
 
     def _export(self, release, metrics, opts) -> None:
-        try:
+        with refused_as_command_error(MetaEvaluationError, ValueError, OSError):
             written = export_evalsets(release, metrics, opts["export_evalset"])
-        except (MetaEvaluationError, ValueError, OSError) as exc:
-            raise CommandError(str(exc)) from None
         for path in written:
             self.stdout.write(path)
 
@@ -282,22 +292,18 @@ class Command(BaseCommand):
             raise CommandError("--resamples: between 1 and 100000")
         if not 0 < opts["alpha"] < 1:
             raise CommandError("--alpha: between 0 and 1")
-        try:
+        with refused_as_command_error(MetaEvaluationError, ValueError):
             board = release_leaderboard(
                 release,
                 metrics,
                 statistic=opts["statistic"],
-                resamples=opts["resamples"],
-                seed=opts["seed"],
-                alpha=opts["alpha"],
+                **_draws(opts),
                 level=opts["level"] or "triplet",
                 average_by=opts["average_by"],
                 replace_nans_with_zeros=opts["replace_nans_with_zeros"],
                 test=opts["perm_test"],
                 gold=opts["gold"] or "xqm",
             )
-        except (MetaEvaluationError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
         if opts["latex"]:
             self.stdout.write(leaderboard.as_latex(board), ending="")
         elif opts["format"] == "json":
@@ -331,6 +337,13 @@ class Command(BaseCommand):
             return self._diagnostics(release, metrics, opts)
         if opts["export_evalset"]:
             return self._export(release, metrics, opts)
+        results = self._meta_evaluations(release, metrics, opts)
+        if self._wrote_json(results, opts):
+            return
+        for r in results:
+            self._write_meta_evaluation(r)
+
+    def _meta_evaluations(self, release, metrics, opts) -> list[dict]:
         results = []
         # tqdm writes to stderr: --format json keeps stdout for the JSON alone
         # one step per direction (plus reading the multilingual systems and their study), per metric
@@ -348,29 +361,28 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
-        if opts["format"] == "json":
-            self.stdout.write(json.dumps(results, indent=2, ensure_ascii=False))
-            return
-        for r in results:
-            self.stdout.write(f"{r['metric']} ({r['better']} is better), Kendall {r['label']}")
-            for row in r["triplet_level"]:
-                system = r["system_level"].get(row["direction"])
+        return results
+
+    def _write_meta_evaluation(self, r: dict) -> None:
+        self.stdout.write(f"{r['metric']} ({r['better']} is better), Kendall {r['label']}")
+        for row in r["triplet_level"]:
+            system = r["system_level"].get(row["direction"])
+            self.stdout.write(
+                f"  {row['direction']}: triplet τ {row['tau']:.4f} (n={row['n']}"
+                + (f", ε={row['epsilon']:.6g}" if row.get("epsilon") is not None else "")
+                + ")"
+                + (f", monolingual system τ {system:.4f}" if system is not None else "")
+            )
+        for row in r["cv"]:
+            if row["cv"] is not None:
                 self.stdout.write(
-                    f"  {row['direction']}: triplet τ {row['tau']:.4f} (n={row['n']}"
-                    + (f", ε={row['epsilon']:.6g}" if row.get("epsilon") is not None else "")
-                    + ")"
-                    + (f", monolingual system τ {system:.4f}" if system is not None else "")
+                    f"  level {row['level']}: cross-lingual CV {row['cv']:.4f} ({row['std']} std, {row['directions']} directions)"
                 )
-            for row in r["cv"]:
-                if row["cv"] is not None:
-                    self.stdout.write(
-                        f"  level {row['level']}: cross-lingual CV {row['cv']:.4f} ({row['std']} std, {row['directions']} directions)"
-                    )
-            m = r["multilingual"]
-            if r.get("multilingual_error"):
-                self.stdout.write(f"  multilingual systems: not computed ({r['multilingual_error']})")
-            if m:
-                test = f", paired t = {m['t']:.3f}, p = {m['p']:.3g}" if m["t"] is not None else f" ({m['note']})"
-                self.stdout.write(
-                    f"  multilingual systems: τ plain {m['tau_plain']:.4f}, τ LGN {m['tau_lgn']:.4f} over {m['repetitions']} repetitions{test}"
-                )
+        m = r["multilingual"]
+        if r.get("multilingual_error"):
+            self.stdout.write(f"  multilingual systems: not computed ({r['multilingual_error']})")
+        if m:
+            test = f", paired t = {m['t']:.3f}, p = {m['p']:.3g}" if m["t"] is not None else f" ({m['note']})"
+            self.stdout.write(
+                f"  multilingual systems: τ plain {m['tau_plain']:.4f}, τ LGN {m['tau_lgn']:.4f} over {m['repetitions']} repetitions{test}"
+            )

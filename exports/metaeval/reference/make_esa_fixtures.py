@@ -24,14 +24,12 @@ read_stored_ratings=True)``; ratings come back through ``ratings.ReadRatingFile`
   (``CompareMetrics`` after ``np.random.seed(SEED)``) on the flattened scores, systems in sorted order.
 """
 
-import argparse
 import hashlib
 import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
+from _mtme import arguments, correlations, emit, ranking, use_checkout
 
 NAME, LP, REF = "xqmeval-esa", "en-de", "refA"
 ALL = "triplets"
@@ -45,12 +43,8 @@ def canonical(ratings) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mtme", required=True, help="a checkout of google-research/mt-metrics-eval")
-    parser.add_argument("--root", required=True, help="the folder holding the exported EvalSet")
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(args.mtme).resolve()))
-    sys.modules.setdefault("apache_beam", types.ModuleType("apache_beam"))
+    args = arguments().parse_args()
+    use_checkout(args.mtme)
     import scipy.stats
     from mt_metrics_eval import data, meta_info, stats
     from mt_metrics_eval.converters import score_mqm
@@ -92,21 +86,11 @@ def main() -> None:
         gold_seg = evs.Scores("seg", gold)
         for m in metrics:
             c = evs.Correlation(gold_seg, evs.Scores("seg", m), systems)
-            result["segment"][m] = {
-                "pearson": c.Pearson()[0],
-                "spearman": c.Spearman()[0],
-                "kendall-b": c.Kendall()[0],
-                "n": len(c.gold_scores) - c.none_count,
-            }
+            result["segment"][m] = {**correlations(c), "n": len(c.gold_scores) - c.none_count}
             c = evs.Correlation(evs.Scores("sys", gold), evs.Scores("sys", m), systems)
             pairs_kept = [(g, s) for g, s in zip(c.gold_scores, c.metric_scores) if g is not None]
             agree, pairs = stats.Agreement([g for g, _ in pairs_kept], [s for _, s in pairs_kept])
-            result["system"][m] = {
-                "pearson": c.Pearson()[0],
-                "spearman": c.Spearman()[0],
-                "kendall-b": c.Kendall()[0],
-                "accuracy": float(agree) / pairs,
-            }
+            result["system"][m] = {**correlations(c), "accuracy": float(agree) / pairs}
         keep = [(s, i) for s in systems for i, v in enumerate(gold_seg[s]) if v is not None]
         flat = {
             m: stats.Correlation(1, [gold_seg[s][i] for s, i in keep], [evs.Scores("seg", m)[s][i] for s, i in keep])
@@ -114,14 +98,8 @@ def main() -> None:
         }
         np.random.seed(SEED)
         ranks, sig, _, _ = data.CompareMetrics(flat, scipy.stats.pearsonr, "none", k=RESAMPLES, pval=ALPHA)
-        result["segment_clusters"] = {
-            "statistic": "pearson",
-            "order": list(ranks),
-            "ranks": [r[1] for r in ranks.values()],
-            "p_values": sig.tolist(),
-        }
-    json.dump(out, sys.stdout, indent=1, default=float)
-    print()
+        result["segment_clusters"] = {"statistic": "pearson", **ranking(ranks, sig)}
+    emit(out)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,10 @@ drawn here as the platform draws them (``default_rng(SEED).integers(0, n, (R, n)
 correlation is computed on each resample.
 """
 
-import argparse
-import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
+from _mtme import arguments, correlations, emit, ranking, use_checkout
 
 NAME, LP, GOLD, REF = "xqmeval-synthetic", "en-de", "xqm", "refA"
 ALL = "triplets"
@@ -31,12 +28,8 @@ SEED, RESAMPLES, ALPHA = 7, 300, 0.05
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mtme", required=True, help="a checkout of google-research/mt-metrics-eval")
-    parser.add_argument("--root", required=True, help="the folder holding the exported EvalSet")
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(args.mtme).resolve()))
-    sys.modules.setdefault("apache_beam", types.ModuleType("apache_beam"))
+    args = arguments().parse_args()
+    use_checkout(args.mtme)
     import scipy.stats
     from mt_metrics_eval import data, meta_info, stats
 
@@ -50,17 +43,10 @@ def main() -> None:
     # Triplet level: the "triplets" system's segments (every triplet, human score -5k), average_by none.
     gold_seg = evs.Scores("seg", GOLD)[ALL]
     seg = {m: stats.Correlation(1, gold_seg, evs.Scores("seg", m)[ALL]) for m in metrics}
-    out["triplet"] = {
-        m: {"pearson": c.Pearson()[0], "spearman": c.Spearman()[0], "kendall-b": c.Kendall()[0]} for m, c in seg.items()
-    }
+    out["triplet"] = {m: correlations(c) for m, c in seg.items()}
     np.random.seed(SEED)
     ranks, sig, _, _ = data.CompareMetrics(seg, scipy.stats.pearsonr, "none", k=RESAMPLES, pval=ALPHA)
-    out["triplet_clusters"] = {
-        "statistic": "pearson",
-        "order": list(ranks),
-        "ranks": [r[1] for r in ranks.values()],
-        "p_values": sig.tolist(),
-    }
+    out["triplet_clusters"] = {"statistic": "pearson", **ranking(ranks, sig)}
     idx = np.random.default_rng(SEED).integers(0, len(gold_seg), size=(RESAMPLES, len(gold_seg)))
     out["triplet_bootstrap"] = {}
     for m, c in seg.items():
@@ -82,22 +68,12 @@ def main() -> None:
     out["system"] = {}
     for m, c in sys_corr.items():
         agree, pairs = stats.Agreement(c.gold_scores, c.metric_scores)
-        out["system"][m] = {
-            "pearson": c.Pearson()[0],
-            "spearman": c.Spearman()[0],
-            "kendall-b": c.Kendall()[0],
-            "accuracy": float(agree) / pairs,
-        }
+        out["system"][m] = {**correlations(c), "accuracy": float(agree) / pairs}
     np.random.seed(SEED)
     ranks, sig, _, _ = data.CompareMetricsWithGlobalAccuracy(
         [evs], [{REF}], [set()], False, True, GOLD, False, k=RESAMPLES, pval=ALPHA
     )
-    out["system_clusters"] = {
-        "statistic": "accuracy",
-        "order": list(ranks),
-        "ranks": [r[1] for r in ranks.values()],
-        "p_values": sig.tolist(),
-    }
+    out["system_clusters"] = {"statistic": "accuracy", **ranking(ranks, sig)}
 
     # Soft pairwise accuracy over the pseudo systems, their triplets paired by position (each has 20).
     pseudo = [s for s in systems if s != ALL]
@@ -111,8 +87,7 @@ def main() -> None:
         flat_metric = [v for r in rows for v in r]
         out["spa"][m] = stats.Correlation(len(pseudo), flat_gold, flat_metric).PairwiseConfidenceError("none")[0]
     out["spa_systems"] = pseudo
-    json.dump(out, sys.stdout, indent=1, default=float)
-    print()
+    emit(out)
 
 
 if __name__ == "__main__":

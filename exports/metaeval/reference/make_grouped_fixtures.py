@@ -16,25 +16,18 @@ mt-metrics-eval's own functions: ``Correlation.Pearson``/``Spearman``/``Kendall`
 ``KendallWithTiesOpt`` with ``average_by``, and ``data.CompareMetrics`` after ``np.random.seed(SEED)``.
 """
 
-import argparse
-import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
+from _mtme import arguments, emit, ranking, use_checkout
 
 NAME, LP, GOLD, REF = "xqmeval-grouped", "en-de", "mqm", "refA"
 SEED, RESAMPLES, ALPHA = 11, 200, 0.05
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mtme", required=True, help="a checkout of google-research/mt-metrics-eval")
-    parser.add_argument("--root", required=True, help="the folder holding the EvalSet")
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(args.mtme).resolve()))
-    sys.modules.setdefault("apache_beam", types.ModuleType("apache_beam"))
+    args = arguments("the folder holding the EvalSet").parse_args()
+    use_checkout(args.mtme)
     import scipy.stats
     from mt_metrics_eval import data, meta_info, stats
 
@@ -109,10 +102,7 @@ def main() -> None:
                 "perm_test": perm_test,
                 "replace_nans_with_zeros": replace,
                 "block_size": block_size,
-                "order": list(ranks),
-                "values": [r[0] for r in ranks.values()],
-                "ranks": [r[1] for r in ranks.values()],
-                "p_values": sig.tolist(),
+                **ranking(ranks, sig, values=True),
             }
         )
 
@@ -145,14 +135,8 @@ def main() -> None:
     out["pce"] = {m: c.PairwiseConfidenceError()[0] for m, c in pce_corrs.items()}
     np.random.seed(SEED)
     ranks, sig, _, _ = data.CompareMetricsWithPairwiseConfidenceError(pce_corrs, k=RESAMPLES, pval=ALPHA)
-    out["pce_compare"] = {
-        "order": list(ranks),
-        "values": [r[0] for r in ranks.values()],
-        "ranks": [r[1] for r in ranks.values()],
-        "p_values": sig.tolist(),
-    }
-    json.dump(out, sys.stdout, indent=1, default=float)
-    print()
+    out["pce_compare"] = ranking(ranks, sig, values=True)
+    emit(out)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,11 @@ iterates the set exactly as the original does) so that the platform can flatten 
 With ``--root`` on a larger EvalSet of the same shape the same script is the mt-metrics-eval half of
 ``perf/tasksets.py``."""
 
-import argparse
-import json
-import sys
 import time
-import types
 from pathlib import Path
 
 import numpy as np
+from _mtme import arguments, emit, use_checkout
 
 NAME, GOLD = "xqmeval-tasksets", "mqm"
 STD_REFS = {"en-de": "refB", "en-es": "refA", "ja-zh": "refA"}
@@ -39,15 +36,12 @@ SEED, K = 11, 200
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mtme", required=True, help="a checkout of google-research/mt-metrics-eval")
-    parser.add_argument("--root", required=True, help="the folder holding the exported EvalSet")
+    parser = arguments()
     parser.add_argument("--k", type=int, default=K, help="permutation resamples of every task")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--primary", default=",".join(sorted(PRIMARY)), help="primary metrics' base names")
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(args.mtme).resolve()))
-    sys.modules.setdefault("apache_beam", types.ModuleType("apache_beam"))
+    use_checkout(args.mtme)
     from mt_metrics_eval import data, meta_info, tasks
 
     order: dict[str, list[str]] = {}
@@ -93,8 +87,7 @@ def main() -> None:
         "average_ranks": results.AverageRanks(weights),
         "average_corrs": results.AverageCorrs(weights),
     }
-    json.dump(out, sys.stdout, indent=1, default=float)
-    print()
+    emit(out)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import yaml
 
 from core.domain.errors import Conflict
 from core.domain.spreadsheet import safe_cell
+from exports.benchmark.domain import TRANSPLANTED, counts_table_rows
 from exports.release.domain.sampling import SystemDraw
 
 SCHEMA_VERSION = 1
@@ -103,7 +104,8 @@ SYSTEM_SCHEMA = pa.schema(
     ]
 )
 LONG_TEXT_COLUMNS = ("src", "ref", "mt", "mt_marked")
-EXCLUDED_COLUMNS = [
+# a candidate kept out of the merge or transplanted: where it stands, then why (its reason or its drift)
+CANDIDATE_COLUMNS = [
     "direction",
     "segment_id",
     "candidate",
@@ -112,19 +114,9 @@ EXCLUDED_COLUMNS = [
     "external_id",
     "span_start",
     "span_end",
-    "reason",
 ]
-TRANSPLANTED_COLUMNS = [
-    "direction",
-    "segment_id",
-    "candidate",
-    "error_type",
-    "position",
-    "external_id",
-    "span_start",
-    "span_end",
-    "drift",
-]
+EXCLUDED_COLUMNS = [*CANDIDATE_COLUMNS, "reason"]
+TRANSPLANTED_COLUMNS = [*CANDIDATE_COLUMNS, "drift"]
 SPAN_ANNOTATIONS_FILE = "human/span_annotations.parquet"
 HUMAN_SPAN_TYPE = pa.struct(
     [
@@ -149,7 +141,7 @@ SPAN_ANNOTATION_SCHEMA = pa.schema(
     ]
 )
 SPAN_ANNOTATION_ORDER = ("task", "direction", "triplet_id", "annotator")
-TRANSPLANTED_FLAG = "transplanted"  # exports.benchmark.domain.TRANSPLANTED (this module imports nothing of the merger)
+TRANSPLANTED_FLAG = TRANSPLANTED
 
 CITATION = """@misc{xqmeval2026,
   title         = {XQ-MEval: A Dataset with Cross-lingual Parallel Quality for Benchmarking Translation Metrics},
@@ -408,6 +400,19 @@ def _system_item(d: SystemDraw) -> list:
     ]
 
 
+def _begin_digest(content: ReleaseContent) -> _Digest:
+    """The content digest opened with the release's header, and the figures counted on the way reset: the
+    same start whether the directions are written here or were staged."""
+    digest = _Digest()
+    digest.section(
+        "release",
+        {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
+        True,
+    )
+    content.total_triplets = content.transplanted_triplets = 0
+    return digest
+
+
 def write_release(
     content: ReleaseContent,
     out_dir: str | Path,
@@ -437,13 +442,7 @@ def write_release(
     existing = _existing_hash(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
-        digest = _Digest()
-        digest.section(
-            "release",
-            {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
-            True,
-        )
-        content.total_triplets = content.transplanted_triplets = 0
+        digest = _begin_digest(content)
         directions = sorted(content.directions)
         (staging / SPOOL_DIR).mkdir()
         for i, direction in enumerate(directions):
@@ -528,7 +527,28 @@ def _finish(
     directions = sorted(content.directions)
     canonical = [f"{direction}/test.parquet" for direction in directions]
     derived = [f"{direction}/test.{fmt}" for direction in directions for fmt in EXTRA_FORMATS if fmt in formats]
-    monolingual, multilingual = content.systems(directions, _staged_levels(levels or LocalStaged(staging)))
+    canonical += _write_release_lists(content, digest, staging, levels or LocalStaged(staging), step)
+    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
+    content_hash = _bytes_hash(digest, {path: hashes[path] for path in canonical}, expected_hash, existing)
+    _check_content_hash(content, content_hash, out_dir, existing, expected_hash)
+
+    covers = HASH_COVERS_BEFORE if content_hash == digest.content_digest else HASH_COVERS
+    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical, covers), encoding="utf-8")
+    hashes["README.md"] = sha256_file(staging / "README.md")
+    manifest = _manifest(content, content_hash, hashes, canonical, staging)
+    (staging / "manifest.json").write_text(
+        json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8"
+    )
+    _move_in(staging, out_dir, sorted(hashes) + ["manifest.json"], rename)
+    step("written", 100)
+    return manifest
+
+
+def _write_release_lists(content: ReleaseContent, digest: _Digest, staging: Path, levels: StagedStore, step) -> list:
+    """The files after the directions, hashed as they are written: the pseudo systems drawn from the triplet
+    ids staged in ``levels``, the excluded and transplanted candidates, people's span annotations when there
+    are any. Returns their paths (canonical files all)."""
+    monolingual, multilingual = content.systems(sorted(content.directions), _staged_levels(levels))
     digest.begin("systems")
     shortfalls: set[str] = set()
     for kind, draws, pct in (("monolingual", monolingual, 70), ("multilingual", multilingual, 85)):
@@ -538,20 +558,24 @@ def _finish(
         step(f"{kind} systems", pct)
     digest.end()
     content.shortfalls = sorted(shortfalls)
-    canonical += ["systems/monolingual.parquet", "systems/multilingual.parquet"]
-    digest.section("excluded", [[row[c] for c in EXCLUDED_COLUMNS] for row in content.excluded])
-    _write_excluded(content.excluded, staging / "excluded_candidates.csv")
-    canonical.append("excluded_candidates.csv")
-    digest.section("transplanted", [[row[c] for c in TRANSPLANTED_COLUMNS] for row in content.transplanted])
-    _write_excluded(content.transplanted, staging / "transplanted_candidates.csv", TRANSPLANTED_COLUMNS)
-    canonical.append("transplanted_candidates.csv")
+    canonical = ["systems/monolingual.parquet", "systems/multilingual.parquet"]
+    for tag, rows, columns in (
+        ("excluded", content.excluded, EXCLUDED_COLUMNS),
+        ("transplanted", content.transplanted, TRANSPLANTED_COLUMNS),
+    ):
+        digest.section(tag, [[row[c] for c in columns] for row in rows])
+        _write_excluded(rows, staging / f"{tag}_candidates.csv", columns)
+        canonical.append(f"{tag}_candidates.csv")
     if content.span_annotations:
         rows = span_annotation_rows(content.span_annotations)
         digest.section("span_annotations", [[row[c] for c in SPAN_ANNOTATION_SCHEMA.names] for row in rows])
         _write_parquet(pa.Table.from_pylist(rows, schema=SPAN_ANNOTATION_SCHEMA), staging / SPAN_ANNOTATIONS_FILE)
         canonical.append(SPAN_ANNOTATIONS_FILE)
-    hashes = {path: sha256_file(staging / path) for path in canonical + derived}
-    content_hash = _bytes_hash(digest, {path: hashes[path] for path in canonical}, expected_hash, existing)
+    return canonical
+
+
+def _check_content_hash(content: ReleaseContent, content_hash: str, out_dir: Path, existing, expected_hash) -> None:
+    """Refuse a content hash other than the one recorded for the version, or than the one ``out_dir`` holds."""
     if expected_hash and expected_hash != content_hash:
         raise ReleaseConflict(
             f"version {content.version} was released with content hash {expected_hash}, but the current data give "
@@ -563,10 +587,9 @@ def _finish(
             "Use another output directory (and another version)."
         )
 
-    covers = HASH_COVERS_BEFORE if content_hash == digest.content_digest else HASH_COVERS
-    (staging / "README.md").write_text(dataset_card(content, content_hash, canonical, covers), encoding="utf-8")
-    hashes["README.md"] = sha256_file(staging / "README.md")
-    manifest = {
+
+def _manifest(content: ReleaseContent, content_hash: str, hashes: dict, canonical: list, staging: Path) -> dict:
+    return {
         "name": content.name,
         "version": content.version,
         "schema_version": SCHEMA_VERSION,
@@ -584,22 +607,20 @@ def _finish(
         "build": content.build,
         "writer": {"pyarrow": pa.__version__, "parquet": {k: v for k, v in sorted(PARQUET_OPTIONS.items())}},
     }
-    (staging / "manifest.json").write_text(
-        json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=2) + "\n", encoding="utf-8"
-    )
 
+
+def _move_in(staging: Path, out_dir: Path, paths: list[str], rename: bool) -> None:
+    """The written files into ``out_dir``: with ``rename``, a new ``out_dir`` is ``staging`` renamed."""
     if rename and not out_dir.exists():
         # a new release directory appears at once, complete: the staging directory (same file system)
         # becomes it, less what only the writer needed
         shutil.rmtree(staging / SPOOL_DIR, ignore_errors=True)
         os.replace(staging, out_dir)
     else:  # the same release again (e.g. with formats added): its files replaced one by one
-        for path in sorted(hashes) + ["manifest.json"]:
+        for path in paths:
             target = out_dir / path
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / path, target)
-    step("written", 100)
-    return manifest
 
 
 def _write_direction(rows: Iterable[dict], direction: str, staging: Path, formats, digest: _Digest) -> dict:
@@ -831,13 +852,7 @@ def finish_staged_release(
     source = store if store is not None else LocalStaged(staging)
     step = progress or (lambda stage, pct: None)
     existing = _existing_hash(out_dir)
-    digest = _Digest()
-    digest.section(
-        "release",
-        {"schema_version": SCHEMA_VERSION, "counts": content.counts, "sampling_plan": content.sampling_plan},
-        True,
-    )
-    content.total_triplets = content.transplanted_triplets = 0
+    digest = _begin_digest(content)
     for direction in sorted(content.directions):
         summary = _stored_json(source, f"{SPOOL_DIR}/{direction}.json")
         if summary["formats"] != sorted(formats):
@@ -955,34 +970,6 @@ def dataset_card(
 ) -> str:
     """The release's README.md: the prose is the template ``dataset_card.md`` beside this module; this fills in
     the parts that come from the content (metadata, lists and the counts table)."""
-    configs = [
-        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]}
-        for d in sorted(content.directions)
-    ]
-    if content.span_annotations:
-        configs.append(
-            {"config_name": "span-annotations", "data_files": [{"split": "test", "path": SPAN_ANNOTATIONS_FILE}]}
-        )
-    configs += [
-        {
-            "config_name": "systems-monolingual",
-            "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}],
-        },
-        {
-            "config_name": "systems-multilingual",
-            "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}],
-        },
-    ]
-    meta = {
-        "license": content.license,
-        "language": [content.source_language, *content.target_languages],
-        "multilinguality": ["translation"],
-        "size_categories": [size_category(content.total_triplets)],
-        "task_categories": ["translation"],
-        "pretty_name": content.title or content.name,
-        "tags": ["mt-evaluation", "mqm", "metric-benchmark", "xq-meval"],
-        "configs": configs,
-    }
     if content.agreement:
         agreement = "".join(f"- {key}: {_md(str(content.agreement[key]))}\n" for key in sorted(content.agreement))
     else:
@@ -995,7 +982,7 @@ def dataset_card(
             + "\n"
         )
     return _card_template().substitute(
-        metadata=yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000),
+        metadata=yaml.safe_dump(_card_metadata(content), sort_keys=False, allow_unicode=True, width=1000),
         title=_md(content.title or content.name),
         version=_md(content.version),
         description=_md(content.description) + "\n\n" if content.description else "",
@@ -1016,6 +1003,38 @@ def dataset_card(
         license=content.license,
         citation=CITATION,
     )
+
+
+def _card_metadata(content: ReleaseContent) -> dict:
+    """The card's YAML header: Hugging Face's dataset metadata, one config per direction and file of rows."""
+    configs = [
+        {"config_name": d, "data_files": [{"split": "test", "path": f"{d}/test.parquet"}]}
+        for d in sorted(content.directions)
+    ]
+    if content.span_annotations:
+        configs.append(
+            {"config_name": "span-annotations", "data_files": [{"split": "test", "path": SPAN_ANNOTATIONS_FILE}]}
+        )
+    configs += [
+        {
+            "config_name": "systems-monolingual",
+            "data_files": [{"split": "test", "path": "systems/monolingual.parquet"}],
+        },
+        {
+            "config_name": "systems-multilingual",
+            "data_files": [{"split": "test", "path": "systems/multilingual.parquet"}],
+        },
+    ]
+    return {
+        "license": content.license,
+        "language": [content.source_language, *content.target_languages],
+        "multilinguality": ["translation"],
+        "size_categories": [size_category(content.total_triplets)],
+        "task_categories": ["translation"],
+        "pretty_name": content.title or content.name,
+        "tags": ["mt-evaluation", "mqm", "metric-benchmark", "xq-meval"],
+        "configs": configs,
+    }
 
 
 def _human_annotations(rows: list[dict]) -> str:
@@ -1058,17 +1077,13 @@ def _card_template() -> string.Template:
 
 def _counts_table(counts: dict) -> str:
     """Pseudo translations per direction and level, "total (min–max per gold pair)" in each cell."""
-    levels = sorted({int(k) for d in counts.values() for k in d["levels"]})
+    levels, rows = counts_table_rows(counts)
     lines = [
         "| direction | pairs | " + " | ".join(f"k={k}" for k in levels) + " | total |\n",
         "|---|---:|" + "---:|" * len(levels) + "---:|\n",
     ]
-    for direction in sorted(counts):
-        row = counts[direction]
-        cells = [
-            f"{row['levels'][str(k)]['total']:,} ({row['levels'][str(k)]['min_per_pair']}–{row['levels'][str(k)]['max_per_pair']})"
-            for k in levels
-        ]
+    for direction, row, level_cells in rows:
+        cells = [f"{c['total']:,} ({c['min_per_pair']}–{c['max_per_pair']})" for c in level_cells]
         lines.append(
             f"| {direction} | {row['gold_pairs']} | "
             + " | ".join(cells)
