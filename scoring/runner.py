@@ -126,6 +126,21 @@ def _write_table(path: Path, columns: dict[str, list] | pa.Table, meta: dict[str
     os.replace(tmp, path)  # atomic: readers see the old file or the whole new one
 
 
+def _segments(data: DirectionData, lo: int, hi: int) -> list[Segment]:
+    """Rows ``lo`` to ``hi`` of a direction as its scorer reads them (with the release columns it asked for)."""
+    return [
+        Segment(
+            src=data.src[i],
+            mt=data.mt[i],
+            ref=data.ref[i],
+            target_lang=data.target_lang,
+            source_lang=data.source_lang,
+            extra={c: data.extra[c][i] for c in data.extra} or None,
+        )
+        for i in range(lo, hi)
+    ]
+
+
 def _columns(data: DirectionData, lo: int, hi: int, scores: list[float], extras: dict[str, list]) -> dict[str, list]:
     cols: dict[str, list] = {
         "direction": [data.direction] * (hi - lo),
@@ -216,17 +231,7 @@ def score_direction(
         ):
             pieces.append(pq.read_table(cpath).to_pydict())
         else:
-            segments = [
-                Segment(
-                    src=data.src[i],
-                    mt=data.mt[i],
-                    ref=data.ref[i],
-                    target_lang=data.target_lang,
-                    source_lang=data.source_lang,
-                    extra={c: data.extra[c][i] for c in data.extra} or None,
-                )
-                for i in range(lo, hi)
-            ]
+            segments = _segments(data, lo, hi)
             result = scorer.score(segments)
             if len(result.scores) != hi - lo:
                 raise MetricError(f"{spec.name}: scorer returned {len(result.scores)} scores for {hi - lo} segments")
@@ -544,17 +549,7 @@ def dry_run_release(
             if options.limit is not None:
                 data = data.head(options.limit)
             scorer.reset_stats()
-            segments = [
-                Segment(
-                    src=data.src[i],
-                    mt=data.mt[i],
-                    ref=data.ref[i],
-                    target_lang=data.target_lang,
-                    source_lang=data.source_lang,
-                    extra={c: data.extra[c][i] for c in data.extra} or None,
-                )
-                for i in range(len(data))
-            ]
+            segments = _segments(data, 0, len(data))
             scorer.score(segments)
             stats = scorer.stats()
             plans.append({"metric": spec.name, "direction": direction, "triplets": len(data), **stats})
