@@ -52,6 +52,20 @@ class ChatRequest:
     json_schema: dict | None = None
     extra: dict = field(default_factory=dict)  # further body fields (top_p, stop, ...)
 
+    @classmethod
+    def decoded(cls, custom_id: str, messages: tuple[dict, ...], model: str, decoding, schema: dict | None):
+        """A request decoded as ``decoding`` says (its temperature, max_tokens, seed and structured: an injection
+        run's ``Sampling``, a judge's ``Decoding``); ``schema`` is sent where it asks for structured output."""
+        return cls(
+            custom_id=custom_id,
+            messages=messages,
+            model=model,
+            temperature=decoding.temperature,
+            max_tokens=decoding.max_tokens,
+            seed=decoding.seed,
+            json_schema=schema if decoding.structured else None,
+        )
+
     def body(self, structured: bool = True) -> dict:
         body: dict[str, Any] = {
             "model": self.model,
@@ -67,8 +81,25 @@ class ChatRequest:
         return body
 
 
+class Answered:
+    """How an answer ended, for a result with ``text``, ``error`` and ``finish_reason`` (``ChatResult``, the
+    judges' cached ``scoring.judges.engine.Answer``)."""
+
+    text: str | None
+    error: str
+    finish_reason: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None and not self.error
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
 @dataclass
-class ChatResult:
+class ChatResult(Answered):
     custom_id: str
     text: str | None = None  # the raw answer (None on failure)
     error: str = ""  # why it failed; empty on success
@@ -79,14 +110,6 @@ class ChatResult:
     attempts: int = 1
     finish_reason: str | None = None
     structured: bool = False  # True when the answer was produced under the JSON schema
-
-    @property
-    def ok(self) -> bool:
-        return self.text is not None and not self.error
-
-    @property
-    def truncated(self) -> bool:
-        return self.finish_reason == "length"
 
 
 def api_key_for(base_url: str, key_env: str = "") -> str:
@@ -342,25 +365,22 @@ class ChatClient:
             if shared is None:
                 await client.close()
 
-    def stream(
-        self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False
-    ) -> Iterator[ChatResult]:
-        """Results in completion order. ``requests`` is consumed on the loop thread: give a list (or an
-        iterator that does no I/O)."""
-        requests = list(requests)
-        out: queue.Queue = queue.Queue()
-        stop = threading.Event()
-        failure: list[BaseException] = []
+    def _start(
+        self, requests: list[ChatRequest], out: queue.Queue, stop: threading.Event, failure: list[BaseException]
+    ) -> Callable[[], None]:
+        """Start sending ``requests``: on the open session's loop, in its shared window, or else on a loop and
+        thread of their own. Results go to ``out``, then ``_DONE``; a failure of the run to ``failure``.
+        Returns what waits for the run to end."""
         session = self._session
+        if session is not None:
 
-        def finished(job) -> None:
-            if job.cancelled():
-                failure.append(RuntimeError("the client's session was closed while a stream ran"))
-            elif job.exception() is not None:
-                failure.append(job.exception())
-            out.put(_DONE)
+            def finished(job) -> None:
+                if job.cancelled():
+                    failure.append(RuntimeError("the client's session was closed while a stream ran"))
+                elif job.exception() is not None:
+                    failure.append(job.exception())
+                out.put(_DONE)
 
-        if session is not None:  # on the open session's loop, in its shared window
             job = asyncio.run_coroutine_threadsafe(self._run(requests, out, stop, session[2]), session[0])
             job.add_done_callback(finished)
 
@@ -369,22 +389,30 @@ class ChatClient:
                     job.result(timeout=self.timeout + 5)
                 except Exception:
                     pass  # recorded by ``finished``
-        else:
 
-            def worker() -> None:
-                try:
-                    asyncio.run(self._run(requests, out, stop))
-                except BaseException as exc:
-                    failure.append(exc)
-                finally:
-                    out.put(_DONE)
+            return wait
 
-            thread = threading.Thread(target=worker, name="llm-chat", daemon=True)
-            thread.start()
+        def worker() -> None:
+            try:
+                asyncio.run(self._run(requests, out, stop))
+            except BaseException as exc:
+                failure.append(exc)
+            finally:
+                out.put(_DONE)
 
-            def wait() -> None:
-                thread.join(timeout=self.timeout + 5)
+        thread = threading.Thread(target=worker, name="llm-chat", daemon=True)
+        thread.start()
+        return lambda: thread.join(timeout=self.timeout + 5)
 
+    def stream(
+        self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[ChatResult]:
+        """Results in completion order. ``requests`` is consumed on the loop thread: give a list (or an
+        iterator that does no I/O)."""
+        out: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        failure: list[BaseException] = []
+        wait = self._start(list(requests), out, stop, failure)
         try:
             while True:
                 try:

@@ -102,7 +102,7 @@ def main() -> None:
     list(backend.generate(work[:8]))  # load and warm up the engine (kept for the runs below)
     from injection.backends.vllm_engine import _ENGINE
 
-    engine, params = _ENGINE["engine"], backend._sampling_params()
+    engine, params = _ENGINE.engine, backend._sampling_params()
     raw, chunked, pipeline = [], [], []
     for _ in range(args.repeats):
         start = time.perf_counter()

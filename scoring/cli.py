@@ -162,17 +162,10 @@ def _run(args: argparse.Namespace) -> list[dict] | None:
 def _score_options(args: argparse.Namespace, specs: list):
     from scoring.runner import ScoreOptions
 
+    # the flags that are ScoreOptions fields of the same name
+    as_given = ("batch_size", "device", "model", "spm_model", "dtype", "chunk_size", "trust_remote_code", "limit")
     options = ScoreOptions(
-        batch_size=args.batch_size,
-        device=args.device,
-        model=args.model,
-        spm_model=args.spm_model,
-        dtype=args.dtype,
-        chunk_size=args.chunk_size,
-        trust_remote_code=args.trust_remote_code,
-        extra=_parse_kv(args.option),
-        judge=_judge_options(args),
-        limit=args.limit,
+        **{name: getattr(args, name) for name in as_given}, extra=_parse_kv(args.option), judge=_judge_options(args)
     )
     if args.judges:
         if "cef" not in [s.name for s in specs]:

@@ -140,6 +140,44 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
+# What the metrics of one kind share; ``register_judge`` and ``register_model_metric`` take the rest from the scorer
+# and the metric's own fields, which win over these.
+JUDGE_FIELDS = {
+    "family": Family.LLM,
+    "needs_source": True,
+    "needs_reference": False,
+    "higher_is_better": True,
+    "default_model": None,  # the judge's model is a run setting
+    "device": "judge",
+}
+MODEL_FIELDS = {
+    "family": Family.REGRESSION,
+    "needs_source": False,
+    "needs_reference": True,
+    "higher_is_better": True,
+    "device": "gpu",
+}
+
+
+def register_judge(scorer: type[Scorer], **fields: Any) -> MetricSpec:
+    """Register an LLM judge (a ``scoring.judges.base.JudgeScorer``): named as its scorer, built from the run's
+    options alone, taking its scorer's options; ``fields`` give the rest (score_range, description, …)."""
+    own = {"name": scorer.name, "build": lambda **kw: scorer(**kw), "takes": tuple(scorer.options)}
+    return register(MetricSpec(**{**JUDGE_FIELDS, **own, **fields}))
+
+
+def register_model_metric(scorer: type[Scorer], default_model: str, **fields: Any) -> MetricSpec:
+    """Register a metric of one trained model (a ``scoring.metrics.neural.NeuralScorer``): named as its scorer,
+    on a GPU worker, built on ``default_model`` unless the run names a model; ``fields`` give the rest
+    (score_range, description, …; ``build`` where the default model is found only when built)."""
+
+    def build(model=None, **kw):
+        return scorer(model or default_model, **kw)
+
+    own = {"name": scorer.metric, "default_model": default_model, "build": build}
+    return register(MetricSpec(**{**MODEL_FIELDS, **own, **fields}))
+
+
 def get_metric(name: str) -> MetricSpec:
     _load_builtin()
     try:

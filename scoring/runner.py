@@ -126,6 +126,21 @@ def _write_table(path: Path, columns: dict[str, list] | pa.Table, meta: dict[str
     os.replace(tmp, path)  # atomic: readers see the old file or the whole new one
 
 
+def _segments(data: DirectionData, lo: int, hi: int) -> list[Segment]:
+    """Rows ``lo`` to ``hi`` of a direction as its scorer reads them (with the release columns it asked for)."""
+    return [
+        Segment(
+            src=data.src[i],
+            mt=data.mt[i],
+            ref=data.ref[i],
+            target_lang=data.target_lang,
+            source_lang=data.source_lang,
+            extra={c: data.extra[c][i] for c in data.extra} or None,
+        )
+        for i in range(lo, hi)
+    ]
+
+
 def _columns(data: DirectionData, lo: int, hi: int, scores: list[float], extras: dict[str, list]) -> dict[str, list]:
     cols: dict[str, list] = {
         "direction": [data.direction] * (hi - lo),
@@ -159,6 +174,86 @@ def _concat(parts: list[dict[str, list]]) -> dict[str, list]:
     return out
 
 
+def _finished(done: dict | None, spec: MetricSpec, input_hash: str, sig: dict) -> bool:
+    """The part on disk (its metadata ``done``) was scored from these inputs with this signature, and no
+    segment of it is to be redone (the judge failed on none)."""
+    return bool(
+        done
+        and done.get("input_hash") == input_hash
+        and done.get("metric") == spec.name
+        and not done.get("summary", {}).get("n_retry")
+        and _config_key(done["signature"]) == _config_key(sig)
+    )
+
+
+def _direction_summary(spec: MetricSpec, scorer, direction: str, cols: dict, extra_meta: dict, timed) -> dict:
+    """The part's summary: the score statistics, the speed (``timed``: segments, seconds), the segments to
+    redo, the judge's accounting, and what the scorer's ``finalize`` added (its side tables apart)."""
+    n, elapsed = timed
+    summary = summarize(spec, direction, cols["score"], cols["num_errors"])
+    summary["segments_per_s"] = round(n / elapsed, 2) if elapsed > 0 else None
+    if "retryable" in cols:
+        summary["n_retry"] = sum(1 for r in cols["retryable"] if r)
+    judge = scorer.stats()
+    if judge is not None:
+        summary["judge"] = judge
+    summary.update({k: v for k, v in extra_meta.items() if k != "tables"})
+    return summary
+
+
+def _drop_checkpoints(chunk_dir: Path) -> None:
+    """A direction's chunk checkpoints, once its part is written."""
+    if chunk_dir.exists():
+        for f in chunk_dir.glob("*.parquet"):
+            f.unlink()
+        chunk_dir.rmdir()
+
+
+def _score_chunks(
+    spec: MetricSpec, scorer, data: DirectionData, chunk_dir: Path, chunk: int, inputs: tuple, progress
+) -> list[dict[str, list]]:
+    """The columns of each chunk of ``chunk`` rows: read back where a checkpoint of the same inputs (input hash,
+    signature) holds it, else scored, and checkpointed where the direction has more than one chunk and none of
+    the chunk's segments is to be redone."""
+    input_hash, sig = inputs
+    pieces: list[dict[str, list]] = []
+    n = len(data)
+    for index, lo in enumerate(range(0, n, chunk)):
+        hi = min(n, lo + chunk)
+        cpath = chunk_dir / f"{index:06d}.parquet"
+        cmeta = _read_meta(cpath) if cpath.exists() else None
+        if (
+            cmeta
+            and cmeta.get("input_hash") == input_hash
+            and cmeta.get("range") == [lo, hi]
+            and _config_key(cmeta["signature"]) == _config_key(sig)
+        ):
+            pieces.append(pq.read_table(cpath).to_pydict())
+        else:
+            cols = _score_chunk(spec, scorer, data, lo, hi)
+            retry = any(cols.get("retryable") or [])
+            if hi - lo < n and not retry:  # a single-chunk direction needs no checkpoint; a failed one is redone
+                _write_table(cpath, cols, {"input_hash": input_hash, "range": [lo, hi], "signature": sig})
+            pieces.append(cols)
+        if progress:
+            progress(hi, n)
+    return pieces
+
+
+def _score_chunk(spec: MetricSpec, scorer, data: DirectionData, lo: int, hi: int) -> dict[str, list]:
+    """Rows ``lo`` to ``hi`` scored, as part columns; a scorer that returns too few scores or a non-finite one
+    fails the direction."""
+    result = scorer.score(_segments(data, lo, hi))
+    if len(result.scores) != hi - lo:
+        raise MetricError(f"{spec.name}: scorer returned {len(result.scores)} scores for {hi - lo} segments")
+    # None is a segment the judge could not score (its extras say why); anything else must be finite.
+    bad = [i for i, s in enumerate(result.scores) if s is not None and not math.isfinite(float(s))]
+    if bad or (spec.family != Family.LLM and any(s is None for s in result.scores)):
+        first = bad[0] if bad else result.scores.index(None)
+        raise MetricError(f"{spec.name}: non-finite score for triplet {data.triplet_ids[lo + first]!r}")
+    return _columns(data, lo, hi, result.scores, result.extras)
+
+
 def score_direction(
     release: Release,
     metric: str | MetricSpec,
@@ -185,13 +280,7 @@ def score_direction(
 
     done = _read_meta(target) if target.exists() else None
     sig = scorer.signature(data.target_lang)
-    if (
-        done
-        and done.get("input_hash") == input_hash
-        and done.get("metric") == spec.name
-        and not done.get("summary", {}).get("n_retry")  # segments the judge failed on are redone
-        and _config_key(done["signature"]) == _config_key(sig)
-    ):
+    if _finished(done, spec, input_hash, sig):
         if progress:
             progress(len(data), len(data))
         if assemble:
@@ -200,59 +289,12 @@ def score_direction(
 
     scorer.reset_stats()  # judge accounting per direction
     chunk_dir = target.with_suffix(".chunks")
-    chunk = max(1, options.chunk_size)
     started = time.perf_counter()
-    pieces: list[dict[str, list]] = []
-    n = len(data)
-    for index, lo in enumerate(range(0, n, chunk)):
-        hi = min(n, lo + chunk)
-        cpath = chunk_dir / f"{index:06d}.parquet"
-        cmeta = _read_meta(cpath) if cpath.exists() else None
-        if (
-            cmeta
-            and cmeta.get("input_hash") == input_hash
-            and cmeta.get("range") == [lo, hi]
-            and _config_key(cmeta["signature"]) == _config_key(sig)
-        ):
-            pieces.append(pq.read_table(cpath).to_pydict())
-        else:
-            segments = [
-                Segment(
-                    src=data.src[i],
-                    mt=data.mt[i],
-                    ref=data.ref[i],
-                    target_lang=data.target_lang,
-                    source_lang=data.source_lang,
-                    extra={c: data.extra[c][i] for c in data.extra} or None,
-                )
-                for i in range(lo, hi)
-            ]
-            result = scorer.score(segments)
-            if len(result.scores) != hi - lo:
-                raise MetricError(f"{spec.name}: scorer returned {len(result.scores)} scores for {hi - lo} segments")
-            # None is a segment the judge could not score (its extras say why); anything else must be finite.
-            bad = [i for i, s in enumerate(result.scores) if s is not None and not math.isfinite(float(s))]
-            if bad or (spec.family != Family.LLM and any(s is None for s in result.scores)):
-                first = bad[0] if bad else result.scores.index(None)
-                raise MetricError(f"{spec.name}: non-finite score for triplet {data.triplet_ids[lo + first]!r}")
-            cols = _columns(data, lo, hi, result.scores, result.extras)
-            retry = any(cols.get("retryable") or [])
-            if hi - lo < n and not retry:  # a single-chunk direction needs no checkpoint; a failed one is redone
-                _write_table(cpath, cols, {"input_hash": input_hash, "range": [lo, hi], "signature": sig})
-            pieces.append(cols)
-        if progress:
-            progress(hi, n)
+    pieces = _score_chunks(spec, scorer, data, chunk_dir, max(1, options.chunk_size), (input_hash, sig), progress)
     elapsed = time.perf_counter() - started
     cols = _concat(pieces) if pieces else _columns(data, 0, 0, [], {})
     extra_meta = scorer.finalize(direction, cols, data)
-    summary = summarize(spec, direction, cols["score"], cols["num_errors"])
-    summary["segments_per_s"] = round(n / elapsed, 2) if elapsed > 0 else None
-    if "retryable" in cols:
-        summary["n_retry"] = sum(1 for r in cols["retryable"] if r)
-    judge = scorer.stats()
-    if judge is not None:
-        summary["judge"] = judge
-    summary.update({k: v for k, v in extra_meta.items() if k != "tables"})
+    summary = _direction_summary(spec, scorer, direction, cols, extra_meta, (len(data), elapsed))
     meta = {
         "metric": spec.name,
         "spec": spec.describe(),
@@ -265,10 +307,7 @@ def score_direction(
     }
     with _locked(out):  # not while another worker's run-wide step reads and rewrites this part
         _write_table(target, cols, meta)
-    if chunk_dir.exists():
-        for f in chunk_dir.glob("*.parquet"):
-            f.unlink()
-        chunk_dir.rmdir()
+    _drop_checkpoints(chunk_dir)
     if assemble:  # a worker finishing one direction; a whole-release run assembles once at the end
         _assemble(out, spec.name, release_directions=release.directions())
         summary = (_read_meta(target) or meta)["summary"]  # with what a run-wide step (finalize_run) set
@@ -453,6 +492,31 @@ def _side_by_side(spec: MetricSpec, options: ScoreOptions) -> bool:
     )
 
 
+def _score_metric(
+    release: Release, spec: MetricSpec, scorer, wanted: list[str], out: Path, options: ScoreOptions, progress_factory
+) -> list[dict[str, Any]]:
+    """One metric of a release run: its ``wanted`` directions in order, the scorer closed after each, then its
+    parts assembled. Returns the directions' summaries, with what the run-wide step (``finalize_run``) added
+    to the parts'."""
+    results = []
+    for direction in wanted:
+        total = release.count(direction)
+        if options.limit is not None:
+            total = min(total, options.limit)
+        progress = progress_factory(spec.name, direction, total) if progress_factory else None
+        try:
+            summary = score_direction(release, spec, direction, out, options, progress, scorer=scorer, assemble=False)
+        finally:
+            scorer.close()
+        results.append(summary)
+    _assemble(out, spec.name)
+    for summary in results:
+        meta = _read_meta(part_path(out, spec.name, summary["direction"]))
+        if meta:
+            summary.update(meta["summary"])
+    return results
+
+
 def score_release(
     where: str | Path,
     metrics: Iterable[str],
@@ -474,26 +538,7 @@ def score_release(
     own = (options or ScoreOptions()).per_metric(specs)  # every option checked before any model loads
 
     def run_metric(spec: MetricSpec, scorer) -> list[dict[str, Any]]:
-        metric_options = own[spec.name]
-        results = []
-        for direction in wanted:
-            total = release.count(direction)
-            if metric_options.limit is not None:
-                total = min(total, metric_options.limit)
-            progress = progress_factory(spec.name, direction, total) if progress_factory else None
-            try:
-                summary = score_direction(
-                    release, spec, direction, out, metric_options, progress, scorer=scorer, assemble=False
-                )
-            finally:
-                scorer.close()
-            results.append(summary)
-        _assemble(out, spec.name)
-        for summary in results:  # with what the run-wide step (``finalize_run``) added to the parts' summaries
-            meta = _read_meta(part_path(out, spec.name, summary["direction"]))
-            if meta:
-                summary.update(meta["summary"])
-        return results
+        return _score_metric(release, spec, scorer, wanted, out, own[spec.name], progress_factory)
 
     by_metric: dict[str, list[dict[str, Any]]] = {}
     together = [spec for spec in specs if _side_by_side(spec, own[spec.name])]
@@ -544,17 +589,7 @@ def dry_run_release(
             if options.limit is not None:
                 data = data.head(options.limit)
             scorer.reset_stats()
-            segments = [
-                Segment(
-                    src=data.src[i],
-                    mt=data.mt[i],
-                    ref=data.ref[i],
-                    target_lang=data.target_lang,
-                    source_lang=data.source_lang,
-                    extra={c: data.extra[c][i] for c in data.extra} or None,
-                )
-                for i in range(len(data))
-            ]
+            segments = _segments(data, 0, len(data))
             scorer.score(segments)
             stats = scorer.stats()
             plans.append({"metric": spec.name, "direction": direction, "triplets": len(data), **stats})

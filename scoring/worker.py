@@ -132,6 +132,32 @@ def score_direction_task(
         raise self.retry(exc=exc, countdown=retry_delay(self.request.retries)) from exc
 
 
+def _progress_reporter(task, metric: str, direction: str, judge):
+    """The task's progress callback (segments done, total) for the runner: it reports the task's state to the
+    result backend, one write a second at most (and at the end), with an LLM judge's calls sent and estimated
+    cost so far, which each answer the judge receives reports too."""
+    last = [0.0]
+    seen = {"done": 0, "total": 0}
+
+    def report(force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - last[0] > 1.0:  # throttled: one backend write a second at most
+            last[0] = now
+            meta = {**seen, "metric": metric, "direction": direction}
+            if judge is not None:  # LLM judges: calls answered and estimated cost so far
+                stats = judge.stats
+                meta.update(sent=stats.sent, cost_usd=round(stats.spent_usd, 6))
+            task.update_state(state="PROGRESS", meta=meta)
+
+    def progress(done: int, total: int) -> None:
+        seen.update(done=done, total=total)
+        report(force=done >= total)
+
+    if judge is not None:
+        judge.on_answer = lambda _stats: report()
+    return progress
+
+
 def _score_direction(
     self,
     release_dir: str,
@@ -168,27 +194,8 @@ def _score_direction(
     opts = ScoreOptions(**options, extra=extra)
     release = open_release(release_dir)
     out = out_dir or str(release.root / "scores")
-    last = [0.0]
-    seen = {"done": 0, "total": 0}
     scorer = spec.build(**opts.for_metric(spec, Path(out)))
-    judge = getattr(scorer, "judge", None)
-
-    def report(force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - last[0] > 1.0:  # throttled: one backend write a second at most
-            last[0] = now
-            meta = {**seen, "metric": spec.name, "direction": direction}
-            if judge is not None:  # LLM judges: calls answered and estimated cost so far
-                stats = judge.stats
-                meta.update(sent=stats.sent, cost_usd=round(stats.spent_usd, 6))
-            self.update_state(state="PROGRESS", meta=meta)
-
-    def progress(done: int, total: int) -> None:
-        seen.update(done=done, total=total)
-        report(force=done >= total)
-
-    if judge is not None:
-        judge.on_answer = lambda _stats: report()
+    progress = _progress_reporter(self, spec.name, direction, getattr(scorer, "judge", None))
     try:
         # Over HTTP the part file is the whole result: the worker holds one direction of the release, so
         # it writes no whole-metric file (which would copy the part) and no summary beside it.

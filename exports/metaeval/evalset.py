@@ -102,14 +102,8 @@ class RatingError:
     is_source_error: bool = False
 
     def as_dict(self) -> dict:
-        return {
-            "start": self.start,
-            "end": self.end,
-            "category": self.category,
-            "severity": self.severity,
-            "score": self.score,
-            "is_source_error": self.is_source_error,
-        }
+        # the key order of mt-metrics-eval's rating files: category before severity
+        return {key: getattr(self, key) for key in ("start", "end", "category", "severity", "score", "is_source_error")}
 
 
 @dataclass(frozen=True)

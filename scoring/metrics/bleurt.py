@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scoring.metrics.neural import NeuralScorer, batches
-from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
+from scoring.registry import BatchResult, Segment, register_model_metric
 
 
 class BleurtScorer(NeuralScorer):
@@ -54,19 +54,11 @@ class BleurtScorer(NeuralScorer):
         return {"max_length": self.max_length}
 
 
-register(
-    MetricSpec(
-        name="BLEURT-20",
-        family=Family.REGRESSION,
-        needs_source=False,
-        needs_reference=True,
-        higher_is_better=True,
-        score_range=(None, None),  # roughly 0–1, not bounded
-        default_model="lucadiliello/BLEURT-20",
-        device="gpu",
-        build=lambda model=None, **kw: BleurtScorer(model or "lucadiliello/BLEURT-20", **kw),
-        takes=("max_length",),
-        description="BLEURT-20 (RemBERT-based), ×100 in tables",
-        report_scale=100.0,
-    )
+register_model_metric(
+    BleurtScorer,
+    "lucadiliello/BLEURT-20",
+    score_range=(None, None),  # roughly 0–1, not bounded
+    takes=("max_length",),
+    description="BLEURT-20 (RemBERT-based), ×100 in tables",
+    report_scale=100.0,
 )

@@ -30,7 +30,7 @@ from typing import Any
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Judge, Ledger
 from scoring.judges.parsing import array_schema, extract_json, string_list
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+from scoring.registry import BatchResult, MetricError, Segment, register_judge
 
 LABELS = ("YES", "NO", "IDK")
 QUESTIONS_SCHEMA = array_schema("questions", {"type": "string"})
@@ -387,18 +387,8 @@ class CEFScorer(JudgeScorer):
         return {"reliability": rows, "tables": {"reliability": rows}}
 
 
-register(
-    MetricSpec(
-        name="cef",
-        family=Family.LLM,
-        needs_source=True,
-        needs_reference=False,
-        higher_is_better=True,
-        score_range=(0.0, 100.0),
-        default_model=None,
-        device="judge",
-        build=lambda **kw: CEFScorer(**kw),
-        takes=tuple(CEFScorer.options),
-        description="CEF cross-examination: Coverage, Conformity, Consistency (mean); ADR/ADS judge reliability with judges=m1,m2",
-    )
+register_judge(
+    CEFScorer,
+    score_range=(0.0, 100.0),
+    description="CEF cross-examination: Coverage, Conformity, Consistency (mean); ADR/ADS judge reliability with judges=m1,m2",
 )

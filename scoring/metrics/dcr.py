@@ -26,8 +26,8 @@ from typing import Any
 
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
-from scoring.judges.parsing import array_schema, extract_json
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+from scoring.judges.parsing import array_schema, extract_json, json_list
+from scoring.registry import BatchResult, MetricError, Segment, register_judge
 
 VARIANTS = {"paper": "dcr-dce-paper", "mt": "dcr-dce-mt"}
 DCE_SCHEMA = array_schema(
@@ -53,14 +53,8 @@ def amc_score(marks: list[int], alpha: float = 0.0, beta: float = 0.0) -> float:
 
 
 def read_dce(text: str | None) -> list[dict] | None:
-    value = extract_json(text)
-    if isinstance(value, dict):
-        lists = [v for v in value.values() if isinstance(v, list)]
-        value = lists[0] if len(lists) == 1 else None
-    if not isinstance(value, list):
-        return None
     out = []
-    for item in value:
+    for item in json_list(text) or ():
         if isinstance(item, dict) and "reason" in item:
             out.append(
                 {
@@ -83,11 +77,8 @@ def read_marks(text: str | None, k: int, reading: str = "authors") -> list[int |
     (``k``), any single list of an object, each value's sign mapped to +1 / -1 (0 to -1)."""
     if reading == "authors":
         return _authors_marks(text)
-    value = extract_json(text)
-    if isinstance(value, dict):
-        lists = [v for v in value.values() if isinstance(v, list)]
-        value = lists[0] if len(lists) == 1 else None
-    if not isinstance(value, list):
+    value = json_list(text)
+    if value is None:
         return None
     marks = []
     for v in value:
@@ -253,18 +244,10 @@ class RAI(DCRScorer):
         return improved, entries, ledger
 
 
-register(
-    MetricSpec(
-        name="dcr",
-        family=Family.LLM,
-        needs_source=False,
-        needs_reference=True,
-        higher_is_better=True,
-        score_range=(0.0, 1.0),
-        default_model=None,
-        device="judge",
-        build=lambda **kw: DCRScorer(**kw),
-        takes=tuple(DCRScorer.options),
-        description="DCR: DCE sentence-level reasons vs the reference, AMC marks -> ((sum z+a)/(k+b)+1)/2; variant=mt|paper",
-    )
+register_judge(
+    DCRScorer,
+    needs_source=False,
+    needs_reference=True,
+    score_range=(0.0, 1.0),
+    description="DCR: DCE sentence-level reasons vs the reference, AMC marks -> ((sum z+a)/(k+b)+1)/2; variant=mt|paper",
 )

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from scoring.judges.base import JudgeScorer
 from scoring.judges.engine import Call, Ledger
 from scoring.judges.mqm import SCHEMA, Parsed, locate, parse_answer
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+from scoring.registry import BatchResult, MetricError, Segment, register_judge
 
 MAX_TOKENS_LIMIT = 4000
 TEMPERATURE_LIMIT = 1.0
@@ -140,18 +140,8 @@ def _located(parsed: Parsed, mt: str) -> list[dict]:
     return located
 
 
-register(
-    MetricSpec(
-        name="gemba-mqm",
-        family=Family.LLM,
-        needs_source=True,
-        needs_reference=False,
-        higher_is_better=True,
-        score_range=(-25.0, 0.0),
-        default_model=None,
-        device="judge",
-        build=lambda **kw: GembaMQMScorer(**kw),
-        takes=tuple(GembaMQMScorer.options),
-        description="GEMBA-MQM: an LLM judge marks MQM errors (critical/major/minor); authors' weighting, -25..0",
-    )
+register_judge(
+    GembaMQMScorer,
+    score_range=(-25.0, 0.0),
+    description="GEMBA-MQM: an LLM judge marks MQM errors (critical/major/minor); authors' weighting, -25..0",
 )

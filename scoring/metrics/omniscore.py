@@ -29,7 +29,7 @@ from typing import Any
 
 from scoring.metrics.neural import NeuralScorer
 from scoring.model_files import checkpoint_dtype, torch_dtype
-from scoring.registry import BatchResult, Family, MetricError, MetricSpec, Segment, register
+from scoring.registry import BatchResult, MetricError, Segment, register_model_metric
 
 DEFAULT_MODEL = "QCRI/OmniScore-deberta-v3"
 LEGACY_CODE = ("configuration_score_predictor.py", "modeling_score_predictor.py")
@@ -156,18 +156,11 @@ class OmniScoreScorer(NeuralScorer):
         }
 
 
-register(
-    MetricSpec(
-        name="OmniScore",
-        family=Family.REGRESSION,
-        needs_source=True,
-        needs_reference=True,
-        higher_is_better=True,
-        score_range=(1.0, 5.0),
-        default_model=DEFAULT_MODEL,
-        device="gpu",
-        build=lambda model=None, **kw: OmniScoreScorer(model or DEFAULT_MODEL, **kw),
-        takes=("task", "max_length"),
-        description="OmniScore: informativeness, clarity, plausibility, faithfulness (1–5); legacy checkpoints need --trust-remote-code",
-    )
+register_model_metric(
+    OmniScoreScorer,
+    DEFAULT_MODEL,
+    needs_source=True,
+    score_range=(1.0, 5.0),
+    takes=("task", "max_length"),
+    description="OmniScore: informativeness, clarity, plausibility, faithfulness (1–5); legacy checkpoints need --trust-remote-code",
 )

