@@ -80,27 +80,10 @@ def project_new(request):
     _require_admin(request, "create projects")
     form = ProjectCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            project = project_create(
-                name=data["name"],
-                title=data["title"],
-                source_language=data["source_language"],
-                directions=data["directions"],
-                error_types=data["error_types"],
-                perturbations=data["perturbations"],
-                reviewers_per_candidate=data["reviewers_per_candidate"],
-                max_errors=data["max_errors"],
-                description=data["description"],
-                owner=request.user,
-            )
+        try:  # the form's fields are the service's settings, by the same names
+            project = project_create(**form.cleaned_data, owner=request.user)
         except ProjectRejected as exc:
-            for problem in exc.errors:
-                field_name, _, message = problem.partition(": ")
-                if field_name in form.fields:
-                    form.add_error(field_name, message)
-                else:
-                    form.add_error(None, problem)
+            _report(form, exc.errors)
         else:
             messages.success(request, f"Project {project.name} created. Next: import a corpus for each direction.")
             return redirect("projects:detail", slug=project.name)
@@ -485,6 +468,53 @@ def project_url(project: Project) -> str:
     return reverse("projects:detail", kwargs={"slug": project.name})
 
 
+# a source the options do not name, for either kind of item: ``problems`` are (option, text) pairs
+SOURCE_REJECTED = (rating_items.RatingSourceRejected, span_items.SpanSourceRejected)
+
+
+def _items_made(form, make, *args):
+    """What ``make(*args)`` returns, or None when it made nothing: then each problem is on ``form``, a rejected
+    source's under its option, a file's bad rows under the file."""
+    try:
+        return make(*args)
+    except SOURCE_REJECTED as exc:
+        for option, text in exc.problems:
+            form.add_error(option if option in form.fields else None, text)
+    except (CorpusError, ImportRejected) as exc:
+        form.add_error(None, "Nothing imported.")
+        for line in exc.errors:
+            form.add_error("file", line)
+    return None
+
+
+def _rating_items_made(project: Project, data: dict) -> tuple[int, str]:
+    """(items made, what the message says of the rest)."""
+    if data["source"] == UPLOAD:
+        upload = data["file"]
+        rows = [
+            {**row, "_location": where}
+            # the corpus file's limits (rows, columns, nesting, parquet size), as for every upload
+            for where, row in read_records(upload.read(), upload.name, limits=corpus_limits())
+        ]
+        result = rating_services.system_outputs_import(
+            project=project,
+            direction_code=data["direction"],
+            rows=rows,
+            source_name=upload.name,
+            system=data["system"],
+        )
+        return result.created, f"{upload.name}: {result.unchanged} unchanged"
+    created = rating_items.make_rating_items(
+        project,
+        data["source"],
+        direction=data["direction"] or None,
+        level=data["level"],
+        limit=data["limit"],
+        seed=data["seed"] or 0,
+    )
+    return created, "items made before were kept"
+
+
 @login_required
 def rating_items_view(request, slug: str):
     """Make Likert items on the site, by the rules of the make_rating_items and import_rating_items commands."""
@@ -493,45 +523,40 @@ def rating_items_view(request, slug: str):
     project = get_object_or_404(Project, name=slug)
     form = RatingItemsForm(request.POST or None, request.FILES or None, project=project)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            if data["source"] == UPLOAD:
-                upload = data["file"]
-                rows = [
-                    {**row, "_location": where}
-                    # the corpus file's limits (rows, columns, nesting, parquet size), as for every upload
-                    for where, row in read_records(upload.read(), upload.name, limits=corpus_limits())
-                ]
-                result = rating_services.system_outputs_import(
-                    project=project,
-                    direction_code=data["direction"],
-                    rows=rows,
-                    source_name=upload.name,
-                    system=data["system"],
-                )
-                created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
-            else:
-                created = rating_items.make_rating_items(
-                    project,
-                    data["source"],
-                    direction=data["direction"] or None,
-                    level=data["level"],
-                    limit=data["limit"],
-                    seed=data["seed"] or 0,
-                )
-                what = "items made before were kept"
-        except rating_items.RatingSourceRejected as exc:
-            for option, text in exc.problems:
-                form.add_error(option if option in form.fields else None, text)
-        except (CorpusError, ImportRejected) as exc:
-            form.add_error(None, "Nothing imported.")
-            for line in exc.errors:
-                form.add_error("file", line)
-        else:
+        made = _items_made(form, _rating_items_made, project, form.cleaned_data)
+        if made is not None:
+            created, what = made
             messages.success(request, f"{created} rating items made ({what}).")
             return redirect("projects:rating_items", slug=project.name)
     counts = dict(RatingItem.objects.filter(project=project).values_list("kind").annotate(n=Count("pk")).order_by())
     return render(request, "projects/rating_items.html", {"project": project, "form": form, "counts": counts})
+
+
+def _span_items_made(task: SpanTask, data: dict) -> int:
+    if data["source"] == UPLOAD:
+        upload = data["file"]
+        if upload is None or not data["direction"]:
+            raise span_items.SpanSourceRejected([("file", "a file and its direction are needed")])
+        rows = [{**row, "_location": where} for where, row in read_records(upload.read(), upload.name)]
+        return span_services.span_items_import(
+            task=task,
+            direction_code=data["direction"],
+            rows=rows,
+            source_name=upload.name,
+            system=data["system"],
+            kind=SpanItem.Kind.SYSTEM_OUTPUT if data["system"] else SpanItem.Kind.FILE,
+        )
+    return span_items.make_span_items(
+        task,
+        data["source"],
+        direction=data["direction"] or None,
+        level=data["level"],
+        limit=data["limit"],
+        seed=data["seed"] or 0,
+        attention=data["attention"],
+        release=data["release"] or None,
+        metric=data["metric"] or None,
+    )
 
 
 @login_required
@@ -543,41 +568,8 @@ def span_items_view(request, slug: str, task: str):
     project = task.project
     form = SpanItemsForm(request.POST or None, request.FILES or None, project=project)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            if data["source"] == UPLOAD:
-                upload = data["file"]
-                if upload is None or not data["direction"]:
-                    raise span_items.SpanSourceRejected([("file", "a file and its direction are needed")])
-                rows = [{**row, "_location": where} for where, row in read_records(upload.read(), upload.name)]
-                created = span_services.span_items_import(
-                    task=task,
-                    direction_code=data["direction"],
-                    rows=rows,
-                    source_name=upload.name,
-                    system=data["system"],
-                    kind=SpanItem.Kind.SYSTEM_OUTPUT if data["system"] else SpanItem.Kind.FILE,
-                )
-            else:
-                created = span_items.make_span_items(
-                    task,
-                    data["source"],
-                    direction=data["direction"] or None,
-                    level=data["level"],
-                    limit=data["limit"],
-                    seed=data["seed"] or 0,
-                    attention=data["attention"],
-                    release=data["release"] or None,
-                    metric=data["metric"] or None,
-                )
-        except span_items.SpanSourceRejected as exc:
-            for option, text in exc.problems:
-                form.add_error(option if option in form.fields else None, text)
-        except (CorpusError, ImportRejected) as exc:
-            form.add_error(None, "Nothing imported.")
-            for line in exc.errors:
-                form.add_error("file", line)
-        else:
+        created = _items_made(form, _span_items_made, task, form.cleaned_data)
+        if created is not None:
             messages.success(request, f"{created} span items made (items made before were kept).")
             return redirect("projects:span_items", slug=project.name, task=task.name)
     counts = dict(SpanItem.objects.filter(task=task).values_list("kind").annotate(n=Count("pk")).order_by())
