@@ -9,6 +9,8 @@ directions only and no action buttons unless they are an admin.
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -65,6 +67,12 @@ POLL_SECONDS = 2  # how often a running stage fetches its own update
 def _require_admin(request, what: str) -> None:
     if not access.is_admin(request.user):
         raise PermissionDenied(f"only admins {what}")
+
+
+def _admin_project(request, slug: str, what: str) -> Project:
+    """The project of an admins' page; ``what`` the admins do there, for anyone else's refusal."""
+    _require_admin(request, what)
+    return get_object_or_404(Project, name=slug)
 
 
 def _visible_project(request, slug: str) -> Project:
@@ -171,10 +179,24 @@ def _hub_import_outcome(job) -> tuple[int, str]:
     return messages.ERROR, f"{job.dataset}: nothing imported (import {job.pk} failed; the reason is below)."
 
 
+def _hub_import_queued(request, project: Project, queue) -> HttpResponse:
+    """Queue a Hub import (``queue()`` returns its job), say what became of it and show the corpus page's Hub
+    imports."""
+    try:
+        job = queue()
+    except CorpusImportRunning as exc:  # one import per direction at a time: show the one that runs
+        messages.info(request, str(exc))
+    except CorpusImportRejected as exc:
+        for line in exc.errors:
+            messages.error(request, line)
+    else:
+        messages.add_message(request, *_hub_import_outcome(job))
+    return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
+
+
 @login_required
 def corpus_import(request, slug: str):
-    _require_admin(request, "import corpora")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "import corpora")
     form = CorpusUploadForm(request.POST or None, request.FILES or None, project=project, allow_hf=True)
     xq_form = XQMEvalUploadForm()
     if request.method == "POST" and form.is_valid():
@@ -182,25 +204,18 @@ def corpus_import(request, slug: str):
         upload = data.get("file")
         columns = Columns(data["id_column"], data["source_column"], data["reference_column"])
         if not upload:  # a Hub dataset: a job run by a task, never inside this request (#36.4)
-            try:
-                job = corpus_tasks.start_hub_import(
-                    project,
-                    user=request.user,
-                    direction=data["direction"],
-                    dataset=data["hf_dataset"],
-                    config=data.get("hf_config") or "",
-                    split=data.get("hf_split") or "test",
-                    columns=columns,
-                    check_language=not data["other_language"],
-                )
-            except CorpusImportRunning as exc:  # one import per direction at a time: show the one that runs
-                messages.info(request, str(exc))
-            except CorpusImportRejected as exc:
-                for line in exc.errors:
-                    messages.error(request, line)
-            else:
-                messages.add_message(request, *_hub_import_outcome(job))
-            return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
+            start = partial(
+                corpus_tasks.start_hub_import,
+                project,
+                user=request.user,
+                direction=data["direction"],
+                dataset=data["hf_dataset"],
+                config=data.get("hf_config") or "",
+                split=data.get("hf_split") or "test",
+                columns=columns,
+                check_language=not data["other_language"],
+            )
+            return _hub_import_queued(request, project, start)
         try:
             name, result = corpus_source_import(
                 project=project,
@@ -227,8 +242,7 @@ def corpus_import(request, slug: str):
 @login_required
 def hub_imports_fragment(request, slug: str):
     """The corpus page's Hub imports, fetched again every few seconds while one is pending or running."""
-    _require_admin(request, "see corpus imports")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "see corpus imports")
     return render(request, "projects/_hub_imports.html", {"project": project, **_hub_imports_context(project)})
 
 
@@ -236,25 +250,14 @@ def hub_imports_fragment(request, slug: str):
 @require_POST
 def hub_import_retry(request, slug: str, pk: int):
     """Queue a failed or interrupted Hub import again."""
-    _require_admin(request, "retry corpus imports")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "retry corpus imports")
     job = get_object_or_404(CorpusImport.objects.select_related("direction"), project=project, pk=pk)
-    try:
-        job = corpus_tasks.retry_hub_import(job)
-    except CorpusImportRunning as exc:
-        messages.info(request, str(exc))
-    except CorpusImportRejected as exc:
-        for line in exc.errors:
-            messages.error(request, line)
-    else:
-        messages.add_message(request, *_hub_import_outcome(job))
-    return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
+    return _hub_import_queued(request, project, partial(corpus_tasks.retry_hub_import, job))
 
 
 @login_required
 def xqmeval_import(request, slug: str):
-    _require_admin(request, "import XQ-MEval releases")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "import XQ-MEval releases")
     if request.method != "POST":
         return redirect("projects:corpus", slug=project.name)
     xq_form = XQMEvalUploadForm(request.POST, request.FILES)
@@ -339,8 +342,7 @@ def _settings_context(project: Project, *, form=None, add_form=None, assignment_
 @login_required
 def assignments(request, slug: str):
     """Set the reviewers of one direction (the settings page has one such form per active direction)."""
-    _require_admin(request, "assign reviewers")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "assign reviewers")
     if request.method != "POST":
         return redirect("projects:settings", slug=project.name)
     direction = request.POST.get("direction", "")[:40]
@@ -372,8 +374,7 @@ def assignments(request, slug: str):
 @login_required
 def project_settings(request, slug: str):
     """Title, reviewers per candidate, maximum errors, error types; the directions, each with what it holds."""
-    _require_admin(request, "change a project's settings")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "change a project's settings")
     form = ProjectSettingsForm(request.POST or None, initial={f: getattr(project, f) for f in SETTINGS_FIELDS})
     if request.method == "POST" and form.is_valid():
         try:
@@ -390,8 +391,7 @@ def project_settings(request, slug: str):
 def direction_add_view(request, slug: str):
     """Adding a direction takes two steps: choose the target language, then confirm on a page that says what
     it means (a direction is the unit of imports, review and releases)."""
-    _require_admin(request, "add directions")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "add directions")
     if request.method != "POST":
         return redirect("projects:settings", slug=project.name)
     form = DirectionAddForm(request.POST, project=project)
@@ -436,8 +436,7 @@ DIRECTION_ACTIONS = {
 @login_required
 def direction_action(request, slug: str, code: str, action: str):
     """GET: the confirmation of removing, retiring or reinstating a direction; POST (confirmed): do it."""
-    _require_admin(request, "change directions")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "change directions")
     if action not in DIRECTION_ACTIONS or not project.directions.filter(code=code).exists():
         raise Http404("no such direction action")
     verb, meaning, act = DIRECTION_ACTIONS[action]
@@ -487,6 +486,16 @@ def _items_made(form, make, *args):
     return None
 
 
+def _sample_options(data: dict) -> dict:
+    """Which of a source's rows an items form makes items of, as make_rating_items and make_span_items take it."""
+    return {
+        "direction": data["direction"] or None,
+        "level": data["level"],
+        "limit": data["limit"],
+        "seed": data["seed"] or 0,
+    }
+
+
 def _rating_items_made(project: Project, data: dict) -> tuple[int, str]:
     """(items made, what the message says of the rest)."""
     if data["source"] == UPLOAD:
@@ -504,14 +513,7 @@ def _rating_items_made(project: Project, data: dict) -> tuple[int, str]:
             system=data["system"],
         )
         return result.created, f"{upload.name}: {result.unchanged} unchanged"
-    created = rating_items.make_rating_items(
-        project,
-        data["source"],
-        direction=data["direction"] or None,
-        level=data["level"],
-        limit=data["limit"],
-        seed=data["seed"] or 0,
-    )
+    created = rating_items.make_rating_items(project, data["source"], **_sample_options(data))
     return created, "items made before were kept"
 
 
@@ -549,10 +551,7 @@ def _span_items_made(task: SpanTask, data: dict) -> int:
     return span_items.make_span_items(
         task,
         data["source"],
-        direction=data["direction"] or None,
-        level=data["level"],
-        limit=data["limit"],
-        seed=data["seed"] or 0,
+        **_sample_options(data),
         attention=data["attention"],
         release=data["release"] or None,
         metric=data["metric"] or None,
