@@ -63,12 +63,34 @@ class ProjectCreateForm(forms.Form):
         return list(dict.fromkeys(codes))
 
 
+def upload_size_problem(upload) -> str:
+    """Why an uploaded file is past ``CORPUS_UPLOAD_MAX_BYTES`` (the size it declares, before a byte is
+    read), or "": the file-size limit of every upload form (docs/security.md, "Input limits")."""
+    from django.conf import settings
+
+    limit = settings.CORPUS_UPLOAD_MAX_BYTES
+    if upload is not None and upload.size > limit:
+        return f"{upload.name}: {upload.size} bytes, more than the {limit} allowed"
+    return ""
+
+
+class SizedFileField(forms.FileField):
+    """A file field that refuses a file past the upload limit (``upload_size_problem``)."""
+
+    def clean(self, data, initial=None):
+        upload = super().clean(data, initial)
+        problem = upload_size_problem(upload)
+        if problem:
+            raise forms.ValidationError(problem)
+        return upload
+
+
 class CorpusUploadForm(forms.Form):
     """A corpus file (upload), or a Hugging Face dataset when ``allow_hf`` (the site's project page), into
     one of ``project``'s active directions: chosen, never typed, so a typo cannot make a direction."""
 
     direction = forms.ChoiceField(help_text="One of the project's directions; add another in the project's settings.")
-    file = forms.FileField(
+    file = SizedFileField(
         required=False, help_text=".tsv, .csv, .jsonl or .parquet with columns id, source, reference."
     )
     id_column = forms.CharField(initial="id")
@@ -102,13 +124,6 @@ class CorpusUploadForm(forms.Form):
         else:
             self.fields["file"].required = True
 
-    def clean_file(self):
-        upload = self.cleaned_data.get("file")
-        problem = upload_size_problem(upload)
-        if problem:
-            raise forms.ValidationError(problem)
-        return upload
-
     def clean_hf_dataset(self):
         from core.corpus.domain import hub_id_problem
 
@@ -141,20 +156,9 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)]
 
 
-def upload_size_problem(upload) -> str:
-    """Why an uploaded file is past ``CORPUS_UPLOAD_MAX_BYTES`` (the size it declares, before a byte is
-    read), or "": the file-size limit of every upload form (docs/security.md, "Input limits")."""
-    from django.conf import settings
-
-    limit = settings.CORPUS_UPLOAD_MAX_BYTES
-    if upload is not None and upload.size > limit:
-        return f"{upload.name}: {upload.size} bytes, more than the {limit} allowed"
-    return ""
-
-
 class XQMEvalUploadForm(forms.Form):
     candidate_files = MultipleFileField(help_text="The en-{lang}-{ErrorType}.parquet files of the release.")
-    decisions = forms.FileField(required=False, help_text="decisions.csv (optional).")
+    decisions = SizedFileField(required=False, help_text="decisions.csv (optional).")
     strict = forms.BooleanField(required=False, help_text="Treat a candidate with several <v> regions as an error.")
 
     def clean_candidate_files(self):
@@ -163,13 +167,6 @@ class XQMEvalUploadForm(forms.Form):
         if any(problems):
             raise forms.ValidationError([p for p in problems if p])
         return files
-
-    def clean_decisions(self):
-        upload = self.cleaned_data.get("decisions")
-        problem = upload_size_problem(upload)
-        if problem:
-            raise forms.ValidationError(problem)
-        return upload
 
 
 class ProjectSettingsForm(forms.Form):

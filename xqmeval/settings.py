@@ -188,47 +188,44 @@ def _object_storage(bucket: str, prefix: str, *, overwrite: bool, variable: str)
 # (ingest, the worker file endpoint, meta-evaluation, the scores page) streams it from there;
 # WORKER_PARTS_STORAGE=s3 keeps uploaded parts there.
 OBJECT_STORAGE_BUCKET = os.environ.get("OBJECT_STORAGE_BUCKET", "")
-if _storage_kind("RELEASES_STORAGE") == "s3":
-    STORAGES["releases"] = _object_storage(
-        os.environ.get("RELEASES_BUCKET") or OBJECT_STORAGE_BUCKET,
-        os.environ.get("RELEASES_PREFIX", "releases"),
-        overwrite=True,  # a file published again replaces its copy
-        variable="RELEASES_STORAGE",
-    )
-else:
-    STORAGES["releases"] = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(RELEASES_DIR)},
-    }
+
+
+# The storages a variable chooses: that variable (s3 or local), and those of its bucket and key prefix.
+_STORAGE_VARIABLES = {
+    "releases": ("RELEASES_STORAGE", "RELEASES_BUCKET", "RELEASES_PREFIX"),
+    "release_staging": ("RELEASE_STAGING_STORAGE", "RELEASE_STAGING_BUCKET", "RELEASE_STAGING_PREFIX"),
+    "worker_parts": ("WORKER_PARTS_STORAGE", "WORKER_PARTS_BUCKET", "WORKER_PARTS_PREFIX"),
+}
+
+
+def _storage(name: str, prefix: str, *, overwrite: bool, location: Path) -> dict:
+    """Storage ``name`` as its variables choose: in the bucket (default: OBJECT_STORAGE_BUCKET) under the key
+    prefix (default: ``prefix``), or in the local directory ``location``."""
+    variable, bucket, key_prefix = _STORAGE_VARIABLES[name]
+    if _storage_kind(variable) == "s3":
+        return _object_storage(
+            os.environ.get(bucket) or OBJECT_STORAGE_BUCKET,
+            os.environ.get(key_prefix, prefix),
+            overwrite=overwrite,
+            variable=variable,
+        )
+    return {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(location)}}
+
+
+# a file published again replaces its copy
+STORAGES["releases"] = _storage("releases", "releases", overwrite=True, location=RELEASES_DIR)
 # Where a release's directions are staged until the release is finished (core.storage.StagedFiles): on the
 # local file system beside the release's directory (RELEASES_DIR/PROJECT/.VERSION.staging; finishing is a
 # rename, and every process that stages or finishes must share that disk), or RELEASE_STAGING_STORAGE=s3:
 # under a prefix of the bucket, so the processes that stage directions and the one that finishes the
-# release share no disk.
-if _storage_kind("RELEASE_STAGING_STORAGE") == "s3":
-    STORAGES["release_staging"] = _object_storage(
-        os.environ.get("RELEASE_STAGING_BUCKET") or OBJECT_STORAGE_BUCKET,
-        os.environ.get("RELEASE_STAGING_PREFIX", "release-staging"),
-        overwrite=True,  # a direction staged again replaces its files
-        variable="RELEASE_STAGING_STORAGE",
-    )
-else:
-    STORAGES["release_staging"] = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(RELEASES_DIR)},
-    }
-if _storage_kind("WORKER_PARTS_STORAGE") == "s3":
-    STORAGES["worker_parts"] = _object_storage(
-        os.environ.get("WORKER_PARTS_BUCKET") or OBJECT_STORAGE_BUCKET,
-        os.environ.get("WORKER_PARTS_PREFIX", "worker-parts"),
-        overwrite=False,
-        variable="WORKER_PARTS_STORAGE",
-    )
-else:
-    STORAGES["worker_parts"] = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(Path(os.environ.get("WORKER_PARTS_DIR", DATA_DIR / "worker-parts")))},
-    }
+# release share no disk. A direction staged again replaces its files.
+STORAGES["release_staging"] = _storage("release_staging", "release-staging", overwrite=True, location=RELEASES_DIR)
+STORAGES["worker_parts"] = _storage(
+    "worker_parts",
+    "worker-parts",
+    overwrite=False,
+    location=Path(os.environ.get("WORKER_PARTS_DIR", DATA_DIR / "worker-parts")),
+)
 # The largest part file a worker may upload (bytes); a worker token's requests share REQUEST_BODY_MAX_BYTES.
 WORKER_PART_MAX_BYTES = int(os.environ.get("WORKER_PART_MAX_BYTES", str(64 * 1024 * 1024)))
 # Release directions staged by release workers that share nothing with the web app but the broker and HTTP

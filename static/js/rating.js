@@ -3,16 +3,12 @@
  * idempotency key). */
 (function () {
   "use strict";
-  const configNode = document.getElementById("rating-config");
-  if (!configNode || !window.XQOutbox) return;
-  const cfg = JSON.parse(configNode.textContent);
-  const Outbox = window.XQOutbox;
-  const Timer = window.XQTimer;
-  Timer.init();
+  const screen = window.XQStartScreen && window.XQStartScreen("rating-config");
+  if (!screen) return;
+  const { cfg, Outbox, Timer, say, send } = screen;
 
   const form = document.getElementById("rating-form");
   const message = document.getElementById("rating-message");
-  const statusLine = document.getElementById("send-status");
   const help = document.getElementById("help");
   const dims = Array.from(form.querySelectorAll(".dimension"));
   const key = form.querySelector("input[name=idempotency_key]").value;
@@ -33,11 +29,6 @@
     dims[active].scrollIntoView({ block: "nearest" });
   }
   function missing() { return dims.filter((d) => value(d) === null); }
-  function say(text, kind, untrusted) {
-    statusLine.replaceChildren(text);
-    if (untrusted !== undefined) statusLine.append(window.XQIsolated(untrusted));  // its own bidi isolate
-    statusLine.className = "send-status" + (kind ? " " + kind : "");
-  }
 
   async function submit() {
     if (busy) return;
@@ -54,10 +45,7 @@
     dims.forEach((d) => { body[d.dataset.dimension] = value(d); });
     const entry = { id: "rating:" + key, url: cfg.ratingsUrl, body };
     busy = true;
-    Outbox.put(entry);
-    say("Saving…");
-    const result = await Outbox.deliver(entry, (status, delay) =>
-      say((status === 0 ? "Network error" : "Not accepted (" + status + ")") + ": kept on this device, retrying in " + Math.round(delay / 1000) + " s…", "error"));
+    const result = await send(entry);
     if (result.ok) { say("Saved ✓ — loading the next item…", "ok"); window.location.assign(cfg.nextUrl); return; }
     busy = false;
     say("Not saved: ", "error", result.detail);

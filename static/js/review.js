@@ -181,6 +181,36 @@
   };
   window.XQTimer = Timer;
 
+  /* The status line of a screen's submissions (#send-status): ``say`` writes a text, then any untrusted
+   * text in its own bidi isolate, and marks the line (kind: ok, error). */
+  function statusLine(line) {
+    return function say(text, kind, untrusted) {
+      line.replaceChildren(text);
+      if (untrusted !== undefined) line.append(isolated(untrusted));
+      line.className = "send-status" + (kind ? " " + kind : "");
+    };
+  }
+
+  /* The start of the rating and span screens (rating.js, spans.js): the time on the item counts from now;
+   * what they share: their page's config, the outbox, the timer, their status line (say) and send(entry),
+   * which keeps a submission in the outbox first and retries it while the server cannot take it, the status
+   * line saying so. null on a page without that config, or without an outbox. */
+  function startScreen(configId) {
+    const node = document.getElementById(configId);
+    if (!node || !Outbox) return null;
+    const cfg = JSON.parse(node.textContent);
+    Timer.init();
+    const say = statusLine(document.getElementById("send-status"));
+    function send(entry) {
+      Outbox.put(entry);
+      say("Saving…");
+      return Outbox.deliver(entry, (status, delay) =>
+        say((status === 0 ? "Network error" : "Not accepted (" + status + ")") + ": kept on this device, retrying in " + Math.round(delay / 1000) + " s…", "error"));
+    }
+    return { cfg, Outbox, Timer, say, send };
+  }
+  window.XQStartScreen = startScreen;
+
   /* The start page (GET …/next/ takes no lock): press its Start button once the page is really shown, never
    * while a browser prerenders it, so a prefetch takes nothing. Without JavaScript the button stays. */
   const autostart = document.querySelector("form[data-autostart]");
@@ -204,7 +234,7 @@
   Timer.init();
 
   const form = document.getElementById("decision-form");
-  const statusLine = document.getElementById("send-status");
+  const say = statusLine(document.getElementById("send-status"));
   const comment = document.getElementById("comment");
   const help = document.getElementById("help");
   const panels = { reject: document.getElementById("reject-panel"), skip: document.getElementById("skip-panel") };
@@ -216,11 +246,6 @@
   let current = null;
   let chain = Promise.resolve();
 
-  function say(text, kind, untrusted) {
-    statusLine.replaceChildren(text);
-    if (untrusted !== undefined) statusLine.append(isolated(untrusted));
-    statusLine.className = "send-status" + (kind ? " " + kind : "");
-  }
   function openPanel(name) {
     for (const [n, panel] of Object.entries(panels)) panel.dataset.open = String(n === name);
     const checked = panels[name].querySelector("input:checked") || panels[name].querySelector("input");

@@ -7,19 +7,15 @@
  * is only ever set as textContent. */
 (function () {
   "use strict";
-  const cfgNode = document.getElementById("spans-config");
-  if (!cfgNode || !window.XQOutbox) return;
-  const cfg = JSON.parse(cfgNode.textContent);
-  const Outbox = window.XQOutbox;
-  const Timer = window.XQTimer;
-  Timer.init();
+  const screen = window.XQStartScreen && window.XQStartScreen("spans-config");
+  if (!screen) return;
+  const { cfg, Outbox, Timer, say, send } = screen;
 
   const DRAFT = "xqmeval.spans.draft:" + cfg.user + ":" + cfg.annotation;
   const form = document.getElementById("spans-form");
   const list = document.getElementById("span-list");
   const count = document.getElementById("span-count");
   const message = document.getElementById("spans-message");
-  const statusLine = document.getElementById("send-status");
   const selStatus = document.getElementById("selection-status");
   const help = document.getElementById("help");
   const scoreInput = document.getElementById("score");
@@ -47,11 +43,6 @@
   function e(tok) { return Number(tok.dataset.e); }
   function textOf(side, start, end) {
     return sides[side].all.filter((t) => s(t) >= start && e(t) <= end).map((t) => t.textContent).join("");
-  }
-  function say(text, kind, untrusted) {
-    statusLine.replaceChildren(text);
-    if (untrusted !== undefined) statusLine.append(window.XQIsolated(untrusted));
-    statusLine.className = "send-status" + (kind ? " " + kind : "");
   }
 
   function saveDraft() {
@@ -323,10 +314,7 @@
     };
     const entry = { id: "spans:" + key, url: cfg.submitUrl, body };
     busy = true;
-    Outbox.put(entry);
-    say("Saving…");
-    const result = await Outbox.deliver(entry, (status, delay) =>
-      say((status === 0 ? "Network error" : "Not accepted (" + status + ")") + ": kept on this device, retrying in " + Math.round(delay / 1000) + " s…", "error"));
+    const result = await send(entry);
     busy = false;
     if (result.ok) {
       try { localStorage.removeItem(DRAFT); } catch (err) { /* blocked */ }

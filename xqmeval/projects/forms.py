@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from core.forms import upload_size_problem
+from core.forms import SizedFileField
 from core.services import MAX_ERRORS_LIMIT
 from exports import rating_items, span_items
 
@@ -17,7 +17,18 @@ SOURCES = [
 MAX_SAMPLE = 1_000_000
 
 
-class RatingItemsForm(forms.Form):
+class _ItemsForm(forms.Form):
+    """A form of new items, into one of ``project``'s active directions or every one."""
+
+    def __init__(self, *args, project, **kwargs):
+        from core.selectors import active_directions
+
+        super().__init__(*args, **kwargs)
+        codes = [d.code for d in active_directions(project)]
+        self.fields["direction"].choices = [("", "every direction")] + [(code, code) for code in codes]
+
+
+class RatingItemsForm(_ItemsForm):
     """Where new Likert items come from; the rows' own rules are the services' (the commands use the same)."""
 
     source = forms.ChoiceField(choices=SOURCES, widget=forms.RadioSelect, initial=rating_items.ACCEPTED_CANDIDATES)
@@ -34,26 +45,12 @@ class RatingItemsForm(forms.Form):
         required=False, min_value=1, max_value=MAX_SAMPLE, label="Sample size", help_text="A seeded random sample."
     )
     seed = forms.IntegerField(required=False, initial=0, min_value=0, max_value=2**31 - 1)
-    file = forms.FileField(
+    file = SizedFileField(
         required=False,
         label="System outputs",
         help_text=".tsv, .csv, .jsonl or .parquet with columns source and text; optional reference, system, id.",
     )
     system = forms.CharField(required=False, max_length=200, help_text="For rows without a system column.")
-
-    def __init__(self, *args, project, **kwargs):
-        from core.selectors import active_directions
-
-        super().__init__(*args, **kwargs)
-        codes = [d.code for d in active_directions(project)]
-        self.fields["direction"].choices = [("", "every direction")] + [(code, code) for code in codes]
-
-    def clean_file(self):
-        upload = self.cleaned_data.get("file")
-        problem = upload_size_problem(upload)
-        if problem:
-            raise forms.ValidationError(problem)
-        return upload
 
     def clean(self):
         data = super().clean()
@@ -74,7 +71,7 @@ SPAN_SOURCES = [
 ]
 
 
-class SpanItemsForm(forms.Form):
+class SpanItemsForm(_ItemsForm):
     """Where a span task's new items come from; the rows' own rules are the services' (the command uses them)."""
 
     source = forms.ChoiceField(choices=SPAN_SOURCES, widget=forms.RadioSelect, initial=span_items.ACCEPTED_CANDIDATES)
@@ -97,10 +94,3 @@ class SpanItemsForm(forms.Form):
         help_text=".tsv, .csv, .jsonl or .parquet with columns source and text; optional reference, system, id.",
     )
     system = forms.CharField(required=False, max_length=200, help_text="For rows without a system column.")
-
-    def __init__(self, *args, project, **kwargs):
-        from core.selectors import active_directions
-
-        super().__init__(*args, **kwargs)
-        codes = [d.code for d in active_directions(project)]
-        self.fields["direction"].choices = [("", "every direction")] + [(code, code) for code in codes]

@@ -9,6 +9,8 @@ directions only and no action buttons unless they are an admin.
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -67,6 +69,12 @@ def _require_admin(request, what: str) -> None:
         raise PermissionDenied(f"only admins {what}")
 
 
+def _admin_project(request, slug: str, what: str) -> Project:
+    """The project of an admins' page; ``what`` the admins do there, for anyone else's refusal."""
+    _require_admin(request, what)
+    return get_object_or_404(Project, name=slug)
+
+
 def _visible_project(request, slug: str) -> Project:
     return access.visible_project(request.user, slug)
 
@@ -80,27 +88,10 @@ def project_new(request):
     _require_admin(request, "create projects")
     form = ProjectCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            project = project_create(
-                name=data["name"],
-                title=data["title"],
-                source_language=data["source_language"],
-                directions=data["directions"],
-                error_types=data["error_types"],
-                perturbations=data["perturbations"],
-                reviewers_per_candidate=data["reviewers_per_candidate"],
-                max_errors=data["max_errors"],
-                description=data["description"],
-                owner=request.user,
-            )
+        try:  # the form's fields are the service's settings, by the same names
+            project = project_create(**form.cleaned_data, owner=request.user)
         except ProjectRejected as exc:
-            for problem in exc.errors:
-                field_name, _, message = problem.partition(": ")
-                if field_name in form.fields:
-                    form.add_error(field_name, message)
-                else:
-                    form.add_error(None, problem)
+            _report(form, exc.errors)
         else:
             messages.success(request, f"Project {project.name} created. Next: import a corpus for each direction.")
             return redirect("projects:detail", slug=project.name)
@@ -188,10 +179,24 @@ def _hub_import_outcome(job) -> tuple[int, str]:
     return messages.ERROR, f"{job.dataset}: nothing imported (import {job.pk} failed; the reason is below)."
 
 
+def _hub_import_queued(request, project: Project, queue) -> HttpResponse:
+    """Queue a Hub import (``queue()`` returns its job), say what became of it and show the corpus page's Hub
+    imports."""
+    try:
+        job = queue()
+    except CorpusImportRunning as exc:  # one import per direction at a time: show the one that runs
+        messages.info(request, str(exc))
+    except CorpusImportRejected as exc:
+        for line in exc.errors:
+            messages.error(request, line)
+    else:
+        messages.add_message(request, *_hub_import_outcome(job))
+    return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
+
+
 @login_required
 def corpus_import(request, slug: str):
-    _require_admin(request, "import corpora")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "import corpora")
     form = CorpusUploadForm(request.POST or None, request.FILES or None, project=project, allow_hf=True)
     xq_form = XQMEvalUploadForm()
     if request.method == "POST" and form.is_valid():
@@ -199,25 +204,18 @@ def corpus_import(request, slug: str):
         upload = data.get("file")
         columns = Columns(data["id_column"], data["source_column"], data["reference_column"])
         if not upload:  # a Hub dataset: a job run by a task, never inside this request (#36.4)
-            try:
-                job = corpus_tasks.start_hub_import(
-                    project,
-                    user=request.user,
-                    direction=data["direction"],
-                    dataset=data["hf_dataset"],
-                    config=data.get("hf_config") or "",
-                    split=data.get("hf_split") or "test",
-                    columns=columns,
-                    check_language=not data["other_language"],
-                )
-            except CorpusImportRunning as exc:  # one import per direction at a time: show the one that runs
-                messages.info(request, str(exc))
-            except CorpusImportRejected as exc:
-                for line in exc.errors:
-                    messages.error(request, line)
-            else:
-                messages.add_message(request, *_hub_import_outcome(job))
-            return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
+            start = partial(
+                corpus_tasks.start_hub_import,
+                project,
+                user=request.user,
+                direction=data["direction"],
+                dataset=data["hf_dataset"],
+                config=data.get("hf_config") or "",
+                split=data.get("hf_split") or "test",
+                columns=columns,
+                check_language=not data["other_language"],
+            )
+            return _hub_import_queued(request, project, start)
         try:
             name, result = corpus_source_import(
                 project=project,
@@ -244,8 +242,7 @@ def corpus_import(request, slug: str):
 @login_required
 def hub_imports_fragment(request, slug: str):
     """The corpus page's Hub imports, fetched again every few seconds while one is pending or running."""
-    _require_admin(request, "see corpus imports")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "see corpus imports")
     return render(request, "projects/_hub_imports.html", {"project": project, **_hub_imports_context(project)})
 
 
@@ -253,25 +250,14 @@ def hub_imports_fragment(request, slug: str):
 @require_POST
 def hub_import_retry(request, slug: str, pk: int):
     """Queue a failed or interrupted Hub import again."""
-    _require_admin(request, "retry corpus imports")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "retry corpus imports")
     job = get_object_or_404(CorpusImport.objects.select_related("direction"), project=project, pk=pk)
-    try:
-        job = corpus_tasks.retry_hub_import(job)
-    except CorpusImportRunning as exc:
-        messages.info(request, str(exc))
-    except CorpusImportRejected as exc:
-        for line in exc.errors:
-            messages.error(request, line)
-    else:
-        messages.add_message(request, *_hub_import_outcome(job))
-    return redirect(reverse("projects:corpus", args=[project.name]) + "#hub-imports")
+    return _hub_import_queued(request, project, partial(corpus_tasks.retry_hub_import, job))
 
 
 @login_required
 def xqmeval_import(request, slug: str):
-    _require_admin(request, "import XQ-MEval releases")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "import XQ-MEval releases")
     if request.method != "POST":
         return redirect("projects:corpus", slug=project.name)
     xq_form = XQMEvalUploadForm(request.POST, request.FILES)
@@ -356,8 +342,7 @@ def _settings_context(project: Project, *, form=None, add_form=None, assignment_
 @login_required
 def assignments(request, slug: str):
     """Set the reviewers of one direction (the settings page has one such form per active direction)."""
-    _require_admin(request, "assign reviewers")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "assign reviewers")
     if request.method != "POST":
         return redirect("projects:settings", slug=project.name)
     direction = request.POST.get("direction", "")[:40]
@@ -389,8 +374,7 @@ def assignments(request, slug: str):
 @login_required
 def project_settings(request, slug: str):
     """Title, reviewers per candidate, maximum errors, error types; the directions, each with what it holds."""
-    _require_admin(request, "change a project's settings")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "change a project's settings")
     form = ProjectSettingsForm(request.POST or None, initial={f: getattr(project, f) for f in SETTINGS_FIELDS})
     if request.method == "POST" and form.is_valid():
         try:
@@ -407,8 +391,7 @@ def project_settings(request, slug: str):
 def direction_add_view(request, slug: str):
     """Adding a direction takes two steps: choose the target language, then confirm on a page that says what
     it means (a direction is the unit of imports, review and releases)."""
-    _require_admin(request, "add directions")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "add directions")
     if request.method != "POST":
         return redirect("projects:settings", slug=project.name)
     form = DirectionAddForm(request.POST, project=project)
@@ -453,8 +436,7 @@ DIRECTION_ACTIONS = {
 @login_required
 def direction_action(request, slug: str, code: str, action: str):
     """GET: the confirmation of removing, retiring or reinstating a direction; POST (confirmed): do it."""
-    _require_admin(request, "change directions")
-    project = get_object_or_404(Project, name=slug)
+    project = _admin_project(request, slug, "change directions")
     if action not in DIRECTION_ACTIONS or not project.directions.filter(code=code).exists():
         raise Http404("no such direction action")
     verb, meaning, act = DIRECTION_ACTIONS[action]
@@ -485,6 +467,56 @@ def project_url(project: Project) -> str:
     return reverse("projects:detail", kwargs={"slug": project.name})
 
 
+# a source the options do not name, for either kind of item: ``problems`` are (option, text) pairs
+SOURCE_REJECTED = (rating_items.RatingSourceRejected, span_items.SpanSourceRejected)
+
+
+def _items_made(form, make, *args):
+    """What ``make(*args)`` returns, or None when it made nothing: then each problem is on ``form``, a rejected
+    source's under its option, a file's bad rows under the file."""
+    try:
+        return make(*args)
+    except SOURCE_REJECTED as exc:
+        for option, text in exc.problems:
+            form.add_error(option if option in form.fields else None, text)
+    except (CorpusError, ImportRejected) as exc:
+        form.add_error(None, "Nothing imported.")
+        for line in exc.errors:
+            form.add_error("file", line)
+    return None
+
+
+def _sample_options(data: dict) -> dict:
+    """Which of a source's rows an items form makes items of, as make_rating_items and make_span_items take it."""
+    return {
+        "direction": data["direction"] or None,
+        "level": data["level"],
+        "limit": data["limit"],
+        "seed": data["seed"] or 0,
+    }
+
+
+def _rating_items_made(project: Project, data: dict) -> tuple[int, str]:
+    """(items made, what the message says of the rest)."""
+    if data["source"] == UPLOAD:
+        upload = data["file"]
+        rows = [
+            {**row, "_location": where}
+            # the corpus file's limits (rows, columns, nesting, parquet size), as for every upload
+            for where, row in read_records(upload.read(), upload.name, limits=corpus_limits())
+        ]
+        result = rating_services.system_outputs_import(
+            project=project,
+            direction_code=data["direction"],
+            rows=rows,
+            source_name=upload.name,
+            system=data["system"],
+        )
+        return result.created, f"{upload.name}: {result.unchanged} unchanged"
+    created = rating_items.make_rating_items(project, data["source"], **_sample_options(data))
+    return created, "items made before were kept"
+
+
 @login_required
 def rating_items_view(request, slug: str):
     """Make Likert items on the site, by the rules of the make_rating_items and import_rating_items commands."""
@@ -493,45 +525,37 @@ def rating_items_view(request, slug: str):
     project = get_object_or_404(Project, name=slug)
     form = RatingItemsForm(request.POST or None, request.FILES or None, project=project)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            if data["source"] == UPLOAD:
-                upload = data["file"]
-                rows = [
-                    {**row, "_location": where}
-                    # the corpus file's limits (rows, columns, nesting, parquet size), as for every upload
-                    for where, row in read_records(upload.read(), upload.name, limits=corpus_limits())
-                ]
-                result = rating_services.system_outputs_import(
-                    project=project,
-                    direction_code=data["direction"],
-                    rows=rows,
-                    source_name=upload.name,
-                    system=data["system"],
-                )
-                created, what = result.created, f"{upload.name}: {result.unchanged} unchanged"
-            else:
-                created = rating_items.make_rating_items(
-                    project,
-                    data["source"],
-                    direction=data["direction"] or None,
-                    level=data["level"],
-                    limit=data["limit"],
-                    seed=data["seed"] or 0,
-                )
-                what = "items made before were kept"
-        except rating_items.RatingSourceRejected as exc:
-            for option, text in exc.problems:
-                form.add_error(option if option in form.fields else None, text)
-        except (CorpusError, ImportRejected) as exc:
-            form.add_error(None, "Nothing imported.")
-            for line in exc.errors:
-                form.add_error("file", line)
-        else:
+        made = _items_made(form, _rating_items_made, project, form.cleaned_data)
+        if made is not None:
+            created, what = made
             messages.success(request, f"{created} rating items made ({what}).")
             return redirect("projects:rating_items", slug=project.name)
     counts = dict(RatingItem.objects.filter(project=project).values_list("kind").annotate(n=Count("pk")).order_by())
     return render(request, "projects/rating_items.html", {"project": project, "form": form, "counts": counts})
+
+
+def _span_items_made(task: SpanTask, data: dict) -> int:
+    if data["source"] == UPLOAD:
+        upload = data["file"]
+        if upload is None or not data["direction"]:
+            raise span_items.SpanSourceRejected([("file", "a file and its direction are needed")])
+        rows = [{**row, "_location": where} for where, row in read_records(upload.read(), upload.name)]
+        return span_services.span_items_import(
+            task=task,
+            direction_code=data["direction"],
+            rows=rows,
+            source_name=upload.name,
+            system=data["system"],
+            kind=SpanItem.Kind.SYSTEM_OUTPUT if data["system"] else SpanItem.Kind.FILE,
+        )
+    return span_items.make_span_items(
+        task,
+        data["source"],
+        **_sample_options(data),
+        attention=data["attention"],
+        release=data["release"] or None,
+        metric=data["metric"] or None,
+    )
 
 
 @login_required
@@ -543,41 +567,8 @@ def span_items_view(request, slug: str, task: str):
     project = task.project
     form = SpanItemsForm(request.POST or None, request.FILES or None, project=project)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            if data["source"] == UPLOAD:
-                upload = data["file"]
-                if upload is None or not data["direction"]:
-                    raise span_items.SpanSourceRejected([("file", "a file and its direction are needed")])
-                rows = [{**row, "_location": where} for where, row in read_records(upload.read(), upload.name)]
-                created = span_services.span_items_import(
-                    task=task,
-                    direction_code=data["direction"],
-                    rows=rows,
-                    source_name=upload.name,
-                    system=data["system"],
-                    kind=SpanItem.Kind.SYSTEM_OUTPUT if data["system"] else SpanItem.Kind.FILE,
-                )
-            else:
-                created = span_items.make_span_items(
-                    task,
-                    data["source"],
-                    direction=data["direction"] or None,
-                    level=data["level"],
-                    limit=data["limit"],
-                    seed=data["seed"] or 0,
-                    attention=data["attention"],
-                    release=data["release"] or None,
-                    metric=data["metric"] or None,
-                )
-        except span_items.SpanSourceRejected as exc:
-            for option, text in exc.problems:
-                form.add_error(option if option in form.fields else None, text)
-        except (CorpusError, ImportRejected) as exc:
-            form.add_error(None, "Nothing imported.")
-            for line in exc.errors:
-                form.add_error("file", line)
-        else:
+        created = _items_made(form, _span_items_made, task, form.cleaned_data)
+        if created is not None:
             messages.success(request, f"{created} span items made (items made before were kept).")
             return redirect("projects:span_items", slug=project.name, task=task.name)
     counts = dict(SpanItem.objects.filter(task=task).values_list("kind").annotate(n=Count("pk")).order_by())
