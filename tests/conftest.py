@@ -15,6 +15,14 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis's health checks on how fast examples are generated measure the machine, not the code: on a loaded
+# 2-core runner "input generation is slow" failed tests/unit/test_units.py once. No deadline either, for the same
+# reason. Examples stay derandomised per test, so a run is repeatable; HYPOTHESIS_PROFILE=explore draws new ones.
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # fixtures shared by several folders' tests
 pytest_plugins = ["tests.support.db_faults", "tests.support.module_data"]
