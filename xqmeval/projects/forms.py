@@ -88,7 +88,7 @@ class SpanItemsForm(_ItemsForm):
         required=False, max_length=40, help_text="ESA-AI: the release whose metric spans pre-fill the items."
     )
     metric = forms.CharField(required=False, max_length=80, help_text="ESA-AI: the metric (default: the task's).")
-    file = forms.FileField(
+    file = SizedFileField(
         required=False,
         label="File",
         help_text=".tsv, .csv, .jsonl or .parquet with columns source and text; optional reference, system, id.",

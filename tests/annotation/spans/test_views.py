@@ -61,6 +61,19 @@ def test_the_items_page_names_a_bad_line_and_imports_nothing(project, admin_user
     assert not SpanItem.objects.filter(task=task).exists()
 
 
+def test_an_oversized_items_file_is_refused_before_it_is_read(project, admin_user, settings):
+    """The upload limit of every upload form (docs/security.md, "Input limits") holds on the span items page too."""
+    settings.CORPUS_UPLOAD_MAX_BYTES = 10
+    task = services.span_task_create(actor=admin_user, project=project, name="t", protocol="esa")
+    admin = client_for(admin_user, "admin-pass-123")
+    r = admin.post(
+        reverse("projects:span_items", args=[project.name, task.name]),
+        {"source": "system-outputs", "direction": "en-de", "file": _upload("id\tsource\ttext\n1\tA.\tB.\n")},
+    )
+    assert r.status_code == 200 and "more than the 10 allowed" in r.content.decode()
+    assert not SpanItem.objects.filter(task=task).exists()
+
+
 def test_rtl_text_is_rendered_right_to_left_in_its_own_isolate(project, admin_user, annotator_ar):
     task = make_task(project, admin_user)
     a = services.span_annotation_take_next(user=annotator_ar, task=task)
