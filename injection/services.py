@@ -25,6 +25,7 @@ from django.utils import timezone
 from core import bulk
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from core.domain.errors import Conflict, Invalid
+from core.domain.records import fields_of
 from core.domain.units import DiffTooLarge
 from core.models import GoldSegment, Project
 from core.selectors import active_directions
@@ -397,16 +398,21 @@ def _request(item: InjectionItem, sampling: Sampling, prompt_files: dict | None 
         structured=sampling.structured,
         overrides=prompt_files,
     )
-    task = EditTask(
+    return GenerationRequest(
+        custom_id=str(item.pk), messages=prompt.messages, task=_edit_task(item), prompt_version=prompt.version
+    )
+
+
+def _edit_task(item: InjectionItem) -> EditTask:
+    """What ``item`` asks for: an edit of its segment's reference (with the source), in the target language."""
+    segment = item.segment
+    return EditTask(
         reference=segment.reference,
         source=segment.source,
-        language=language,
-        kind=item.kind,
-        error_type=item.error_type,
-        position=item.position,
+        language=segment.direction.target.code,
         item_key=f"{segment.direction.code}#{segment.external_id}",
+        **fields_of(item, "kind", "error_type", "position"),
     )
-    return GenerationRequest(custom_id=str(item.pk), messages=prompt.messages, task=task, prompt_version=prompt.version)
 
 
 def result_record(
@@ -446,15 +452,10 @@ def result_record(
             try:
                 processed = process_output(result.text, segment.reference, language)
                 checks, flags = run_checks(
-                    reference=segment.reference,
                     candidate_text=processed.text,
                     edit=processed.edit,
-                    language=language,
-                    kind=item.kind,
-                    error_type=item.error_type,
-                    position=item.position,
-                    source=segment.source,
                     regions=processed.regions,
+                    **fields_of(_edit_task(item), "reference", "source", "language", "kind", "error_type", "position"),
                 )
             except OutputRejected as exc:
                 error, processed = f"unusable answer: {exc}", None

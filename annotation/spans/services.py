@@ -35,6 +35,7 @@ from core.corpus.domain import text_cell
 from core.domain import bidi
 from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import id_param
+from core.domain.records import fields_of
 from core.models import Direction, Project
 from core.services import ImportRejected, user_create
 
@@ -305,21 +306,7 @@ def span_annotation_submit(
             first = annotation.submitted_at is None
             old = None if first else {"score": annotation.score, "spans": annotation.spans.count()}
             ErrorSpan.objects.filter(annotation=annotation).delete()
-            ErrorSpan.objects.bulk_create(
-                [
-                    ErrorSpan(
-                        annotation=annotation,
-                        side=s.side,
-                        start=s.start,
-                        end=s.end,
-                        severity=s.severity,
-                        category=s.category,
-                        origin=s.origin,
-                        ai_index=s.ai_index,
-                    )
-                    for s in checked
-                ]
-            )
+            ErrorSpan.objects.bulk_create([ErrorSpan(annotation=annotation, **fields_of(s)) for s in checked])
             annotation.score = value
             annotation.ai_fates = rules.ai_fates(checked, item.ai_spans)
             if item.is_attention:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from core.domain.records import fields_of
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, register_backend
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 
@@ -39,15 +40,7 @@ class RuleBackend(Backend):
             task = request.task
             try:
                 edit = rule_edit(
-                    reference=task.reference,
-                    source=task.source,
-                    language=task.language,
-                    kind=task.kind,
-                    error_type=task.error_type,
-                    position=task.position,
-                    seed=seed,
-                    item_key=task.item_key,
-                    donors=self._pool(task.language, by_language[task.language]),
+                    **fields_of(task), seed=seed, donors=self._pool(task.language, by_language[task.language])
                 )
             except RuleRefused as exc:
                 yield GenerationResult(request.custom_id, error=f"rule refused: {exc}", model="rule")

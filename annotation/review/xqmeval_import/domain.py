@@ -30,6 +30,7 @@ from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
 from core.domain.params import MAX_ID
+from core.domain.records import fields_of
 from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
 
 ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
@@ -267,14 +268,10 @@ def candidate_checks(xc: XQCandidate) -> tuple[dict, list[str]]:
     checks, flags = run_checks(
         reference=xc.ref,
         candidate_text=xc.text,
-        edit=xc.edit,
-        language=xc.language,
-        kind=MQM,
-        error_type=xc.error_type,
-        position=xc.position,
         source=xc.src,
         marked_outside_ok=xc.outside_ok,
-        regions=xc.regions,
+        kind=MQM,
+        **fields_of(xc, "edit", "language", "error_type", "position", "regions"),
     )
     if not xc.outside_ok:
         checks.setdefault("local_edit", {"passed": False, "detail": ""})["detail"] = xc.outside_detail
