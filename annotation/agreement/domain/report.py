@@ -342,36 +342,32 @@ def _at_least(row: dict, count: str, n: int) -> bool:
     return (row.get(count) or 0) >= n
 
 
-OUTLIER_RULES: tuple[OutlierRule, ...] = (
-    OutlierRule(
-        "accept_rate_vs_peers",
-        "accept rate differs from same-language peers by more than 0.20 (at least 10 decisions)",
-        lambda r: (
-            _at_least(r, "decisions", 10)
-            and r["peer_accept_rate"] is not None
-            and abs(r["accept_rate"] - r["peer_accept_rate"]) > 0.20
-        ),
+def _below(figure: str, floor: float, *, counted: str, at_least: int) -> Callable[[dict], bool]:
+    """The rule: ``figure`` under ``floor``, judged once ``counted`` is at least ``at_least``."""
+    return lambda r: _at_least(r, counted, at_least) and r[figure] < floor
+
+
+# The rules by name: the sentence the page shows, and the test on a table row.
+_OUTLIER_SENTENCES = {
+    "accept_rate_vs_peers": "accept rate differs from same-language peers by more than 0.20 (at least 10 decisions)",
+    "low_agreement": "agrees with other reviewers on fewer than 70% of shared items (at least 10 pairs)",
+    "disagrees_with_adjudication": "matches adjudicated decisions on fewer than 70% (at least 5)",
+    "too_fast": "median time per item under 3 s (at least 10 timed decisions)",
+    "gold_failures": "gold score below 0.80 (at least 5 gold items)",
+}
+_OUTLIER_TESTS = {
+    "accept_rate_vs_peers": lambda r: (
+        _at_least(r, "decisions", 10)
+        and r["peer_accept_rate"] is not None
+        and abs(r["accept_rate"] - r["peer_accept_rate"]) > 0.20
     ),
-    OutlierRule(
-        "low_agreement",
-        "agrees with other reviewers on fewer than 70% of shared items (at least 10 pairs)",
-        lambda r: _at_least(r, "pairs_with_others", 10) and r["agreement_with_others"] < 0.70,
-    ),
-    OutlierRule(
-        "disagrees_with_adjudication",
-        "matches adjudicated decisions on fewer than 70% (at least 5)",
-        lambda r: _at_least(r, "adjudicated_items", 5) and r["agreement_with_adjudication"] < 0.70,
-    ),
-    OutlierRule(
-        "too_fast",
-        "median time per item under 3 s (at least 10 timed decisions)",
-        lambda r: _at_least(r, "timed_decisions", 10) and r["median_seconds_per_item"] < 3.0,
-    ),
-    OutlierRule(
-        "gold_failures",
-        "gold score below 0.80 (at least 5 gold items)",
-        lambda r: _at_least(r, "gold_items", 5) and r["gold_score"] < 0.80,
-    ),
+    "low_agreement": _below("agreement_with_others", 0.70, counted="pairs_with_others", at_least=10),
+    "disagrees_with_adjudication": _below("agreement_with_adjudication", 0.70, counted="adjudicated_items", at_least=5),
+    "too_fast": _below("median_seconds_per_item", 3.0, counted="timed_decisions", at_least=10),
+    "gold_failures": _below("gold_score", 0.80, counted="gold_items", at_least=5),
+}
+OUTLIER_RULES: tuple[OutlierRule, ...] = tuple(
+    OutlierRule(name, sentence, _OUTLIER_TESTS[name]) for name, sentence in _OUTLIER_SENTENCES.items()
 )
 
 
