@@ -32,6 +32,7 @@ from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
 from core.domain.params import MAX_ID
 from core.domain.records import fields_of
 from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
+from core.processes import process_alive
 
 ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
 POSITIONS = ("head", "end")
@@ -410,7 +411,7 @@ def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 360
         owner = folder.name[len(DecisionSpool.PREFIX) :].split("-", 1)[0]
         try:
             if owner.isdigit():
-                if _process_alive(int(owner)):
+                if process_alive(int(owner)):
                     continue
             elif time.time() - folder.stat().st_mtime < max_age_s:
                 continue
@@ -419,18 +420,6 @@ def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 360
         except OSError:
             continue  # another import swept it first, or it is not ours to remove
     return removed
-
-
-def _process_alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def spool_decisions(
