@@ -13,4 +13,21 @@ def id_field(**kwargs) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
 
 
+def client_user_field() -> serializers.IntegerField:
+    """The user a client recorded a submission for: refused (403) unless it is the one sending it
+    (``annotation.common.submissions.check_owner``)."""
+    return serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
+    )
+
+
+def validated(serializer: type[serializers.Serializer], request) -> dict:
+    """The request's body as ``serializer`` reads it; a 400 naming each bad field otherwise."""
+    data = serializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    return data.validated_data
+
+
 LANG = OpenApiParameter("lang", str, description="one of your target languages (default: all of them)")

@@ -14,7 +14,7 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.common.api import LANG, id_field
+from annotation.common.api import LANG, client_user_field, id_field, validated
 from annotation.models import LikertRating
 from annotation.rating import domain as rules
 from annotation.rating import selectors, services
@@ -47,11 +47,7 @@ class RatingInSerializer(serializers.Serializer):
     faithfulness = serializers.IntegerField(required=False, allow_null=True)
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     idempotency_key = serializers.CharField(max_length=64)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class RatingSerializer(serializers.ModelSerializer):
@@ -90,9 +86,7 @@ class RatingsView(ListAPIView):
 
     @extend_schema(request=RatingInSerializer, responses={201: RatingSerializer, 200: RatingSerializer})
     def post(self, request):
-        data = RatingInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(RatingInSerializer, request)
         rating, created = services.rating_submit(
             user=request.user,
             item_id=v["item"],

@@ -15,7 +15,7 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.common.api import LANG, id_field
+from annotation.common.api import LANG, client_user_field, id_field, validated
 from annotation.common.selectors import language_codes
 from annotation.models import ReviewDecision
 from annotation.review import domain as rules
@@ -75,11 +75,7 @@ class DecisionInSerializer(serializers.Serializer):
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     round = id_field(required=False, allow_null=True)
     idempotency_key = serializers.CharField(max_length=64)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class DecisionSerializer(serializers.ModelSerializer):
@@ -109,21 +105,13 @@ class SkipInSerializer(serializers.Serializer):
     reason = serializers.ChoiceField(choices=sorted(rules.reason_codes(rules.SKIP_REASONS)))
     comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
     round = id_field(required=False, allow_null=True)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class WithdrawalInSerializer(serializers.Serializer):
     candidate = id_field()
     round = id_field(required=False, allow_null=True)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class WithdrawalOutSerializer(serializers.Serializer):
@@ -195,9 +183,7 @@ class DecisionsView(ListAPIView):
 
     @extend_schema(request=DecisionInSerializer, responses={201: DecisionSerializer, 200: DecisionSerializer})
     def post(self, request):
-        data = DecisionInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(DecisionInSerializer, request)
         decision, created = services.decision_submit(
             user=request.user,
             candidate_id=v["candidate"],
@@ -217,9 +203,7 @@ class DecisionsView(ListAPIView):
 class SkipsView(APIView):
     @extend_schema(request=SkipInSerializer, responses={201: SkipOutSerializer})
     def post(self, request):
-        data = SkipInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(SkipInSerializer, request)
         skip = services.candidate_skip(
             user=request.user,
             candidate_id=v["candidate"],
@@ -239,9 +223,7 @@ class WithdrawalsView(APIView):
 
     @extend_schema(request=WithdrawalInSerializer, responses={200: WithdrawalOutSerializer})
     def post(self, request):
-        data = WithdrawalInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(WithdrawalInSerializer, request)
         got = services.decision_withdraw(
             user=request.user,
             candidate_id=v["candidate"],
@@ -258,9 +240,7 @@ class AdjudicationsView(APIView):
 
     @extend_schema(request=AdjudicationInSerializer, responses={201: DecisionSerializer})
     def post(self, request):
-        data = AdjudicationInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(AdjudicationInSerializer, request)
         decision = services.candidate_adjudicate(
             admin=request.user, candidate_id=v["candidate"], decision=v["decision"], comment=v.get("comment", "")
         )
