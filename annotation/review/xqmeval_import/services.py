@@ -119,28 +119,25 @@ def xqmeval_import(
     still writes nothing). The database work is then spread over as many server processes, which one
     transaction cannot do; the price is that a conflict with stored rows found while writing leaves the
     languages written before it (``ImportIncomplete``), and running the import again completes it."""
+    listeners = _Listeners(progress, on_total, on_language)
     if writers > 1:
-        return _import_by_language(
-            project_name,
-            directory,
-            files,
-            decisions,
-            decisions_path,
-            strict,
-            owner,
-            progress,
-            on_total,
-            on_language,
-            writers,
-        )
+        _check_parallel_writers()
     files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
+    if writers > 1:
+        return _import_by_language(project_name, owner, files, decisions, source, strict, listeners, writers)
+    return _import_in_one_transaction(project_name, owner, files, decisions, source, strict, listeners, jobs)
+
+
+def _import_in_one_transaction(
+    project_name: str, owner, files, decisions, source: str, strict: bool, listeners: _Listeners, jobs: int
+) -> XQImportResult:
+    """``import_xqmeval`` in one transaction, language by language (read in ``jobs`` processes)."""
     started = time.perf_counter()
     groups, errors = plan_files(files, corpus_limits())
     spool, decision_errors = spool_decisions(decisions, corpus_limits())
     with spool, transaction.atomic():  # the spool's files are deleted however it ends
         seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
-        if on_total is not None:
-            on_total(sum(count_rows(g) for g in groups))
+        listeners.total(lambda: sum(count_rows(g) for g in groups))
         project, created = project_ensure(name=project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
         run, directions = _ensure_run(project, groups, source)
@@ -159,10 +156,7 @@ def xqmeval_import(
                 started = time.perf_counter()
                 _write_language(project, run, directions, units, read, decided, result, errors, stored_directions)
                 seconds["write"] += time.perf_counter() - started
-            if progress is not None:
-                progress(len(read.candidates))
-            if on_language is not None:
-                on_language(read.language, len(read.candidates), len(errors) + len(decision_errors))
+            listeners.language_done(read.language, len(read.candidates), len(errors) + len(decision_errors))
         errors += decision_errors + unmatched_decisions(spool.rest(errors))
         if errors:
             raise ImportRejected(source, errors)
@@ -228,18 +222,41 @@ class ImportIncomplete(ImportRejected):
         )
 
 
+@dataclass(frozen=True)
+class _Listeners:
+    """Who hears how an import goes (each optional): ``progress(candidates)`` and ``on_language(language,
+    candidates, problems so far)`` as each language is done, ``on_total(candidates)`` once before."""
+
+    progress: Callable[[int], None] | None = None
+    on_total: Callable[[int], None] | None = None
+    on_language: Callable[[str, int, int], None] | None = None
+
+    def total(self, count: Callable[[], int]) -> None:
+        if self.on_total is not None:  # counted only for a listener
+            self.on_total(count())
+
+    def language_done(self, language: str, candidates: int, problems: int) -> None:
+        if self.progress is not None:
+            self.progress(candidates)
+        if self.on_language is not None:
+            self.on_language(language, candidates, problems)
+
+
+def _check_parallel_writers() -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        raise ImportRejected(
+            "writers", [f"parallel writers need PostgreSQL (this database is {connection.vendor}: use one writer)"]
+        )
+    if connection.in_atomic_block:  # the writers' connections could not see what this transaction holds
+        raise ImportRejected(
+            "writers", ["parallel writers commit each language: call the import outside a transaction"]
+        )
+
+
 def _import_by_language(
-    project_name,
-    directory,
-    files,
-    decisions,
-    decisions_path,
-    strict,
-    owner,
-    progress,
-    on_total,
-    on_language,
-    writers: int,
+    project_name: str, owner, files, decisions, source: str, strict: bool, listeners: _Listeners, writers: int
 ) -> XQImportResult:
     """``import_xqmeval`` with ``writers`` processes, each writing whole languages in their own transaction."""
     import multiprocessing
@@ -250,15 +267,6 @@ def _import_by_language(
 
     from annotation.review.xqmeval_import import writers as xqmeval_writers
 
-    if connection.vendor != "postgresql":
-        raise ImportRejected(
-            "writers", [f"parallel writers need PostgreSQL (this database is {connection.vendor}: use one writer)"]
-        )
-    if connection.in_atomic_block:  # the writers' connections could not see what this transaction holds
-        raise ImportRejected(
-            "writers", ["parallel writers commit each language: call the import outside a transaction"]
-        )
-    files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
     started = time.perf_counter()
     groups, errors = plan_files(files, corpus_limits())
     database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
@@ -290,8 +298,7 @@ def _import_by_language(
                 if errors:
                     raise ImportRejected(source, errors)
                 seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
-                if on_total is not None:
-                    on_total(total)
+                listeners.total(lambda: total)
                 with transaction.atomic():  # committed before the writers start: they see the project and the run
                     project, created = project_ensure(name=project_name, owner=owner, title=project_name)
                     run, _ = _ensure_run(project, groups, source)
@@ -319,10 +326,7 @@ def _import_by_language(
                     if not part.errors:
                         written.append(language)
                         result.add(part)
-                    if progress is not None:
-                        progress(part.candidates)
-                    if on_language is not None:
-                        on_language(language, part.candidates, len(errors))
+                    listeners.language_done(language, part.candidates, len(errors))
                 seconds["write"] = time.perf_counter() - started - seconds["read"]
             if errors:
                 raise ImportIncomplete(source, errors, sorted(written))
