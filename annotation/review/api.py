@@ -138,6 +138,17 @@ class AdjudicationInSerializer(serializers.Serializer):
 # ---- views ------------------------------------------------------------------------------------------
 
 
+def _reviewer_write(request, v: dict) -> dict:
+    """What a reviewer's decision, skip and withdrawal each name: who, which candidate in which round, and the
+    user the client recorded it for."""
+    return {
+        "user": request.user,
+        "candidate_id": v["candidate"],
+        "round_id": v.get("round"),
+        "client_user": v.get("client_user"),
+    }
+
+
 class NextCandidateView(APIView):
     """Take (or resume) the next candidate to review; it is held for you until the lock expires."""
 
@@ -185,15 +196,12 @@ class DecisionsView(ListAPIView):
     def post(self, request):
         v = validated(DecisionInSerializer, request)
         decision, created = services.decision_submit(
-            user=request.user,
-            candidate_id=v["candidate"],
+            **_reviewer_write(request, v),
             decision=v["decision"],
             idempotency_key=v["idempotency_key"],
             reason=v.get("reason", ""),
             comment=v.get("comment", ""),
             time_spent_ms=v.get("time_spent_ms"),
-            round_id=v.get("round"),
-            client_user=v.get("client_user"),
         )
         return Response(
             DecisionSerializer(decision).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -204,14 +212,7 @@ class SkipsView(APIView):
     @extend_schema(request=SkipInSerializer, responses={201: SkipOutSerializer})
     def post(self, request):
         v = validated(SkipInSerializer, request)
-        skip = services.candidate_skip(
-            user=request.user,
-            candidate_id=v["candidate"],
-            reason=v["reason"],
-            comment=v.get("comment", ""),
-            round_id=v.get("round"),
-            client_user=v.get("client_user"),
-        )
+        skip = services.candidate_skip(**_reviewer_write(request, v), reason=v["reason"], comment=v.get("comment", ""))
         return Response(
             {"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED
         )
@@ -224,12 +225,7 @@ class WithdrawalsView(APIView):
     @extend_schema(request=WithdrawalInSerializer, responses={200: WithdrawalOutSerializer})
     def post(self, request):
         v = validated(WithdrawalInSerializer, request)
-        got = services.decision_withdraw(
-            user=request.user,
-            candidate_id=v["candidate"],
-            round_id=v.get("round"),
-            client_user=v.get("client_user"),
-        )
+        got = services.decision_withdraw(**_reviewer_write(request, v))
         return Response(
             {"candidate": got.candidate.pk, "round": got.round.pk, "withdrawn": got.withdrawn, "held": got.held}
         )
