@@ -437,6 +437,25 @@ def spool_decisions(
         raise
 
 
+def _decision_cells(row: dict, limits: Limits) -> tuple[str, int, str]:
+    """(problem, count id, decision) of one row of the decisions file: the problem empty when it can be spooled."""
+    long = [(c, text_length_problem(v, limits)) for c, v in row.items() if isinstance(v, str)]
+    long = [f"{c!r} {problem}" for c, problem in long if problem]
+    if long:
+        return ", ".join(long), 0, ""
+    short = [c for c in DECISION_COLUMNS if row.get(c) is None]
+    if short:
+        return f"no value for {', '.join(short)}", 0, ""
+    try:
+        count_id = int(row["count_id"])
+    except (TypeError, ValueError):
+        return f"count_id {row['count_id']!r} is not an integer", 0, ""
+    value = DECISION_VALUES.get(row["decision"].strip())
+    if value is None:
+        return f"decision {row['decision']!r} is not accepted or rejected", 0, ""
+    return "", count_id, value
+
+
 def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None, limits: Limits) -> list[str]:
     name, data = decisions if decisions is not None else ("", b"")
     if decisions is None:
@@ -460,23 +479,9 @@ def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None
                 loc = f"{name} line {reader.line_num}"
                 if number > limits.rows:
                     return errors + [f"{loc}: more than {limits.rows} rows"]
-                long = [(c, text_length_problem(v, limits)) for c, v in row.items() if isinstance(v, str)]
-                long = [f"{c!r} {problem}" for c, problem in long if problem]
-                if long:
-                    errors.append(f"{loc}: {', '.join(long)}")
-                    continue
-                short = [c for c in DECISION_COLUMNS if row.get(c) is None]
-                if short:
-                    errors.append(f"{loc}: no value for {', '.join(short)}")
-                    continue
-                try:
-                    count_id = int(row["count_id"])
-                except (TypeError, ValueError):
-                    errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
-                    continue
-                value = DECISION_VALUES.get(row["decision"].strip())
-                if value is None:
-                    errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
+                problem, count_id, value = _decision_cells(row, limits)
+                if problem:
+                    errors.append(f"{loc}: {problem}")
                     continue
                 spool.add(
                     row["language"],
