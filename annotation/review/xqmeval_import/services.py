@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -259,24 +261,11 @@ def _import_by_language(
     project_name: str, owner, files, decisions, source: str, strict: bool, listeners: _Listeners, writers: int
 ) -> XQImportResult:
     """``import_xqmeval`` with ``writers`` processes, each writing whole languages in their own transaction."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    from django.db import connection
-
     from annotation.review.xqmeval_import import writers as xqmeval_writers
 
     started = time.perf_counter()
     groups, errors = plan_files(files, corpus_limits())
-    database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
-    # spawn, not fork: a forked child would share this process's database connection
-    pool = ProcessPoolExecutor(
-        max_workers=writers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=xqmeval_writers.setup,
-        initargs=(database,),
-    )
+    pool = _writer_pool(writers)
     written: list[str] = []
     try:
         with pool:
@@ -285,16 +274,7 @@ def _import_by_language(
             with spool:
                 errors += decision_errors
                 name = decisions[0] if decisions is not None else ""
-                paths = {g.language: spool.finish(g.language) for g in groups}
-                # 1. validation of every language (files and decisions) before anything is written
-                total = 0
-                for future in [pool.submit(validate_group, g, strict, paths[g.language], name) for g in groups]:
-                    _, candidates, problems = future.result()
-                    total += candidates
-                    errors += problems
-                for language in spool.languages():
-                    if language not in paths:
-                        errors += unmatched_decisions(read_spooled(spool.finish(language), language, name, errors))
+                paths, total = _validate_languages(pool, groups, strict, spool, name, errors)
                 if errors:
                     raise ImportRejected(source, errors)
                 seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
@@ -312,16 +292,7 @@ def _import_by_language(
                 }
                 for future in as_completed(futures):
                     language = futures[future].language
-                    try:
-                        _, part = future.result()
-                    except BrokenProcessPool:
-                        raise
-                    except Exception as exc:  # a database error in that language's transaction: rolled back there
-                        part = LanguageWritten(
-                            errors=[
-                                f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"
-                            ]
-                        )
+                    part = _language_written(future, language)
                     errors += part.errors
                     if not part.errors:
                         written.append(language)
@@ -344,6 +315,54 @@ def _import_by_language(
             sorted(written),
         ) from None
     return result
+
+
+def _writer_pool(writers: int):
+    """The writer processes, each with its own connection to this database."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from django.db import connection
+
+    from annotation.review.xqmeval_import import writers as xqmeval_writers
+
+    database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
+    # spawn, not fork: a forked child would share this process's database connection
+    return ProcessPoolExecutor(
+        max_workers=writers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=xqmeval_writers.setup,
+        initargs=(database,),
+    )
+
+
+def _validate_languages(pool, groups: list[FileGroup], strict: bool, spool, name: str, errors: list[str]):
+    """Step 1 of the parallel import: every language's files and decisions validated in the writers before
+    anything is written, problems into ``errors``. Returns each language's spooled decisions, and the
+    candidates counted."""
+    paths = {g.language: spool.finish(g.language) for g in groups}
+    total = 0
+    for future in [pool.submit(validate_group, g, strict, paths[g.language], name) for g in groups]:
+        _, candidates, problems = future.result()
+        total += candidates
+        errors += problems
+    for language in spool.languages():
+        if language not in paths:
+            errors += unmatched_decisions(read_spooled(spool.finish(language), language, name, errors))
+    return paths, total
+
+
+def _language_written(future, language: str) -> LanguageWritten:
+    """What a writer did for ``language``; a database error in its transaction (rolled back there) as a problem."""
+    try:
+        _, part = future.result()
+    except BrokenProcessPool:
+        raise
+    except Exception as exc:
+        part = LanguageWritten(
+            errors=[f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"]
+        )
+    return part
 
 
 @dataclass
