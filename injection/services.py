@@ -440,27 +440,7 @@ def result_record(
         item.completion_tokens += result.completion_tokens
         item.cost_usd += cost
         item.prompt_version = request.prompt_version
-        segment = item.segment
-        language = segment.direction.target.code
-        error = result.error
-        processed = None
-        if result.ok and result.detail.get("finish_reason") == "length":
-            # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
-            error = "answer cut off at the token limit (finish_reason length)"
-        checks = flags = None
-        if result.ok and result.detail.get("finish_reason") != "length":
-            try:
-                processed = process_output(result.text, segment.reference, language)
-                checks, flags = run_checks(
-                    candidate_text=processed.text,
-                    edit=processed.edit,
-                    regions=processed.regions,
-                    **fields_of(_edit_task(item), "reference", "source", "language", "kind", "error_type", "position"),
-                )
-            except OutputRejected as exc:
-                error, processed = f"unusable answer: {exc}", None
-            except DiffTooLarge as exc:  # the diff's budget: the item fails with the reason, never spins (#36.5)
-                error, processed = f"not checked: {exc}", None
+        processed, checks, flags, error = _checked_answer(result, item)
         if processed is None:
             item.status = InjectionItem.Status.FAILED
             item.error = error or "no answer"
@@ -468,36 +448,65 @@ def result_record(
             item.raw_output = clip_raw(result.text)
             item.save()
             return item
-        sampling = _sampling(run).as_dict()
-        sampling.update({k: v for k, v in result.detail.items() if v is not None})
-        candidate, _ = Candidate.objects.get_or_create(
-            run=run,
-            segment=segment,
-            kind=item.kind,
-            error_type=item.error_type,
-            position=item.position,
-            defaults=dict(
-                severity=edit_type(item.kind, item.error_type).severity,
-                **candidate_fields(processed, language),
-                backend=run.backend,
-                model=result.model or run.model,
-                prompt_version=request.prompt_version,
-                sampling=sampling,
-                raw_output=clip_raw(result.text),
-                prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens,
-                cost_usd=cost,
-                checks=checks,
-                flags=flags,
-            ),
-        )
         item.status = InjectionItem.Status.DONE
-        item.candidate = candidate
+        item.candidate = _candidate_record(run, item, result, request, processed, checks, flags, cost)
         item.error = ""
         item.retryable = False
         item.raw_output = ""
         item.save()
         return item
+
+
+def _checked_answer(result: GenerationResult, item: InjectionItem) -> tuple:
+    """(the processed answer, its checks, its flags, the error): the answer None, with the reason, when there
+    is none or it cannot be used."""
+    segment = item.segment
+    if result.ok and result.detail.get("finish_reason") == "length":
+        # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
+        return None, None, None, "answer cut off at the token limit (finish_reason length)"
+    if not result.ok:
+        return None, None, None, result.error
+    try:
+        processed = process_output(result.text, segment.reference, segment.direction.target.code)
+        checks, flags = run_checks(
+            candidate_text=processed.text,
+            edit=processed.edit,
+            regions=processed.regions,
+            **fields_of(_edit_task(item), "reference", "source", "language", "kind", "error_type", "position"),
+        )
+    except OutputRejected as exc:
+        return None, None, None, f"unusable answer: {exc}"
+    except DiffTooLarge as exc:  # the diff's budget: the item fails with the reason, never spins (#36.5)
+        return None, None, None, f"not checked: {exc}"
+    return processed, checks, flags, result.error
+
+
+def _candidate_record(run, item, result, request, processed, checks, flags, cost) -> Candidate:
+    """The item's candidate from its checked answer (the one stored before, if any: a result recorded twice)."""
+    sampling = _sampling(run).as_dict()
+    sampling.update({k: v for k, v in result.detail.items() if v is not None})
+    candidate, _ = Candidate.objects.get_or_create(
+        run=run,
+        segment=item.segment,
+        kind=item.kind,
+        error_type=item.error_type,
+        position=item.position,
+        defaults=dict(
+            severity=edit_type(item.kind, item.error_type).severity,
+            **candidate_fields(processed, item.segment.direction.target.code),
+            backend=run.backend,
+            model=result.model or run.model,
+            prompt_version=request.prompt_version,
+            sampling=sampling,
+            raw_output=clip_raw(result.text),
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost_usd=cost,
+            checks=checks,
+            flags=flags,
+        ),
+    )
+    return candidate
 
 
 def _refresh_counters(run: InjectionRun) -> InjectionRun:
