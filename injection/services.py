@@ -691,21 +691,7 @@ def run_execute(
         buffer = ResultBuffer(
             run, requests, discount=getattr(backend, "discount", 0.0), remote=backend.remote, progress=progress
         )
-        lease.restart_clock()
-        since = time.monotonic()
-        for result in backend.generate(list(requests.values()), lease.should_stop):
-            if result.custom_id not in requests:
-                logger.warning("run %s: result for unknown custom_id %r ignored", run.pk, result.custom_id)
-                continue
-            buffer.add(result)
-            if time.monotonic() - since >= PROGRESS_EVERY_S:
-                since = time.monotonic()
-                buffer.flush()
-                _refresh_counters(run)
-                if progress:
-                    progress(run)
-        buffer.flush()
-        backend.close()
+        _generate(run, backend, requests, buffer, lease, progress)
     except LeaseLost as exc:
         # What this worker already holds is kept (recording is exactly-once); the run is the new owner's.
         if buffer is not None:
@@ -728,6 +714,26 @@ def run_execute(
     if progress:
         progress(run)
     return run
+
+
+def _generate(run: InjectionRun, backend, requests: dict, buffer: ResultBuffer, lease: RunLease, progress) -> None:
+    """The backend's answers to ``requests``, recorded as they come: flushed, with the run's counters and
+    ``progress``, every PROGRESS_EVERY_S, and once at the end."""
+    lease.restart_clock()
+    since = time.monotonic()
+    for result in backend.generate(list(requests.values()), lease.should_stop):
+        if result.custom_id not in requests:
+            logger.warning("run %s: result for unknown custom_id %r ignored", run.pk, result.custom_id)
+            continue
+        buffer.add(result)
+        if time.monotonic() - since >= PROGRESS_EVERY_S:
+            since = time.monotonic()
+            buffer.flush()
+            _refresh_counters(run)
+            if progress:
+                progress(run)
+    buffer.flush()
+    backend.close()
 
 
 def retry_record(*, run_id: int, exc: Exception, attempt: int, of: int, countdown: float) -> None:
