@@ -205,41 +205,14 @@ def run_plan(*, spec: RunSpec) -> InjectionRun:
             problems.append(("types", str(exc)))
     project_directions = {d.code: d for d in active_directions(spec.project)}  # a retired one takes no new work
     codes = spec.directions or sorted(project_directions)
-    for code in codes:
-        if code not in project_directions:
-            problems.append(
-                (
-                    "directions",
-                    f"{code} is not a direction of project {spec.project.name} ({', '.join(sorted(project_directions)) or 'none'})",
-                )
-            )
-    allowed_positions = ("head", "end") if spec.kind == MQM else (NONE,)
-    for position in spec.positions:
-        if position not in allowed_positions:
-            problems.append(("positions", f"{position!r} is not one of {', '.join(allowed_positions)} for {spec.kind}"))
-    if spec.concurrency < 1:
-        problems.append(("concurrency", "must be at least 1"))
-    if spec.max_attempts < 1:
-        problems.append(("max-attempts", "must be at least 1"))
-    if spec.timeout <= 0:
-        problems.append(("timeout", "must be positive"))
-    # the run form's bounds (injection.forms.RunForm), for the command too
-    if spec.rpm is not None and not spec.rpm >= 1:
-        problems.append(("rpm", "must be at least 1 (leave it out for no budget)"))
-    if not 0 <= spec.temperature <= 2:
-        problems.append(("temperature", "must be from 0 to 2"))
-    if spec.seed is not None and not -(2**63) <= spec.seed < 2**63:
-        problems.append(("seed", "must fit 64 bits (from -2**63 to 2**63-1)"))
-    if spec.engine_options and spec.backend != "vllm":
-        problems.append(("engine-option", f"only the vllm backend takes engine options, not {spec.backend}"))
-    prompt_files: dict[str, str] = {}
-    if spec.prompt_files:
-        try:
-            prompt_files = perturbation_overrides(spec.prompt_files)
-        except PromptFileError as exc:
-            problems.append(("", str(exc)))  # its message names the --prompt-file item already
-        if spec.kind != PERTURBATION:
-            problems.append(("prompt-file", "only perturbation prompts can be replaced (use --kind perturbation)"))
+    known = ", ".join(sorted(project_directions)) or "none"
+    problems += [
+        ("directions", f"{code} is not a direction of project {spec.project.name} ({known})")
+        for code in codes
+        if code not in project_directions
+    ]
+    problems += _bounds_problems(spec)
+    prompt_files = _prompt_files(spec, problems)
     endpoint = _endpoint_of(spec, problems) if spec.backend in REMOTE_BACKENDS else None
     if problems:
         raise RunRejected(problems)
@@ -265,35 +238,83 @@ def run_plan(*, spec: RunSpec) -> InjectionRun:
             directions=codes,
             error_types=[t.name for t in types],
             positions=list(spec.positions),
-            parameters={
-                "temperature": spec.temperature,
-                "seed": spec.seed,
-                "concurrency": spec.concurrency,
-                "rpm": spec.rpm,
-                "structured": spec.structured,
-                "max_attempts": spec.max_attempts,
-                "retry_base_delay": spec.retry_base_delay,
-                "timeout": spec.timeout,
-                "poll_interval": spec.poll_interval,
-                **({"engine_options": spec.engine_options} if spec.engine_options else {}),
-                **({"prompt_files": prompt_files} if prompt_files else {}),
-                **({"submission": spec.submission} if spec.submission else {}),
-                **({"endpoint": endpoint.name} if endpoint is not None and endpoint.name else {}),
-            },
+            parameters=_run_parameters(spec, prompt_files, endpoint),
             created_by=spec.created_by,
         )
-        segments = GoldSegment.objects.filter(project=spec.project, direction__code__in=codes).only("id")
-        items = [
-            InjectionItem(run=run, segment_id=segment.id, kind=spec.kind, error_type=t.name, position=position)
-            for segment in segments
-            for t in types
-            for position in (spec.positions or t.positions)
-            if position in t.positions
-        ]
-        InjectionItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
+        _items_create(run, spec, codes, types)
         run.total = run.items.count()
         run.save(update_fields=["total"])
     return run
+
+
+def _bounds_problems(spec: RunSpec) -> list[tuple[str, str]]:
+    """The run's positions and its settings out of their bounds, each named by its field."""
+    problems = []
+    allowed_positions = ("head", "end") if spec.kind == MQM else (NONE,)
+    for position in spec.positions:
+        if position not in allowed_positions:
+            problems.append(("positions", f"{position!r} is not one of {', '.join(allowed_positions)} for {spec.kind}"))
+    if spec.concurrency < 1:
+        problems.append(("concurrency", "must be at least 1"))
+    if spec.max_attempts < 1:
+        problems.append(("max-attempts", "must be at least 1"))
+    if spec.timeout <= 0:
+        problems.append(("timeout", "must be positive"))
+    # the run form's bounds (injection.forms.RunForm), for the command too
+    if spec.rpm is not None and not spec.rpm >= 1:
+        problems.append(("rpm", "must be at least 1 (leave it out for no budget)"))
+    if not 0 <= spec.temperature <= 2:
+        problems.append(("temperature", "must be from 0 to 2"))
+    if spec.seed is not None and not -(2**63) <= spec.seed < 2**63:
+        problems.append(("seed", "must fit 64 bits (from -2**63 to 2**63-1)"))
+    if spec.engine_options and spec.backend != "vllm":
+        problems.append(("engine-option", f"only the vllm backend takes engine options, not {spec.backend}"))
+    return problems
+
+
+def _prompt_files(spec: RunSpec, problems: list[tuple[str, str]]) -> dict[str, str]:
+    """The perturbation prompts the run replaces (``--prompt-file``); their problems into ``problems``."""
+    prompt_files: dict[str, str] = {}
+    if spec.prompt_files:
+        try:
+            prompt_files = perturbation_overrides(spec.prompt_files)
+        except PromptFileError as exc:
+            problems.append(("", str(exc)))  # its message names the --prompt-file item already
+        if spec.kind != PERTURBATION:
+            problems.append(("prompt-file", "only perturbation prompts can be replaced (use --kind perturbation)"))
+    return prompt_files
+
+
+def _run_parameters(spec: RunSpec, prompt_files: dict[str, str], endpoint) -> dict:
+    """What the run keeps of its settings: the sampling, the client's limits and what it was given besides."""
+    return {
+        "temperature": spec.temperature,
+        "seed": spec.seed,
+        "concurrency": spec.concurrency,
+        "rpm": spec.rpm,
+        "structured": spec.structured,
+        "max_attempts": spec.max_attempts,
+        "retry_base_delay": spec.retry_base_delay,
+        "timeout": spec.timeout,
+        "poll_interval": spec.poll_interval,
+        **({"engine_options": spec.engine_options} if spec.engine_options else {}),
+        **({"prompt_files": prompt_files} if prompt_files else {}),
+        **({"submission": spec.submission} if spec.submission else {}),
+        **({"endpoint": endpoint.name} if endpoint is not None and endpoint.name else {}),
+    }
+
+
+def _items_create(run: InjectionRun, spec: RunSpec, codes: list[str], types) -> None:
+    """The run's work items, pending: each gold segment of its directions, for each type and its positions."""
+    segments = GoldSegment.objects.filter(project=spec.project, direction__code__in=codes).only("id")
+    items = [
+        InjectionItem(run=run, segment_id=segment.id, kind=spec.kind, error_type=t.name, position=position)
+        for segment in segments
+        for t in types
+        for position in (spec.positions or t.positions)
+        if position in t.positions
+    ]
+    InjectionItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
 
 
 class RunInProgress(Conflict):

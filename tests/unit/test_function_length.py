@@ -36,7 +36,6 @@ ALLOWED = {
     "exports/scores/selectors.py::judge_reports": "not split yet (#49)",
     "exports/span_items.py::make_span_items": "not split yet (#49)",
     "exports/workers/services.py::direction_staged_receive": "not split yet (#49)",
-    "injection/services.py::run_plan": "not split yet (#49)",
     "llm_client/chat.py::ChatClient.stream": "not split yet (#49)",
     "scoring/runner.py::score_direction": "not split yet (#49)",
     "scoring/runner.py::score_release": "not split yet (#49)",
