@@ -22,6 +22,7 @@ from django.db.models import Count
 from annotation.review.xqmeval_import.domain import (
     FileGroup,
     GroupRead,
+    XQCandidate,
     candidate_checks,
     count_rows,
     match_decisions,
@@ -553,31 +554,7 @@ def _import_candidates(
                 result.candidates_unchanged += 1
             ids[xc.key] = (old[0], old[5], False)
             continue
-        row = {
-            "run_id": run.pk,
-            "segment_id": segment_id,
-            "external_id": str(xc.count_id),
-            "kind": Candidate.Kind.MQM,
-            "error_type": xc.error_type,
-            "position": xc.position,
-            "severity": Candidate.Severity.MAJOR,
-            "text": xc.text,
-            "span_start": xc.edit.start,
-            "span_end": xc.edit.end,
-            "edit_text": (" " if unit == "token" else "").join(xc.edit.replacement),
-            "backend": "import",
-            "model": "gpt-4o",
-            "prompt_version": "xqmeval-release",
-            "sampling": SAMPLING,
-            "raw_output": xc.marked,
-            "checks": checks,
-            "flags": flags,
-        }
-        decision = decided.get(xc.key)
-        if decision is not None:  # the released final decision decides the status (as _import_decisions would)
-            row["status"] = STATUS_OF_DECISION[decision]
-            row["status_reason"] = "imported XQ-MEval decision"
-        new.append(row)
+        new.append(_candidate_row(run, xc, segment_id, unit, checks, flags, decided.get(xc.key)))
         new_keys.append(xc.key)
         result.per_direction_type[(xc.direction, xc.error_type)] += 1
         for flag in flags:
@@ -597,6 +574,34 @@ def _import_candidates(
     for key, row, pk in zip(new_keys, new, reserved or []):
         ids[key] = (pk, row.get("status", Candidate.Status.PENDING), True)
     return ids
+
+
+def _candidate_row(run, xc: XQCandidate, segment_id: int, unit: str, checks, flags, decision: str | None) -> dict:
+    """The candidate row of ``xc`` (its segment's span ``unit``), with its released ``decision``'s status if any."""
+    row = {
+        "run_id": run.pk,
+        "segment_id": segment_id,
+        "external_id": str(xc.count_id),
+        "kind": Candidate.Kind.MQM,
+        "error_type": xc.error_type,
+        "position": xc.position,
+        "severity": Candidate.Severity.MAJOR,
+        "text": xc.text,
+        "span_start": xc.edit.start,
+        "span_end": xc.edit.end,
+        "edit_text": (" " if unit == "token" else "").join(xc.edit.replacement),
+        "backend": "import",
+        "model": "gpt-4o",
+        "prompt_version": "xqmeval-release",
+        "sampling": SAMPLING,
+        "raw_output": xc.marked,
+        "checks": checks,
+        "flags": flags,
+    }
+    if decision is not None:  # the released final decision decides the status (as _import_decisions would)
+        row["status"] = STATUS_OF_DECISION[decision]
+        row["status_reason"] = "imported XQ-MEval decision"
+    return row
 
 
 def _import_decisions(ids, decided, result, errors) -> None:
