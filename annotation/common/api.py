@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
+from core import access
 from core.domain.params import MAX_ID
 
 
@@ -28,6 +29,13 @@ def validated(serializer: type[serializers.Serializer], request) -> dict:
     data = serializer(data=request.data)
     data.is_valid(raise_exception=True)
     return data.validated_data
+
+
+def take_next(request, project: str, take):
+    """A POST to a project's ``next/``: ``take`` (a room's service) for the user, in the project by name (one
+    they work on) and the target language asked for (``lang``, default: all of theirs)."""
+    project = access.work_project(request.user, project)
+    return take(user=request.user, project=project, language=request.query_params.get("lang"))
 
 
 LANG = OpenApiParameter("lang", str, description="one of your target languages (default: all of them)")

@@ -14,11 +14,10 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.common.api import LANG, client_user_field, id_field, validated
+from annotation.common.api import LANG, client_user_field, id_field, take_next, validated
 from annotation.models import LikertRating
 from annotation.rating import domain as rules
 from annotation.rating import selectors, services
-from core import access
 from core.domain.params import MAX_POSITIVE_INT
 
 # ---- serializers ------------------------------------------------------------------------------------
@@ -62,10 +61,7 @@ class RatingSerializer(serializers.ModelSerializer):
 class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
-        project = access.work_project(request.user, project)
-        item = services.rating_item_take_next(
-            user=request.user, project=project, language=request.query_params.get("lang")
-        )
+        item = take_next(request, project, services.rating_item_take_next)
         return Response({"item": RatingItemSerializer(item).data if item else None})
 
 

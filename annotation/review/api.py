@@ -15,7 +15,7 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.common.api import LANG, client_user_field, id_field, validated
+from annotation.common.api import LANG, client_user_field, id_field, take_next, validated
 from annotation.common.selectors import language_codes
 from annotation.models import ReviewDecision
 from annotation.review import domain as rules
@@ -154,10 +154,7 @@ class NextCandidateView(APIView):
 
     @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
     def post(self, request, project):
-        project = access.work_project(request.user, project)
-        got = services.candidate_take_next(
-            user=request.user, project=project, language=request.query_params.get("lang")
-        )
+        got = take_next(request, project, services.candidate_take_next)
         if got is None:
             return Response({"candidate": None, "round": None, "resumed": False})
         data = {"candidate": selectors.candidate_view(got.candidate), "round": got.round.pk, "resumed": got.resumed}
