@@ -7,7 +7,7 @@ its importer is the review stage's (``annotation.review.xqmeval_import``); this 
 
 from django.contrib import admin, messages
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
+from django.urls import reverse
 
 from annotation.models import (
     AuditEvent,
@@ -197,14 +197,10 @@ class UsedIdempotencyKeyAdmin(ReadOnly, LargeTableAdmin):
 
 class ProjectAdmin(CoreProjectAdmin):
     def get_urls(self):
-        extra = [
-            path(
-                "import-xqmeval/",
-                self.admin_site.admin_view(self.import_xqmeval_view),
-                name="core_project_import_xqmeval",
-            )
+        return [
+            self.view_path("import-xqmeval/", self.import_xqmeval_view, "core_project_import_xqmeval"),
+            *super().get_urls(),
         ]
-        return extra + super().get_urls()
 
     def import_xqmeval_view(self, request):
         form = XQMEvalUploadForm(request.POST or None, request.FILES or None)

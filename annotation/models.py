@@ -8,7 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from annotation.review import domain as review_rules
-from core.models import Direction, Project
+from core.models import ChangeLogEntry, Direction, Project
 from injection.models import Candidate
 
 
@@ -330,19 +330,16 @@ class ReviewTallyChange(models.Model):
         return f"tally change by {self.delta} ({self.status}, {self.reviews} reviews, round {self.round_number})"
 
 
-class ReviewChange(models.Model):
+class ReviewChange(ChangeLogEntry):
     """A statement changed rows that the review figures and the agreement report are computed from: written
     by PostgreSQL triggers (``annotation.review.changes_sql``), insert-only, read as a token by the pages
     (``annotation.review.changes``). ``project_id`` None: the change may touch every project (a renamed
     user or language)."""
 
-    project_id = models.BigIntegerField(null=True)
+    kind = "review change"
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="review_change_by_project")]
-
-    def __str__(self) -> str:
-        return f"review change {self.pk} of project {self.project_id or 'any'}"
 
 
 # ---- error-span annotation (ESA and MQM): annotation.spans ------------------------------------------------

@@ -122,15 +122,15 @@ class ProjectAdmin(admin.ModelAdmin):
         obj._state.db = project._state.db
         form.instance = obj
 
+    def view_path(self, route: str, view, name: str):
+        """A page of this admin's own: ``view`` at ``route``, behind the admin site's login."""
+        return path(route, self.admin_site.admin_view(view), name=name)
+
     def get_urls(self):
-        extra = [
-            path(
-                "<int:pk>/import-corpus/",
-                self.admin_site.admin_view(self.import_corpus_view),
-                name="core_project_import_corpus",
-            ),
+        return [
+            self.view_path("<int:pk>/import-corpus/", self.import_corpus_view, "core_project_import_corpus"),
+            *super().get_urls(),
         ]
-        return extra + super().get_urls()
 
     def import_corpus_view(self, request, pk):
         project = get_object_or_404(Project, pk=pk)

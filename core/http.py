@@ -21,6 +21,8 @@ from django.shortcuts import redirect
 from django.utils.datastructures import MultiValueDict
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from core.processes import process_alive
+
 
 def redirect_next(request, *fallback_args, **fallback_kwargs):
     """Redirect to the form's ``next`` (a page of this site only, e.g. the project page the action was
@@ -165,16 +167,6 @@ class SweptTemporaryFileUploadHandler(TemporaryFileUploadHandler):
         )
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
-
-
 def sweep_upload_files(directory: str | None = None) -> list[str]:
     """Remove the upload files of this host's processes that are gone; another host's (a shared data
     directory) are its own to sweep. Returns what it removed."""
@@ -182,7 +174,7 @@ def sweep_upload_files(directory: str | None = None) -> list[str]:
     host = _upload_owner().split("@", 1)[1]
     for path in Path(directory or settings.FILE_UPLOAD_TEMP_DIR).glob(UPLOAD_PREFIX + "*"):
         pid, _, rest = path.name[len(UPLOAD_PREFIX) :].partition("@")
-        if not pid.isdigit() or not rest.startswith(host + "-") or _process_alive(int(pid)):
+        if not pid.isdigit() or not rest.startswith(host + "-") or process_alive(int(pid)):
             continue
         try:
             path.unlink()

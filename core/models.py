@@ -231,3 +231,19 @@ class CorpusImport(Job):
     @property
     def percent(self) -> int:
         return 100 if self.status == JobStatus.DONE else 0
+
+
+class ChangeLogEntry(models.Model):
+    """A row of a change log (``core.triggers_sql``, read through ``core.change_log``): one statement changed
+    rows some figure of project ``project_id`` is computed from (None: of every project). Written by the
+    log's PostgreSQL triggers only, insert-only. ``kind`` names the log."""
+
+    kind = "change"
+
+    project_id = models.BigIntegerField(null=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pk} of project {self.project_id or 'any'}"

@@ -53,6 +53,18 @@ def drop_trigger(name: str, table: str) -> str:
     return f"DROP TRIGGER IF EXISTS {name} ON {table}; DROP FUNCTION IF EXISTS {name}();"
 
 
+def install_triggers(triggers: dict[str, tuple[str, str, str, str]], by_key: tuple[str, ...] = ()) -> str:
+    """The SQL creating ``triggers`` (name: (table, event, referencing, function body)), in their order; the
+    functions of those on the tables ``by_key`` look rows up by key (``INDEX_LOOKUPS``)."""
+    return "\n".join(
+        statement_trigger(name, *spec, INDEX_LOOKUPS if spec[0] in by_key else ()) for name, spec in triggers.items()
+    )
+
+
+def uninstall_triggers(triggers: dict[str, tuple[str, str, str, str]]) -> str:
+    return "\n".join(drop_trigger(name, spec[0]) for name, spec in triggers.items())
+
+
 NEW_ROWS = "REFERENCING NEW TABLE AS new_rows"
 OLD_ROWS = "REFERENCING OLD TABLE AS old_rows"
 BOTH_ROWS = "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"
@@ -73,6 +85,28 @@ def changed_rows_projects(columns: tuple[str, ...], projects: str) -> str:
                CROSS JOIN LATERAL (VALUES {projects}) v(project_id) WHERE {changed}"""
 
 
+def logged_writes(log: str, prefix: str, table: str, projects) -> dict[str, tuple[str, str, str, str]]:
+    """The triggers ``prefix``_insert, _update and _delete logging to ``log``, for every insert, update and
+    delete of ``table``, the projects of the statement's rows: ``projects(rows)`` is a SELECT of
+    ``project_id`` over the transition table ``rows`` (an update logs its old rows' and its new rows')."""
+    return {
+        f"{prefix}_insert": (table, "INSERT", NEW_ROWS, log_projects(log, projects("new_rows"))),
+        f"{prefix}_update": (
+            table,
+            "UPDATE",
+            BOTH_ROWS,
+            log_projects(log, " UNION ALL ".join(projects(rows) for rows in ("old_rows", "new_rows"))),
+        ),
+        f"{prefix}_delete": (table, "DELETE", OLD_ROWS, log_projects(log, projects("old_rows"))),
+    }
+
+
+def logged_update(log: str, table: str, columns: tuple[str, ...], projects: str) -> tuple[str, str, str, str]:
+    """The trigger (table, event, referencing, body) logging to ``log``, for an UPDATE of ``table``, the
+    ``projects`` of each row whose ``columns`` changed (see ``changed_rows_projects``)."""
+    return table, "UPDATE", BOTH_ROWS, log_projects(log, changed_rows_projects(columns, projects))
+
+
 def token(log: str) -> str:
     return f"SELECT COUNT(*), MAX(id) FROM {log} WHERE project_id = %(project)s OR project_id IS NULL"
 
@@ -81,7 +115,12 @@ def all_tokens(log: str) -> str:
     return f"SELECT project_id, COUNT(*), MAX(id) FROM {log} GROUP BY project_id ORDER BY project_id NULLS FIRST"
 
 
+# The core tables several logs watch, and the projects to log for a change that concerns every project.
 PROJECT = "core_project"
+SEGMENT = "core_goldsegment"
+DIRECTION = "core_direction"
+LANGUAGE = "core_language"
+EVERY_PROJECT = "SELECT NULL::bigint AS project_id"
 
 
 def forget_deleted_projects(log: str) -> tuple[str, str, str, str]:

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from core.models import Direction, GoldSegment, Job, JobStatus, Project
+from core.models import ChangeLogEntry, Direction, GoldSegment, Job, JobStatus, Project
 from injection.models import Candidate
 
 
@@ -337,18 +337,15 @@ class ScoringJob(Job):
         return f"{self.metric} on release {self.release_id}, direction {self.direction_id}: {self.status}"
 
 
-class BenchmarkChange(models.Model):
+class BenchmarkChange(ChangeLogEntry):
     """A statement changed what the benchmark's counts per direction and level are computed from: written
     by PostgreSQL triggers (``exports.benchmark.changes_sql``), insert-only, read as a token by the pages
     (``exports.benchmark.selectors.current_level_counts``). ``project_id`` None: every project."""
 
-    project_id = models.BigIntegerField(null=True)
+    kind = "benchmark change"
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="benchmark_change_by_project")]
-
-    def __str__(self) -> str:
-        return f"benchmark change {self.pk} of project {self.project_id or 'any'}"
 
 
 class WorkerToken(models.Model):

@@ -19,24 +19,12 @@ What the counts read, and the trigger that covers it:
 
 from __future__ import annotations
 
-from core.triggers_sql import (
-    BOTH_ROWS,
-    NEW_ROWS,
-    OLD_ROWS,
-    changed_rows_projects,
-    drop_trigger,
-    forget_deleted_projects,
-    log_projects,
-    statement_trigger,
-)
+from core import triggers_sql as sql
 
 LOG = "injection_flagchange"
 CANDIDATE = "injection_candidate"
 RUN = "injection_injectionrun"
-SEGMENT = "core_goldsegment"
-DIRECTION = "core_direction"
 ANNOTATOR_LANGUAGES = "core_profile_languages"
-EVERY_PROJECT = "SELECT NULL::bigint AS project_id"
 
 
 def _run_projects(rows: str) -> str:
@@ -48,54 +36,35 @@ _RUN_PROJECT = f"(SELECT project_id FROM {RUN} WHERE id = %s)"
 
 # name: (table, event, referencing, function body)
 TRIGGERS = {
-    "xq_flags_candidate_insert": (CANDIDATE, "INSERT", NEW_ROWS, log_projects(LOG, _run_projects("new_rows"))),
-    "xq_flags_candidate_delete": (CANDIDATE, "DELETE", OLD_ROWS, log_projects(LOG, _run_projects("old_rows"))),
-    "xq_flags_candidate_update": (
+    "xq_flags_candidate_insert": (CANDIDATE, "INSERT", sql.NEW_ROWS, sql.log_projects(LOG, _run_projects("new_rows"))),
+    "xq_flags_candidate_delete": (CANDIDATE, "DELETE", sql.OLD_ROWS, sql.log_projects(LOG, _run_projects("old_rows"))),
+    "xq_flags_candidate_update": sql.logged_update(
+        LOG,
         CANDIDATE,
-        "UPDATE",
-        BOTH_ROWS,
-        log_projects(
-            LOG,
-            changed_rows_projects(
-                ("flags", "run_id", "segment_id", "error_type"),
-                f"({_RUN_PROJECT % 'o.run_id'}), ({_RUN_PROJECT % 'n.run_id'})",
-            ),
-        ),
+        ("flags", "run_id", "segment_id", "error_type"),
+        f"({_RUN_PROJECT % 'o.run_id'}), ({_RUN_PROJECT % 'n.run_id'})",
     ),
-    "xq_flags_run_project": (
-        RUN,
-        "UPDATE",
-        BOTH_ROWS,
-        log_projects(LOG, changed_rows_projects(("project_id",), "(o.project_id), (n.project_id)")),
+    "xq_flags_run_project": sql.logged_update(LOG, RUN, ("project_id",), "(o.project_id), (n.project_id)"),
+    "xq_flags_segment_move": sql.logged_update(
+        LOG, sql.SEGMENT, ("project_id", "direction_id"), "(o.project_id), (n.project_id)"
     ),
-    "xq_flags_segment_move": (
-        SEGMENT,
-        "UPDATE",
-        BOTH_ROWS,
-        log_projects(LOG, changed_rows_projects(("project_id", "direction_id"), "(o.project_id), (n.project_id)")),
-    ),
-    "xq_flags_direction": (
-        DIRECTION,
-        "UPDATE",
-        BOTH_ROWS,
-        log_projects(LOG, changed_rows_projects(("code", "target_id"), "(NULL::bigint)")),
-    ),
+    "xq_flags_direction": sql.logged_update(LOG, sql.DIRECTION, ("code", "target_id"), "(NULL::bigint)"),
     **{
         f"xq_flags_annotator_languages_{event.lower()}": (
             ANNOTATOR_LANGUAGES,
             event,
             "",
-            log_projects(LOG, EVERY_PROJECT),
+            sql.log_projects(LOG, sql.EVERY_PROJECT),
         )
         for event in ("INSERT", "UPDATE", "DELETE")
     },
-    "xq_flags_project_delete": forget_deleted_projects(LOG),
+    "xq_flags_project_delete": sql.forget_deleted_projects(LOG),
 }
 
 
 def install() -> str:
-    return "\n".join(statement_trigger(name, *spec) for name, spec in TRIGGERS.items())
+    return sql.install_triggers(TRIGGERS)
 
 
 def uninstall() -> str:
-    return "\n".join(drop_trigger(name, spec[0]) for name, spec in TRIGGERS.items())
+    return sql.uninstall_triggers(TRIGGERS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from core.models import GoldSegment, Job, Project
+from core.models import ChangeLogEntry, GoldSegment, Job, Project
 
 
 class InjectionRun(Job):
@@ -186,15 +186,12 @@ class InjectionItem(models.Model):
         return f"run {self.run_id} {self.segment_id} {self.error_type}/{self.position}: {self.status}"
 
 
-class FlagChange(models.Model):
+class FlagChange(ChangeLogEntry):
     """A statement changed what the candidates' flag counts are computed from: written by PostgreSQL
     triggers (``injection.changes_sql``), insert-only, read as a token by ``selectors.flag_counts``.
     ``project_id`` None: every project."""
 
-    project_id = models.BigIntegerField(null=True)
+    kind = "flag change"
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "id"], name="flag_change_by_project")]
-
-    def __str__(self) -> str:
-        return f"flag change {self.pk} of project {self.project_id or 'any'}"

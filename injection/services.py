@@ -25,6 +25,7 @@ from django.utils import timezone
 from core import bulk
 from core.domain.edit_types import KINDS, MQM, NONE, PERTURBATION, edit_type, resolve_types
 from core.domain.errors import Conflict, Invalid
+from core.domain.records import fields_of
 from core.domain.units import DiffTooLarge
 from core.models import GoldSegment, Project
 from core.selectors import active_directions
@@ -204,41 +205,14 @@ def run_plan(*, spec: RunSpec) -> InjectionRun:
             problems.append(("types", str(exc)))
     project_directions = {d.code: d for d in active_directions(spec.project)}  # a retired one takes no new work
     codes = spec.directions or sorted(project_directions)
-    for code in codes:
-        if code not in project_directions:
-            problems.append(
-                (
-                    "directions",
-                    f"{code} is not a direction of project {spec.project.name} ({', '.join(sorted(project_directions)) or 'none'})",
-                )
-            )
-    allowed_positions = ("head", "end") if spec.kind == MQM else (NONE,)
-    for position in spec.positions:
-        if position not in allowed_positions:
-            problems.append(("positions", f"{position!r} is not one of {', '.join(allowed_positions)} for {spec.kind}"))
-    if spec.concurrency < 1:
-        problems.append(("concurrency", "must be at least 1"))
-    if spec.max_attempts < 1:
-        problems.append(("max-attempts", "must be at least 1"))
-    if spec.timeout <= 0:
-        problems.append(("timeout", "must be positive"))
-    # the run form's bounds (injection.forms.RunForm), for the command too
-    if spec.rpm is not None and not spec.rpm >= 1:
-        problems.append(("rpm", "must be at least 1 (leave it out for no budget)"))
-    if not 0 <= spec.temperature <= 2:
-        problems.append(("temperature", "must be from 0 to 2"))
-    if spec.seed is not None and not -(2**63) <= spec.seed < 2**63:
-        problems.append(("seed", "must fit 64 bits (from -2**63 to 2**63-1)"))
-    if spec.engine_options and spec.backend != "vllm":
-        problems.append(("engine-option", f"only the vllm backend takes engine options, not {spec.backend}"))
-    prompt_files: dict[str, str] = {}
-    if spec.prompt_files:
-        try:
-            prompt_files = perturbation_overrides(spec.prompt_files)
-        except PromptFileError as exc:
-            problems.append(("", str(exc)))  # its message names the --prompt-file item already
-        if spec.kind != PERTURBATION:
-            problems.append(("prompt-file", "only perturbation prompts can be replaced (use --kind perturbation)"))
+    known = ", ".join(sorted(project_directions)) or "none"
+    problems += [
+        ("directions", f"{code} is not a direction of project {spec.project.name} ({known})")
+        for code in codes
+        if code not in project_directions
+    ]
+    problems += _bounds_problems(spec)
+    prompt_files = _prompt_files(spec, problems)
     endpoint = _endpoint_of(spec, problems) if spec.backend in REMOTE_BACKENDS else None
     if problems:
         raise RunRejected(problems)
@@ -264,35 +238,83 @@ def run_plan(*, spec: RunSpec) -> InjectionRun:
             directions=codes,
             error_types=[t.name for t in types],
             positions=list(spec.positions),
-            parameters={
-                "temperature": spec.temperature,
-                "seed": spec.seed,
-                "concurrency": spec.concurrency,
-                "rpm": spec.rpm,
-                "structured": spec.structured,
-                "max_attempts": spec.max_attempts,
-                "retry_base_delay": spec.retry_base_delay,
-                "timeout": spec.timeout,
-                "poll_interval": spec.poll_interval,
-                **({"engine_options": spec.engine_options} if spec.engine_options else {}),
-                **({"prompt_files": prompt_files} if prompt_files else {}),
-                **({"submission": spec.submission} if spec.submission else {}),
-                **({"endpoint": endpoint.name} if endpoint is not None and endpoint.name else {}),
-            },
+            parameters=_run_parameters(spec, prompt_files, endpoint),
             created_by=spec.created_by,
         )
-        segments = GoldSegment.objects.filter(project=spec.project, direction__code__in=codes).only("id")
-        items = [
-            InjectionItem(run=run, segment_id=segment.id, kind=spec.kind, error_type=t.name, position=position)
-            for segment in segments
-            for t in types
-            for position in (spec.positions or t.positions)
-            if position in t.positions
-        ]
-        InjectionItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
+        _items_create(run, spec, codes, types)
         run.total = run.items.count()
         run.save(update_fields=["total"])
     return run
+
+
+def _bounds_problems(spec: RunSpec) -> list[tuple[str, str]]:
+    """The run's positions and its settings out of their bounds, each named by its field."""
+    problems = []
+    allowed_positions = ("head", "end") if spec.kind == MQM else (NONE,)
+    for position in spec.positions:
+        if position not in allowed_positions:
+            problems.append(("positions", f"{position!r} is not one of {', '.join(allowed_positions)} for {spec.kind}"))
+    if spec.concurrency < 1:
+        problems.append(("concurrency", "must be at least 1"))
+    if spec.max_attempts < 1:
+        problems.append(("max-attempts", "must be at least 1"))
+    if spec.timeout <= 0:
+        problems.append(("timeout", "must be positive"))
+    # the run form's bounds (injection.forms.RunForm), for the command too
+    if spec.rpm is not None and not spec.rpm >= 1:
+        problems.append(("rpm", "must be at least 1 (leave it out for no budget)"))
+    if not 0 <= spec.temperature <= 2:
+        problems.append(("temperature", "must be from 0 to 2"))
+    if spec.seed is not None and not -(2**63) <= spec.seed < 2**63:
+        problems.append(("seed", "must fit 64 bits (from -2**63 to 2**63-1)"))
+    if spec.engine_options and spec.backend != "vllm":
+        problems.append(("engine-option", f"only the vllm backend takes engine options, not {spec.backend}"))
+    return problems
+
+
+def _prompt_files(spec: RunSpec, problems: list[tuple[str, str]]) -> dict[str, str]:
+    """The perturbation prompts the run replaces (``--prompt-file``); their problems into ``problems``."""
+    prompt_files: dict[str, str] = {}
+    if spec.prompt_files:
+        try:
+            prompt_files = perturbation_overrides(spec.prompt_files)
+        except PromptFileError as exc:
+            problems.append(("", str(exc)))  # its message names the --prompt-file item already
+        if spec.kind != PERTURBATION:
+            problems.append(("prompt-file", "only perturbation prompts can be replaced (use --kind perturbation)"))
+    return prompt_files
+
+
+def _run_parameters(spec: RunSpec, prompt_files: dict[str, str], endpoint) -> dict:
+    """What the run keeps of its settings: the sampling, the client's limits and what it was given besides."""
+    return {
+        "temperature": spec.temperature,
+        "seed": spec.seed,
+        "concurrency": spec.concurrency,
+        "rpm": spec.rpm,
+        "structured": spec.structured,
+        "max_attempts": spec.max_attempts,
+        "retry_base_delay": spec.retry_base_delay,
+        "timeout": spec.timeout,
+        "poll_interval": spec.poll_interval,
+        **({"engine_options": spec.engine_options} if spec.engine_options else {}),
+        **({"prompt_files": prompt_files} if prompt_files else {}),
+        **({"submission": spec.submission} if spec.submission else {}),
+        **({"endpoint": endpoint.name} if endpoint is not None and endpoint.name else {}),
+    }
+
+
+def _items_create(run: InjectionRun, spec: RunSpec, codes: list[str], types) -> None:
+    """The run's work items, pending: each gold segment of its directions, for each type and its positions."""
+    segments = GoldSegment.objects.filter(project=spec.project, direction__code__in=codes).only("id")
+    items = [
+        InjectionItem(run=run, segment_id=segment.id, kind=spec.kind, error_type=t.name, position=position)
+        for segment in segments
+        for t in types
+        for position in (spec.positions or t.positions)
+        if position in t.positions
+    ]
+    InjectionItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
 
 
 class RunInProgress(Conflict):
@@ -397,16 +419,21 @@ def _request(item: InjectionItem, sampling: Sampling, prompt_files: dict | None 
         structured=sampling.structured,
         overrides=prompt_files,
     )
-    task = EditTask(
+    return GenerationRequest(
+        custom_id=str(item.pk), messages=prompt.messages, task=_edit_task(item), prompt_version=prompt.version
+    )
+
+
+def _edit_task(item: InjectionItem) -> EditTask:
+    """What ``item`` asks for: an edit of its segment's reference (with the source), in the target language."""
+    segment = item.segment
+    return EditTask(
         reference=segment.reference,
         source=segment.source,
-        language=language,
-        kind=item.kind,
-        error_type=item.error_type,
-        position=item.position,
+        language=segment.direction.target.code,
         item_key=f"{segment.direction.code}#{segment.external_id}",
+        **fields_of(item, "kind", "error_type", "position"),
     )
-    return GenerationRequest(custom_id=str(item.pk), messages=prompt.messages, task=task, prompt_version=prompt.version)
 
 
 def result_record(
@@ -434,32 +461,7 @@ def result_record(
         item.completion_tokens += result.completion_tokens
         item.cost_usd += cost
         item.prompt_version = request.prompt_version
-        segment = item.segment
-        language = segment.direction.target.code
-        error = result.error
-        processed = None
-        if result.ok and result.detail.get("finish_reason") == "length":
-            # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
-            error = "answer cut off at the token limit (finish_reason length)"
-        checks = flags = None
-        if result.ok and result.detail.get("finish_reason") != "length":
-            try:
-                processed = process_output(result.text, segment.reference, language)
-                checks, flags = run_checks(
-                    reference=segment.reference,
-                    candidate_text=processed.text,
-                    edit=processed.edit,
-                    language=language,
-                    kind=item.kind,
-                    error_type=item.error_type,
-                    position=item.position,
-                    source=segment.source,
-                    regions=processed.regions,
-                )
-            except OutputRejected as exc:
-                error, processed = f"unusable answer: {exc}", None
-            except DiffTooLarge as exc:  # the diff's budget: the item fails with the reason, never spins (#36.5)
-                error, processed = f"not checked: {exc}", None
+        processed, checks, flags, error = _checked_answer(result, item)
         if processed is None:
             item.status = InjectionItem.Status.FAILED
             item.error = error or "no answer"
@@ -467,36 +469,65 @@ def result_record(
             item.raw_output = clip_raw(result.text)
             item.save()
             return item
-        sampling = _sampling(run).as_dict()
-        sampling.update({k: v for k, v in result.detail.items() if v is not None})
-        candidate, _ = Candidate.objects.get_or_create(
-            run=run,
-            segment=segment,
-            kind=item.kind,
-            error_type=item.error_type,
-            position=item.position,
-            defaults=dict(
-                severity=edit_type(item.kind, item.error_type).severity,
-                **candidate_fields(processed, language),
-                backend=run.backend,
-                model=result.model or run.model,
-                prompt_version=request.prompt_version,
-                sampling=sampling,
-                raw_output=clip_raw(result.text),
-                prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens,
-                cost_usd=cost,
-                checks=checks,
-                flags=flags,
-            ),
-        )
         item.status = InjectionItem.Status.DONE
-        item.candidate = candidate
+        item.candidate = _candidate_record(run, item, result, request, processed, checks, flags, cost)
         item.error = ""
         item.retryable = False
         item.raw_output = ""
         item.save()
         return item
+
+
+def _checked_answer(result: GenerationResult, item: InjectionItem) -> tuple:
+    """(the processed answer, its checks, its flags, the error): the answer None, with the reason, when there
+    is none or it cannot be used."""
+    segment = item.segment
+    if result.ok and result.detail.get("finish_reason") == "length":
+        # A cut-off answer is not a shorter sentence: its text (or its JSON) simply stops.
+        return None, None, None, "answer cut off at the token limit (finish_reason length)"
+    if not result.ok:
+        return None, None, None, result.error
+    try:
+        processed = process_output(result.text, segment.reference, segment.direction.target.code)
+        checks, flags = run_checks(
+            candidate_text=processed.text,
+            edit=processed.edit,
+            regions=processed.regions,
+            **fields_of(_edit_task(item), "reference", "source", "language", "kind", "error_type", "position"),
+        )
+    except OutputRejected as exc:
+        return None, None, None, f"unusable answer: {exc}"
+    except DiffTooLarge as exc:  # the diff's budget: the item fails with the reason, never spins (#36.5)
+        return None, None, None, f"not checked: {exc}"
+    return processed, checks, flags, result.error
+
+
+def _candidate_record(run, item, result, request, processed, checks, flags, cost) -> Candidate:
+    """The item's candidate from its checked answer (the one stored before, if any: a result recorded twice)."""
+    sampling = _sampling(run).as_dict()
+    sampling.update({k: v for k, v in result.detail.items() if v is not None})
+    candidate, _ = Candidate.objects.get_or_create(
+        run=run,
+        segment=item.segment,
+        kind=item.kind,
+        error_type=item.error_type,
+        position=item.position,
+        defaults=dict(
+            severity=edit_type(item.kind, item.error_type).severity,
+            **candidate_fields(processed, item.segment.direction.target.code),
+            backend=run.backend,
+            model=result.model or run.model,
+            prompt_version=request.prompt_version,
+            sampling=sampling,
+            raw_output=clip_raw(result.text),
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost_usd=cost,
+            checks=checks,
+            flags=flags,
+        ),
+    )
+    return candidate
 
 
 def _refresh_counters(run: InjectionRun) -> InjectionRun:
@@ -681,21 +712,7 @@ def run_execute(
         buffer = ResultBuffer(
             run, requests, discount=getattr(backend, "discount", 0.0), remote=backend.remote, progress=progress
         )
-        lease.restart_clock()
-        since = time.monotonic()
-        for result in backend.generate(list(requests.values()), lease.should_stop):
-            if result.custom_id not in requests:
-                logger.warning("run %s: result for unknown custom_id %r ignored", run.pk, result.custom_id)
-                continue
-            buffer.add(result)
-            if time.monotonic() - since >= PROGRESS_EVERY_S:
-                since = time.monotonic()
-                buffer.flush()
-                _refresh_counters(run)
-                if progress:
-                    progress(run)
-        buffer.flush()
-        backend.close()
+        _generate(run, backend, requests, buffer, lease, progress)
     except LeaseLost as exc:
         # What this worker already holds is kept (recording is exactly-once); the run is the new owner's.
         if buffer is not None:
@@ -718,6 +735,26 @@ def run_execute(
     if progress:
         progress(run)
     return run
+
+
+def _generate(run: InjectionRun, backend, requests: dict, buffer: ResultBuffer, lease: RunLease, progress) -> None:
+    """The backend's answers to ``requests``, recorded as they come: flushed, with the run's counters and
+    ``progress``, every PROGRESS_EVERY_S, and once at the end."""
+    lease.restart_clock()
+    since = time.monotonic()
+    for result in backend.generate(list(requests.values()), lease.should_stop):
+        if result.custom_id not in requests:
+            logger.warning("run %s: result for unknown custom_id %r ignored", run.pk, result.custom_id)
+            continue
+        buffer.add(result)
+        if time.monotonic() - since >= PROGRESS_EVERY_S:
+            since = time.monotonic()
+            buffer.flush()
+            _refresh_counters(run)
+            if progress:
+                progress(run)
+    buffer.flush()
+    backend.close()
 
 
 def retry_record(*, run_id: int, exc: Exception, attempt: int, of: int, countdown: float) -> None:

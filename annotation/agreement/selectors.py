@@ -59,10 +59,17 @@ def bootstrap_options() -> dict:
 # ---- loading -------------------------------------------------------------------------------------
 
 
+def _of_languages(rows, language: str, languages: frozenset[str] | None):
+    """``rows`` whose ``language`` (a lookup path to a language code) is one of ``languages`` (None: all)."""
+    return rows if languages is None else rows.filter(**{f"{language}__in": languages})
+
+
 def _decision_rows(project: Project, languages: frozenset[str] | None) -> list[DecisionRow]:
-    qs = ReviewDecision.objects.filter(candidate__segment__project=project)
-    if languages is not None:
-        qs = qs.filter(candidate__segment__direction__target__code__in=languages)
+    qs = _of_languages(
+        ReviewDecision.objects.filter(candidate__segment__project=project),
+        "candidate__segment__direction__target__code",
+        languages,
+    )
     values = qs.values_list(
         "candidate_id",
         "candidate__segment__direction__target__code",
@@ -92,8 +99,7 @@ def own_agreement(user, project: Project, languages: frozenset[str] | None) -> l
         source=ReviewDecision.Source.ANNOTATOR,
         candidate__is_gold=False,
     )
-    if languages is not None:
-        mine = mine.filter(candidate__segment__direction__target__code__in=languages)
+    mine = _of_languages(mine, "candidate__segment__direction__target__code", languages)
     values = (
         ReviewDecision.objects.filter(
             candidate__in=mine.values("candidate_id"), source=ReviewDecision.Source.ANNOTATOR, reviewer__isnull=False
@@ -111,9 +117,7 @@ def own_agreement(user, project: Project, languages: frozenset[str] | None) -> l
 
 
 def _rating_rows(project: Project, languages: frozenset[str] | None) -> list[RatingRow]:
-    qs = LikertRating.objects.filter(item__project=project)
-    if languages is not None:
-        qs = qs.filter(item__direction__target__code__in=languages)
+    qs = _of_languages(LikertRating.objects.filter(item__project=project), "item__direction__target__code", languages)
     values = qs.values_list(
         "item_id",
         "item__kind",

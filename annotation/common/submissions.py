@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 
 from annotation.models import UsedIdempotencyKey
 from core.domain.errors import Conflict, Forbidden, Invalid
@@ -118,3 +119,22 @@ def replay_key(kind: str, model, user, key: str, fingerprint: str):
             )
         return _restore(model, used.response)
     return None
+
+
+def keyed_write(kind: str, model, user, key: str, fingerprint: str, write: Callable[[], tuple], *, concurrent: str):
+    """A submission under an idempotency key: ``write()`` (returning (row, created)) in one transaction with the
+    writers serialized, unless the key was used before: then what it stored, ``(row, False)``. A key a
+    concurrent request stored first (the write's IntegrityError) answers the same way; another conflict of the
+    write is refused with ``concurrent``."""
+    try:
+        with transaction.atomic():
+            serialize_writers()
+            replay = replay_key(kind, model, user, key, fingerprint)
+            if replay is not None:
+                return replay, False
+            return write()
+    except IntegrityError:
+        replay = replay_key(kind, model, user, key, fingerprint)
+        if replay is not None:
+            return replay, False
+        raise Conflict(concurrent) from None

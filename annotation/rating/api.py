@@ -14,11 +14,10 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.common.api import LANG, id_field
+from annotation.common.api import LANG, client_user_field, id_field, take_next, validated
 from annotation.models import LikertRating
 from annotation.rating import domain as rules
 from annotation.rating import selectors, services
-from core import access
 from core.domain.params import MAX_POSITIVE_INT
 
 # ---- serializers ------------------------------------------------------------------------------------
@@ -47,11 +46,7 @@ class RatingInSerializer(serializers.Serializer):
     faithfulness = serializers.IntegerField(required=False, allow_null=True)
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     idempotency_key = serializers.CharField(max_length=64)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class RatingSerializer(serializers.ModelSerializer):
@@ -66,10 +61,7 @@ class RatingSerializer(serializers.ModelSerializer):
 class NextRatingItemView(APIView):
     @extend_schema(request=None, parameters=[LANG], responses=NextRatingItemSerializer)
     def post(self, request, project):
-        project = access.work_project(request.user, project)
-        item = services.rating_item_take_next(
-            user=request.user, project=project, language=request.query_params.get("lang")
-        )
+        item = take_next(request, project, services.rating_item_take_next)
         return Response({"item": RatingItemSerializer(item).data if item else None})
 
 
@@ -90,9 +82,7 @@ class RatingsView(ListAPIView):
 
     @extend_schema(request=RatingInSerializer, responses={201: RatingSerializer, 200: RatingSerializer})
     def post(self, request):
-        data = RatingInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(RatingInSerializer, request)
         rating, created = services.rating_submit(
             user=request.user,
             item_id=v["item"],

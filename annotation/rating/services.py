@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from annotation.common import submissions
 from annotation.common.audit import audit_record
+from annotation.common.item_rows import check_output, row_cells
 from annotation.common.selectors import language_codes
 from annotation.models import LikertRating, RatingItem, UsedIdempotencyKey
 from annotation.rating import domain as rules
@@ -54,41 +55,42 @@ def rating_submit(
     values = {name: int(scores[name]) for name in rules.DIMENSION_NAMES}
     time_spent_ms = submissions.clean_time(time_spent_ms)
     fingerprint = submissions.request_hash(request={"item": id_param(item_id), **values})
-    try:
-        with transaction.atomic():
-            submissions.serialize_writers()
-            replay = submissions.replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
-            if replay is not None:
-                return replay, False
-            item = rating_item_get_visible(user=user, item_id=item_id)
-            # Lock the item so concurrent raters cannot both take its last slot.
-            submissions.for_update(RatingItem.objects.filter(pk=item.pk)).get()
-            own = LikertRating.objects.filter(item=item, rater=user).first()
-            if own:
-                old = {n: getattr(own, n) for n in rules.DIMENSION_NAMES}
-                for n, v in values.items():
-                    setattr(own, n, v)
-                own.idempotency_key = key
-                own.save()
-                submissions.remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
-                audit_record(actor=user, action="rating.change", obj=own, old=old, new=values)
-                annotations_written.send(sender=__name__, project_id=item.project_id)
-                return own, False
-            limit = selectors.raters_per_item(item.project)
-            if LikertRating.objects.filter(item=item).count() >= limit:
-                raise Conflict(f"this item already has its {limit} ratings; take the next one")
-            rating = LikertRating.objects.create(
-                item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
-            )
-            submissions.remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
-            audit_record(actor=user, action="rating.create", obj=rating, old=None, new=values)
+
+    def write() -> tuple[LikertRating, bool]:
+        item = rating_item_get_visible(user=user, item_id=item_id)
+        # Lock the item so concurrent raters cannot both take its last slot.
+        submissions.for_update(RatingItem.objects.filter(pk=item.pk)).get()
+        own = LikertRating.objects.filter(item=item, rater=user).first()
+        if own:
+            old = {n: getattr(own, n) for n in rules.DIMENSION_NAMES}
+            for n, v in values.items():
+                setattr(own, n, v)
+            own.idempotency_key = key
+            own.save()
+            submissions.remember_key(UsedIdempotencyKey.Kind.RATING, key, user, own, fingerprint)
+            audit_record(actor=user, action="rating.change", obj=own, old=old, new=values)
             annotations_written.send(sender=__name__, project_id=item.project_id)
-            return rating, True
-    except IntegrityError:
-        replay = submissions.replay_key(UsedIdempotencyKey.Kind.RATING, LikertRating, user, key, fingerprint)
-        if replay is not None:
-            return replay, False
-        raise Conflict("this item was rated concurrently; reload") from None
+            return own, False
+        limit = selectors.raters_per_item(item.project)
+        if LikertRating.objects.filter(item=item).count() >= limit:
+            raise Conflict(f"this item already has its {limit} ratings; take the next one")
+        rating = LikertRating.objects.create(
+            item=item, rater=user, time_spent_ms=time_spent_ms, idempotency_key=key, **values
+        )
+        submissions.remember_key(UsedIdempotencyKey.Kind.RATING, key, user, rating, fingerprint)
+        audit_record(actor=user, action="rating.create", obj=rating, old=None, new=values)
+        annotations_written.send(sender=__name__, project_id=item.project_id)
+        return rating, True
+
+    return submissions.keyed_write(
+        UsedIdempotencyKey.Kind.RATING,
+        LikertRating,
+        user,
+        key,
+        fingerprint,
+        write,
+        concurrent="this item was rated concurrently; reload",
+    )
 
 
 @dataclass
@@ -110,51 +112,8 @@ def system_outputs_import(
         raise ImportRejected(
             source_name, [f"--direction: {direction_code} is not a direction of project {project.name}"]
         )
+    parsed = _system_outputs_read(rows, source_name, system)
     errors: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    parsed = []
-    input_limits = corpus_limits()
-    limits = {
-        "id": RatingItem._meta.get_field("external_id").max_length,
-        "system": RatingItem._meta.get_field("system").max_length,
-    }
-    if system:  # the name for rows without a 'system' column: checked like the column's cells
-        system, problem = text_cell(system)
-        problem = problem or bidi.spanning_problem(system)
-        if not problem and len(system.strip()) > limits["system"]:
-            problem = f"is {len(system.strip())} characters long, at most {limits['system']} fit"
-        if problem:
-            raise ImportRejected(source_name, [f"--system {problem}"])
-    for i, row in enumerate(rows, start=1):
-        where = row.get("_location") or f"{source_name}:{i}"
-        cells = {}
-        for col in ("id", "source", "reference", "system", "text"):
-            value = row.get(col)
-            if value is None or (isinstance(value, float) and value != value):
-                cells[col] = ""
-                continue
-            value, problem = text_cell(value, integer_ok=col == "id")
-            problem = problem or bidi.spanning_problem(value)
-            if not problem and col in limits and limits[col] and len(value.strip()) > limits[col]:
-                problem = f"is {len(value.strip())} characters long, at most {limits[col]} fit"
-            if not problem and col in TEXT_FIELDS:  # the corpus import's limit, the same for every upload (#48.3)
-                problem = text_length_problem(value.strip(), input_limits)
-            if problem:
-                errors.append(f"{where}: field {col!r} {problem}")
-            cells[col] = value
-        src, text = cells["source"].strip(), cells["text"].strip()
-        sys_name = (cells["system"] or system or "").strip()
-        ext = (cells["id"] or str(i)).strip()
-        if not src:
-            errors.append(f"{where}: field 'source' is empty")
-        if not text:
-            errors.append(f"{where}: field 'text' is empty")
-        if (sys_name, ext) in seen:
-            errors.append(f"{where}: duplicate id {ext!r} for system {sys_name!r}")
-        seen.add((sys_name, ext))
-        parsed.append((ext, sys_name, src, cells["reference"].strip(), text))
-    if errors:
-        raise ImportRejected(source_name, errors)
     existing = {
         (i.system, i.external_id): i
         for i in RatingItem.objects.filter(project=project, direction=direction, kind=RatingItem.Kind.SYSTEM_OUTPUT)
@@ -186,6 +145,49 @@ def system_outputs_import(
         RatingItem.objects.bulk_create(new, batch_size=1000)
     result.created = len(new)
     return result
+
+
+def _system_outputs_read(rows: list[dict], source_name: str, system: str) -> list[tuple[str, str, str, str, str]]:
+    """The rows, each checked, as (id, system, source, reference, text); ``system`` names the system of rows
+    without one. Any problem rejects the file, every bad row named."""
+    errors: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    parsed = []
+    input_limits = corpus_limits()
+    limits = {
+        "id": RatingItem._meta.get_field("external_id").max_length,
+        "system": RatingItem._meta.get_field("system").max_length,
+    }
+    if system:  # the name for rows without a 'system' column: checked like the column's cells
+        system, problem = text_cell(system)
+        problem = problem or bidi.spanning_problem(system)
+        if not problem and len(system.strip()) > limits["system"]:
+            problem = f"is {len(system.strip())} characters long, at most {limits['system']} fit"
+        if problem:
+            raise ImportRejected(source_name, [f"--system {problem}"])
+
+    def text_limit(col: str, value: str) -> str | None:
+        # the corpus import's limit, the same for every upload (#48.3)
+        return text_length_problem(value.strip(), input_limits) if col in TEXT_FIELDS else None
+
+    for i, row in enumerate(rows, start=1):
+        where = row.get("_location") or f"{source_name}:{i}"
+        cells = row_cells(
+            row,
+            ("id", "source", "reference", "system", "text"),
+            where=where,
+            limits=limits,
+            errors=errors,
+            check=text_limit,
+        )
+        src, text = cells["source"].strip(), cells["text"].strip()
+        sys_name = (cells["system"] or system or "").strip()
+        ext = (cells["id"] or str(i)).strip()
+        check_output(where, src, text, (sys_name, ext), seen, errors)
+        parsed.append((ext, sys_name, src, cells["reference"].strip(), text))
+    if errors:
+        raise ImportRejected(source_name, errors)
+    return parsed
 
 
 RATABLE_CHUNK = 5000  # rows read and written per step: memory holds one chunk, not the project's pseudo translations

@@ -15,7 +15,7 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.common.api import LANG, id_field
+from annotation.common.api import LANG, client_user_field, id_field, take_next, validated
 from annotation.common.selectors import language_codes
 from annotation.models import ReviewDecision
 from annotation.review import domain as rules
@@ -75,11 +75,7 @@ class DecisionInSerializer(serializers.Serializer):
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_POSITIVE_INT)
     round = id_field(required=False, allow_null=True)
     idempotency_key = serializers.CharField(max_length=64)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class DecisionSerializer(serializers.ModelSerializer):
@@ -109,21 +105,13 @@ class SkipInSerializer(serializers.Serializer):
     reason = serializers.ChoiceField(choices=sorted(rules.reason_codes(rules.SKIP_REASONS)))
     comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT)
     round = id_field(required=False, allow_null=True)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class WithdrawalInSerializer(serializers.Serializer):
     candidate = id_field()
     round = id_field(required=False, allow_null=True)
-    client_user = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        help_text="the user id the client recorded this for (the review screen sends it); refused with 403 if it is not you",
-    )
+    client_user = client_user_field()
 
 
 class WithdrawalOutSerializer(serializers.Serializer):
@@ -150,15 +138,23 @@ class AdjudicationInSerializer(serializers.Serializer):
 # ---- views ------------------------------------------------------------------------------------------
 
 
+def _reviewer_write(request, v: dict) -> dict:
+    """What a reviewer's decision, skip and withdrawal each name: who, which candidate in which round, and the
+    user the client recorded it for."""
+    return {
+        "user": request.user,
+        "candidate_id": v["candidate"],
+        "round_id": v.get("round"),
+        "client_user": v.get("client_user"),
+    }
+
+
 class NextCandidateView(APIView):
     """Take (or resume) the next candidate to review; it is held for you until the lock expires."""
 
     @extend_schema(request=None, parameters=[LANG], responses=AssignmentSerializer)
     def post(self, request, project):
-        project = access.work_project(request.user, project)
-        got = services.candidate_take_next(
-            user=request.user, project=project, language=request.query_params.get("lang")
-        )
+        got = take_next(request, project, services.candidate_take_next)
         if got is None:
             return Response({"candidate": None, "round": None, "resumed": False})
         data = {"candidate": selectors.candidate_view(got.candidate), "round": got.round.pk, "resumed": got.resumed}
@@ -195,19 +191,14 @@ class DecisionsView(ListAPIView):
 
     @extend_schema(request=DecisionInSerializer, responses={201: DecisionSerializer, 200: DecisionSerializer})
     def post(self, request):
-        data = DecisionInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(DecisionInSerializer, request)
         decision, created = services.decision_submit(
-            user=request.user,
-            candidate_id=v["candidate"],
+            **_reviewer_write(request, v),
             decision=v["decision"],
             idempotency_key=v["idempotency_key"],
             reason=v.get("reason", ""),
             comment=v.get("comment", ""),
             time_spent_ms=v.get("time_spent_ms"),
-            round_id=v.get("round"),
-            client_user=v.get("client_user"),
         )
         return Response(
             DecisionSerializer(decision).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -217,17 +208,8 @@ class DecisionsView(ListAPIView):
 class SkipsView(APIView):
     @extend_schema(request=SkipInSerializer, responses={201: SkipOutSerializer})
     def post(self, request):
-        data = SkipInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        skip = services.candidate_skip(
-            user=request.user,
-            candidate_id=v["candidate"],
-            reason=v["reason"],
-            comment=v.get("comment", ""),
-            round_id=v.get("round"),
-            client_user=v.get("client_user"),
-        )
+        v = validated(SkipInSerializer, request)
+        skip = services.candidate_skip(**_reviewer_write(request, v), reason=v["reason"], comment=v.get("comment", ""))
         return Response(
             {"id": skip.pk, "candidate": skip.candidate_id, "reason": skip.reason}, status=status.HTTP_201_CREATED
         )
@@ -239,15 +221,8 @@ class WithdrawalsView(APIView):
 
     @extend_schema(request=WithdrawalInSerializer, responses={200: WithdrawalOutSerializer})
     def post(self, request):
-        data = WithdrawalInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        got = services.decision_withdraw(
-            user=request.user,
-            candidate_id=v["candidate"],
-            round_id=v.get("round"),
-            client_user=v.get("client_user"),
-        )
+        v = validated(WithdrawalInSerializer, request)
+        got = services.decision_withdraw(**_reviewer_write(request, v))
         return Response(
             {"candidate": got.candidate.pk, "round": got.round.pk, "withdrawn": got.withdrawn, "held": got.held}
         )
@@ -258,9 +233,7 @@ class AdjudicationsView(APIView):
 
     @extend_schema(request=AdjudicationInSerializer, responses={201: DecisionSerializer})
     def post(self, request):
-        data = AdjudicationInSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(AdjudicationInSerializer, request)
         decision = services.candidate_adjudicate(
             admin=request.user, candidate_id=v["candidate"], decision=v["decision"], comment=v.get("comment", "")
         )

@@ -24,95 +24,54 @@ to one new row (``core.triggers_sql.prune``).
 
 from __future__ import annotations
 
-from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND, SEGMENT
-from core.triggers_sql import (
-    BOTH_ROWS,
-    INDEX_LOOKUPS,
-    NEW_ROWS,
-    OLD_ROWS,
-    changed_rows_projects,
-    drop_trigger,
-    forget_deleted_projects,
-    log_projects,
-    statement_trigger,
-)
+from annotation.review.tally_sql import CANDIDATE, DECISION, ROUND
+from core import triggers_sql as sql
 
 LOG = "annotation_reviewchange"
 RATING = "annotation_likertrating"
 ITEM = "annotation_ratingitem"
 USER = "auth_user"
-DIRECTION = "core_direction"
-LANGUAGE = "core_language"
-
-
-def _log(projects: str) -> str:
-    return log_projects(LOG, projects)
 
 
 def _decision_projects(rows: str) -> str:
     return f"""SELECT s.project_id FROM {rows} d LEFT JOIN {CANDIDATE} c ON c.id = d.candidate_id
-               LEFT JOIN {SEGMENT} s ON s.id = c.segment_id"""
+               LEFT JOIN {sql.SEGMENT} s ON s.id = c.segment_id"""
 
 
 def _rating_projects(rows: str) -> str:
     return f"SELECT i.project_id FROM {rows} r LEFT JOIN {ITEM} i ON i.id = r.item_id"
 
 
-def _both(projects, *tables: str) -> str:
-    return " UNION ALL ".join(projects(t) for t in tables)
-
-
 # name: (table, event, referencing, function body)
 STATEMENT_TRIGGERS = {
-    "xq_change_decision_insert": (DECISION, "INSERT", NEW_ROWS, _log(_decision_projects("new_rows"))),
-    "xq_change_decision_update": (
-        DECISION,
-        "UPDATE",
-        BOTH_ROWS,
-        _log(_both(_decision_projects, "old_rows", "new_rows")),
-    ),
-    "xq_change_decision_delete": (DECISION, "DELETE", OLD_ROWS, _log(_decision_projects("old_rows"))),
-    "xq_change_rating_insert": (RATING, "INSERT", NEW_ROWS, _log(_rating_projects("new_rows"))),
-    "xq_change_rating_update": (RATING, "UPDATE", BOTH_ROWS, _log(_both(_rating_projects, "old_rows", "new_rows"))),
-    "xq_change_rating_delete": (RATING, "DELETE", OLD_ROWS, _log(_rating_projects("old_rows"))),
-    "xq_change_project_delete": forget_deleted_projects(LOG),
+    **sql.logged_writes(LOG, "xq_change_decision", DECISION, _decision_projects),
+    **sql.logged_writes(LOG, "xq_change_rating", RATING, _rating_projects),
+    "xq_change_project_delete": sql.forget_deleted_projects(LOG),
 }
 
+_SEGMENT_PROJECT = f"(SELECT project_id FROM {sql.SEGMENT} WHERE id = %s)"
 
-def _update(columns: tuple[str, ...], projects: str) -> str:
-    return _log(changed_rows_projects(columns, projects))
-
-
-_SEGMENT_PROJECT = f"(SELECT project_id FROM {SEGMENT} WHERE id = %s)"
-
-# Updates of the rows the figures join to that change a reported column (statement-level like the others).
-# name: (table, columns, the projects to log as SQL expressions over o and n)
-UPDATE_TRIGGERS = {
+# Updates of the rows the figures join to that change a reported column (statement-level like the others):
+# name: (table, the columns, the projects to log as SQL expressions over o and n).
+_UPDATES = {
     "xq_change_candidate": (
         CANDIDATE,
         ("error_type", "is_gold", "gold_answer", "segment_id"),
         f"({_SEGMENT_PROJECT % 'o.segment_id'}), ({_SEGMENT_PROJECT % 'n.segment_id'})",
     ),
-    "xq_change_segment": (SEGMENT, ("project_id", "direction_id"), "(o.project_id), (n.project_id)"),
+    "xq_change_segment": (sql.SEGMENT, ("project_id", "direction_id"), "(o.project_id), (n.project_id)"),
     "xq_change_item": (ITEM, ("project_id", "kind", "external_id", "direction_id"), "(o.project_id), (n.project_id)"),
     "xq_change_round": (ROUND, ("project_id", "number"), "(o.project_id), (n.project_id)"),
     "xq_change_user": (USER, ("username",), "(NULL::bigint)"),
-    "xq_change_direction": (DIRECTION, ("target_id",), "(NULL::bigint)"),
-    "xq_change_language": (LANGUAGE, ("code",), "(NULL::bigint)"),
+    "xq_change_direction": (sql.DIRECTION, ("target_id",), "(NULL::bigint)"),
+    "xq_change_language": (sql.LANGUAGE, ("code",), "(NULL::bigint)"),
 }
+UPDATE_TRIGGERS = {name: sql.logged_update(LOG, *spec) for name, spec in _UPDATES.items()}
 
 
 def install() -> str:
-    parts = [
-        statement_trigger(name, table, event, referencing, body, INDEX_LOOKUPS if table in (DECISION, RATING) else ())
-        for name, (table, event, referencing, body) in STATEMENT_TRIGGERS.items()
-    ]
-    parts += [
-        statement_trigger(name, table, "UPDATE", BOTH_ROWS, _update(columns, projects))
-        for name, (table, columns, projects) in UPDATE_TRIGGERS.items()
-    ]
-    return "\n".join(parts)
+    return sql.install_triggers({**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS}, by_key=(DECISION, RATING))
 
 
 def uninstall() -> str:
-    return "\n".join(drop_trigger(name, spec[0]) for name, spec in {**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS}.items())
+    return sql.uninstall_triggers({**STATEMENT_TRIGGERS, **UPDATE_TRIGGERS})

@@ -140,7 +140,8 @@ class Outcome:
     reason: str
 
 
-PoolRule = Callable[[Sequence[str], "str | None", int], Outcome]
+# A rule decides a candidate whose reviews are all in and that has no final decision (``pool_outcome``).
+PoolRule = Callable[[Sequence[str]], Outcome]
 POOL_RULES: dict[str, PoolRule] = {}
 
 
@@ -152,19 +153,8 @@ def pool_rule(name: str):
     return register
 
 
-def _final(final: str | None) -> Outcome | None:
-    # A final decision (imported screening or an adjudication) decides by itself under every rule.
-    if final is None:
-        return None
-    return Outcome(ACCEPTED if final == "accept" else REJECTED, f"final decision: {final}")
-
-
 @pool_rule("unanimous")
-def _unanimous(decisions: Sequence[str], final: str | None, required: int) -> Outcome:
-    if (out := _final(final)) is not None:
-        return out
-    if len(decisions) < required:
-        return Outcome(PENDING, f"{len(decisions)}/{required} reviews")
+def _unanimous(decisions: Sequence[str]) -> Outcome:
     accepts = sum(d == "accept" for d in decisions)
     if accepts == len(decisions):
         return Outcome(ACCEPTED, f"{accepts}/{len(decisions)} accepted (unanimous)")
@@ -172,11 +162,7 @@ def _unanimous(decisions: Sequence[str], final: str | None, required: int) -> Ou
 
 
 @pool_rule("adjudicated")
-def _adjudicated(decisions: Sequence[str], final: str | None, required: int) -> Outcome:
-    if (out := _final(final)) is not None:
-        return out
-    if len(decisions) < required:
-        return Outcome(PENDING, f"{len(decisions)}/{required} reviews")
+def _adjudicated(decisions: Sequence[str]) -> Outcome:
     if len(set(decisions)) == 1:
         status = ACCEPTED if decisions[0] == "accept" else REJECTED
         return Outcome(status, f"{len(decisions)}/{len(decisions)} reviewers agree")
@@ -188,7 +174,12 @@ def pool_outcome(rule: str, decisions: Sequence[str], final: str | None, require
         fn = POOL_RULES[rule]
     except KeyError:
         raise ValueError(f"unknown pool rule {rule!r}; known: {', '.join(sorted(POOL_RULES))}") from None
-    return fn(decisions, final, required)
+    # A final decision (imported screening or an adjudication) decides by itself under every rule.
+    if final is not None:
+        return Outcome(ACCEPTED if final == "accept" else REJECTED, f"final decision: {final}")
+    if len(decisions) < required:
+        return Outcome(PENDING, f"{len(decisions)}/{required} reviews")
+    return fn(decisions)
 
 
 # ---- highlighting a stored span (never from markup in the text) -------------------------------------

@@ -99,9 +99,15 @@ def candidate_get_held(*, user, project: Project, language: str | None = None) -
     codes = language_codes(user, language)
     if not codes:
         return None
-    now = timezone.now()
+    mine = _held_locks(user, project, codes, timezone.now()).select_related("candidate", "round").first()
+    return Assignment(mine.candidate, mine.round, mine.expires_at, resumed=True) if mine is not None else None
+
+
+def _held_locks(user, project: Project, codes, now):
+    """The reviewer's unexpired locks on items of open rounds in ``codes`` she has not decided, oldest first:
+    what she resumes."""
     decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
-    mine = (
+    return (
         ReviewLock.objects.filter(
             reviewer=user,
             round__project=project,
@@ -110,11 +116,8 @@ def candidate_get_held(*, user, project: Project, language: str | None = None) -
             candidate__segment__direction__target__code__in=codes,
         )
         .filter(~Exists(decided))
-        .select_related("candidate", "round")
         .order_by("created_at")
-        .first()
     )
-    return Assignment(mine.candidate, mine.round, mine.expires_at, resumed=True) if mine is not None else None
 
 
 def work_exists(*, user, project: Project, language: str | None = None) -> bool:
@@ -138,18 +141,9 @@ def _next_candidate(user, project: Project, codes) -> Assignment | None:
     expires = now + timedelta(seconds=_lock_seconds())
     with transaction.atomic():
         submissions.serialize_writers()
-        decided = ReviewDecision.objects.filter(candidate=OuterRef("candidate"), reviewer=user, round=OuterRef("round"))
         mine = (
-            ReviewLock.objects.filter(
-                reviewer=user,
-                round__project=project,
-                round__is_open=True,
-                expires_at__gt=now,
-                candidate__segment__direction__target__code__in=codes,
-            )
-            .filter(~Exists(decided))  # the resume check in the same query
+            _held_locks(user, project, codes, now)  # the resume check in the same query
             .select_related("candidate__segment__direction__target", "candidate__segment__direction__source", "round")
-            .order_by("created_at")
             .first()
         )
         if mine is not None:

@@ -13,10 +13,9 @@ left with it, counted from the rows present then); that holds whichever order a 
 
 from __future__ import annotations
 
-from core.triggers_sql import drop_trigger, statement_trigger
+from core.triggers_sql import BOTH_ROWS, NEW_ROWS, OLD_ROWS, SEGMENT, install_triggers, uninstall_triggers
 
 CANDIDATE = "injection_candidate"
-SEGMENT = "core_goldsegment"
 DECISION = "annotation_reviewdecision"
 ROUND = "annotation_reviewround"
 SAMPLE = "annotation_reviewround_candidates"
@@ -93,67 +92,64 @@ _MOVED_NEW = """(SELECT n.* FROM old_rows o JOIN new_rows n ON n.id = o.id
               WHERE o.status IS DISTINCT FROM n.status OR o.segment_id IS DISTINCT FROM n.segment_id)"""
 
 TRIGGERS = {
-    # name: (table, event, function body)
+    # name: (table, event, referencing, function body)
     "xq_tally_candidate_insert": (
         CANDIDATE,
         "INSERT",
-        "REFERENCING NEW TABLE AS new_rows",
+        NEW_ROWS,
         _append(contribution("new_rows"), "1"),
     ),
     "xq_tally_candidate_delete": (
         CANDIDATE,
         "DELETE",
-        "REFERENCING OLD TABLE AS old_rows",
+        OLD_ROWS,
         _append(contribution("old_rows"), "-1"),
     ),
     "xq_tally_candidate_update": (
         CANDIDATE,
         "UPDATE",
-        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        BOTH_ROWS,
         _append(contribution(_MOVED), "-1") + _append(contribution(_MOVED_NEW), "1"),
     ),
     "xq_tally_decision_insert": (
         DECISION,
         "INSERT",
-        "REFERENCING NEW TABLE AS new_rows",
+        NEW_ROWS,
         _DECISION_MOVES.replace("FROM old_rows", "FROM (SELECT * FROM new_rows WHERE false) o"),
     ),
     "xq_tally_decision_delete": (
         DECISION,
         "DELETE",
-        "REFERENCING OLD TABLE AS old_rows",
+        OLD_ROWS,
         _DECISION_MOVES.replace("FROM new_rows", "FROM (SELECT * FROM old_rows WHERE false) n"),
     ),
     "xq_tally_decision_update": (
         DECISION,
         "UPDATE",
-        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        BOTH_ROWS,
         _DECISION_MOVES,
     ),
     "xq_tally_sample_insert": (
         SAMPLE,
         "INSERT",
-        "REFERENCING NEW TABLE AS new_rows",
+        NEW_ROWS,
         _append(_SAMPLE_UNITS % "new_rows", "1"),
     ),
     "xq_tally_sample_delete": (
         SAMPLE,
         "DELETE",
-        "REFERENCING OLD TABLE AS old_rows",
+        OLD_ROWS,
         _append(_SAMPLE_UNITS % "old_rows", "-1"),
     ),
 }
 
 
 def install() -> str:
-    return "\n".join(
-        statement_trigger(name, table, event, referencing, body)
-        for name, (table, event, referencing, body) in TRIGGERS.items()
-    )
+    return install_triggers(TRIGGERS)
 
 
 def uninstall() -> str:
-    return "\n".join(drop_trigger(name, table) for name, (table, *_rest) in TRIGGERS.items())
+    return uninstall_triggers(TRIGGERS)
 
 
 # Move the logged changes into the tally rows: one statement, so a reader (tally rows plus changes, in one

@@ -9,6 +9,7 @@ with a CSRF token; the keyboard-driven pages send the same forms through the JSO
 from __future__ import annotations
 
 import uuid
+from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -228,11 +229,21 @@ def _skip_row(skip) -> dict:
 # ---- admin screens ----------------------------------------------------------------------------------
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
+def _admin_screen(view):
+    """An admin's screen of one project (GET shows, POST acts): login, an admin, the project by name."""
+
+    @login_required
+    @require_http_methods(["GET", "POST"])
+    @wraps(view)
+    def screen(request, project):
+        access.require_admin(request.user)
+        return view(request, access.work_project(request.user, project))
+
+    return screen
+
+
+@_admin_screen
 def manage(request, project):
-    access.require_admin(request.user)
-    project = access.work_project(request.user, project)
     if request.method == "POST":
         with RefusalAsMessage(request):
             if request.POST.get("action") == "open_round":
@@ -279,11 +290,8 @@ def manage(request, project):
     )
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
+@_admin_screen
 def adjudication(request, project):
-    access.require_admin(request.user)
-    project = access.work_project(request.user, project)
     if request.method == "POST":
         with RefusalAsMessage(request):
             services.candidate_adjudicate(

@@ -10,6 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.common.api import validated
 from annotation.models import SpanTask
 from annotation.spans import domain as rules
 from annotation.spans import selectors, services
@@ -113,9 +114,7 @@ class SubmitView(APIView):
 
     @extend_schema(request=SubmitSerializer, responses={201: AnnotationSerializer, 200: AnnotationSerializer})
     def post(self, request, pk):
-        data = SubmitSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(SubmitSerializer, request)
         annotation, first = services.span_annotation_submit(
             user=request.user,
             annotation_id=pk,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from core.domain.errors import Invalid
 from core.domain.languages import CHAR, unit_of
+from core.domain.units import common_ends
 
 ESA = "esa"
 MQM = "mqm"
@@ -247,16 +248,11 @@ def queue_order(n: int, seed: int) -> list[int]:
 def injected_char_span(reference: str, candidate: str, language_code: str) -> tuple[int, int] | None:
     """The injected edit's characters in ``candidate``: what differs from ``reference`` after their common
     prefix and suffix, snapped to whole tokens (a deletion: the words around the gap). None when identical."""
-    limit = min(len(reference), len(candidate))
-    p = 0
-    while p < limit and reference[p] == candidate[p]:
-        p += 1
-    if p == len(reference) == len(candidate):
+    ends = common_ends(reference, candidate)
+    if ends is None:
         return None
-    s = 0
-    while s < limit - p and reference[-1 - s] == candidate[-1 - s]:
-        s += 1
-    return snap_span(candidate, p, len(candidate) - s, language_code)
+    prefix, suffix = ends
+    return snap_span(candidate, prefix, len(candidate) - suffix, language_code)
 
 
 _MARK = re.compile(r"<v>(.*?)</v>", re.S)

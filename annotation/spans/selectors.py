@@ -216,6 +216,19 @@ def quality_rows(task: SpanTask) -> list[dict]:
     return out
 
 
+def previous_submitted(user, annotation: SpanAnnotation) -> int | None:
+    """The id of the user's latest other submitted annotation of the task (the page's way back), if any."""
+    return (
+        SpanAnnotation.objects.filter(
+            annotator=user, item__task=annotation.item.task, submitted_at__isnull=False, excluded=False
+        )
+        .exclude(pk=annotation.pk)
+        .order_by("-submitted_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def needs_retraining(user, task: SpanTask) -> bool:
     """The admin asked this annotator to retrain and they have submitted nothing since: the screen opens the
     guidelines."""

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from annotation.common import submissions
 from annotation.common.audit import audit_record
+from annotation.common.item_rows import check_output, row_cells
 from annotation.models import (
     CrowdWorker,
     ErrorSpan,
@@ -31,10 +32,9 @@ from annotation.models import (
 from annotation.spans import domain as rules
 from annotation.spans import selectors
 from core import access
-from core.corpus.domain import text_cell
-from core.domain import bidi
 from core.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from core.domain.params import id_param
+from core.domain.records import fields_of
 from core.models import Direction, Project
 from core.services import ImportRejected, user_create
 
@@ -175,30 +175,18 @@ def span_items_import(
     entries, seen = [], set()
     for i, row in enumerate(rows, start=1):
         where = row.get("_location") or f"{source_name}:{i}"
-        cells = {}
-        for col in ("id", "source", "reference", "system", "text", "translation"):
-            value = row.get(col)
-            if value is None or (isinstance(value, float) and value != value):
-                cells[col] = ""
-                continue
-            value, problem = text_cell(value, integer_ok=col == "id")
-            problem = problem or bidi.spanning_problem(value)
-            if not problem and col in limits and len(value.strip()) > limits[col]:
-                problem = f"is {len(value.strip())} characters long, at most {limits[col]} fit"
-            if problem:
-                errors.append(f"{where}: field {col!r} {problem}")
-            cells[col] = value
+        cells = row_cells(
+            row,
+            ("id", "source", "reference", "system", "text", "translation"),
+            where=where,
+            limits=limits,
+            errors=errors,
+        )
         src = cells["source"].strip()
         text = (cells["translation"] or cells["text"]).strip()
         sys_name = (cells["system"] or system or "").strip()
         ext = (cells["id"] or str(i)).strip()
-        if not src:
-            errors.append(f"{where}: field 'source' is empty")
-        if not text:
-            errors.append(f"{where}: field 'text' is empty")
-        if (sys_name, ext) in seen:
-            errors.append(f"{where}: duplicate id {ext!r} for system {sys_name!r}")
-        seen.add((sys_name, ext))
+        check_output(where, src, text, (sys_name, ext), seen, errors)
         entries.append(
             {
                 "direction_id": direction.pk,
@@ -291,66 +279,65 @@ def span_annotation_submit(
             "spans": [[s.side, s.start, s.end, s.severity, s.category, s.ai_index] for s in checked],
         }
     )
-    try:
-        with transaction.atomic():
-            submissions.serialize_writers()
-            replay = submissions.replay_key(UsedIdempotencyKey.Kind.SPANS, SpanAnnotation, user, key, fingerprint)
-            if replay is not None:
-                return replay, False
-            if not task.is_open:
-                raise Conflict("this task is closed; nothing was stored")
-            annotation = submissions.for_update(SpanAnnotation.objects.filter(pk=annotation.pk)).get()
-            if annotation.excluded:
-                raise NotFound(f"span annotation {annotation_id} not found")
-            first = annotation.submitted_at is None
-            old = None if first else {"score": annotation.score, "spans": annotation.spans.count()}
-            ErrorSpan.objects.filter(annotation=annotation).delete()
-            ErrorSpan.objects.bulk_create(
-                [
-                    ErrorSpan(
-                        annotation=annotation,
-                        side=s.side,
-                        start=s.start,
-                        end=s.end,
-                        severity=s.severity,
-                        category=s.category,
-                        origin=s.origin,
-                        ai_index=s.ai_index,
-                    )
-                    for s in checked
-                ]
-            )
-            annotation.score = value
-            annotation.ai_fates = rules.ai_fates(checked, item.ai_spans)
-            if item.is_attention:
-                annotation.attention_passed = rules.attention_passed(
-                    [(s.start, s.end) for s in checked if s.side == rules.TARGET],
-                    [tuple(x) for x in item.injected_spans],
-                )
-            annotation.active_ms = min(rules.MAX_ACTIVE_MS, (annotation.active_ms or 0) + (active_ms or 0))
-            annotation.idempotency_key = key
-            if first:
-                annotation.submitted_at = timezone.now()
-            annotation.save()
-            submissions.remember_key(UsedIdempotencyKey.Kind.SPANS, key, user, annotation, fingerprint)
-            new = {"score": value, "spans": len(checked)}
-            audit_record(
-                actor=user,
-                action="span_annotation.create" if first else "span_annotation.change",
-                obj=annotation,
-                old=old,
-                new=new,
-            )
-            worker = CrowdWorker.objects.filter(user=user, task=task, completed_at__isnull=True).first()
-            if worker is not None and selectors.progress(user, task)["remaining"] <= 0:
-                worker.completed_at = timezone.now()
-                worker.save(update_fields=["completed_at"])
-            return annotation, first
-    except IntegrityError:
-        replay = submissions.replay_key(UsedIdempotencyKey.Kind.SPANS, SpanAnnotation, user, key, fingerprint)
-        if replay is not None:
-            return replay, False
-        raise Conflict("this item was submitted concurrently; reload") from None
+    return submissions.keyed_write(
+        UsedIdempotencyKey.Kind.SPANS,
+        SpanAnnotation,
+        user,
+        key,
+        fingerprint,
+        lambda: _span_annotation_store(user, annotation_id, annotation, checked, value, active_ms, key, fingerprint),
+        concurrent="this item was submitted concurrently; reload",
+    )
+
+
+def _span_annotation_store(
+    user,
+    annotation_id,
+    annotation: SpanAnnotation,
+    checked: list[rules.Span],
+    value,
+    active_ms,
+    key: str,
+    fingerprint: str,
+) -> tuple[SpanAnnotation, bool]:
+    """``span_annotation_submit``'s write, in its transaction: the checked spans and score replace what the
+    annotation held; the crowd worker whose share this finishes is done."""
+    item, task = annotation.item, annotation.item.task
+    if not task.is_open:
+        raise Conflict("this task is closed; nothing was stored")
+    annotation = submissions.for_update(SpanAnnotation.objects.filter(pk=annotation.pk)).get()
+    if annotation.excluded:
+        raise NotFound(f"span annotation {annotation_id} not found")
+    first = annotation.submitted_at is None
+    old = None if first else {"score": annotation.score, "spans": annotation.spans.count()}
+    ErrorSpan.objects.filter(annotation=annotation).delete()
+    ErrorSpan.objects.bulk_create([ErrorSpan(annotation=annotation, **fields_of(s)) for s in checked])
+    annotation.score = value
+    annotation.ai_fates = rules.ai_fates(checked, item.ai_spans)
+    if item.is_attention:
+        annotation.attention_passed = rules.attention_passed(
+            [(s.start, s.end) for s in checked if s.side == rules.TARGET],
+            [tuple(x) for x in item.injected_spans],
+        )
+    annotation.active_ms = min(rules.MAX_ACTIVE_MS, (annotation.active_ms or 0) + (active_ms or 0))
+    annotation.idempotency_key = key
+    if first:
+        annotation.submitted_at = timezone.now()
+    annotation.save()
+    submissions.remember_key(UsedIdempotencyKey.Kind.SPANS, key, user, annotation, fingerprint)
+    new = {"score": value, "spans": len(checked)}
+    audit_record(
+        actor=user,
+        action="span_annotation.create" if first else "span_annotation.change",
+        obj=annotation,
+        old=old,
+        new=new,
+    )
+    worker = CrowdWorker.objects.filter(user=user, task=task, completed_at__isnull=True).first()
+    if worker is not None and selectors.progress(user, task)["remaining"] <= 0:
+        worker.completed_at = timezone.now()
+        worker.save(update_fields=["completed_at"])
+    return annotation, first
 
 
 # ---- quality control -------------------------------------------------------------------------------------

@@ -132,6 +132,26 @@ def _tokens(text: str, language_code: str) -> list[dict]:
     return [{"s": t.start, "e": t.end, "t": t.text, "space": t.space} for t in rules.tokens(text, language_code)]
 
 
+def _spans_shown(annotation) -> list[dict]:
+    """The spans the page starts from: those submitted, else the metric's (ESA-AI) for the annotator to keep
+    or change."""
+    if annotation.submitted_at is None:
+        return [
+            {"side": rules.TARGET, **ai, "category": "", "ai_index": i} for i, ai in enumerate(annotation.item.ai_spans)
+        ]
+    return [
+        {
+            "side": s.side,
+            "start": s.start,
+            "end": s.end,
+            "severity": s.severity,
+            "category": s.category,
+            "ai_index": s.ai_index,
+        }
+        for s in annotation.spans.all()
+    ]
+
+
 @login_required
 @require_GET
 @answers_refusals
@@ -140,28 +160,7 @@ def annotate(request, pk):
     item, task = annotation.item, annotation.item.task
     src, tgt = item.direction.source, item.direction.target
     start_url = reverse("spans:start", args=[task.project.name, task.name])
-    if annotation.submitted_at is not None:
-        spans = [
-            {
-                "side": s.side,
-                "start": s.start,
-                "end": s.end,
-                "severity": s.severity,
-                "category": s.category,
-                "ai_index": s.ai_index,
-            }
-            for s in annotation.spans.all()
-        ]
-    else:
-        spans = [{"side": rules.TARGET, **ai, "category": "", "ai_index": i} for i, ai in enumerate(item.ai_spans)]
-    previous = (
-        type(annotation)
-        .objects.filter(annotator=request.user, item__task=task, submitted_at__isnull=False, excluded=False)
-        .exclude(pk=annotation.pk)
-        .order_by("-submitted_at")
-        .values_list("pk", flat=True)
-        .first()
-    )
+    previous = selectors.previous_submitted(request.user, annotation)
     return render(
         request,
         "spans/annotate.html",
@@ -186,7 +185,7 @@ def annotate(request, pk):
                 "protocol": task.protocol,
                 "submitted": annotation.submitted_at is not None,
                 "score": annotation.score,
-                "spans": spans,
+                "spans": _spans_shown(annotation),
                 "aiSpans": item.ai_spans,
                 "criticalWeight": task.critical_weight,
                 "severities": list(rules.SEVERITIES[task.protocol]),

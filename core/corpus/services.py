@@ -56,7 +56,49 @@ def corpus_rows_import(
     against the project before it is created). The site's forms pass ``known_direction`` (the direction
     must be one of the project's active directions: adding one is a deliberate act in the settings, so a
     typo cannot make one) and ``check_language`` (the references must read as the direction's target)."""
-    if known_direction and not active_directions(project).filter(code=direction_code).exists():
+    _check_direction(project, direction_code, rows, source_name, known_direction, check_language)
+    errors = [
+        f"{row.location}: id {row.external_id[:40]!r}… is {len(row.external_id)} characters long, at most {ID_LENGTH} fit"
+        for row in rows
+        if len(row.external_id) > ID_LENGTH
+    ]
+    if errors:
+        raise ImportRejected(source_name, errors)
+    direction = Direction.objects.filter(code=direction_code).first()
+    existing = _stored_segments(project, direction) if direction else {}
+    to_create: list[GoldSegment] = []
+    result = CorpusImportResult()
+    for row in rows:
+        old = existing.get(row.external_id)
+        if old is None:
+            to_create.append(
+                GoldSegment(project=project, external_id=row.external_id, source=row.source, reference=row.reference)
+            )
+        elif old.source == row.source and old.reference == row.reference:
+            result.unchanged += 1
+        else:
+            errors.append(
+                f"{row.location}: id {row.external_id!r} already exists in {project.name}/{direction_code} with different text"
+            )
+    if errors:
+        raise ImportRejected(source_name, errors)
+    with transaction.atomic():
+        direction = direction_ensure(code=direction_code)
+        project.directions.add(direction)
+        for segment in to_create:
+            segment.direction = direction
+        bulk.insert_objects(GoldSegment, to_create)
+    result.created = len(to_create)
+    result.warnings = _bidi_warnings(rows)
+    return result
+
+
+def _check_direction(
+    project: Project, direction_code: str, rows: list[CorpusRow], source_name: str, known: bool, check_language: bool
+) -> None:
+    """Refuse a direction the rows cannot go to: not the project's (``known``: one of its active ones), references
+    not in its target language (``check_language``), or another source language than the project's."""
+    if known and not active_directions(project).filter(code=direction_code).exists():
         raise ImportRejected(
             source_name,
             [
@@ -85,54 +127,26 @@ def corpus_rows_import(
                 f"--direction: {direction_code} does not start from project {project.name}'s source language {project.source_language.code}"
             ],
         )
-    errors = [
-        f"{row.location}: id {row.external_id[:40]!r}… is {len(row.external_id)} characters long, at most {ID_LENGTH} fit"
-        for row in rows
-        if len(row.external_id) > ID_LENGTH
-    ]
-    if errors:
-        raise ImportRejected(source_name, errors)
-    direction = Direction.objects.filter(code=direction_code).first()
-    existing = (
-        {
-            seg.external_id: seg
-            for seg in GoldSegment.objects.filter(project=project, direction=direction).only(
-                "external_id", "source", "reference"
-            )
-        }
-        if direction
-        else {}
-    )
-    to_create: list[GoldSegment] = []
-    result = CorpusImportResult()
-    for row in rows:
-        old = existing.get(row.external_id)
-        if old is None:
-            to_create.append(
-                GoldSegment(project=project, external_id=row.external_id, source=row.source, reference=row.reference)
-            )
-        elif old.source == row.source and old.reference == row.reference:
-            result.unchanged += 1
-        else:
-            errors.append(
-                f"{row.location}: id {row.external_id!r} already exists in {project.name}/{direction_code} with different text"
-            )
-    if errors:
-        raise ImportRejected(source_name, errors)
-    with transaction.atomic():
-        direction = direction_ensure(code=direction_code)
-        project.directions.add(direction)
-        for segment in to_create:
-            segment.direction = direction
-        bulk.insert_objects(GoldSegment, to_create)
-    result.created = len(to_create)
-    result.warnings = [
+
+
+def _stored_segments(project: Project, direction: Direction) -> dict[str, GoldSegment]:
+    """The project's gold segments of ``direction`` by id (their texts only)."""
+    return {
+        seg.external_id: seg
+        for seg in GoldSegment.objects.filter(project=project, direction=direction).only(
+            "external_id", "source", "reference"
+        )
+    }
+
+
+def _bidi_warnings(rows: list[CorpusRow]) -> list[str]:
+    """Bidirectional marks kept in the texts (usual in right-to-left text), said per row and column."""
+    return [
         f"{row.location}: {col} has bidirectional mark(s) {', '.join(found)} (kept; usual in right-to-left text)"
         for row in rows
         for col, text in (("source", row.source), ("reference", row.reference))
         if (found := bidi.controls(text, bidi.MARKS))
     ]
-    return result
 
 
 def corpus_segments_create(*, rows: list[dict]) -> list[int] | None:

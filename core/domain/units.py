@@ -65,16 +65,27 @@ def diff_edit(reference: str, candidate: str, language: str) -> Edit | None:
     return diff_units(ref, cand)
 
 
-def diff_units(ref: Sequence[str], cand: Sequence[str]) -> Edit | None:
-    limit = min(len(ref), len(cand))
+def common_ends(a: Sequence, b: Sequence) -> tuple[int, int] | None:
+    """The length of the longest common prefix of ``a`` and ``b``, and of their longest common suffix in what
+    follows it (what differs is ``a[prefix:len(a) - suffix]`` against ``b[prefix:len(b) - suffix]``). None
+    when the two are equal."""
+    limit = min(len(a), len(b))
     prefix = 0
-    while prefix < limit and ref[prefix] == cand[prefix]:
+    while prefix < limit and a[prefix] == b[prefix]:
         prefix += 1
-    if prefix == len(ref) == len(cand):
+    if prefix == len(a) == len(b):
         return None
     suffix = 0
-    while suffix < limit - prefix and ref[len(ref) - 1 - suffix] == cand[len(cand) - 1 - suffix]:
+    while suffix < limit - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]:
         suffix += 1
+    return prefix, suffix
+
+
+def diff_units(ref: Sequence[str], cand: Sequence[str]) -> Edit | None:
+    ends = common_ends(ref, cand)
+    if ends is None:
+        return None
+    prefix, suffix = ends
     return Edit(prefix, len(ref) - suffix, tuple(cand[prefix : len(cand) - suffix]))
 
 

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Count, Sum
 
 from core import bulk
+from core.domain.records import fields_of
 from core.models import Direction
 from core.storage import WORKER_PARTS, ReleaseFiles, local_copy, storage_get
 from exports.models import MetricScore, PartUpload, Release, ScoreSummary, ScoringJob
@@ -231,14 +232,7 @@ def part_ingest(*, release: Release, metric: str, direction: Direction, path: Pa
                 MetricScore,
                 [
                     MetricScore(
-                        release=release,
-                        metric=metric,
-                        direction=direction,
-                        triplet_id=row.triplet_id,
-                        level=row.level,
-                        score=row.score,
-                        signature=part.signature,
-                        spans=row.spans,
+                        release=release, metric=metric, direction=direction, signature=part.signature, **fields_of(row)
                     )
                     for row in rows
                 ],

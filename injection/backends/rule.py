@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
 
+from core.domain.records import fields_of
 from injection.backends.base import Backend, GenerationRequest, GenerationResult, register_backend
 from injection.domain.rule_edits import DonorPool, RuleRefused, rule_edit
 
@@ -41,7 +41,7 @@ class RuleBackend(Backend):
             try:
                 # an edit task holds the rule's inputs (``EditTask``)
                 edit = rule_edit(
-                    **asdict(task), seed=seed, donors=self._pool(task.language, by_language[task.language])
+                    **fields_of(task), seed=seed, donors=self._pool(task.language, by_language[task.language])
                 )
             except RuleRefused as exc:
                 yield GenerationResult(request.custom_id, error=f"rule refused: {exc}", model="rule")

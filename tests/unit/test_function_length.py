@@ -17,16 +17,6 @@ LIMIT = 60
 
 # "path::Qualified.name" -> why it may stay over LIMIT lines. Mirrored in docs/architecture.md.
 ALLOWED = {
-    "annotation/agreement/domain/report.py::_likert_tables": "not split yet (#49)",
-    "annotation/rating/services.py::system_outputs_import": "not split yet (#49)",
-    "annotation/review/xqmeval_import/domain.py::_fill_spool": "not split yet (#49)",
-    "annotation/review/xqmeval_import/domain.py::read_group": "not split yet (#49)",
-    "annotation/review/xqmeval_import/services.py::_import_by_language": "not split yet (#49)",
-    "annotation/review/xqmeval_import/services.py::_import_candidates": "not split yet (#49)",
-    "annotation/review/xqmeval_import/services.py::xqmeval_import": "not split yet (#49)",
-    "annotation/spans/services.py::span_annotation_submit": "not split yet (#49)",
-    "annotation/spans/views.py::annotate": "not split yet (#49)",
-    "core/corpus/services.py::corpus_rows_import": "not split yet (#49)",
     "exports/metaeval/evalset.py::meta_evaluate": "not split yet (#49)",
     "exports/metaeval/selectors.py::release_diagnostics": "not split yet (#49)",
     "exports/metaeval/selectors.py::release_leaderboard": "not split yet (#49)",
@@ -34,9 +24,6 @@ ALLOWED = {
     "exports/metaeval/statistics.py::pairs_p_value": "not split yet (#49)",
     "exports/metaeval/statistics.py::permutation_significance": "not split yet (#49)",
     "exports/metaeval/statistics.py::tie_calibration": "not split yet (#49)",
-    "injection/services.py::result_record": "not split yet (#49)",
-    "injection/services.py::run_execute": "not split yet (#49)",
-    "injection/services.py::run_plan": "not split yet (#49)",
 }
 
 

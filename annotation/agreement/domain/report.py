@@ -251,28 +251,57 @@ def scope_label(task: str, language: str) -> str:
     return what if language == ALL else f"{what} in {language}"
 
 
+def _likert_item_row(item_id: int, ratings: list[RatingRow]) -> dict:
+    first = ratings[0]
+    per_dim = [[r.scores[j] for r in ratings] for j in range(len(DIMENSIONS))]
+    row = {
+        "item": item_id,
+        "task": first.task,
+        "language": first.language,
+        "external_id": first.external_id,
+        "raters": len(ratings),
+    }
+    for j, dim in enumerate(DIMENSIONS):
+        row[f"{dim}_mean"] = sum(per_dim[j]) / len(per_dim[j])  # the final label: the raters' mean (SPEC §4)
+    for j, dim in enumerate(DIMENSIONS):
+        row[f"{dim}_rwg"] = ag.rwg(per_dim[j], SCALE_POINTS)
+    row["rwg_j_composite"] = ag.rwg_j(per_dim, SCALE_POINTS)
+    return row
+
+
+def _likert_dimension_row(task: str, language: str, j: int, dim: str, items: list[list[RatingRow]], boot: dict) -> dict:
+    """Dimension ``j`` (``dim``) over ``items`` (each its ratings) of one task and language."""
+    per_item = [[r.scores[j] for r in ratings] for ratings in items]
+    by_rater = [
+        list({r.rater: r.scores[j] for r in ratings}.values()) for ratings in items
+    ]  # α per item, not raters × items
+    rwgs = [ag.rwg(u, SCALE_POINTS) for u in per_item]
+    scores = [x for u in per_item for x in u]
+    return {
+        "task": task,
+        "language": language,
+        "dimension": dim,
+        "items": len(items),
+        "items_with_2_or_more": sum(v is not None for v in rwgs),
+        "ratings": len(scores),
+        "mean_score": sum(scores) / len(scores),
+        "mean_label": ag.mean_defined([sum(u) / len(u) for u in per_item]),
+        **_ci_columns("mean_rwg", ag.mean_rwg_ci(per_item, SCALE_POINTS, **boot)),
+        "share_rwg_at_least_0_7": (sum(v >= 0.7 for v in rwgs if v is not None) / sum(v is not None for v in rwgs))
+        if any(v is not None for v in rwgs)
+        else None,
+        **_ci_columns(
+            "krippendorff_alpha_ordinal",
+            ag.krippendorff_alpha_units_ci(by_rater, "ordinal", list(range(1, SCALE_POINTS + 1)), **boot),
+        ),
+    }
+
+
 def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
     items: dict[int, list[RatingRow]] = defaultdict(list)
     for r in rows:
         items[r.item].append(r)
-    item_table = []
-    for item_id in sorted(items):
-        ratings = items[item_id]
-        first = ratings[0]
-        per_dim = [[r.scores[j] for r in ratings] for j in range(len(DIMENSIONS))]
-        row = {
-            "item": item_id,
-            "task": first.task,
-            "language": first.language,
-            "external_id": first.external_id,
-            "raters": len(ratings),
-        }
-        for j, dim in enumerate(DIMENSIONS):
-            row[f"{dim}_mean"] = sum(per_dim[j]) / len(per_dim[j])  # the final label: the raters' mean (SPEC §4)
-        for j, dim in enumerate(DIMENSIONS):
-            row[f"{dim}_rwg"] = ag.rwg(per_dim[j], SCALE_POINTS)
-        row["rwg_j_composite"] = ag.rwg_j(per_dim, SCALE_POINTS)
-        item_table.append(row)
+    item_table = [_likert_item_row(item_id, items[item_id]) for item_id in sorted(items)]
 
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for item_id in sorted(items):
@@ -285,34 +314,7 @@ def _likert_tables(rows: list[RatingRow], boot: dict) -> dict[str, list[dict]]:
         ids = groups[(task, language)]
         raters = sorted({r.rater for i in ids for r in items[i]})
         for j, dim in enumerate(DIMENSIONS):
-            per_item = [[r.scores[j] for r in items[i]] for i in ids]
-            by_rater = [
-                list({r.rater: r.scores[j] for r in items[i]}.values()) for i in ids
-            ]  # α per item, not raters × items
-            rwgs = [ag.rwg(u, SCALE_POINTS) for u in per_item]
-            scores = [x for u in per_item for x in u]
-            dim_table.append(
-                {
-                    "task": task,
-                    "language": language,
-                    "dimension": dim,
-                    "items": len(ids),
-                    "items_with_2_or_more": sum(v is not None for v in rwgs),
-                    "ratings": len(scores),
-                    "mean_score": sum(scores) / len(scores),
-                    "mean_label": ag.mean_defined([sum(u) / len(u) for u in per_item]),
-                    **_ci_columns("mean_rwg", ag.mean_rwg_ci(per_item, SCALE_POINTS, **boot)),
-                    "share_rwg_at_least_0_7": (
-                        sum(v >= 0.7 for v in rwgs if v is not None) / sum(v is not None for v in rwgs)
-                    )
-                    if any(v is not None for v in rwgs)
-                    else None,
-                    **_ci_columns(
-                        "krippendorff_alpha_ordinal",
-                        ag.krippendorff_alpha_units_ci(by_rater, "ordinal", list(range(1, SCALE_POINTS + 1)), **boot),
-                    ),
-                }
-            )
+            dim_table.append(_likert_dimension_row(task, language, j, dim, [items[i] for i in ids], boot))
         texts = [[[r.scores[j] for r in items[i]] for j in range(len(DIMENSIONS))] for i in ids]
         composite_table.append(
             {
@@ -342,36 +344,32 @@ def _at_least(row: dict, count: str, n: int) -> bool:
     return (row.get(count) or 0) >= n
 
 
-OUTLIER_RULES: tuple[OutlierRule, ...] = (
-    OutlierRule(
-        "accept_rate_vs_peers",
-        "accept rate differs from same-language peers by more than 0.20 (at least 10 decisions)",
-        lambda r: (
-            _at_least(r, "decisions", 10)
-            and r["peer_accept_rate"] is not None
-            and abs(r["accept_rate"] - r["peer_accept_rate"]) > 0.20
-        ),
+def _below(figure: str, floor: float, *, counted: str, at_least: int) -> Callable[[dict], bool]:
+    """The rule: ``figure`` under ``floor``, judged once ``counted`` is at least ``at_least``."""
+    return lambda r: _at_least(r, counted, at_least) and r[figure] < floor
+
+
+# The rules by name: the sentence the page shows, and the test on a table row.
+_OUTLIER_SENTENCES = {
+    "accept_rate_vs_peers": "accept rate differs from same-language peers by more than 0.20 (at least 10 decisions)",
+    "low_agreement": "agrees with other reviewers on fewer than 70% of shared items (at least 10 pairs)",
+    "disagrees_with_adjudication": "matches adjudicated decisions on fewer than 70% (at least 5)",
+    "too_fast": "median time per item under 3 s (at least 10 timed decisions)",
+    "gold_failures": "gold score below 0.80 (at least 5 gold items)",
+}
+_OUTLIER_TESTS = {
+    "accept_rate_vs_peers": lambda r: (
+        _at_least(r, "decisions", 10)
+        and r["peer_accept_rate"] is not None
+        and abs(r["accept_rate"] - r["peer_accept_rate"]) > 0.20
     ),
-    OutlierRule(
-        "low_agreement",
-        "agrees with other reviewers on fewer than 70% of shared items (at least 10 pairs)",
-        lambda r: _at_least(r, "pairs_with_others", 10) and r["agreement_with_others"] < 0.70,
-    ),
-    OutlierRule(
-        "disagrees_with_adjudication",
-        "matches adjudicated decisions on fewer than 70% (at least 5)",
-        lambda r: _at_least(r, "adjudicated_items", 5) and r["agreement_with_adjudication"] < 0.70,
-    ),
-    OutlierRule(
-        "too_fast",
-        "median time per item under 3 s (at least 10 timed decisions)",
-        lambda r: _at_least(r, "timed_decisions", 10) and r["median_seconds_per_item"] < 3.0,
-    ),
-    OutlierRule(
-        "gold_failures",
-        "gold score below 0.80 (at least 5 gold items)",
-        lambda r: _at_least(r, "gold_items", 5) and r["gold_score"] < 0.80,
-    ),
+    "low_agreement": _below("agreement_with_others", 0.70, counted="pairs_with_others", at_least=10),
+    "disagrees_with_adjudication": _below("agreement_with_adjudication", 0.70, counted="adjudicated_items", at_least=5),
+    "too_fast": _below("median_seconds_per_item", 3.0, counted="timed_decisions", at_least=10),
+    "gold_failures": _below("gold_score", 0.80, counted="gold_items", at_least=5),
+}
+OUTLIER_RULES: tuple[OutlierRule, ...] = tuple(
+    OutlierRule(name, sentence, _OUTLIER_TESTS[name]) for name, sentence in _OUTLIER_SENTENCES.items()
 )
 
 

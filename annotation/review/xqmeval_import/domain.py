@@ -30,7 +30,9 @@ from core.domain import bidi
 from core.domain.errors import InputErrors
 from core.domain.languages import LANGUAGE_CODE_PATTERN, is_known
 from core.domain.params import MAX_ID
+from core.domain.records import fields_of
 from core.domain.units import Edit, MarkupError, diff_edit, parse_marked, strip_markup
+from core.processes import process_alive
 
 ERROR_TYPES = ("Addition", "Mistranslation", "Omission", "Untranslated")
 POSITIONS = ("head", "end")
@@ -146,76 +148,105 @@ def count_rows(group: FileGroup) -> int:
     return n
 
 
-def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
-    """Parse and validate one language's files; every problem is collected with its file and row."""
+def _candidate_table(data, limits: Limits):
+    """(the table, None) of one candidate file (its content, or a path read now), or (None, the problem)."""
     import pyarrow.parquet as pq
 
+    if not isinstance(data, (bytes, bytearray)):
+        data = data.read_bytes()  # a path: read now, one language's files at a time
+    if not data:
+        return None, "the file is empty"
+    try:
+        parquet = pq.ParquetFile(io.BytesIO(data))
+        too_much = parquet_footer_problem(parquet.metadata, limits)  # before any column is read
+        table = None if too_much else parquet.read()  # (read_table would import pyarrow.dataset and pandas)
+    except Exception as exc:
+        return None, f"not a readable parquet file ({exc})"
+    if too_much:
+        return None, too_much
+    missing = [c for c in CANDIDATE_COLUMNS if c not in table.column_names]
+    if missing:
+        return None, f"missing column(s) {', '.join(missing)}; found {', '.join(table.column_names)}"
+    if table.num_rows == 0:
+        return None, "no rows"
+    return table, None
+
+
+def _cell_problems(row: dict, limits: Limits) -> list[str]:
+    """What is wrong with the cells of one candidate row, each named by its column."""
+    problems = []
+    for col in CANDIDATE_COLUMNS:
+        value = row[col]
+        if value is None or (isinstance(value, str) and blank(value)):
+            problems.append(f"empty {col!r}")
+        elif col in INTEGER_COLUMNS:
+            if not (isinstance(value, int) and not isinstance(value, bool)) and not (
+                isinstance(value, str) and value.strip().isdigit()
+            ):
+                problems.append(f"{col!r} must be a whole number, got {type_name(value)} ({value!r})")
+            elif not (isinstance(value, int) or value.strip().isascii()) or not 0 <= int(value) <= MAX_ID:
+                # it becomes an id column's text: a bigint's digits fit, a longer number could not be stored
+                problems.append(f"{col!r} {str(value)[:40]!r} is not a whole number from 0 to {MAX_ID}")
+        elif text_cell(value)[1]:  # not a string, or characters no cell may hold (NUL, controls)
+            problems.append(f"{col!r} {text_cell(value)[1]}")
+        elif text_length_problem(value, limits):  # src, ref, mt: the limit of every upload's texts
+            problems.append(f"{col!r} {text_length_problem(value, limits)}")
+        elif col in GOLD_COLUMNS and bidi.spanning_problem(value):
+            problems.append(f"{col!r} {bidi.spanning_problem(value)}")
+    return problems
+
+
+def _row_identity(row: dict, lang: str, etype: str) -> tuple[str, int, str]:
+    """(problem, count id, segment id) of a row of the file of ``lang`` and ``etype``: the problem empty when
+    the row is of that file and names its candidate."""
+    if row["language"] != lang:
+        return f"language {row['language']!r} does not match the file's {lang!r}", 0, ""
+    if row["error_type"] != etype:
+        return f"error_type {row['error_type']!r} does not match the file's {etype!r}", 0, ""
+    if row["error_position"] not in POSITIONS:
+        return f"error_position {row['error_position']!r} is not head or end", 0, ""
+    try:
+        return "", int(row["count_id"]), str(int(row["segment_id"]))
+    except (TypeError, ValueError):
+        return "count_id and segment_id must be integers", 0, ""
+
+
+def _agreed_gold(rows: list[tuple], errors: list[str]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(direction, segment id) -> the (src, ref) most of the rows give; a tie is a problem, in ``errors``."""
+    gold = {}
+    votes: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for row, direction, _, _, segment_id, _ in rows:
+        votes[(direction, segment_id)][(row["src"], row["ref"])] += 1
+    for gold_key, counter in votes.items():
+        ranked = counter.most_common()
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            errors.append(f"segment {gold_key[0]}#{gold_key[1]}: files disagree on its src/ref with no majority")
+            continue
+        gold[gold_key] = ranked[0][0]
+    return gold
+
+
+def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
+    """Parse and validate one language's files; every problem is collected with its file and row."""
     out = GroupRead(group.language)
     errors = out.errors
     seen_keys: dict[tuple[str, str, int], str] = {}
     rows: list[tuple[dict, str, str, int, str, str]] = []  # (row, direction, etype, count_id, segment_id, loc)
     lang = group.language
     for name, direction, etype, data in group.files:
-        if not isinstance(data, (bytes, bytearray)):
-            data = data.read_bytes()  # a path: read now, one language's files at a time
-        if not data:
-            errors.append(f"{name}: the file is empty")
-            continue
-        try:
-            parquet = pq.ParquetFile(io.BytesIO(data))
-            too_much = parquet_footer_problem(parquet.metadata, group.limits)  # before any column is read
-            table = None if too_much else parquet.read()  # (read_table would import pyarrow.dataset and pandas)
-        except Exception as exc:
-            errors.append(f"{name}: not a readable parquet file ({exc})")
-            continue
-        if too_much:
-            errors.append(f"{name}: {too_much}")
-            continue
-        missing = [c for c in CANDIDATE_COLUMNS if c not in table.column_names]
-        if missing:
-            errors.append(f"{name}: missing column(s) {', '.join(missing)}; found {', '.join(table.column_names)}")
-            continue
-        if table.num_rows == 0:
-            errors.append(f"{name}: no rows")
+        table, problem = _candidate_table(data, group.limits)
+        if problem:
+            errors.append(f"{name}: {problem}")
             continue
         for i, row in enumerate(table.select(list(CANDIDATE_COLUMNS)).to_pylist(), start=1):
             loc = f"{name} row {i}"
-            problems = []
-            for col in CANDIDATE_COLUMNS:
-                value = row[col]
-                if value is None or (isinstance(value, str) and blank(value)):
-                    problems.append(f"empty {col!r}")
-                elif col in INTEGER_COLUMNS:
-                    if not (isinstance(value, int) and not isinstance(value, bool)) and not (
-                        isinstance(value, str) and value.strip().isdigit()
-                    ):
-                        problems.append(f"{col!r} must be a whole number, got {type_name(value)} ({value!r})")
-                    elif not (isinstance(value, int) or value.strip().isascii()) or not 0 <= int(value) <= MAX_ID:
-                        # it becomes an id column's text: a bigint's digits fit, a longer number could not be stored
-                        problems.append(f"{col!r} {str(value)[:40]!r} is not a whole number from 0 to {MAX_ID}")
-                elif text_cell(value)[1]:  # not a string, or characters no cell may hold (NUL, controls)
-                    problems.append(f"{col!r} {text_cell(value)[1]}")
-                elif text_length_problem(value, group.limits):  # src, ref, mt: the limit of every upload's texts
-                    problems.append(f"{col!r} {text_length_problem(value, group.limits)}")
-                elif col in GOLD_COLUMNS and bidi.spanning_problem(value):
-                    problems.append(f"{col!r} {bidi.spanning_problem(value)}")
+            problems = _cell_problems(row, group.limits)
             if problems:
                 errors.append(f"{loc}: {', '.join(problems)}")
                 continue
-            if row["language"] != lang:
-                errors.append(f"{loc}: language {row['language']!r} does not match the file's {lang!r}")
-                continue
-            if row["error_type"] != etype:
-                errors.append(f"{loc}: error_type {row['error_type']!r} does not match the file's {etype!r}")
-                continue
-            if row["error_position"] not in POSITIONS:
-                errors.append(f"{loc}: error_position {row['error_position']!r} is not head or end")
-                continue
-            try:
-                count_id = int(row["count_id"])
-                segment_id = str(int(row["segment_id"]))
-            except (TypeError, ValueError):
-                errors.append(f"{loc}: count_id and segment_id must be integers")
+            problem, count_id, segment_id = _row_identity(row, lang, etype)
+            if problem:
+                errors.append(f"{loc}: {problem}")
                 continue
             key = (lang, etype, count_id)
             if key in seen_keys:
@@ -227,15 +258,7 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
     # The gold pair of a segment is what the files agree on. The published data has one file whose copy
     # of a reference is corrupted (en-id segment 265 in the Omission file: a quote moved); its rows are
     # read against the agreed reference and flagged, or rejected with --strict.
-    votes: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for row, direction, _, _, segment_id, _ in rows:
-        votes[(direction, segment_id)][(row["src"], row["ref"])] += 1
-    for gold_key, counter in votes.items():
-        ranked = counter.most_common()
-        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-            errors.append(f"segment {gold_key[0]}#{gold_key[1]}: files disagree on its src/ref with no majority")
-            continue
-        out.gold[gold_key] = ranked[0][0]
+    out.gold.update(_agreed_gold(rows, errors))
     for row, direction, etype, count_id, segment_id, loc in rows:
         gold = out.gold.get((direction, segment_id))
         if gold is None:
@@ -267,14 +290,10 @@ def candidate_checks(xc: XQCandidate) -> tuple[dict, list[str]]:
     checks, flags = run_checks(
         reference=xc.ref,
         candidate_text=xc.text,
-        edit=xc.edit,
-        language=xc.language,
-        kind=MQM,
-        error_type=xc.error_type,
-        position=xc.position,
         source=xc.src,
         marked_outside_ok=xc.outside_ok,
-        regions=xc.regions,
+        kind=MQM,
+        **fields_of(xc, "edit", "language", "error_type", "position", "regions"),
     )
     if not xc.outside_ok:
         checks.setdefault("local_edit", {"passed": False, "detail": ""})["detail"] = xc.outside_detail
@@ -413,7 +432,7 @@ def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 360
         owner = folder.name[len(DecisionSpool.PREFIX) :].split("-", 1)[0]
         try:
             if owner.isdigit():
-                if _process_alive(int(owner)):
+                if process_alive(int(owner)):
                     continue
             elif time.time() - folder.stat().st_mtime < max_age_s:
                 continue
@@ -422,18 +441,6 @@ def sweep_stale_spools(directory: str | None = None, max_age_s: float = 24 * 360
         except OSError:
             continue  # another import swept it first, or it is not ours to remove
     return removed
-
-
-def _process_alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def spool_decisions(
@@ -449,6 +456,25 @@ def spool_decisions(
     except BaseException:
         spool.close()
         raise
+
+
+def _decision_cells(row: dict, limits: Limits) -> tuple[str, int, str]:
+    """(problem, count id, decision) of one row of the decisions file: the problem empty when it can be spooled."""
+    long = [(c, text_length_problem(v, limits)) for c, v in row.items() if isinstance(v, str)]
+    long = [f"{c!r} {problem}" for c, problem in long if problem]
+    if long:
+        return ", ".join(long), 0, ""
+    short = [c for c in DECISION_COLUMNS if row.get(c) is None]
+    if short:
+        return f"no value for {', '.join(short)}", 0, ""
+    try:
+        count_id = int(row["count_id"])
+    except (TypeError, ValueError):
+        return f"count_id {row['count_id']!r} is not an integer", 0, ""
+    value = DECISION_VALUES.get(row["decision"].strip())
+    if value is None:
+        return f"decision {row['decision']!r} is not accepted or rejected", 0, ""
+    return "", count_id, value
 
 
 def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None, limits: Limits) -> list[str]:
@@ -474,23 +500,9 @@ def _fill_spool(spool: DecisionSpool, decisions: tuple[str, bytes | Path] | None
                 loc = f"{name} line {reader.line_num}"
                 if number > limits.rows:
                     return errors + [f"{loc}: more than {limits.rows} rows"]
-                long = [(c, text_length_problem(v, limits)) for c, v in row.items() if isinstance(v, str)]
-                long = [f"{c!r} {problem}" for c, problem in long if problem]
-                if long:
-                    errors.append(f"{loc}: {', '.join(long)}")
-                    continue
-                short = [c for c in DECISION_COLUMNS if row.get(c) is None]
-                if short:
-                    errors.append(f"{loc}: no value for {', '.join(short)}")
-                    continue
-                try:
-                    count_id = int(row["count_id"])
-                except (TypeError, ValueError):
-                    errors.append(f"{loc}: count_id {row['count_id']!r} is not an integer")
-                    continue
-                value = DECISION_VALUES.get(row["decision"].strip())
-                if value is None:
-                    errors.append(f"{loc}: decision {row['decision']!r} is not accepted or rejected")
+                problem, count_id, value = _decision_cells(row, limits)
+                if problem:
+                    errors.append(f"{loc}: {problem}")
                     continue
                 spool.add(
                     row["language"],

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from django.db.models import Count
 from annotation.review.xqmeval_import.domain import (
     FileGroup,
     GroupRead,
+    XQCandidate,
     candidate_checks,
     count_rows,
     match_decisions,
@@ -119,28 +122,25 @@ def xqmeval_import(
     still writes nothing). The database work is then spread over as many server processes, which one
     transaction cannot do; the price is that a conflict with stored rows found while writing leaves the
     languages written before it (``ImportIncomplete``), and running the import again completes it."""
+    listeners = _Listeners(progress, on_total, on_language)
     if writers > 1:
-        return _import_by_language(
-            project_name,
-            directory,
-            files,
-            decisions,
-            decisions_path,
-            strict,
-            owner,
-            progress,
-            on_total,
-            on_language,
-            writers,
-        )
+        _check_parallel_writers()
     files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
+    if writers > 1:
+        return _import_by_language(project_name, owner, files, decisions, source, strict, listeners, writers)
+    return _import_in_one_transaction(project_name, owner, files, decisions, source, strict, listeners, jobs)
+
+
+def _import_in_one_transaction(
+    project_name: str, owner, files, decisions, source: str, strict: bool, listeners: _Listeners, jobs: int
+) -> XQImportResult:
+    """``import_xqmeval`` in one transaction, language by language (read in ``jobs`` processes)."""
     started = time.perf_counter()
     groups, errors = plan_files(files, corpus_limits())
     spool, decision_errors = spool_decisions(decisions, corpus_limits())
     with spool, transaction.atomic():  # the spool's files are deleted however it ends
         seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
-        if on_total is not None:
-            on_total(sum(count_rows(g) for g in groups))
+        listeners.total(lambda: sum(count_rows(g) for g in groups))
         project, created = project_ensure(name=project_name, owner=owner, title=project_name)
         result = XQImportResult(project=project.name, project_created=created, seconds=seconds)
         run, directions = _ensure_run(project, groups, source)
@@ -159,10 +159,7 @@ def xqmeval_import(
                 started = time.perf_counter()
                 _write_language(project, run, directions, units, read, decided, result, errors, stored_directions)
                 seconds["write"] += time.perf_counter() - started
-            if progress is not None:
-                progress(len(read.candidates))
-            if on_language is not None:
-                on_language(read.language, len(read.candidates), len(errors) + len(decision_errors))
+            listeners.language_done(read.language, len(read.candidates), len(errors) + len(decision_errors))
         errors += decision_errors + unmatched_decisions(spool.rest(errors))
         if errors:
             raise ImportRejected(source, errors)
@@ -228,27 +225,28 @@ class ImportIncomplete(ImportRejected):
         )
 
 
-def _import_by_language(
-    project_name,
-    directory,
-    files,
-    decisions,
-    decisions_path,
-    strict,
-    owner,
-    progress,
-    on_total,
-    on_language,
-    writers: int,
-) -> XQImportResult:
-    """``import_xqmeval`` with ``writers`` processes, each writing whole languages in their own transaction."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
+@dataclass(frozen=True)
+class _Listeners:
+    """Who hears how an import goes (each optional): ``progress(candidates)`` and ``on_language(language,
+    candidates, problems so far)`` as each language is done, ``on_total(candidates)`` once before."""
 
+    progress: Callable[[int], None] | None = None
+    on_total: Callable[[int], None] | None = None
+    on_language: Callable[[str, int, int], None] | None = None
+
+    def total(self, count: Callable[[], int]) -> None:
+        if self.on_total is not None:  # counted only for a listener
+            self.on_total(count())
+
+    def language_done(self, language: str, candidates: int, problems: int) -> None:
+        if self.progress is not None:
+            self.progress(candidates)
+        if self.on_language is not None:
+            self.on_language(language, candidates, problems)
+
+
+def _check_parallel_writers() -> None:
     from django.db import connection
-
-    from annotation.review.xqmeval_import import writers as xqmeval_writers
 
     if connection.vendor != "postgresql":
         raise ImportRejected(
@@ -258,17 +256,17 @@ def _import_by_language(
         raise ImportRejected(
             "writers", ["parallel writers commit each language: call the import outside a transaction"]
         )
-    files, decisions, source = _inputs(project_name, directory, files, decisions, decisions_path)
+
+
+def _import_by_language(
+    project_name: str, owner, files, decisions, source: str, strict: bool, listeners: _Listeners, writers: int
+) -> XQImportResult:
+    """``import_xqmeval`` with ``writers`` processes, each writing whole languages in their own transaction."""
+    from annotation.review.xqmeval_import import writers as xqmeval_writers
+
     started = time.perf_counter()
     groups, errors = plan_files(files, corpus_limits())
-    database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
-    # spawn, not fork: a forked child would share this process's database connection
-    pool = ProcessPoolExecutor(
-        max_workers=writers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=xqmeval_writers.setup,
-        initargs=(database,),
-    )
+    pool = _writer_pool(writers)
     written: list[str] = []
     try:
         with pool:
@@ -277,21 +275,11 @@ def _import_by_language(
             with spool:
                 errors += decision_errors
                 name = decisions[0] if decisions is not None else ""
-                paths = {g.language: spool.finish(g.language) for g in groups}
-                # 1. validation of every language (files and decisions) before anything is written
-                total = 0
-                for future in [pool.submit(validate_group, g, strict, paths[g.language], name) for g in groups]:
-                    _, candidates, problems = future.result()
-                    total += candidates
-                    errors += problems
-                for language in spool.languages():
-                    if language not in paths:
-                        errors += unmatched_decisions(read_spooled(spool.finish(language), language, name, errors))
+                paths, total = _validate_languages(pool, groups, strict, spool, name, errors)
                 if errors:
                     raise ImportRejected(source, errors)
                 seconds = {"read": time.perf_counter() - started, "checks": 0.0, "write": 0.0}
-                if on_total is not None:
-                    on_total(total)
+                listeners.total(lambda: total)
                 with transaction.atomic():  # committed before the writers start: they see the project and the run
                     project, created = project_ensure(name=project_name, owner=owner, title=project_name)
                     run, _ = _ensure_run(project, groups, source)
@@ -305,24 +293,12 @@ def _import_by_language(
                 }
                 for future in as_completed(futures):
                     language = futures[future].language
-                    try:
-                        _, part = future.result()
-                    except BrokenProcessPool:
-                        raise
-                    except Exception as exc:  # a database error in that language's transaction: rolled back there
-                        part = LanguageWritten(
-                            errors=[
-                                f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"
-                            ]
-                        )
+                    part = _language_written(future, language)
                     errors += part.errors
                     if not part.errors:
                         written.append(language)
                         result.add(part)
-                    if progress is not None:
-                        progress(part.candidates)
-                    if on_language is not None:
-                        on_language(language, part.candidates, len(errors))
+                    listeners.language_done(language, part.candidates, len(errors))
                 seconds["write"] = time.perf_counter() - started - seconds["read"]
             if errors:
                 raise ImportIncomplete(source, errors, sorted(written))
@@ -340,6 +316,54 @@ def _import_by_language(
             sorted(written),
         ) from None
     return result
+
+
+def _writer_pool(writers: int):
+    """The writer processes, each with its own connection to this database."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from django.db import connection
+
+    from annotation.review.xqmeval_import import writers as xqmeval_writers
+
+    database = {key: connection.settings_dict[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
+    # spawn, not fork: a forked child would share this process's database connection
+    return ProcessPoolExecutor(
+        max_workers=writers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=xqmeval_writers.setup,
+        initargs=(database,),
+    )
+
+
+def _validate_languages(pool, groups: list[FileGroup], strict: bool, spool, name: str, errors: list[str]):
+    """Step 1 of the parallel import: every language's files and decisions validated in the writers before
+    anything is written, problems into ``errors``. Returns each language's spooled decisions, and the
+    candidates counted."""
+    paths = {g.language: spool.finish(g.language) for g in groups}
+    total = 0
+    for future in [pool.submit(validate_group, g, strict, paths[g.language], name) for g in groups]:
+        _, candidates, problems = future.result()
+        total += candidates
+        errors += problems
+    for language in spool.languages():
+        if language not in paths:
+            errors += unmatched_decisions(read_spooled(spool.finish(language), language, name, errors))
+    return paths, total
+
+
+def _language_written(future, language: str) -> LanguageWritten:
+    """What a writer did for ``language``; a database error in its transaction (rolled back there) as a problem."""
+    try:
+        _, part = future.result()
+    except BrokenProcessPool:
+        raise
+    except Exception as exc:
+        part = LanguageWritten(
+            errors=[f"language {language}: writing failed ({type(exc).__name__}: {exc}); nothing of it was kept"]
+        )
+    return part
 
 
 @dataclass
@@ -530,31 +554,7 @@ def _import_candidates(
                 result.candidates_unchanged += 1
             ids[xc.key] = (old[0], old[5], False)
             continue
-        row = {
-            "run_id": run.pk,
-            "segment_id": segment_id,
-            "external_id": str(xc.count_id),
-            "kind": Candidate.Kind.MQM,
-            "error_type": xc.error_type,
-            "position": xc.position,
-            "severity": Candidate.Severity.MAJOR,
-            "text": xc.text,
-            "span_start": xc.edit.start,
-            "span_end": xc.edit.end,
-            "edit_text": (" " if unit == "token" else "").join(xc.edit.replacement),
-            "backend": "import",
-            "model": "gpt-4o",
-            "prompt_version": "xqmeval-release",
-            "sampling": SAMPLING,
-            "raw_output": xc.marked,
-            "checks": checks,
-            "flags": flags,
-        }
-        decision = decided.get(xc.key)
-        if decision is not None:  # the released final decision decides the status (as _import_decisions would)
-            row["status"] = STATUS_OF_DECISION[decision]
-            row["status_reason"] = "imported XQ-MEval decision"
-        new.append(row)
+        new.append(_candidate_row(run, xc, segment_id, unit, checks, flags, decided.get(xc.key)))
         new_keys.append(xc.key)
         result.per_direction_type[(xc.direction, xc.error_type)] += 1
         for flag in flags:
@@ -574,6 +574,34 @@ def _import_candidates(
     for key, row, pk in zip(new_keys, new, reserved or []):
         ids[key] = (pk, row.get("status", Candidate.Status.PENDING), True)
     return ids
+
+
+def _candidate_row(run, xc: XQCandidate, segment_id: int, unit: str, checks, flags, decision: str | None) -> dict:
+    """The candidate row of ``xc`` (its segment's span ``unit``), with its released ``decision``'s status if any."""
+    row = {
+        "run_id": run.pk,
+        "segment_id": segment_id,
+        "external_id": str(xc.count_id),
+        "kind": Candidate.Kind.MQM,
+        "error_type": xc.error_type,
+        "position": xc.position,
+        "severity": Candidate.Severity.MAJOR,
+        "text": xc.text,
+        "span_start": xc.edit.start,
+        "span_end": xc.edit.end,
+        "edit_text": (" " if unit == "token" else "").join(xc.edit.replacement),
+        "backend": "import",
+        "model": "gpt-4o",
+        "prompt_version": "xqmeval-release",
+        "sampling": SAMPLING,
+        "raw_output": xc.marked,
+        "checks": checks,
+        "flags": flags,
+    }
+    if decision is not None:  # the released final decision decides the status (as _import_decisions would)
+        row["status"] = STATUS_OF_DECISION[decision]
+        row["status_reason"] = "imported XQ-MEval decision"
+    return row
 
 
 def _import_decisions(ids, decided, result, errors) -> None:
