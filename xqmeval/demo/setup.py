@@ -73,18 +73,23 @@ def import_release_xqmeval(project, log, shared: Path = SHARED_XQMEVAL, score: b
         project_name="xqmeval", directory=shared / "candidates", decisions_path=shared / "decisions.csv"
     )
     log(f"  xqmeval: {result.candidates_created} candidates imported, {result.candidates_unchanged} unchanged")
-    xq = Project.objects.get(name="xqmeval")
-    latest = latest_build(xq)
-    if result.candidates_created or latest is None or latest.status != BenchmarkBuild.Status.DONE:
+    build_release_score(Project.objects.get(name="xqmeval"), log, score, rebuild=bool(result.candidates_created))
+
+
+def build_release_score(project, log, score: bool, rebuild: bool = False) -> None:
+    """Build ``project`` (unless a finished build is there and nothing new came in), release it as 1.0.0 once,
+    and score that release here unless ``score`` is off."""
+    latest = latest_build(project)
+    if rebuild or latest is None or latest.status != BenchmarkBuild.Status.DONE:
         # a recorded build, as the page's Build button and the command make: the benchmark page shows it
-        built = build_run(project=xq).build
+        built = build_run(project=project).build
         log(
-            f"  xqmeval: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
+            f"  {project.name}: benchmark built ({built.rebuilt_segments} gold pairs rebuilt, {built.pseudo_created} pseudo translations written)"
         )
-    release = Release.objects.filter(project=xq, version="1.0.0").first()
+    release = Release.objects.filter(project=project, version="1.0.0").first()
     if release is None:
-        release = release_create(project=xq, version="1.0.0")
-        log(f"  xqmeval: release {release.version} at {release.path}")
+        release = release_create(project=project, version="1.0.0")
+        log(f"  {project.name}: release {release.version} at {release.path}")
     if score:
         score_release_here(release, log)
 
@@ -154,16 +159,7 @@ def review_simulated(project, log, shared: Path | None = None, score: bool = Tru
                 idempotency_key=f"demo-{reviewer.username}-{candidate.pk}",
             )
     log(f"  {REVIEWED_PROJECT}: {candidates.count()} candidates decided by {', '.join(SIMULATED_REVIEWERS)}")
-    latest = latest_build(reviewed)
-    if latest is None or latest.status != BenchmarkBuild.Status.DONE:
-        built = build_run(project=reviewed).build
-        log(f"  {REVIEWED_PROJECT}: benchmark built ({built.pseudo_created} pseudo translations written)")
-    release = Release.objects.filter(project=reviewed, version="1.0.0").first()
-    if release is None:
-        release = release_create(project=reviewed, version="1.0.0")
-        log(f"  {REVIEWED_PROJECT}: release {release.version} at {release.path}")
-    if score:
-        score_release_here(release, log)
+    build_release_score(reviewed, log, score)
 
 
 # Demo steps of later stages: (name, function(project, log, shared data directory, score)); each is idempotent.
