@@ -107,6 +107,7 @@ def _kill_and_resume(db: WorkerDatabase, stub) -> None:
 
 def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
     db = WorkerDatabase(tmp_path, suffix="cancel", demo=True)  # migrated, the demo gold pairs loaded
+    worker = None
     try:
         env = {**os.environ, "DATABASE_URL": db.url, "OPENAI_API_KEY": "sk-local", "PYTHONPATH": str(REPO)}
         env.pop("CELERY_BROKER_URL", None)
@@ -155,4 +156,7 @@ def test_cancel_stops_a_running_worker_and_resume_finishes_it(tmp_path, stub):
         assert resumed.returncode == 0 and f"run {run_id} done: {total} done, 0 failed of {total}" in out, out
         assert db.count("select count(*) from injection_candidate") == total
     finally:
+        if worker is not None and worker.poll() is None:  # one that missed the cancel waits on the silent stub
+            worker.kill()
+            worker.wait()
         db.drop()
