@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def next_review(page, project="demo", lang="de"):
     page.goto(f"/review/{project}/next/?lang={lang}")
     page.wait_for_selector("#candidate-text")
+    # the text comes before review.js: a key pressed before the script has run (a slow static file) is lost
+    page.wait_for_load_state("load")
     return page
 
 

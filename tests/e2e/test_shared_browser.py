@@ -5,6 +5,7 @@ owner's when she logs in again."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect
@@ -98,17 +99,24 @@ def test_a_stale_page_of_another_user_is_refused_by_the_server(project, language
     make_candidates(project, languages, "en-de", count=3)
     li = user_create(username="li_de", password="li-pass-123", languages=["de"])
     annas_tab = new_page()
+    # The pages' timers run on the test's clock (the whole profile's): the page retries when the test moves
+    # its clock, not whenever its back-off (1 s doubling to 30 s) happens to fall after li's login.
+    annas_tab.clock.install()
+    annas_tab.clock.pause_at(datetime.now() + timedelta(minutes=1))
     login(annas_tab, "anna_de", "anna-pass-123")
     next_review(annas_tab)
-    annas_tab.route(DECISIONS, lambda route: route.abort("internetdisconnected"))
+    # The network down in the browser itself: the send fails there, without waiting for this process to answer
+    # an intercepted request (a route handler); the page then waits for its first retry, 1 s away.
+    annas_tab.context.set_offline(True)
     annas_tab.keyboard.press("a")
-    expect(annas_tab.locator("#send-status")).to_contain_text("kept on this device")
+    expect(annas_tab.locator("#send-status")).to_contain_text("kept on this device, retrying in 1 s")
+    annas_tab.context.set_offline(False)
 
     annas_tab.context.clear_cookies()  # anna's session ends (any page of hers open now would send it as hers)
     lis_tab = annas_tab.context.new_page()
     login(lis_tab, "li_de", "li-pass-123")
-    annas_tab.unroute(DECISIONS)  # the next retry reaches the server, with li's session cookie
-    expect(annas_tab.locator("#send-status")).to_contain_text("another user", timeout=20000)
+    annas_tab.clock.run_for(1000)  # the retry reaches the server, with li's session cookie
+    expect(annas_tab.locator("#send-status")).to_contain_text("another user", timeout=20000)  # the server's answer
     shot(annas_tab, "18-stale-page-refused")
     assert "another user" in annas_tab.inner_text("#send-status bdi")  # the server's text in its own bidi isolate
     assert not ReviewDecision.objects.exists()
