@@ -472,41 +472,10 @@ def meta_evaluate(
     ``include_human=False`` does; systems are taken in sorted order."""
     from exports.metaeval import statistics
 
-    if level not in LEVELS:
-        raise EvalSetError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
-    if average_by not in statistics.AVERAGE_BY:
-        raise EvalSetError(f"average_by {average_by!r}: choose one of {', '.join(statistics.AVERAGE_BY)}")
-    try:
-        by_system = statistics.get_statistic(statistic).by_system
-    except ValueError as exc:
-        raise EvalSetError(str(exc)) from None
-    if by_system:
-        level = "seg"  # PCE: system level, from the segment scores
-    if level == "sys" and average_by != "none":
-        raise EvalSetError("sys-level scores have one item per system: average_by must be none")
-    human = evs.human.get((gold, level))
-    if human is None:
-        names = sorted({scorer for scorer, lv in evs.human if lv == level})
-        raise EvalSetError(
-            f"{evs.name}/{evs.lp}: no {gold!r} human scores at {level} level (there are: {', '.join(names) or 'none'})"
-        )
-    metrics = {metric: scores for (metric, lv), scores in evs.metrics.items() if lv == level}
-    if len(metrics) < 2:
-        raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than two metrics with {level}-level scores")
-    systems = sorted(
-        s
-        for s in human
-        if s not in evs.references and all(s in m for m in metrics.values()) and any(v is not None for v in human[s])
-    )
-    gold_matrix = [human[s] for s in systems]
-    matrices = {m: [scores[s] for s in systems] for m, scores in metrics.items()}
-    if by_system:
-        flat_gold = [np.nan if v is None else v for row in gold_matrix for v in row]
-        vectors = {m: [v for row in rows for v in row] for m, rows in matrices.items()}
-        bounds, n = None, sum(v is not None for row in gold_matrix for v in row)
-    else:
-        grouped = statistics.group_scores(gold_matrix, matrices, average_by)
-        flat_gold, vectors, bounds, n = grouped.gold, grouped.metrics, grouped.bounds, len(grouped.gold)
+    level, by_system = _statistic_level(level, statistic, average_by)
+    human, metrics = _gold_and_metrics(evs, gold, level)
+    systems = _rated_systems(evs, human, metrics)
+    flat_gold, vectors, bounds, n = _statistic_items(systems, human, metrics, by_system, average_by)
     if n < 3:
         raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than three {level}-level items with a human score")
     try:
@@ -536,6 +505,62 @@ def meta_evaluate(
         "groups": len(bounds) if bounds else 1,
         **result.as_dict(),
     }
+
+
+def _statistic_level(level: str, statistic: str, average_by: str) -> tuple[str, bool]:
+    """The level whose scores ``statistic`` reads, and whether it is a system-level one of seg scores (PCE)."""
+    from exports.metaeval import statistics
+
+    if level not in LEVELS:
+        raise EvalSetError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
+    if average_by not in statistics.AVERAGE_BY:
+        raise EvalSetError(f"average_by {average_by!r}: choose one of {', '.join(statistics.AVERAGE_BY)}")
+    try:
+        by_system = statistics.get_statistic(statistic).by_system
+    except ValueError as exc:
+        raise EvalSetError(str(exc)) from None
+    if by_system:
+        level = "seg"  # PCE: system level, from the segment scores
+    if level == "sys" and average_by != "none":
+        raise EvalSetError("sys-level scores have one item per system: average_by must be none")
+    return level, by_system
+
+
+def _gold_and_metrics(evs: EvalSet, gold: str, level: str) -> tuple[dict, dict]:
+    """The human scores ``gold`` at ``level`` and each metric's scores there (system -> its scores)."""
+    human = evs.human.get((gold, level))
+    if human is None:
+        names = sorted({scorer for scorer, lv in evs.human if lv == level})
+        raise EvalSetError(
+            f"{evs.name}/{evs.lp}: no {gold!r} human scores at {level} level (there are: {', '.join(names) or 'none'})"
+        )
+    metrics = {metric: scores for (metric, lv), scores in evs.metrics.items() if lv == level}
+    if len(metrics) < 2:
+        raise EvalSetError(f"{evs.name}/{evs.lp}: fewer than two metrics with {level}-level scores")
+    return human, metrics
+
+
+def _rated_systems(evs: EvalSet, human: dict, metrics: dict) -> list[str]:
+    """The systems, sorted, that every metric scored and a person rated somewhere, human outputs left out."""
+    return sorted(
+        s
+        for s in human
+        if s not in evs.references and all(s in m for m in metrics.values()) and any(v is not None for v in human[s])
+    )
+
+
+def _statistic_items(systems: list[str], human: dict, metrics: dict, by_system: bool, average_by: str) -> tuple:
+    """The items the statistic reads: (gold, each metric's scores, groups' bounds, number with a human score)."""
+    from exports.metaeval import statistics
+
+    gold_matrix = [human[s] for s in systems]
+    matrices = {m: [scores[s] for s in systems] for m, scores in metrics.items()}
+    if by_system:
+        flat_gold = [np.nan if v is None else v for row in gold_matrix for v in row]
+        vectors = {m: [v for row in rows for v in row] for m, rows in matrices.items()}
+        return flat_gold, vectors, None, sum(v is not None for row in gold_matrix for v in row)
+    grouped = statistics.group_scores(gold_matrix, matrices, average_by)
+    return grouped.gold, grouped.metrics, grouped.bounds, len(grouped.gold)
 
 
 # ---- stored ratings: character-level error spans (mt-metrics-eval ``ratings.py``) ---------------------------

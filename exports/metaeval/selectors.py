@@ -204,46 +204,36 @@ def release_meta_evaluation(
     visible = scored if directions is not None else None
     study = visible in (None, scored_directions(release))
 
-    spool = _MultilingualSpool()
-    try:
-        if study:
-            for _, system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, visible):
-                spool.add(system)
-        spool.finish_writing()
+    with _multilingual_spool(release, visible, wanted=study) as spool:
         step(META_EVALUATION_STEPS[0])
         per_direction = _DirectionFigures(len(spool.systems))
         for direction_id, code in codes:
             per_direction.add(release, metric, direction_id, code, sign, variant, visible, spool)
             step(f"{META_EVALUATION_STEPS[1]}: {code}")
         unread = set(spool.files) - {code for _, code in codes}
-    finally:
-        spool.close()
 
     result["triplet_level"] = per_direction.triplet_level
     if per_direction.any_monolingual:
         result["system_level"] = per_direction.system_level
         result["cv"] = per_direction.cv(release)
     if study and per_direction.any_monolingual and spool.systems and per_direction.multilingual_complete and not unread:
-        if per_direction.lgn_error:  # a direction whose systems all score the same: LGN is undefined
-            result["multilingual_error"] = per_direction.lgn_error
-        else:
-            systems = [
-                metaeval.SystemMeans(repetition, human, {d: per_direction.multilingual_means[d][index] for d in order})
-                for index, (repetition, human, order) in enumerate(spool.systems)
-            ]
-            figures = metaeval.multilingual_study_of_means(systems, per_direction.lgn, variant)
-            result["multilingual"] = {
-                "repetitions": figures.repetitions,
-                "tau_plain": figures.tau_plain,
-                "tau_lgn": figures.tau_lgn,
-                "t": figures.test.statistic if figures.test else None,
-                "p": figures.test.pvalue if figures.test else None,
-                "note": ""
-                if figures.test
-                else "difference constant over repetitions (or a single repetition): no t-test",
-            }
+        result.update(per_direction.multilingual_study(spool.systems, variant))
     step(META_EVALUATION_STEPS[2])
     return result
+
+
+@contextmanager
+def _multilingual_spool(release: Release, visible: set[str] | None, *, wanted: bool):
+    """The release's multilingual systems (of ``visible``; none unless ``wanted``) spooled, removed on leaving."""
+    spool = _MultilingualSpool()
+    try:
+        if wanted:
+            for _, system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, visible):
+                spool.add(system)
+        spool.finish_writing()
+        yield spool
+    finally:
+        spool.close()
 
 
 class _DirectionFigures:
@@ -309,6 +299,28 @@ class _DirectionFigures:
                 self.multilingual_complete = False
             else:
                 self.multilingual_means[code] = means
+
+    def multilingual_study(self, systems: list[tuple[int, float, list[str]]], variant: str) -> dict:
+        """The study of the spooled ``systems`` (plain averaging vs LGN, paired t-test), or why LGN is undefined."""
+        if self.lgn_error:  # a direction whose systems all score the same: LGN is undefined
+            return {"multilingual_error": self.lgn_error}
+        means = [
+            metaeval.SystemMeans(repetition, human, {d: self.multilingual_means[d][index] for d in order})
+            for index, (repetition, human, order) in enumerate(systems)
+        ]
+        figures = metaeval.multilingual_study_of_means(means, self.lgn, variant)
+        return {
+            "multilingual": {
+                "repetitions": figures.repetitions,
+                "tau_plain": figures.tau_plain,
+                "tau_lgn": figures.tau_lgn,
+                "t": figures.test.statistic if figures.test else None,
+                "p": figures.test.pvalue if figures.test else None,
+                "note": ""
+                if figures.test
+                else "difference constant over repetitions (or a single repetition): no t-test",
+            }
+        }
 
     def cv(self, release: Release) -> list[dict]:
         """Cross-lingual CV at each level: the monolingual system scores of the directions, on the metric's
@@ -519,6 +531,31 @@ def release_leaderboard(
     translations have no identity across segments). ``replace_nans_with_zeros`` and ``test`` (``scores`` or
     ``pairs``) are ``data.CompareMetrics``'s. Bootstrap intervals are given for ``average_by`` none and the
     statistics without tie calibration."""
+    _check_leaderboard(metrics, statistic, level, average_by, gold)
+    signs = {m: _orientation(m)[1] for m in metrics}
+    ids = _directions_scored_by_all(release, metrics, directions)
+    if not ids:
+        raise MetaEvaluationError(f"release {release}: no direction where every one of {', '.join(metrics)} is scored")
+    params = {"resamples": resamples, "seed": seed, "alpha": alpha, "block_size": block_size}
+    options = {"replace_nans_with_zeros": replace_nans_with_zeros, "test": test, "average_by": average_by}
+    pool = _LeaderboardPool(metrics)
+    # at system level against the predetermined quality, each multilingual system's ids, spooled per direction
+    with _multilingual_spool(release, set(ids), wanted=level == "system" and gold == PREDETERMINED) as spool:
+        for code, direction_id in ids.items():
+            people = people_scores(release, code, gold) if gold != PREDETERMINED else None
+            found = _leaderboard_direction(
+                release, code, direction_id, metrics, signs, level, statistic, params, spool, options, people
+            )
+            pool.add(code, *found)
+    if not pool.rows:
+        raise MetaEvaluationError(
+            f"release {release}: fewer than three {level} scores of every metric in any direction"
+        )
+    return _leaderboard_board(release, statistic, level, gold, params, options, pool, spool.systems)
+
+
+def _check_leaderboard(metrics: list[str], statistic: str, level: str, average_by: str, gold: str) -> None:
+    """Refuses a leaderboard's statistic, gold, level or grouping it cannot rank by, or fewer than two metrics."""
     from exports.metaeval import statistics
 
     try:
@@ -537,45 +574,53 @@ def release_leaderboard(
         )
     if len(metrics) < 2 or len(set(metrics)) != len(metrics):
         raise MetaEvaluationError("a leaderboard ranks at least two distinct metrics")
-    signs = {m: _orientation(m)[1] for m in metrics}
-    per_metric = {m: dict(_scored_directions(release, m, directions)[0]) for m in metrics}
-    shared = sorted(set.intersection(*(set(ids.values()) for ids in per_metric.values())))
-    if not shared:
-        raise MetaEvaluationError(f"release {release}: no direction where every one of {', '.join(metrics)} is scored")
-    ids = {code: pk for pk, code in _scored_directions(release, metrics[0], directions)[0]}
-    params = {"resamples": resamples, "seed": seed, "alpha": alpha, "block_size": block_size}
-    options = {"replace_nans_with_zeros": replace_nans_with_zeros, "test": test, "average_by": average_by}
-    rows, gold_all, scores_all, bounds = [], [], {m: [] for m in metrics}, []
-    spool = _MultilingualSpool()
+
+
+def _scored_direction_ids(release: Release, metrics: list[str], directions: list[str] | None) -> dict[str, dict]:
+    """metric → (direction code → direction id) of the directions (of the visible ones) it has scores in, by code."""
+    return {m: {code: pk for pk, code in _scored_directions(release, m, directions)[0]} for m in metrics}
+
+
+def _directions_scored_by_all(release: Release, metrics: list[str], directions: list[str] | None) -> dict[str, int]:
+    """direction code → direction id of the (visible) directions every one of ``metrics`` scored, by code."""
+    per_metric = list(_scored_direction_ids(release, metrics, directions).values())
+    shared = sorted(set.intersection(*(set(found) for found in per_metric))) if per_metric else []
+    return {code: per_metric[0][code] for code in shared}
+
+
+class _LeaderboardPool:
+    """The directions' rows, their items pooled for the overall test, and the multilingual systems' means."""
+
+    def __init__(self, metrics: list[str]) -> None:
+        self.metrics = metrics
+        self.rows: list[dict] = []
+        self.gold: list[float] = []
+        self.scores: dict[str, list[float]] = {m: [] for m in metrics}
+        self.bounds: list[tuple[int, int]] = []
+        self.per_system = {m: defaultdict(dict) for m in metrics}  # metric → system index → direction → mean
+
+    def add(self, code: str, row: dict, golds, vectors, groups, means) -> None:
+        """Adds one direction's row and items (``_leaderboard_direction``'s), unless it has fewer than three."""
+        for m in self.metrics:
+            for index, mean in (means[m] or {}).items():
+                self.per_system[m][index][code] = mean
+        if row["n"] < 3:
+            return
+        self.rows.append(row)
+        self.bounds.extend((len(self.gold) + b, len(self.gold) + e) for b, e in groups)
+        self.gold.extend(golds)
+        for m in self.metrics:
+            self.scores[m].extend(vectors[m])
+
+
+def _leaderboard_board(release, statistic, level, gold, params, options, pool: _LeaderboardPool, systems) -> dict:
+    """The leaderboard of the pooled directions, ranked over all and (system level) for the multilingual ``systems``."""
+    from exports.metaeval import statistics
+
     try:
-        if level == "system" and gold == PREDETERMINED:  # each multilingual system's ids, spooled per direction
-            for _, system in _iter_systems(release, PseudoSystem.Kind.MULTILINGUAL, set(shared)):
-                spool.add(system)
-        spool.finish_writing()
-        per_system = {m: defaultdict(dict) for m in metrics}  # metric → system index → direction → mean
-        for code in shared:
-            people = people_scores(release, code, gold) if gold != PREDETERMINED else None
-            row, golds, vectors, groups, means = _leaderboard_direction(
-                release, code, ids[code], metrics, signs, level, statistic, params, spool, options, people
-            )
-            for m in metrics:
-                for index, mean in (means[m] or {}).items():
-                    per_system[m][index][code] = mean
-            if row["n"] < 3:
-                continue
-            rows.append(row)
-            bounds.extend((len(gold_all) + b, len(gold_all) + e) for b, e in groups)
-            gold_all.extend(golds)
-            for m in metrics:
-                scores_all[m].extend(vectors[m])
-    finally:
-        spool.close()
-    if not rows:
-        raise MetaEvaluationError(
-            f"release {release}: fewer than three {level} scores of every metric in any direction"
+        overall = statistics.permutation_significance(
+            statistic, pool.gold, pool.scores, pool.bounds, **params, **options
         )
-    try:
-        overall = statistics.permutation_significance(statistic, gold_all, scores_all, bounds, **params, **options)
     except ValueError as exc:
         raise MetaEvaluationError(str(exc)) from None
     label = statistics.STATISTICS[statistic]
@@ -585,14 +630,14 @@ def release_leaderboard(
         "label": label.label,
         "reference": label.reference,
         "level": level,
-        "average_by": average_by,
+        "average_by": options["average_by"],
         "gold": gold,
         "parameters": {**params, **overall.as_dict()["parameters"]},
-        "directions": rows,
-        "overall": {"direction": "all", "n": len(gold_all), "groups": len(bounds), **overall.as_dict()},
+        "directions": pool.rows,
+        "overall": {"direction": "all", "n": len(pool.gold), "groups": len(pool.bounds), **overall.as_dict()},
     }
     if level == "system" and gold == PREDETERMINED:
-        board["multilingual"] = _multilingual_group(spool.systems, per_system, metrics, statistic, params, options)
+        board["multilingual"] = _multilingual_group(systems, pool.per_system, pool.metrics, statistic, params, options)
     return board
 
 
@@ -779,55 +824,55 @@ def release_diagnostics(
     One direction's records and scores are read at a time."""
     from exports.metaeval import diagnostics
 
-    scored = {m: [code for _, code in _scored_directions(release, m, directions)[0]] for m in metrics}
+    scored = _scored_direction_ids(release, metrics, directions)
     codes = sorted({code for found in scored.values() for code in found})
     if not codes:
         raise MetaEvaluationError(f"release {release}: no scores of {', '.join(metrics)}")
-    ids = {}
-    for m in metrics:
-        ids.update({code: pk for pk, code in _scored_directions(release, m, directions)[0]})
+    ids = {code: pk for found in scored.values() for code, pk in found.items()}
+    interval = {"tie_threshold": tie_threshold, "resamples": resamples, "seed": seed, "alpha": alpha}
     result = {m: {} for m in metrics}
     for code in codes:
-        records, injected = _release_records(release, code), None
-        for metric in metrics:
-            if code not in scored[metric]:
-                continue
-            sign = _orientation(metric)[1]
-            rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=ids[code])
-            translations = [
-                diagnostics.Translation(t, *records[t][:1], records[t][1], records[t][2], records[t][3], sign * s)
-                for t, s in rows.values_list("triplet_id", "score").iterator(chunk_size=20_000)
-                if t in records
-            ]
-            result[metric][code] = {
-                "sensitivity": diagnostics.sensitivity(
-                    translations, tie_threshold=tie_threshold, resamples=resamples, seed=seed, alpha=alpha
-                ),
-                "additivity": diagnostics.additivity(translations),
-            }
-            marked = rows.filter(spans__isnull=False)
-            if marked.exists():  # a metric that marks error spans (GEMBA-MQM, xCOMET)
-                injected = _injected_spans(release, code) if injected is None else injected
-                result[metric][code]["spans"] = diagnostics.span_agreement(
-                    diagnostics.SpanTranslation(
-                        *injected[t][:2], _clip(spans, injected[t][3]), injected[t][2], injected[t][3]
-                    )
-                    for t, spans in marked.values_list("triplet_id", "spans").iterator(chunk_size=20_000)
-                    if t in injected
-                )
+        found = [metric for metric in metrics if code in scored[metric]]
+        for metric, figures in _direction_diagnostics(release, code, ids[code], found, interval).items():
+            result[metric][code] = figures
     grids = diagnostics.heatmap({m: {c: v["sensitivity"] for c, v in per.items()} for m, per in result.items()})
     return {
         "release": str(release),
-        "parameters": {
-            "tie_threshold": tie_threshold,
-            "resamples": resamples,
-            "seed": seed,
-            "alpha": alpha,
-            "interval": "percentile bootstrap",
-        },
+        "parameters": {**interval, "interval": "percentile bootstrap"},
         "metrics": result,
         "heatmap": grids,
     }
+
+
+def _direction_diagnostics(release: Release, code: str, direction_id: int, metrics: list[str], interval) -> dict:
+    """metric → its sensitivity, additivity and (where its scores mark error spans) span agreement in ``code``."""
+    from exports.metaeval import diagnostics
+
+    records, injected = _release_records(release, code), None
+    result = {}
+    for metric in metrics:
+        sign = _orientation(metric)[1]
+        rows = MetricScore.objects.filter(release=release, metric=metric, direction_id=direction_id)
+        translations = [
+            diagnostics.Translation(t, *records[t][:1], records[t][1], records[t][2], records[t][3], sign * s)
+            for t, s in rows.values_list("triplet_id", "score").iterator(chunk_size=20_000)
+            if t in records
+        ]
+        result[metric] = {
+            "sensitivity": diagnostics.sensitivity(translations, **interval),
+            "additivity": diagnostics.additivity(translations),
+        }
+        marked = rows.filter(spans__isnull=False)
+        if marked.exists():  # a metric that marks error spans (GEMBA-MQM, xCOMET)
+            injected = _injected_spans(release, code) if injected is None else injected
+            result[metric]["spans"] = diagnostics.span_agreement(
+                diagnostics.SpanTranslation(
+                    *injected[t][:2], _clip(spans, injected[t][3]), injected[t][2], injected[t][3]
+                )
+                for t, spans in marked.values_list("triplet_id", "spans").iterator(chunk_size=20_000)
+                if t in injected
+            )
+    return result
 
 
 def _clip(spans, length: int) -> list[tuple[int, int]]:
@@ -891,13 +936,12 @@ def export_evalsets(
 
     from exports.metaeval import evalset
 
-    per_metric = [{code: pk for pk, code in _scored_directions(release, m, directions)[0]} for m in metrics]
-    shared = sorted(set.intersection(*(set(found) for found in per_metric))) if per_metric else []
-    if not shared:
+    ids = _directions_scored_by_all(release, metrics, directions)
+    if not ids:
         raise MetaEvaluationError(f"release {release}: no direction scored by every one of {', '.join(metrics)}")
     name = f"{release.project.name}-{release.version}"
     written = []
-    for code in shared:
+    for code, direction_id in ids.items():
         with _triplet_file(release, code) as (path, where):
             try:
                 table = pq.read_table(path, columns=list(EVALSET_COLUMNS)).to_pydict()
@@ -908,15 +952,15 @@ def export_evalsets(
         del table
         scores = {
             m: dict(
-                MetricScore.objects.filter(release=release, metric=m, direction_id=found[code])
+                MetricScore.objects.filter(release=release, metric=m, direction_id=direction_id)
                 .values_list("triplet_id", "score")
                 .iterator(chunk_size=20_000)
             )
-            for m, found in zip(metrics, per_metric)
+            for m in metrics
         }
         systems = [
             evalset.System(s.name.replace("/", "_"), s.human_score, s.triplet_ids)
-            for _, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=per_metric[0][code])
+            for _, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=direction_id)
         ]
         try:
             evs = evalset.from_triplets(name, code, triplets, systems, scores, release_human_ratings(release, code))

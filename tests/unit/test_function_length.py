@@ -17,10 +17,6 @@ LIMIT = 60
 
 # "path::Qualified.name" -> why it may stay over LIMIT lines. Mirrored in docs/architecture.md.
 ALLOWED = {
-    "exports/metaeval/evalset.py::meta_evaluate": "not split yet (#49)",
-    "exports/metaeval/selectors.py::release_diagnostics": "not split yet (#49)",
-    "exports/metaeval/selectors.py::release_leaderboard": "not split yet (#49)",
-    "exports/metaeval/selectors.py::release_meta_evaluation": "not split yet (#49)",
     "exports/metaeval/statistics.py::pairs_p_value": "not split yet (#49)",
     "exports/metaeval/statistics.py::permutation_significance": "not split yet (#49)",
     "exports/metaeval/statistics.py::tie_calibration": "not split yet (#49)",
