@@ -1005,8 +1005,14 @@ def average_correlations(
     return _metric_values(statistic, g, scores, bounds or [(0, len(g))], replace_nans_with_zeros, systems)[0]
 
 
-def _significance_inputs(gold, metrics, bounds):
-    """``permutation_significance``'s inputs as arrays, checked: (gold, metric vectors, groups)."""
+def _significance_inputs(statistic: Statistic, test: str | None, gold, metrics, bounds, systems, draws: dict, alpha):
+    """``permutation_significance``'s inputs checked and as arrays: (test, gold, metric vectors, groups, systems),
+    PCE's rated entries only."""
+    test = test or ("pairs" if statistic.calibrated else "scores")
+    if test not in PERMUTATION_TESTS:
+        raise ValueError(f"permutation test {test!r}: choose one of {', '.join(PERMUTATION_TESTS)}")
+    if test == "pairs" and not statistic.calibrated:
+        raise ValueError("the pairs test compares tie-calibrated statistics (acc23-tc, tau23-tc)")
     g = np.asarray(gold, dtype=float)
     bounds = list(bounds) if bounds else [(0, len(g))]
     if not metrics:
@@ -1015,7 +1021,32 @@ def _significance_inputs(gold, metrics, bounds):
     for name, v in scores.items():
         if v.shape != g.shape:
             raise ValueError(f"metric {name}: {v.shape[0]} scores for {g.shape[0]} human scores")
-    return g, scores, bounds
+    if draws["resamples"] < 1 or draws["block_size"] < 1 or not 0 < alpha < 1:
+        raise ValueError("resamples and block size must be positive and alpha in (0, 1)")
+    if statistic.by_system:
+        g, scores, systems = _by_system(g, scores, bounds if bounds != [(0, len(g))] else None, systems)
+        bounds = [(0, len(g))]
+    return test, g, scores, bounds, systems
+
+
+def _pair_test(
+    test: str, statistic: Statistic, g, scores, bounds, rng, draws: dict, calibration, options: dict
+) -> Callable[[str, str], tuple[float, int]]:
+    """The p-value (and draws used) of "metric a is not better than metric b" by the test asked for, every call
+    drawing from ``rng``. ``calibration``: the pairs test's (each metric's threshold, the gold's pairs)."""
+    if test == "pairs":
+        epsilons, pairs = calibration
+        layout = pairs_layout(pairs, bounds, statistic.calibrated)
+
+        def p_value(a: str, b: str) -> tuple[float, int]:
+            return pairs_p_value(layout, scores[a], scores[b], rng, epsilons=(epsilons[a], epsilons[b]), **draws)
+
+        return p_value
+
+    def p_value(a: str, b: str) -> tuple[float, int]:
+        return permutation_p_value(statistic, g, scores[a], scores[b], bounds, rng, **draws, **options)
+
+    return p_value
 
 
 def permutation_significance(
@@ -1046,53 +1077,15 @@ def permutation_significance(
     ``RandomState(seed)``, or from ``rng`` when given (a stream shared with other tests, as ``TaskSet.Run``
     shares numpy's global one; ``seed`` then only labels the result)."""
     statistic = get_statistic(statistic_name)
-    test = test or ("pairs" if statistic.calibrated else "scores")
-    if test not in PERMUTATION_TESTS:
-        raise ValueError(f"permutation test {test!r}: choose one of {', '.join(PERMUTATION_TESTS)}")
-    if test == "pairs" and not statistic.calibrated:
-        raise ValueError("the pairs test compares tie-calibrated statistics (acc23-tc, tau23-tc)")
-    g, scores, bounds = _significance_inputs(gold, metrics, bounds)
-    if resamples < 1 or block_size < 1 or not 0 < alpha < 1:
-        raise ValueError("resamples and block size must be positive and alpha in (0, 1)")
-    if statistic.by_system:
-        g, scores, systems = _by_system(g, scores, bounds if bounds != [(0, len(g))] else None, systems)
-        bounds = [(0, len(g))]
+    draws = {"resamples": resamples, "block_size": block_size, "early_min": early_min, "early_max": early_max}
+    test, g, scores, bounds, systems = _significance_inputs(
+        statistic, test, gold, metrics, bounds, systems, draws, alpha
+    )
     values, epsilons, pairs = _metric_values(statistic, g, scores, bounds, replace_nans_with_zeros, systems)
     order = sorted(values, key=lambda name: (-values[name], name))
     rng = np.random.RandomState(seed) if rng is None else rng
-    if test == "pairs":
-        layout = pairs_layout(pairs, bounds, statistic.calibrated)
-
-        def p_value(better: str, worse: str) -> tuple[float, int]:
-            return pairs_p_value(
-                layout,
-                scores[better],
-                scores[worse],
-                rng,
-                resamples,
-                block_size,
-                early_min,
-                early_max,
-                (epsilons[better], epsilons[worse]),
-            )
-    else:
-
-        def p_value(better: str, worse: str) -> tuple[float, int]:
-            return permutation_p_value(
-                statistic,
-                g,
-                scores[better],
-                scores[worse],
-                bounds,
-                rng,
-                resamples,
-                block_size,
-                early_min,
-                early_max,
-                replace_nans_with_zeros,
-                systems,
-            )
-
+    options = {"replace_nans_with_zeros": replace_nans_with_zeros, "systems": systems}
+    p_value = _pair_test(test, statistic, g, scores, bounds, rng, draws, (epsilons, pairs), options)
     p, used = _significance_matrix(order, p_value)
     return Significance(
         statistic.name,
@@ -1100,17 +1093,14 @@ def permutation_significance(
         [values[m] for m in order],
         p,
         ranked_clusters(p, alpha),
-        resamples,
-        used,
-        seed,
-        block_size,
-        early_min,
-        early_max,
-        alpha,
-        test,
-        average_by,
-        replace_nans_with_zeros,
-        epsilons,
+        resamples_used=used,
+        seed=seed,
+        alpha=alpha,
+        test=test,
+        average_by=average_by,
+        replace_nans_with_zeros=replace_nans_with_zeros,
+        epsilons=epsilons,
+        **draws,
     )
 
 
