@@ -344,9 +344,13 @@ def tie_calibration(gold, metric, bounds: Sequence[tuple[int, int]] | None = Non
     where a pair counts as a metric tie when ``|Δm| <= ε``. O(P log P) in the P within-group pairs: quadratic in
     the items of a group, so ungrouped it is bounded by ``MAX_CALIBRATION_PAIRS``. Several metrics against one
     gold: ``gold_pairs`` once, then ``calibrate`` each."""
+    _check_variant(variant)
+    return calibrate(gold_pairs(gold, bounds), metric, variant)
+
+
+def _check_variant(variant: str) -> None:
     if variant not in ("acc23", "23"):
         raise ValueError("tie calibration applies to acc23 and 23 only")
-    return calibrate(gold_pairs(gold, bounds), metric, variant)
 
 
 def calibrate(pairs: GoldPairs, metric, variant: str = "acc23") -> TieCalibration:
@@ -423,8 +427,7 @@ def _running_totals(before, after, pairs_of, start, per_group, variant: str) -> 
 def _calibrated_rows(gold_rows: np.ndarray, m: np.ndarray, bounds, variant: str) -> np.ndarray:
     """``tie_calibration``'s value of each row of ``m``; one gold row is paired once for all of them."""
     if gold_rows.shape[0] == 1:
-        if variant not in ("acc23", "23"):
-            raise ValueError("tie calibration applies to acc23 and 23 only")
+        _check_variant(variant)
         pairs = gold_pairs(gold_rows[0], bounds)
         return np.array([calibrate(pairs, row, variant).value for row in m])
     g, m = np.broadcast_arrays(gold_rows, m)
@@ -867,6 +870,7 @@ class PairsLayout:
 
 
 def pairs_layout(pairs: GoldPairs, bounds: Sequence[tuple[int, int]], variant: str) -> PairsLayout:
+    """The pairs test's layout for the gold's ``pairs`` over every group of ``bounds`` (those of one item too)."""
     sizes = np.array([e - b for b, e in bounds], dtype=np.int64)
     offsets = np.r_[0, np.cumsum(sizes * sizes)]
     if not len(pairs.label):
