@@ -154,17 +154,20 @@ def _group_pair_counts(
 
 def _pair_index(bounds: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair i < j within each group, groups in order and pairs in ``triu_indices`` order (the order
-    mt-metrics-eval's nested loops enumerate them), with the index of its group."""
-    i_parts, j_parts, labels = [], [], []
-    for k, (b, e) in enumerate(bounds):
-        i, j = np.triu_indices(e - b, k=1)
-        i_parts.append(i + b)
-        j_parts.append(j + b)
-        labels.append(np.full(len(i), k))
-    if not i_parts:
-        empty = np.zeros(0, dtype=np.intp)
-        return empty, empty, empty
-    return np.concatenate(i_parts), np.concatenate(j_parts), np.concatenate(labels)
+    mt-metrics-eval's nested loops enumerate them), with the index of its group. One ``triu_indices`` per
+    distinct group size, laid out for all the groups of that size at once (a task has thousands of groups)."""
+    sizes = np.array([e - b for b, e in bounds], dtype=np.intp).reshape(-1)
+    starts = np.array([b for b, _ in bounds], dtype=np.intp).reshape(-1)
+    offsets = np.r_[0, np.cumsum(sizes * (sizes - 1) // 2)].astype(np.intp)
+    i, j, label = (np.empty(offsets[-1], dtype=np.intp) for _ in range(3))
+    for size in np.unique(sizes[sizes >= 2]):
+        groups = np.flatnonzero(sizes == size)
+        ti, tj = np.triu_indices(size, k=1)
+        at = (offsets[groups][:, None] + np.arange(len(ti))).ravel()
+        i[at] = (starts[groups][:, None] + ti).ravel()
+        j[at] = (starts[groups][:, None] + tj).ravel()
+        label[at] = np.repeat(groups, len(ti))
+    return i, j, label
 
 
 def _group_sums(x: np.ndarray, bounds: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -297,26 +300,24 @@ def _calibration_value(correct: np.ndarray, pairs: np.ndarray, variant: str) -> 
     return correct / pairs if variant == "acc23" else (2 * correct - pairs) / pairs
 
 
-def _correct_pairs(g, m, i, j, epsilon: float) -> np.ndarray:
-    """Per pair: the metric's sign, a tie when ``|Δm| <= epsilon``, equals the gold's sign."""
-    dm = m[j] - m[i]
-    sm = np.where(np.abs(dm) <= epsilon, 0.0, np.sign(dm))
-    return sm == np.sign(g[j] - g[i])
+@dataclass(frozen=True)
+class GoldPairs:
+    """The human side of tie calibration and of the pairs test, the same for every metric of a task: the groups
+    with at least one pair, their pairs (``_pair_index``) and each pair's gold sign."""
+
+    bounds: list[tuple[int, int]]
+    i: np.ndarray
+    j: np.ndarray
+    label: np.ndarray
+    per_group: np.ndarray  # pairs per group
+    gold_sign: np.ndarray
+    gold_tie: np.ndarray
 
 
-def tie_calibration(gold, metric, bounds: Sequence[tuple[int, int]] | None = None, variant: str = "acc23"):
-    """mt-metrics-eval's ``KendallWithTiesOpt`` with ``sample_rate=1`` (``tau_optimization``): one threshold ε
-    for every group, the one that maximises the mean over groups (with at least one pair) of acc23 (or τ_23),
-    where a pair counts as a metric tie when ``|Δm| <= ε``. The candidate thresholds are 0 and every pair's
-    ``|Δm|``, visited in ascending order (pairs with equal differences in enumeration order, as its stable sort
-    leaves them); the running mean is accumulated as the reference accumulates it (one subtraction and one
-    addition per pair, in order, from Python's sum of the groups' starting values), so that among
-    thresholds that tie in exact arithmetic the same one wins (``nanargmax``: the first). O(P log P) in the
-    P within-group pairs: quadratic in the items of a group, so ungrouped it is bounded by
-    ``MAX_CALIBRATION_PAIRS``."""
-    if variant not in ("acc23", "23"):
-        raise ValueError("tie calibration applies to acc23 and 23 only")
-    g, m = np.asarray(gold, dtype=float), np.asarray(metric, dtype=float)
+def gold_pairs(gold, bounds: Sequence[tuple[int, int]] | None = None) -> GoldPairs:
+    """The within-group pairs of ``gold`` over the groups ``bounds`` (default one), groups of fewer than two items
+    left out; at most ``MAX_CALIBRATION_PAIRS`` of them."""
+    g = np.asarray(gold, dtype=float)
     bounds = [(b, e) for b, e in (bounds or [(0, len(g))]) if e - b >= 2]
     pairs_total = sum((e - b) * (e - b - 1) // 2 for b, e in bounds)
     if pairs_total > MAX_CALIBRATION_PAIRS:
@@ -324,56 +325,118 @@ def tie_calibration(gold, metric, bounds: Sequence[tuple[int, int]] | None = Non
             f"tie calibration over {pairs_total:,} pairs (more than {MAX_CALIBRATION_PAIRS:,}): "
             "group the items (average_by item) or use a statistic without calibration"
         )
-    if not bounds:
-        return TieCalibration(float("nan"), 0.0, variant)
     i, j, label = _pair_index(bounds)
     per_group = np.array([(e - b) * (e - b - 1) // 2 for b, e in bounds], dtype=np.int64)
-    dm = m[j] - m[i]
     dg = g[j] - g[i]
+    return GoldPairs(bounds, i, j, label, per_group, np.sign(dg), dg == 0)
+
+
+def _correct_pairs(pairs: GoldPairs, m, epsilon: float) -> np.ndarray:
+    """Per pair: the metric's sign, a tie when ``|Δm| <= epsilon``, equals the gold's sign."""
+    dm = m[pairs.j] - m[pairs.i]
+    sm = np.where(np.abs(dm) <= epsilon, 0.0, np.sign(dm))
+    return sm == pairs.gold_sign
+
+
+def tie_calibration(gold, metric, bounds: Sequence[tuple[int, int]] | None = None, variant: str = "acc23"):
+    """mt-metrics-eval's ``KendallWithTiesOpt`` with ``sample_rate=1`` (``tau_optimization``): one threshold ε
+    for every group, the one that maximises the mean over groups (with at least one pair) of acc23 (or τ_23),
+    where a pair counts as a metric tie when ``|Δm| <= ε``. O(P log P) in the P within-group pairs: quadratic in
+    the items of a group, so ungrouped it is bounded by ``MAX_CALIBRATION_PAIRS``. Several metrics against one
+    gold: ``gold_pairs`` once, then ``calibrate`` each."""
+    _check_variant(variant)
+    return calibrate(gold_pairs(gold, bounds), metric, variant)
+
+
+def _check_variant(variant: str) -> None:
+    if variant not in ("acc23", "23"):
+        raise ValueError("tie calibration applies to acc23 and 23 only")
+
+
+def calibrate(pairs: GoldPairs, metric, variant: str = "acc23") -> TieCalibration:
+    """``tie_calibration`` of one metric against the gold's pairs. The candidate thresholds are 0 and every
+    pair's ``|Δm|``, visited in ascending order (pairs with equal differences in enumeration order, as its stable
+    sort leaves them); the running mean is accumulated as the reference accumulates it (one subtraction and one
+    addition per pair, in order, from Python's sum of the groups' starting values), so that among thresholds that
+    tie in exact arithmetic the same one wins (``nanargmax``: the first)."""
+    if not pairs.bounds:
+        return TieCalibration(float("nan"), 0.0, variant)
+    m = np.asarray(metric, dtype=float)
+    dm = m[pairs.j] - m[pairs.i]
     diff = np.abs(dm)
-    gold_tie = dg == 0
-    correct0 = np.where(dm == 0, gold_tie, np.sign(dm) == np.sign(dg))
+    correct0 = np.sign(dm) == pairs.gold_sign  # a metric tie (sign 0) is right exactly when gold ties
     # Turning a pair into a metric tie: a gold-tied pair becomes right, a pair right and untied becomes wrong.
-    change = gold_tie.astype(np.int64) - correct0.astype(np.int64)
-    start = np.bincount(label, weights=correct0, minlength=len(bounds)).astype(np.int64)
-    order = np.argsort(diff, kind="stable")
-    sorted_label = label[order]
-    # each group's running count after each of its pairs, in threshold order
-    by_group = np.argsort(sorted_label, kind="stable")
-    running = np.empty(len(order), dtype=np.int64)
-    steps = change[order][by_group]
-    cum = np.cumsum(steps)
-    group_of = sorted_label[by_group]
-    first = np.r_[0, np.flatnonzero(group_of[1:] != group_of[:-1]) + 1]
-    offsets = np.zeros(len(bounds), dtype=np.int64)
-    offsets[group_of[first]] = np.r_[0, cum[first[1:] - 1]]
-    running[by_group] = start[group_of] + cum - offsets[group_of]
-    before = running - change[order]
-    pairs_of = per_group[sorted_label]
-    old = _calibration_value(before, pairs_of, variant)
-    new = _calibration_value(running, pairs_of, variant)
-    total0 = sum(float(v) for v in _calibration_value(start, per_group, variant))
-    steps_float = np.empty(2 * len(order) + 1)
-    steps_float[0] = total0
-    steps_float[1::2] = -old
-    steps_float[2::2] = new
-    totals = np.cumsum(steps_float)[2::2] / len(bounds)
+    change = pairs.gold_tie.astype(np.int64) - correct0
+    start = np.bincount(pairs.label, weights=correct0, minlength=len(pairs.bounds)).astype(np.int64)
+    order = _stable_argsort(diff)
+    sorted_label, sorted_change = pairs.label[order], change[order]
+    running = start[sorted_label] + _running_in_group(sorted_label, sorted_change, pairs.per_group)
+    totals, total0 = _running_totals(
+        running - sorted_change, running, pairs.per_group[sorted_label], start, pairs.per_group, variant
+    )
     sorted_diff = diff[order]
     last_of_each = np.r_[sorted_diff[1:] != sorted_diff[:-1], True]
     thresholds = sorted_diff[last_of_each]
     taus = totals[last_of_each]
     if len(thresholds) == 0 or thresholds[0] != 0.0:
         thresholds = np.r_[0.0, thresholds]
-        taus = np.r_[total0 / len(bounds), taus]
+        taus = np.r_[total0 / len(pairs.bounds), taus]
     best = int(np.nanargmax(taus))
     return TieCalibration(float(taus[best]), float(thresholds[best]), variant)
 
 
+def _stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` (equal values in index order, NaNs last) from numpy's unstable sort,
+    about twice as fast on floats: the indices of each run of equal values put in order by a second sort on
+    (run, index), whose keys are unique."""
+    order = np.argsort(values)
+    ordered = values[order]
+    new_run = np.empty(len(values), dtype=bool)
+    new_run[:1] = True
+    new_run[1:] = (ordered[1:] != ordered[:-1]) & ~(np.isnan(ordered[1:]) & np.isnan(ordered[:-1]))
+    run = np.cumsum(new_run) - 1
+    return order[np.argsort(run * len(values) + order)]
+
+
+def _running_in_group(label: np.ndarray, steps: np.ndarray, per_group: np.ndarray) -> np.ndarray:
+    """Each entry's cumulative sum of ``steps`` over the entries of its group up to itself, in the order given.
+    The stable sort by group is a radix sort when the group numbers fit 16 bits (a task's few thousand items)."""
+    key = label.astype(np.uint16) if len(per_group) <= np.iinfo(np.uint16).max else label
+    by_group = np.argsort(key, kind="stable")
+    cum = np.cumsum(steps[by_group])
+    ends = np.cumsum(per_group)  # by group, each group's pairs in a run of per_group entries
+    before_group = np.r_[0, cum[ends[:-1] - 1]]
+    running = np.empty(len(label), dtype=np.int64)
+    running[by_group] = cum - np.repeat(before_group, per_group)
+    return running
+
+
+def _running_totals(before, after, pairs_of, start, per_group, variant: str) -> tuple[np.ndarray, float]:
+    """The mean over groups of the statistic after each step (a pair turned into a metric tie, in order), from
+    each step's group count ``before`` and ``after`` it, accumulated in floating point as the reference
+    accumulates it: from Python's sum of the groups' starting values, minus the group's old value and plus its
+    new one per step. Returns the means and the starting sum."""
+    total0 = sum(float(v) for v in _calibration_value(start, per_group, variant))
+    steps = np.empty(2 * len(before) + 1)
+    steps[0] = total0
+    steps[1::2] = -_calibration_value(before, pairs_of, variant)
+    steps[2::2] = _calibration_value(after, pairs_of, variant)
+    return np.cumsum(steps)[2::2] / len(per_group), total0
+
+
+def _calibrated_rows(gold_rows: np.ndarray, m: np.ndarray, bounds, variant: str) -> np.ndarray:
+    """``tie_calibration``'s value of each row of ``m``; one gold row is paired once for all of them."""
+    if gold_rows.shape[0] == 1:
+        _check_variant(variant)
+        pairs = gold_pairs(gold_rows[0], bounds)
+        return np.array([calibrate(pairs, row, variant).value for row in m])
+    g, m = np.broadcast_arrays(gold_rows, m)
+    return np.array([tie_calibration(g[r], m[r], bounds, variant).value for r in range(m.shape[0])])
+
+
 def _tie_calibrated_groups(variant: str) -> Callable:
     def groups(g, m, bounds) -> np.ndarray:
-        g, m = np.broadcast_arrays(g, m)
-        values = np.array([tie_calibration(g[r], m[r], bounds, variant).value for r in range(m.shape[0])])
-        return values[:, None]  # one value over the groups: the calibration averages them itself
+        return _calibrated_rows(g, m, bounds, variant)[:, None]  # one value: the calibration averages the groups
 
     return groups
 
@@ -556,7 +619,7 @@ def grouped(
         pairs = sum((e - b) * (e - b - 1) // 2 for b, e in bounds)
         return agree / pairs if pairs else np.zeros(m.shape[0])
     if statistic.calibrated:
-        return np.array([tie_calibration(g[r], m[r], bounds, statistic.calibrated).value for r in range(m.shape[0])])
+        return _calibrated_rows(gold_rows, m, bounds, statistic.calibrated)
     values = np.ascontiguousarray(group_values(statistic, gold_rows, m, bounds))
     sized = np.array([e - b >= 2 for b, e in bounds])[None, :]
     present = ~np.isnan(values) & sized
@@ -647,24 +710,33 @@ def _pce_signs(permutations: int, segments: int, seed: int) -> np.ndarray:
 def _p_value_rows(scores: np.ndarray, permutations: int = 1000, seed: int = 4) -> np.ndarray:
     """``pce.compute_pairwise_p_values`` of each ``(systems, segments)`` matrix of ``scores`` ``(R, S, N)``: the
     upper triangle, row-major, ``(R, S(S-1)/2)``. One batched float32 product, each matrix multiplied as the
-    reference multiplies it."""
+    reference multiplies it; then per matrix, every system pair's null differences at once, from its null sums
+    laid out system by system (a row's few hundred kB stay in cache, where a pair at a time across all rows
+    reads the whole block twice per pair)."""
     x = np.ascontiguousarray(scores, dtype=np.float32)
     signs = _pce_signs(permutations, x.shape[2], seed)
     totals = np.sum(x, axis=2)  # (R, S)
     partial = np.matmul(signs, x.transpose(0, 2, 1))  # (R, permutations, S)
+    by_system = np.ascontiguousarray(partial.transpose(0, 2, 1))  # (R, S, permutations)
     i, j = np.triu_indices(x.shape[1], k=1)
+    observed = totals[:, i] - totals[:, j]
     out = np.empty((x.shape[0], len(i)))
-    for k, (a, b) in enumerate(zip(i, j)):
-        null = partial[:, :, a] - partial[:, :, b]
-        out[:, k] = np.sum(null >= (totals[:, a] - totals[:, b])[:, None], axis=1) / permutations
+    for r, null in enumerate(by_system):
+        out[r] = np.count_nonzero(null[i] - null[j] >= observed[r][:, None], axis=1) / permutations
     return out
 
 
-def _pce_rows(gold: np.ndarray, metric: np.ndarray, systems: int | None) -> np.ndarray:
-    """1 − PCE of each row of ``metric`` (rated entries, system-major) against ``gold`` (``pce.py``)."""
+def _human_p_values(gold: np.ndarray, systems: int | None) -> np.ndarray:
+    """The human side of PCE: the gold's pairwise p-values, the same for every metric of a task."""
     if not systems:
         raise ValueError("pce needs the number of systems (systems=)")
-    human = _p_value_rows(gold.reshape(1, systems, -1))
+    return _p_value_rows(gold.reshape(1, systems, -1))
+
+
+def _pce_rows(gold: np.ndarray, metric: np.ndarray, systems: int | None, human: np.ndarray | None = None) -> np.ndarray:
+    """1 − PCE of each row of ``metric`` (rated entries, system-major) against ``gold`` (``pce.py``); ``human``:
+    the gold's ``_human_p_values`` when the caller has them already."""
+    human = _human_p_values(gold, systems) if human is None else human
     p = _p_value_rows(metric.reshape(metric.shape[0], systems, -1))
     return 1.0 - _row_means(np.abs(human - p))
 
@@ -788,12 +860,35 @@ def _row_means(values: np.ndarray) -> np.ndarray:
     return np.mean(np.ascontiguousarray(values), axis=1)
 
 
+@dataclass(frozen=True)
+class PairsLayout:
+    """What the pairs test needs of the gold, the same for every pair of metrics of a task: the within-group pairs
+    and where each pair's coin lies in a draw. The reference draws an n × n block of coins per group of n items
+    (every group, in order, even those of one item) and reads pair (i, j)'s at row i, column j."""
+
+    pairs: GoldPairs
+    position: np.ndarray
+    per_draw: int
+    variant: str
+
+
+def pairs_layout(pairs: GoldPairs, bounds: Sequence[tuple[int, int]], variant: str) -> PairsLayout:
+    """The pairs test's layout for the gold's ``pairs`` over every group of ``bounds`` (those of one item too)."""
+    sizes = np.array([e - b for b, e in bounds], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes * sizes)]
+    if not len(pairs.label):
+        return PairsLayout(pairs, pairs.label, int(offsets[-1]), variant)
+    paired = np.array([k for k, (b, e) in enumerate(bounds) if e - b >= 2], dtype=np.int64)
+    group_index = paired[pairs.label]
+    starts = np.array([b for b, _ in pairs.bounds], dtype=np.int64)[pairs.label]
+    position = offsets[group_index] + (pairs.i - starts) * sizes[group_index] + (pairs.j - starts)
+    return PairsLayout(pairs, position, int(offsets[-1]), variant)
+
+
 def pairs_p_value(
-    variant: str,
-    gold: np.ndarray,
+    layout: PairsLayout,
     better: np.ndarray,
     worse: np.ndarray,
-    bounds: Sequence[tuple[int, int]],
     rng: np.random.RandomState,
     resamples: int,
     block_size: int,
@@ -807,57 +902,67 @@ def pairs_p_value(
     p-value is the share of draws whose hybrid difference (mean over groups of acc23 or τ_23) is at least
     the observed one. The coins are the reference's: per resample and group of n items, an n × n block of
     ``binomial(1, ½)`` draws (of which the upper triangle is used), from the legacy stream. Only the pairs the
-    two metrics judge differently change a hybrid, so a draw costs its n² coins plus those pairs. Early
-    stopping as the reference's: at a block boundary, only on a draw whose difference was at least the
-    observed one."""
-    all_bounds = list(bounds)
-    paired = [(k, (b, e)) for k, (b, e) in enumerate(all_bounds) if e - b >= 2]
-    sizes = np.array([e - b for b, e in all_bounds], dtype=np.int64)
-    offsets = np.r_[0, np.cumsum(sizes * sizes)]
-    per_draw = int(offsets[-1])
-    i, j, label = _pair_index([bw for _, bw in paired])
-    group_index = np.array([k for k, _ in paired], dtype=np.int64)[label] if len(label) else label
-    starts = np.array([b for _, (b, _) in paired], dtype=np.int64)[label] if len(label) else label
-    n_of = sizes[group_index] if len(label) else label
-    position = offsets[group_index] + (i - starts) * n_of + (j - starts) if len(label) else label
-    right_better = _correct_pairs(gold, better, i, j, epsilons[0])
-    right_worse = _correct_pairs(gold, worse, i, j, epsilons[1])
-    groups = len(paired)
-    pairs = np.bincount(label, minlength=groups).astype(np.int64)
-    count_better = np.bincount(label, weights=right_better, minlength=groups).astype(np.int64)
-    count_worse = np.bincount(label, weights=right_worse, minlength=groups).astype(np.int64)
-    observed = np.mean(_calibration_value(count_better, pairs, variant)) - np.mean(
-        _calibration_value(count_worse, pairs, variant)
+    two metrics judge differently change a hybrid, so a draw costs its n² coins plus those pairs."""
+    pairs, variant = layout.pairs, layout.variant
+    right_better = _correct_pairs(pairs, better, epsilons[0])
+    right_worse = _correct_pairs(pairs, worse, epsilons[1])
+    groups = len(pairs.bounds)
+    count_better = np.bincount(pairs.label, weights=right_better, minlength=groups).astype(np.int64)
+    count_worse = np.bincount(pairs.label, weights=right_worse, minlength=groups).astype(np.int64)
+    observed = np.mean(_calibration_value(count_better, pairs.per_group, variant)) - np.mean(
+        _calibration_value(count_worse, pairs.per_group, variant)
     )
     differ = np.flatnonzero(right_better != right_worse)
     d = right_better[differ].astype(np.int64) - right_worse[differ].astype(np.int64)
-    d_position, d_label = position[differ], label[differ]
-    edges = np.searchsorted(d_label, np.arange(groups + 1))  # the differing pairs of each group
-    rows_at_once = max(1, _DRAW_BLOCK // max(per_draw, 1))
-    large, used = 0, 0
-    while used < resamples:
-        size = min(block_size, resamples - used)
-        last_large = False
-        for start in range(0, size, rows_at_once):
-            coins = rng.random_sample((min(rows_at_once, size - start), per_draw))[:, d_position] > 0.5
-            gained = np.cumsum(np.where(coins, d, 0), axis=1)
-            gained = np.concatenate([np.zeros((len(coins), 1), dtype=np.int64), gained], axis=1)
-            # the hybrid that takes the better metric's judgement where the coin says 1, and the other
-            hybrid_better = count_worse + gained[:, edges[1:]] - gained[:, edges[:-1]]
-            hybrid_worse = count_better + count_worse - hybrid_better
-            diff = _row_means(_calibration_value(hybrid_better, pairs, variant)) - _row_means(
-                _calibration_value(hybrid_worse, pairs, variant)
-            )
-            hits = diff >= observed
-            large += int(np.sum(hits))
-            last_large = bool(hits[-1])
-            del coins, gained, hybrid_better, hybrid_worse, diff, hits
-        used += size
-        if used % block_size == 0 and last_large:
-            p = large / used
-            if p < early_min or p > early_max:
-                break
-    return large / used, used
+    edges = np.searchsorted(pairs.label[differ], np.arange(groups + 1))  # the differing pairs of each group
+
+    def differences(coins: np.ndarray) -> np.ndarray:
+        gained = np.cumsum(np.where(coins, d, 0), axis=1)
+        gained = np.concatenate([np.zeros((len(coins), 1), dtype=np.int64), gained], axis=1)
+        # the hybrid that takes the better metric's judgement where the coin says 1, and the other
+        hybrid_better = count_worse + gained[:, edges[1:]] - gained[:, edges[:-1]]
+        hybrid_worse = count_better + count_worse - hybrid_better
+        return _row_means(_calibration_value(hybrid_better, pairs.per_group, variant)) - _row_means(
+            _calibration_value(hybrid_worse, pairs.per_group, variant)
+        )
+
+    draws = _CoinDraws(rng, layout.per_draw, layout.position[differ], resamples, block_size, early_min, early_max)
+    return draws.p_value(differences, observed)
+
+
+@dataclass(frozen=True)
+class _CoinDraws:
+    """The pairs test's draws: ``per_draw`` coins a resample from the legacy stream, of which those at
+    ``position`` are read; drawn a block at a time (at most ``_DRAW_BLOCK`` numbers held), stopping early as
+    the reference does: at a block boundary, only on a draw whose difference was at least the observed one, when
+    p is below ``early_min`` or above ``early_max``."""
+
+    rng: np.random.RandomState
+    per_draw: int
+    position: np.ndarray
+    resamples: int
+    block_size: int
+    early_min: float
+    early_max: float
+
+    def p_value(self, differences: Callable[[np.ndarray], np.ndarray], observed: float) -> tuple[float, int]:
+        rows_at_once = max(1, _DRAW_BLOCK // max(self.per_draw, 1))
+        large, used = 0, 0
+        while used < self.resamples:
+            size = min(self.block_size, self.resamples - used)
+            last_large = False
+            for start in range(0, size, rows_at_once):
+                draws = self.rng.random_sample((min(rows_at_once, size - start), self.per_draw))
+                hits = differences(draws[:, self.position] > 0.5) >= observed
+                large += int(np.sum(hits))
+                last_large = bool(hits[-1])
+                del draws, hits  # one block's arrays alive at a time: memory flat in the resamples
+            used += size
+            if used % self.block_size == 0 and last_large:
+                p = large / used
+                if p < self.early_min or p > self.early_max:
+                    break
+        return large / used, used
 
 
 def ranked_clusters(p_values: np.ndarray, alpha: float) -> list[int]:
@@ -871,6 +976,86 @@ def ranked_clusters(p_values: np.ndarray, alpha: float) -> list[int]:
     return ranks
 
 
+def _metric_values(
+    statistic: Statistic, g: np.ndarray, scores: dict[str, np.ndarray], bounds, replace_nans_with_zeros, systems
+):
+    """Each metric's value against one gold, the human side computed once (tie calibration's pairs, PCE's
+    p-values): (values, each metric's calibrated threshold or None, the gold's pairs or None)."""
+    if statistic.calibrated:
+        pairs = gold_pairs(g, bounds)
+        calibrations = {name: calibrate(pairs, v, statistic.calibrated) for name, v in scores.items()}
+        return {n: c.value for n, c in calibrations.items()}, {n: c.epsilon for n, c in calibrations.items()}, pairs
+    if statistic.by_system:
+        human = _human_p_values(g, systems)
+        return {name: float(_pce_rows(g, _as_2d(v), systems, human)[0]) for name, v in scores.items()}, None, None
+    values = {
+        name: float(grouped(statistic, g, v, bounds, replace_nans_with_zeros, systems)[0]) for name, v in scores.items()
+    }
+    return values, None, None
+
+
+def average_correlations(
+    statistic_name: str,
+    gold,
+    metrics: dict[str, Sequence[float]],
+    bounds: Sequence[tuple[int, int]] | None = None,
+    *,
+    replace_nans_with_zeros: bool = False,
+    systems: int | None = None,
+) -> dict[str, float]:
+    """``average_correlation`` of each metric against the same gold, the gold's side computed once."""
+    statistic = get_statistic(statistic_name)
+    g = np.asarray(gold, dtype=float)
+    scores = {name: np.asarray(v, dtype=float) for name, v in metrics.items()}
+    if statistic.by_system:
+        g, scores, systems = _by_system(g, scores, bounds, systems)
+    return _metric_values(statistic, g, scores, bounds or [(0, len(g))], replace_nans_with_zeros, systems)[0]
+
+
+def _significance_inputs(statistic: Statistic, test: str | None, gold, metrics, bounds, systems, draws: dict, alpha):
+    """``permutation_significance``'s inputs checked and as arrays: (test, gold, metric vectors, groups, systems),
+    PCE's rated entries only."""
+    test = test or ("pairs" if statistic.calibrated else "scores")
+    if test not in PERMUTATION_TESTS:
+        raise ValueError(f"permutation test {test!r}: choose one of {', '.join(PERMUTATION_TESTS)}")
+    if test == "pairs" and not statistic.calibrated:
+        raise ValueError("the pairs test compares tie-calibrated statistics (acc23-tc, tau23-tc)")
+    g = np.asarray(gold, dtype=float)
+    bounds = list(bounds) if bounds else [(0, len(g))]
+    if not metrics:
+        raise ValueError("no metrics to compare")
+    scores = {name: np.asarray(v, dtype=float) for name, v in metrics.items()}
+    for name, v in scores.items():
+        if v.shape != g.shape:
+            raise ValueError(f"metric {name}: {v.shape[0]} scores for {g.shape[0]} human scores")
+    if draws["resamples"] < 1 or draws["block_size"] < 1 or not 0 < alpha < 1:
+        raise ValueError("resamples and block size must be positive and alpha in (0, 1)")
+    if statistic.by_system:
+        g, scores, systems = _by_system(g, scores, bounds if bounds != [(0, len(g))] else None, systems)
+        bounds = [(0, len(g))]
+    return test, g, scores, bounds, systems
+
+
+def _pair_test(
+    test: str, statistic: Statistic, g, scores, bounds, rng, draws: dict, calibration, options: dict
+) -> Callable[[str, str], tuple[float, int]]:
+    """The p-value (and draws used) of "metric a is not better than metric b" by the test asked for, every call
+    drawing from ``rng``. ``calibration``: the pairs test's (each metric's threshold, the gold's pairs)."""
+    if test == "pairs":
+        epsilons, pairs = calibration
+        layout = pairs_layout(pairs, bounds, statistic.calibrated)
+
+        def p_value(a: str, b: str) -> tuple[float, int]:
+            return pairs_p_value(layout, scores[a], scores[b], rng, epsilons=(epsilons[a], epsilons[b]), **draws)
+
+        return p_value
+
+    def p_value(a: str, b: str) -> tuple[float, int]:
+        return permutation_p_value(statistic, g, scores[a], scores[b], bounds, rng, **draws, **options)
+
+    return p_value
+
+
 def permutation_significance(
     statistic_name: str,
     gold,
@@ -879,6 +1064,7 @@ def permutation_significance(
     *,
     resamples: int = 1000,
     seed: int | None = 0,
+    rng: np.random.RandomState | None = None,
     block_size: int = 1000,
     early_min: float = 0.02,
     early_max: float = 0.5,
@@ -894,89 +1080,46 @@ def permutation_significance(
     of ``group_scores``); default one group. ``test``: ``scores`` (``PermutationSigDiff``) or ``pairs``
     (``PairwisePermutationSigDiff``, tie-calibrated statistics only); default ``pairs`` for those, else
     ``scores``. ``average_by`` only labels the result. ``pce`` (``CompareMetricsWithPairwiseConfidenceError``)
-    takes system-major segment scores of ``systems`` systems, NaN gold dropped first."""
+    takes system-major segment scores of ``systems`` systems, NaN gold dropped first. The draws come from
+    ``RandomState(seed)``, or from ``rng`` when given (a stream shared with other tests, as ``TaskSet.Run``
+    shares numpy's global one; ``seed`` then only labels the result)."""
     statistic = get_statistic(statistic_name)
-    test = test or ("pairs" if statistic.calibrated else "scores")
-    if test not in PERMUTATION_TESTS:
-        raise ValueError(f"permutation test {test!r}: choose one of {', '.join(PERMUTATION_TESTS)}")
-    if test == "pairs" and not statistic.calibrated:
-        raise ValueError("the pairs test compares tie-calibrated statistics (acc23-tc, tau23-tc)")
-    g = np.asarray(gold, dtype=float)
-    bounds = list(bounds) if bounds else [(0, len(g))]
-    if not metrics:
-        raise ValueError("no metrics to compare")
-    scores = {name: np.asarray(v, dtype=float) for name, v in metrics.items()}
-    for name, v in scores.items():
-        if v.shape != g.shape:
-            raise ValueError(f"metric {name}: {v.shape[0]} scores for {g.shape[0]} human scores")
-    if resamples < 1 or block_size < 1 or not 0 < alpha < 1:
-        raise ValueError("resamples and block size must be positive and alpha in (0, 1)")
-    if statistic.by_system:
-        g, scores, systems = _by_system(g, scores, bounds if bounds != [(0, len(g))] else None, systems)
-        bounds = [(0, len(g))]
-    epsilons = None
-    if statistic.calibrated:
-        calibrations = {name: tie_calibration(g, v, bounds, statistic.calibrated) for name, v in scores.items()}
-        values = {name: c.value for name, c in calibrations.items()}
-        epsilons = {name: c.epsilon for name, c in calibrations.items()}
-    else:
-        values = {
-            name: float(grouped(statistic, g, v, bounds, replace_nans_with_zeros, systems)[0])
-            for name, v in scores.items()
-        }
+    draws = {"resamples": resamples, "block_size": block_size, "early_min": early_min, "early_max": early_max}
+    test, g, scores, bounds, systems = _significance_inputs(
+        statistic, test, gold, metrics, bounds, systems, draws, alpha
+    )
+    values, epsilons, pairs = _metric_values(statistic, g, scores, bounds, replace_nans_with_zeros, systems)
     order = sorted(values, key=lambda name: (-values[name], name))
-    n = len(order)
-    p, used = np.zeros((n, n)), np.zeros((n, n), dtype=int)
-    rng = np.random.RandomState(seed)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if test == "pairs":
-                p[i, j], used[i, j] = pairs_p_value(
-                    statistic.calibrated,
-                    g,
-                    scores[order[i]],
-                    scores[order[j]],
-                    bounds,
-                    rng,
-                    resamples,
-                    block_size,
-                    early_min,
-                    early_max,
-                    (epsilons[order[i]], epsilons[order[j]]),
-                )
-            else:
-                p[i, j], used[i, j] = permutation_p_value(
-                    statistic,
-                    g,
-                    scores[order[i]],
-                    scores[order[j]],
-                    bounds,
-                    rng,
-                    resamples,
-                    block_size,
-                    early_min,
-                    early_max,
-                    replace_nans_with_zeros,
-                    systems,
-                )
+    rng = np.random.RandomState(seed) if rng is None else rng
+    options = {"replace_nans_with_zeros": replace_nans_with_zeros, "systems": systems}
+    p_value = _pair_test(test, statistic, g, scores, bounds, rng, draws, (epsilons, pairs), options)
+    p, used = _significance_matrix(order, p_value)
     return Significance(
         statistic.name,
         order,
         [values[m] for m in order],
         p,
         ranked_clusters(p, alpha),
-        resamples,
-        used,
-        seed,
-        block_size,
-        early_min,
-        early_max,
-        alpha,
-        test,
-        average_by,
-        replace_nans_with_zeros,
-        epsilons,
+        resamples_used=used,
+        seed=seed,
+        alpha=alpha,
+        test=test,
+        average_by=average_by,
+        replace_nans_with_zeros=replace_nans_with_zeros,
+        epsilons=epsilons,
+        **draws,
     )
+
+
+def _significance_matrix(order: list[str], p_value: Callable[[str, str], tuple[float, int]]):
+    """``data.ComputeSigMatrix``: the p-value of every pair of metrics (row i better than column j > i), in row
+    order, one draw stream for all; and the draws each used."""
+    n = len(order)
+    p, used = np.zeros((n, n)), np.zeros((n, n), dtype=int)
+    for i in range(n):
+        for j in range(i + 1, n):
+            p[i, j], used[i, j] = p_value(order[i], order[j])
+    return p, used
 
 
 # ---- bootstrap confidence intervals over segments -------------------------------------------------------

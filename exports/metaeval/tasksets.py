@@ -360,27 +360,22 @@ def run_task(task: Task, scores: Scores, rng: np.random.RandomState) -> TaskResu
     extra = {"systems": systems} if task.corr_fcn == "pce" else {}  # PCE reshapes its vectors by system
     items = len(scores.gold[0]) if scores.gold else 0
     if task.k == 0:
-        values = {
-            m: float(
-                statistics.average_correlation(
-                    task.statistic, gold, v, bounds, replace_nans_with_zeros=task.replace_nans_with_zeros, **extra
-                )
-            )
-            for m, v in metrics.items()
-        }
+        values = statistics.average_correlations(
+            task.statistic, gold, metrics, bounds, replace_nans_with_zeros=task.replace_nans_with_zeros, **extra
+        )
         order = sorted(values, key=lambda m: (-values[m], m))
         n = len(order)
         return TaskResult(
             task, {m: (values[m], i + 1) for i, m in enumerate(order)}, np.zeros((n, n)).tolist(), systems, items
         )
-    # one stream for every task: the bit generator, shared by the RandomState the test builds on it
     result = statistics.permutation_significance(
         task.statistic,
         gold,
         metrics,
         bounds,
         resamples=task.k,
-        seed=rng._bit_generator,
+        seed=None,
+        rng=rng,  # one stream for every task
         block_size=task.block_size,
         early_min=task.early_min,
         early_max=task.early_max,

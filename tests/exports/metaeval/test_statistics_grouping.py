@@ -82,3 +82,55 @@ def test_pairs_test_draws_a_few_rows_at_a_time_from_the_same_stream(monkeypatch)
     monkeypatch.setattr(statistics, "_DRAW_BLOCK", 7 * 36 * 30)  # 7 resamples of 30 groups of 6 at a time
     np.testing.assert_array_equal(run(), whole)
     assert np.any((whole > 0) & (whole < 1))
+
+
+def test_stable_argsort_is_numpys_stable_sort():
+    """Equal values in index order, NaNs last: the order the tie calibration visits its thresholds in."""
+    rng = np.random.default_rng(7)
+    for size in (0, 1, 2, 50, 3000):
+        values = np.abs(np.round(rng.normal(size=size), 1))
+        values[rng.random(size) < 0.1] = np.nan
+        values[rng.random(size) < 0.1] = np.inf
+        np.testing.assert_array_equal(statistics._stable_argsort(values), np.argsort(values, kind="stable"))
+
+
+def test_pair_index_lists_each_groups_pairs_in_order():
+    sizes = [3, 0, 1, 5, 2, 3, 7, 5]
+    starts = np.r_[0, np.cumsum(sizes)]
+    bounds = [(int(b), int(b + s)) for b, s in zip(starts, sizes)][::-1][1:]  # out of order, one left out
+    i, j, label = statistics._pair_index(bounds)
+    expected = [(b + x, b + y, k) for k, (b, e) in enumerate(bounds) for x in range(e - b) for y in range(x + 1, e - b)]
+    assert list(zip(i.tolist(), j.tolist(), label.tolist())) == expected
+
+
+@pytest.mark.parametrize("name", ["acc23-tc", "tau23-tc", "pearson", "pce"])
+def test_a_tasks_values_equal_each_metrics_own(name):
+    """``average_correlations`` pairs the gold (or computes PCE's human p-values) once for every metric: the
+    values are those of ``average_correlation`` one metric at a time, to the bit."""
+    rng = np.random.default_rng(11)
+    gold = np.round(rng.normal(size=(6, 40)) * 2) / 2
+    metrics = {m: np.round(gold * w + rng.normal(size=gold.shape), 1) for m, w in (("a", 1.0), ("b", 0.3))}
+    if name == "pce":  # system-major, every segment rated
+        flat, vectors, bounds, options = gold.ravel(), {m: v.ravel() for m, v in metrics.items()}, None, {"systems": 6}
+    else:
+        gold[2, 5] = gold[4, 7] = np.nan  # two unrated segments
+        data = statistics.group_scores(gold, metrics, "item")
+        flat, vectors, bounds, options = data.gold, data.metrics, data.bounds, {}
+    values = statistics.average_correlations(name, flat, vectors, bounds, **options)
+    assert values == {m: statistics.average_correlation(name, flat, v, bounds, **options) for m, v in vectors.items()}
+
+
+def test_a_shared_stream_gives_a_seeds_draws():
+    """``rng``: the tests draw from the caller's stream (a task set's, one for all its tasks), as from ``seed``."""
+    rng = np.random.default_rng(5)
+    gold = np.tile([0.0, 1.0, 1.0, 2.0, 3.0, 5.0], 30)
+    metrics = {m: np.round(gold + rng.normal(0, s, len(gold)), 1) for m, s in (("a", 1.0), ("b", 1.3), ("c", 3.0))}
+    bounds = [(b, b + 6) for b in range(0, len(gold), 6)]
+    seeded = statistics.permutation_significance("acc23-tc", gold, metrics, bounds, resamples=300, seed=2)
+    stream = np.random.RandomState(2)
+    shared = statistics.permutation_significance(
+        "acc23-tc", gold, metrics, bounds, resamples=300, rng=stream, seed=None
+    )
+    np.testing.assert_array_equal(shared.p_values, seeded.p_values)
+    assert shared.seed is None and np.any((shared.p_values > 0) & (shared.p_values < 1))
+    assert stream.random_sample() != np.random.RandomState(2).random_sample()  # consumed: the next task goes on
