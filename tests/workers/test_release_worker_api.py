@@ -242,7 +242,7 @@ def test_a_tampered_staged_direction_is_refused_with_the_field_named_and_nothing
     with pytest.raises(StagedRefused) as refused:
         worker_services.direction_staged_receive(
             release_id=building.release_id,
-            direction="en-de",
+            direction_code="en-de",
             declared_sha256=hashlib.sha256(good).hexdigest(),
             body=io.BytesIO(good[:1000]),
             length=len(good),
@@ -312,7 +312,7 @@ def test_a_release_staged_by_the_worker_client_is_byte_for_byte_the_shared_file_
     services.release_job_record(job=job)
     for direction in job.todo:
         token = job_token("release", job.release_id, direction)
-        entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction, job_token=token)
+        entry = transfer.direction_stage(platform, release_id=job.release_id, direction_code=direction, job_token=token)
         assert entry["stored"] is True
     assert not list((tmp_path / "worker-data" / "release-staging").iterdir())  # nothing kept once sent
     release = services.release_finish(job=job)
@@ -358,13 +358,13 @@ def test_a_worker_cut_off_mid_upload_sends_the_direction_again_without_reading_t
     platform._http = httpx.Client(transport=network, base_url="http://testserver", headers=platform.http.headers)
     token = job_token("release", job.release_id, "en-de")
     with pytest.raises(httpx.WriteError) as cut:
-        transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
+        transfer.direction_stage(platform, release_id=job.release_id, direction_code="en-de", job_token=token)
     assert is_transient(cut.value) and network.cuts == 1
     assert not StagedUpload.objects.exists() and not (job.staging / "en-de").exists()
     kept = release_files.staged_direction(platform.staging_dir(job.release_id), "en-de")
     assert kept is not None  # the worker's own copy survives the cut
     # the task delivered again: the direction staged here before is sent, the rows are not read again
-    entry = transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
+    entry = transfer.direction_stage(platform, release_id=job.release_id, direction_code="en-de", job_token=token)
     assert entry["stored"] is True and entry["reused"] is True and entry["digest"] == kept["digest"]
     release = Release.objects.get(pk=job.release_id)
     assert release.directions["en-de"]["status"] == "done" and StagedUpload.objects.count() == 1
@@ -416,7 +416,7 @@ def test_a_forged_staged_direction_is_refused_and_the_honest_one_is_then_taken(c
     unpacked = staged_upload.archive_unpack(
         _written(tmp_path / "forged.tar.gz", forged),
         tmp_path / "forged-check",
-        direction="en-de",
+        direction_code="en-de",
         formats=[],
         max_unpacked=1 << 30,
     )
