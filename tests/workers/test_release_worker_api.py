@@ -55,9 +55,9 @@ def building(built, settings):
     return job
 
 
-def auth(secret: str, release_id: int, direction: str) -> dict:
+def auth(secret: str, release_id: int, direction_code: str) -> dict:
     """A release worker's headers: its worker token and the token of the job (the release's direction)."""
-    return worker_auth(secret, "release", release_id, direction)
+    return worker_auth(secret, "release", release_id, direction_code)
 
 
 @pytest.fixture
@@ -82,16 +82,16 @@ def platform_for(secret: str, data: Path) -> transfer.ReleasePlatform:
     return transfer.ReleasePlatform(url="http://testserver", token=secret, data_dir=data, _http=http)
 
 
-def stage_locally(client, job, direction: str, secret: str, where: Path) -> tuple[Path, str]:
+def stage_locally(client, job, direction_code: str, secret: str, where: Path) -> tuple[Path, str]:
     """A direction staged as a worker does (rows from the platform, the release writer), packed."""
     r = client.get(
-        reverse("workers:release_direction_rows", args=[job.release_id, direction]),
-        **auth(secret, job.release_id, direction),
+        reverse("workers:release_direction_rows", args=[job.release_id, direction_code]),
+        **auth(secret, job.release_id, direction_code),
     )
     header, rows = staged_upload.rows_decode(_lines(b"".join(r.streaming_content)))
-    release_files.write_staged_direction(rows, direction, where, tuple(header["formats"]), header["stamp"])
-    archive = where / f"{direction}.tar.gz"
-    return archive, staged_upload.archive_write(where, direction, header["formats"], archive)
+    release_files.write_staged_direction(rows, direction_code, where, tuple(header["formats"]), header["stamp"])
+    archive = where / f"{direction_code}.tar.gz"
+    return archive, staged_upload.archive_write(where, direction_code, header["formats"], archive)
 
 
 def _lines(data: bytes):
@@ -187,10 +187,12 @@ def test_a_staged_direction_is_verified_stored_once_and_recorded_with_its_worker
     assert "staged directions" in tokens.lower() and '<td class="field-staged_count">1</td>' in tokens
 
 
-def repack(src: Path, dst: Path, direction: str, change) -> bytes:
+def repack(src: Path, dst: Path, direction_code: str, change) -> bytes:
     shutil.copytree(src, dst)
     change(dst)
-    return staged_upload.archive_write(dst, direction, [], dst / "out.tar.gz") and (dst / "out.tar.gz").read_bytes()
+    return (
+        staged_upload.archive_write(dst, direction_code, [], dst / "out.tar.gz") and (dst / "out.tar.gz").read_bytes()
+    )
 
 
 def test_a_tampered_staged_direction_is_refused_with_the_field_named_and_nothing_is_stored(

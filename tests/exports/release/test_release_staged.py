@@ -61,11 +61,11 @@ def one_pass(project: Project, version: str, out: Path, formats=()) -> dict:
     return release_files.write_release(content, out, formats)
 
 
-def block_direction(out_dir: Path, direction: str) -> Path:
+def block_direction(out_dir: Path, direction_code: str) -> Path:
     """A file where the direction's folder goes in the staging directory: its task fails (FileExistsError)."""
     staging = services.staging_dir_get(out_dir=out_dir)
     staging.mkdir(parents=True, exist_ok=True)
-    blocker = staging / direction
+    blocker = staging / direction_code
     blocker.write_text("in the way")
     return blocker
 
