@@ -68,8 +68,8 @@ def allowed_languages(user, project: Project | None = None) -> QuerySet[Language
     ).distinct()
 
 
-def work_filter(user, *, project: str, direction: str) -> Q:
-    """A filter on rows whose project and direction are reached by the paths ``project`` and ``direction``
+def work_filter(user, *, project_path: str, direction_path: str) -> Q:
+    """A filter on rows whose project and direction are reached by the paths ``project_path`` and ``direction_path``
     (e.g. ``segment__project``): the rows this user works on. Admins: all; in a project with assignments,
     the directions assigned to the user; in one without, the user's languages."""
     if is_admin(user):
@@ -77,10 +77,13 @@ def work_filter(user, *, project: str, direction: str) -> Q:
     profile = profile_of(user)
     if profile is None:
         return Q(pk__in=[])
-    mine = ReviewerAssignment.objects.filter(user=user, project=OuterRef(project), direction=OuterRef(direction))
+    mine = ReviewerAssignment.objects.filter(
+        user=user, project=OuterRef(project_path), direction=OuterRef(direction_path)
+    )
     assigning = ReviewerAssignment.objects.values("project")
     return Q(Exists(mine)) | (
-        ~Q(**{f"{project}__in": assigning}) & Q(**{f"{direction}__target__in": profile.languages.values("pk")})
+        ~Q(**{f"{project_path}__in": assigning})
+        & Q(**{f"{direction_path}__target__in": profile.languages.values("pk")})
     )
 
 

@@ -147,7 +147,7 @@ class ProjectAdmin(admin.ModelAdmin):
             try:
                 _, result = corpus_source_import(
                     project=project,
-                    direction=form.cleaned_data["direction"],
+                    direction_code=form.cleaned_data["direction"],
                     columns=columns,
                     upload_name=upload.name,
                     data=upload.read(),

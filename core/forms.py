@@ -215,7 +215,7 @@ class AssignmentForm(forms.Form):
 
     reviewers = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
 
-    def __init__(self, *args, direction: str, annotators: list[str], **kwargs):
-        super().__init__(*args, prefix=f"assign-{direction}", **kwargs)
-        self.fields["reviewers"].label = f"Reviewers of {direction}"
+    def __init__(self, *args, direction_code: str, annotators: list[str], **kwargs):
+        super().__init__(*args, prefix=f"assign-{direction_code}", **kwargs)
+        self.fields["reviewers"].label = f"Reviewers of {direction_code}"
         self.fields["reviewers"].choices = [(name, name) for name in annotators]

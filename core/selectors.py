@@ -25,7 +25,7 @@ def active_directions(project: Project):
 class Coverage:
     """One active direction's reviewers: who is assigned, and how many more the project needs."""
 
-    direction: str
+    direction_code: str
     reviewers: tuple[str, ...]
     missing: int
 
@@ -59,11 +59,11 @@ def coverage_gaps(project: Project) -> list[Coverage]:
     return [c for c in coverage(project) if c.missing]
 
 
-def outside_languages(*, direction: str, usernames) -> list[str]:
-    """The annotators among ``usernames`` whose languages do not include ``direction``'s target: an
+def outside_languages(*, direction_code: str, usernames) -> list[str]:
+    """The annotators among ``usernames`` whose languages do not include ``direction_code``'s target: an
     assignment opens the direction to them all the same, so the settings page warns (#46)."""
     return sorted(
         Profile.objects.filter(user__username__in=list(usernames), role=Profile.Role.ANNOTATOR)
-        .exclude(languages__in=Direction.objects.filter(code=direction).values("target"))
+        .exclude(languages__in=Direction.objects.filter(code=direction_code).values("target"))
         .values_list("user__username", flat=True)
     )

@@ -298,15 +298,15 @@ def assignments_add(*, user, directions: Iterable[tuple[Project, Direction]]) ->
     )
 
 
-def assignments_set(*, project: Project, direction: str, usernames: Iterable[str]) -> list[str]:
+def assignments_set(*, project: Project, direction_code: str, usernames: Iterable[str]) -> list[str]:
     """Make exactly ``usernames`` (annotators) the reviewers of ``direction`` in ``project``; returns them
     sorted. ``ProjectRejected`` names every unknown user, non-annotator or wrong direction; nothing is
     written then."""
     usernames = sorted(set(usernames))
     problems = []
-    target = active_directions(project).filter(code=direction).first()
+    target = active_directions(project).filter(code=direction_code).first()
     if target is None:
-        problems.append(f"direction: {direction} is not an active direction of {project.name}")
+        problems.append(f"direction: {direction_code} is not an active direction of {project.name}")
     users = {u.username: u for u in get_user_model().objects.filter(username__in=usernames).select_related("profile")}
     for name in usernames:
         user = users.get(name)

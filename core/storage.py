@@ -279,7 +279,7 @@ class StagedFiles:
         folder.mkdir()  # not mkdtemp: its 0700 mode would stay on a folder renamed into the release
         return folder
 
-    def direction_save(self, scratch: Path, direction: str, names: list[str]) -> None:
+    def direction_save(self, scratch: Path, direction_code: str, names: list[str]) -> None:
         """Store a direction written into ``scratch`` (``names``: ``release_files.staged_names``, the summary
         last), replacing what an earlier attempt staged. On the file system each file is renamed into the
         staging directory (no copy); in object storage uploaded, the summary last, so a summary present
@@ -287,7 +287,7 @@ class StagedFiles:
         summary = names[-1]
         if self.local:
             (self.root / summary).unlink(missing_ok=True)
-            old = self.root / direction
+            old = self.root / direction_code
             if old.is_dir():
                 shutil.rmtree(old)
             for rel in names:
@@ -296,7 +296,7 @@ class StagedFiles:
                 os.replace(scratch / rel, target)
             return
         self.delete(summary)
-        self.delete_tree(direction)
+        self.delete_tree(direction_code)
         for rel in names:
             with open(scratch / rel, "rb") as fh:
                 self.storage.save(self.name(rel), File(fh, name=rel))

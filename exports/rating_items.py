@@ -42,7 +42,7 @@ def _rows(origin: str, project: Project):
     return PseudoTranslation.objects.filter(segment__project=project)
 
 
-def rating_item_rows(project: Project, origin: str, *, direction: str | None = None, level: int | None = None):
+def rating_item_rows(project: Project, origin: str, *, direction_code: str | None = None, level: int | None = None):
     """The rows ``origin`` names in ``project`` (one direction, one level of pseudo translations, when given);
     RatingSourceRejected names every bad option at once."""
     problems: list[tuple[str, str]] = []
@@ -56,17 +56,20 @@ def rating_item_rows(project: Project, origin: str, *, direction: str | None = N
         elif not 0 <= level <= project.max_errors:
             problems.append(("level", f"{level}: project {project.name} has levels 0 to {project.max_errors}"))
     directions = sorted(project.directions.values_list("code", flat=True))
-    if direction and direction not in directions:
+    if direction_code and direction_code not in directions:
         problems.append(
-            ("direction", f"{direction}: not a direction of project {project.name} ({', '.join(directions) or 'none'})")
+            (
+                "direction",
+                f"{direction_code}: not a direction of project {project.name} ({', '.join(directions) or 'none'})",
+            )
         )
     if problems:
         raise RatingSourceRejected(problems)
     rows = _rows(origin, project)
     if level is not None:
         rows = rows.filter(level=level)
-    if direction:
-        rows = rows.filter(segment__direction__code=direction)
+    if direction_code:
+        rows = rows.filter(segment__direction__code=direction_code)
     return rows
 
 
@@ -74,7 +77,7 @@ def make_rating_items(
     project: Project,
     origin: str,
     *,
-    direction: str | None = None,
+    direction_code: str | None = None,
     level: int | None = None,
     limit: int | None = None,
     seed: int = 0,
@@ -82,7 +85,7 @@ def make_rating_items(
 ) -> int:
     """Make the rows ``origin`` names ratable (a seeded sample of ``limit`` of them when given); existing
     items are kept. Returns how many items were made."""
-    rows = rating_item_rows(project, origin, direction=direction, level=level)
+    rows = rating_item_rows(project, origin, direction_code=direction_code, level=level)
     if limit:
         rows = rows.filter(pk__in=review_rules.sample_ids(rows.values_list("pk", flat=True), limit, seed))
     return rating_services.rating_items_make(project=project, objects=rows, kind=ORIGINS[origin], progress=progress)

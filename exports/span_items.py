@@ -32,15 +32,15 @@ class SpanSourceRejected(Invalid, ValueError):
         self.problems = problems
 
 
-def _check(task: SpanTask, origin, direction, level, release, metric) -> Release | None:
+def _check(task: SpanTask, origin, direction_code, level, release, metric) -> Release | None:
     project = task.project
     problems: list[tuple[str, str]] = []
     if origin not in ORIGINS:
         problems.append(("from", f"{origin}: not one of {', '.join(ORIGINS)}"))
     directions = sorted(project.directions.values_list("code", flat=True))
-    if direction and direction not in directions:
+    if direction_code and direction_code not in directions:
         problems.append(
-            ("direction", f"{direction}: not a direction of project {project.name} ({', '.join(directions)})")
+            ("direction", f"{direction_code}: not a direction of project {project.name} ({', '.join(directions)})")
         )
     if level is not None and (origin != PSEUDO_TRANSLATIONS or not 0 <= level <= project.max_errors):
         problems.append(("level", f"{level}: pseudo translations only, levels 0 to {project.max_errors}"))
@@ -62,7 +62,7 @@ def make_span_items(
     task: SpanTask,
     origin: str,
     *,
-    direction: str | None = None,
+    direction_code: str | None = None,
     level: int | None = None,
     limit: int | None = None,
     seed: int = 0,
@@ -73,10 +73,10 @@ def make_span_items(
     """Add the rows ``origin`` names to ``task`` (a seeded sample of ``limit``); ``attention``: as attention
     items (accepted candidates only: their injected span is the known answer). Returns how many were made."""
     metric = metric or task.ai_metric or None
-    found = _check(task, origin, direction, level, release, metric if release else None)
+    found = _check(task, origin, direction_code, level, release, metric if release else None)
     if attention and origin != ACCEPTED_CANDIDATES:
         raise SpanSourceRejected([("attention", "attention items are made from accepted candidates")])
-    rows = _source_rows(task.project, origin, direction, level)
+    rows = _source_rows(task.project, origin, direction_code, level)
     ids = list(rows.values_list("pk", flat=True)[: MAX_ITEMS * 10])
     ids = review_rules.sample_ids(ids, min(limit or MAX_ITEMS, MAX_ITEMS), seed)
     rows = rows.filter(pk__in=ids).select_related("segment__direction__target").order_by("pk")
@@ -86,15 +86,15 @@ def make_span_items(
     return span_services.span_items_add(task=task, entries=entries)
 
 
-def _source_rows(project, origin: str, direction: str | None, level: int | None):
+def _source_rows(project, origin: str, direction_code: str | None, level: int | None):
     if origin == ACCEPTED_CANDIDATES:
         rows = Candidate.objects.filter(segment__project=project, status=Candidate.Status.ACCEPTED, is_gold=False)
     else:
         rows = PseudoTranslation.objects.filter(segment__project=project)
         if level is not None:
             rows = rows.filter(level=level)
-    if direction:
-        rows = rows.filter(segment__direction__code=direction)
+    if direction_code:
+        rows = rows.filter(segment__direction__code=direction_code)
     return rows
 
 

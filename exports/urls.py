@@ -27,28 +27,28 @@ workers = (
     [
         path("releases/<int:release_id>/", worker_api.release_manifest, name="release_manifest"),
         path(
-            "releases/<int:release_id>/files/<str:direction>/test.parquet",
+            "releases/<int:release_id>/files/<str:direction_code>/test.parquet",
             worker_api.release_file,
             name="release_file",
         ),
         path(
-            "releases/<int:release_id>/parts/<str:metric>/<str:direction>",
+            "releases/<int:release_id>/parts/<str:metric>/<str:direction_code>",
             worker_api.upload_part,
             name="upload_part",
         ),
         # release-direction workers (RELEASE_WORKERS=http)
         path(
-            "release-builds/<int:release_id>/directions/<str:direction>/rows",
+            "release-builds/<int:release_id>/directions/<str:direction_code>/rows",
             worker_api.direction_rows,
             name="release_direction_rows",
         ),
         path(
-            "release-builds/<int:release_id>/directions/<str:direction>/staged",
+            "release-builds/<int:release_id>/directions/<str:direction_code>/staged",
             worker_api.direction_staged,
             name="release_direction_staged",
         ),
         path(
-            "release-builds/<int:release_id>/directions/<str:direction>/report",
+            "release-builds/<int:release_id>/directions/<str:direction_code>/report",
             worker_api.direction_report,
             name="release_direction_report",
         ),

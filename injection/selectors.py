@@ -32,7 +32,7 @@ def filter_candidates(
     qs: QuerySet[Candidate],
     *,
     flag: str = "",
-    direction: str = "",
+    direction_code: str = "",
     error_type: str = "",
     run: int | None = None,
     project: int | None = None,
@@ -42,8 +42,8 @@ def filter_candidates(
         qs = qs.filter(run_id=run)
     if project:
         qs = qs.filter(run__project_id=project)
-    if direction:
-        qs = qs.filter(segment__direction__code=direction)
+    if direction_code:
+        qs = qs.filter(segment__direction__code=direction_code)
     if error_type:
         qs = qs.filter(error_type=error_type)
     if flag:

@@ -170,7 +170,7 @@ def candidates(request):
     qs = selectors.filter_candidates(
         qs,
         flag=request.GET.get("flag", ""),
-        direction=request.GET.get("direction", ""),
+        direction_code=request.GET.get("direction", ""),
         error_type=request.GET.get("type", ""),
         run=run,
         project=project.pk if project else None,

@@ -49,9 +49,9 @@ platform = transfer.ReleasePlatform(url=args["url"], token=args["token"], data_d
 _ = platform.http  # a worker makes its client once, when it starts
 t = time.perf_counter()
 sent = 0
-for direction in args["directions"]:
-    job = args["jobs"][direction]  # the job token its task would carry
-    sent += transfer.direction_stage(platform, release_id=args["release"], direction=direction, job_token=job)[
+for direction_code in args["directions"]:
+    job = args["jobs"][direction_code]  # the job token its task would carry
+    sent += transfer.direction_stage(platform, release_id=args["release"], direction_code=direction_code, job_token=job)[
         "archive_bytes"
     ]
 print(json.dumps({"seconds": time.perf_counter() - t, "bytes": sent, "django": "django" in sys.modules}))

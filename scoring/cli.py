@@ -178,13 +178,13 @@ def _progress_factory(*, quiet: bool):
     """A progress bar per (metric, direction) on stderr, or none when ``quiet``."""
     bars = []
 
-    def progress_factory(metric: str, direction: str, total: int):
+    def progress_factory(metric: str, direction_code: str, total: int):
         if quiet:
             return None
         from tqdm import tqdm
 
         # a line each: judge metrics run side by side (scoring.runner.score_release)
-        bar = tqdm(total=total, desc=f"{metric} {direction}", unit="seg", file=sys.stderr, position=len(bars))
+        bar = tqdm(total=total, desc=f"{metric} {direction_code}", unit="seg", file=sys.stderr, position=len(bars))
         bars.append(bar)
 
         def update(done: int, _total: int) -> None:

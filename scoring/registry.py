@@ -65,7 +65,7 @@ class Scorer:
         default None: nothing to report, and the summary has no ``judge`` entry."""
         return None
 
-    def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
+    def finalize(self, direction_code: str, columns: dict[str, list], data=None) -> dict[str, Any]:
         """Once per direction on all its rows; may add columns in place; returns extra metadata for the
         part (stored in the parquet metadata and summary.json). ``tables`` in it become side files.
         Default: nothing added."""

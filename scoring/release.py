@@ -28,7 +28,7 @@ class ReleaseFileError(MetricError):
 
 @dataclass
 class DirectionData:
-    direction: str
+    direction_code: str
     path: Path
     triplet_ids: list[str]
     segment_ids: list
@@ -40,11 +40,11 @@ class DirectionData:
 
     @property
     def target_lang(self) -> str:
-        return self.direction.split("-", 1)[1].split("_", 1)[0]
+        return self.direction_code.split("-", 1)[1].split("_", 1)[0]
 
     @property
     def source_lang(self) -> str:
-        return self.direction.split("-", 1)[0].split("_", 1)[0]
+        return self.direction_code.split("-", 1)[0].split("_", 1)[0]
 
     def __len__(self) -> int:
         return len(self.triplet_ids)
@@ -94,15 +94,15 @@ class Release:
             raise ReleaseFileError(f"{self.root}: no direction config found (expected e.g. en-de/test.parquet)")
         return found
 
-    def count(self, direction: str) -> int:
+    def count(self, direction_code: str) -> int:
         """Triplets of one direction, from the parquet footer (nothing is read)."""
-        path = self.root / direction / "test.parquet"
+        path = self.root / direction_code / "test.parquet"
         if not path.is_file():
             raise ReleaseFileError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
         return pq.ParquetFile(path).metadata.num_rows
 
-    def load(self, direction: str, extra_columns: list[str] | None = None) -> DirectionData:
-        path = self.root / direction / "test.parquet"
+    def load(self, direction_code: str, extra_columns: list[str] | None = None) -> DirectionData:
+        path = self.root / direction_code / "test.parquet"
         if not path.is_file():
             raise ReleaseFileError(f"{path}: missing; directions in this release: {', '.join(self.directions())}")
         table = pq.read_table(path)
@@ -130,7 +130,7 @@ class Release:
                 f"{path}: no column {', '.join(map(repr, absent))} (columns: {', '.join(table.column_names)})"
             )
         return DirectionData(
-            direction=direction,
+            direction_code=direction_code,
             path=path,
             triplet_ids=ids,
             segment_ids=optional["segment_id"],

@@ -100,8 +100,8 @@ def metric_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", lambda m: {"+": "p"}.get(m.group(0), "_"), name.lower())
 
 
-def part_path(out: Path, metric: str, direction: str) -> Path:
-    return out / "parts" / metric_slug(metric) / f"{direction}.parquet"
+def part_path(out: Path, metric: str, direction_code: str) -> Path:
+    return out / "parts" / metric_slug(metric) / f"{direction_code}.parquet"
 
 
 def _config_key(signature: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def _segments(data: DirectionData, lo: int, hi: int) -> list[Segment]:
 
 def _columns(data: DirectionData, lo: int, hi: int, scores: list[float], extras: dict[str, list]) -> dict[str, list]:
     cols: dict[str, list] = {
-        "direction": [data.direction] * (hi - lo),
+        "direction": [data.direction_code] * (hi - lo),
         "triplet_id": data.triplet_ids[lo:hi],
         "segment_id": [None if s is None else str(s) for s in data.segment_ids[lo:hi]],
         "num_errors": data.levels[lo:hi],
@@ -186,11 +186,11 @@ def _finished(done: dict | None, spec: MetricSpec, input_hash: str, sig: dict) -
     )
 
 
-def _direction_summary(spec: MetricSpec, scorer, direction: str, cols: dict, extra_meta: dict, timed) -> dict:
+def _direction_summary(spec: MetricSpec, scorer, direction_code: str, cols: dict, extra_meta: dict, timed) -> dict:
     """The part's summary: the score statistics, the speed (``timed``: segments, seconds), the segments to
     redo, the judge's accounting, and what the scorer's ``finalize`` added (its side tables apart)."""
     n, elapsed = timed
-    summary = summarize(spec, direction, cols["score"], cols["num_errors"])
+    summary = summarize(spec, direction_code, cols["score"], cols["num_errors"])
     summary["segments_per_s"] = round(n / elapsed, 2) if elapsed > 0 else None
     if "retryable" in cols:
         summary["n_retry"] = sum(1 for r in cols["retryable"] if r)
@@ -257,7 +257,7 @@ def _score_chunk(spec: MetricSpec, scorer, data: DirectionData, lo: int, hi: int
 def score_direction(
     release: Release,
     metric: str | MetricSpec,
-    direction: str,
+    direction_code: str,
     out: Path | None = None,
     options: ScoreOptions | None = None,
     progress: Progress | None = None,
@@ -272,11 +272,11 @@ def score_direction(
     # batch), so comparing signatures to decide what is finished is cheap.
     scorer = scorer or spec.build(**options.for_metric(spec, out))
     wanted = scorer.wanted_columns()
-    data = release.load(direction, extra_columns=wanted)
+    data = release.load(direction_code, extra_columns=wanted)
     if options.limit is not None:
         data = data.head(options.limit)
     input_hash = data.input_hash(wanted)
-    target = part_path(out, spec.name, direction)
+    target = part_path(out, spec.name, direction_code)
 
     done = _read_meta(target) if target.exists() else None
     sig = scorer.signature(data.target_lang)
@@ -293,8 +293,8 @@ def score_direction(
     pieces = _score_chunks(spec, scorer, data, chunk_dir, max(1, options.chunk_size), (input_hash, sig), progress)
     elapsed = time.perf_counter() - started
     cols = _concat(pieces) if pieces else _columns(data, 0, 0, [], {})
-    extra_meta = scorer.finalize(direction, cols, data)
-    summary = _direction_summary(spec, scorer, direction, cols, extra_meta, (len(data), elapsed))
+    extra_meta = scorer.finalize(direction_code, cols, data)
+    summary = _direction_summary(spec, scorer, direction_code, cols, extra_meta, (len(data), elapsed))
     meta = {
         "metric": spec.name,
         "spec": spec.describe(),
@@ -317,7 +317,7 @@ def score_direction(
 def score_task(
     release_dir: str,
     metric: str,
-    direction: str,
+    direction_code: str,
     out_dir: str | None = None,
     options: dict[str, Any] | None = None,
     progress: Progress | None = None,
@@ -333,12 +333,12 @@ def score_task(
     out = Path(out_dir) if out_dir else release.root / "scores"
     scorer = spec.build(**opts.for_metric(spec, out))
     try:
-        return score_direction(release, spec, direction, out, opts, progress, scorer=scorer)
+        return score_direction(release, spec, direction_code, out, opts, progress, scorer=scorer)
     finally:
         scorer.close()
 
 
-def summarize(spec: MetricSpec, direction: str, scores: list[float], levels: list) -> dict[str, Any]:
+def summarize(spec: MetricSpec, direction_code: str, scores: list[float], levels: list) -> dict[str, Any]:
     by_level: dict[str, list[float]] = {}
     for s, k in zip(scores, levels):
         if k is not None and s is not None:
@@ -348,7 +348,7 @@ def summarize(spec: MetricSpec, direction: str, scores: list[float], levels: lis
     mean = statistics.fmean(scores) if scores else None
     return {
         "metric": spec.name,
-        "direction": direction,
+        "direction": direction_code,
         "n": n,
         "n_scored": len(scores),
         "mean": mean,
@@ -499,13 +499,15 @@ def _score_metric(
     parts assembled. Returns the directions' summaries, with what the run-wide step (``finalize_run``) added
     to the parts'."""
     results = []
-    for direction in wanted:
-        total = release.count(direction)
+    for direction_code in wanted:
+        total = release.count(direction_code)
         if options.limit is not None:
             total = min(total, options.limit)
-        progress = progress_factory(spec.name, direction, total) if progress_factory else None
+        progress = progress_factory(spec.name, direction_code, total) if progress_factory else None
         try:
-            summary = score_direction(release, spec, direction, out, options, progress, scorer=scorer, assemble=False)
+            summary = score_direction(
+                release, spec, direction_code, out, options, progress, scorer=scorer, assemble=False
+            )
         finally:
             scorer.close()
         results.append(summary)
@@ -584,14 +586,14 @@ def dry_run_release(
         kw = own[spec.name].for_metric(spec, out)
         kw["judge"] = {**kw["judge"], "dry_run": True}
         scorer = spec.build(**kw)
-        for direction in wanted:
-            data = release.load(direction, extra_columns=scorer.wanted_columns())
+        for direction_code in wanted:
+            data = release.load(direction_code, extra_columns=scorer.wanted_columns())
             if options.limit is not None:
                 data = data.head(options.limit)
             scorer.reset_stats()
             segments = _segments(data, 0, len(data))
             scorer.score(segments)
             stats = scorer.stats()
-            plans.append({"metric": spec.name, "direction": direction, "triplets": len(data), **stats})
+            plans.append({"metric": spec.name, "direction": direction_code, "triplets": len(data), **stats})
         scorer.close()
     return plans

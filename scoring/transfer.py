@@ -156,11 +156,11 @@ class Platform(PlatformClient):
         os.replace(partial, target)
 
     def upload_part(
-        self, release_id: int, metric: str, direction: str, path: Path, job_token: str | None = None
+        self, release_id: int, metric: str, direction_code: str, path: Path, job_token: str | None = None
     ) -> dict:
         """PUT the part file with its sha256; the platform's answer (201 stored, 200 had it already)."""
         sha = sha256_file(path)
-        url = f"/api/workers/releases/{int(release_id)}/parts/{quote(metric, safe='')}/{quote(direction, safe='')}"
+        url = f"/api/workers/releases/{int(release_id)}/parts/{quote(metric, safe='')}/{quote(direction_code, safe='')}"
         size = path.stat().st_size
         with open(path, "rb") as fh:
             response = self.http.put(

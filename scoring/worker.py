@@ -113,7 +113,7 @@ def score_direction_task(
     self,
     release_dir: str,
     metric: str,
-    direction: str,
+    direction: str,  # a code ("en-de"); the keyword queued messages carry, so it keeps its name
     out_dir: str | None = None,
     options: dict | None = None,
     release_id: int | None = None,
@@ -132,7 +132,7 @@ def score_direction_task(
         raise self.retry(exc=exc, countdown=retry_delay(self.request.retries)) from exc
 
 
-def _progress_reporter(task, metric: str, direction: str, judge):
+def _progress_reporter(task, metric: str, direction_code: str, judge):
     """The task's progress callback (segments done, total) for the runner: it reports the task's state to the
     result backend, one write a second at most (and at the end), with an LLM judge's calls sent and estimated
     cost so far, which each answer the judge receives reports too."""
@@ -143,7 +143,7 @@ def _progress_reporter(task, metric: str, direction: str, judge):
         now = time.monotonic()
         if force or now - last[0] > 1.0:  # throttled: one backend write a second at most
             last[0] = now
-            meta = {**seen, "metric": metric, "direction": direction}
+            meta = {**seen, "metric": metric, "direction": direction_code}
             if judge is not None:  # LLM judges: calls answered and estimated cost so far
                 stats = judge.stats
                 meta.update(sent=stats.sent, cost_usd=round(stats.spent_usd, 6))
@@ -162,7 +162,7 @@ def _score_direction(
     self,
     release_dir: str,
     metric: str,
-    direction: str,
+    direction_code: str,
     out_dir: str | None,
     options: dict | None,
     release_id: int | None = None,
@@ -180,7 +180,7 @@ def _score_direction(
     platform = Platform.from_env() if release_id is not None else None
     fetched = {}
     if platform is not None:
-        release_dir = str(platform.fetch_release(release_id, [direction], hub_repo, hub_revision, job_token))
+        release_dir = str(platform.fetch_release(release_id, [direction_code], hub_repo, hub_revision, job_token))
         out_dir = str(platform.scores_dir(release_id))
         fetched = dict(platform.sources)
 
@@ -195,23 +195,23 @@ def _score_direction(
     release = open_release(release_dir)
     out = out_dir or str(release.root / "scores")
     scorer = spec.build(**opts.for_metric(spec, Path(out)))
-    progress = _progress_reporter(self, spec.name, direction, getattr(scorer, "judge", None))
+    progress = _progress_reporter(self, spec.name, direction_code, getattr(scorer, "judge", None))
     try:
         # Over HTTP the part file is the whole result: the worker holds one direction of the release, so
         # it writes no whole-metric file (which would copy the part) and no summary beside it.
         summary = score_direction(
-            release, spec, direction, out, opts, progress, scorer=scorer, assemble=platform is None
+            release, spec, direction_code, out, opts, progress, scorer=scorer, assemble=platform is None
         )
     finally:
         scorer.close()
-    part = part_path(Path(out), spec.name, direction)
+    part = part_path(Path(out), spec.name, direction_code)
     if platform is None:
         return {"output_path": str(part), "summary": summary}
-    sent = platform.upload_part(release_id, spec.name, direction, part, job_token)
+    sent = platform.upload_part(release_id, spec.name, direction_code, part, job_token)
     return {
         "output_path": str(part),
         "summary": summary,
         "part_sha256": sent["sha256"],
         "uploaded": sent["status"],
-        "fetched_from": fetched.get(direction, ""),
+        "fetched_from": fetched.get(direction_code, ""),
     }

@@ -13,7 +13,7 @@ from core.models import Project
 def visible_rating_items(user) -> QuerySet[RatingItem]:
     if not (access.is_admin(user) or access.is_annotator(user)):
         return RatingItem.objects.none()
-    return RatingItem.objects.filter(access.work_filter(user, project="project", direction="direction"))
+    return RatingItem.objects.filter(access.work_filter(user, project_path="project", direction_path="direction"))
 
 
 def raters_per_item(project: Project) -> int:

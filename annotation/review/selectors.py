@@ -41,7 +41,7 @@ def visible_candidates(user) -> QuerySet[Candidate]:
     if not (access.is_admin(user) or access.is_annotator(user)):
         return Candidate.objects.none()
     return Candidate.objects.filter(
-        access.work_filter(user, project="segment__project", direction="segment__direction")
+        access.work_filter(user, project_path="segment__project", direction_path="segment__direction")
     )
 
 

@@ -27,7 +27,7 @@ def visible_items(user) -> QuerySet[SpanItem]:
         return SpanItem.objects.filter(task_id=crowd)
     if not (access.is_admin(user) or access.is_annotator(user)):
         return SpanItem.objects.none()
-    return SpanItem.objects.filter(access.work_filter(user, project="task__project", direction="direction"))
+    return SpanItem.objects.filter(access.work_filter(user, project_path="task__project", direction_path="direction"))
 
 
 def work_task(user, project_name: str, task_name: str) -> SpanTask:

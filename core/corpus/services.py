@@ -190,7 +190,7 @@ def corpus_source_read(
 def corpus_source_import(
     *,
     project: Project,
-    direction: str,
+    direction_code: str,
     columns,
     upload_name: str = "",
     data: bytes | None = None,
@@ -204,7 +204,7 @@ def corpus_source_import(
     name, rows = corpus_source_read(columns=columns, upload_name=upload_name, data=data)
     return name, corpus_rows_import(
         project=project,
-        direction_code=direction,
+        direction_code=direction_code,
         rows=rows,
         source_name=name,
         known_direction=known_direction,
@@ -251,7 +251,7 @@ def _close_interrupted(job: CorpusImport) -> None:
 def corpus_import_queue(
     *,
     project: Project,
-    direction: str,
+    direction_code: str,
     dataset: str,
     config: str = "",
     split: str = "test",
@@ -264,9 +264,9 @@ def corpus_import_queue(
     (with the reason) and this one takes its place."""
     columns = columns or Columns()
     problems = [hub_id_problem(dataset)] if hub_id_problem(dataset) else []
-    target = next((d for d in active_directions(project) if d.code == direction), None)
+    target = next((d for d in active_directions(project) if d.code == direction_code), None)
     if target is None:
-        problems.append(f"direction: {direction!r} is not one of {project.name}'s active directions")
+        problems.append(f"direction: {direction_code!r} is not one of {project.name}'s active directions")
     if problems:
         raise CorpusImportRejected(dataset[:100], problems)
     try:

@@ -115,17 +115,17 @@ def language_info(code: str) -> LanguageInfo:
     return info
 
 
-def parse_direction(direction: str) -> tuple[str, str]:
+def parse_direction(direction_code: str) -> tuple[str, str]:
     """'en-de' -> ('en', 'de'); both codes must be known languages."""
-    parts = direction.split("-")
+    parts = direction_code.split("-")
     if len(parts) != 2 or not all(parts):
-        raise UnknownDirection(f"direction {direction!r} is not of the form 'src-tgt' (e.g. en-de)")
+        raise UnknownDirection(f"direction {direction_code!r} is not of the form 'src-tgt' (e.g. en-de)")
     source, target = parts
     for code in (source, target):
         if not is_known(code):
-            raise UnknownDirection(f"unknown language code {code!r} in direction {direction!r}")
+            raise UnknownDirection(f"unknown language code {code!r} in direction {direction_code!r}")
     if source == target:
-        raise UnknownDirection(f"direction {direction!r} has the same source and target")
+        raise UnknownDirection(f"direction {direction_code!r} has the same source and target")
     return source, target
 
 

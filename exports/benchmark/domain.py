@@ -405,8 +405,8 @@ def counts_table(levels_per_pair: dict[str, dict[object, dict[int, int]]], max_l
     pair (the paper's Tables 4 and 8). ``levels_per_pair[direction][pair][level] = n``; a pair without any
     pseudo translation at a level counts as 0 there. Levels are string keys so the table survives JSON."""
     table: dict = {}
-    for direction in sorted(levels_per_pair):
-        pairs = levels_per_pair[direction]
+    for direction_code in sorted(levels_per_pair):
+        pairs = levels_per_pair[direction_code]
         levels = {}
         for level in range(max_level + 1):
             per_pair = [pairs[p].get(level, 0) for p in pairs]
@@ -416,7 +416,7 @@ def counts_table(levels_per_pair: dict[str, dict[object, dict[int, int]]], max_l
                 "max_per_pair": max(per_pair) if per_pair else 0,
             }
         totals = [sum(pairs[p].values()) for p in pairs]
-        table[direction] = {
+        table[direction_code] = {
             "gold_pairs": len(pairs),
             "levels": levels,
             "total": sum(totals),

@@ -16,12 +16,12 @@ def level_counts(counts: dict) -> str:
     if not any(row["total"] for row in counts.values()):  # no direction, or nothing merged yet
         return empty(NOTHING_BUILT, TITLE)
     series = {}
-    for direction, row in sorted(counts.items()):
+    for direction_code, row in sorted(counts.items()):
         levels = sorted(row["levels"], key=int)
-        series[direction] = ([int(k) for k in levels], [row["levels"][k]["total"] for k in levels])
+        series[direction_code] = ([int(k) for k in levels], [row["levels"][k]["total"] for k in levels])
     fig, ax = subplots(figsize=(7, 3.4))
     last = max(len(series) - 1, 1)
-    for i, (direction, (levels, totals)) in enumerate(series.items()):
+    for i, (direction_code, (levels, totals)) in enumerate(series.items()):
         # each line is drawn over the ones before: thinner, with a smaller marker of its own shape, so where
         # lines coincide every direction stays visible
         ax.plot(
@@ -30,11 +30,11 @@ def level_counts(counts: dict) -> str:
             marker=MARKERS[i % len(MARKERS)],
             markersize=10 - 5 * i / last,
             lw=3 - 1.6 * i / last,
-            label=direction,
+            label=direction_code,
         )
     same = {}
-    for direction, points in series.items():
-        same.setdefault((tuple(points[0]), tuple(points[1])), []).append(direction)
+    for direction_code, points in series.items():
+        same.setdefault((tuple(points[0]), tuple(points[1])), []).append(direction_code)
     coinciding = [", ".join(names) for names in same.values() if len(names) > 1]
     ax.set_xticks(sorted({k for levels, _ in series.values() for k in levels}))  # levels are whole numbers
     ax.set_xlabel("quality level k (major errors)")

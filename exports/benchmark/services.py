@@ -80,12 +80,12 @@ def _fingerprint(reference: str, language: str, max_errors: int, placed: list[me
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
-def _pool_by_segment(project: Project, direction: str) -> dict[int, list[merging.PoolCandidate]]:
+def _pool_by_segment(project: Project, direction_code: str) -> dict[int, list[merging.PoolCandidate]]:
     """The pool (``annotation.review.selectors.pool_candidates``) of one direction, per gold pair. Every
     pool candidate is placed again each build: one an earlier build excluded returns when it can be placed."""
     rows = (
         review_selectors.pool_candidates(project)
-        .filter(segment__direction__code=direction)
+        .filter(segment__direction__code=direction_code)
         .values_list(
             "id",
             "segment_id",
@@ -577,10 +577,10 @@ def counts_format(*, counts: dict) -> list[str]:
         return []
     levels, rows = merging.counts_table_rows(counts)
     lines = ["direction  pairs  " + "  ".join(f"{'k=' + str(k):>16}" for k in levels) + f"  {'total':>16}"]
-    for direction, row, level_cells in rows:
+    for direction_code, row, level_cells in rows:
         cells = [f"{c['total']:>6} ({c['min_per_pair']:>2}–{c['max_per_pair']:>3})" for c in level_cells]
         lines.append(
-            f"{direction:<9}  {row['gold_pairs']:>5}  "
+            f"{direction_code:<9}  {row['gold_pairs']:>5}  "
             + "  ".join(f"{c:>16}" for c in cells)
             + f"  {row['total']:>6} ({row['min_per_pair']}–{row['max_per_pair']})"
         )

@@ -39,16 +39,17 @@ def build_benchmark_task(build_id: int, force: bool = False) -> dict:
 
 @shared_task(name="exports.build_direction", bind=True, max_retries=DIRECTION_RETRIES)
 def build_direction_task(self, build_id: int, direction: str, force: bool = False) -> dict:
+    direction_code = direction  # a code; the task's keyword stays `direction`, as queued messages carry it
     build = BenchmarkBuild.objects.select_related("project").get(pk=build_id)
     try:
         return {
             "build": build_id,
-            "direction": direction,
-            **services.build_direction_run(build=build, direction_code=direction, force=force),
+            "direction": direction_code,
+            **services.build_direction_run(build=build, direction_code=direction_code, force=force),
         }
     except OperationalError as exc:
         retry_with_reason(
-            self, exc, partial(services.build_retry_record, build=build, direction_code=direction), maximum=60
+            self, exc, partial(services.build_retry_record, build=build, direction_code=direction_code), maximum=60
         )
 
 

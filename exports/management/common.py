@@ -22,4 +22,4 @@ def options_refused(problems) -> CommandError:
 
 def item_sample(opts) -> dict:
     """Which rows an items command takes: one direction, one level, a seeded sample of ``--limit``."""
-    return {name: opts[name] for name in ("direction", "level", "limit", "seed")}
+    return {"direction_code": opts["direction"], **{name: opts[name] for name in ("level", "limit", "seed")}}

@@ -185,12 +185,12 @@ def lgn_normalisers(triplet_scores: Mapping[str, Sequence[float]]) -> dict[str, 
     Callers pass the pooled sample (102 triplets per level, repeated and averaged as SPEC §9 says) or all
     triplets of the direction."""
     result = {}
-    for direction, scores in triplet_scores.items():
+    for direction_code, scores in triplet_scores.items():
         x = np.asarray(scores, dtype=float)
         std = float(np.std(x))
         if len(x) < 2 or std == 0:
-            raise ValueError(f"{direction}: LGN needs at least two distinct scores")
-        result[direction] = Normaliser(float(np.mean(x)), std)
+            raise ValueError(f"{direction_code}: LGN needs at least two distinct scores")
+        result[direction_code] = Normaliser(float(np.mean(x)), std)
     return result
 
 
@@ -235,7 +235,7 @@ class SystemSample:
     repetition: int
     human_score: float
     triplet_ids: Sequence[str]
-    direction: str | None = None  # monolingual systems
+    direction_code: str | None = None  # monolingual systems
     level: int | None = None
 
 
@@ -272,7 +272,7 @@ def monolingual_system_tau(
     computed per repetition and averaged over repetitions."""
     groups: dict[tuple[str, int], list[SystemSample]] = {}
     for system in systems:
-        groups.setdefault((system.direction or "", system.repetition), []).append(system)
+        groups.setdefault((system.direction_code or "", system.repetition), []).append(system)
     per_direction: dict[str, list[float]] = {}
     for (direction, _), members in sorted(groups.items()):
         if len(members) < 2:
@@ -288,11 +288,11 @@ def lgn_from_systems(systems: Sequence[SystemSample], scores: Mapping[str, float
     monolingual sampling (102 per level), averaged over the repetitions."""
     pooled: dict[tuple[str, int], list[float]] = {}
     for system in systems:
-        for direction, values in _scores_of(system, scores).items():
-            pooled.setdefault((direction, system.repetition), []).extend(values)
+        for direction_code, values in _scores_of(system, scores).items():
+            pooled.setdefault((direction_code, system.repetition), []).extend(values)
     per_direction: dict[str, list[Normaliser]] = {}
-    for (direction, _), values in sorted(pooled.items()):
-        per_direction.setdefault(direction, []).append(lgn_normalisers({direction: values})[direction])
+    for (direction_code, _), values in sorted(pooled.items()):
+        per_direction.setdefault(direction_code, []).append(lgn_normalisers({direction_code: values})[direction_code])
     return {
         d: Normaliser(float(np.mean([n.mean for n in ns])), float(np.mean([n.std for n in ns])))
         for d, ns in per_direction.items()

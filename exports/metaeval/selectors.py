@@ -37,13 +37,13 @@ def _orientation(metric: str) -> tuple[str, float]:
     return direction, (-1.0 if direction == "lower" else 1.0)
 
 
-def _iter_systems(release: Release, kind: str, directions: set[str] | None, *, direction: int | None = None):
+def _iter_systems(release: Release, kind: str, directions: set[str] | None, *, direction_id: int | None = None):
     """The release's pseudo systems of ``kind`` (of one direction, by id), one at a time (a multilingual system of
     90 directions holds 9,180 triplet ids; a thousand of them held together were most of the meta-evaluation's
     memory)."""
     rows = PseudoSystem.objects.filter(release=release, kind=kind)
-    if direction is not None:
-        rows = rows.filter(direction_id=direction)
+    if direction_id is not None:
+        rows = rows.filter(direction_id=direction_id)
     rows = rows.select_related("direction").order_by("repetition", "name")
     # A fetch of 50 multilingual systems at k = 10 is 459,000 ids (≈ 45 MB), twice that for 200 directions
     chunk = 50 if kind == PseudoSystem.Kind.MONOLINGUAL else 4
@@ -101,35 +101,35 @@ class _MultilingualSpool:
         index = len(self.systems)
         by_direction: dict[str, list[str]] = {}  # in first appearance: the order Algorithm 1 averages them in
         for triplet in system.triplet_ids:
-            direction = triplet.partition("/")[0]  # metaeval.direction_of, inline: 9 M calls at k = 10
-            ids = by_direction.get(direction)
+            direction_code = triplet.partition("/")[0]  # metaeval.direction_of, inline: 9 M calls at k = 10
+            ids = by_direction.get(direction_code)
             if ids is None:
-                ids = by_direction[direction] = []
+                ids = by_direction[direction_code] = []
             ids.append(triplet)
-        for direction, ids in by_direction.items():
+        for direction_code, ids in by_direction.items():
             line = "\t".join(ids)
             if line.count("\t") != len(ids) - 1 or "\n" in line:
                 raise MetaEvaluationError(f"system {system.name}: a triplet id holds a tab or a line break")
-            out = self.files.get(direction)
+            out = self.files.get(direction_code)
             if out is None:
-                out = self.files[direction] = open(self._path(direction), "w", encoding="utf-8")
+                out = self.files[direction_code] = open(self._path(direction_code), "w", encoding="utf-8")
             out.write(f"{index}\t{line}\n")  # one line per system and direction
         self.systems.append((system.repetition, system.human_score, list(by_direction)))
 
-    def _path(self, direction: str) -> str:
-        return os.path.join(self.dir.name, hashlib.sha256(direction.encode()).hexdigest()[:24])
+    def _path(self, direction_code: str) -> str:
+        return os.path.join(self.dir.name, hashlib.sha256(direction_code.encode()).hexdigest()[:24])
 
     def finish_writing(self) -> None:
         for out in self.files.values():
             out.close()
 
-    def means(self, direction: str, raw: Mapping[str, float], sign: float) -> dict[int, float] | None:
+    def means(self, direction_code: str, raw: Mapping[str, float], sign: float) -> dict[int, float] | None:
         """Each system's mean oriented score in ``direction`` (the same values, in the same order, as
         ``metaeval.system_means`` averages), or None when one of its triplets there has no score."""
         result: dict[int, float] = {}
-        if direction not in self.files:
+        if direction_code not in self.files:
             return result
-        with open(self._path(direction), encoding="utf-8") as lines:
+        with open(self._path(direction_code), encoding="utf-8") as lines:
             for line in lines:
                 index, _, ids = line.rstrip("\n").partition("\t")
                 try:
@@ -277,7 +277,7 @@ class _DirectionFigures:
 
         mono = [
             (pk, s)
-            for pk, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, visible, direction=direction_id)
+            for pk, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, visible, direction_id=direction_id)
             if all(t in raw for t in s.triplet_ids)
         ]
         if mono:
@@ -458,7 +458,7 @@ def _system_vectors(
     WMT's global accuracy: systems are compared within their repetition). With ``people``, a system's human
     score is the mean of its triplets' people's scores (a system none of whose triplets has one is left out)."""
     by_repetition: dict[int, list[metaeval.SystemSample]] = defaultdict(list)
-    for _, system in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=direction_id):
+    for _, system in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction_id=direction_id):
         if all(t in loaded[m] for m in metrics for t in system.triplet_ids) and (
             people is None or any(t in people for t in system.triplet_ids)
         ):
@@ -960,7 +960,7 @@ def export_evalsets(
         }
         systems = [
             evalset.System(s.name.replace("/", "_"), s.human_score, s.triplet_ids)
-            for _, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction=direction_id)
+            for _, s in _iter_systems(release, PseudoSystem.Kind.MONOLINGUAL, None, direction_id=direction_id)
         ]
         try:
             evs = evalset.from_triplets(name, code, triplets, systems, scores, release_human_ratings(release, code))

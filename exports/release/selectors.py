@@ -29,7 +29,7 @@ def triplet_directions(project: Project) -> list[str]:
     )
 
 
-def iter_triplet_rows(project: Project, direction: str, *, block: int | None = None):
+def iter_triplet_rows(project: Project, direction_code: str, *, block: int | None = None):
     """The triplets of one direction of the project's current pseudo translations, streamed in release
     order (segment id in natural order, level, span positions). Nothing here depends on database ids except
     the rare label of a candidate that shares its (type, position) with another one.
@@ -40,7 +40,7 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
     each pair. Read with plain cursors: the ORM's per-value converters would cost seconds on ~60,000 rows."""
     block = block or TRIPLET_BLOCK_SEGMENTS  # read when called, so a setting changed at run time counts
     segments = sorted(
-        GoldSegment.objects.filter(project=project, direction__code=direction).values_list(
+        GoldSegment.objects.filter(project=project, direction__code=direction_code).values_list(
             "id", "external_id", "direction__target__code"
         ),
         key=lambda s: (natural_key(s[1]), s[0]),
@@ -59,8 +59,8 @@ def iter_triplet_rows(project: Project, direction: str, *, block: int | None = N
             rows.sort(key=lambda item: item[0])
             for _, level, text, marked, error_types, penalty, spans, flags in rows:
                 yield {
-                    "triplet_id": pseudo_triplet_id(direction, ext, spans),
-                    "direction": direction,
+                    "triplet_id": pseudo_triplet_id(direction_code, ext, spans),
+                    "direction": direction_code,
                     "segment_id": ext,
                     "src": src,
                     "ref": ref,
@@ -119,10 +119,10 @@ def _pseudo_rows_by_segment(segment_ids: list[int]) -> dict[int, list[tuple]]:
     return by_segment
 
 
-def pseudo_triplet_id(direction: str, external_id: str, spans: list[dict]) -> str:
+def pseudo_triplet_id(direction_code: str, external_id: str, spans: list[dict]) -> str:
     """A pseudo translation's ``triplet_id`` in the release (as ``iter_triplet_rows`` names it)."""
     labels = [s["label"] for s in spans]
-    return f"{direction}/{external_id}/{'+'.join(labels) if labels else 'reference'}"
+    return f"{direction_code}/{external_id}/{'+'.join(labels) if labels else 'reference'}"
 
 
 def span_annotation_rows(project: Project) -> list[dict]:
@@ -142,11 +142,11 @@ def span_annotation_rows(project: Project) -> list[dict]:
         for a in annotations:
             pt = a.item.pseudo_translation
             name = pseudonym.setdefault(a.annotator_id, f"{task.name}-{len(pseudonym) + 1}")
-            direction = pt.segment.direction.code
+            direction_code = pt.segment.direction.code
             rows.append(
                 {
-                    "triplet_id": pseudo_triplet_id(direction, pt.segment.external_id, pt.spans),
-                    "direction": direction,
+                    "triplet_id": pseudo_triplet_id(direction_code, pt.segment.external_id, pt.spans),
+                    "direction": direction_code,
                     "num_errors": pt.level,
                     "task": task.name,
                     "protocol": task.protocol,

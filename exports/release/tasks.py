@@ -70,26 +70,33 @@ def create_release_task(
 
 @shared_task(name="exports.release_direction", bind=True, max_retries=DIRECTION_RETRIES)
 def release_direction_task(self, job: dict, direction: str) -> dict:
+    # `direction` is a code ("en-de"); the task's keyword keeps its name, as queued messages carry it
     return _stage_shared(self, job, direction)
 
 
-def _stage_shared(self, job: dict, direction: str) -> dict:
+def _stage_shared(self, job: dict, direction_code: str) -> dict:
     release_job = services.ReleaseJob.from_dict(job)
     try:
-        return {"direction": direction, **services.release_direction_run(job=release_job, direction=direction)}
+        return {
+            "direction": direction_code,
+            **services.release_direction_run(job=release_job, direction_code=direction_code),
+        }
     except OperationalError as exc:
         retry_with_reason(
-            self, exc, partial(services.release_retry_record, job=release_job, direction=direction), maximum=60
+            self,
+            exc,
+            partial(services.release_retry_record, job=release_job, direction_code=direction_code),
+            maximum=60,
         )
 
 
-def _direction_signature(job: dict, direction: str):
+def _direction_signature(job: dict, direction_code: str):
     """The task that stages ``direction``: on the platform's workers (the shared file system, the default), or
     with RELEASE_WORKERS=http on queue ``release``, whose workers need only the broker and HTTP."""
     if settings.RELEASE_WORKERS == "http":  # the worker's job token opens this direction of this release only
-        token = job_token_issue(JobScope("release", int(job["release_id"]), direction))
-        return release_direction_remote_task.si(job, direction, token)
-    return release_direction_task.si(job, direction)
+        token = job_token_issue(JobScope("release", int(job["release_id"]), direction_code))
+        return release_direction_remote_task.si(job, direction_code, token)
+    return release_direction_task.si(job, direction_code)
 
 
 @shared_task(name="exports.release_direction_remote", bind=True, max_retries=DIRECTION_RETRIES)
@@ -102,23 +109,26 @@ def release_direction_remote_task(self, job: dict, direction: str, job_token: st
     with backoff (said on the release page); any other failure is reported to the platform, which fails
     the release naming the direction, as on the shared file system. ``job_token``: what the platform
     lets this task touch (``exports.workers.grants``), sent with each of its requests."""
+    direction_code = direction  # a code; the task's keyword stays `direction`, as queued messages carry it
     platform = transfer.ReleasePlatform.from_env()
     if platform is None:
-        return _stage_shared(self, job, direction)
+        return _stage_shared(self, job, direction_code)
     release_id = int(job["release_id"])
     try:
         return {
-            "direction": direction,
-            **transfer.direction_stage(platform, release_id=release_id, direction=direction, job_token=job_token),
+            "direction": direction_code,
+            **transfer.direction_stage(
+                platform, release_id=release_id, direction_code=direction_code, job_token=job_token
+            ),
         }
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
         if is_transient(exc) and not self.request.is_eager and self.request.retries < self.max_retries:
             countdown = round(backoff(self.request.retries, base=2, maximum=60))
             note = retry_note(reason, attempt=self.request.retries + 1, of=self.max_retries, countdown=countdown)
-            platform.direction_report(release_id, direction, status="retrying", error=note, job_token=job_token)
+            platform.direction_report(release_id, direction_code, status="retrying", error=note, job_token=job_token)
             raise self.retry(exc=exc, countdown=countdown) from None
-        platform.direction_report(release_id, direction, status="failed", error=reason, job_token=job_token)
+        platform.direction_report(release_id, direction_code, status="failed", error=reason, job_token=job_token)
         raise
 
 

@@ -59,7 +59,7 @@ class PartRow:
 @dataclass
 class Part:
     path: Path
-    direction: str
+    direction_code: str
     signature: dict
     parquet: Any = field(repr=False)
     columns: list[str] = field(default_factory=list)
@@ -89,8 +89,8 @@ class Part:
                 rows = []
                 rows_in = zip(cols["direction"], cols["triplet_id"], cols["score"], levels, reasons, marked)
                 for d, tid, score, level, reason, spans in rows_in:
-                    if d != self.direction:
-                        raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {self.direction!r}")
+                    if d != self.direction_code:
+                        raise ScoringError(f"{path}: row {i} is direction {d!r}, expected {self.direction_code!r}")
                     if not isinstance(tid, str) or not tid.strip():
                         raise ScoringError(f"{path}: row {i}: triplet_id {tid!r} is not a non-empty string")
                     if self.id_length and len(tid) > self.id_length:
@@ -157,8 +157,8 @@ def _is_level(value: Any) -> bool:
     return (isinstance(value, int) or value.is_integer()) and 0 <= value <= MAX_LEVEL
 
 
-def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) -> Part:
-    """Open the part file at ``path`` for ``metric`` and ``direction`` (a code such as en-de) and check its
+def open_part(path: Path, *, metric: str, direction_code: str, id_length: int = 0) -> Part:
+    """Open the part file at ``path`` for ``metric`` and ``direction_code`` (a code such as en-de) and check its
     columns and metadata; the rows are checked as ``Part.batches()`` reads them (``id_length``: the most
     characters a triplet id may have)."""
     import pyarrow as pa
@@ -187,7 +187,7 @@ def open_part(path: Path, *, metric: str, direction: str, id_length: int = 0) ->
     columns = [*REQUIRED_COLUMNS, *(c for c in ("num_errors", "error", "note", *SPAN_COLUMNS) if c in schema.names)]
     return Part(
         path=path,
-        direction=direction,
+        direction_code=direction_code,
         signature=meta.get("signature") or {},
         parquet=parquet,
         columns=columns,
@@ -206,7 +206,7 @@ class PartRefused(ScoringError):
         self.field = field
 
 
-def check_part_identity(path: Path, *, metric: str, direction: str, versions: set[str]) -> None:
+def check_part_identity(path: Path, *, metric: str, direction_code: str, versions: set[str]) -> None:
     """Refuse (``PartRefused``) an uploaded part whose metadata or rows belong to another metric, direction
     or release than the upload declares. Reads the footer and the ``direction`` column only; the rows are
     checked in full by the ingest (``open_part``/``Part.batches``)."""
@@ -233,10 +233,10 @@ def check_part_identity(path: Path, *, metric: str, direction: str, versions: se
             f"the part was scored on release version {held!r}, the upload declares {' or '.join(sorted(versions))}",
         )
     found = [
-        d for d in pc.unique(parquet.read(columns=["direction"]).column("direction")).to_pylist() if d != direction
+        d for d in pc.unique(parquet.read(columns=["direction"]).column("direction")).to_pylist() if d != direction_code
     ]
     if found:
-        raise PartRefused("direction", f"the part holds direction {found[0]!r}, the upload declares {direction!r}")
+        raise PartRefused("direction", f"the part holds direction {found[0]!r}, the upload declares {direction_code!r}")
 
 
 def byte_range(header: str | None, size: int) -> tuple[int, int] | None:

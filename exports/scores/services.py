@@ -222,7 +222,10 @@ def part_ingest(*, release: Release, metric: str, direction: Direction, path: Pa
     batch is written inside one transaction, so memory is bounded by a batch (plus the set of triplet ids
     seen, to refuse duplicates) and a bad row anywhere leaves the previous scores in place."""
     part = open_part(
-        path, metric=metric, direction=direction.code, id_length=MetricScore._meta.get_field("triplet_id").max_length
+        path,
+        metric=metric,
+        direction_code=direction.code,
+        id_length=MetricScore._meta.get_field("triplet_id").max_length,
     )
     stored = 0
     with transaction.atomic():

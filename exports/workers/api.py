@@ -82,7 +82,7 @@ def job_view(kind: str):
                 scope = grants.job_token_read(request.META.get("HTTP_X_WORKER_JOB", ""))
             except grants.JobTokenRefused as exc:
                 return _unauthorized(exc.reason, "job")
-            if not scope.covers(kind, kwargs["release_id"], kwargs.get("direction"), kwargs.get("metric")):
+            if not scope.covers(kind, kwargs["release_id"], kwargs.get("direction_code"), kwargs.get("metric")):
                 # another job's release, direction or metric: as missing as one that does not exist
                 return JsonResponse({"error": "no such job for this job token", "field": "job"}, status=404)
             request.worker, request.job = worker, scope
@@ -160,9 +160,9 @@ def release_manifest(request, release_id: int):
 
 @job_view("scoring")
 @require_http_methods(["GET", "HEAD"])
-def release_file(request, release_id: int, direction: str):
+def release_file(request, release_id: int, direction_code: str):
     release = _ready_release(release_id)
-    info = services.release_files_list(release=release, only=direction).get(direction)
+    info = services.release_files_list(release=release, only=direction_code).get(direction_code)
     if info is None:
         raise Http404("no such direction")
     size, etag = info["bytes"], f'"{info["sha256"]}"'
@@ -198,13 +198,15 @@ def release_file(request, release_id: int, direction: str):
 
 @job_view("scoring")
 @require_http_methods(["PUT"])
-def upload_part(request, release_id: int, metric: str, direction: str):
+def upload_part(request, release_id: int, metric: str, direction_code: str):
     release = _ready_release(release_id)
     received = _upload(request, "HTTP_X_PART_SHA256")
     if received is None:
         return _length_required()
     try:
-        upload, created = services.part_receive(release=release, metric=metric, direction=direction, **received)
+        upload, created = services.part_receive(
+            release=release, metric=metric, direction_code=direction_code, **received
+        )
     except PartRefused as exc:
         status = {"size": 413}.get(exc.field, 400)
         return JsonResponse({"error": str(exc), "field": exc.field}, status=status)
@@ -222,8 +224,10 @@ def upload_part(request, release_id: int, metric: str, direction: str):
 @job_view("release")
 @refusals_as_json
 @require_GET
-def direction_rows(request, release_id: int, direction: str):
-    header, rows = services.direction_rows_read(release_id=release_id, direction=direction, worker=request.worker)
+def direction_rows(request, release_id: int, direction_code: str):
+    header, rows = services.direction_rows_read(
+        release_id=release_id, direction_code=direction_code, worker=request.worker
+    )
     lines = staged_upload.rows_encode(header, rows)
     gzip = "gzip" in request.META.get("HTTP_ACCEPT_ENCODING", "")
     response = StreamingHttpResponse(
@@ -263,11 +267,11 @@ def _gzipped(lines):
 @job_view("release")
 @refusals_as_json
 @require_http_methods(["PUT"])
-def direction_staged(request, release_id: int, direction: str):
+def direction_staged(request, release_id: int, direction_code: str):
     received = _upload(request, "HTTP_X_STAGED_SHA256")
     if received is None:
         return _length_required()
-    upload, stored = services.direction_staged_receive(release_id=release_id, direction=direction, **received)
+    upload, stored = services.direction_staged_receive(release_id=release_id, direction_code=direction_code, **received)
     return JsonResponse(
         {"sha256": upload.sha256, "bytes": upload.size, "digest": upload.digest, "stored": stored},
         status=201 if stored else 200,
@@ -277,7 +281,7 @@ def direction_staged(request, release_id: int, direction: str):
 @job_view("release")
 @refusals_as_json
 @require_http_methods(["POST"])
-def direction_report(request, release_id: int, direction: str):
+def direction_report(request, release_id: int, direction_code: str):
     try:
         data = json.loads(request.body or b"{}")
         if not isinstance(data, dict):
@@ -286,7 +290,7 @@ def direction_report(request, release_id: int, direction: str):
         return JsonResponse({"error": "send a JSON object {status, error}", "field": "body"}, status=400)
     services.direction_failure_record(
         release_id=release_id,
-        direction=direction,
+        direction_code=direction_code,
         status=str(data.get("status", "")),
         error=str(data.get("error", "")),
         worker=request.worker,

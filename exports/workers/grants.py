@@ -38,21 +38,21 @@ class JobScope:
 
     kind: str
     release_id: int
-    direction: str
+    direction_code: str
     metric: str = ""
 
-    def covers(self, kind: str, release_id: int, direction: str | None = None, metric: str | None = None) -> bool:
-        """Whether a request of ``kind`` on ``release_id`` (and ``direction``, ``metric`` where the request
+    def covers(self, kind: str, release_id: int, direction_code: str | None = None, metric: str | None = None) -> bool:
+        """Whether a request of ``kind`` on ``release_id`` (and ``direction_code``, ``metric`` where the request
         names them) is this job's."""
         return (
             kind == self.kind
             and int(release_id) == self.release_id
-            and (direction is None or direction == self.direction)
+            and (direction_code is None or direction_code == self.direction_code)
             and (metric is None or metric == self.metric)
         )
 
     def describe(self) -> str:
-        what = f"{self.metric} {self.direction}" if self.metric else self.direction
+        what = f"{self.metric} {self.direction_code}" if self.metric else self.direction_code
         return f"the {self.kind} job of release {self.release_id} {what}"
 
 
@@ -61,7 +61,7 @@ def job_token_issue(scope: JobScope, *, now: float | None = None) -> str:
     if scope.kind not in KINDS:
         raise ValueError(f"job kind {scope.kind!r}: one of {', '.join(KINDS)}")
     expires = int((time.time() if now is None else now) + settings.WORKER_JOB_TOKEN_MAX_AGE)
-    payload = {"k": scope.kind, "r": int(scope.release_id), "d": scope.direction, "m": scope.metric, "e": expires}
+    payload = {"k": scope.kind, "r": int(scope.release_id), "d": scope.direction_code, "m": scope.metric, "e": expires}
     return PREFIX + signing.dumps(payload, salt=SALT)
 
 

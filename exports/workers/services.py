@@ -126,7 +126,7 @@ def release_files_list(*, release: Release, only: str | None = None) -> dict[str
 
 
 def part_receive(
-    *, release: Release, metric: str, direction: str, declared_sha256: str, body, length: int, worker: WorkerToken
+    *, release: Release, metric: str, direction_code: str, declared_sha256: str, body, length: int, worker: WorkerToken
 ) -> tuple[PartUpload, bool]:
     """Take a part file a worker uploads (``body``: a stream of ``length`` bytes), verify it and store it.
 
@@ -138,13 +138,13 @@ def part_receive(
     if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
         raise PartRefused("sha256", "declare the part's sha256 (64 hex digits) in the X-Part-SHA256 header")
     job = (
-        ScoringJob.objects.filter(release=release, metric=metric, direction__code=direction)
+        ScoringJob.objects.filter(release=release, metric=metric, direction__code=direction_code)
         .select_related("direction")
         .first()
     )
     if job is None:
         field = "metric" if not ScoringJob.objects.filter(release=release, metric=metric).exists() else "direction"
-        raise PartRefused(field, f"release {release.pk} has no scoring job for {metric} {direction}")
+        raise PartRefused(field, f"release {release.pk} has no scoring job for {metric} {direction_code}")
     limit = settings.WORKER_PART_MAX_BYTES
     if length > limit:
         raise PartRefused("size", f"a part may have at most {limit} bytes, this one declares {length}")
@@ -164,13 +164,13 @@ def part_receive(
             release.version,
             str((release.manifest or {}).get("version", "")),
         }  # as the worker's manifest.json says
-        check_part_identity(tmp, metric=metric, direction=direction, versions=versions)
+        check_part_identity(tmp, metric=metric, direction_code=direction_code, versions=versions)
         try:
-            open_part(tmp, metric=metric, direction=direction)
+            open_part(tmp, metric=metric, direction_code=direction_code)
         except ScoringError as exc:
             raise PartRefused("body", str(exc).replace(str(tmp), "part")) from None
         storage = storage_get(WORKER_PARTS)
-        name = f"release-{release.pk}/{job.pk}-{_metric_file(metric)}-{direction}/{declared}.parquet"
+        name = f"release-{release.pk}/{job.pk}-{_metric_file(metric)}-{direction_code}/{declared}.parquet"
         if not storage.exists(name):
             with open(tmp, "rb") as fh:
                 name = storage.save(name, File(fh, name=name))
@@ -199,7 +199,7 @@ def _metric_file(metric: str) -> str:
 STAGED_ERROR_MAX_CHARS = 2000
 
 
-def _release_for_workers(release_id: int, direction: str) -> Release:
+def _release_for_workers(release_id: int, direction_code: str) -> Release:
     release = Release.objects.select_related("project").filter(pk=release_id).first()
     if release is None:
         raise NotFound("no such release", "release")
@@ -207,24 +207,24 @@ def _release_for_workers(release_id: int, direction: str) -> Release:
         raise StagedConflict(
             "release", f"release {release.pk} is not being built by release workers (status {release.status})"
         )
-    if direction not in (release.directions or {}):
-        raise StagedRefused("direction", f"release {release.pk} stages no direction {direction!r}")
+    if direction_code not in (release.directions or {}):
+        raise StagedRefused("direction", f"release {release.pk} stages no direction {direction_code!r}")
     return release
 
 
-def direction_rows_read(*, release_id: int, direction: str, worker) -> tuple[dict, object]:
+def direction_rows_read(*, release_id: int, direction_code: str, worker) -> tuple[dict, object]:
     """(header, rows) for a release worker staging ``direction``: the header says what it is staged from
     (release, version, formats, the build stamp), the rows are ``iter_triplet_rows``'s, streamed. The
     direction is recorded as running on that worker (one already staged from the current build is left
     done: a task delivered again only sends the same files)."""
-    release = _release_for_workers(release_id, direction)
+    release = _release_for_workers(release_id, direction_code)
     project = release.project
-    stamp = release_services.direction_stamp_get(project=project, direction=direction)
-    entry = release.directions[direction]
+    stamp = release_services.direction_stamp_get(project=project, direction_code=direction_code)
+    entry = release.directions[direction_code]
     if not (entry.get("status") == "done" and entry.get("stamp") == stamp):
         release_services.direction_record(
             release=release,
-            direction=direction,
+            direction_code=direction_code,
             entry={"status": "running", "error": "", "worker": worker.name},
             total=len(release.directions),
         )
@@ -232,15 +232,15 @@ def direction_rows_read(*, release_id: int, direction: str, worker) -> tuple[dic
         "release": release.pk,
         "version": release.version,
         "project": project.name,
-        "direction": direction,
+        "direction": direction_code,
         "formats": list(release.job["formats"]),
         "stamp": stamp,
     }
-    return header, release_selectors.iter_triplet_rows(project, direction)
+    return header, release_selectors.iter_triplet_rows(project, direction_code)
 
 
 def direction_staged_receive(
-    *, release_id: int, direction: str, declared_sha256: str, body, length: int, worker
+    *, release_id: int, direction_code: str, declared_sha256: str, body, length: int, worker
 ) -> tuple[object, bool]:
     """Take a staged direction a release worker uploads (``body``: a stream of ``length`` bytes, the archive
     of ``staged_upload.archive_write``), check it and move it into the release's staging directory.
@@ -262,7 +262,7 @@ def direction_staged_receive(
     declared = (declared_sha256 or "").strip().lower()
     if len(declared) != 64 or any(c not in "0123456789abcdef" for c in declared):
         raise StagedRefused("sha256", "declare the archive's sha256 (64 hex digits) in the X-Staged-SHA256 header")
-    release = _release_for_workers(release_id, direction)
+    release = _release_for_workers(release_id, direction_code)
     limit = settings.RELEASE_UPLOAD_MAX_BYTES
     if length > limit:
         raise StagedRefused("size", f"a staged direction may have at most {limit} bytes, this one declares {length}")
@@ -278,29 +278,31 @@ def direction_staged_receive(
         if staged.local
         else Path(tempfile.gettempdir()) / "xqmeval-release-incoming"
     )
-    work = _work_folder(incoming, direction)
+    work = _work_folder(incoming, direction_code)
     try:
         archive = work / "staged.tar.gz"
         received = _archive_receive(body, archive, length, declared)
-        existing = StagedUpload.objects.filter(release=release, direction=direction, sha256=declared).first()
-        entry = release.directions.get(direction) or {}
+        existing = StagedUpload.objects.filter(release=release, direction=direction_code, sha256=declared).first()
+        entry = release.directions.get(direction_code) or {}
         if (
             existing is not None
             and entry.get("status") == "done"
             and entry.get("digest") == existing.digest
-            and release_files.staged_direction(staging, direction) is not None
+            and release_files.staged_direction(staging, direction_code) is not None
         ):
             return existing, False
-        summary = _archive_check(release, archive, work / "files", direction, formats)
+        summary = _archive_check(release, archive, work / "files", direction_code, formats)
         upload = {"sha256": declared, "size": received, "worker": worker}
-        return _direction_store(release, staged, staging, work / "files", direction, formats, summary, **upload)
+        return _direction_store(release, staged, staging, work / "files", direction_code, formats, summary, **upload)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(OSError):
             incoming.rmdir()  # when no other upload is under way
 
 
-def _direction_store(release, staged, staging, files: Path, direction, formats, summary: dict, *, sha256, size, worker):
+def _direction_store(
+    release, staged, staging, files: Path, direction_code, formats, summary: dict, *, sha256, size, worker
+):
     """A checked direction's files stored into the staging directory and recorded as done, under the release's
     lock, unless the same rows are already staged from the current build; the upload recorded either way.
     Returns (the ``StagedUpload``, whether the files were stored now)."""
@@ -308,15 +310,15 @@ def _direction_store(release, staged, staging, files: Path, direction, formats, 
         row = Release.objects.select_for_update().get(pk=release.pk)
         if row.status != Release.Status.BUILDING:
             raise StagedConflict("release", f"release {row.pk} is no longer being built (status {row.status})")
-        now = (row.directions or {}).get(direction) or {}
+        now = (row.directions or {}).get(direction_code) or {}
         stored = not (
             now.get("status") == "done"
             and now.get("digest") == summary["digest"]
             and now.get("stamp") == summary["stamp"]
-            and release_files.staged_direction(staging, direction) is not None
+            and release_files.staged_direction(staging, direction_code) is not None
         )
         if stored:  # nothing of an earlier attempt stays; the summary last
-            staged.direction_save(files, direction, staged_upload.archive_members(direction, formats))
+            staged.direction_save(files, direction_code, staged_upload.archive_members(direction_code, formats))
             entry = {
                 "status": "done",
                 "triplets": summary["triplets"],
@@ -327,23 +329,23 @@ def _direction_store(release, staged, staging, files: Path, direction, formats, 
                 "worker": worker.name,
             }
             release_services.direction_record(
-                release=release, direction=direction, entry=entry, total=len(row.directions)
+                release=release, direction_code=direction_code, entry=entry, total=len(row.directions)
             )
         upload, _ = StagedUpload.objects.get_or_create(
             release=row,
-            direction=direction,
+            direction=direction_code,
             sha256=sha256,
             defaults={"worker": worker, "size": size, "digest": summary["digest"]},
         )
     return upload, stored
 
 
-def _work_folder(incoming: Path, direction: str) -> Path:
+def _work_folder(incoming: Path, direction_code: str) -> Path:
     """A new folder for one upload under ``incoming``, made again when another upload removed it meanwhile."""
     for attempt in range(3):
         incoming.mkdir(parents=True, exist_ok=True)
         try:
-            return Path(tempfile.mkdtemp(prefix=f"{direction}-", dir=incoming))
+            return Path(tempfile.mkdtemp(prefix=f"{direction_code}-", dir=incoming))
         except FileNotFoundError:  # another upload removed the folder once it was empty: make it again
             if attempt == 2:
                 raise
@@ -361,44 +363,46 @@ def _archive_receive(body, archive: Path, length: int, declared: str) -> int:
     return received
 
 
-def _archive_check(release: Release, archive: Path, files: Path, direction: str, formats: list[str]) -> dict:
+def _archive_check(release: Release, archive: Path, files: Path, direction_code: str, formats: list[str]) -> dict:
     """The archive unpacked into ``files`` and checked against itself, the current build and the platform's
     own rows; returns its summary."""
     summary = staged_upload.archive_unpack(
         archive,
         files,
-        direction=direction,
+        direction_code=direction_code,
         formats=formats,
         max_unpacked=settings.RELEASE_UPLOAD_MAX_UNPACKED_BYTES,
     )
-    if summary.get("stamp") != release_services.direction_stamp_get(project=release.project, direction=direction):
+    if summary.get("stamp") != release_services.direction_stamp_get(
+        project=release.project, direction_code=direction_code
+    ):
         raise StagedConflict(
             "stamp",
-            f"{direction} was staged from rows of an earlier build; the build changed since: run the release again",
+            f"{direction_code} was staged from rows of an earlier build; the build changed since: run the release again",
         )
     # the archive agrees with itself; now with the platform's own rows, which the worker cannot recompute
-    rows = release_selectors.iter_triplet_rows(release.project, direction)
-    expected = release_files.direction_expected(rows, direction, formats)
-    staged_upload.staged_check(files, direction=direction, expected=expected)
+    rows = release_selectors.iter_triplet_rows(release.project, direction_code)
+    expected = release_files.direction_expected(rows, direction_code, formats)
+    staged_upload.staged_check(files, direction_code=direction_code, expected=expected)
     return summary
 
 
-def direction_failure_record(*, release_id: int, direction: str, status: str, error: str, worker) -> None:
+def direction_failure_record(*, release_id: int, direction_code: str, status: str, error: str, worker) -> None:
     """A release worker says its direction failed for good (the release fails, naming it, as on the shared
     file system) or is tried again after a transient fault. A direction already staged keeps its files."""
     if status not in ("failed", "retrying"):
         raise StagedRefused("status", f"status {status!r}: say 'failed' or 'retrying'")
-    release = _release_for_workers(release_id, direction)
-    if (release.directions[direction] or {}).get("status") == "done":
-        raise StagedConflict("direction", f"{direction} is staged; a report of another attempt changes nothing")
+    release = _release_for_workers(release_id, direction_code)
+    if (release.directions[direction_code] or {}).get("status") == "done":
+        raise StagedConflict("direction", f"{direction_code} is staged; a report of another attempt changes nothing")
     reason = f"{(error or '').strip()[:STAGED_ERROR_MAX_CHARS] or 'no reason given'} (worker {worker.name})"
     if status == "retrying":
-        release_services.direction_retrying_record(release_id=release.pk, direction=direction, reason=reason)
+        release_services.direction_retrying_record(release_id=release.pk, direction_code=direction_code, reason=reason)
         return
     release_services.direction_record(
         release=release,
-        direction=direction,
+        direction_code=direction_code,
         entry={"status": "failed", "error": reason},
         total=len(release.directions),
-        failure=f"{direction}: {reason}",
+        failure=f"{direction_code}: {reason}",
     )

@@ -476,7 +476,7 @@ class AskQEScorer(JudgeScorer):
                 extras.setdefault(DECISION_INPUT, []).append(self._decision_input(s, i))
         return scores, extras
 
-    def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
+    def finalize(self, direction_code: str, columns: dict[str, list], data=None) -> dict[str, Any]:
         n = len(columns["score"])
         if self.opts["gmm_scope"] == "pooled":
             # decided by ``finalize_run`` over every direction of the run, once all are scored

@@ -336,14 +336,14 @@ class CEFScorer(JudgeScorer):
             return []
         return [m.strip() for m in (value.split(",") if isinstance(value, str) else value) if m.strip()]
 
-    def finalize(self, direction: str, columns: dict[str, list], data=None) -> dict[str, Any]:
+    def finalize(self, direction_code: str, columns: dict[str, list], data=None) -> dict[str, Any]:
         models = self.judge_models()
         if len(models) < 2 or data is None:
             return {}
         from dataclasses import replace
 
         src_lang = self.languages(
-            Segment(src="", mt="", ref="", target_lang=data.target_lang, source_lang=direction.split("-")[0])
+            Segment(src="", mt="", ref="", target_lang=data.target_lang, source_lang=direction_code.split("-")[0])
         )[0]
         sources = list(dict.fromkeys(data.src))
         judges = {m: (self.judge if m == self.config.model else Judge(replace(self.config, model=m))) for m in models}
@@ -371,7 +371,7 @@ class CEFScorer(JudgeScorer):
         result = reliability(questions, answers, None if floor is None else int(floor))
         rows = [
             {
-                "direction": direction,
+                "direction": direction_code,
                 "judge": m,
                 "adr": r["adr"],
                 "ads": r["ads"],

@@ -45,9 +45,9 @@ REFS = {
 FILLERS = {"en-de": ["nicht", "Katze", "gestern", "rot", "Haus"], "en-zh": ["不", "猫", "昨天", "红", "房子"]}
 
 
-def perturb(ref: str, k: int, direction: str, rng: random.Random) -> str:
+def perturb(ref: str, k: int, direction_code: str, rng: random.Random) -> str:
     """k crude edits (deletion / replacement / insertion), enough to make scores vary with k."""
-    chars = direction == "en-zh"
+    chars = direction_code == "en-zh"
     units = list(ref) if chars else ref.split()
     for _ in range(k):
         op = rng.choice(["del", "sub", "ins"])
@@ -55,23 +55,23 @@ def perturb(ref: str, k: int, direction: str, rng: random.Random) -> str:
         if op == "del" and len(units) > 2:
             del units[pos]
         elif op == "sub":
-            units[pos] = rng.choice(FILLERS[direction])
+            units[pos] = rng.choice(FILLERS[direction_code])
         else:
-            units.insert(pos, rng.choice(FILLERS[direction]))
+            units.insert(pos, rng.choice(FILLERS[direction_code]))
     return ("" if chars else " ").join(units)
 
 
-def release_rows(direction: str, per_level: int = 1, levels=range(6), seed: int = 7) -> list[dict]:
-    rng = random.Random(f"{seed}-{direction}")
+def release_rows(direction_code: str, per_level: int = 1, levels=range(6), seed: int = 7) -> list[dict]:
+    rng = random.Random(f"{seed}-{direction_code}")
     rows = []
-    for seg, (src, ref) in enumerate(zip(SOURCES, REFS[direction])):
+    for seg, (src, ref) in enumerate(zip(SOURCES, REFS[direction_code])):
         for k in levels:
             for rep in range(per_level if k else 1):
-                mt = ref if k == 0 else perturb(ref, k, direction, rng)
+                mt = ref if k == 0 else perturb(ref, k, direction_code, rng)
                 rows.append(
                     {
-                        "triplet_id": f"{direction}:{seg}:{k}:{rep}",
-                        "direction": direction,
+                        "triplet_id": f"{direction_code}:{seg}:{k}:{rep}",
+                        "direction": direction_code,
                         "segment_id": str(seg),
                         "src": src,
                         "ref": ref,

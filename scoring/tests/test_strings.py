@@ -22,13 +22,13 @@ from scoring.tests.asserts import every
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _rows(release: Path, direction: str) -> list[dict]:
-    return pq.read_table(release / direction / "test.parquet").to_pylist()
+def _rows(release: Path, direction_code: str) -> list[dict]:
+    return pq.read_table(release / direction_code / "test.parquet").to_pylist()
 
 
-def _scores(out: Path, metric_file: str, direction: str) -> dict[str, float]:
+def _scores(out: Path, metric_file: str, direction_code: str) -> dict[str, float]:
     table = pq.read_table(out / metric_file).to_pylist()
-    return {r["triplet_id"]: r["score"] for r in table if r["direction"] == direction}
+    return {r["triplet_id"]: r["score"] for r in table if r["direction"] == direction_code}
 
 
 def test_chrf_pp_chrf_bleu_ter_equal_sacrebleu(release, tmp_path):

@@ -82,7 +82,7 @@ def test_a_release_direction_retry_is_recorded_the_same_way(seeded, settings, tm
         directions={"en-de": {"status": "failed", "error": "OperationalError: lock timeout"}},
     )
     release_services.release_retry_record(
-        job=job, direction="en-de", reason="OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
+        job=job, direction_code="en-de", reason="OperationalError: lock timeout — retrying in 1 s (retry 1 of 3)"
     )
     shown = Release.objects.get(pk=job.release_id)
     assert (shown.status, shown.error) == ("building", "") and shown.directions["en-de"]["status"] == "retrying"

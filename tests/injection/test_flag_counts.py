@@ -67,7 +67,9 @@ def test_flag_counts_equal_the_listed_flags_after_every_change(project, language
     views = {
         "all": lambda: Candidate.objects.all(),
         "run 0": lambda: Candidate.objects.filter(run=runs[0]),
-        "run 1, en-zh": lambda: selectors.filter_candidates(Candidate.objects.all(), run=runs[1].pk, direction="en-zh"),
+        "run 1, en-zh": lambda: selectors.filter_candidates(
+            Candidate.objects.all(), run=runs[1].pk, direction_code="en-zh"
+        ),
         "Addition flagged edit_size": lambda: selectors.filter_candidates(
             Candidate.objects.all(), error_type="Addition", flag="edit_size"
         ),

@@ -294,7 +294,7 @@ def test_flag_counts_are_the_flags_of_the_listed_candidates(client, admin_user, 
         Candidate.objects.filter(run=run),
         Candidate.objects.filter(run=other),
         selectors.filter_candidates(Candidate.objects.all(), flag="single_region"),
-        selectors.filter_candidates(Candidate.objects.all(), direction="en-zh", run=run.pk),
+        selectors.filter_candidates(Candidate.objects.all(), direction_code="en-zh", run=run.pk),
     ):
         assert selectors.flag_counts(qs) == python_counts(qs) and python_counts(qs)
     assert (

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("xqmeval", "core", "injection", "annotation", "exports", "scoring", "llm_client", "worker_client")
-NOT_PRODUCT = {"tests", "migrations", "perf", "reference"}
+from tests.unit.product_code import REPO, product_sources
+
 LIMIT = 60
 
 # "path::Qualified.name" -> why it may stay over LIMIT lines. Mirrored in docs/architecture.md. Empty since #49
@@ -41,14 +39,10 @@ def functions(source: str) -> dict[str, int]:
 def long_functions() -> dict[str, int]:
     """Every product-code function over LIMIT lines: ``path::name`` -> its length."""
     found = {}
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            relative = path.relative_to(REPO)
-            if NOT_PRODUCT & set(relative.parts[:-1]):
-                continue
-            for name, length in functions(path.read_text(encoding="utf-8")).items():
-                if length > LIMIT:
-                    found[f"{relative.as_posix()}::{name}"] = length
+    for path, source in product_sources():
+        for name, length in functions(source).items():
+            if length > LIMIT:
+                found[f"{path}::{name}"] = length
     return found
 
 

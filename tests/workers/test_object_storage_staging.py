@@ -132,7 +132,7 @@ STAGE = """
 from core.models import Project
 job = services.release_begin(project=Project.objects.get(name="xqm"), version="1.0.0")
 for code in job.todo:
-    services.release_direction_run(job=job, direction=code)
+    services.release_direction_run(job=job, direction_code=code)
 print(json.dumps(job.to_dict()))
 """
 FINISH = """
@@ -183,7 +183,7 @@ def test_an_interrupted_release_resumes_from_the_directions_staged_in_the_bucket
     expected, content_hash = reference(built, tmp_path / "one-pass")
     settings.RELEASES_DIR = tmp_path / "first" / "releases"
     job = services.release_begin(project=built, version="1.0.0")
-    services.release_direction_run(job=job, direction="en-de")  # then its process stops
+    services.release_direction_run(job=job, direction_code="en-de")  # then its process stops
     stopped(job.release_id)
     assert sorted(objects(s3, name, STAGED)) == sorted(release_files.staged_names("en-de", ()))
     shutil.rmtree(tmp_path / "first", ignore_errors=True)
@@ -211,7 +211,7 @@ def test_a_direction_altered_in_the_bucket_is_refused_at_the_finish_and_staged_a
     out = tmp_path / "releases" / "xqm" / "1.0.0"
     job = services.release_begin(project=built, version="1.0.0")
     for code in job.todo:
-        services.release_direction_run(job=job, direction=code)
+        services.release_direction_run(job=job, direction_code=code)
     key = f"{STAGED}/en-zh/test.parquet"
     original = s3.get_object(Bucket=name, Key=key)["Body"].read()
     s3.put_object(Bucket=name, Key=key, Body=original[:-1] + b"\0")

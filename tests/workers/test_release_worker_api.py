@@ -55,9 +55,9 @@ def building(built, settings):
     return job
 
 
-def auth(secret: str, release_id: int, direction: str) -> dict:
+def auth(secret: str, release_id: int, direction_code: str) -> dict:
     """A release worker's headers: its worker token and the token of the job (the release's direction)."""
-    return worker_auth(secret, "release", release_id, direction)
+    return worker_auth(secret, "release", release_id, direction_code)
 
 
 @pytest.fixture
@@ -82,16 +82,16 @@ def platform_for(secret: str, data: Path) -> transfer.ReleasePlatform:
     return transfer.ReleasePlatform(url="http://testserver", token=secret, data_dir=data, _http=http)
 
 
-def stage_locally(client, job, direction: str, secret: str, where: Path) -> tuple[Path, str]:
+def stage_locally(client, job, direction_code: str, secret: str, where: Path) -> tuple[Path, str]:
     """A direction staged as a worker does (rows from the platform, the release writer), packed."""
     r = client.get(
-        reverse("workers:release_direction_rows", args=[job.release_id, direction]),
-        **auth(secret, job.release_id, direction),
+        reverse("workers:release_direction_rows", args=[job.release_id, direction_code]),
+        **auth(secret, job.release_id, direction_code),
     )
     header, rows = staged_upload.rows_decode(_lines(b"".join(r.streaming_content)))
-    release_files.write_staged_direction(rows, direction, where, tuple(header["formats"]), header["stamp"])
-    archive = where / f"{direction}.tar.gz"
-    return archive, staged_upload.archive_write(where, direction, header["formats"], archive)
+    release_files.write_staged_direction(rows, direction_code, where, tuple(header["formats"]), header["stamp"])
+    archive = where / f"{direction_code}.tar.gz"
+    return archive, staged_upload.archive_write(where, direction_code, header["formats"], archive)
 
 
 def _lines(data: bytes):
@@ -187,10 +187,12 @@ def test_a_staged_direction_is_verified_stored_once_and_recorded_with_its_worker
     assert "staged directions" in tokens.lower() and '<td class="field-staged_count">1</td>' in tokens
 
 
-def repack(src: Path, dst: Path, direction: str, change) -> bytes:
+def repack(src: Path, dst: Path, direction_code: str, change) -> bytes:
     shutil.copytree(src, dst)
     change(dst)
-    return staged_upload.archive_write(dst, direction, [], dst / "out.tar.gz") and (dst / "out.tar.gz").read_bytes()
+    return (
+        staged_upload.archive_write(dst, direction_code, [], dst / "out.tar.gz") and (dst / "out.tar.gz").read_bytes()
+    )
 
 
 def test_a_tampered_staged_direction_is_refused_with_the_field_named_and_nothing_is_stored(
@@ -242,7 +244,7 @@ def test_a_tampered_staged_direction_is_refused_with_the_field_named_and_nothing
     with pytest.raises(StagedRefused) as refused:
         worker_services.direction_staged_receive(
             release_id=building.release_id,
-            direction="en-de",
+            direction_code="en-de",
             declared_sha256=hashlib.sha256(good).hexdigest(),
             body=io.BytesIO(good[:1000]),
             length=len(good),
@@ -312,7 +314,7 @@ def test_a_release_staged_by_the_worker_client_is_byte_for_byte_the_shared_file_
     services.release_job_record(job=job)
     for direction in job.todo:
         token = job_token("release", job.release_id, direction)
-        entry = transfer.direction_stage(platform, release_id=job.release_id, direction=direction, job_token=token)
+        entry = transfer.direction_stage(platform, release_id=job.release_id, direction_code=direction, job_token=token)
         assert entry["stored"] is True
     assert not list((tmp_path / "worker-data" / "release-staging").iterdir())  # nothing kept once sent
     release = services.release_finish(job=job)
@@ -358,13 +360,13 @@ def test_a_worker_cut_off_mid_upload_sends_the_direction_again_without_reading_t
     platform._http = httpx.Client(transport=network, base_url="http://testserver", headers=platform.http.headers)
     token = job_token("release", job.release_id, "en-de")
     with pytest.raises(httpx.WriteError) as cut:
-        transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
+        transfer.direction_stage(platform, release_id=job.release_id, direction_code="en-de", job_token=token)
     assert is_transient(cut.value) and network.cuts == 1
     assert not StagedUpload.objects.exists() and not (job.staging / "en-de").exists()
     kept = release_files.staged_direction(platform.staging_dir(job.release_id), "en-de")
     assert kept is not None  # the worker's own copy survives the cut
     # the task delivered again: the direction staged here before is sent, the rows are not read again
-    entry = transfer.direction_stage(platform, release_id=job.release_id, direction="en-de", job_token=token)
+    entry = transfer.direction_stage(platform, release_id=job.release_id, direction_code="en-de", job_token=token)
     assert entry["stored"] is True and entry["reused"] is True and entry["digest"] == kept["digest"]
     release = Release.objects.get(pk=job.release_id)
     assert release.directions["en-de"]["status"] == "done" and StagedUpload.objects.count() == 1
@@ -416,7 +418,7 @@ def test_a_forged_staged_direction_is_refused_and_the_honest_one_is_then_taken(c
     unpacked = staged_upload.archive_unpack(
         _written(tmp_path / "forged.tar.gz", forged),
         tmp_path / "forged-check",
-        direction="en-de",
+        direction_code="en-de",
         formats=[],
         max_unpacked=1 << 30,
     )

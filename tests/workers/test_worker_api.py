@@ -56,16 +56,16 @@ def parts_dir(settings, tmp_path):
     storages._backends = None
 
 
-def auth(secret: str, release_id: int, direction: str = "en-de", metric: str = "chrF++") -> dict:
+def auth(secret: str, release_id: int, direction_code: str = "en-de", metric: str = "chrF++") -> dict:
     """A scoring worker's headers: its worker token and the token of the job (release, metric, direction)."""
-    return worker_auth(secret, "scoring", release_id, direction, metric)
+    return worker_auth(secret, "scoring", release_id, direction_code, metric)
 
 
-def part_bytes(metric: str, direction: str, version: str = "test-1", rows_of: str | None = None) -> bytes:
-    rows = release_rows(rows_of or direction)
+def part_bytes(metric: str, direction_code: str, version: str = "test-1", rows_of: str | None = None) -> bytes:
+    rows = release_rows(rows_of or direction_code)
     table = pa.table(
         {
-            "direction": [r["direction"] if rows_of else direction for r in rows],
+            "direction": [r["direction"] if rows_of else direction_code for r in rows],
             "triplet_id": [r["triplet_id"] for r in rows],
             "num_errors": [r["num_errors"] for r in rows],
             "score": [100.0 - 10 * r["num_errors"] for r in rows],

@@ -144,7 +144,7 @@ def review_simulated(project, log, shared: Path | None = None, score: bool = Tru
     reviewers = [user_create(username=name, password=None, languages=()) for name in SIMULATED_REVIEWERS]
     for target, rows in demo_corpus().items():
         corpus_rows_import(project=reviewed, direction_code=f"en-{target}", rows=rows, source_name=CORPUS.name)
-        assignments_set(project=reviewed, direction=f"en-{target}", usernames=SIMULATED_REVIEWERS)
+        assignments_set(project=reviewed, direction_code=f"en-{target}", usernames=SIMULATED_REVIEWERS)
     inject_rule_candidates(reviewed, log)
     candidates = Candidate.objects.filter(segment__project=reviewed).select_related("segment").order_by("pk")
     for reviewer in reviewers:

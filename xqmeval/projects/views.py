@@ -208,7 +208,7 @@ def corpus_import(request, slug: str):
                 corpus_tasks.start_hub_import,
                 project,
                 user=request.user,
-                direction=data["direction"],
+                direction_code=data["direction"],
                 dataset=data["hf_dataset"],
                 config=data.get("hf_config") or "",
                 split=data.get("hf_split") or "test",
@@ -219,7 +219,7 @@ def corpus_import(request, slug: str):
         try:
             name, result = corpus_source_import(
                 project=project,
-                direction=data["direction"],
+                direction_code=data["direction"],
                 columns=columns,
                 upload_name=upload.name,
                 data=upload.read(),
@@ -313,7 +313,7 @@ def _settings_context(project: Project, *, form=None, add_form=None, assignment_
     for cover in core_selectors.coverage(project):
         bound = (
             assignment_form
-            if assignment_form is not None and assignment_form.prefix == f"assign-{cover.direction}"
+            if assignment_form is not None and assignment_form.prefix == f"assign-{cover.direction_code}"
             else None
         )
         rows.append(
@@ -321,7 +321,7 @@ def _settings_context(project: Project, *, form=None, add_form=None, assignment_
                 "coverage": cover,
                 "form": bound
                 or AssignmentForm(
-                    direction=cover.direction,
+                    direction_code=cover.direction_code,
                     annotators=annotators,
                     initial={"reviewers": list(cover.reviewers)},
                 ),
@@ -345,26 +345,29 @@ def assignments(request, slug: str):
     project = _admin_project(request, slug, "assign reviewers")
     if request.method != "POST":
         return redirect("projects:settings", slug=project.name)
-    direction = request.POST.get("direction", "")[:40]
-    if not core_selectors.active_directions(project).filter(code=direction).exists():
+    direction_code = request.POST.get("direction", "")[:40]
+    if not core_selectors.active_directions(project).filter(code=direction_code).exists():
         messages.error(
-            request, f"direction: {direction or 'none'} is not an active direction of {project.name}; nothing changed."
+            request,
+            f"direction: {direction_code or 'none'} is not an active direction of {project.name}; nothing changed.",
         )
         return redirect("projects:settings", slug=project.name)
-    form = AssignmentForm(request.POST, direction=direction, annotators=_annotators())
+    form = AssignmentForm(request.POST, direction_code=direction_code, annotators=_annotators())
     if form.is_valid():
         try:
-            names = assignments_set(project=project, direction=direction, usernames=form.cleaned_data["reviewers"])
+            names = assignments_set(
+                project=project, direction_code=direction_code, usernames=form.cleaned_data["reviewers"]
+            )
         except ProjectRejected as exc:
             _report(form, exc.errors)
         else:
-            messages.success(request, f"Reviewers of {direction}: {', '.join(names) or 'none'}.")
-            outside = core_selectors.outside_languages(direction=direction, usernames=names)
+            messages.success(request, f"Reviewers of {direction_code}: {', '.join(names) or 'none'}.")
+            outside = core_selectors.outside_languages(direction_code=direction_code, usernames=names)
             if outside:
-                target = direction.rsplit("-", 1)[-1]
+                target = direction_code.rsplit("-", 1)[-1]
                 messages.warning(
                     request,
-                    f"{target} is not among the languages of {', '.join(outside)}. Assigned to {direction} anyway: "
+                    f"{target} is not among the languages of {', '.join(outside)}. Assigned to {direction_code} anyway: "
                     f"check that they read {target}, or add it to their languages.",
                 )
             return redirect(reverse("projects:settings", args=[project.name]) + "#reviewers")
@@ -489,7 +492,7 @@ def _items_made(form, make, *args):
 def _sample_options(data: dict) -> dict:
     """Which of a source's rows an items form makes items of, as make_rating_items and make_span_items take it."""
     return {
-        "direction": data["direction"] or None,
+        "direction_code": data["direction"] or None,
         "level": data["level"],
         "limit": data["limit"],
         "seed": data["seed"] or 0,

@@ -54,7 +54,7 @@ class XQMEvalFormatError(InputErrors):
 
 @dataclass(frozen=True)
 class XQCandidate:
-    direction: str
+    direction_code: str
     language: str
     error_type: str
     count_id: int
@@ -215,8 +215,8 @@ def _agreed_gold(rows: list[tuple], errors: list[str]) -> dict[tuple[str, str], 
     """(direction, segment id) -> the (src, ref) most of the rows give; a tie is a problem, in ``errors``."""
     gold = {}
     votes: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for row, direction, _, _, segment_id, _ in rows:
-        votes[(direction, segment_id)][(row["src"], row["ref"])] += 1
+    for row, direction_code, _, _, segment_id, _ in rows:
+        votes[(direction_code, segment_id)][(row["src"], row["ref"])] += 1
     for gold_key, counter in votes.items():
         ranked = counter.most_common()
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
@@ -233,7 +233,7 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
     seen_keys: dict[tuple[str, str, int], str] = {}
     rows: list[tuple[dict, str, str, int, str, str]] = []  # (row, direction, etype, count_id, segment_id, loc)
     lang = group.language
-    for name, direction, etype, data in group.files:
+    for name, direction_code, etype, data in group.files:
         table, problem = _candidate_table(data, group.limits)
         if problem:
             errors.append(f"{name}: {problem}")
@@ -253,14 +253,14 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
                 errors.append(f"{loc}: duplicate count_id {count_id} (first at {seen_keys[key]})")
                 continue
             seen_keys[key] = loc
-            rows.append((row, direction, etype, count_id, segment_id, loc))
+            rows.append((row, direction_code, etype, count_id, segment_id, loc))
 
     # The gold pair of a segment is what the files agree on. The published data has one file whose copy
     # of a reference is corrupted (en-id segment 265 in the Omission file: a quote moved); its rows are
     # read against the agreed reference and flagged, or rejected with --strict.
     out.gold.update(_agreed_gold(rows, errors))
-    for row, direction, etype, count_id, segment_id, loc in rows:
-        gold = out.gold.get((direction, segment_id))
+    for row, direction_code, etype, count_id, segment_id, loc in rows:
+        gold = out.gold.get((direction_code, segment_id))
         if gold is None:
             continue
         mismatch = ""
@@ -273,7 +273,7 @@ def read_group(group: FileGroup, *, strict: bool = False) -> GroupRead:
             )
             row = {**row, "src": gold[0], "ref": gold[1]}
         try:
-            candidate = _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, strict, mismatch)
+            candidate = _read_candidate(row, lang, direction_code, etype, count_id, segment_id, loc, strict, mismatch)
         except MarkupError as exc:
             errors.append(f"{loc}: mt markup: {exc}")
             continue
@@ -577,7 +577,7 @@ def read_release(
     return release
 
 
-def _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, strict, mismatch="") -> XQCandidate:
+def _read_candidate(row, lang, direction_code, etype, count_id, segment_id, loc, strict, mismatch="") -> XQCandidate:
     mt, ref = row["mt"], row["ref"]
     tags = _TAG_RE.findall(mt)
     regions = tags.count("<v>")
@@ -592,7 +592,7 @@ def _read_candidate(row, lang, direction, etype, count_id, segment_id, loc, stri
         text, edit, outside_ok, detail = parsed.text, parsed.edit, parsed.outside_matches_reference, parsed.outside_diff
         regions = 1
     return XQCandidate(
-        direction=direction,
+        direction_code=direction_code,
         language=lang,
         error_type=etype,
         count_id=count_id,

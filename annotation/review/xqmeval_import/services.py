@@ -543,7 +543,7 @@ def _import_candidates(
     new: list[dict] = []
     new_keys: list[tuple] = []
     for xc, (checks, flags) in zip(read.candidates, read.checks):
-        segment_id, unit = segments[(xc.direction, xc.segment_id)]
+        segment_id, unit = segments[(xc.direction_code, xc.segment_id)]
         old = existing.get((segment_id, xc.error_type, xc.position))
         if old is not None:
             if old[1:5] != (xc.text, xc.edit.start, xc.edit.end, str(xc.count_id)):
@@ -556,7 +556,7 @@ def _import_candidates(
             continue
         new.append(_candidate_row(run, xc, segment_id, unit, checks, flags, decided.get(xc.key)))
         new_keys.append(xc.key)
-        result.per_direction_type[(xc.direction, xc.error_type)] += 1
+        result.per_direction_type[(xc.direction_code, xc.error_type)] += 1
         for flag in flags:
             result.flagged[flag] += 1
     if errors:

@@ -32,7 +32,7 @@ class Command(BaseCommand):
             raise CommandError(f"no project named {opts['project']!r}")
         try:  # checked before the progress bar: a bad option writes nothing
             total = rating_items.rating_item_rows(
-                project, opts["origin"], direction=opts["direction"], level=opts["level"]
+                project, opts["origin"], direction_code=opts["direction"], level=opts["level"]
             ).count()
         except rating_items.RatingSourceRejected as exc:
             raise options_refused(exc.problems) from None

@@ -485,8 +485,8 @@ def _write_levels(path: Path, data: dict) -> None:
 def _staged_levels(store: StagedStore) -> Callable[[str], dict[int, list[str]]]:
     """Reads one direction's triplet ids per level back from ``.spool/<direction>.json`` in ``store``."""
 
-    def load(direction: str) -> dict[int, list[str]]:
-        summary = _stored_json(store, f"{SPOOL_DIR}/{direction}.json")
+    def load(direction_code: str) -> dict[int, list[str]]:
+        summary = _stored_json(store, f"{SPOOL_DIR}/{direction_code}.json")
         return {int(k): v for k, v in summary["levels"].items()}
 
     return load
@@ -525,8 +525,10 @@ def _finish(
     content hash checked, card and manifest written, files moved from ``staging`` into ``out_dir`` (with
     ``rename``, a new ``out_dir`` is ``staging`` renamed)."""
     directions = sorted(content.directions)
-    canonical = [f"{direction}/test.parquet" for direction in directions]
-    derived = [f"{direction}/test.{fmt}" for direction in directions for fmt in EXTRA_FORMATS if fmt in formats]
+    canonical = [f"{direction_code}/test.parquet" for direction_code in directions]
+    derived = [
+        f"{direction_code}/test.{fmt}" for direction_code in directions for fmt in EXTRA_FORMATS if fmt in formats
+    ]
     canonical += _write_release_lists(content, digest, staging, levels or LocalStaged(staging), step)
     hashes = {path: sha256_file(staging / path) for path in canonical + derived}
     content_hash = _bytes_hash(digest, {path: hashes[path] for path in canonical}, expected_hash, existing)
@@ -623,16 +625,16 @@ def _move_in(staging: Path, out_dir: Path, paths: list[str], rename: bool) -> No
             os.replace(staging / path, target)
 
 
-def _write_direction(rows: Iterable[dict], direction: str, staging: Path, formats, digest: _Digest) -> dict:
+def _write_direction(rows: Iterable[dict], direction_code: str, staging: Path, formats, digest: _Digest) -> dict:
     """One direction: rows hashed and turned into Arrow batches as they stream in, JSONL/TSV lines
     written as they come; then the long texts hashed and the parquet file written from the batches.
     Returns its triplet ids per level (the pool the pseudo systems are drawn from) and its counts."""
-    folder = staging / direction
+    folder = staging / direction_code
     folder.mkdir(parents=True, exist_ok=True)
     jsonl = open(folder / "test.jsonl", "w", encoding="utf-8", newline="\n") if "jsonl" in formats else None
     tsv_fh = open(folder / "test.tsv", "w", encoding="utf-8", newline="") if "tsv" in formats else None
     try:
-        table, levels, transplanted = _direction_table(rows, direction, digest, jsonl, tsv_fh)
+        table, levels, transplanted = _direction_table(rows, direction_code, digest, jsonl, tsv_fh)
     finally:
         for fh in (jsonl, tsv_fh):
             if fh:
@@ -643,7 +645,7 @@ def _write_direction(rows: Iterable[dict], direction: str, staging: Path, format
     return {"levels": levels, "triplets": table.num_rows, "transplanted": transplanted}
 
 
-def _direction_table(rows: Iterable[dict], direction: str, digest: _Digest, jsonl, tsv_fh):
+def _direction_table(rows: Iterable[dict], direction_code: str, digest: _Digest, jsonl, tsv_fh):
     """The direction's rows as one Arrow table, fed to ``digest`` (the small fields as they stream in, the
     long texts after) and written to the JSONL and TSV text streams given; (table, triplet ids per level,
     transplanted count)."""
@@ -653,7 +655,7 @@ def _direction_table(rows: Iterable[dict], direction: str, digest: _Digest, json
     pending: list[dict] = []
     transplanted = 0
     small = _Digest.SMALL
-    digest.begin(f"triplets {direction}")
+    digest.begin(f"triplets {direction_code}")
     for row in rows:
         digest.item([row[n] for n in small])
         levels.setdefault(row["num_errors"], []).append(row["triplet_id"])
@@ -691,7 +693,7 @@ class _HashSink(io.RawIOBase):
         return len(data)
 
 
-def direction_expected(rows: Iterable[dict], direction: str, formats) -> dict:
+def direction_expected(rows: Iterable[dict], direction_code: str, formats) -> dict:
     """What a staged direction of ``rows`` holds, computed without writing it: the parquet file's table, the
     sha256 of its spool (its share of the content hash) and of its JSONL/TSV files (encoded exactly as
     ``_write_direction`` writes them), its triplet ids per level and counts. What the platform checks a
@@ -704,7 +706,7 @@ def direction_expected(rows: Iterable[dict], direction: str, formats) -> dict:
     spool = hashlib.sha256()
     try:
         table, levels, transplanted = _direction_table(
-            rows, direction, _Digest(spool), texts.get("jsonl"), texts.get("tsv")
+            rows, direction_code, _Digest(spool), texts.get("jsonl"), texts.get("tsv")
         )
     finally:
         for fh in texts.values():
@@ -715,21 +717,27 @@ def direction_expected(rows: Iterable[dict], direction: str, formats) -> dict:
         "digest": spool.hexdigest(),
         "triplets": table.num_rows,
         "transplanted": transplanted,
-        "files": {f"{direction}/test.{fmt}": sink.sha.hexdigest() for fmt, sink in sinks.items()},
+        "files": {f"{direction_code}/test.{fmt}": sink.sha.hexdigest() for fmt, sink in sinks.items()},
     }
 
 
 # ---- a release staged one direction at a time (a Celery task each) -------------------------------------
 
 
-def direction_files(direction: str, formats) -> list[str]:
-    return [f"{direction}/test.parquet"] + [f"{direction}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats]
+def direction_files(direction_code: str, formats) -> list[str]:
+    return [f"{direction_code}/test.parquet"] + [
+        f"{direction_code}/test.{fmt}" for fmt in EXTRA_FORMATS if fmt in formats
+    ]
 
 
-def staged_names(direction: str, formats) -> list[str]:
+def staged_names(direction_code: str, formats) -> list[str]:
     """What a staged direction is, staging-relative, in the order it is stored: its files, its spool, and
     its summary last (a summary present means the rest is complete)."""
-    return [*direction_files(direction, formats), f"{SPOOL_DIR}/{direction}.bin", f"{SPOOL_DIR}/{direction}.json"]
+    return [
+        *direction_files(direction_code, formats),
+        f"{SPOOL_DIR}/{direction_code}.bin",
+        f"{SPOOL_DIR}/{direction_code}.json",
+    ]
 
 
 class StagedStore(Protocol):
@@ -767,7 +775,11 @@ def _stored_sha256(store: StagedStore, name: str) -> str:
 
 
 def write_staged_direction(
-    rows: Iterable[dict], direction: str, staging: str | Path, formats: tuple[str, ...] = (), stamp: dict | None = None
+    rows: Iterable[dict],
+    direction_code: str,
+    staging: str | Path,
+    formats: tuple[str, ...] = (),
+    stamp: dict | None = None,
 ) -> dict:
     """Write one direction of a staged release into ``staging`` (a directory every worker reaches: on several
     machines, a shared file system): its files, and in ``.spool/`` the exact bytes it contributes to the
@@ -777,22 +789,22 @@ def write_staged_direction(
     staging = Path(staging)
     spool_dir = staging / SPOOL_DIR
     spool_dir.mkdir(parents=True, exist_ok=True)
-    spool = _Spool(spool_dir / f"{direction}.bin.part")
+    spool = _Spool(spool_dir / f"{direction_code}.bin.part")
     try:
-        part = _write_direction(rows, direction, staging, formats, _Digest(spool))
+        part = _write_direction(rows, direction_code, staging, formats, _Digest(spool))
     finally:
         digest = spool.close()
-    os.replace(spool_dir / f"{direction}.bin.part", spool_dir / f"{direction}.bin")
+    os.replace(spool_dir / f"{direction_code}.bin.part", spool_dir / f"{direction_code}.bin")
     summary = {
-        "direction": direction,
+        "direction": direction_code,
         "triplets": part["triplets"],
         "transplanted": part["transplanted"],
         "digest": digest,
         "formats": sorted(formats),
         "stamp": stamp or {},
-        "files": {path: sha256_file(staging / path) for path in direction_files(direction, formats)},
+        "files": {path: sha256_file(staging / path) for path in direction_files(direction_code, formats)},
     }
-    _write_levels(spool_dir / f"{direction}.json", {**summary, "levels": _levels_json(part["levels"])})
+    _write_levels(spool_dir / f"{direction_code}.json", {**summary, "levels": _levels_json(part["levels"])})
     return summary
 
 
@@ -812,14 +824,14 @@ def scratch_folders(parent: str | Path, name: str) -> list[Path]:
     return sorted(p for p in parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
 
 
-def staged_direction(staging: str | Path | StagedStore, direction: str) -> dict | None:
+def staged_direction(staging: str | Path | StagedStore, direction_code: str) -> dict | None:
     """The summary of a staged direction when its files and spool are intact (their sha256 match what was
     recorded), else None: a direction that needs writing (again). ``staging``: the staging directory, or
     the ``StagedStore`` that keeps it (read streamed, one file at a time)."""
     store = _store(staging)
     try:
-        summary = _stored_json(store, f"{SPOOL_DIR}/{direction}.json")
-        if _stored_sha256(store, f"{SPOOL_DIR}/{direction}.bin") != summary.get("digest"):
+        summary = _stored_json(store, f"{SPOOL_DIR}/{direction_code}.json")
+        if _stored_sha256(store, f"{SPOOL_DIR}/{direction_code}.bin") != summary.get("digest"):
             return None
         for rel, sha in summary.get("files", {}).items():
             if _stored_sha256(store, rel) != sha:
@@ -853,23 +865,25 @@ def finish_staged_release(
     step = progress or (lambda stage, pct: None)
     existing = _existing_hash(out_dir)
     digest = _begin_digest(content)
-    for direction in sorted(content.directions):
-        summary = _stored_json(source, f"{SPOOL_DIR}/{direction}.json")
+    for direction_code in sorted(content.directions):
+        summary = _stored_json(source, f"{SPOOL_DIR}/{direction_code}.json")
         if summary["formats"] != sorted(formats):
-            raise ReleaseConflict(f"{direction} was staged with formats {summary['formats']}, not {sorted(formats)}")
+            raise ReleaseConflict(
+                f"{direction_code} was staged with formats {summary['formats']}, not {sorted(formats)}"
+            )
         spool = hashlib.sha256()
-        for chunk in source.chunks(f"{SPOOL_DIR}/{direction}.bin"):
+        for chunk in source.chunks(f"{SPOOL_DIR}/{direction_code}.bin"):
             digest.h.update(chunk)
             spool.update(chunk)
         if spool.hexdigest() != summary["digest"]:
             raise ReleaseConflict(
-                f"{direction}: its staged spool changed since it was written; write the direction again"
+                f"{direction_code}: its staged spool changed since it was written; write the direction again"
             )
         if store is not None:
             for rel, sha in sorted(summary["files"].items()):
                 if _pull(store, rel, staging / rel) != sha:
                     raise ReleaseConflict(
-                        f"{direction}: its staged {rel} changed since it was written; write the direction again"
+                        f"{direction_code}: its staged {rel} changed since it was written; write the direction again"
                     )
         content.total_triplets += summary["triplets"]
         content.transplanted_triplets += summary["transplanted"]
@@ -1082,10 +1096,10 @@ def _counts_table(counts: dict) -> str:
         "| direction | pairs | " + " | ".join(f"k={k}" for k in levels) + " | total |\n",
         "|---|---:|" + "---:|" * len(levels) + "---:|\n",
     ]
-    for direction, row, level_cells in rows:
+    for direction_code, row, level_cells in rows:
         cells = [f"{c['total']:,} ({c['min_per_pair']}–{c['max_per_pair']})" for c in level_cells]
         lines.append(
-            f"| {direction} | {row['gold_pairs']} | "
+            f"| {direction_code} | {row['gold_pairs']} | "
             + " | ".join(cells)
             + f" | {row['total']:,} ({row['min_per_pair']}–{row['max_per_pair']}) |\n"
         )

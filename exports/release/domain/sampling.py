@@ -118,7 +118,7 @@ class SystemDraw:
     seed: int
     level_mix: dict[int, int]
     blocks: list[tuple[str, int, list[str]]] = field(default_factory=list)  # (direction, level, triplet ids)
-    direction: str | None = None  # monolingual only
+    direction_code: str | None = None  # monolingual only
     level: int | None = None  # monolingual only
     shortfalls: list[str] = field(default_factory=list)
 
@@ -148,15 +148,15 @@ def normalise_pool(pool: Pool) -> dict[str, dict[int, list[str]]]:
 
 
 def _draw(
-    pool: Pool, direction: str, level: int, count: int, seed: int, shortfalls: list[str]
+    pool: Pool, direction_code: str, level: int, count: int, seed: int, shortfalls: list[str]
 ) -> tuple[str, int, list[str]]:
-    ids = pool.get(direction, {}).get(level, ())
+    ids = pool.get(direction_code, {}).get(level, ())
     if not ids:
-        raise SamplingError(f"{direction} has no level-{level} triplets to sample")
+        raise SamplingError(f"{direction_code} has no level-{level} triplets to sample")
     if count > len(ids):
-        shortfalls.append(f"{direction} level {level}: {count} wanted, {len(ids)} available (all taken)")
+        shortfalls.append(f"{direction_code} level {level}: {count} wanted, {len(ids)} available (all taken)")
         count = len(ids)
-    return direction, level, sample_without_replacement(ids, count, seed)
+    return direction_code, level, sample_without_replacement(ids, count, seed)
 
 
 def sample_without_replacement(items: Sequence[str], count: int, seed: int) -> list[str]:
@@ -185,23 +185,23 @@ def monolingual_systems(pool: Pool, plan: SamplingPlan) -> list[SystemDraw]:
 def iter_monolingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: bool = False) -> Iterator[SystemDraw]:
     """``monolingual_systems`` one draw at a time (a release streams them to its files and the database)."""
     pool = pool if normalised else normalise_pool(pool)
-    for direction in sorted(pool):
+    for direction_code in sorted(pool):
         for level in plan.monolingual_levels:
-            if not pool[direction].get(level):
+            if not pool[direction_code].get(level):
                 continue  # a level with no triplets has no system (the counts table shows the zero)
             for rep in range(plan.monolingual_repetitions):
-                seed = derive_seed(plan.seed, "mono", direction, level, rep)
+                seed = derive_seed(plan.seed, "mono", direction_code, level, rep)
                 draw = SystemDraw(
-                    system_id=f"mono/{direction}/k{level}/r{rep}",
+                    system_id=f"mono/{direction_code}/k{level}/r{rep}",
                     kind="monolingual",
-                    name=f"{direction} level {level}",
+                    name=f"{direction_code} level {level}",
                     repetition=rep,
                     seed=seed,
                     level_mix={level: plan.n},
-                    direction=direction,
+                    direction_code=direction_code,
                     level=level,
                 )
-                draw.blocks.append(_draw(pool, direction, level, plan.n, seed, draw.shortfalls))
+                draw.blocks.append(_draw(pool, direction_code, level, plan.n, seed, draw.shortfalls))
                 yield draw
 
 
@@ -227,10 +227,17 @@ def iter_multilingual_systems(pool: Pool, plan: SamplingPlan, *, normalised: boo
                 seed=seed,
                 level_mix=dict(sorted(mix.items())),
             )
-            for direction in directions:
+            for direction_code in directions:
                 for level, count in sorted(mix.items()):
                     draw.blocks.append(
-                        _draw(pool, direction, level, count, derive_seed(seed, direction, level), draw.shortfalls)
+                        _draw(
+                            pool,
+                            direction_code,
+                            level,
+                            count,
+                            derive_seed(seed, direction_code, level),
+                            draw.shortfalls,
+                        )
                     )
             yield draw
 
@@ -243,8 +250,8 @@ def iter_monolingual_by_direction(
 ) -> Iterator[SystemDraw]:
     """``iter_monolingual_systems`` with one direction's ids in memory at a time (``load(direction)``):
     a monolingual draw reads only its own direction, so the draws and their order are the same."""
-    for direction in sorted(directions):
-        yield from iter_monolingual_systems({direction: load(direction)}, plan)
+    for direction_code in sorted(directions):
+        yield from iter_monolingual_systems({direction_code: load(direction_code)}, plan)
 
 
 def iter_multilingual_spooled(
@@ -265,26 +272,27 @@ def iter_multilingual_spooled(
     with tempfile.TemporaryFile(prefix="xq-release-") as spool:
         offsets: dict[str, int] = {}
         missing: set[tuple[str, int]] = set()
-        for direction in directions:
-            offsets[direction] = spool.tell()
-            ids = {level: sorted(set(v)) for level, v in load(direction).items()}
-            pool = {direction: ids}
-            missing.update((direction, level) for mix in mixes for level in mix if not ids.get(level))
+        for direction_code in directions:
+            offsets[direction_code] = spool.tell()
+            ids = {level: sorted(set(v)) for level, v in load(direction_code).items()}
+            pool = {direction_code: ids}
+            missing.update((direction_code, level) for mix in mixes for level in mix if not ids.get(level))
             for rep, j in systems:
                 shortfalls: list[str] = []
+                seed = seeds[rep, j]
                 blocks = [
-                    _draw(pool, direction, level, count, derive_seed(seeds[rep, j], direction, level), shortfalls)[1:]
+                    _draw(pool, direction_code, level, count, derive_seed(seed, direction_code, level), shortfalls)[1:]
                     for level, count in sorted(mixes[j].items())
-                    if (direction, level) not in missing
+                    if (direction_code, level) not in missing
                 ]
                 spool.write(json.dumps([shortfalls, blocks]).encode() + b"\n")
             del ids, pool
         # the error the in-memory draw meets first: system order, then direction, then level
         for mix in mixes:
-            for direction in directions:
+            for direction_code in directions:
                 for level in sorted(mix):
-                    if (direction, level) in missing:
-                        raise SamplingError(f"{direction} has no level-{level} triplets to sample")
+                    if (direction_code, level) in missing:
+                        raise SamplingError(f"{direction_code} has no level-{level} triplets to sample")
         for rep, j in systems:
             mix = mixes[j]
             draw = SystemDraw(
@@ -295,12 +303,12 @@ def iter_multilingual_spooled(
                 seed=seeds[rep, j],
                 level_mix=dict(sorted(mix.items())),
             )
-            for direction in directions:
-                spool.seek(offsets[direction])
+            for direction_code in directions:
+                spool.seek(offsets[direction_code])
                 shortfalls, blocks = json.loads(spool.readline())
-                offsets[direction] = spool.tell()
+                offsets[direction_code] = spool.tell()
                 draw.shortfalls.extend(shortfalls)
-                draw.blocks.extend((direction, level, ids) for level, ids in blocks)
+                draw.blocks.extend((direction_code, level, ids) for level, ids in blocks)
             yield draw
 
 

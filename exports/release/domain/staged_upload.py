@@ -127,13 +127,13 @@ def rows_decode(lines: Iterable[bytes]) -> tuple[dict, Iterator[dict]]:
 # ---- the staged direction as an archive ------------------------------------------------------------------
 
 
-def archive_members(direction: str, formats: Iterable[str]) -> list[str]:
+def archive_members(direction_code: str, formats: Iterable[str]) -> list[str]:
     """What an archive of a staged direction holds, in its order (the summary last: when a platform moves
     the files in, the summary's presence still means the files are complete)."""
-    return staged_names(direction, tuple(formats))
+    return staged_names(direction_code, tuple(formats))
 
 
-def archive_write(staging: str | Path, direction: str, formats: Iterable[str], target: str | Path) -> str:
+def archive_write(staging: str | Path, direction_code: str, formats: Iterable[str], target: str | Path) -> str:
     """Pack the staged direction in ``staging`` into ``target``; returns the archive's sha256. Same files,
     same bytes: no modification times (tar's nor gzip's), owners or modes are recorded."""
     staging, target = Path(staging), Path(target)
@@ -141,7 +141,7 @@ def archive_write(staging: str | Path, direction: str, formats: Iterable[str], t
     tmp = target.with_name(target.name + ".part")
     with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=1) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-            for name in archive_members(direction, formats):
+            for name in archive_members(direction_code, formats):
                 path = staging / name
                 info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode, info.uid, info.gid = path.stat().st_size, 0, 0o644, 0, 0
@@ -152,7 +152,7 @@ def archive_write(staging: str | Path, direction: str, formats: Iterable[str], t
 
 
 def archive_unpack(
-    archive: str | Path, into: str | Path, *, direction: str, formats: Iterable[str], max_unpacked: int
+    archive: str | Path, into: str | Path, *, direction_code: str, formats: Iterable[str], max_unpacked: int
 ) -> dict:
     """Unpack an uploaded archive of ``direction`` into ``into`` and check it; returns the direction's
     summary (with its stamp, without the triplet ids). Refuses (``StagedRefused`` naming the field) an
@@ -161,7 +161,7 @@ def archive_unpack(
     formats, a file or spool whose sha256 is not the summary's, counts that disagree with the rows."""
     into = Path(into)
     formats = sorted(formats)
-    expected = archive_members(direction, formats)
+    expected = archive_members(direction_code, formats)
     seen: set[str] = set()
     total = 0
     try:
@@ -169,7 +169,8 @@ def archive_unpack(
             for member in tar:
                 if member.name not in expected or member.name in seen:
                     raise StagedRefused(
-                        "body", f"the archive holds {member.name!r}; a staged {direction} holds {', '.join(expected)}"
+                        "body",
+                        f"the archive holds {member.name!r}; a staged {direction_code} holds {', '.join(expected)}",
                     )
                 if not member.isreg():
                     raise StagedRefused("body", f"{member.name} in the archive is not a regular file")
@@ -188,28 +189,30 @@ def archive_unpack(
     missing = [name for name in expected if name not in seen]
     if missing:
         raise StagedRefused("body", f"the archive lacks {', '.join(missing)}")
-    return _summary_check(into, direction=direction, formats=formats)
+    return _summary_check(into, direction_code=direction_code, formats=formats)
 
 
-def _summary_check(staging: Path, *, direction: str, formats: list[str]) -> dict:
+def _summary_check(staging: Path, *, direction_code: str, formats: list[str]) -> dict:
     try:
-        summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+        summary = json.loads((staging / SPOOL_DIR / f"{direction_code}.json").read_text(encoding="utf-8"))
         if not isinstance(summary, dict):
             raise ValueError("not an object")
     except ValueError as exc:
         raise StagedRefused("body", f"the direction's summary is not JSON ({exc})") from None
-    if summary.get("direction") != direction:
-        raise StagedRefused("direction", f"the archive is of direction {summary.get('direction')!r}, not {direction}")
+    if summary.get("direction") != direction_code:
+        raise StagedRefused(
+            "direction", f"the archive is of direction {summary.get('direction')!r}, not {direction_code}"
+        )
     if summary.get("formats") != formats:
         raise StagedRefused("formats", f"the direction was staged with formats {summary.get('formats')}, not {formats}")
     files = summary.get("files")
-    if not isinstance(files, dict) or sorted(files) != sorted(direction_files(direction, tuple(formats))):
+    if not isinstance(files, dict) or sorted(files) != sorted(direction_files(direction_code, tuple(formats))):
         raise StagedRefused("files", f"the summary lists files {sorted(files or {})}")
     for rel, sha in sorted(files.items()):
         got = sha256_file(staging / rel)
         if got != sha:
             raise StagedRefused("files", f"{rel}: its sha256 is {got}, its summary says {sha}")
-    spool = sha256_file(staging / SPOOL_DIR / f"{direction}.bin")
+    spool = sha256_file(staging / SPOOL_DIR / f"{direction_code}.bin")
     if spool != summary.get("digest"):
         raise StagedRefused("digest", f"the spool's sha256 is {spool}, the summary says {summary.get('digest')}")
     levels = summary.get("levels")
@@ -217,35 +220,39 @@ def _summary_check(staging: Path, *, direction: str, formats: list[str]) -> dict
     if not isinstance(levels, dict) or not isinstance(triplets, int):
         raise StagedRefused("triplets", "the summary has no triplet ids per level or no count")
     ids = sum(len(v) for v in levels.values())
-    prefix = f"{direction}/"
+    prefix = f"{direction_code}/"
     if ids != triplets or any(not str(t).startswith(prefix) for v in levels.values() for t in v):
-        raise StagedRefused("triplets", f"the summary counts {triplets} triplets and lists {ids} ids of {direction}")
+        raise StagedRefused(
+            "triplets", f"the summary counts {triplets} triplets and lists {ids} ids of {direction_code}"
+        )
     try:
-        meta = pq.read_metadata(staging / direction / "test.parquet")
-        schema = pq.read_schema(staging / direction / "test.parquet")
+        meta = pq.read_metadata(staging / direction_code / "test.parquet")
+        schema = pq.read_schema(staging / direction_code / "test.parquet")
     except Exception as exc:  # pyarrow raises several kinds for a file that is not parquet
         raise StagedRefused(
-            "files", f"{direction}/test.parquet is not readable parquet ({type(exc).__name__})"
+            "files", f"{direction_code}/test.parquet is not readable parquet ({type(exc).__name__})"
         ) from None
     if meta.num_rows != triplets or not schema.remove_metadata().equals(TRIPLET_SCHEMA):
-        raise StagedRefused("triplets", f"{direction}/test.parquet has {meta.num_rows} rows, the summary {triplets}")
+        raise StagedRefused(
+            "triplets", f"{direction_code}/test.parquet has {meta.num_rows} rows, the summary {triplets}"
+        )
     return {k: v for k, v in summary.items() if k != "levels"}
 
 
-def staged_check(staging: str | Path, *, direction: str, expected: dict) -> None:
+def staged_check(staging: str | Path, *, direction_code: str, expected: dict) -> None:
     """Check an unpacked staged direction (``archive_unpack`` passed) against ``expected``, what the platform
     computes from its own rows (``release_files.direction_expected``). Refuses (``StagedRefused``, naming the
     first difference) a ``test.parquet`` whose triplet ids are not the rows' ids in their order, or whose
     schema or any value differs from the rows; a spool (the direction's share of the content hash) or triplet
     ids per level that are not the rows'; a JSONL or TSV file that is not the rows encoded."""
     staging = Path(staging)
-    path = staging / direction / "test.parquet"
+    path = staging / direction_code / "test.parquet"
     try:
         table = pq.read_table(path)
         schema = pq.read_schema(path)
     except Exception as exc:  # pyarrow raises several kinds for a file that is not parquet
         raise StagedRefused(
-            "files", f"{direction}/test.parquet is not readable parquet ({type(exc).__name__})"
+            "files", f"{direction_code}/test.parquet is not readable parquet ({type(exc).__name__})"
         ) from None
     want = expected["table"]
     got_ids, want_ids = table.column("triplet_id").to_pylist(), want.column("triplet_id").to_pylist()
@@ -254,18 +261,25 @@ def staged_check(staging: str | Path, *, direction: str, expected: dict) -> None
         got = got_ids[at] if at < len(got_ids) else "(no row)"
         sent = want_ids[at] if at < len(want_ids) else "(no row)"
         raise StagedRefused(
-            "triplets", f"{direction}/test.parquet row {at + 1} is triplet {got!r}; the platform sent {sent!r} there"
+            "triplets",
+            f"{direction_code}/test.parquet row {at + 1} is triplet {got!r}; the platform sent {sent!r} there",
         )
     if not schema.equals(TRIPLET_SCHEMA) or schema.metadata or any(f.metadata for f in schema):
-        raise StagedRefused("files", f"{direction}/test.parquet does not have the release's schema and metadata")
+        raise StagedRefused("files", f"{direction_code}/test.parquet does not have the release's schema and metadata")
     for name in TRIPLET_SCHEMA.names:
         if not table.column(name).equals(want.column(name)):
-            raise StagedRefused("files", f"{direction}/test.parquet: column {name} is not the rows the platform sent")
-    summary = json.loads((staging / SPOOL_DIR / f"{direction}.json").read_text(encoding="utf-8"))
+            raise StagedRefused(
+                "files", f"{direction_code}/test.parquet: column {name} is not the rows the platform sent"
+            )
+    summary = json.loads((staging / SPOOL_DIR / f"{direction_code}.json").read_text(encoding="utf-8"))
     if summary.get("digest") != expected["digest"]:
-        raise StagedRefused("digest", f"{direction}: its share of the content hash is not that of the platform's rows")
+        raise StagedRefused(
+            "digest", f"{direction_code}: its share of the content hash is not that of the platform's rows"
+        )
     if summary.get("levels") != expected["levels"] or summary.get("transplanted") != expected["transplanted"]:
-        raise StagedRefused("triplets", f"{direction}: its triplet ids per level or counts are not the platform's rows")
+        raise StagedRefused(
+            "triplets", f"{direction_code}: its triplet ids per level or counts are not the platform's rows"
+        )
     for rel, sha in sorted(expected["files"].items()):
         if sha256_file(staging / rel) != sha:
             raise StagedRefused("files", f"{rel} is not the platform's rows in that format")

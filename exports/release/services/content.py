@@ -118,10 +118,12 @@ class _SystemStore:
 
     def add(self, draw) -> None:
         direction = None
-        if draw.direction:
-            direction = self.directions.get(draw.direction)
+        if draw.direction_code:
+            direction = self.directions.get(draw.direction_code)
             if direction is None:
-                direction = self.directions[draw.direction] = Direction.objects.filter(code=draw.direction).first()
+                direction = self.directions[draw.direction_code] = Direction.objects.filter(
+                    code=draw.direction_code
+                ).first()
         self.pending.append(
             PseudoSystem(
                 release=self.release,

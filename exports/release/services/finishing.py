@@ -59,7 +59,7 @@ def release_create(
     )
     todo = job.todo
     for i, code in enumerate(todo):
-        entry = release_direction_run(job=job, direction=code)
+        entry = release_direction_run(job=job, direction_code=code)
         if on_direction:
             on_direction(code, entry)
         if progress:
@@ -149,7 +149,7 @@ def _check_staged(release: Release, job: ReleaseJob) -> None:
         code
         for code in job.directions
         if code not in missing
-        and row[code].get("stamp") != direction_stamp_get(project=release.project, direction=code)
+        and row[code].get("stamp") != direction_stamp_get(project=release.project, direction_code=code)
     ]
     if missing or changed:
         reason = (

@@ -101,12 +101,12 @@ def _job_staged(release: Release, job: ReleaseJob) -> storage.StagedFiles:
     return staging_files_get(project_name=release.project.name, version=release.version, out_dir=job.out_dir)
 
 
-def direction_stamp_get(*, project: Project, direction: str) -> dict:
+def direction_stamp_get(*, project: Project, direction_code: str) -> dict:
     """What a direction's staged files were written from: the project's latest build and a fingerprint of
     the direction's merge states (each gold pair's pool fingerprint, count and time written) and pseudo
     translations. A staged direction whose stamp differs from the current one is written again."""
     build = selectors.latest_build(project)
-    states = MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction).order_by(
+    states = MergedSegment.objects.filter(segment__project=project, segment__direction__code=direction_code).order_by(
         "segment_id"
     )
     h = hashlib.sha256()
@@ -114,9 +114,9 @@ def direction_stamp_get(*, project: Project, direction: str) -> dict:
         "segment_id", "fingerprint", "pseudo_count", "built_at"
     ).iterator(chunk_size=5000):
         h.update(f"{seg}\t{fingerprint}\t{count}\t{built_at.isoformat()}\n".encode())
-    rows = PseudoTranslation.objects.filter(segment__project=project, segment__direction__code=direction).aggregate(
-        n=Count("id"), last=Max("id")
-    )
+    rows = PseudoTranslation.objects.filter(
+        segment__project=project, segment__direction__code=direction_code
+    ).aggregate(n=Count("id"), last=Max("id"))
     h.update(f"{rows['n']}\t{rows['last']}".encode())
     return {"build": build.pk if build else None, "merged": h.hexdigest()}
 
@@ -151,7 +151,7 @@ def release_begin(
                 staged.root.rmdir()  # made just now (nothing staged in it): leave no empty directory behind
         raise ReleaseError(reason)
     formats = tuple(sorted(formats))
-    stamps = {code: direction_stamp_get(project=project, direction=code) for code in directions}
+    stamps = {code: direction_stamp_get(project=project, direction_code=code) for code in directions}
     kept = _directions_kept(release, staged=staged, directions=directions, formats=formats, stamps=stamps)
     _leftovers_remove(staged, directions=directions, out_dir=out_dir)
     todo = tuple(code for code in directions if code not in kept)
@@ -209,24 +209,27 @@ def _leftovers_remove(staged, *, directions, out_dir: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
+def release_direction_run(*, job: ReleaseJob, direction_code: str) -> dict:
     """Stage one direction of a release (what each task of a release's chord runs): its files, its share of
     the content hash and its triplet ids, then its entry in ``Release.directions`` (``done`` means staged).
     A failure is recorded on the direction and the release, with its reason, and raised."""
     release = Release.objects.select_related("project").get(pk=job.release_id)
     direction_record(
-        release=release, direction=direction, entry={"status": "running", "error": ""}, total=len(job.directions)
+        release=release,
+        direction_code=direction_code,
+        entry={"status": "running", "error": ""},
+        total=len(job.directions),
     )
     try:
-        stamp = direction_stamp_get(project=release.project, direction=direction)
-        rows = release_selectors.iter_triplet_rows(release.project, direction)
+        stamp = direction_stamp_get(project=release.project, direction_code=direction_code)
+        rows = release_selectors.iter_triplet_rows(release.project, direction_code)
         staged = _job_staged(release, job)
         # written by the release writer into a folder of its own, then stored: renamed into the staging
         # directory on the file system, uploaded to object storage
-        scratch = staged.scratch(f"{Path(job.out_dir).name}.{direction}")
+        scratch = staged.scratch(f"{Path(job.out_dir).name}.{direction_code}")
         try:
-            summary = release_files.write_staged_direction(rows, direction, scratch, job.formats, stamp)
-            staged.direction_save(scratch, direction, release_files.staged_names(direction, job.formats))
+            summary = release_files.write_staged_direction(rows, direction_code, scratch, job.formats, stamp)
+            staged.direction_save(scratch, direction_code, release_files.staged_names(direction_code, job.formats))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         entry = {
@@ -241,42 +244,42 @@ def release_direction_run(*, job: ReleaseJob, direction: str) -> dict:
         reason = f"{type(exc).__name__}: {exc}"
         direction_record(
             release=release,
-            direction=direction,
+            direction_code=direction_code,
             entry={"status": "failed", "error": reason},
             total=len(job.directions),
-            failure=f"{direction}: {reason}",
+            failure=f"{direction_code}: {reason}",
         )
         raise
-    direction_record(release=release, direction=direction, entry=entry, total=len(job.directions))
+    direction_record(release=release, direction_code=direction_code, entry=entry, total=len(job.directions))
     return entry
 
 
-def release_retry_record(*, job: ReleaseJob, direction: str, reason: str) -> None:
+def release_retry_record(*, job: ReleaseJob, direction_code: str, reason: str) -> None:
     """A direction whose staging hit a transient fault and is tried again: it says so, and the release is
     being built again (not failed) unless another direction failed for good."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=job.release_id)
-        row.directions = with_entry(row.directions, direction, {"status": "retrying", "error": reason})
+        row.directions = with_entry(row.directions, direction_code, {"status": "retrying", "error": reason})
         failed = first_failure(row.directions)
         row.status, row.error = (Release.Status.FAILED, failed) if failed else (Release.Status.BUILDING, "")
         row.save(update_fields=["directions", "status", "error"])
 
 
-def direction_retrying_record(*, release_id: int, direction: str, reason: str) -> None:
+def direction_retrying_record(*, release_id: int, direction_code: str, reason: str) -> None:
     """A release worker tries its direction again after a transient fault: the direction says so and the lease
     is extended (the worker is alive); the release's status is left as it is."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release_id)
-        row.directions = with_entry(row.directions, direction, {"status": "retrying", "error": reason})
+        row.directions = with_entry(row.directions, direction_code, {"status": "retrying", "error": reason})
         row.lease_expires_at = release_lease_end_get()
         row.save(update_fields=["directions", "lease_expires_at"])
 
 
-def direction_record(*, release: Release, direction: str, entry: dict, total: int, failure: str = "") -> None:
+def direction_record(*, release: Release, direction_code: str, entry: dict, total: int, failure: str = "") -> None:
     """Set one direction's entry (the release row is locked: directions on other workers record theirs too)."""
     with transaction.atomic():
         row = Release.objects.select_for_update().get(pk=release.pk)
-        row.directions = with_entry(row.directions, direction, entry)
+        row.directions = with_entry(row.directions, direction_code, entry)
         done = sum(1 for e in row.directions.values() if e.get("status") == "done")
         row.progress, row.stage = int(60 * done / max(total, 1)), f"directions staged: {done}/{total}"
         row.lease_expires_at = release_lease_end_get()  # a direction started or ended: the process is alive

@@ -19,9 +19,9 @@ pytestmark = pytest.mark.django_db
 MIXES = [(0, 3), (2, 0), (1, 5), (4, 1), (3, 5), (5, 4)]  # (k en-de, k en-zh) of each multilingual system
 
 
-def chrf_like(direction: str, k: int, i: int) -> float:
+def chrf_like(direction_code: str, k: int, i: int) -> float:
     base = 80.0 - 8 * k + 0.3 * i
-    return base if direction == "en-de" else 0.5 * base - 10
+    return base if direction_code == "en-de" else 0.5 * base - 10
 
 
 @pytest.fixture

@@ -51,7 +51,9 @@ def held_together(release, metric: str, variant: str) -> dict:
     out["system_level"] = metaeval.monolingual_system_tau(mono, oriented, variant)
     means = {}
     for system in mono:  # in (repetition, name) order: each level's directions in the order they first come
-        means.setdefault(system.level, {}).setdefault(system.direction, []).append(metaeval.system_score(system, raw))
+        means.setdefault(system.level, {}).setdefault(system.direction_code, []).append(
+            metaeval.system_score(system, raw)
+        )
     for level in sorted(means):
         per_dir = [float(np.mean(v)) for v in means[level].values()]
         out["cv"].append(

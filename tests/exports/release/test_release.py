@@ -437,7 +437,7 @@ def test_the_release_holds_peoples_span_annotations_of_its_triplets(built, tmp_p
     task = span_services.span_task_create(
         actor=admin, project=built, name="esa-r", protocol="esa", annotators_per_item=2
     )
-    assert make_span_items(task, PSEUDO_TRANSLATIONS, direction="en-de", limit=3, seed=1) == 3
+    assert make_span_items(task, PSEUDO_TRANSLATIONS, direction_code="en-de", limit=3, seed=1) == 3
     submitted = {}
     for n, name in enumerate(("rater_one", "rater_two")):
         user = user_create(username=name, password=f"{name}-pass-123", languages=["de"])

@@ -61,11 +61,11 @@ def one_pass(project: Project, version: str, out: Path, formats=()) -> dict:
     return release_files.write_release(content, out, formats)
 
 
-def block_direction(out_dir: Path, direction: str) -> Path:
+def block_direction(out_dir: Path, direction_code: str) -> Path:
     """A file where the direction's folder goes in the staging directory: its task fails (FileExistsError)."""
     staging = services.staging_dir_get(out_dir=out_dir)
     staging.mkdir(parents=True, exist_ok=True)
-    blocker = staging / direction
+    blocker = staging / direction_code
     blocker.write_text("in the way")
     return blocker
 
@@ -177,7 +177,7 @@ def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_re
     job = services.release_begin(project=built, version="1.0.0", out_dir=out)
     assert job.todo == job.directions == ("en-de", "en-zh")
     for code in job.todo:
-        services.release_direction_run(job=job, direction=code)
+        services.release_direction_run(job=job, direction_code=code)
     build_run(project=built, force=True)  # every gold pair rewritten: the staged files may not be trusted
     with pytest.raises(services.ReleaseError, match="build changed since en-de, en-zh"):
         services.release_finish(job=job)
@@ -187,7 +187,7 @@ def test_a_build_between_the_directions_and_the_finish_is_refused_and_a_rerun_re
     assert again.todo == ("en-de", "en-zh")
     # a tampered staged file is written again too
     for code in again.todo:
-        services.release_direction_run(job=again, direction=code)
+        services.release_direction_run(job=again, direction_code=code)
     (services.staging_dir_get(out_dir=out) / "en-zh" / "test.parquet").write_bytes(b"not parquet")
     # run again once this writer has stopped (its lease passed): while it is live, a second start is refused
     with pytest.raises(services.ReleaseRunning):
@@ -291,7 +291,7 @@ def test_a_new_attempt_removes_the_scratch_folders_a_killed_one_left_and_no_othe
     parent = tmp_path / "rels"
     out = parent / "1.0.0"
     job = services.release_begin(project=built, version="1.0.0", out_dir=out)
-    services.release_direction_run(job=job, direction="en-de")
+    services.release_direction_run(job=job, direction_code="en-de")
     # killed while writing en-zh, assembling the release from the bucket, and unpacking a worker's upload
     mine = [".1.0.0.en-zh-0123456789ab", ".1.0.0.finishing-4242", ".1.0.0.incoming"]
     others = [

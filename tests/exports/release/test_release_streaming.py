@@ -27,11 +27,11 @@ def natural(value: str):
     return (0, int(value), "") if value.isdigit() else (1, 0, value)
 
 
-def whole_table(project: Project, direction: str) -> pd.DataFrame:
+def whole_table(project: Project, direction_code: str) -> pd.DataFrame:
     """Every pseudo translation of a direction in one query, ordered as the release promises (gold pair
     id in natural order, level, span positions), with pandas — the read the streamed release replaces."""
     frame = pd.DataFrame.from_records(
-        PseudoTranslation.objects.filter(segment__project=project, segment__direction__code=direction).values(
+        PseudoTranslation.objects.filter(segment__project=project, segment__direction__code=direction_code).values(
             "segment__external_id", "segment__source", "segment__reference", "level", "text", "marked_text", "spans"
         )
     )
@@ -41,7 +41,7 @@ def whole_table(project: Project, direction: str) -> pd.DataFrame:
     ]
     frame = frame.iloc[sorted(range(len(frame)), key=lambda i: frame["order"].iloc[i])].reset_index(drop=True)
     frame["triplet_id"] = [
-        f"{direction}/{ext}/{'+'.join(s['label'] for s in spans) or 'reference'}"
+        f"{direction_code}/{ext}/{'+'.join(s['label'] for s in spans) or 'reference'}"
         for ext, spans in zip(frame["segment__external_id"], frame["spans"])
     ]
     return frame

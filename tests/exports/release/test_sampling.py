@@ -30,10 +30,10 @@ def test_monolingual_systems_draw_n_distinct_triplets_of_one_level_per_repetitio
     for s in systems:
         ids = s.triplet_ids
         assert len(ids) == 102 == len(set(ids))
-        assert every(t.startswith(f"{s.direction}/") and t.endswith(f"k{s.level}") for t in ids)
+        assert every(t.startswith(f"{s.direction_code}/") and t.endswith(f"k{s.level}") for t in ids)
         assert s.human_score == -5 * s.level
     # repetitions differ (except level 0, which has exactly 102 triplets), seeds are recorded and distinct
-    reps = [s for s in systems if s.direction == "en-de" and s.level == 3]
+    reps = [s for s in systems if s.direction_code == "en-de" and s.level == 3]
     assert len({tuple(s.triplet_ids) for s in reps}) == 10
     assert len({s.seed for s in systems}) == len(systems)
 

@@ -34,18 +34,18 @@ def release(project, tmp_path):
     return Release.objects.create(project=project, version="t1", status=Release.Status.READY, path=str(root))
 
 
-def write_part(release: Release, metric: str, direction: str, scores=None, overrides: dict | None = None) -> Path:
+def write_part(release: Release, metric: str, direction_code: str, scores=None, overrides: dict | None = None) -> Path:
     """A part file as a worker writes it (scoring.runner's layout and metadata)."""
-    rows = release_rows(direction)
+    rows = release_rows(direction_code)
     cols = {
-        "direction": [direction] * len(rows),
+        "direction": [direction_code] * len(rows),
         "triplet_id": [r["triplet_id"] for r in rows],
         "num_errors": [r["num_errors"] for r in rows],
         "score": scores if scores is not None else [100.0 - 10 * r["num_errors"] for r in rows],
     }
     cols.update(overrides or {})
     meta = {"metric": metric, "signature": {"library": "sacrebleu", "library_version": "2.6.0", "tokenizer": "13a"}}
-    path = part_path(Path(release.path) / "scores", metric, direction)
+    path = part_path(Path(release.path) / "scores", metric, direction_code)
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.table(cols).replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
     pq.write_table(table, path)

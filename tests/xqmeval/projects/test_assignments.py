@@ -45,7 +45,7 @@ def _assigned(project) -> dict[str, list[str]]:
 
 
 def test_without_assignments_coverage_follows_the_annotators_languages(flores, people):
-    assert [(c.direction, c.reviewers, c.missing) for c in coverage(flores)] == [
+    assert [(c.direction_code, c.reviewers, c.missing) for c in coverage(flores)] == [
         ("en-de", ("anna", "ben"), 0),
         ("en-zh", ("li",), 1),
     ]
@@ -77,13 +77,13 @@ def test_assigning_on_the_settings_page_shows_and_clears_the_coverage_warning(cl
 
 def test_an_assignment_naming_bad_people_lists_every_problem_and_writes_nothing(flores, people):
     with pytest.raises(ProjectRejected) as exc:
-        assignments_set(project=flores, direction="en-de", usernames=["ghost", "boss", "anna"])
+        assignments_set(project=flores, direction_code="en-de", usernames=["ghost", "boss", "anna"])
     assert exc.value.errors == [
         "reviewers: boss is not an annotator (admins see every direction; viewers review none)",
         "reviewers: no user 'ghost'",
     ]
     with pytest.raises(ProjectRejected, match="en-fr is not an active direction"):
-        assignments_set(project=flores, direction="en-fr", usernames=["anna"])
+        assignments_set(project=flores, direction_code="en-fr", usernames=["anna"])
     assert not ReviewerAssignment.objects.exists()
 
 
@@ -97,8 +97,8 @@ def test_assignments_decide_what_an_annotator_reviews_in_the_project(flores, peo
     visible = lambda who: set(review_selectors.visible_candidates(people[who]))  # noqa: E731
     assert visible("anna") == {german, elsewhere} and visible("li") == {chinese}
     # flores assigns: anna reviews its zh (not her language), ben its de; other projects are unchanged
-    assignments_set(project=flores, direction="en-zh", usernames=["anna"])
-    assignments_set(project=flores, direction="en-de", usernames=["ben"])
+    assignments_set(project=flores, direction_code="en-zh", usernames=["anna"])
+    assignments_set(project=flores, direction_code="en-de", usernames=["ben"])
     assert visible("anna") == {chinese, elsewhere}
     assert visible("ben") == {german, elsewhere}
     assert visible("li") == set()
@@ -151,13 +151,13 @@ def test_an_assignment_in_one_project_opens_no_other(client, flores, people):
     release = Release.objects.create(project=other, version="1.0.0", status=Release.Status.READY)
     vera = user_create(username="vera", password="pw-vera-123", role="viewer", languages=["de"])
     anna = people["anna"]  # her language: de
-    assignments_set(project=flores, direction="en-zh", usernames=["anna"])
+    assignments_set(project=flores, direction_code="en-zh", usernames=["anna"])
     names = lambda who: sorted(access.visible_projects(who).values_list("name", flat=True))  # noqa: E731
     assert names(anna) == ["flores", "other"]
     assert visible_directions(anna, flores) == {"en-zh"}  # flores assigns: her assignment, not her language
     assert visible_directions(anna, other) == {"en-de"}  # other assigns nobody: her language, not flores' zh
     assert visible_release(anna, release.pk)[1] == ["en-de"]
-    assignments_set(project=other, direction="en-de", usernames=["ben"])
+    assignments_set(project=other, direction_code="en-de", usernames=["ben"])
     assert names(anna) == ["flores"]
     with pytest.raises(Http404):
         access.visible_project(anna, "other")

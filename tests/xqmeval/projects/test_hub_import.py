@@ -190,14 +190,14 @@ def test_an_unreachable_hub_fails_the_job_with_the_reason_writes_nothing_and_can
 
 @pytest.mark.slow  # huggingface_hub tries each call five times with backoff (about 24 s)
 def test_a_transient_hub_fault_is_told_apart_from_a_missing_dataset(flores, hub):
-    missing = services.corpus_import_queue(project=flores, direction="en-de", dataset="org/none", split="devtest")
+    missing = services.corpus_import_queue(project=flores, direction_code="en-de", dataset="org/none", split="devtest")
     assert services.corpus_import_run(job_id=missing.pk, owner="task-1").ran  # a missing dataset: failed, not raised
     missing.refresh_from_db()
     assert missing.status == "failed" and "org/none" in missing.error and "DatasetNotFoundError" in missing.error
 
     hub.state.unavailable = 1000  # 503 on every call
     job = services.corpus_import_queue(
-        project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
+        project=flores, direction_code="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     with pytest.raises(HubUnreachable):
         services.corpus_import_run(job_id=job.pk, owner="task-2")
@@ -221,7 +221,7 @@ def test_a_bad_row_fails_the_job_with_every_problem_and_writes_nothing(flores, h
         },
     )
     job = services.corpus_import_queue(
-        project=flores, direction="en-de", dataset="org/bad", config="deu_Latn", split="devtest", columns=Columns()
+        project=flores, direction_code="en-de", dataset="org/bad", config="deu_Latn", split="devtest", columns=Columns()
     )
     services.corpus_import_run(job_id=job.pk, owner="task-1")
     job.refresh_from_db()
@@ -233,7 +233,7 @@ def test_the_job_runs_once_a_died_process_shows_as_interrupted_and_its_own_retry
     client, admin_user, flores, hub
 ):
     job = services.corpus_import_queue(
-        project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
+        project=flores, direction_code="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     # a process took it and is alive: a duplicate delivery does nothing, the same task's retry takes over
     CorpusImport.objects.filter(pk=job.pk).update(
@@ -249,7 +249,7 @@ def test_the_job_runs_once_a_died_process_shows_as_interrupted_and_its_own_retry
 
     # a process that died while running: shown as such, it holds nothing back, and Retry runs it again
     died = services.corpus_import_queue(
-        project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
+        project=flores, direction_code="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     CorpusImport.objects.filter(pk=died.pk).update(
         status=JobStatus.RUNNING, lease_owner="task-c", lease_expires_at=timezone.now() - timedelta(seconds=1)
@@ -269,19 +269,19 @@ def test_the_job_runs_once_a_died_process_shows_as_interrupted_and_its_own_retry
 
 def test_an_interrupted_import_gives_way_to_a_new_one(flores, hub):
     died = services.corpus_import_queue(
-        project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
+        project=flores, direction_code="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     with pytest.raises(services.CorpusImportRunning):
-        services.corpus_import_queue(project=flores, direction="en-de", dataset="org/other")
+        services.corpus_import_queue(project=flores, direction_code="en-de", dataset="org/other")
     CorpusImport.objects.filter(pk=died.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    fresh = services.corpus_import_queue(project=flores, direction="en-de", dataset="org/other")
+    fresh = services.corpus_import_queue(project=flores, direction_code="en-de", dataset="org/other")
     died.refresh_from_db()
     assert (died.status, died.error) == ("failed", services.INTERRUPTED) and fresh.status == "pending"
 
 
 def test_the_service_refuses_a_path_or_a_direction_not_the_projects(flores):
     with pytest.raises(services.CorpusImportRejected) as refused:
-        services.corpus_import_queue(project=flores, direction="en-zh", dataset="../../etc")
+        services.corpus_import_queue(project=flores, direction_code="en-zh", dataset="../../etc")
     assert refused.value.errors == [
         "'../../etc' is not a Hub dataset id: namespace/name, letters, digits, '-', '_' and '.' (not first); "
         "local dataset directories are imported with the import_corpus command",
@@ -313,7 +313,7 @@ def test_on_a_worker_an_unreachable_hub_is_tried_again_with_backoff_and_the_page
 
     hub.state.unavailable = 10**6  # down until the test says otherwise
     job = services.corpus_import_queue(
-        project=flores, direction="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
+        project=flores, direction_code="en-de", dataset="org/flores", config="deu_Latn", split="devtest"
     )
     client.force_login(admin_user)
     with start_worker(
@@ -338,7 +338,7 @@ def test_a_hub_id_named_like_a_server_folder_is_read_from_the_hub_only(flores, h
     """``core/corpus`` is a valid Hub id and a folder of the server's working directory: datasets would read
     the folder; the import asks the Hub, and the reason names no server path."""
     assert (Path.cwd() / "core" / "corpus").is_dir()
-    job = services.corpus_import_queue(project=flores, direction="en-de", dataset="core/corpus", split="devtest")
+    job = services.corpus_import_queue(project=flores, direction_code="en-de", dataset="core/corpus", split="devtest")
     services.corpus_import_run(job_id=job.pk, owner="task-1")
     job.refresh_from_db()
     assert job.status == "failed" and "DatasetNotFoundError" in job.error and str(Path.cwd()) not in job.error
