@@ -110,7 +110,8 @@ class MetricSpec:
             )
 
     @property
-    def direction(self) -> str:
+    def better(self) -> str:
+        """Which way is better: "higher" or "lower" (not ``direction``, which names a language pair)."""
         return "higher" if self.higher_is_better else "lower"
 
     def describe(self) -> dict[str, Any]:
@@ -118,7 +119,7 @@ class MetricSpec:
             "name": self.name,
             "family": self.family,
             "needs": [n for n, on in (("source", self.needs_source), ("reference", self.needs_reference)) if on],
-            "better": self.direction,
+            "better": self.better,
             "range": list(self.score_range),
             "default_model": self.default_model,
             "device": self.device,

@@ -31,10 +31,10 @@ class MetaEvaluationError(Invalid, ValueError):
 
 def _orientation(metric: str) -> tuple[str, float]:
     try:
-        direction = get_metric(metric).direction
+        better = get_metric(metric).better
     except MetricError:
-        direction = "higher"
-    return direction, (-1.0 if direction == "lower" else 1.0)
+        better = "higher"
+    return better, (-1.0 if better == "lower" else 1.0)
 
 
 def _iter_systems(release: Release, kind: str, directions: set[str] | None, *, direction_id: int | None = None):

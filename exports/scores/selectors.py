@@ -156,7 +156,7 @@ def score_table(release: Release, directions: list[str] | None = None) -> list[d
     for metric in sorted(table, key=str.lower):
         try:
             spec = get_metric(metric)
-            better, scale = spec.direction, spec.report_scale
+            better, scale = spec.better, spec.report_scale
         except MetricError:
             better, scale = "?", 1.0
         rows = []
