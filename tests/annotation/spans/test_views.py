@@ -50,13 +50,19 @@ def _upload(text):
     return SimpleUploadedFile("items.tsv", text.encode())
 
 
-def test_the_items_page_names_a_bad_line_and_imports_nothing(project, admin_user):
+def _post_items(project, admin_user, text):
+    """An ESA task ``t`` made by the admin, and ``text`` posted as its items file: (answer, task)."""
     task = services.span_task_create(actor=admin_user, project=project, name="t", protocol="esa")
     admin = client_for(admin_user, "admin-pass-123")
-    r = admin.post(
+    answer = admin.post(
         reverse("projects:span_items", args=[project.name, task.name]),
-        {"source": "system-outputs", "direction": "en-de", "file": _upload("id\tsource\ttext\n1\tA.\tB.\n2\t\tC.\n")},
+        {"source": "system-outputs", "direction": "en-de", "file": _upload(text)},
     )
+    return answer, task
+
+
+def test_the_items_page_names_a_bad_line_and_imports_nothing(project, admin_user):
+    r, task = _post_items(project, admin_user, "id\tsource\ttext\n1\tA.\tB.\n2\t\tC.\n")
     assert r.status_code == 200 and "items.tsv line 3: field &#x27;source&#x27; is empty" in r.content.decode()
     assert not SpanItem.objects.filter(task=task).exists()
 
@@ -64,12 +70,7 @@ def test_the_items_page_names_a_bad_line_and_imports_nothing(project, admin_user
 def test_an_oversized_items_file_is_refused_before_it_is_read(project, admin_user, settings):
     """The upload limit of every upload form (docs/security.md, "Input limits") holds on the span items page too."""
     settings.CORPUS_UPLOAD_MAX_BYTES = 10
-    task = services.span_task_create(actor=admin_user, project=project, name="t", protocol="esa")
-    admin = client_for(admin_user, "admin-pass-123")
-    r = admin.post(
-        reverse("projects:span_items", args=[project.name, task.name]),
-        {"source": "system-outputs", "direction": "en-de", "file": _upload("id\tsource\ttext\n1\tA.\tB.\n")},
-    )
+    r, task = _post_items(project, admin_user, "id\tsource\ttext\n1\tA.\tB.\n")
     assert r.status_code == 200 and "more than the 10 allowed" in r.content.decode()
     assert not SpanItem.objects.filter(task=task).exists()
 
