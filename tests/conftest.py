@@ -142,6 +142,27 @@ def pytest_collection_modifyitems(config, items):
         code = [getattr(item, "function", None)] + [d.func for defs in fixturedefs.values() for d in defs]
         if any(starts_processes(func) for func in code if func is not None):
             item.add_marker("subprocess")
+    items[:] = longest_modules_first(items)
+
+
+# Rough seconds of a test by its markers, to hand out the longest files first. bin/test's xdist workers take
+# whole files in this order (--dist loadfile --no-loadscope-reorder): xdist's own order, by number of tests,
+# left the one-test browser tours (minutes each) to the end of the full run, with one worker idle meanwhile.
+COST_BY_MARKER = {"browser": 30.0, "subprocess": 10.0, "slow": 15.0, "shared_data": 2.0}
+
+
+def test_cost(item) -> float:
+    return max((COST_BY_MARKER.get(mark.name, 0.0) for mark in item.iter_markers()), default=0.0) or 0.1
+
+
+def longest_modules_first(items: list) -> list:
+    """The items grouped by file, the files in descending estimated cost (stable: equal costs keep their
+    collection order), each file's own tests in their order."""
+    by_module: dict[str, list] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    cost = {module: sum(test_cost(item) for item in tests) for module, tests in by_module.items()}
+    return [item for module in sorted(by_module, key=lambda m: -cost[m]) for item in by_module[module]]
 
 
 @pytest.fixture(scope="session")

@@ -48,3 +48,11 @@ def spm_model(tmp_path_factory) -> Path:
         minloglevel=2,
     )
     return d / "tiny.model"
+
+
+def pytest_collection_modifyitems(items):
+    """The files with slow tests first, for bin/test's xdist workers (whole files each, in this order): the
+    vLLM engine and the GPU benchmark on the CPU take about two minutes each, and xdist's own order (by number of
+    tests) left them to the end, one after the other. Stable: other files keep their collection order."""
+    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow)
