@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.unit.product_code import repository_modules
+
 ROOT = Path(__file__).resolve().parents[2]
 NOT_PLATFORM = ("tests", "perf", "scoring", "llm_client", "static", "templates", "docs", "bin", "site")
 WRITES = {
@@ -173,8 +175,8 @@ def writes(source: str, models: dict[str, str]) -> list[tuple[str, int, str]]:
 def platform_sources() -> Iterator[tuple[str, str]]:
     """(path relative to the repository, source) of every platform module: not tests, migrations, perf scripts
     or the Django-free worker packages (they reach no database)."""
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in repository_modules(skip=NOT_PLATFORM):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith((".", *(f"{d}/" for d in NOT_PLATFORM))) or "/migrations/" in rel or "/." in rel:
+        if "/migrations/" in rel:
             continue
         yield rel, path.read_text(encoding="utf-8")

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.product_code import repository_modules
+
 REPO = Path(__file__).resolve().parents[2]
-SERVICES = sorted(
+SERVICES = [
     p
     # a stage's services module, or the modules of a services package (its __init__ only re-exports them)
-    for p in [*REPO.glob("**/services.py"), *REPO.glob("**/services/[!_]*.py")]
-    if not any(part.startswith(".") or part in ("node_modules", "site") for part in p.relative_to(REPO).parts)
-)
+    for p in repository_modules()
+    if p.name == "services.py" or (p.parent.name == "services" and not p.name.startswith("_"))
+]
 
 # What a service acts on: a word of the domain (a model, a record, a part of one). One or more words.
 ENTITIES = {

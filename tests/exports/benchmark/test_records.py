@@ -19,6 +19,7 @@ from core.models import GoldSegment
 from exports.benchmark import selectors, services
 from exports.models import CandidatePlacement, MergedSegment
 from injection.models import Candidate, InjectionRun
+from tests.unit.product_code import repository_modules
 
 ROOT = Path(__file__).resolve().parents[3]
 # The stages that own the candidate row; migrations convert rows once, tests and perf scripts stand in for
@@ -74,9 +75,9 @@ def candidate_writes(source: str) -> list[str]:
 
 
 def platform_sources():
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in repository_modules(skip=NOT_PLATFORM):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith((".", *(f"{d}/" for d in NOT_PLATFORM))) or "/migrations/" in rel or "/." in rel:
+        if "/migrations/" in rel:
             continue
         yield rel, path
 
