@@ -151,7 +151,7 @@ def pytest_collection_modifyitems(config, items):
 COST_BY_MARKER = {"browser": 30.0, "subprocess": 10.0, "slow": 15.0, "shared_data": 2.0}
 
 
-def test_cost(item) -> float:
+def estimated_seconds(item) -> float:
     return max((COST_BY_MARKER.get(mark.name, 0.0) for mark in item.iter_markers()), default=0.0) or 0.1
 
 
@@ -161,7 +161,7 @@ def longest_modules_first(items: list) -> list:
     by_module: dict[str, list] = {}
     for item in items:
         by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    cost = {module: sum(test_cost(item) for item in tests) for module, tests in by_module.items()}
+    cost = {module: sum(estimated_seconds(item) for item in tests) for module, tests in by_module.items()}
     return [item for module in sorted(by_module, key=lambda m: -cost[m]) for item in by_module[module]]
 
 
