@@ -12,7 +12,7 @@ pairs; by default WMT size: 15 systems, 1,500 segments, 20 metrics), written to 
 mt-metrics-eval side is ``exports/metaeval/reference/make_taskset_fixtures.py`` run with ``PYTHONHASHSEED=0`` (its
 seconds are those of ``TaskSet.Run`` alone, as here those of ``tasksets.run``; reading the files is left out on both
 sides). The platform flattens the systems in the order mt-metrics-eval used (a set's order; the script reads it
-back from the reference's output), so the p-values are the same draws. Every metric but ``extra`` is primary (``--metrics`` counts the primary ones).
+back from the reference's output), so the p-values are the same draws. Every metric but ``extra`` is primary (``--metrics`` counts the primary ones; never fewer than the fixture's four: good, fair, poor and qe).
 ``OPENBLAS_NUM_THREADS=1`` in the environment holds both sides to one BLAS thread (PCE's small float32 products
 otherwise run on threads that spin on a loaded machine and inflate the CPU time); the tables are the same.
 """
