@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -19,13 +18,11 @@ from core.models import GoldSegment
 from exports.benchmark import selectors, services
 from exports.models import CandidatePlacement, MergedSegment
 from injection.models import Candidate, InjectionRun
-from tests.unit.product_code import repository_modules
+from tests.support.record_writes import platform_sources
 
-ROOT = Path(__file__).resolve().parents[3]
 # The stages that own the candidate row; migrations convert rows once, tests and perf scripts stand in for
 # reviewers and importers.
 OWNERS = ("injection", "annotation/review")
-NOT_PLATFORM = ("tests", "perf", "scoring", "llm_client", "static", "templates", "docs", "bin")
 WRITES = {
     "update",
     "bulk_update",
@@ -74,14 +71,6 @@ def candidate_writes(source: str) -> list[str]:
     return found
 
 
-def platform_sources():
-    for path in repository_modules(skip=NOT_PLATFORM):
-        rel = path.relative_to(ROOT).as_posix()
-        if "/migrations/" in rel:
-            continue
-        yield rel, path
-
-
 def test_the_scan_finds_each_kind_of_write_and_passes_reads():
     writes = """
 Candidate.objects.filter(pk=1).update(status="excluded")
@@ -105,22 +94,18 @@ cursor.execute("SELECT id FROM injection_candidate")
 
 def test_no_code_outside_injection_and_review_writes_a_candidate():
     scanned, offenders = 0, {}
-    for rel, path in platform_sources():
+    for rel, source in platform_sources():
         if rel.startswith(tuple(f"{owner}/" for owner in OWNERS)):
             continue
         scanned += 1
-        if found := candidate_writes(path.read_text(encoding="utf-8")):
+        if found := candidate_writes(source):
             offenders[rel] = found
     assert scanned > 50 and "exports/benchmark/services.py" in {rel for rel, _ in platform_sources()}
     assert offenders == {}, f"only injection and review write Candidate: {offenders}"
 
 
 def test_the_owners_do_write_candidates_so_the_scan_looks_where_writes_are():
-    owned = {
-        rel
-        for rel, path in platform_sources()
-        if rel.startswith(OWNERS) and candidate_writes(path.read_text(encoding="utf-8"))
-    }
+    owned = {rel for rel, source in platform_sources() if rel.startswith(OWNERS) and candidate_writes(source)}
     assert "annotation/review/services.py" in owned and any(rel.startswith("injection/") for rel in owned)
 
 
